@@ -1,0 +1,71 @@
+"""Per-axis window arithmetic shared by the NumPy engine (the C engine does the same in C).
+
+Everything here is separable: a pooling window is the Cartesian product of one tap list per
+spatial axis, so validity, emptiness and divisors are products of per-axis quantities.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from poolcheck.spec.shape import AxisGeometry, Geometry
+
+
+def tap_positions(a: AxisGeometry, j: int) -> np.ndarray:
+    """Input positions touched by tap ``j`` of every window along axis ``a`` (shape ``(out,)``)."""
+    return np.arange(a.out, dtype=np.int64) * a.stride - a.pad_begin + j * a.dilation
+
+
+def tap_slice(a: AxisGeometry, j: int) -> slice:
+    """Slice of the padded array (offset by ``pad_begin``) holding tap ``j`` of every window."""
+    start = j * a.dilation
+    return slice(start, start + (a.out - 1) * a.stride + 1, a.stride)
+
+
+def valid_counts(a: AxisGeometry) -> np.ndarray:
+    """Number of taps of each window that land inside the input."""
+    counts = np.zeros(a.out, dtype=np.int64)
+    for j in range(a.kernel):
+        p = tap_positions(a, j)
+        counts += (p >= 0) & (p < a.size)
+    return counts
+
+
+def padded_counts(a: AxisGeometry) -> np.ndarray:
+    """Number of taps of each window that land inside the padded input ``[-pb, size + pe)``."""
+    counts = np.zeros(a.out, dtype=np.int64)
+    for j in range(a.kernel):
+        p = tap_positions(a, j)
+        counts += (p >= -a.pad_begin) & (p < a.size + a.pad_end)
+    return counts
+
+
+def broadcast_axis(values: np.ndarray, axis: int, spatial_rank: int) -> np.ndarray:
+    """Reshape a per-axis vector so it broadcasts against ``(N, C, *out)``."""
+    shape = [1] * (2 + spatial_rank)
+    shape[2 + axis] = values.shape[0]
+    return values.reshape(shape)
+
+
+def empty_windows(geom: Geometry) -> np.ndarray | None:
+    """Boolean mask (broadcastable to the output) of windows with no input element, or None."""
+    n = len(geom.axes)
+    mask = None
+    for i, a in enumerate(geom.axes):
+        empty = valid_counts(a) == 0
+        if empty.any():
+            e = broadcast_axis(empty, i, n)
+            mask = e if mask is None else (mask | e)
+    return mask
+
+
+def padded_input(x: np.ndarray, geom: Geometry, fill: float | int, dtype: np.dtype | None = None) -> np.ndarray:
+    """``x`` padded by ``pad_begin`` and ``pad_end + overhang`` per spatial axis with ``fill``."""
+    dtype = np.dtype(dtype or x.dtype)
+    shape = (geom.batch, geom.channels) + tuple(a.pad_begin + a.size + a.pad_end + a.overhang for a in geom.axes)
+    if shape == x.shape and dtype == x.dtype:
+        return x
+    out = np.full(shape, fill, dtype=dtype)
+    inner = (slice(None), slice(None)) + tuple(slice(a.pad_begin, a.pad_begin + a.size) for a in geom.axes)
+    out[inner] = x
+    return out

@@ -1,0 +1,54 @@
+"""Semantic policies: the points where the specs are silent and implementations differ.
+
+The reference engines run under :data:`SPEC` unless told otherwise. The fuzzer re-runs the
+reference under the alternatives to say which setting reproduces a peer's output.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Literal
+
+EmptyMax = Literal["-inf", "lowest", "zero"]
+NanMode = Literal["propagate", "ignore", "first"]
+Divisor = Literal["attribute", "full", "padded", "valid"]
+EmptyAvg = Literal["zero", "nan"]
+
+
+@dataclass(frozen=True)
+class Policy:
+    """Choices for behaviour the specs leave open.
+
+    - ``empty_max``: value of a max window holding no input element (wholly in padding, or past
+      the padded input under ``ceil``). OpenVINO: "If paddings are used, during the pooling
+      calculation their values are -inf" -> ``-inf`` (integer types: their lowest value).
+    - ``empty_index``: index reported for such a window; no element was chosen, so -1.
+    - ``nan``: ``propagate`` (a NaN in the window wins; the first NaN's index), ``ignore``
+      (NaN loses to every number; an all-NaN window is NaN), ``first`` (strict ``>`` scan seeded
+      with the first element: a leading NaN sticks, later ones are ignored).
+    - ``divisor``: ``attribute`` follows exclude_pad / count_include_pad (valid elements, or the
+      window clipped to the padded input); ``full``/``padded``/``valid`` force one rule.
+    - ``empty_avg``: average of a window with a zero divisor.
+    """
+
+    empty_max: EmptyMax = "-inf"
+    empty_index: int = -1
+    nan: NanMode = "propagate"
+    divisor: Divisor = "attribute"
+    empty_avg: EmptyAvg = "zero"
+
+    def replace(self, **changes: object) -> Policy:
+        return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
+
+    def label(self) -> str:
+        defaults = Policy()
+        diffs = [
+            f"{f.name}={getattr(self, f.name)}"
+            for f in dataclasses.fields(self)
+            if getattr(self, f.name) != getattr(defaults, f.name)
+        ]
+        return ", ".join(diffs) or "spec"
+
+
+SPEC = Policy()

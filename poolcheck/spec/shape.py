@@ -1,0 +1,277 @@
+"""Output-shape rules and the resolved window geometry.
+
+:func:`resolve` is the rule every engine follows: the one the written formulas and the real
+runtimes (OpenVINO 2026.4 CPU, ONNX Runtime 1.31) agree on. :func:`axis_rules` additionally
+evaluates each *written* convention so ``poolcheck shape --convention all`` can show where the
+documents and the runtimes part ways.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from poolcheck.errors import AttributeValueError
+from poolcheck.spec.attributes import PoolSpec
+
+
+def _ceil_div(a: int, b: int) -> int:
+    return -((-a) // b)
+
+
+@dataclass(frozen=True)
+class AxisGeometry:
+    """One spatial axis after auto_pad and rounding are resolved.
+
+    Window ``o`` covers input positions ``o * stride - pad_begin + j * dilation`` for
+    ``j in range(kernel)``; positions outside ``[0, size)`` are padding (inside
+    ``[-pad_begin, size + pad_end)``) or overhang past the padded input (ceil rounding only).
+    """
+
+    size: int
+    kernel: int
+    stride: int
+    dilation: int
+    pad_begin: int
+    pad_end: int
+    out: int
+
+    @property
+    def dilated_kernel(self) -> int:
+        return (self.kernel - 1) * self.dilation + 1
+
+    @property
+    def overhang(self) -> int:
+        """How far the last window reaches past ``size + pad_end`` (0 unless ceil rounding)."""
+        last = (self.out - 1) * self.stride - self.pad_begin + self.dilated_kernel
+        return max(0, last - (self.size + self.pad_end))
+
+    def taps(self, o: int) -> list[int]:
+        start = o * self.stride - self.pad_begin
+        return [start + j * self.dilation for j in range(self.kernel)]
+
+
+@dataclass(frozen=True)
+class Geometry:
+    """The resolved geometry of a pooling op over one input shape."""
+
+    batch: int
+    channels: int
+    axes: tuple[AxisGeometry, ...]
+
+    @property
+    def input_shape(self) -> tuple[int, ...]:
+        return (self.batch, self.channels, *(a.size for a in self.axes))
+
+    @property
+    def output_shape(self) -> tuple[int, ...]:
+        return (self.batch, self.channels, *(a.out for a in self.axes))
+
+    @property
+    def pads_begin(self) -> tuple[int, ...]:
+        return tuple(a.pad_begin for a in self.axes)
+
+    @property
+    def pads_end(self) -> tuple[int, ...]:
+        return tuple(a.pad_end for a in self.axes)
+
+
+def same_pads(size: int, stride: int, dilated_kernel: int, auto_pad: str) -> tuple[int, int, int]:
+    """Output size and (pad_begin, pad_end) for same_upper / same_lower.
+
+    ONNX: "SAME_UPPER or SAME_LOWER: output_spatial_shape[i] = ceil(input_spatial_shape[i] /
+    strides_spatial_shape[i])" and "pad_shape[i] = (output_spatial_shape[i] - 1) *
+    strides_spatial_shape[i] + ((kernel_spatial_shape[i] - 1) * dilations[i] + 1) -
+    input_spatial_shape[i]". OpenVINO: "In case of odd padding value, an extra padding is added
+    at the end (at the beginning)". A negative pad (stride > dilated kernel) is clamped to 0,
+    as OpenVINO and ONNX Runtime do.
+    """
+    out = _ceil_div(size, stride)
+    total = max(0, (out - 1) * stride + dilated_kernel - size)
+    small, large = total // 2, total - total // 2
+    if auto_pad == "same_upper":
+        return out, small, large
+    return out, large, small
+
+
+def resolve_axis(
+    size: int,
+    kernel: int,
+    stride: int,
+    dilation: int,
+    pad_begin: int,
+    pad_end: int,
+    rounding_type: str,
+    auto_pad: str,
+    *,
+    axis_index: int = 0,
+) -> AxisGeometry:
+    """Resolve one axis: the pads actually applied and the output size."""
+    dk = (kernel - 1) * dilation + 1
+    if auto_pad in ("same_upper", "same_lower"):
+        out, pb, pe = same_pads(size, stride, dk, auto_pad)
+        return AxisGeometry(size, kernel, stride, dilation, pb, pe, out)
+    if auto_pad == "valid":
+        # "valid padding is not used"; the rounding rule still applies (OpenVINO runtime and the
+        # MaxPool-8 page's own example 5 give a 2x2 output for 3x3, kernel 2, stride 2, ceil).
+        pad_begin = pad_end = 0
+    padded = size + pad_begin + pad_end
+    if dk > padded:
+        raise AttributeValueError(
+            "kernel",
+            f"axis {axis_index}: the dilated kernel ({dk}) is larger than the padded input "
+            f"({size} + {pad_begin} + {pad_end} = {padded}); the output would be empty",
+        )
+    # "H_out = floor((H + pads_begin[0] + pads_end[0] - ((kernel[0] - 1) * dilations[0] + 1)) /
+    #  strides[0] + 1)" and the same with ceil.
+    if rounding_type == "floor":
+        out = (padded - dk) // stride + 1
+    else:
+        out = _ceil_div(padded - dk, stride) + 1
+        if rounding_type == "ceil_torch" and (out - 1) * stride >= size + pad_begin:
+            # "If rounding_type is set to ceil_torch, the last pooling operation within a
+            #  dimension cannot start in the padding area. If this is the case, the respective
+            #  dimension is reduced by 1."
+            out -= 1
+    return AxisGeometry(size, kernel, stride, dilation, pad_begin, pad_end, out)
+
+
+def resolve(spec: PoolSpec, input_shape: Sequence[int]) -> Geometry:
+    """Resolve ``spec`` against a full input shape ``(N, C, *spatial)``."""
+    shape = tuple(int(v) for v in input_shape)
+    if len(shape) != spec.rank:
+        raise AttributeValueError(
+            "kernel",
+            f"{spec.spatial_rank} spatial value(s) need an input of rank {spec.rank}, got rank {len(shape)}",
+        )
+    axes = tuple(
+        resolve_axis(
+            shape[2 + i],
+            spec.kernel[i],
+            spec.strides[i],
+            spec.dilations[i],
+            spec.pads_begin[i],
+            spec.pads_end[i],
+            spec.rounding_type,
+            spec.auto_pad,
+            axis_index=i,
+        )
+        for i in range(spec.spatial_rank)
+    )
+    return Geometry(shape[0], shape[1], axes)
+
+
+# --------------------------------------------------------------------------- written rules
+
+
+@dataclass(frozen=True)
+class RuleResult:
+    """One convention's answer for one axis: output size (None = not expressible) and working."""
+
+    convention: str
+    out: int | None
+    working: str
+    pads: tuple[int, int] | None = None
+
+
+def _explicit_working(size: int, pb: int, pe: int, k: int, d: int, s: int, fn: str) -> tuple[int, str]:
+    num = size + pb + pe - ((k - 1) * d + 1)
+    if fn == "floor":
+        out = num // s + 1
+    else:
+        out = _ceil_div(num, s) + 1
+    text = f"{fn}(({size} + {pb} + {pe} - (({k} - 1) * {d} + 1)) / {s} + 1) = {fn}({num / s + 1:g}) = {out}"
+    return out, text
+
+
+def axis_rules(
+    size: int, kernel: int, stride: int, dilation: int, pad_begin: int, pad_end: int,
+    rounding_type: str, auto_pad: str,
+) -> list[RuleResult]:
+    """Evaluate every convention's rule for one axis (used by ``poolcheck shape``)."""
+    results: list[RuleResult] = []
+    dk = (kernel - 1) * dilation + 1
+    fn = "floor" if rounding_type == "floor" else "ceil"
+
+    # OpenVINO, as written on the shape-rules page.
+    if auto_pad in ("same_upper", "same_lower"):
+        results.append(RuleResult("openvino-written", size, f"H_out = H = {size}"))
+    elif auto_pad == "valid":
+        num = size - dk + 1
+        out = _ceil_div(num, stride)
+        results.append(RuleResult(
+            "openvino-written", out,
+            f"ceil(({size} - (({kernel} - 1) * {dilation} + 1) + 1) / {stride}) = {out}  (rounding_type not used)",
+        ))
+    else:
+        if size + pad_begin + pad_end < dk:
+            results.append(RuleResult("openvino-written", None, "dilated kernel larger than padded input"))
+        else:
+            out, text = _explicit_working(size, pad_begin, pad_end, kernel, dilation, stride, fn)
+            if rounding_type == "ceil_torch" and (out - 1) * stride >= size + pad_begin:
+                text += f"; last window starts at {(out - 1) * stride} >= {size} + {pad_begin} (in padding) -> {out - 1}"
+                out -= 1
+            results.append(RuleResult("openvino-written", out, text))
+
+    # OpenVINO runtime / poolcheck engine.
+    try:
+        g = resolve_axis(size, kernel, stride, dilation, pad_begin, pad_end, rounding_type, auto_pad)
+        if auto_pad in ("same_upper", "same_lower"):
+            text = (f"ceil({size} / {stride}) = {g.out}; pads = max(0, ({g.out} - 1) * {stride} + {dk} - {size})"
+                    f" = {g.pad_begin + g.pad_end} -> begin {g.pad_begin}, end {g.pad_end}")
+        elif auto_pad == "valid":
+            _, text = _explicit_working(size, 0, 0, kernel, dilation, stride, fn)
+            if rounding_type == "ceil_torch" and g.out != int(text.rsplit("= ", 1)[1]):
+                text += f"; last window starts in padding -> {g.out}"
+        else:
+            _, text = _explicit_working(size, pad_begin, pad_end, kernel, dilation, stride, fn)
+            if rounding_type == "ceil_torch" and g.out != int(text.rsplit("= ", 1)[1]):
+                text += f"; last window starts at {g.out * stride} >= {size} + {pad_begin} -> {g.out}"
+        results.append(RuleResult("openvino-runtime", g.out, text, (g.pad_begin, g.pad_end)))
+    except AttributeValueError as exc:
+        results.append(RuleResult("openvino-runtime", None, str(exc)))
+
+    # ONNX (ceil_mode = rounding_type != floor).
+    ceil_mode = rounding_type != "floor"
+    if auto_pad in ("same_upper", "same_lower"):
+        out, pb, pe = same_pads(size, stride, dk, auto_pad)
+        results.append(RuleResult("onnx", out, f"ceil({size} / {stride}) = {out}", (pb, pe)))
+    elif auto_pad == "valid":
+        num = size - dk
+        if num < 0:
+            results.append(RuleResult("onnx", None, "dilated kernel larger than input"))
+        elif ceil_mode:
+            out = _ceil_div(num + 1, stride)
+            results.append(RuleResult("onnx", out, f"VALID, ceil_mode: ceil(({size} - {dk} + 1) / {stride}) = {out}"))
+        else:
+            out = num // stride + 1
+            results.append(RuleResult("onnx", out, f"VALID: floor(({size} - {dk}) / {stride}) + 1 = {out}"))
+    else:
+        if size + pad_begin + pad_end < dk:
+            results.append(RuleResult("onnx", None, "dilated kernel larger than padded input"))
+        else:
+            out, text = _explicit_working(size, pad_begin, pad_end, kernel, dilation, stride,
+                                          "ceil" if ceil_mode else "floor")
+            if ceil_mode and (out - 1) * stride >= size + pad_begin:
+                text += f"; last window would start in padding -> {out - 1}"
+                out -= 1
+            results.append(RuleResult("onnx", out, text))
+
+    # PyTorch F.max_poolNd / avg_poolNd: symmetric padding only, pad <= kernel / 2, no auto_pad.
+    if auto_pad in ("same_upper", "same_lower"):
+        results.append(RuleResult("torch", None, "no same padding for pooling"))
+    else:
+        pb, pe = (0, 0) if auto_pad == "valid" else (pad_begin, pad_end)
+        if pb != pe:
+            results.append(RuleResult("torch", None, f"asymmetric pads {pb}/{pe} not expressible"))
+        elif 2 * pb > kernel:
+            results.append(RuleResult("torch", None, f"pad {pb} > kernel / 2 is rejected"))
+        elif size + 2 * pb < dk:
+            results.append(RuleResult("torch", None, "dilated kernel larger than padded input"))
+        else:
+            out, text = _explicit_working(size, pb, pe, kernel, dilation, stride, "ceil" if ceil_mode else "floor")
+            if ceil_mode and (out - 1) * stride >= size + pb:
+                text += f"; last window would start in padding -> {out - 1}"
+                out -= 1
+            results.append(RuleResult("torch", out, text))
+    return results
