@@ -1,0 +1,3 @@
+from poolcheck.cli import main
+
+main()

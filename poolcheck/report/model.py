@@ -1,0 +1,125 @@
+"""One result model. ``poolcheck run`` and ``poolcheck fuzz`` produce it; every renderer only
+reads it. ``to_dict``/``from_dict`` round-trip through JSON (schema: docs/report-format.md).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+SCHEMA = "poolcheck.result/1"
+
+#: Verdicts, most severe first. A case's verdict is the most severe of its checks.
+VERDICTS: tuple[str, ...] = ("error", "fail", "crash", "timeout", "rejects", "erratum", "skip", "pass")
+#: Verdicts that make ``poolcheck run`` exit 1.
+FAILING: frozenset[str] = frozenset({"fail", "crash", "timeout"})
+
+
+def worst(verdicts: list[str]) -> str:
+    if not verdicts:
+        return "skip"
+    return min(verdicts, key=VERDICTS.index)
+
+
+@dataclass
+class WindowCell:
+    """One tap of a pooling window: input coordinates (spatial, may be negative or past the end),
+    whether it lies in padding (``pad``) or past the padded input (``overhang``), and its value."""
+
+    coords: list[int]
+    kind: str  # "input" | "pad" | "overhang"
+    value: Any = None
+    chosen: bool = False
+
+
+@dataclass
+class Diff:
+    """One differing output element (or a shape mismatch when ``output == "shape"``)."""
+
+    output: str  # "values" | "indices" | "shape"
+    position: list[int] | None
+    expected: Any
+    actual: Any
+    window: list[WindowCell] | None = None
+
+
+@dataclass
+class Check:
+    """One runner (engine or peer) on one case."""
+
+    runner: str
+    kind: str  # "engine" | "peer" | "document"
+    verdict: str
+    message: str = ""
+    diffs: list[Diff] = field(default_factory=list)
+    n_diffs: int = 0  # total differing elements (``diffs`` may hold only the first few)
+    diagnosis: str | None = None
+    version: str | None = None
+    # Full outputs for small tensors (renderers show expected/actual side by side).
+    expected: dict[str, Any] | None = None
+    actual: dict[str, Any] | None = None
+
+
+@dataclass
+class CaseResult:
+    case_id: str
+    verdict: str
+    title: str = ""
+    source: str = ""  # "cases/seeds/foo.yaml:12"
+    convention: str = ""
+    op: str = ""
+    spec: dict[str, Any] = field(default_factory=dict)
+    input_shape: list[int] | None = None
+    dtype: str = ""
+    checks: list[Check] = field(default_factory=list)
+    erratum: dict[str, Any] | None = None
+    tags: list[str] = field(default_factory=list)
+    replay: str = ""
+    message: str = ""
+
+
+@dataclass
+class RunResult:
+    command: str
+    cases: list[CaseResult] = field(default_factory=list)
+    versions: dict[str, str] = field(default_factory=dict)
+    created: str = ""
+    tool_version: str = ""
+    kind: str = "run"  # "run" | "fuzz"
+    interrupted: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def counts(self) -> dict[str, int]:
+        out = {v: 0 for v in VERDICTS}
+        for c in self.cases:
+            out[c.verdict] = out.get(c.verdict, 0) + 1
+        return out
+
+    @property
+    def failed(self) -> bool:
+        return any(c.verdict in FAILING for c in self.cases)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        data["schema"] = SCHEMA
+        data["counts"] = self.counts()
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RunResult:
+        if data.get("schema") != SCHEMA:
+            raise ValueError(f"not a {SCHEMA} document (schema={data.get('schema')!r})")
+        cases = []
+        for c in data.get("cases", []):
+            checks = []
+            for k in c.get("checks", []):
+                diffs = []
+                for d in k.get("diffs", []):
+                    window = d.get("window")
+                    diffs.append(Diff(**{**d, "window": [WindowCell(**w) for w in window] if window else None}))
+                checks.append(Check(**{**k, "diffs": diffs}))
+            cases.append(CaseResult(**{**c, "checks": checks}))
+        fields = {f.name for f in dataclasses.fields(cls)}
+        rest = {k: v for k, v in data.items() if k in fields and k != "cases"}
+        return cls(cases=cases, **rest)
