@@ -10,7 +10,7 @@ from poolcheck.spec.attributes import (
 )
 from poolcheck.spec.indices import IndexLayout, index_layout
 from poolcheck.spec.policy import SPEC, Policy
-from poolcheck.spec.shape import AxisGeometry, Geometry, axis_rules, resolve, resolve_axis
+from poolcheck.spec.shape import AxisGeometry, Geometry, axis_rules, resolve, resolve_axis, window_taps
 
 __all__ = [
     "SPEC",
@@ -28,4 +28,5 @@ __all__ = [
     "openvino_max_pool",
     "resolve",
     "resolve_axis",
+    "window_taps",
 ]

@@ -8,6 +8,7 @@ documents and the runtimes part ways.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -275,3 +276,23 @@ def axis_rules(
                 out -= 1
             results.append(RuleResult("torch", out, text))
     return results
+
+
+def window_taps(geom: Geometry, out_position: Sequence[int]) -> list[tuple[tuple[int, ...], str]]:
+    """The taps of one output element's window: spatial input coordinates in row-major window
+    order, each marked ``"input"``, ``"pad"`` (inside the padding) or ``"overhang"`` (past the
+    padded input, reachable only under ceil rounding)."""
+    spatial = tuple(out_position)[-len(geom.axes):]
+    per_axis = []
+    for a, o in zip(geom.axes, spatial):
+        per_axis.append([
+            (p, "input" if 0 <= p < a.size else ("pad" if -a.pad_begin <= p < a.size + a.pad_end else "overhang"))
+            for p in a.taps(o)
+        ])
+    taps: list[tuple[tuple[int, ...], str]] = []
+    for combo in itertools.product(*per_axis):
+        coords = tuple(p for p, _ in combo)
+        kinds = {k for _, k in combo}
+        kind = "overhang" if "overhang" in kinds else ("pad" if "pad" in kinds else "input")
+        taps.append((coords, kind))
+    return taps

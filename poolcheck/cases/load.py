@@ -1,0 +1,355 @@
+"""Load and validate YAML case files, reporting every problem with file, line, case and field.
+
+Data is read with ``yaml.safe_load``; line numbers come from ``yaml.compose`` over the same text
+(composition builds nodes only, it never constructs objects).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+from poolcheck.cases.model import OPS, Case
+from poolcheck.errors import AttributeValueError, CaseFileError
+from poolcheck.spec import attributes as A
+
+CASE_SUFFIXES = (".yaml", ".yml")
+
+TOP_KEYS = {"schema", "cases"}
+CASE_KEYS = {
+    "id", "title", "source", "op", "convention", "attributes", "dtype", "input", "expected",
+    "tolerance", "erratum", "transcription", "notes", "tags",
+}
+EXPECTED_KEYS = {"values", "indices", "shape"}
+RECIPES = ("arange", "zeros", "ones", "random", "randint", "constant")
+
+#: Attribute names accepted per op; anything else is an error naming the attribute.
+OP_ATTRIBUTES: dict[str, set[str]] = {
+    "MaxPool-8": {"kernel", "strides", "pads_begin", "pads_end", "dilations", "rounding_type", "auto_pad",
+                  "axis", "index_element_type"},
+    "AvgPool-14": {"kernel", "strides", "pads_begin", "pads_end", "exclude_pad", "rounding_type", "auto_pad"},
+    "MaxPool-22": {"kernel_shape", "strides", "pads", "dilations", "ceil_mode", "auto_pad", "storage_order"},
+    "AveragePool-19": {"kernel_shape", "strides", "pads", "dilations", "ceil_mode", "count_include_pad", "auto_pad"},
+}
+OP_ATTRIBUTES["MaxPool-14"] = OP_ATTRIBUTES["MaxPool-8"]
+OP_ATTRIBUTES["AveragePool-22"] = OP_ATTRIBUTES["AveragePool-19"]
+
+
+def build_spec(op: str, attrs: dict[str, Any]) -> A.PoolSpec:
+    """Validate ``attrs`` for ``op`` (e.g. ``"MaxPool-14"``) and return the canonical spec."""
+    if op not in OPS:
+        raise AttributeValueError("op", f"expected one of {', '.join(OPS)}, got {op!r}")
+    unknown = sorted(set(attrs) - OP_ATTRIBUTES[op])
+    if unknown:
+        raise AttributeValueError(unknown[0], f"not an attribute of {op} (allowed: {', '.join(sorted(OP_ATTRIBUTES[op]))})")
+    a = dict(attrs)
+    if op in ("MaxPool-8", "MaxPool-14"):
+        for req in ("kernel", "strides"):
+            if req not in a:
+                raise AttributeValueError(req, f"required by {op}")
+        return A.openvino_max_pool(
+            a["kernel"], a["strides"], a.get("pads_begin"), a.get("pads_end"), a.get("dilations"),
+            a.get("rounding_type", "floor"), a.get("auto_pad", "explicit"), a.get("axis", 0),
+            a.get("index_element_type", "i64"), version=int(op.split("-")[1]),
+        )
+    if op == "AvgPool-14":
+        for req in ("kernel", "strides"):
+            if req not in a:
+                raise AttributeValueError(req, f"required by {op}")
+        return A.openvino_avg_pool(
+            a["kernel"], a["strides"], a.get("pads_begin"), a.get("pads_end"), a.get("exclude_pad", False),
+            a.get("rounding_type", "floor"), a.get("auto_pad", "explicit"),
+        )
+    if "kernel_shape" not in a:
+        raise AttributeValueError("kernel_shape", f"required by {op}")
+    if op == "MaxPool-22":
+        return A.onnx_max_pool(
+            a["kernel_shape"], a.get("strides"), a.get("pads"), a.get("dilations"), a.get("ceil_mode", 0),
+            a.get("auto_pad", "NOTSET"), a.get("storage_order", 0),
+        )
+    return A.onnx_average_pool(
+        a["kernel_shape"], a.get("strides"), a.get("pads"), a.get("dilations"), a.get("ceil_mode", 0),
+        a.get("count_include_pad", 0), a.get("auto_pad", "NOTSET"),
+    )
+
+
+def make_input(recipe: dict[str, Any], dtype: np.dtype) -> np.ndarray:
+    """Generate an input from ``{shape, recipe, seed?, value?, low?, high?}``."""
+    shape = recipe.get("shape")
+    if not isinstance(shape, list) or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in shape):
+        raise AttributeValueError("input.shape", f"expected a list of positive integers, got {shape!r}")
+    if int(np.prod(shape)) > 50_000_000:
+        raise AttributeValueError("input.shape", f"{shape} is too large for a case file (over 50M elements)")
+    name = recipe.get("recipe", "arange")
+    seed = recipe.get("seed", 0)
+    if name == "arange":
+        start = recipe.get("start", 0)
+        data = np.arange(start, start + int(np.prod(shape)), dtype=np.float64).reshape(shape)
+    elif name == "zeros":
+        data = np.zeros(shape)
+    elif name == "ones":
+        data = np.ones(shape)
+    elif name == "constant":
+        data = np.full(shape, recipe.get("value", 0))
+    elif name == "random":
+        rng = np.random.default_rng(seed)
+        data = rng.uniform(recipe.get("low", -1.0), recipe.get("high", 1.0), size=shape)
+    elif name == "randint":
+        rng = np.random.default_rng(seed)
+        data = rng.integers(recipe.get("low", -100), recipe.get("high", 100), size=shape)
+    else:
+        raise AttributeValueError("input.recipe", f"expected one of {', '.join(RECIPES)}, got {name!r}")
+    return data.astype(dtype)
+
+
+# --------------------------------------------------------------------------- YAML with lines
+
+
+def _line_index(text: str) -> dict[tuple[Any, ...], int]:
+    """Map paths like ``(0,)``, ``(0, "attributes")``, ``(0, "attributes", "kernel")`` to 1-based lines."""
+    root = yaml.compose(text, Loader=yaml.SafeLoader)
+    lines: dict[tuple[Any, ...], int] = {}
+
+    def walk(node: yaml.Node, path: tuple[Any, ...]) -> None:
+        lines[path] = node.start_mark.line + 1
+        if isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                k = key.value
+                lines[(*path, k)] = key.start_mark.line + 1
+                walk(value, (*path, k))
+                lines[(*path, k)] = key.start_mark.line + 1
+        elif isinstance(node, yaml.SequenceNode) and len(path) <= 2:
+            for i, item in enumerate(node.value):
+                walk(item, (*path, i))
+
+    if root is not None:
+        walk(root, ())
+    return lines
+
+
+def _array(value: Any, dtype: np.dtype, what: str) -> np.ndarray:
+    def check(v: Any) -> None:
+        if isinstance(v, list):
+            for item in v:
+                check(item)
+        elif isinstance(v, bool) or not isinstance(v, (int, float, str)):
+            raise AttributeValueError(what, f"expected numbers, got {v!r}")
+        elif isinstance(v, str) and v.lower() not in ("nan", "inf", "-inf", "+inf", ".nan", ".inf", "-.inf"):
+            raise AttributeValueError(what, f"expected numbers, got the string {v!r}")
+
+    check(value)
+    try:
+        arr = np.array(value, dtype=np.float64 if dtype.kind == "f" else object)
+    except ValueError as exc:
+        raise AttributeValueError(what, f"ragged nested list (rows of different lengths): {exc}") from None
+    if arr.dtype == object:
+        if arr.ndim == 0 and isinstance(value, list):
+            raise AttributeValueError(what, "ragged nested list (rows of different lengths)")
+        flat = arr.reshape(-1)
+        if any(isinstance(v, list) for v in flat):
+            raise AttributeValueError(what, "ragged nested list (rows of different lengths)")
+        if any(isinstance(v, float) and not float(v).is_integer() for v in flat):
+            raise AttributeValueError(what, f"non-integer value for integer type {dtype.name}")
+        try:
+            arr = np.array([int(float(v)) for v in flat], dtype=dtype).reshape(arr.shape)
+        except OverflowError:
+            raise AttributeValueError(what, f"value out of range for {dtype.name}") from None
+    return arr
+
+
+def parse_case(raw: Any, *, path: str, index: int, lines: dict[tuple[Any, ...], int]) -> Case:
+    """Validate one raw case mapping; every error is a CaseFileError with file, line, case, field."""
+    base = ("cases", index)
+    line = lines.get(base, 0)
+    if not isinstance(raw, dict):
+        raise CaseFileError(f"each case must be a mapping, got {type(raw).__name__}", path=path, line=line)
+    case_id = raw.get("id")
+    if not isinstance(case_id, str) or not case_id.strip():
+        raise CaseFileError("every case needs a non-empty string 'id'", path=path, line=line, field="id")
+
+    def err(field: str, message: str, *sub: Any) -> CaseFileError:
+        return CaseFileError(message, path=path, line=lines.get((*base, field, *sub), lines.get((*base, field), line)),
+                             case_id=case_id, field=".".join([field, *map(str, sub)]))
+
+    unknown = sorted(set(raw) - CASE_KEYS)
+    if unknown:
+        raise err(unknown[0], f"unknown key (allowed: {', '.join(sorted(CASE_KEYS))})")
+    op = raw.get("op")
+    if op not in OPS:
+        raise err("op", f"expected one of {', '.join(OPS)}, got {op!r}")
+    convention, _ = OPS[op]
+    if "convention" in raw and raw["convention"] != convention:
+        raise err("convention", f"{op} is an {convention} operator, got convention {raw['convention']!r}")
+    attrs = raw.get("attributes")
+    if not isinstance(attrs, dict):
+        raise err("attributes", "expected a mapping of attribute names to values")
+    try:
+        spec = build_spec(op, attrs)
+    except AttributeValueError as exc:
+        attr = exc.attribute
+        msg = str(exc)[len(attr) + 2:]
+        if attr in attrs:
+            raise err("attributes", msg, attr) from None
+        raise err("attributes", f"{attr}: {msg}") from None
+
+    dtype_name = raw.get("dtype", "float32")
+    try:
+        dtype = np.dtype(dtype_name)
+    except TypeError:
+        raise err("dtype", f"not a dtype: {dtype_name!r}") from None
+
+    recipe = None
+    raw_input = raw.get("input")
+    try:
+        if isinstance(raw_input, dict):
+            recipe = raw_input
+            x = make_input(raw_input, dtype)
+        elif isinstance(raw_input, list):
+            x = _array(raw_input, dtype, "input").astype(dtype)
+        else:
+            raise AttributeValueError("input", "expected a nested list or {shape, recipe}")
+        A.check_input(spec, x.shape, dtype)
+    except AttributeValueError as exc:
+        field = "dtype" if exc.attribute == "dtype" else "input"
+        raise err(field, str(exc)) from None
+
+    expected_raw = raw.get("expected")
+    if not isinstance(expected_raw, dict) or not expected_raw:
+        raise err("expected", "expected a mapping with values, indices and/or shape")
+    bad = sorted(set(expected_raw) - EXPECTED_KEYS)
+    if bad:
+        raise err("expected", f"unknown output {bad[0]!r} (allowed: values, indices, shape)", bad[0])
+    if spec.op == "avg" and "indices" in expected_raw:
+        raise err("expected", "average pooling has no indices output", "indices")
+    expected: dict[str, Any] = {}
+    try:
+        if "values" in expected_raw:
+            expected["values"] = _array(expected_raw["values"], dtype, "expected.values").astype(dtype)
+        if "indices" in expected_raw:
+            expected["indices"] = _array(expected_raw["indices"], np.dtype(np.int64), "expected.indices")
+        if "shape" in expected_raw:
+            shp = expected_raw["shape"]
+            if not isinstance(shp, list) or not all(isinstance(v, int) and not isinstance(v, bool) for v in shp):
+                raise AttributeValueError("expected.shape", f"expected a list of integers, got {shp!r}")
+            expected["shape"] = tuple(shp)
+    except AttributeValueError as exc:
+        sub = exc.attribute.split(".")[-1]
+        raise err("expected", str(exc), sub) from None
+
+    tol = raw.get("tolerance", {}) or {}
+    if not isinstance(tol, dict) or set(tol) - {"rtol", "atol"}:
+        raise err("tolerance", "expected a mapping with rtol and/or atol")
+    for k, v in tol.items():
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
+            raise err("tolerance", f"{k} must be a non-negative number, got {v!r}", k)
+
+    erratum = raw.get("erratum")
+    if erratum is not None:
+        if not isinstance(erratum, dict) or not {"says", "correct", "why"} <= set(erratum):
+            raise err("erratum", "expected a mapping with 'says', 'correct' and 'why'")
+        correct = erratum["correct"]
+        if not isinstance(correct, dict) or not correct or set(correct) - EXPECTED_KEYS:
+            raise err("erratum", "'correct' must map values/indices/shape to the right output", "correct")
+        conv: dict[str, Any] = {}
+        try:
+            for k, v in correct.items():
+                if k == "shape":
+                    conv[k] = tuple(v)
+                else:
+                    conv[k] = _array(v, dtype if k == "values" else np.dtype(np.int64), f"erratum.correct.{k}")
+        except (AttributeValueError, TypeError) as exc:
+            raise err("erratum", str(exc), "correct") from None
+        erratum = {**erratum, "correct": conv}
+
+    source = raw.get("source", {}) or {}
+    if not isinstance(source, dict):
+        raise err("source", "expected a mapping (document, section, example, copies)")
+    tags = raw.get("tags", []) or []
+    if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+        raise err("tags", "expected a list of strings")
+    for key in ("title", "notes", "transcription"):
+        if key in raw and not isinstance(raw[key], str):
+            raise err(key, "expected a string")
+
+    field_lines = {k: v for k, v in ((f, lines.get((*base, f))) for f in CASE_KEYS) if v}
+    return Case(
+        id=case_id, op=op, convention=convention, spec=spec, attributes=dict(attrs), dtype=dtype, input=x,
+        expected=expected, path=path, line=line, title=raw.get("title", ""), source=source,
+        rtol=float(tol.get("rtol", 0.0)), atol=float(tol.get("atol", 0.0)), erratum=erratum,
+        transcription=raw.get("transcription", ""), notes=raw.get("notes", ""), tags=list(tags),
+        input_recipe=recipe, field_lines=field_lines,
+    )
+
+
+def load_file(path: str | Path) -> list[Case]:
+    """Load every case in one YAML file (a top-level mapping with a ``cases`` list)."""
+    p = Path(path)
+    shown = str(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CaseFileError(f"cannot read: {exc}", path=shown) from None
+    try:
+        data = yaml.safe_load(text)
+        lines = _line_index(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise CaseFileError(f"invalid YAML: {problem}", path=shown,
+                            line=mark.line + 1 if mark is not None else None) from None
+    if not isinstance(data, dict) or "cases" not in data:
+        raise CaseFileError("expected a mapping with a 'cases' list at the top", path=shown, line=1)
+    unknown = sorted(set(data) - TOP_KEYS)
+    if unknown:
+        raise CaseFileError(f"unknown top-level key {unknown[0]!r}", path=shown, line=lines.get((unknown[0],), 1))
+    if data.get("schema", "poolcheck.case/1") != "poolcheck.case/1":
+        raise CaseFileError(f"unsupported schema {data['schema']!r} (expected poolcheck.case/1)", path=shown,
+                            line=lines.get(("schema",), 1))
+    raw_cases = data["cases"]
+    if not isinstance(raw_cases, list):
+        raise CaseFileError("'cases' must be a list", path=shown, line=lines.get(("cases",), 1))
+    cases = [parse_case(raw, path=shown, index=i, lines=lines) for i, raw in enumerate(raw_cases)]
+    seen: dict[str, Case] = {}
+    for c in cases:
+        if c.id in seen:
+            raise CaseFileError(f"duplicate id (first at line {seen[c.id].line})", path=shown, line=c.line, case_id=c.id)
+        seen[c.id] = c
+    return cases
+
+
+def iter_case_files(paths: Iterable[str | Path]) -> Iterator[Path]:
+    """Expand files and folders (recursively, sorted) into case files."""
+    for raw in paths:
+        p = Path(raw)
+        if p.is_dir():
+            yield from sorted(f for f in p.rglob("*") if f.suffix in CASE_SUFFIXES and f.is_file())
+        elif p.is_file():
+            yield p
+        else:
+            raise CaseFileError("no such file or folder", path=str(raw))
+
+
+def load_paths(paths: Iterable[str | Path]) -> tuple[list[Case], list[CaseFileError]]:
+    """Load every case under ``paths``. A bad file becomes an error entry; the others still load.
+    Duplicate ids across files are errors too."""
+    cases: list[Case] = []
+    errors: list[CaseFileError] = []
+    ids: dict[str, Case] = {}
+    for f in iter_case_files(paths):
+        try:
+            loaded = load_file(f)
+        except CaseFileError as exc:
+            errors.append(exc)
+            continue
+        for c in loaded:
+            if c.id in ids:
+                errors.append(CaseFileError(f"duplicate id, also defined at {ids[c.id].location}",
+                                            path=c.path, line=c.line, case_id=c.id))
+                continue
+            ids[c.id] = c
+            cases.append(c)
+    return cases, errors

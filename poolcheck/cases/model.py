@@ -1,0 +1,50 @@
+"""The in-memory form of a case file entry (schema: docs/case-format.md)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from poolcheck.spec.attributes import PoolSpec
+
+#: Operator names a case may use, with their convention and op.
+OPS: dict[str, tuple[str, str]] = {
+    "MaxPool-8": ("openvino", "max"),
+    "MaxPool-14": ("openvino", "max"),
+    "AvgPool-14": ("openvino", "avg"),
+    "MaxPool-22": ("onnx", "max"),
+    "AveragePool-19": ("onnx", "avg"),
+    "AveragePool-22": ("onnx", "avg"),
+}
+
+
+@dataclass
+class Case:
+    """One conformance case: a configuration, an input, and what a document says comes out."""
+
+    id: str
+    op: str
+    convention: str
+    spec: PoolSpec
+    attributes: dict[str, Any]
+    dtype: np.dtype
+    input: np.ndarray
+    expected: dict[str, Any]  # "values"/"indices": np.ndarray, "shape": tuple
+    path: str = "<memory>"
+    line: int = 0
+    title: str = ""
+    source: dict[str, Any] = field(default_factory=dict)
+    rtol: float = 0.0
+    atol: float = 0.0
+    erratum: dict[str, Any] | None = None
+    transcription: str = ""
+    notes: str = ""
+    tags: list[str] = field(default_factory=list)
+    input_recipe: dict[str, Any] | None = None
+    field_lines: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def location(self) -> str:
+        return f"{self.path}:{self.line}" if self.line else self.path

@@ -1,0 +1,62 @@
+"""``poolcheck run PATH...``: every case through the engines (and peers), with verdicts."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from poolcheck.cases import load_paths
+from poolcheck.cli.common import EXIT_FAILURES, EXIT_OK, EXIT_USAGE, console, err_console, fail, user_errors
+from poolcheck.engines import available_engines, get_engine
+from poolcheck.report import console as console_report
+from poolcheck.report.model import CaseResult
+from poolcheck.runner import new_result, run_case, select_cases
+
+
+def register(app: typer.Typer) -> None:
+    app.command("run")(run)
+
+
+def run(
+    paths: Annotated[list[Path], typer.Argument(help="Case files or folders (searched recursively).")],
+    k: Annotated[str | None, typer.Option("-k", help="Select cases whose id contains any of these comma-separated substrings; 'not X' excludes.")] = None,
+    engine: Annotated[str, typer.Option(help="numpy, c or all (every engine built here).")] = "all",
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON (schema poolcheck.result/1) instead of tables.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Summary table only, no per-case diffs.")] = False,
+) -> None:
+    """Run case files through poolcheck's reference engines and report every contradiction."""
+    with user_errors():
+        if engine == "all":
+            engines = available_engines()
+        else:
+            get_engine(engine)  # raises a clear error for unknown / unavailable engines
+            engines = [engine]
+        cases, errors = load_paths(paths)
+    selected = select_cases(cases, k)
+    if k and not selected and not errors:
+        raise fail(f"-k {k!r} selects none of the {len(cases)} case(s)")
+    result = new_result("poolcheck " + " ".join(shlex.quote(a) for a in sys.argv[1:]))
+    for err in errors:
+        result.cases.append(CaseResult(case_id=err.case_id or (err.path or "?"), verdict="error",
+                                       source=f"{err.path}:{err.line}" if err.line else (err.path or ""),
+                                       message=str(err)))
+    try:
+        for case in selected:
+            result.cases.append(run_case(case, engines))
+    except KeyboardInterrupt:
+        result.interrupted = True
+
+    if as_json:
+        sys.stdout.write(json.dumps(result.to_dict(), indent=2) + "\n")
+    else:
+        console_report.render(result, console, details=not quiet)
+    if errors:
+        for err in errors:
+            err_console.print(f"[bold yellow]error:[/] {err}", soft_wrap=True, markup=True)
+        raise typer.Exit(EXIT_USAGE)
+    raise typer.Exit(EXIT_FAILURES if result.failed or result.interrupted else EXIT_OK)

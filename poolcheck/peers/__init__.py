@@ -1,0 +1,1 @@
+"""Peers: real runtimes and user implementations behind one small interface (``base.Peer``)."""

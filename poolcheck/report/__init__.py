@@ -1,0 +1,1 @@
+"""Reports: one result model (``model``) and renderers that only read it."""

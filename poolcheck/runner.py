@@ -1,0 +1,230 @@
+"""Run cases through the reference engines (and peers) and build the result model.
+
+Verdicts per engine check:
+- ``pass``    the engine reproduces every documented output;
+- ``erratum`` the documented output differs, the case records an erratum, and the engine
+  reproduces the erratum's corrected output (the document is wrong, as recorded);
+- ``fail``    any other disagreement (including an erratum the document no longer contradicts);
+- ``error``   the case itself cannot run (an invalid configuration that slipped past loading).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import shlex
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+import poolcheck
+from poolcheck import spec as S
+from poolcheck.api import run_spec
+from poolcheck.cases.model import Case
+from poolcheck.errors import PoolcheckError
+from poolcheck.report.model import CaseResult, Check, Diff, RunResult, WindowCell, worst
+
+MAX_DIFFS = 16
+#: Tensors up to this many elements are stored whole in the result (for side-by-side views).
+FULL_OUTPUT_LIMIT = 4096
+
+
+def _scalar(v: Any) -> Any:
+    if isinstance(v, np.generic):
+        v = v.item()
+    if isinstance(v, float) and not np.isfinite(v):
+        return repr(v)  # "nan", "inf", "-inf" survive JSON
+    return v
+
+
+def _tensor(a: np.ndarray | None) -> Any:
+    if a is None or a.size > FULL_OUTPUT_LIMIT:
+        return None
+    return [_scalar(v) for v in a.reshape(-1)] if a.ndim == 0 else _nested(a)
+
+
+def _nested(a: np.ndarray) -> Any:
+    if a.ndim == 0:
+        return _scalar(a[()])
+    return [_nested(sub) for sub in a]
+
+
+def window_cells(case_input: np.ndarray, geom: S.Geometry, position: Sequence[int],
+                 chosen: int | None, layout: S.IndexLayout | None) -> list[WindowCell]:
+    """The window of one output element over the padded input, with values and the chosen tap."""
+    n, c = int(position[0]), int(position[1])
+    plane = case_input[n, c]
+    cells = []
+    for coords, kind in S.window_taps(geom, position):
+        value = _scalar(plane[coords]) if kind == "input" else None
+        is_chosen = False
+        if chosen is not None and kind == "input" and layout is not None:
+            sizes = [a.size for a in geom.axes]
+            flat = int(np.ravel_multi_index(coords, sizes, order=layout.order))
+            nc = n * geom.channels + c
+            is_chosen = (nc * int(np.prod(sizes)) + flat) % layout.modulus == chosen
+        cells.append(WindowCell(list(coords), kind, value, is_chosen))
+    return cells
+
+
+def compare(
+    name: str,
+    expected: np.ndarray,
+    actual: np.ndarray,
+    *,
+    rtol: float = 0.0,
+    atol: float = 0.0,
+) -> tuple[list[tuple[int, ...]], str]:
+    """Positions where ``actual`` differs from ``expected`` (NaN equals NaN), and a shape message."""
+    if tuple(expected.shape) != tuple(actual.shape):
+        return [], f"{name}: shape {tuple(actual.shape)}, but should be {tuple(expected.shape)}"
+    if expected.dtype.kind == "f" or actual.dtype.kind == "f":
+        e = expected.astype(np.float64)
+        a = actual.astype(np.float64)
+        same = np.isclose(a, e, rtol=rtol, atol=atol, equal_nan=True) | (a == e)
+    else:
+        same = expected.astype(np.int64) == actual.astype(np.int64)
+    bad = np.argwhere(~same)
+    return [tuple(int(i) for i in p) for p in bad], ""
+
+
+def _diffs_for(case: Case, geom: S.Geometry, layout: S.IndexLayout | None, output: str,
+               positions: list[tuple[int, ...]], expected: np.ndarray, actual: np.ndarray,
+               indices: np.ndarray | None) -> list[Diff]:
+    diffs = []
+    for p in positions[:MAX_DIFFS]:
+        chosen = int(indices[p]) if indices is not None else None
+        diffs.append(Diff(output, list(p), _scalar(expected[p]), _scalar(actual[p]),
+                          window_cells(case.input, geom, p, chosen, layout)))
+    return diffs
+
+
+def _against(case: Case, target: dict[str, Any], values: np.ndarray, indices: np.ndarray | None,
+             geom: S.Geometry, layout: S.IndexLayout | None) -> tuple[list[Diff], int, list[str]]:
+    """Compare engine outputs with a set of documented outputs (values / indices / shape)."""
+    diffs: list[Diff] = []
+    total = 0
+    messages: list[str] = []
+    if "shape" in target and tuple(target["shape"]) != tuple(values.shape):
+        diffs.append(Diff("shape", None, list(target["shape"]), list(values.shape)))
+        total += 1
+        messages.append(f"out.shape={tuple(values.shape)}, but the document says {tuple(target['shape'])}")
+    for output, actual in (("values", values), ("indices", indices)):
+        if output not in target or actual is None:
+            continue
+        exp = np.asarray(target[output])
+        positions, shape_msg = compare(output, exp, actual, rtol=case.rtol, atol=case.atol)
+        if shape_msg:
+            diffs.append(Diff("shape", None, list(exp.shape), list(actual.shape)))
+            total += 1
+            messages.append(shape_msg)
+            continue
+        if positions:
+            total += len(positions)
+            diffs.extend(_diffs_for(case, geom, layout, output, positions, exp, actual, indices))
+            messages.append(f"{output}: {len(positions)} of {actual.size} elements differ")
+    return diffs, total, messages
+
+
+def check_engine(case: Case, engine: str) -> Check:
+    """Run ``case`` on one engine and judge it against the document (and its erratum)."""
+    label = f"{case.spec.describe()} engine={engine}"
+    try:
+        values, indices = run_spec(case.spec, case.input, engine=engine)
+        geom = S.resolve(case.spec, case.input.shape)
+    except PoolcheckError as exc:
+        return Check(engine, "engine", "error", f"{exc} [{label}]")
+    layout = S.index_layout(case.spec, case.input.shape) if case.spec.op == "max" else None
+    if indices is not None:
+        indices = indices.astype(np.int64)
+    expected = {k: _tensor(np.asarray(v)) for k, v in case.expected.items() if k != "shape"}
+    actual = {"values": _tensor(values)}
+    if indices is not None:
+        actual["indices"] = _tensor(indices)
+    diffs, total, messages = _against(case, case.expected, values, indices, geom, layout)
+    if not diffs:
+        if case.erratum is not None:
+            return Check(engine, "engine", "fail",
+                         "the case records an erratum, but the document agrees with the engine (stale erratum?)",
+                         expected=expected, actual=actual)
+        return Check(engine, "engine", "pass", expected=expected, actual=actual)
+    if case.erratum is not None:
+        # Outputs the erratum corrects must match its correction; the rest must match the document.
+        corrected = {**case.expected, **case.erratum["correct"]}
+        still, still_total, still_msgs = _against(case, corrected, values, indices, geom, layout)
+        if not still:
+            return Check(engine, "engine", "erratum", "; ".join(messages) + f" -- erratum: {case.erratum['why']}",
+                         diffs, total, expected=expected, actual=actual)
+        return Check(engine, "engine", "fail",
+                     "differs from the document and from the recorded erratum: " + "; ".join(still_msgs)
+                     + f" [{label}]", still, still_total, expected=expected, actual=actual)
+    return Check(engine, "engine", "fail", "; ".join(messages) + f" [{label}]", diffs, total,
+                 expected=expected, actual=actual)
+
+
+def spec_dict(case: Case) -> dict[str, Any]:
+    return {"op": case.op, **case.attributes}
+
+
+def run_case(case: Case, engines: Sequence[str], extra_checks: Iterable[Callable[[Case], Check]] = ()) -> CaseResult:
+    checks = [check_engine(case, e) for e in engines]
+    checks.extend(fn(case) for fn in extra_checks)
+    erratum = None
+    if case.erratum is not None:
+        erratum = {k: (_plain(v) if k == "correct" else v) for k, v in case.erratum.items()}
+    return CaseResult(
+        case_id=case.id,
+        verdict=worst([c.verdict for c in checks]),
+        title=case.title,
+        source=case.location,
+        convention=case.convention,
+        op=case.op,
+        spec=spec_dict(case),
+        input_shape=list(case.input.shape),
+        dtype=case.dtype.name,
+        checks=checks,
+        erratum=erratum,
+        tags=list(case.tags),
+        replay=f"poolcheck run {shlex.quote(case.path)} -k {shlex.quote(case.id)}",
+    )
+
+
+def _plain(v: Any) -> Any:
+    if isinstance(v, dict):
+        return {k: _plain(x) for k, x in v.items()}
+    if isinstance(v, np.ndarray):
+        return _tensor(v)
+    if isinstance(v, tuple):
+        return list(v)
+    return v
+
+
+def environment_versions() -> dict[str, str]:
+    return {"poolcheck": poolcheck.__version__, "python": sys.version.split()[0], "numpy": np.__version__}
+
+
+def new_result(command: str, kind: str = "run") -> RunResult:
+    return RunResult(
+        command=command,
+        versions=environment_versions(),
+        created=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        tool_version=poolcheck.__version__,
+        kind=kind,
+    )
+
+
+def select_cases(cases: list[Case], pattern: str | None) -> list[Case]:
+    """``-k``: keep cases whose id contains any comma-separated substring (``not X`` excludes)."""
+    if not pattern:
+        return cases
+    include = [p.strip() for p in pattern.split(",") if p.strip() and not p.strip().startswith("not ")]
+    exclude = [p.strip()[4:].strip() for p in pattern.split(",") if p.strip().startswith("not ")]
+    out = []
+    for c in cases:
+        if include and not any(p in c.id for p in include):
+            continue
+        if any(p in c.id for p in exclude):
+            continue
+        out.append(c)
+    return out
