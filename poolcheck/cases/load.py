@@ -285,39 +285,57 @@ def parse_case(raw: Any, *, path: str, index: int, lines: dict[tuple[Any, ...], 
     )
 
 
-def load_file(path: str | Path) -> list[Case]:
-    """Load every case in one YAML file (a top-level mapping with a ``cases`` list)."""
+def _load(path: str | Path) -> tuple[list[Case], list[CaseFileError]]:
     p = Path(path)
     shown = str(path)
     try:
         text = p.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise CaseFileError(f"cannot read: {exc}", path=shown) from None
+        return [], [CaseFileError(f"cannot read: {exc}", path=shown)]
     try:
         data = yaml.safe_load(text)
         lines = _line_index(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         problem = getattr(exc, "problem", None) or str(exc)
-        raise CaseFileError(f"invalid YAML: {problem}", path=shown,
-                            line=mark.line + 1 if mark is not None else None) from None
+        return [], [CaseFileError(f"invalid YAML: {problem}", path=shown,
+                                  line=mark.line + 1 if mark is not None else None)]
     if not isinstance(data, dict) or "cases" not in data:
-        raise CaseFileError("expected a mapping with a 'cases' list at the top", path=shown, line=1)
+        return [], [CaseFileError("expected a mapping with a 'cases' list at the top", path=shown, line=1)]
     unknown = sorted(set(data) - TOP_KEYS)
     if unknown:
-        raise CaseFileError(f"unknown top-level key {unknown[0]!r}", path=shown, line=lines.get((unknown[0],), 1))
+        return [], [CaseFileError(f"unknown top-level key {unknown[0]!r}", path=shown,
+                                  line=lines.get((unknown[0],), 1))]
     if data.get("schema", "poolcheck.case/1") != "poolcheck.case/1":
-        raise CaseFileError(f"unsupported schema {data['schema']!r} (expected poolcheck.case/1)", path=shown,
-                            line=lines.get(("schema",), 1))
+        return [], [CaseFileError(f"unsupported schema {data['schema']!r} (expected poolcheck.case/1)",
+                                  path=shown, line=lines.get(("schema",), 1))]
     raw_cases = data["cases"]
     if not isinstance(raw_cases, list):
-        raise CaseFileError("'cases' must be a list", path=shown, line=lines.get(("cases",), 1))
-    cases = [parse_case(raw, path=shown, index=i, lines=lines) for i, raw in enumerate(raw_cases)]
-    seen: dict[str, Case] = {}
-    for c in cases:
-        if c.id in seen:
-            raise CaseFileError(f"duplicate id (first at line {seen[c.id].line})", path=shown, line=c.line, case_id=c.id)
-        seen[c.id] = c
+        return [], [CaseFileError("'cases' must be a list", path=shown, line=lines.get(("cases",), 1))]
+    cases: list[Case] = []
+    errors: list[CaseFileError] = []
+    seen: dict[str, int] = {}
+    for i, raw in enumerate(raw_cases):
+        try:
+            case = parse_case(raw, path=shown, index=i, lines=lines)
+        except CaseFileError as exc:
+            errors.append(exc)
+            continue
+        if case.id in seen:
+            errors.append(CaseFileError(f"duplicate id (first at line {seen[case.id]})", path=shown,
+                                        line=case.line, case_id=case.id, field="id"))
+            continue
+        seen[case.id] = case.line
+        cases.append(case)
+    return cases, errors
+
+
+def load_file(path: str | Path) -> list[Case]:
+    """Load every case in one YAML file (a top-level mapping with a ``cases`` list); raise the
+    first problem as a CaseFileError."""
+    cases, errors = _load(path)
+    if errors:
+        raise errors[0]
     return cases
 
 
@@ -334,17 +352,14 @@ def iter_case_files(paths: Iterable[str | Path]) -> Iterator[Path]:
 
 
 def load_paths(paths: Iterable[str | Path]) -> tuple[list[Case], list[CaseFileError]]:
-    """Load every case under ``paths``. A bad file becomes an error entry; the others still load.
-    Duplicate ids across files are errors too."""
+    """Load every case under ``paths``. A bad file or case becomes an error entry; the rest still
+    load. Duplicate ids across files are errors too."""
     cases: list[Case] = []
     errors: list[CaseFileError] = []
     ids: dict[str, Case] = {}
     for f in iter_case_files(paths):
-        try:
-            loaded = load_file(f)
-        except CaseFileError as exc:
-            errors.append(exc)
-            continue
+        loaded, file_errors = _load(f)
+        errors.extend(file_errors)
         for c in loaded:
             if c.id in ids:
                 errors.append(CaseFileError(f"duplicate id, also defined at {ids[c.id].location}",
