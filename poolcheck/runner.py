@@ -187,7 +187,20 @@ def run_case(case: Case, engines: Sequence[str], extra_checks: Iterable[Callable
         erratum=erratum,
         tags=list(case.tags),
         replay=f"poolcheck run {shlex.quote(case.path)} -k {shlex.quote(case.id)}",
+        geometry=geometry_dicts(case),
+        input=_tensor(case.input),
     )
+
+
+def geometry_dicts(case: Case) -> list[dict[str, int]] | None:
+    """The resolved per-axis geometry of ``case`` (None when its configuration cannot resolve)."""
+    try:
+        geom = S.resolve(case.spec, case.input.shape)
+    except PoolcheckError:
+        return None
+    return [{"size": a.size, "kernel": a.kernel, "stride": a.stride, "dilation": a.dilation,
+             "pad_begin": a.pad_begin, "pad_end": a.pad_end, "out": a.out, "overhang": a.overhang}
+            for a in geom.axes]
 
 
 def _plain(v: Any) -> Any:

@@ -77,6 +77,11 @@ class CaseResult:
     tags: list[str] = field(default_factory=list)
     replay: str = ""
     message: str = ""
+    # Added compatibly within poolcheck.result/1 (optional; absent in older documents):
+    # the resolved per-axis geometry (size, kernel, stride, dilation, pad_begin, pad_end, out,
+    # overhang) and the whole input when small, so a report can draw any output element's window.
+    geometry: list[dict[str, int]] | None = None
+    input: Any = None
 
 
 @dataclass
@@ -108,6 +113,8 @@ class RunResult:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunResult:
+        """Rebuild a result; keys this version does not know are ignored (readers of
+        ``poolcheck.result/1`` must accept fields added later within the same version)."""
         if data.get("schema") != SCHEMA:
             raise ValueError(f"not a {SCHEMA} document (schema={data.get('schema')!r})")
         cases = []
@@ -117,9 +124,15 @@ class RunResult:
                 diffs = []
                 for d in k.get("diffs", []):
                     window = d.get("window")
-                    diffs.append(Diff(**{**d, "window": [WindowCell(**w) for w in window] if window else None}))
-                checks.append(Check(**{**k, "diffs": diffs}))
-            cases.append(CaseResult(**{**c, "checks": checks}))
-        fields = {f.name for f in dataclasses.fields(cls)}
-        rest = {k: v for k, v in data.items() if k in fields and k != "cases"}
-        return cls(cases=cases, **rest)
+                    cells = [_known(WindowCell, w) for w in window] if window else None
+                    diffs.append(_known(Diff, {**d, "window": cells}))
+                checks.append(_known(Check, {**k, "diffs": diffs}))
+            cases.append(_known(CaseResult, {**c, "checks": checks}))
+        rest = {k: v for k, v in data.items() if k != "cases"}
+        return _known(cls, {**rest, "cases": cases})
+
+
+def _known(kind: Any, data: dict[str, Any]) -> Any:
+    """``kind(**data)`` without the keys ``kind`` does not have."""
+    names = {f.name for f in dataclasses.fields(kind)}
+    return kind(**{k: v for k, v in data.items() if k in names})
