@@ -6,6 +6,8 @@ spatial axis, so validity, emptiness and divisors are products of per-axis quant
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from poolcheck.spec.shape import AxisGeometry, Geometry
@@ -47,6 +49,7 @@ def broadcast_axis(values: np.ndarray, axis: int, spatial_rank: int) -> np.ndarr
     return values.reshape(shape)
 
 
+@functools.lru_cache(maxsize=256)
 def empty_windows(geom: Geometry) -> np.ndarray | None:
     """Boolean mask (broadcastable to the output) of windows with no input element, or None."""
     n = len(geom.axes)
@@ -56,6 +59,8 @@ def empty_windows(geom: Geometry) -> np.ndarray | None:
         if empty.any():
             e = broadcast_axis(empty, i, n)
             mask = e if mask is None else (mask | e)
+    if mask is not None:
+        mask.flags.writeable = False  # cached: shared between calls
     return mask
 
 

@@ -7,6 +7,7 @@ kernel offsets in row-major order and updates the whole output at once.
 
 from __future__ import annotations
 
+import functools
 import itertools
 
 import numpy as np
@@ -14,7 +15,7 @@ import numpy as np
 from poolcheck.engines import _windows as w
 from poolcheck.spec.indices import IndexLayout
 from poolcheck.spec.policy import SPEC, Policy
-from poolcheck.spec.shape import Geometry
+from poolcheck.spec.shape import AxisGeometry, Geometry
 
 NAME = "numpy"
 
@@ -38,29 +39,76 @@ def empty_max_value(dtype: np.dtype, policy: Policy) -> float | int:
     return float("-inf")
 
 
-def _take(arr: np.ndarray, axis: int, sl: slice) -> np.ndarray:
-    index = [slice(None)] * arr.ndim
-    index[axis] = sl
-    return arr[tuple(index)]
+#: Bytes of accumulator per chunk of (n, c) planes: small enough to stay in cache.
+CHUNK_BYTES = 1 << 19
+
+
+def _tap_range(a: AxisGeometry, j: int) -> tuple[int, int, int]:
+    """Outputs ``[lo, hi)`` whose tap ``j`` lands inside the input, and that tap's first position."""
+    offset = j * a.dilation - a.pad_begin  # position of tap j of window 0
+    lo = min(a.out, -(offset // a.stride)) if offset < 0 else 0  # ceil(-offset / stride)
+    hi = min(a.out, max(lo, -((offset - a.size) // a.stride)))  # ceil((size - offset) / stride)
+    return lo, hi, offset + lo * a.stride
+
+
+def _reduce_axis(src: np.ndarray, a: AxisGeometry, axis: int, ufunc: np.ufunc, init: float | int,
+                 dtype: np.dtype) -> np.ndarray:
+    """Combine the taps of every window along one axis. Taps outside the input are skipped, which
+    equals padding with ``init`` (the identity: -inf for max, 0 for sums); taps are combined in
+    order. (So an average of a window of only -0.0 values may come out as +0.0.)"""
+    index: list[slice] = [slice(None)] * src.ndim
+
+    def tap(first: int, count: int) -> np.ndarray:
+        index[axis] = slice(first, first + (count - 1) * a.stride + 1, a.stride)
+        return src[tuple(index)]
+
+    ranges = [r for r in (_tap_range(a, j) for j in range(a.kernel)) if r[1] > r[0]]
+    if len(ranges) >= 2 and ranges[0][:2] == ranges[1][:2] == (0, a.out):
+        # Common interior case: the first two taps cover every window; no fill pass needed.
+        out = ufunc(tap(ranges[0][2], a.out), tap(ranges[1][2], a.out), dtype=dtype)
+        ranges = ranges[2:]
+    else:
+        shape = list(src.shape)
+        shape[axis] = a.out
+        out = np.full(shape, init, dtype=dtype)
+    index_out: list[slice] = [slice(None)] * src.ndim
+    for lo, hi, first in ranges:
+        index_out[axis] = slice(lo, hi)
+        dst = out[tuple(index_out)]
+        ufunc(dst, tap(first, hi - lo), out=dst)
+    return out
+
+
+def _separable(x: np.ndarray, geom: Geometry, ufunc: np.ufunc, init: float | int, dtype: np.dtype) -> np.ndarray:
+    """Reduce every window, one spatial axis at a time (last axis first), in cache-sized chunks
+    of (n, c) planes. A Python loop runs over chunks and taps, never over output elements."""
+    planes = geom.batch * geom.channels
+    if all(a.out == 1 and a.dilation == 1 and a.kernel - a.pad_begin >= a.size
+           for a in geom.axes):
+        # Global pooling: one window covers each whole plane; a single reduction per plane.
+        flat = x.reshape(planes, -1).astype(dtype, copy=False)
+        return ufunc.reduce(flat, axis=1).reshape(geom.output_shape)
+    src = x.reshape((planes, *x.shape[2:]))
+    out = np.empty((planes, *geom.output_shape[2:]), dtype=dtype)
+    plane_bytes = dtype.itemsize * int(np.prod([max(a.size, a.out) for a in geom.axes]))
+    step = max(1, CHUNK_BYTES // max(1, plane_bytes))
+    for lo in range(0, planes, step):
+        acc = src[lo:lo + step]
+        for i in reversed(range(len(geom.axes))):
+            acc = _reduce_axis(acc, geom.axes[i], 1 + i, ufunc, init, dtype)
+        out[lo:lo + step] = acc
+    return out.reshape(geom.output_shape)
 
 
 def max_values(x: np.ndarray, geom: Geometry, policy: Policy = SPEC) -> np.ndarray:
     """Max pooling values only (NaN propagates, as under the ``propagate`` policy)."""
-    acc = w.padded_input(x, geom, _pad_fill(x.dtype))
-    # Reduce the last spatial axis first; each pass shrinks one axis to its output size.
-    for i in reversed(range(len(geom.axes))):
-        a = geom.axes[i]
-        axis = 2 + i
-        nxt = np.array(_take(acc, axis, w.tap_slice(a, 0)), copy=True)
-        for j in range(1, a.kernel):
-            np.maximum(nxt, _take(acc, axis, w.tap_slice(a, j)), out=nxt)
-        acc = nxt
+    acc = _separable(x, geom, np.maximum, _pad_fill(x.dtype), x.dtype)
     empty = w.empty_windows(geom)
     if empty is not None:
         fill = empty_max_value(x.dtype, policy)
         if fill != _pad_fill(x.dtype):
             acc = np.where(np.broadcast_to(empty, acc.shape), np.asarray(fill, dtype=x.dtype), acc)
-    return np.ascontiguousarray(acc)
+    return acc
 
 
 def max_pool(
@@ -135,6 +183,7 @@ def max_pool(
     return best, index.astype(layout.dtype)
 
 
+@functools.lru_cache(maxsize=256)
 def divisor(geom: Geometry, exclude_pad: bool, policy: Policy = SPEC) -> np.ndarray:
     """The per-window divisor of average pooling, broadcastable to the output.
 
@@ -156,24 +205,25 @@ def divisor(geom: Geometry, exclude_pad: bool, policy: Policy = SPEC) -> np.ndar
         else:
             counts = np.full(a.out, a.kernel, dtype=np.int64)
         result = result * w.broadcast_axis(counts, i, n)
+    result.flags.writeable = False  # cached: shared between calls
     return result
 
 
+@functools.lru_cache(maxsize=256)
+def _float_divisor(geom: Geometry, exclude_pad: bool, policy: Policy) -> np.ndarray:
+    div = divisor(geom, exclude_pad, policy).astype(np.float64)
+    div.flags.writeable = False
+    return div
+
+
 def avg_pool(x: np.ndarray, geom: Geometry, exclude_pad: bool, policy: Policy = SPEC) -> np.ndarray:
-    """Average pooling. Sums accumulate in float64 (last spatial axis first, taps in order),
-    are divided once, and rounded once to the input type."""
-    acc = w.padded_input(x, geom, 0.0, np.float64)
-    for i in reversed(range(len(geom.axes))):
-        a = geom.axes[i]
-        axis = 2 + i
-        nxt = np.array(_take(acc, axis, w.tap_slice(a, 0)), copy=True)
-        for j in range(1, a.kernel):
-            nxt += _take(acc, axis, w.tap_slice(a, j))
-        acc = nxt
-    div = divisor(geom, exclude_pad, policy)
+    """Average pooling. Sums accumulate in float64 from +0.0 (last spatial axis first, taps in
+    order, taps outside the input skipped), are divided once, and rounded once to the input type."""
+    acc = _separable(x, geom, np.add, 0.0, np.dtype(np.float64))
+    div = _float_divisor(geom, exclude_pad, policy)
     with np.errstate(divide="ignore", invalid="ignore"):
-        mean = acc / div
-    zero = np.broadcast_to(div == 0, mean.shape)
+        np.divide(acc, div, out=acc)
+    zero = div == 0
     if zero.any():
-        mean[zero] = 0.0 if policy.empty_avg == "zero" else np.nan
-    return mean.astype(x.dtype)
+        acc[np.broadcast_to(zero, acc.shape)] = 0.0 if policy.empty_avg == "zero" else np.nan
+    return acc.astype(x.dtype)
