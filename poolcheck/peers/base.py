@@ -39,3 +39,41 @@ class Peer(Protocol):
     def supports(self, spec: PoolSpec, shape: tuple[int, ...], dtype: np.dtype) -> tuple[bool, str]: ...
 
     def run(self, spec: PoolSpec, x: np.ndarray) -> PeerOutput: ...
+
+
+# --------------------------------------------------------------------------- results and batching
+
+#: What became of one peer call. ``rejects``: the peer raised (it refuses the configuration);
+#: ``crash``: the worker process died; ``timeout``: no answer in time; ``declined``: the peer
+#: cannot express the configuration (``supports`` said no); ``unavailable``: not installed.
+PEER_STATUSES: tuple[str, ...] = ("ok", "rejects", "crash", "timeout", "declined", "unavailable")
+
+#: One item of a batched call: a configuration and its input.
+BatchItem = tuple[PoolSpec, np.ndarray]
+
+
+@dataclass
+class PeerResult:
+    """The outcome of one peer call; ``output`` is set only when ``status == "ok"``."""
+
+    status: str
+    output: PeerOutput | None = None
+    message: str = ""
+
+    @property
+    def verdict(self) -> str:
+        """``"ok"``, or the status with its message, e.g. ``"rejects: pads must be < kernel"``."""
+        if self.status == "ok" or not self.message:
+            return self.status
+        return f"{self.status}: {self.message}"
+
+
+@runtime_checkable
+class BatchPeer(Peer, Protocol):
+    """A peer that can compute several configurations in one go (one model, one session).
+
+    ``run_many(items)`` returns, per item and in order, its :class:`PeerOutput` or the exception
+    the peer raised for that item alone (one failing item never fails the others).
+    """
+
+    def run_many(self, items: list[BatchItem]) -> list[PeerOutput | Exception]: ...

@@ -1,0 +1,107 @@
+"""Translation helpers shared by the adapters: declining, rounding checks, index conversion."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from poolcheck.errors import AttributeValueError, PoolcheckError
+from poolcheck.spec.attributes import PoolSpec
+from poolcheck.spec.indices import index_layout
+from poolcheck.spec.shape import resolve
+
+
+class PeerDeclined(PoolcheckError):
+    """A peer cannot express a configuration (raised by ``run`` when ``supports`` says no)."""
+
+    def __init__(self, peer: str, reason: str) -> None:
+        self.peer = peer
+        self.reason = reason
+        super().__init__(f"{peer} cannot express this configuration: {reason}")
+
+
+def _outs(spec: PoolSpec, shape: Sequence[int]) -> tuple[int, ...] | None:
+    try:
+        return resolve(spec, shape).output_shape
+    except AttributeValueError:
+        return None
+
+
+def ceil_as_ceil_torch(spec: PoolSpec, shape: Sequence[int]) -> str | None:
+    """Why OpenVINO ``rounding_type=ceil`` cannot be written as ceil_torch / ceil_mode for
+    ``shape``, or None when both give the same windows.
+
+    OpenVINO: "If rounding_type is set to ceil_torch, the last pooling operation within a
+    dimension cannot start in the padding area." Plain ``ceil`` keeps that window, and ONNX
+    ``ceil_mode`` and PyTorch ``ceil_mode`` have no way to keep it.
+    """
+    if spec.rounding_type != "ceil":
+        return None
+    ceil_out = _outs(spec, shape)
+    torch_out = _outs(spec.replace(rounding_type="ceil_torch"), shape)
+    if ceil_out == torch_out:
+        return None
+    return (
+        f"rounding_type=ceil keeps a last window that starts in the end padding (output {list(ceil_out or ())}), "
+        f"ceil_mode drops it (output {list(torch_out or ())})"
+    )
+
+
+def rounding_to_ceil_mode(spec: PoolSpec, shape: Sequence[int]) -> tuple[int, str | None]:
+    """``ceil_mode`` for ``spec`` on ``shape``, and the reason it cannot be expressed (or None)."""
+    if spec.rounding_type == "floor":
+        return 0, None
+    return 1, ceil_as_ceil_torch(spec, shape)
+
+
+def convert_flat_indices(
+    flat: np.ndarray,
+    spec: PoolSpec,
+    shape: Sequence[int],
+    *,
+    per_plane: bool = False,
+    source_order: str = "C",
+) -> tuple[np.ndarray, list[str]]:
+    """Turn a peer's flat indices into poolcheck's canonical indices for ``spec``.
+
+    ``flat`` holds indices over the whole input (``(n*C + c)*S + spatial``, as ONNX MaxPool and
+    OpenVINO with ``axis=0`` report them) or, with ``per_plane``, over each (n, c) plane only
+    (PyTorch); ``spatial`` is flattened in ``source_order`` ("C" row-major, "F" column-major).
+    Negative entries (no element chosen) pass through unchanged. Returns the converted indices
+    and a note for every conversion applied.
+    """
+    shape = tuple(int(v) for v in shape)
+    spatial = shape[2:]
+    plane = math.prod(spatial)
+    layout = index_layout(spec, shape)
+    idx = np.asarray(flat).astype(np.int64, copy=True)
+    valid = idx >= 0
+    notes: list[str] = []
+    if per_plane:
+        nc = np.arange(shape[0] * shape[1], dtype=np.int64).reshape((shape[0], shape[1]) + (1,) * len(spatial))
+        idx = np.where(valid, idx + nc * plane, idx)
+        notes.append("indices converted from per-plane to whole-tensor flat indices")
+    if layout.order != source_order:
+        nc_part, sp = np.divmod(np.where(valid, idx, 0), plane)
+        coords = np.unravel_index(sp, spatial, order=source_order)  # type: ignore[call-overload]
+        moved = np.ravel_multi_index(coords, spatial, order=layout.order)  # type: ignore[call-overload]
+        idx = np.where(valid, nc_part * plane + moved, idx)
+        names = {"C": "row-major", "F": "column-major"}
+        notes.append(f"indices converted from {names[source_order]} to {names[layout.order]} spatial order")
+    total = math.prod(shape)
+    if layout.modulus != total:
+        idx = np.where(valid, idx % layout.modulus, idx)
+        notes.append(f"indices converted to axis={spec.axis} by taking them modulo {layout.modulus}")
+    if layout.dtype != np.dtype(np.int64):
+        notes.append(f"indices cast to {layout.dtype.name}")
+    return idx.astype(layout.dtype), notes
+
+
+def short_message(exc: BaseException, limit: int = 600) -> str:
+    """A one-paragraph message for a peer's exception: ``Type: text``, shortened."""
+    text = " ".join(str(exc).split())
+    if not isinstance(exc, PoolcheckError):
+        text = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    return text if len(text) <= limit else text[: limit - 3] + "..."

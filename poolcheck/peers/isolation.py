@@ -1,0 +1,300 @@
+"""Calling peers safely: a warm worker process per peer, or in-process for trusted built-ins.
+
+A peer that raises is recorded as ``rejects``, one that kills its process (segfault,
+``os._exit``) as ``crash``, one that does not answer within the timeout as ``timeout``; the
+worker is then restarted on the next call and the run goes on.
+
+Workers are started with ``spawn`` (no inherited threads or runtime state) and kept warm: a
+worker serves every call to its peer until it dies, is killed after a timeout, or
+:func:`close_workers` runs (also at interpreter exit). Not thread-safe: call from one thread.
+"""
+
+from __future__ import annotations
+
+import atexit
+import multiprocessing
+import signal
+from collections.abc import Sequence
+from multiprocessing.connection import Connection
+from typing import Any
+
+import numpy as np
+
+from poolcheck.peers._convert import PeerDeclined, short_message
+from poolcheck.peers.base import BatchItem, Peer, PeerOutput, PeerResult
+
+#: Seconds a peer call may take before it is recorded as ``timeout``.
+DEFAULT_TIMEOUT = 30.0
+#: Seconds a new worker may take to import its peer (torch, openvino) before it counts as a crash.
+STARTUP_TIMEOUT = 120.0
+
+
+# --------------------------------------------------------------------------- in-process calls
+
+
+def run_in_process(peer: Peer, items: Sequence[BatchItem]) -> list[PeerResult]:
+    """Check availability and support, then run every item; exceptions become ``rejects``."""
+    try:
+        ok, why = peer.available()
+    except Exception as exc:
+        ok, why = False, f"available() raised {short_message(exc)}"
+    if not ok:
+        return [PeerResult("unavailable", None, why) for _ in items]
+    results: list[PeerResult | None] = [None] * len(items)
+    runnable: list[int] = []
+    for i, (spec, x) in enumerate(items):
+        arr = np.asarray(x)
+        try:
+            ok, why = peer.supports(spec, tuple(arr.shape), arr.dtype)
+        except Exception as exc:
+            ok, why = False, f"supports() raised {short_message(exc)}"
+        if ok:
+            runnable.append(i)
+        else:
+            results[i] = PeerResult("declined", None, why)
+    if runnable:
+        run_many = getattr(peer, "run_many", None)
+        if callable(run_many) and len(runnable) > 1:
+            try:
+                outs: list[Any] = list(run_many([items[i] for i in runnable]))
+            except Exception as exc:  # a batch-level failure is every item's rejection
+                outs = [exc] * len(runnable)
+        else:
+            outs = []
+            for i in runnable:
+                spec, x = items[i]
+                try:
+                    outs.append(peer.run(spec, x))
+                except Exception as exc:
+                    outs.append(exc)
+        for i, out in zip(runnable, outs):
+            results[i] = _as_result(out)
+    return [r if r is not None else PeerResult("rejects", None, "internal: no result") for r in results]
+
+
+def _as_result(out: Any) -> PeerResult:
+    if isinstance(out, PeerDeclined):
+        return PeerResult("declined", None, out.reason)
+    if isinstance(out, BaseException):
+        return PeerResult("rejects", None, short_message(out))
+    if not isinstance(out, PeerOutput):
+        return PeerResult("rejects", None, f"run() returned {type(out).__name__}, not a PeerOutput")
+    return PeerResult("ok", out, "")
+
+
+# --------------------------------------------------------------------------- the worker process
+
+
+def _peer_reference(peer: Peer) -> tuple[str, Any]:
+    """How a worker re-creates ``peer``: by the name it was resolved from, or by pickling it."""
+    ref = getattr(peer, "ref", None)
+    if isinstance(ref, str):
+        return ("ref", ref)
+    return ("object", peer)
+
+
+def _worker_main(conn: Connection, reference: tuple[str, Any]) -> None:
+    """Worker loop: build the peer once, then answer ``("run", items)`` until ``("stop",)``."""
+    try:
+        if reference[0] == "ref":
+            from poolcheck.peers.registry import resolve_peer
+
+            peer = resolve_peer(reference[1])
+        else:
+            peer = reference[1]
+    except Exception as exc:
+        conn.send(("failed", short_message(exc)))
+        return
+    conn.send(("ready", None))
+    while True:
+        try:
+            message = conn.recv()
+        except (EOFError, OSError):
+            return
+        if message[0] != "run":
+            return
+        conn.send(("done", run_in_process(peer, message[1])))
+
+
+def _describe_exit(code: int | None) -> str:
+    if code is None:
+        return "worker process stopped answering"
+    if code < 0:
+        try:
+            return f"worker process killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"worker process killed by signal {-code}"
+    return f"worker process exited with code {code}"
+
+
+class _Outcome(Exception):
+    """Internal: a worker call ended in ``crash``, ``timeout`` or ``unavailable``."""
+
+    def __init__(self, status: str, message: str) -> None:
+        self.status = status
+        self.message = message
+        super().__init__(message)
+
+
+class PeerWorker:
+    """One warm worker process serving one peer."""
+
+    def __init__(self, peer: Peer) -> None:
+        self.peer = peer
+        self.reference = _peer_reference(peer)
+        self._ctx = multiprocessing.get_context("spawn")
+        self._proc: Any = None
+        self._conn: Connection | None = None
+        self.restarts = 0
+
+    @property
+    def alive(self) -> bool:
+        return self._proc is not None and self._proc.is_alive()
+
+    def _start(self) -> None:
+        parent, child = self._ctx.Pipe(duplex=True)
+        proc = self._ctx.Process(
+            target=_worker_main, args=(child, self.reference), name=f"poolcheck-peer-{self.peer.name}", daemon=True
+        )
+        try:
+            proc.start()
+        except Exception as exc:  # e.g. the peer object cannot be pickled
+            parent.close()
+            child.close()
+            raise _Outcome("unavailable", f"cannot start a worker for {self.peer.name}: {short_message(exc)}") from exc
+        child.close()
+        self._proc, self._conn = proc, parent
+        if not parent.poll(STARTUP_TIMEOUT):
+            self.stop()
+            raise _Outcome("timeout", f"worker for {self.peer.name} did not start within {STARTUP_TIMEOUT:g} s")
+        try:
+            kind, detail = parent.recv()
+        except (EOFError, OSError):
+            code = self._reap()
+            raise _Outcome("crash", f"{_describe_exit(code)} while loading {self.peer.name}") from None
+        if kind != "ready":
+            self._reap()
+            raise _Outcome("unavailable", f"worker could not load {self.peer.name}: {detail}")
+
+    def _reap(self) -> int | None:
+        proc, conn = self._proc, self._conn
+        self._proc = self._conn = None
+        if conn is not None:
+            conn.close()
+        if proc is None:
+            return None
+        proc.join(2.0)
+        if proc.is_alive():
+            proc.kill()
+            proc.join(2.0)
+        return proc.exitcode
+
+    def stop(self) -> None:
+        """Stop the worker (killing it if it does not exit at once)."""
+        proc, conn = self._proc, self._conn
+        if proc is not None and conn is not None and proc.is_alive():
+            try:
+                conn.send(("stop",))
+            except (OSError, ValueError):
+                pass
+            proc.join(0.5)
+            if proc.is_alive():
+                proc.kill()
+        self._reap()
+
+    def call(self, items: Sequence[BatchItem], timeout: float) -> list[PeerResult]:
+        """Run ``items`` in the worker; raises :class:`_Outcome` on crash/timeout/startup failure."""
+        if not self.alive:
+            if self._proc is not None:
+                self._reap()
+                self.restarts += 1
+            self._start()
+        conn = self._conn
+        assert conn is not None
+        try:
+            conn.send(("run", list(items)))
+        except (OSError, ValueError) as exc:
+            code = self._reap()
+            raise _Outcome("crash", f"{_describe_exit(code)} ({short_message(exc)})") from None
+        if not conn.poll(timeout):
+            self._proc.kill()
+            self._reap()
+            raise _Outcome("timeout", f"no answer within {timeout:g} s; worker killed")
+        try:
+            kind, payload = conn.recv()
+        except (EOFError, OSError):
+            code = self._reap()
+            raise _Outcome("crash", _describe_exit(code)) from None
+        assert kind == "done"
+        return list(payload)
+
+
+_WORKERS: dict[Any, PeerWorker] = {}
+
+
+def _worker_for(peer: Peer) -> PeerWorker:
+    ref = getattr(peer, "ref", None)
+    key = ("ref", ref) if isinstance(ref, str) else ("id", id(peer))
+    worker = _WORKERS.get(key)
+    if worker is None or (key[0] == "id" and worker.peer is not peer):
+        worker = PeerWorker(peer)
+        _WORKERS[key] = worker
+    return worker
+
+
+def close_workers() -> None:
+    """Stop every warm worker (registered to run at interpreter exit)."""
+    while _WORKERS:
+        _, worker = _WORKERS.popitem()
+        worker.stop()
+
+
+atexit.register(close_workers)
+
+
+# --------------------------------------------------------------------------- public API
+
+
+def call_peer_many(
+    peer: Peer,
+    items: Sequence[BatchItem],
+    *,
+    isolated: bool = True,
+    timeout: float = DEFAULT_TIMEOUT,
+) -> list[PeerResult]:
+    """Run several (spec, input) items on ``peer``; one :class:`PeerResult` per item, in order.
+
+    Isolated, the batch is one call to the peer's warm worker with ``timeout`` seconds for the
+    whole batch. If a batch of several items crashes or times out, each item is re-run alone
+    so the crash or hang is pinned on the items that cause it.
+    """
+    items = list(items)
+    if not items:
+        return []
+    if not isolated:
+        return run_in_process(peer, items)
+    worker = _worker_for(peer)
+    try:
+        return worker.call(items, timeout)
+    except _Outcome as outcome:
+        if len(items) == 1 or outcome.status == "unavailable":
+            return [PeerResult(outcome.status, None, outcome.message) for _ in items]
+    results: list[PeerResult] = []
+    for item in items:
+        try:
+            results.extend(worker.call([item], timeout))
+        except _Outcome as outcome:
+            results.append(PeerResult(outcome.status, None, outcome.message))
+    return results
+
+
+def call_peer(
+    peer: Peer,
+    spec: Any,
+    x: np.ndarray,
+    *,
+    isolated: bool = True,
+    timeout: float = DEFAULT_TIMEOUT,
+) -> PeerResult:
+    """Run one configuration on ``peer``: ``ok`` with its output, or why not."""
+    return call_peer_many(peer, [(spec, x)], isolated=isolated, timeout=timeout)[0]
