@@ -38,9 +38,30 @@ def _onnxruntime() -> Peer:
     return OnnxRuntimePeer()
 
 
+def _openvino() -> Peer:
+    from poolcheck.peers.openvino_peer import OpenVinoPeer
+
+    return OpenVinoPeer()
+
+
+def _torch() -> Peer:
+    from poolcheck.peers.torch_peer import TorchPeer
+
+    return TorchPeer()
+
+
+def _onnx_reference() -> Peer:
+    from poolcheck.peers.onnx_reference_peer import OnnxReferencePeer
+
+    return OnnxReferencePeer()
+
+
 #: Built-in peers by name (constructing one imports no runtime; ``available()`` does).
 BUILTIN_PEERS: dict[str, Callable[[], Peer]] = {
     "onnxruntime": _onnxruntime,
+    "openvino": _openvino,
+    "torch": _torch,
+    "onnx_reference": _onnx_reference,
 }
 
 

@@ -1,0 +1,141 @@
+"""PyTorch (CPU) as a peer: ``F.max_pool{1,2,3}d`` and ``F.avg_pool{1,2,3}d``.
+
+PyTorch pooling has one symmetric ``padding`` per axis, no auto_pad, no dilations for
+averages, and one rounding switch (``ceil_mode``, OpenVINO's ``ceil_torch``); every other
+configuration is declined. Indices come back per (n, c) plane and are converted to
+poolcheck's whole-tensor flat indices (then to ``axis`` / ``storage_order`` / index type).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from poolcheck.peers._convert import PeerDeclined, ceil_as_ceil_torch, convert_flat_indices
+from poolcheck.peers.base import PeerOutput
+from poolcheck.spec.attributes import PoolSpec
+
+
+def to_torch(spec: PoolSpec, shape: Sequence[int], peer: str = "torch") -> dict[str, Any]:
+    """Keyword arguments of ``F.max_poolNd`` / ``F.avg_poolNd`` for ``spec``, or raise
+    :class:`PeerDeclined`."""
+    shape = tuple(int(v) for v in shape)
+    if spec.auto_pad in ("same_upper", "same_lower"):
+        raise PeerDeclined(peer, f"PyTorch pooling has no auto_pad={spec.auto_pad}")
+    if spec.auto_pad == "valid":
+        padding = (0,) * spec.spatial_rank
+    else:
+        if spec.pads_begin != spec.pads_end:
+            raise PeerDeclined(
+                peer,
+                f"PyTorch padding is symmetric; pads_begin={list(spec.pads_begin)} != pads_end={list(spec.pads_end)}",
+            )
+        padding = spec.pads_begin
+    if spec.op == "avg" and any(d != 1 for d in spec.dilations):
+        raise PeerDeclined(peer, f"PyTorch avg_pool has no dilations (got {list(spec.dilations)})")
+    for i, p in enumerate(padding):
+        # ATen pool_check_shape: "pad should be at most half of effective kernel size" -- the
+        # dilated kernel for max pooling, the kernel for average pooling.
+        eff = (spec.kernel[i] - 1) * spec.dilations[i] + 1 if spec.op == "max" else spec.kernel[i]
+        if 2 * p > eff:
+            raise PeerDeclined(peer, f"axis {i}: PyTorch requires pad <= half the {'effective ' if spec.op == 'max' else ''}"
+                                     f"kernel size ({eff}), got pad {p}")
+    why = ceil_as_ceil_torch(spec, shape)
+    if why:
+        raise PeerDeclined(peer, f"{why}; PyTorch has no equivalent")
+    kwargs: dict[str, Any] = {
+        "kernel_size": tuple(spec.kernel),
+        "stride": tuple(spec.strides),
+        "padding": tuple(padding),
+        "ceil_mode": spec.rounding_type != "floor",
+    }
+    if spec.op == "max":
+        kwargs["dilation"] = tuple(spec.dilations)
+        kwargs["return_indices"] = True
+    else:
+        kwargs["count_include_pad"] = not spec.exclude_pad
+    return kwargs
+
+
+@functools.cache
+def _kernel_error(op: str, rank: int, dtype: str) -> str | None:
+    """Whether PyTorch has a CPU kernel for ``op`` at spatial ``rank`` and ``dtype``: None, or
+    its "not implemented" message. Probed once on a tiny tensor, since the set changes
+    between PyTorch versions (torch 2.13: no uint16/32/64 pooling, no integer averages except
+    int64, no float16 avg_pool3d)."""
+    import torch
+    import torch.nn.functional as F
+
+    x = torch.from_numpy(np.zeros((1, 1) + (2,) * rank, dtype=np.dtype(dtype)))
+    try:
+        if op == "max":
+            getattr(F, f"max_pool{rank}d")(x, 1, return_indices=True)
+        else:
+            getattr(F, f"avg_pool{rank}d")(x, 1)
+    except (RuntimeError, NotImplementedError) as exc:
+        return " ".join(str(exc).split())
+    return None
+
+
+class TorchPeer:
+    """PyTorch CPU functional pooling, one thread."""
+
+    name = "torch"
+    ref = "torch"
+
+    def __init__(self) -> None:
+        self._ready = False
+
+    def _setup(self) -> Any:
+        import torch
+
+        if not self._ready:
+            torch.set_num_threads(1)
+            self._ready = True
+        return torch
+
+    def available(self) -> tuple[bool, str]:
+        try:
+            import torch  # noqa: F401
+        except ImportError as exc:
+            return False, f"torch is not installed (pip install 'poolcheck[torch]'): {exc}"
+        except Exception as exc:
+            return False, f"torch cannot be imported: {type(exc).__name__}: {exc}"
+        return True, ""
+
+    def version(self) -> str | None:
+        try:
+            import torch
+        except Exception:
+            return None
+        return str(torch.__version__)
+
+    def supports(self, spec: PoolSpec, shape: tuple[int, ...], dtype: np.dtype) -> tuple[bool, str]:
+        try:
+            to_torch(spec, shape, self.name)
+        except PeerDeclined as exc:
+            return False, exc.reason
+        self._setup()
+        err = _kernel_error(spec.op, spec.spatial_rank, np.dtype(dtype).str)
+        if err is not None:
+            return False, f"no PyTorch CPU kernel: {err}"
+        return True, ""
+
+    def run(self, spec: PoolSpec, x: np.ndarray) -> PeerOutput:
+        torch = self._setup()
+        import torch.nn.functional as F
+
+        arr = np.ascontiguousarray(x)
+        kwargs = to_torch(spec, arr.shape, self.name)
+        t = torch.from_numpy(arr)
+        n = spec.spatial_rank
+        with torch.no_grad():
+            if spec.op == "avg":
+                values = getattr(F, f"avg_pool{n}d")(t, **kwargs)
+                return PeerOutput(values.numpy().copy())
+            values, plane_idx = getattr(F, f"max_pool{n}d")(t, **kwargs)
+        indices, notes = convert_flat_indices(plane_idx.numpy(), spec, arr.shape, per_plane=True)
+        return PeerOutput(values.numpy().copy(), indices, notes)
