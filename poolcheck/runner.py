@@ -13,7 +13,7 @@ from __future__ import annotations
 import datetime as _dt
 import shlex
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -167,9 +167,9 @@ def spec_dict(case: Case) -> dict[str, Any]:
     return {"op": case.op, **case.attributes}
 
 
-def run_case(case: Case, engines: Sequence[str], extra_checks: Iterable[Callable[[Case], Check]] = ()) -> CaseResult:
+def run_case(case: Case, engines: Sequence[str], extra_checks: Iterable[Check] = ()) -> CaseResult:
     checks = [check_engine(case, e) for e in engines]
-    checks.extend(fn(case) for fn in extra_checks)
+    checks.extend(extra_checks)
     erratum = None
     if case.erratum is not None:
         erratum = {k: (_plain(v) if k == "correct" else v) for k, v in case.erratum.items()}
@@ -240,4 +240,83 @@ def select_cases(cases: list[Case], pattern: str | None) -> list[Case]:
         if any(p in c.id for p in exclude):
             continue
         out.append(c)
+    return out
+
+
+# --------------------------------------------------------------------------- peers
+
+#: Tolerances for comparing a peer's averages with the reference (float64-accumulated). Runtimes
+#: accumulate in the input type, so a few units in the last place are expected; max pooling is
+#: compared exactly.
+PEER_RTOL = {"float16": 2e-3, "float32": 1e-5, "float64": 1e-12}
+PEER_ATOL = {"float16": 1e-3, "float32": 1e-6, "float64": 1e-12}
+
+STATUS_VERDICT = {"rejects": "rejects", "crash": "crash", "timeout": "timeout", "declined": "skip",
+                  "unavailable": "skip"}
+
+
+def peer_tolerance(case: Case) -> tuple[float, float]:
+    if case.spec.op == "max":
+        return 0.0, 0.0
+    return PEER_RTOL.get(case.dtype.name, 0.0), PEER_ATOL.get(case.dtype.name, 0.0)
+
+
+def check_peer_output(case: Case, peer_name: str, version: str | None, result: Any) -> Check:
+    """Judge one peer's :class:`~poolcheck.peers.base.PeerResult` against the reference engine."""
+    if result.status != "ok":
+        verdict = STATUS_VERDICT.get(result.status, "rejects")
+        return Check(peer_name, "peer", verdict, f"{result.status}: {result.message}".rstrip(": "),
+                     version=version)
+    ref_values, ref_indices = run_spec(case.spec, case.input, engine="numpy")
+    geom = S.resolve(case.spec, case.input.shape)
+    layout = S.index_layout(case.spec, case.input.shape) if case.spec.op == "max" else None
+    out = result.output
+    values = np.asarray(out.values)
+    indices = None if out.indices is None else np.asarray(out.indices).astype(np.int64)
+    rtol, atol = peer_tolerance(case)
+    diffs: list[Diff] = []
+    total = 0
+    messages: list[str] = []
+    outputs = [("values", ref_values, values)]
+    if ref_indices is not None and indices is not None:
+        outputs.append(("indices", ref_indices.astype(np.int64), indices))
+    for output, exp, act in outputs:
+        positions, shape_msg = compare(output, exp, act, rtol=rtol, atol=atol)
+        if shape_msg:
+            diffs.append(Diff("shape", None, list(exp.shape), list(act.shape)))
+            total += 1
+            messages.append(shape_msg)
+            break
+        if positions:
+            total += len(positions)
+            diffs.extend(_diffs_for(case, geom, layout, output, positions, exp, act,
+                                    indices if indices is not None and indices.shape == exp.shape else None))
+            messages.append(f"{output}: {len(positions)} of {exp.size} elements differ from the reference")
+    expected = {"values": _tensor(ref_values)}
+    actual = {"values": _tensor(values)}
+    if ref_indices is not None:
+        expected["indices"] = _tensor(ref_indices)
+    if indices is not None:
+        actual["indices"] = _tensor(indices)
+    notes = "; ".join(getattr(out, "notes", []) or [])
+    if not diffs:
+        return Check(peer_name, "peer", "pass", notes, version=version, expected=expected, actual=actual)
+    return Check(peer_name, "peer", "fail", "; ".join(messages) + (f" ({notes})" if notes else ""), diffs, total,
+                 version=version, expected=expected, actual=actual)
+
+
+def peer_checks(cases: Sequence[Case], peers: Sequence[Any], *, isolated: bool = True,
+                timeout: float = 30.0) -> dict[str, list[Check]]:
+    """Run every case on every peer (one batched call per peer); checks keyed by case id."""
+    from poolcheck.peers.isolation import call_peer_many
+
+    out: dict[str, list[Check]] = {c.id: [] for c in cases}
+    for peer in peers:
+        try:
+            version = peer.version()
+        except Exception:
+            version = None
+        results = call_peer_many(peer, [(c.spec, c.input) for c in cases], isolated=isolated, timeout=timeout)
+        for case, result in zip(cases, results):
+            out[case.id].append(check_peer_output(case, peer.name, version, result))
     return out

@@ -13,9 +13,10 @@ import typer
 from poolcheck.cases import load_paths
 from poolcheck.cli.common import EXIT_FAILURES, EXIT_OK, EXIT_USAGE, console, err_console, fail, user_errors
 from poolcheck.engines import available_engines, get_engine
+from poolcheck.peers.registry import resolve_peers
 from poolcheck.report import console as console_report
 from poolcheck.report.model import CaseResult
-from poolcheck.runner import new_result, run_case, select_cases
+from poolcheck.runner import new_result, peer_checks, run_case, select_cases
 
 
 def register(app: typer.Typer) -> None:
@@ -28,6 +29,8 @@ def run(
     engine: Annotated[str, typer.Option(help="numpy, c or all (every engine built here).")] = "all",
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON (schema poolcheck.result/1) instead of tables.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Summary table only, no per-case diffs.")] = False,
+    peers: Annotated[str | None, typer.Option("--peers", help="Also run every case on these peers (comma-separated): onnxruntime, openvino, torch, onnx_reference, a module (my_pkg.my_peer) or a file (path/to/peer.py).")] = None,
+    peer_timeout: Annotated[float, typer.Option("--peer-timeout", help="Seconds a peer may take per batch before it counts as a timeout.")] = 60.0,
 ) -> None:
     """Run case files through poolcheck's reference engines and report every contradiction."""
     with user_errors():
@@ -36,6 +39,7 @@ def run(
         else:
             get_engine(engine)  # raises a clear error for unknown / unavailable engines
             engines = [engine]
+        peer_list = resolve_peers([p.strip() for p in peers.split(",") if p.strip()]) if peers else []
         cases, errors = load_paths(paths)
     selected = select_cases(cases, k)
     if k and not selected and not errors:
@@ -46,8 +50,11 @@ def run(
                                        source=f"{err.path}:{err.line}" if err.line else (err.path or ""),
                                        message=str(err)))
     try:
+        by_case = peer_checks(selected, peer_list, timeout=peer_timeout) if peer_list else {}
         for case in selected:
-            result.cases.append(run_case(case, engines))
+            result.cases.append(run_case(case, engines, by_case.get(case.id, [])))
+        for peer in peer_list:
+            result.versions[peer.name] = peer.version() or "unavailable"
     except KeyboardInterrupt:
         result.interrupted = True
 

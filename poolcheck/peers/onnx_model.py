@@ -79,6 +79,13 @@ def to_onnx(spec: PoolSpec, shape: Sequence[int], dtype: np.dtype, peer: str) ->
             # "pads ... format should be as follow [x1_begin, x2_begin...x1_end, x2_end,...]"
             attrs["pads"] = tuple(pb) + tuple(pe)
     attrs["ceil_mode"] = ceil_mode
+    if spec.convention == "onnx":
+        # An ONNX-convention spec goes out exactly as written: the canonical rounding absorbs
+        # ceil_mode under VALID (the ONNX formula makes it a no-op), but the runtime must see it.
+        attrs["ceil_mode"] = spec.ceil_mode
+        if auto_pad == "valid":
+            attrs["auto_pad"] = "VALID"
+            attrs.pop("pads", None)
     if spec.op == "max":
         attrs["storage_order"] = spec.storage_order if spec.convention == "onnx" else 0
     else:

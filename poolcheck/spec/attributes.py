@@ -72,6 +72,9 @@ class PoolSpec:
     index_element_type: str = "i64"
     storage_order: int = 0
     convention: Convention = "openvino"
+    #: ONNX ``ceil_mode`` exactly as written (ONNX convention only). ``rounding_type`` holds its
+    #: meaning; this keeps what the user wrote so peers receive the original attributes.
+    ceil_mode: int = 0
 
     @property
     def spatial_rank(self) -> int:
@@ -268,7 +271,7 @@ def onnx_max_pool(
     """Validate ONNX MaxPool-22 attributes."""
     k, s, pb, pe, d, r, a = _onnx_common(kernel_shape, strides, pads, dilations, ceil_mode, auto_pad)
     so = _flag("storage_order", storage_order)
-    return PoolSpec("max", k, s, pb, pe, d, r, a, False, 0, "i64", so, "onnx")  # type: ignore[arg-type]
+    return PoolSpec("max", k, s, pb, pe, d, r, a, False, 0, "i64", so, "onnx", _flag("ceil_mode", ceil_mode))  # type: ignore[arg-type]
 
 
 def onnx_average_pool(
@@ -283,7 +286,7 @@ def onnx_average_pool(
     """Validate ONNX AveragePool-19/22 attributes."""
     k, s, pb, pe, d, r, a = _onnx_common(kernel_shape, strides, pads, dilations, ceil_mode, auto_pad)
     cip = _flag("count_include_pad", count_include_pad)
-    return PoolSpec("avg", k, s, pb, pe, d, r, a, not cip, 0, "i64", 0, "onnx")  # type: ignore[arg-type]
+    return PoolSpec("avg", k, s, pb, pe, d, r, a, not cip, 0, "i64", 0, "onnx", _flag("ceil_mode", ceil_mode))  # type: ignore[arg-type]
 
 
 def check_input(spec: PoolSpec, shape: Sequence[int], dtype: Any) -> np.dtype:
