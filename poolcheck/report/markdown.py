@@ -1,0 +1,152 @@
+"""The Markdown report: short enough for a pull-request comment.
+
+Counts first, then verdicts per runner, a table of every case that did not pass, and collapsed
+``<details>`` for the first few of them (differing positions, diagnosis, erratum, replay
+command). The text is kept under ``max_chars`` (GitHub caps a comment at 65536 characters) by
+dropping details and then table rows, always saying how many were left out.
+"""
+
+from __future__ import annotations
+
+from poolcheck.report.model import VERDICTS, CaseResult, Check, RunResult
+
+MAX_CHARS = 60_000
+MAX_ROWS = 50
+MAX_DETAILS = 12
+MAX_DIFFS = 6
+CELL_LIMIT = 120
+
+#: Non-passing verdicts are listed most severe first; ``skip`` is not worth a row of its own.
+LISTED = tuple(v for v in VERDICTS if v not in ("pass", "skip"))
+
+
+def _cell(text: object, limit: int = CELL_LIMIT) -> str:
+    s = " ".join(str(text).split()).replace("|", "\\|").replace("<", "&lt;")
+    return s if len(s) <= limit else s[: limit - 1] + "…"
+
+
+def _code(text: str) -> str:
+    fence = "``" if "`" in text else "`"
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def _pos(p: list[int] | None) -> str:
+    return "shape" if p is None else "(" + ", ".join(map(str, p)) + ")"
+
+
+def runners_of(result: RunResult) -> list[str]:
+    names: list[str] = []
+    for case in result.cases:
+        for check in case.checks:
+            if check.runner not in names:
+                names.append(check.runner)
+    return names
+
+
+def counts_text(result: RunResult) -> str:
+    counts = result.counts()
+    parts = [f"{n} {v}" for v, n in counts.items() if n]
+    return ", ".join(parts) if parts else "no cases"
+
+
+def _runner_table(result: RunResult, runners: list[str]) -> list[str]:
+    present = [v for v in VERDICTS if any(k.verdict == v for c in result.cases for k in c.checks)]
+    if not runners or not present:
+        return []
+    lines = ["| runner | " + " | ".join(present) + " |", "|---|" + "---:|" * len(present)]
+    for r in runners:
+        row = [sum(1 for c in result.cases for k in c.checks if k.runner == r and k.verdict == v) for v in present]
+        lines.append(f"| {_cell(r)} | " + " | ".join(str(n) for n in row) + " |")
+    return lines
+
+
+def _first_message(case: CaseResult) -> str:
+    for check in case.checks:
+        if check.verdict == case.verdict and check.message:
+            return check.message
+    return case.message
+
+
+def _case_table(cases: list[CaseResult], runners: list[str]) -> list[str]:
+    head = "| case | op | verdict | " + "".join(f"{_cell(r)} | " for r in runners) + "message |"
+    lines = [head, "|---|---|---|" + "---|" * len(runners) + "---|"]
+    for case in cases:
+        by = {k.runner: k.verdict for k in case.checks}
+        cells = "".join(f"{by.get(r, '–')} | " for r in runners)
+        lines.append(f"| {_cell(case.case_id, 80)} | {_cell(case.op)} | **{case.verdict}** | {cells}"
+                     f"{_cell(_first_message(case))} |")
+    return lines
+
+
+def _check_details(check: Check) -> list[str]:
+    out = [f"**{_cell(check.runner)}**: {check.verdict}" + (f" — {_cell(check.message, 400)}" if check.message else "")]
+    if check.diagnosis:
+        out.append(f"> diagnosis: {_cell(check.diagnosis, 600)}")
+    if check.diffs:
+        out += ["", "| output | position | expected | actual |", "|---|---|---|---|"]
+        for d in check.diffs[:MAX_DIFFS]:
+            out.append(f"| {d.output} | {_pos(d.position)} | {_cell(d.expected, 60)} | {_cell(d.actual, 60)} |")
+        more = max(check.n_diffs, len(check.diffs)) - min(len(check.diffs), MAX_DIFFS)
+        if more > 0:
+            out.append(f"\n… and {more} more differing element(s)")
+    return out
+
+
+def case_details(case: CaseResult) -> str:
+    """One collapsed ``<details>`` block for a case."""
+    lines = [f"<details><summary><b>{_cell(case.case_id, 100)}</b> — {case.verdict}"
+             + (f": {_cell(case.title, 100)}" if case.title else "") + "</summary>", ""]
+    meta = []
+    if case.source:
+        meta.append(f"source {_code(case.source)}")
+    if case.op:
+        meta.append(f"{case.op} on {case.dtype} {case.input_shape}")
+    if meta:
+        lines += [" · ".join(meta), ""]
+    for check in case.checks:
+        if check.verdict in ("pass", "skip"):
+            continue
+        lines += _check_details(check) + [""]
+    if case.erratum:
+        lines += [f"Erratum: the document says {_cell(case.erratum.get('says', ''), 300)}; "
+                  f"why: {_cell(case.erratum.get('why', ''), 400)}", ""]
+    if case.message:
+        lines += [_cell(case.message, 600), ""]
+    if case.replay:
+        lines += [f"Replay: {_code(case.replay)}", ""]
+    lines.append("</details>")
+    return "\n".join(lines)
+
+
+def to_markdown(result: RunResult, *, max_chars: int = MAX_CHARS) -> str:
+    """Render ``result`` as Markdown of at most ``max_chars`` characters."""
+    runners = runners_of(result)
+    head = [f"## poolcheck {result.kind}: {len(result.cases)} case(s) — {counts_text(result)}", ""]
+    if result.interrupted:
+        head += ["> **Interrupted**: partial result, not every case ran.", ""]
+    table = _runner_table(result, runners)
+    if table:
+        head += [*table, ""]
+    listed = sorted((c for c in result.cases if c.verdict in LISTED), key=lambda c: LISTED.index(c.verdict))
+    foot = ["", f"<sub>{_code(result.command)}" + (f" · {result.created}" if result.created else "")
+            + "".join(f" · {k} {v}" for k, v in result.versions.items()) + "</sub>", ""]
+    if not listed:
+        return "\n".join([*head, "Every case passed.", *foot])
+
+    rows, details = min(len(listed), MAX_ROWS), min(len(listed), MAX_DETAILS)
+    while True:
+        body = [f"### Not passing ({len(listed)})", "", *_case_table(listed[:rows], runners)]
+        if rows < len(listed):
+            body.append(f"\n… and {len(listed) - rows} more case(s) not shown (see the full report).")
+        if details:
+            body += ["", f"### Details (first {details})" if details < len(listed) else "### Details", ""]
+            body += [case_details(c) + "\n" for c in listed[:details]]
+        text = "\n".join([*head, *body, *foot])
+        if len(text) <= max_chars or rows <= 1:
+            break
+        if details:
+            details -= 1
+        else:
+            rows = max(1, rows // 2)
+    return text if len(text) <= max_chars else text[: max_chars - 20] + "\n\n… (truncated)\n"
