@@ -16,6 +16,7 @@ from poolcheck.engines import available_engines, get_engine
 from poolcheck.peers.registry import resolve_peers
 from poolcheck.report import console as console_report
 from poolcheck.report.model import CaseResult
+from poolcheck.report.writers import write_reports
 from poolcheck.runner import new_result, peer_checks, run_case, select_cases
 
 
@@ -31,6 +32,7 @@ def run(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Summary table only, no per-case diffs.")] = False,
     peers: Annotated[str | None, typer.Option("--peers", help="Also run every case on these peers (comma-separated): onnxruntime, openvino, torch, onnx_reference, a module (my_pkg.my_peer) or a file (path/to/peer.py).")] = None,
     peer_timeout: Annotated[float, typer.Option("--peer-timeout", help="Seconds a peer may take per batch before it counts as a timeout.")] = 60.0,
+    report_dir: Annotated[Path | None, typer.Option("--report-dir", help="Also write result.json, junit.xml, summary.md and report.html here (atomically; also after Ctrl-C).")] = None,
 ) -> None:
     """Run case files through poolcheck's reference engines and report every contradiction."""
     with user_errors():
@@ -57,6 +59,9 @@ def run(
             result.versions[peer.name] = peer.version() or "unavailable"
     except KeyboardInterrupt:
         result.interrupted = True
+    if report_dir is not None:
+        with user_errors():
+            write_reports(result, report_dir)
 
     if as_json:
         sys.stdout.write(json.dumps(result.to_dict(), indent=2) + "\n")

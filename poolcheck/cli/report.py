@@ -1,0 +1,111 @@
+"""``poolcheck report FILE.json``: re-render a saved result; ``poolcheck explain CASE --at ...``:
+one output element taken apart."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from poolcheck.cases import load_file
+from poolcheck.cases.model import Case
+from poolcheck.cli.common import EXIT_OK, console, err_console, user_errors
+from poolcheck.engines import available_engines, get_engine
+from poolcheck.errors import AttributeValueError, CaseFileError
+from poolcheck.report import console as console_report
+from poolcheck.report.explain import explain_element, explanation_view, parse_position
+from poolcheck.report.jsonfmt import load_result
+from poolcheck.report.writers import FORMATS, render, write_text
+
+FORMAT_NAMES = (*FORMATS, "console")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("report")(report)
+    app.command("explain")(explain)
+
+
+def report(
+    file: Annotated[Path, typer.Argument(help="A saved result (result.json from --report-dir, or `poolcheck run --json` output).")],
+    fmt: Annotated[str, typer.Option("--format", "-f", help="html, junit, md, json, or console (the terminal view).")] = "console",
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write here (atomically) instead of standard output.")] = None,
+) -> None:
+    """Re-render a saved result as HTML, JUnit XML, Markdown, JSON or terminal tables."""
+    with user_errors():
+        if fmt not in FORMAT_NAMES:
+            raise AttributeValueError("--format", f"expected one of {', '.join(FORMAT_NAMES)}, got {fmt!r}")
+        result = load_result(file)
+        if fmt == "console":
+            if output is not None:
+                raise AttributeValueError("--output", "the console format prints to the terminal; choose html, junit, md or json")
+            console_report.render(result, console)
+            raise typer.Exit(EXIT_OK)
+        text = render(result, fmt)
+        if output is None:
+            sys.stdout.write(text)
+        else:
+            write_text(output, text)
+            err_console.print(f"wrote {output}", highlight=False)
+    raise typer.Exit(EXIT_OK)
+
+
+def split_case_ref(ref: str, k: str | None) -> tuple[str, str | None]:
+    """``path::id`` -> (path, id); a plain path keeps ``-k``. Both at once is a usage error."""
+    if "::" in ref:
+        path, case_id = ref.rsplit("::", 1)
+        if k is not None and k != case_id:
+            raise AttributeValueError("-k", f"the case is named twice ({case_id!r} in {ref!r} and -k {k!r})")
+        return path, case_id
+    return ref, k
+
+
+def pick_case(cases: list[Case], case_id: str | None, path: str) -> Case:
+    """The case with id ``case_id`` (exact, else the only one containing it)."""
+    if case_id is None:
+        if len(cases) == 1:
+            return cases[0]
+        ids = ", ".join(c.id for c in cases[:8]) + (", ..." if len(cases) > 8 else "")
+        raise AttributeValueError("-k", f"{path} holds {len(cases)} cases; name one with -k ID or {path}::ID ({ids})")
+    exact = [c for c in cases if c.id == case_id]
+    if exact:
+        return exact[0]
+    partial = [c for c in cases if case_id in c.id]
+    if len(partial) == 1:
+        return partial[0]
+    if not partial:
+        raise AttributeValueError("-k", f"no case in {path} has the id {case_id!r}")
+    raise AttributeValueError("-k", f"{case_id!r} matches {len(partial)} cases in {path}: "
+                                    + ", ".join(c.id for c in partial[:8]))
+
+
+def explain(
+    case_ref: Annotated[str, typer.Argument(metavar="CASE", help="A case file (with -k ID) or FILE::ID.")],
+    k: Annotated[str | None, typer.Option("-k", help="The case id (exact, or a substring matching one case).")] = None,
+    at: Annotated[str | None, typer.Option("--at", help="The output element n,c,d1,... (default: the first element where the reference and the document differ, else all zeros).")] = None,
+    engine: Annotated[str, typer.Option(help="numpy, c or all (every engine built here).")] = "all",
+    peers: Annotated[str | None, typer.Option("--peers", help="Also ask these peers (comma-separated; as in `poolcheck run --peers`).")] = None,
+    peer_timeout: Annotated[float, typer.Option("--peer-timeout", help="Seconds a peer may take.")] = 60.0,
+) -> None:
+    """Take one output element apart: its window over the padded input, every engine's and peer's
+    value and index, the documented value, and the implied argmax or divisor."""
+    with user_errors():
+        path, case_id = split_case_ref(case_ref, k)
+        if not Path(path).is_file():
+            raise CaseFileError("no such case file", path=path)
+        case = pick_case(load_file(path), case_id, path)
+        if engine == "all":
+            engines = available_engines()
+        else:
+            get_engine(engine)
+            engines = [engine]
+        peer_list = []
+        if peers:
+            from poolcheck.peers.registry import resolve_peers
+
+            peer_list = resolve_peers([p for p in peers.split(",") if p.strip()])
+        position = parse_position(at, case) if at is not None else None
+        ex = explain_element(case, position, engines, peer_list, peer_timeout=peer_timeout)
+        console.print(explanation_view(ex))
+    raise typer.Exit(EXIT_OK)
