@@ -37,12 +37,11 @@ def to_torch(spec: PoolSpec, shape: Sequence[int], peer: str = "torch") -> dict[
     if spec.op == "avg" and any(d != 1 for d in spec.dilations):
         raise PeerDeclined(peer, f"PyTorch avg_pool has no dilations (got {list(spec.dilations)})")
     for i, p in enumerate(padding):
-        # ATen pool_check_shape: "pad should be at most half of effective kernel size" -- the
-        # dilated kernel for max pooling, the kernel for average pooling.
-        eff = (spec.kernel[i] - 1) * spec.dilations[i] + 1 if spec.op == "max" else spec.kernel[i]
-        if 2 * p > eff:
-            raise PeerDeclined(peer, f"axis {i}: PyTorch requires pad <= half the {'effective ' if spec.op == 'max' else ''}"
-                                     f"kernel size ({eff}), got pad {p}")
+        # ATen pool2d_shape_check: "pad should be smaller than or equal to half of kernel size"
+        # -- the undilated kernel, for max and average pooling alike (max pooling also checks
+        # the dilated kernel, which is never the stricter bound).
+        if 2 * p > spec.kernel[i]:
+            raise PeerDeclined(peer, f"axis {i}: PyTorch requires pad <= kernel / 2, got pad {p} for kernel {spec.kernel[i]}")
     why = ceil_as_ceil_torch(spec, shape)
     if why:
         raise PeerDeclined(peer, f"{why}; PyTorch has no equivalent")

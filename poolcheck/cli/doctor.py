@@ -1,0 +1,79 @@
+"""``poolcheck doctor``: which engines and peers can run here, their versions, and why not."""
+
+from __future__ import annotations
+
+import json
+import platform
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+from rich.text import Text
+
+from poolcheck.cli.common import console
+
+
+def register(app: typer.Typer) -> None:
+    app.command("doctor")(doctor)
+
+
+def environment_report() -> dict[str, Any]:
+    """Engines and peers with availability, version and reason (no printing)."""
+    import numpy as np
+
+    import poolcheck
+    from poolcheck.engines import c_engine_status
+    from poolcheck.peers.registry import all_peers, peer_kind
+
+    engines: list[dict[str, Any]] = [
+        {"name": "numpy", "available": True, "version": np.__version__, "reason": ""},
+    ]
+    c_module, c_reason = c_engine_status()
+    engines.append({
+        "name": "c",
+        "available": c_module is not None,
+        "version": (getattr(c_module, "__version__", None) or poolcheck.__version__) if c_module is not None else None,
+        "reason": c_reason,
+    })
+    peers: list[dict[str, Any]] = []
+    for peer in all_peers():
+        try:
+            ok, reason = peer.available()
+        except Exception as exc:  # a plugin's own check may fail
+            ok, reason = False, f"available() raised {type(exc).__name__}: {exc}"
+        try:
+            version = peer.version() if ok else None
+        except Exception:
+            version = None
+        peers.append({"name": peer.name, "kind": peer_kind(peer), "available": bool(ok),
+                      "version": version, "reason": reason})
+    return {
+        "poolcheck": poolcheck.__version__,
+        "python": platform.python_version(),
+        "platform": platform.platform(terse=True),
+        "engines": engines,
+        "peers": peers,
+    }
+
+
+def doctor(
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+) -> None:
+    """List engines and peers (ONNX Runtime, OpenVINO, PyTorch, onnx.reference, installed
+    plugins) with their versions, and why any of them cannot run here."""
+    report = environment_report()
+    if as_json:
+        typer.echo(json.dumps(report, indent=2))
+        return
+    console.print(Text.assemble(("poolcheck ", "bold"), report["poolcheck"],
+                                f"  (Python {report['python']}, {report['platform']})"))
+    table = Table(show_lines=False)
+    for col in ("kind", "name", "status", "version"):
+        table.add_column(col, no_wrap=True)
+    table.add_column("note", overflow="fold")
+    for kind, rows in (("engine", report["engines"]), ("peer", report["peers"])):
+        for row in rows:
+            status = Text("available", "green") if row["available"] else Text("unavailable", "bold red")
+            label = kind if kind == "engine" else f"peer ({row['kind']})"
+            table.add_row(label, row["name"], status, row["version"] or "-", row["reason"])
+    console.print(table)
