@@ -25,24 +25,32 @@ def verdict_text(verdict: str) -> Text:
     return Text(verdict, style=STYLES.get(verdict, ""))
 
 
-def summary_table(result: RunResult) -> Table:
+def summary_table(result: RunResult, *, show_source: bool = True) -> Table:
     runners: list[str] = []
     for case in result.cases:
         for check in case.checks:
             if check.runner not in runners:
                 runners.append(check.runner)
     table = Table(title=f"poolcheck {result.kind}: {len(result.cases)} case(s)", show_lines=False, expand=False)
-    table.add_column("case", overflow="fold")
-    table.add_column("op")
+    table.add_column("case", overflow="fold", min_width=12)
+    table.add_column("op", no_wrap=True)
     table.add_column("verdict")
     for r in runners:
         table.add_column(r)
-    table.add_column("source", overflow="fold", style="dim")
+    if show_source:
+        table.add_column("source", overflow="fold", style="dim")
     for case in result.cases:
         by_runner = {c.runner: c for c in case.checks}
         cells = [verdict_text(by_runner[r].verdict) if r in by_runner else Text("-", style="dim") for r in runners]
-        table.add_row(case.case_id, case.op, verdict_text(case.verdict), *cells, case.source)
+        extra = [_short_source(case.source)] if show_source else []
+        table.add_row(case.case_id, case.op, verdict_text(case.verdict), *cells, *extra)
     return table
+
+
+def _short_source(source: str) -> str:
+    """``cases/seeds/openvino-maxpool8.yaml:11`` -> ``openvino-maxpool8.yaml:11`` (the full path is in
+    the per-case detail and the replay command)."""
+    return source.rsplit("/", 1)[-1]
 
 
 def counts_line(result: RunResult) -> Text:
@@ -116,7 +124,8 @@ def case_detail(case: CaseResult) -> Panel:
 
 
 def render(result: RunResult, console: Console, *, details: bool = True) -> None:
-    console.print(summary_table(result))
+    # The source column only fits a wide terminal; per-case panels and --json always carry it.
+    console.print(summary_table(result, show_source=console.width >= 120))
     if details:
         for case in result.cases:
             if case.verdict not in ("pass", "skip"):
