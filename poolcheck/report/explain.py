@@ -221,7 +221,7 @@ def _span(a: S.AxisGeometry, taps: list[int]) -> tuple[int, int, bool]:
     return nlo, nhi, (nlo, nhi) != (lo, hi)
 
 
-def window_grids(ex: Explanation) -> list[Table]:
+def window_grids(ex: Explanation) -> list[Text | Table]:
     """The window over the padded input as rich tables: one per leading coordinate the window
     touches (3-D), rows x columns over the last two spatial axes (or one row for 1-D)."""
     geom, r = ex.geometry, len(ex.geometry.axes)
@@ -245,10 +245,12 @@ def window_grids(ex: Explanation) -> list[Table]:
     tables = []
     for lead in leads:
         lead_kinds = [_axis_kind(axes[i], p) for i, p in enumerate(lead)]
-        title = f"leading coordinate(s) {', '.join(map(str, lead))}" if lead else ""
+        title = ", ".join(f"axis {i} at {p} ({k})" for i, (p, k) in enumerate(zip(lead, lead_kinds)))
         if ccrop or rcrop:
-            title += (" — " if title else "") + "cropped around the window"
-        t = Table(title=title or None, show_header=True, header_style="dim", box=None, pad_edge=False, padding=(0, 1))
+            title += ("; " if title else "") + "cropped around the window"
+        if title:
+            tables.append(Text(title, style="italic"))
+        t = Table(show_header=True, header_style="dim", box=None, pad_edge=False, padding=(0, 1))
         t.add_column("", justify="right", style="dim")
         for j in range(clo, chi):
             t.add_column(str(j), justify="right", header_style="bold" if 0 <= j < axes[col_axis].size else "dim italic")

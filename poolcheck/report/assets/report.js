@@ -56,14 +56,14 @@
     if (v === "inf") return "∞";
     if (v === "-inf") return "-∞";
     if (typeof v !== "number") return String(v);
-    if (Number.isInteger(v)) return String(v);
+    if (Number.isInteger(v) && Math.abs(v) < 1e15) return String(v);
     var s = v.toPrecision(5);
     if (s.indexOf("e") < 0 && s.indexOf(".") >= 0) s = s.replace(/0+$/, "").replace(/\.$/, "");
     return s;
   }
   // Short form for window cells (3 significant digits).
   function fmtShort(v) {
-    if (typeof v !== "number" || Number.isInteger(v)) return fmt(v);
+    if (typeof v !== "number" || (Number.isInteger(v) && Math.abs(v) < 1e6)) return fmt(v);
     var s = v.toPrecision(3);
     if (s.indexOf("e") < 0 && s.indexOf(".") >= 0) s = s.replace(/0+$/, "").replace(/\.$/, "");
     return s;
@@ -292,7 +292,7 @@
     var windowHost = el("div", { "class": "window-view" });
     view.tensorHost = tensorHost; view.windowHost = windowHost;
     if ((c.checks || []).length) {
-      append(body, [el("h3", { text: "Expected (document) vs actual" }), tensorHost,
+      append(body, [el("h3", { text: "Expected vs actual" }), tensorHost,
         el("h3", { text: "Receptive window over the padded input" }), windowHost]);
       var first = firstDiff(c.checks[view.checkIndex]);
       if (first) select(view, first.position, first.output); else { renderTensors(view); renderWindow(view); }
@@ -420,7 +420,8 @@
       if (sameShape) return !same(E[i][j], A[i][j]);
       return !!diffSet[fullPos(view.fixed, r, i, j).join(",")];
     }
-    if (E && !big(E)) panels.appendChild(valueGrid(view, "expected (document)", E, r, differs, "grid-expected"));
+    var eLabel = t.check.kind === "peer" ? "expected (reference engine)" : "expected (document)";
+    if (E && !big(E)) panels.appendChild(valueGrid(view, eLabel, E, r, differs, "grid-expected"));
     if (A && !big(A)) panels.appendChild(valueGrid(view, "actual (" + t.check.runner + ")", A, r, differs, "grid-actual"));
     var hm = heatmap(view, E, A, sameShape, diffSet, r, shape);
     if (hm) panels.appendChild(hm);
@@ -467,7 +468,7 @@
           return d;
         });
       });
-      mag = mag.map(function (row) { return row.map(function (d) { return d < 0 ? 1 : (maxd > 0 ? 0.25 + 0.75 * d / maxd : 0); }); });
+      mag = mag.map(function (row) { return row.map(function (d) { return d < 0 ? 1 : (d > 0 ? 0.25 + 0.75 * d / maxd : 0); }); });
     } else if (shape) {
       var keys = Object.keys(diffSet);
       if (!keys.length) return null;
@@ -581,7 +582,7 @@
     }
     var title = "output " + pos(p) + " (n=" + n + ", c=" + ch + ")";
     host.appendChild(el("p", null, el("b", { text: title }),
-      el("span", { "class": "note", text: "  document: " + fmt(expectedV) + "  ·  " + t.check.runner + ": " + fmt(actualV) })));
+      el("span", { "class": "note", text: "  " + (t.check.kind === "peer" ? "reference" : "document") + ": " + fmt(expectedV) + "  ·  " + t.check.runner + ": " + fmt(actualV) })));
     var geom = geometry && geometry.length === r ? geometry : boxGeometry(taps, r);
     host.appendChild(windowSvgs(geom, taps, plane, chosenKey, r));
     host.appendChild(el("div", { "class": "legend" },
@@ -709,11 +710,16 @@
   var hash = decodeURIComponent((location.hash || "").replace(/^#case=/, ""));
   if (hash) cases.forEach(function (c) { if (c.case_id === hash) { c._node.open = true; c._node.scrollIntoView(); } });
   else {
-    // Open the most severe failing case so the first view already shows what differs.
+    // Open the most severe failing case that has differing positions (else the most severe
+    // failing case) so the first view already shows what differs.
+    var rank = function (c) {
+      var diffs = (c.checks || []).some(function (k) { return (k.diffs || []).length > 0; });
+      return VERDICTS.indexOf(c.verdict) + (diffs ? 0 : VERDICTS.length);
+    };
     var worst = null;
     cases.forEach(function (c) {
       if (["error", "fail", "crash", "timeout"].indexOf(c.verdict) < 0) return;
-      if (!worst || VERDICTS.indexOf(c.verdict) < VERDICTS.indexOf(worst.verdict)) worst = c;
+      if (!worst || rank(c) < rank(worst)) worst = c;
     });
     if (worst) worst._node.open = true;
   }
