@@ -129,6 +129,9 @@ class TorchPeer:
 
         arr = np.ascontiguousarray(x)
         kwargs = to_torch(spec, arr.shape, self.name)
+        err = _kernel_error(spec.op, spec.spatial_rank, arr.dtype.str)
+        if err is not None:
+            raise PeerDeclined(self.name, f"no PyTorch CPU kernel: {err}")
         t = torch.from_numpy(arr)
         n = spec.spatial_rank
         with torch.no_grad():
