@@ -145,13 +145,19 @@ class PeerWorker:
         self._ctx = multiprocessing.get_context("spawn")
         self._proc: Any = None
         self._conn: Connection | None = None
-        self.restarts = 0
+        self.starts = 0
+
+    @property
+    def restarts(self) -> int:
+        """How often the worker was started again after a crash, timeout or stop."""
+        return max(0, self.starts - 1)
 
     @property
     def alive(self) -> bool:
         return self._proc is not None and self._proc.is_alive()
 
     def _start(self) -> None:
+        self.starts += 1
         parent, child = self._ctx.Pipe(duplex=True)
         proc = self._ctx.Process(
             target=_worker_main, args=(child, self.reference), name=f"poolcheck-peer-{self.peer.name}", daemon=True
@@ -207,7 +213,6 @@ class PeerWorker:
         if not self.alive:
             if self._proc is not None:
                 self._reap()
-                self.restarts += 1
             self._start()
         conn = self._conn
         assert conn is not None
