@@ -18,6 +18,7 @@ class AttributeValueError(PoolcheckError, ValueError):
 
     def __init__(self, attribute: str, message: str) -> None:
         self.attribute = attribute
+        self.reason = message
         super().__init__(f"{attribute}: {message}")
 
 

@@ -190,11 +190,9 @@ def parse_case(raw: Any, *, path: str, index: int, lines: dict[tuple[Any, ...], 
     try:
         spec = build_spec(op, attrs)
     except AttributeValueError as exc:
-        attr = exc.attribute
-        msg = str(exc)[len(attr) + 2:]
-        if attr in attrs:
-            raise err("attributes", msg, attr) from None
-        raise err("attributes", f"{attr}: {msg}") from None
+        if exc.attribute in attrs:
+            raise err("attributes", exc.reason, exc.attribute) from None
+        raise err("attributes", str(exc)) from None
 
     dtype_name = raw.get("dtype", "float32")
     try:
@@ -215,7 +213,7 @@ def parse_case(raw: Any, *, path: str, index: int, lines: dict[tuple[Any, ...], 
         A.check_input(spec, x.shape, dtype)
     except AttributeValueError as exc:
         field = "dtype" if exc.attribute == "dtype" else "input"
-        raise err(field, str(exc)) from None
+        raise err(field, exc.reason if exc.attribute.split(".")[0] in ("dtype", "input") else str(exc)) from None
 
     expected_raw = raw.get("expected")
     if not isinstance(expected_raw, dict) or not expected_raw:
@@ -238,7 +236,7 @@ def parse_case(raw: Any, *, path: str, index: int, lines: dict[tuple[Any, ...], 
             expected["shape"] = tuple(shp)
     except AttributeValueError as exc:
         sub = exc.attribute.split(".")[-1]
-        raise err("expected", str(exc), sub) from None
+        raise err("expected", exc.reason, sub) from None
 
     tol = raw.get("tolerance", {}) or {}
     if not isinstance(tol, dict) or set(tol) - {"rtol", "atol"}:
@@ -261,7 +259,9 @@ def parse_case(raw: Any, *, path: str, index: int, lines: dict[tuple[Any, ...], 
                     conv[k] = tuple(v)
                 else:
                     conv[k] = _array(v, dtype if k == "values" else np.dtype(np.int64), f"erratum.correct.{k}")
-        except (AttributeValueError, TypeError) as exc:
+        except AttributeValueError as exc:
+            raise err("erratum", exc.reason, "correct") from None
+        except TypeError as exc:
             raise err("erratum", str(exc), "correct") from None
         erratum = {**erratum, "correct": conv}
 

@@ -219,7 +219,8 @@ def _float_divisor(geom: Geometry, exclude_pad: bool, policy: Policy) -> np.ndar
 def avg_pool(x: np.ndarray, geom: Geometry, exclude_pad: bool, policy: Policy = SPEC) -> np.ndarray:
     """Average pooling. Sums accumulate in float64 from +0.0 (last spatial axis first, taps in
     order, taps outside the input skipped), are divided once, and rounded once to the input type."""
-    acc = _separable(x, geom, np.add, 0.0, np.dtype(np.float64))
+    with np.errstate(invalid="ignore", over="ignore"):  # inf + -inf is NaN, as IEEE-754 says
+        acc = _separable(x, geom, np.add, 0.0, np.dtype(np.float64))
     div = _float_divisor(geom, exclude_pad, policy)
     with np.errstate(divide="ignore", invalid="ignore"):
         np.divide(acc, div, out=acc)
