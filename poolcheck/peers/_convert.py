@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from poolcheck.errors import AttributeValueError, PoolcheckError
-from poolcheck.spec.attributes import PoolSpec
+from poolcheck.spec.attributes import AUTO_PADS, ROUNDING_TYPES, PoolSpec
 from poolcheck.spec.indices import index_layout
 from poolcheck.spec.shape import resolve
 
@@ -25,7 +25,7 @@ class PeerDeclined(PoolcheckError):
 def _outs(spec: PoolSpec, shape: Sequence[int]) -> tuple[int, ...] | None:
     try:
         return resolve(spec, shape).output_shape
-    except AttributeValueError:
+    except (AttributeValueError, ArithmeticError, IndexError):  # invalid configurations (fuzzer)
         return None
 
 
@@ -47,6 +47,20 @@ def ceil_as_ceil_torch(spec: PoolSpec, shape: Sequence[int]) -> str | None:
         f"rounding_type=ceil keeps a last window that starts in the end padding (output {list(ceil_out or ())}), "
         f"ceil_mode drops it (output {list(torch_out or ())})"
     )
+
+
+def check_expressible(spec: PoolSpec, shape: Sequence[int], peer: str, runtime: str) -> None:
+    """Decline values that ``runtime`` (ONNX, PyTorch) has no spelling for: a rounding_type or
+    auto_pad outside the canonical sets, or an out-of-range OpenVINO ``axis`` (poolcheck would
+    convert the indices for it, and there is no valid conversion)."""
+    if spec.rounding_type not in ROUNDING_TYPES:
+        raise PeerDeclined(peer, f"{runtime} has no rounding_type={spec.rounding_type!r}")
+    if spec.auto_pad not in AUTO_PADS:
+        raise PeerDeclined(peer, f"{runtime} has no auto_pad={spec.auto_pad!r}")
+    rank = len(shape)
+    if spec.op == "max" and not -rank <= spec.axis < rank:
+        raise PeerDeclined(peer, f"axis={spec.axis} is outside [-{rank}, {rank - 1}]; {runtime} has no axis "
+                                 "attribute, and its indices cannot be converted to it")
 
 
 def rounding_to_ceil_mode(spec: PoolSpec, shape: Sequence[int]) -> tuple[int, str | None]:

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from poolcheck.peers._convert import PeerDeclined, rounding_to_ceil_mode
+from poolcheck.peers._convert import PeerDeclined, check_expressible, rounding_to_ceil_mode
 from poolcheck.spec.attributes import AVG_DTYPES, ONNX_MAX_DTYPES, PoolSpec
 
 #: MaxPool-22 and AveragePool-22 are the newest versions of both operators.
@@ -43,6 +43,7 @@ def to_onnx(spec: PoolSpec, shape: Sequence[int], dtype: np.dtype, peer: str) ->
     :class:`PeerDeclined` when ONNX cannot express it."""
     dt = np.dtype(dtype)
     shape = tuple(int(v) for v in shape)
+    check_expressible(spec, shape, peer, "ONNX")
     if spec.op == "max":
         op_type = "MaxPool"
         # MaxPool-22 "T: tensor(bfloat16), tensor(double), tensor(float), tensor(float16),

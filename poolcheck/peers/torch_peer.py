@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from poolcheck.peers._convert import PeerDeclined, ceil_as_ceil_torch, convert_flat_indices
+from poolcheck.peers._convert import PeerDeclined, ceil_as_ceil_torch, check_expressible, convert_flat_indices
 from poolcheck.peers.base import PeerOutput
 from poolcheck.spec.attributes import PoolSpec
 
@@ -23,6 +23,7 @@ def to_torch(spec: PoolSpec, shape: Sequence[int], peer: str = "torch") -> dict[
     """Keyword arguments of ``F.max_poolNd`` / ``F.avg_poolNd`` for ``spec``, or raise
     :class:`PeerDeclined`."""
     shape = tuple(int(v) for v in shape)
+    check_expressible(spec, shape, peer, "PyTorch")
     if spec.auto_pad in ("same_upper", "same_lower"):
         raise PeerDeclined(peer, f"PyTorch pooling has no auto_pad={spec.auto_pad}")
     if spec.auto_pad == "valid":
