@@ -7,7 +7,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
 STAMP  := $(VENV)/.installed
 
-.PHONY: install run test lint bench clean
+.PHONY: install run reports browser test lint bench clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -23,9 +23,24 @@ $(STAMP): $(PY) pyproject.toml setup.py
 install: $(STAMP)
 
 run: $(STAMP)
-	$(VENV)/bin/poolcheck run cases/
+	$(VENV)/bin/poolcheck run cases/ --report-dir reports
 
-test: $(STAMP)
+# The committed conformance report: every case on the engines and every peer (exit 1 = some
+# case fails somewhere, which is what the report is for; exit 2 = bad input still stops make).
+REPORT_PEERS ?= onnxruntime,openvino,torch,onnx_reference
+reports: $(STAMP)
+	$(VENV)/bin/poolcheck run cases/ --peers $(REPORT_PEERS) --quiet --report-dir reports || [ $$? -eq 1 ]
+
+# Debian's chromium for the HTML report's browser tests; where it cannot be installed (not root,
+# no apt-get) those tests skip and say why.
+browser:
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
+	{ if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) || \
+	    echo "chromium could not be installed: the HTML report's browser tests will skip"; \
+	  else echo "chromium is not installed (needs root and apt-get): the HTML report's browser tests will skip"; fi; }
+
+test: $(STAMP) browser
 	$(PY) -m pytest -q
 
 lint: $(STAMP)

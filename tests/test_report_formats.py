@@ -240,6 +240,8 @@ def test_markdown_counts_table_and_details(result: RunResult) -> None:
     assert md.count("<details>") == md.count("</details>") == len(not_passing)
     assert "| values | (0, 0, 2, 2) |" in md and "(0, 1, 0, 1)" in md
     assert DIAGNOSIS in md and "the last value is 3" in md
+    errata = md.split("### Errata in the documents (1)", 1)[1].split("###", 1)[0]
+    assert re.search(r"^\| avg1d-erratum \| .*sample_cases.yaml:\d+ \| the last value is 3 \|", errata, re.M)
     assert "AvgPool exclude_pad &lt;1-D> \\| erratum" in md
 
 

@@ -61,6 +61,22 @@ def _runner_table(result: RunResult, runners: list[str]) -> list[str]:
     return lines
 
 
+def _errata_table(result: RunResult) -> list[str]:
+    """Documented examples that are wrong, as recorded (an engine check has verdict erratum)."""
+    rows = [c for c in result.cases if c.erratum and any(k.verdict == "erratum" for k in c.checks)]
+    if not rows:
+        return []
+    lines = [f"### Errata in the documents ({len(rows)})", "", "| case | source | the document says | why |",
+             "|---|---|---|---|"]
+    for c in rows[:MAX_ROWS]:
+        e = c.erratum or {}
+        lines.append(f"| {_cell(c.case_id, 80)} | {_cell(c.source, 80)} | {_cell(e.get('says', ''), 160)} | "
+                     f"{_cell(e.get('why', ''), 240)} |")
+    if len(rows) > MAX_ROWS:
+        lines.append(f"\n… and {len(rows) - MAX_ROWS} more erratum case(s).")
+    return [*lines, ""]
+
+
 def _first_message(case: CaseResult) -> str:
     for check in case.checks:
         if check.verdict == case.verdict and check.message:
@@ -128,6 +144,7 @@ def to_markdown(result: RunResult, *, max_chars: int = MAX_CHARS) -> str:
     table = _runner_table(result, runners)
     if table:
         head += [*table, ""]
+    head += _errata_table(result)
     listed = sorted((c for c in result.cases if c.verdict in LISTED), key=lambda c: LISTED.index(c.verdict))
     foot = ["", f"<sub>{_code(result.command)}" + (f" · {result.created}" if result.created else "")
             + "".join(f" · {k} {v}" for k, v in result.versions.items()) + "</sub>", ""]
