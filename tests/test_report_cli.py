@@ -223,3 +223,15 @@ def test_explain_matches_the_engine_output(case_file: Path) -> None:
         chosen = [c for c in ex.cells if c.chosen]
         assert len(chosen) == 1 and chosen[0].coords == rv.argmax
         assert case.input[(pos[0], pos[1], *rv.argmax)] == rv.value
+
+
+def test_run_json_output_follows_the_documented_schema(case_file: Path) -> None:
+    import jsonschema
+
+    schema = json.loads((Path(__file__).resolve().parent.parent / "docs" / "report-schema.json").read_text())
+    r = runner.invoke(app, ["run", str(case_file), "--json"])
+    assert r.exit_code == 1
+    data = json.loads(r.stdout)
+    jsonschema.Draft202012Validator(schema).validate(data)
+    assert data["counts"]["fail"] == 1 and len(data["cases"]) == 6
+    assert all(c["geometry"] and c["input"] for c in data["cases"])
