@@ -167,7 +167,11 @@ class PeerWorker:
         except Exception as exc:  # e.g. the peer object cannot be pickled
             parent.close()
             child.close()
-            raise _Outcome("unavailable", f"cannot start a worker for {self.peer.name}: {short_message(exc)}") from exc
+            why = short_message(exc)
+            if "bootstrapping phase" in why:
+                why = ("the calling script has no `if __name__ == '__main__':` guard, and spawned workers "
+                       "re-import it (or call with isolated=False)")
+            raise _Outcome("unavailable", f"cannot start a worker for {self.peer.name}: {why}") from exc
         child.close()
         self._proc, self._conn = proc, parent
         if not parent.poll(STARTUP_TIMEOUT):
