@@ -17,6 +17,8 @@ def _as_array(x: Any) -> np.ndarray:
     arr = np.asarray(x)
     if arr.dtype == object or arr.dtype.kind not in "fiu":
         raise AttributeValueError("input", f"expected a numeric array, got dtype {arr.dtype}")
+    if not arr.dtype.isnative:  # engines read native byte order only
+        arr = arr.astype(arr.dtype.newbyteorder("="))
     return np.ascontiguousarray(arr)
 
 

@@ -166,8 +166,6 @@ def test_axis_rules_torch_row_where_kernel_fits(p: dict[str, Any]) -> None:
     assert _rules(p)["torch"].out == torch_out(p)
 
 
-@pytest.mark.xfail(strict=True, reason="axis_rules' torch row says 'dilated kernel larger than padded input' "
-                   "(None); torch 2.13's ceil_mode gives one window there (reported, spec/shape.py not ours)")
 def test_axis_rules_torch_row_ceil_mode_kernel_past_input() -> None:
     # max_pool1d(zeros(1, 1, 2), kernel_size=2, stride=2, padding=0, dilation=2, ceil_mode=True).shape[-1]
     # is 1 on torch 2.13.0 (measured): (2 + 0 - 3 + 1) // 2 + 1 = 1.

@@ -267,14 +267,20 @@ def axis_rules(
             results.append(RuleResult("torch", None, f"asymmetric pads {pb}/{pe} not expressible"))
         elif 2 * pb > kernel:
             results.append(RuleResult("torch", None, f"pad {pb} > kernel / 2 is rejected"))
-        elif size + 2 * pb < dk:
-            results.append(RuleResult("torch", None, "dilated kernel larger than padded input"))
         else:
-            out, text = _explicit_working(size, pb, pe, kernel, dilation, stride, "ceil" if ceil_mode else "floor")
+            # PyTorch (pooling_output_shape) rounds first and rejects only a non-positive size, so
+            # with ceil_mode a dilated kernel longer than the padded input still yields a window.
+            num = size + 2 * pb - dk
+            out = (_ceil_div(num, stride) if ceil_mode else num // stride) + 1
+            text = (f"{'ceil' if ceil_mode else 'floor'}(({size} + 2 * {pb} - (({kernel} - 1) * {dilation} + 1))"
+                    f" / {stride}) + 1 = {out}")
             if ceil_mode and (out - 1) * stride >= size + pb:
                 text += f"; last window would start in padding -> {out - 1}"
                 out -= 1
-            results.append(RuleResult("torch", out, text))
+            if out <= 0:
+                results.append(RuleResult("torch", None, f"output size {out} is rejected"))
+            else:
+                results.append(RuleResult("torch", out, text))
     return results
 
 
