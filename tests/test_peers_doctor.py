@@ -42,3 +42,18 @@ def test_doctor_table() -> None:
     import onnxruntime
 
     assert onnxruntime.__version__ in result.output
+
+
+def test_doctor_says_why_a_plugin_is_unavailable(tmp_path, monkeypatch) -> None:
+    dist = tmp_path / "broken_accel-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: broken-accel\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text("[poolcheck.peers]\nbroken_accel = broken_accel_missing.peer\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    result = runner.invoke(app, ["doctor", "--json"])
+    assert result.exit_code == 0, result.output
+    row = {p["name"]: p for p in json.loads(result.stdout)["peers"]}["broken_accel"]
+    assert row["kind"] == "plugin" and not row["available"]
+    assert "failed to load" in row["reason"] and "broken_accel_missing" in row["reason"]
+    table = runner.invoke(app, ["doctor"], terminal_width=250)
+    assert table.exit_code == 0 and "broken_accel" in table.output and "unavailable" in table.output
