@@ -436,3 +436,43 @@ def test_screenshot_is_not_blank_and_nothing_is_fetched(page: Page, page_path: P
     assert 1 - n_bg / (px.shape[0] * px.shape[1]) > 0.05, "screenshot is almost all one colour"
     assert all(u.startswith(("file:", "data:", "about:")) for u in page.requested_urls()), page.requested_urls()
     assert page.problems() == []
+
+
+def test_results_without_geometry_still_show_stored_windows(browser: Browser, result: RunResult, tmp_path: Path) -> None:
+    """Older poolcheck.result/1 documents have no case geometry or input: windows come from the
+    stored differing positions alone."""
+    import copy
+
+    old = copy.deepcopy(result)
+    for c in old.cases:
+        c.geometry = None
+        c.input = None
+    path = tmp_path / "old.html"
+    path.write_text(to_html(old), encoding="utf-8")
+    browser.events.clear()
+    page = Page(browser, path.as_uri())
+    sel = "details.case[data-case-id='max2d-ceil-peer-fail']"
+    page.wait_for(f"document.querySelector(\"{sel} .window-svg\") !== null")
+    check = next(k for c in old.cases if c.case_id == "max2d-ceil-peer-fail" for k in c.checks if k.runner == PEER)
+    taps = page.js(f"[...document.querySelectorAll(\"{sel} .window-svg g.wtap\")].map(g => g.dataset.coords)")
+    assert sorted(taps) == sorted(",".join(map(str, w.coords)) for w in check.diffs[0].window)
+    page.click(f"{sel} .grid-actual td[data-pos='0,0,0,0']")  # not a stored diff: no window to draw
+    page.wait_for(f"document.querySelector(\"{sel} .window-view\").textContent.includes('no geometry')")
+    assert page.problems() == []
+
+
+def test_average_window_shows_the_implied_divisor(page: Page, result: RunResult) -> None:
+    case = next(c for c in result.cases if c.case_id == "avg2d-doc-fail")
+    check = next(k for k in case.checks if k.runner == "numpy")
+    d = check.diffs[0]
+    assert d.position == [0, 0, 0, 0]
+    taps = [w for w in d.window if w.kind == "input"]
+    total = sum(w.value for w in taps)
+    sel = "details.case[data-case-id='avg2d-doc-fail']"
+    page.click(f"{sel} > summary")
+    page.wait_for(f"document.querySelector(\"{sel} .window-view dl\") !== null")
+    facts = page.js(f"document.querySelector(\"{sel} .window-view dl\").textContent")
+    # Kernel 2x2 with pads_begin 1: the corner window holds one input tap and three padding taps.
+    assert f"window taps{len(d.window)} = {len(taps)} input + 3 padding + 0 past pads_end" in facts
+    assert f"numpy: {total / d.actual:g}" in facts and "document: 0.11111" in facts
+    assert page.problems() == []

@@ -591,7 +591,7 @@
       el("span", null, el("i", { style: "background:var(--overhang)" }), "past pads_end (overhang)"),
       el("span", null, el("i", { style: "background:#fff;border:2px solid var(--tap)" }), "window tap"),
       isMax ? el("span", null, el("i", { style: "background:var(--chosen)" }), "chosen (argmax)") : null));
-    host.appendChild(windowFacts(view, taps, actualV, isMax, chosenKey, chosenHow));
+    host.appendChild(windowFacts(view, taps, actualV, expectedV, isMax, chosenKey, chosenHow));
   }
 
   // Without geometry: a bounding box of the stored window (no padding extents known).
@@ -682,7 +682,7 @@
     return wrap;
   }
 
-  function windowFacts(view, taps, actualV, isMax, chosenKey, chosenHow) {
+  function windowFacts(view, taps, actualV, expectedV, isMax, chosenKey, chosenHow) {
     var nInput = 0, nPad = 0, nOver = 0, sum = 0, known = true;
     taps.forEach(function (t) {
       if (t.kind === "input") { nInput++; if (t.value === undefined) known = false; else sum += num(t.value); }
@@ -694,9 +694,11 @@
       items.push(["argmax", chosenKey !== null ? "(" + chosenKey + ") — " + chosenHow
         : (actualV !== undefined ? "no input tap holds " + fmt(actualV) + (nInput ? "" : " (the window lies wholly in padding)") : "unknown (no stored output)")]);
     } else if (known && nInput) {
-      var implied = actualV !== undefined && num(actualV) !== 0 ? sum / num(actualV) : null;
+      var implied = function (v) { return v !== undefined && v !== null && num(v) !== 0 && isFinite(num(v)) ? fmt(sum / num(v)) : "–"; };
+      var k = view.c.checks[view.checkIndex] || {};
       items.push(["sum of input taps", fmt(sum)]);
-      items.push(["implied divisor", implied === null ? "–" : fmt(implied) + "  (candidates: " + nInput + " input taps; " + (nInput + nPad) + " inside the padded input; " + taps.length + " = whole kernel)"]);
+      items.push(["implied divisor", k.runner + ": " + implied(actualV) + "  ·  " + (k.kind === "peer" ? "reference" : "document") + ": " + implied(expectedV)
+        + "  (candidates: " + nInput + " input taps; " + (nInput + nPad) + " inside the padded input; " + taps.length + " = whole kernel)"]);
     }
     return kv(items);
   }
