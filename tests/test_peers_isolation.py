@@ -159,3 +159,19 @@ def test_worker_for_unpicklable_peer_reports_unavailable() -> None:
     result = call_peer(peer, GOOD, X, timeout=60)
     assert result.status == "unavailable" and "cannot start a worker" in result.message
     _worker_for(peer).stop()
+
+
+def test_a_peer_that_cannot_load_in_the_worker_fails_fast(tmp_path: Path) -> None:
+    path = tmp_path / "moody_peer.py"
+    path.write_text(MISBEHAVING)
+    peer = resolve_peer(str(path))
+    path.unlink()  # the worker re-imports by path, and finds nothing
+    try:
+        first = call_peer(peer, GOOD, X, timeout=60)
+        assert first.status == "unavailable" and "no such file" in first.message
+        worker = _worker_for(peer)
+        again = call_peer_many(peer, [(GOOD, X), (GOOD, X)], timeout=60)
+        assert [r.message for r in again] == [first.message] * 2
+        assert worker.starts == 1
+    finally:
+        _worker_for(peer).stop()

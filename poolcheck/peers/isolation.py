@@ -146,6 +146,9 @@ class PeerWorker:
         self._proc: Any = None
         self._conn: Connection | None = None
         self.starts = 0
+        # A worker that could not start or load its peer will not do better next time: the
+        # failure is kept and returned at once (close_workers() forgets it).
+        self._startup_failure: _Outcome | None = None
 
     @property
     def restarts(self) -> int:
@@ -157,6 +160,15 @@ class PeerWorker:
         return self._proc is not None and self._proc.is_alive()
 
     def _start(self) -> None:
+        if self._startup_failure is not None:
+            raise self._startup_failure
+        try:
+            self._spawn()
+        except _Outcome as outcome:
+            self._startup_failure = outcome
+            raise
+
+    def _spawn(self) -> None:
         self.starts += 1
         parent, child = self._ctx.Pipe(duplex=True)
         proc = self._ctx.Process(
