@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import shlex
 import sys
 from pathlib import Path
@@ -15,6 +14,7 @@ from poolcheck.cli.common import EXIT_FAILURES, EXIT_OK, EXIT_USAGE, console, er
 from poolcheck.engines import available_engines, get_engine
 from poolcheck.peers.registry import resolve_peers
 from poolcheck.report import console as console_report
+from poolcheck.report.jsonfmt import to_json
 from poolcheck.report.model import CaseResult
 from poolcheck.report.writers import write_reports
 from poolcheck.runner import new_result, peer_checks, run_case, select_cases
@@ -64,7 +64,7 @@ def run(
             write_reports(result, report_dir)
 
     if as_json:
-        sys.stdout.write(json.dumps(result.to_dict(), indent=2) + "\n")
+        sys.stdout.write(to_json(result))
     else:
         console_report.render(result, console, details=not quiet)
     if errors:

@@ -9,7 +9,6 @@ set untouched.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -50,18 +49,10 @@ def render(result: RunResult, fmt: str) -> str:
         raise PoolcheckError(f"format: expected one of {', '.join(FORMATS)}, got {fmt!r}") from None
 
 
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
 def write_text(path: Path, text: str) -> Path:
-    """Atomic write with a poolcheck error (naming the file) instead of a bare OSError. The file
-    gets the usual ``0666 & ~umask`` mode (the temporary file it is renamed from is private)."""
+    """Atomic write with a poolcheck error (naming the file) instead of a bare OSError."""
     try:
         written = write_text_atomic(path, text)
-        os.chmod(written, 0o666 & ~_umask())
     except OSError as exc:
         raise ReportWriteError(f"{path}: cannot write: {exc.strerror or exc}") from None
     return written
