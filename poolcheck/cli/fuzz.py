@@ -1,0 +1,278 @@
+"""``poolcheck fuzz``: hypothesis-driven differential fuzzing of the peers, with diagnosis.
+
+Parses options, shows a live progress display, delegates to
+:func:`poolcheck.fuzz.campaign.run_campaign`, prints the summary and maps the outcome to the
+exit code (1: new divergences, 0: none, 2: bad usage).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Group
+from rich.live import Live
+from rich.table import Table
+from rich.text import Text
+
+from poolcheck.cli.common import EXIT_FAILURES, EXIT_OK, console, err_console, user_errors
+from poolcheck.errors import AttributeValueError
+from poolcheck.fuzz.campaign import Campaign, run_campaign
+from poolcheck.fuzz.runner import FuzzOptions, Progress
+from poolcheck.fuzz.strategies import ALL_DTYPES, CONVENTIONS, OP_NAMES, check_arguments
+from poolcheck.report import console as console_report
+
+DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|min|h)?\s*$")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("fuzz")(fuzz)
+
+
+def parse_duration(text: str) -> float:
+    """``"60s"``, ``"2m"``, ``"1.5h"``, ``"90"`` (seconds) -> seconds."""
+    m = DURATION.match(text)
+    if not m:
+        raise AttributeValueError("--time-budget", f"expected a duration like 60s, 2m or 90, got {text!r}")
+    value = float(m.group(1))
+    unit = {"ms": 0.001, "s": 1, None: 1, "m": 60, "min": 60, "h": 3600}[m.group(2)]
+    if value <= 0:
+        raise AttributeValueError("--time-budget", f"must be positive, got {text!r}")
+    return value * unit
+
+
+def _split(text: str) -> list[str]:
+    return [p.strip() for p in text.split(",") if p.strip()]
+
+
+def default_peers() -> list[str]:
+    """Every built-in peer that is available here."""
+    from poolcheck.peers.registry import BUILTIN_PEERS
+
+    names = []
+    for name, factory in BUILTIN_PEERS.items():
+        try:
+            if factory().available()[0]:
+                names.append(name)
+        except Exception:
+            continue
+    return names
+
+
+# --------------------------------------------------------------------------- live display
+
+
+def _short(sig: str) -> str:
+    _kind, op, subject, klass = sig.split("|", 3)
+    return f"{subject} {op}: {klass}"
+
+
+def progress_view(p: Progress, budget: float | None, max_examples: int | None) -> Group:
+    head = Text()
+    head.append("poolcheck fuzz  ", style="bold")
+    limit = []
+    if budget:
+        limit.append(f"{p.elapsed:5.1f} / {budget:g} s")
+    else:
+        limit.append(f"{p.elapsed:5.1f} s")
+    if max_examples:
+        limit.append(f"{p.examples} / {max_examples} examples")
+    else:
+        limit.append(f"{p.examples} examples")
+    head.append("  ".join(limit))
+    rate = p.cases / p.elapsed if p.elapsed > 0 else 0.0
+    head.append(f"   {p.cases} configurations ({rate:,.0f}/s)", style="cyan")
+    head.append(f"   {p.phase}", style="dim")
+    peers = Table(box=None, show_header=True, header_style="bold", pad_edge=False)
+    peers.add_column("peer")
+    peers.add_column("compared/s", justify="right")
+    for status in ("ok", "rejects", "declined", "crash", "timeout"):
+        peers.add_column(status, justify="right")
+    for name, counts in sorted(p.peer_status.items()):
+        r = p.compared.get(name, 0) / p.elapsed if p.elapsed > 0 else 0.0
+        peers.add_row(name, f"{r:,.0f}", *(str(counts.get(s, 0)) for s in ("ok", "rejects", "declined", "crash",
+                                                                              "timeout")))
+    classes = Table(box=None, show_header=True, header_style="bold", pad_edge=False)
+    classes.add_column("divergence class", overflow="fold")
+    classes.add_column("configs", justify="right")
+    classes.add_column("", justify="left")
+    for sig, n in sorted(p.divergent.items(), key=lambda t: (-t[1], t[0]))[:14]:
+        mark = Text("known", style="dim") if sig in p.known else (
+            Text("new, shrunk", style="bold red") if sig in p.new else Text("new", style="red"))
+        classes.add_row(_short(sig), str(n), mark)
+    if len(p.divergent) > 14:
+        classes.add_row(Text(f"... {len(p.divergent) - 14} more", style="dim"), "", "")
+    return Group(head, peers, classes)
+
+
+# --------------------------------------------------------------------------- summary
+
+
+def summary(c: Campaign) -> Table:
+    res = c.result
+    fz = res.extra["fuzz"]
+    table = Table(title="poolcheck fuzz: divergences", show_lines=False)
+    table.add_column("status")
+    table.add_column("subject")
+    table.add_column("op")
+    table.add_column("class / diagnosis", overflow="fold")
+    table.add_column("configs", justify="right")
+    table.add_column("first seen", justify="right")
+    table.add_column("case file", overflow="fold", style="dim")
+    divergent = fz["divergent_configurations"]
+    for case in res.cases:
+        sig = next((t.split(":", 1)[1] for t in case.tags if t.startswith("signature:")), "")
+        if "fuzz" not in case.tags or not sig:
+            continue
+        _kind, op, subject, klass = sig.split("|", 3)
+        status = Text("NEW", style="bold red") if "new" in case.tags else Text("known", style="dim")
+        check = case.checks[0]
+        first = fz["detected_at_s"].get(sig)
+        table.add_row(status, subject, op, Text(f"{klass}\n", style="bold").append(check.diagnosis or "", style="cyan"),
+                      str(divergent.get(sig, 1)), f"{first:.1f} s" if first is not None else "-", case.source)
+    for sig, n in sorted(fz["known_seen"].items()):
+        _kind, op, subject, klass = sig.split("|", 3)
+        first = fz["detected_at_s"].get(sig)
+        table.add_row(Text("known", style="dim"), subject, op, klass, str(n),
+                      f"{first:.1f} s" if first is not None else "-", "cases/known")
+    return table
+
+
+def throughput_line(c: Campaign) -> Text:
+    fz = c.result.extra["fuzz"]
+    t = Text()
+    t.append(f"{fz['examples']} examples, {fz['cases']} configurations in {fz['elapsed_s']:.1f} s "
+             f"({fz['cases_per_s']:,.0f} configurations/s")
+    for peer, r in sorted(fz["compared_per_s"].items()):
+        t.append(f"; {peer} {r:,.0f}/s")
+    t.append(")")
+    return t
+
+
+def fuzz(
+    ops: Annotated[str, typer.Option("--ops", help="Operators: maxpool, avgpool (comma-separated).")] = "maxpool,avgpool",
+    ranks: Annotated[str, typer.Option("--ranks", help="Input ranks (3, 4, 5), comma-separated.")] = "3,4,5",
+    dtypes: Annotated[str, typer.Option("--dtypes", help=f"Element types, comma-separated, or 'all' ({', '.join(ALL_DTYPES)}).")] = "all",
+    conventions: Annotated[str, typer.Option("--conventions", help="Attribute conventions: openvino, onnx.")] = "openvino,onnx",
+    peers: Annotated[str | None, typer.Option("--peers", help="Peers (comma-separated): built-ins (onnxruntime, openvino, torch, onnx_reference), a module or a .py file; 'none' for engine oracles only. Default: every available built-in.")] = None,
+    max_examples: Annotated[int | None, typer.Option("--max-examples", help="Stop after this many hypothesis examples (each a list of configurations).")] = None,
+    time_budget: Annotated[str | None, typer.Option("--time-budget", help="Stop after this long, e.g. 60s, 5m (default 60s when --max-examples is not given).")] = None,
+    seed: Annotated[int | None, typer.Option("--seed", help="Seed of the exploration (default: random, printed for replay).")] = None,
+    jobs: Annotated[int, typer.Option("--jobs", help="Fuzzing processes (each with its own peer workers).")] = 1,
+    database: Annotated[Path | None, typer.Option("--database", help="Hypothesis example database folder (shareable between runs and machines).")] = None,
+    save_cases: Annotated[Path, typer.Option("--save-cases", help="Write one YAML case per new divergence here.")] = Path("fuzz-cases"),
+    report: Annotated[Path | None, typer.Option("--report", help="Write result.json, junit.xml, summary.md and report.html here.")] = None,
+    invalid: Annotated[bool, typer.Option("--invalid", help="Also generate invalid configurations and check that engine and peers reject them alike.")] = False,
+    known: Annotated[list[Path] | None, typer.Option("--known", help="Known-divergence registry folder(s) (default: cases/known).")] = None,
+    metamorphic: Annotated[str, typer.Option("--metamorphic", help="Metamorphic oracles on the engines: first (first configuration of each example), all, off.")] = "first",
+    isolation: Annotated[bool, typer.Option("--isolation/--no-isolation", help="Run peers in warm worker processes (a crash or hang is recorded, not fatal).")] = True,
+    peer_timeout: Annotated[float, typer.Option("--peer-timeout", help="Seconds a peer may take per batch before it counts as a timeout.")] = 30.0,
+    progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Live progress display.")] = True,
+) -> None:
+    """Fuzz pooling configurations against the peers; shrink, diagnose and save each new divergence."""
+    with user_errors():
+        op_list = []
+        for o in _split(ops):
+            if o not in OP_NAMES:
+                raise AttributeValueError("--ops", f"expected maxpool and/or avgpool, got {o!r}")
+            op_list.append(OP_NAMES[o])
+        try:
+            rank_list = [int(r) for r in _split(ranks)]
+        except ValueError:
+            raise AttributeValueError("--ranks", f"expected comma-separated integers, got {ranks!r}") from None
+        dtype_list = list(ALL_DTYPES) if dtypes.strip() == "all" else _split(dtypes)
+        conv_list = _split(conventions)
+        bad = [c for c in conv_list if c not in CONVENTIONS]
+        if bad:
+            raise AttributeValueError("--conventions", f"expected openvino and/or onnx, got {bad[0]!r}")
+        check_arguments(op_list, rank_list, dtype_list, conv_list)
+        if metamorphic not in ("first", "all", "off"):
+            raise AttributeValueError("--metamorphic", f"expected first, all or off, got {metamorphic!r}")
+        if jobs < 1:
+            raise AttributeValueError("--jobs", f"must be >= 1, got {jobs}")
+        if max_examples is not None and max_examples < 1:
+            raise AttributeValueError("--max-examples", f"must be >= 1, got {max_examples}")
+        budget = parse_duration(time_budget) if time_budget else (None if max_examples else 60.0)
+        if peers is None:
+            peer_names = default_peers()
+        elif peers.strip() == "none":
+            peer_names = []
+        else:
+            peer_names = _split(peers)
+        from poolcheck.fuzz.runner import resolve_peer_list
+
+        resolve_peer_list(peer_names)  # unknown names are usage errors, before anything runs
+        if seed is None:
+            seed = int.from_bytes(os.urandom(4), "big") % 1_000_000
+        options = FuzzOptions(
+            ops=tuple(op_list), ranks=tuple(rank_list), dtypes=tuple(dtype_list), conventions=tuple(conv_list),
+            peers=tuple(peer_names), max_examples=max_examples, time_budget=budget, seed=seed, jobs=jobs,
+            database=str(database) if database else None, invalid=invalid, metamorphic=metamorphic,
+            isolated=isolation, peer_timeout=peer_timeout,
+        )
+        known_paths = [str(p) for p in known] if known else ["cases/known"]
+    command = "poolcheck " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    live: Live | None = None
+
+    def on_progress(p: Progress) -> None:
+        if live is not None:
+            live.update(progress_view(p, budget, max_examples))
+
+    def on_phase(text: str) -> None:
+        if progress and live is None:
+            err_console.print(f"[dim]{text}[/]")
+
+    with user_errors():
+        if progress and console.is_terminal:
+            live = Live(Text("starting ..."), console=console, refresh_per_second=4, transient=False)
+            live.start()
+        try:
+            campaign = run_campaign(options, known_paths=known_paths, save_dir=save_cases, command=command,
+                                    on_progress=on_progress, on_phase=on_phase)
+        finally:
+            if live is not None:
+                live.stop()
+        if report is not None:
+            from poolcheck.report.writers import write_reports
+
+            write_reports(campaign.result, report)
+
+    for err in campaign.known_errors:
+        err_console.print(f"[bold yellow]warning:[/] known-divergence registry: {err}", soft_wrap=True)
+    console.print(summary(campaign))
+    for case in campaign.result.cases:
+        if "new" in case.tags:
+            console.print(console_report.case_detail(case))
+    for k in campaign.known_checks:
+        if k.state in ("fixed", "changed"):
+            style = "bold green" if k.state == "fixed" else "bold red"
+            console.print(Text(f"known {k.entry.case.id}: {k.message}", style=style))
+    reproduced = sum(1 for k in campaign.known_checks if k.state == "reproduces")
+    skipped = sum(1 for k in campaign.known_checks if k.state == "skipped")
+    console.print(throughput_line(campaign))
+    fz = campaign.result.extra["fuzz"]
+    for peer, why in fz["unavailable_peers"].items():
+        console.print(Text(f"peer {peer} unavailable: {why}", style="yellow"))
+    for w in fz["warnings"]:
+        console.print(Text(f"warning: {w}", style="yellow"))
+    line = Text()
+    line.append(f"{len(campaign.new)} new divergence(s)", style="bold red" if campaign.new else "bold green")
+    line.append(f", {len(fz['known_seen'])} known class(es) seen; registry: {reproduced} reproduce, "
+                f"{len(campaign.fixed)} fixed upstream, {skipped} not re-checked")
+    if campaign.result.interrupted:
+        line.append("  (interrupted: partial result)", style="bold yellow")
+    console.print(line)
+    if campaign.saved:
+        console.print(f"case files: {', '.join(sorted({str(p.parent) for p in campaign.saved.values()}))}")
+    if report is not None:
+        console.print(f"reports: {report}")
+    console.print(Text(f"replay: {campaign.replay}", style="dim"))
+    if campaign.result.interrupted and not campaign.new:
+        raise typer.Exit(130)
+    raise typer.Exit(EXIT_FAILURES if campaign.exit_code else EXIT_OK)
+

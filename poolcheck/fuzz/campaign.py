@@ -1,0 +1,353 @@
+"""A whole ``poolcheck fuzz`` run: re-check the known divergences, fuzz, save, build the result.
+
+:func:`run_campaign` is what the CLI calls (and what tests call directly). It returns the one
+result model (``RunResult`` with ``kind="fuzz"``) plus everything the terminal summary needs.
+Exit code: 1 when a NEW divergence was found (a signature not in the registry, including a known
+case that now diverges differently), 0 otherwise; a known divergence that no longer reproduces
+is reported as ``pass`` with a "fixed upstream?" message.
+"""
+
+from __future__ import annotations
+
+import shlex
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from poolcheck.engines import get_engine
+from poolcheck.errors import CaseFileError, PoolcheckError
+from poolcheck.fuzz import oracles as O
+from poolcheck.fuzz.registry import (
+    KnownEntry,
+    case_id,
+    finding_case,
+    fuzz_case_from,
+    known_entries,
+    write_finding,
+)
+from poolcheck.fuzz.runner import FuzzOptions, Progress, SessionResult, expected_outputs, merge_results, run_sessions
+from poolcheck.peers.base import Peer
+from poolcheck.report.model import CaseResult, Check, Diff, RunResult
+from poolcheck.runner import MAX_DIFFS, _scalar, _tensor, new_result, window_cells
+from poolcheck.spec.indices import index_layout
+from poolcheck.spec.shape import resolve
+
+OP_FLAGS = {"max": "maxpool", "avg": "avgpool"}
+
+
+@dataclass
+class KnownCheck:
+    """A known divergence re-checked against today's peer."""
+
+    entry: KnownEntry
+    state: str  # "reproduces" | "fixed" | "changed" | "skipped"
+    message: str
+    finding: O.Finding | None = None
+    version: str | None = None
+
+
+@dataclass
+class Campaign:
+    result: RunResult
+    session: SessionResult
+    new: list[str]
+    known_checks: list[KnownCheck]
+    saved: dict[str, Path] = field(default_factory=dict)
+    replay: str = ""
+    known_errors: list[CaseFileError] = field(default_factory=list)
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.new else 0
+
+    @property
+    def fixed(self) -> list[KnownCheck]:
+        return [k for k in self.known_checks if k.state == "fixed"]
+
+
+# --------------------------------------------------------------------------- known divergences
+
+
+def recheck_known(entries: Sequence[KnownEntry], peers: Sequence[Peer], *, isolated: bool = True,
+                  timeout: float = 30.0, engine: str = "auto") -> list[KnownCheck]:
+    """Run every registry entry whose peer is in this session; document entries re-check the
+    written rule. One batched call per peer."""
+    from poolcheck.peers.isolation import call_peer_many
+
+    eng = get_engine(engine)
+    by_name = {p.name: p for p in peers}
+    checks: list[KnownCheck | None] = [None] * len(entries)
+    per_peer: dict[str, list[int]] = {}
+    for i, e in enumerate(entries):
+        if e.kind == "document":
+            case = fuzz_case_from(e.case)
+            try:
+                found = O.check_shape_rules(case, resolve(case.spec, case.x.shape))
+            except PoolcheckError as exc:
+                checks[i] = KnownCheck(e, "changed", f"the engine now rejects it: {exc}")
+                continue
+            sigs = [f.signature for f in found]
+            if e.signature in sigs:
+                checks[i] = KnownCheck(e, "reproduces", "the written rule still differs from the runtime", found[0])
+            elif sigs:
+                checks[i] = KnownCheck(e, "changed", f"now {sigs[0]}", found[0])
+            else:
+                checks[i] = KnownCheck(e, "fixed", "the written rule and the runtime now agree")
+        elif e.peer is not None and e.peer in by_name:
+            per_peer.setdefault(e.peer, []).append(i)
+        else:
+            why = f"peer {e.peer!r} is not in this session" if e.peer else f"{e.kind} entries are not re-checked"
+            checks[i] = KnownCheck(e, "skipped", why)
+    for name, idxs in per_peer.items():
+        peer = by_name[name]
+        try:
+            version = str(peer.version() or "unknown")
+        except Exception:
+            version = "unknown"
+        cases = [fuzz_case_from(entries[i].case) for i in idxs]
+        results = call_peer_many(peer, [(c.spec, c.x) for c in cases], isolated=isolated, timeout=timeout)
+        for i, case, res in zip(idxs, cases, results):
+            e = entries[i]
+            if res.status in ("declined", "unavailable"):
+                checks[i] = KnownCheck(e, "skipped", f"{res.status}: {res.message}", version=version)
+                continue
+            base, geom = O.reference(eng, case)
+            f = O.check_peer(case, name, res, eng, base, geom, version)
+            recorded = next((t.split("=", 1)[1] for t in e.case.tags if t.startswith(f"version:{name}=")), None)
+            if f is None:
+                msg = (f"no longer reproduces: {name} {version} agrees with the reference"
+                       + (f" (recorded with {recorded})" if recorded else "") + " -- fixed upstream?")
+                checks[i] = KnownCheck(e, "fixed", msg, version=version)
+            elif f.signature == e.signature:
+                checks[i] = KnownCheck(e, "reproduces", f"reproduces with {name} {version}: {f.text}", f, version)
+            else:
+                checks[i] = KnownCheck(e, "changed", f"diverges differently with {name} {version}: {f.klass}", f,
+                                       version)
+    return [c for c in checks if c is not None]
+
+
+# --------------------------------------------------------------------------- result building
+
+
+def _diffs(finding: O.Finding, expected: dict[str, Any]) -> tuple[list[Diff], int]:
+    case = finding.case
+    actual = finding.actual
+    if not expected or actual.get("values") is None:
+        return [], 0
+    exp_v = np.asarray(expected["values"])
+    act_v = np.asarray(actual["values"])
+    if exp_v.shape != act_v.shape:
+        return [Diff("shape", None, list(exp_v.shape), list(act_v.shape))], 1
+    from poolcheck.fuzz.compare import close_values
+
+    geom = resolve(case.spec, case.x.shape)
+    layout = index_layout(case.spec, case.x.shape) if case.op == "max" else None
+    diffs: list[Diff] = []
+    total = 0
+    tol = None
+    if case.op == "avg":
+        from poolcheck.fuzz.compare import avg_tolerance
+
+        tol = avg_tolerance(case.x, geom, case.spec.exclude_pad, O.SPEC, exp_v, get_engine("auto"))
+    outputs = [("values", exp_v, act_v, ~close_values(exp_v, act_v, tol))]
+    if expected.get("indices") is not None and actual.get("indices") is not None:
+        ei = np.asarray(expected["indices"]).astype(np.int64)
+        ai = np.asarray(actual["indices"]).astype(np.int64)
+        if ei.shape == ai.shape:
+            outputs.append(("indices", ei, ai, ei != ai))
+    for name, e, a, mask in outputs:
+        positions = [tuple(int(v) for v in p) for p in np.argwhere(mask)]
+        total += len(positions)
+        for p in positions[:MAX_DIFFS]:
+            chosen = None
+            if actual.get("indices") is not None and np.asarray(actual["indices"]).shape == e.shape:
+                chosen = int(np.asarray(actual["indices"])[p])
+            diffs.append(Diff(name, list(p), _scalar(e[p]), _scalar(a[p]),
+                              window_cells(case.x, geom, p, chosen, layout)))
+    return diffs, total
+
+
+def _verdict(finding: O.Finding, new: bool) -> str:
+    if not new:
+        return "erratum"
+    if finding.status in ("crash", "timeout"):
+        return finding.status
+    return "fail"
+
+
+def finding_result(finding: O.Finding, *, new: bool, replay: str, source: str = "",
+                   detected_at: float | None = None, shrunk: bool = True) -> CaseResult:
+    """One signature as a ``CaseResult`` (with diffs over the window when outputs differ)."""
+    case = finding.case
+    try:
+        expected = expected_outputs(finding)
+    except PoolcheckError:
+        expected = {}
+    diffs, total = _diffs(finding, expected)
+    verdict = _verdict(finding, new)
+    kind = {"peer": "peer", "invalid": "peer", "document": "document"}.get(finding.kind, "engine")
+    message = finding.detail
+    if finding.status == "rejects":
+        message = f"rejects: {finding.detail}"
+    check = Check(
+        finding.subject, kind, verdict, message, diffs, total, finding.text, finding.version,
+        expected={k: _tensor(np.asarray(v)) for k, v in expected.items() if k != "shape" and v is not None},
+        actual={k: _tensor(np.asarray(v)) for k, v in finding.actual.items() if v is not None},
+    )
+    tags = ["fuzz", "new" if new else "known", finding.kind, f"signature:{finding.signature}"]
+    if not shrunk:
+        tags.append("unshrunk")
+    title = f"{finding.subject}: {finding.text}"
+    if detected_at is not None:
+        title += f" (first seen after {detected_at:.1f} s)"
+    return CaseResult(
+        case_id=case_id(finding), verdict=verdict, title=title[:200], source=source,
+        convention=case.convention, op=case.op_name, spec={"op": case.op_name, **case.attributes},
+        input_shape=list(case.x.shape), dtype=case.x.dtype.name, checks=[check], tags=tags, replay=replay,
+        message=case.describe(),
+    )
+
+
+def known_result(k: KnownCheck) -> CaseResult:
+    verdict = {"reproduces": "erratum", "fixed": "pass", "changed": "fail", "skipped": "skip"}[k.state]
+    c = k.entry.case
+    runner = k.entry.peer or k.entry.signature.split("|")[2]
+    check = Check(runner, "peer" if k.entry.peer else "document", verdict, k.message,
+                  diagnosis=k.finding.text if k.finding else None, version=k.version)
+    return CaseResult(
+        case_id=c.id, verdict=verdict, title=c.title, source=c.location, convention=c.convention, op=c.op,
+        spec={"op": c.op, **c.attributes}, input_shape=list(c.input.shape), dtype=c.dtype.name, checks=[check],
+        tags=["known", k.state, *c.tags],
+        replay=f"poolcheck run {shlex.quote(c.path)} -k {shlex.quote(c.id)}"
+               + (f" --peers {shlex.quote(k.entry.peer)}" if k.entry.peer else ""),
+        message=k.message,
+    )
+
+
+def replay_command(options: FuzzOptions, examples: int) -> str:
+    """The command that re-runs this exploration (same seed, same rounds)."""
+    parts = ["poolcheck", "fuzz", "--ops", ",".join(OP_FLAGS[o] for o in options.ops),
+             "--ranks", ",".join(str(r) for r in options.ranks), "--dtypes", ",".join(options.dtypes)]
+    names = [p if isinstance(p, str) else getattr(p, "ref", p.name) for p in options.peers]
+    parts += ["--peers", ",".join(names) if names else "none"]
+    parts += ["--seed", str(options.seed), "--max-examples", str(examples)]
+    if options.jobs > 1:
+        parts += ["--jobs", str(options.jobs)]
+    if options.invalid:
+        parts.append("--invalid")
+    if options.database:
+        parts += ["--database", options.database]
+    return " ".join(shlex.quote(p) for p in parts)
+
+
+def run_campaign(
+    options: FuzzOptions,
+    *,
+    known_paths: Sequence[str | Path] = ("cases/known",),
+    save_dir: str | Path | None = None,
+    command: str = "poolcheck fuzz",
+    on_progress: Callable[[Progress], None] | None = None,
+    on_phase: Callable[[str], None] | None = None,
+) -> Campaign:
+    """Re-check the registry, fuzz, write a case per new divergence, and build the result."""
+    from poolcheck.fuzz.runner import resolve_peer_list
+
+    phase = on_phase or (lambda _s: None)
+    entries, known_errors = known_entries(list(known_paths))
+    peers = resolve_peer_list(options.peers)
+    available = []
+    for p in peers:
+        try:
+            if p.available()[0]:
+                available.append(p)
+        except Exception:
+            continue
+    phase(f"re-checking {len(entries)} known divergence(s)")
+    known_checks = recheck_known(entries, available, isolated=options.isolated, timeout=options.peer_timeout,
+                                 engine=options.engine)
+    known_sigs = {e.signature for e in entries}
+    changed = [k for k in known_checks if k.state == "changed" and k.finding is not None]
+    options = replace(options, known_signatures=frozenset(known_sigs))
+    phase("fuzzing")
+    started = time.monotonic()
+    session = merge_results(run_sessions(options, on_progress))
+    elapsed = time.monotonic() - started
+    session.progress.elapsed = elapsed
+
+    new = [s for s in session.findings if s not in known_sigs]
+    new += [k.finding.signature for k in changed if k.finding is not None and k.finding.signature not in new]
+    examples = sum(n for _, n in session.rounds)
+    replay = replay_command(options, examples)
+
+    result = new_result(command, kind="fuzz")
+    result.versions.update(session.versions)
+    saved: dict[str, Path] = {}
+    for sig in new:
+        f = session.findings.get(sig) or next(k.finding for k in changed if k.finding and k.finding.signature == sig)
+        data = None
+        if save_dir is not None:
+            try:
+                data = finding_case(f, expected_outputs(f), command=replay, seed=options.seed,
+                                    versions={**result.versions})
+            except PoolcheckError:
+                data = None
+        path = write_finding(save_dir, data) if (save_dir is not None and data is not None) else None
+        if path is not None:
+            saved[sig] = path
+        if path is not None:
+            peer_flag = f" --peers {shlex.quote(_peer_ref(options, f.subject))}" if f.kind == "peer" else ""
+            case_replay = f"poolcheck run {shlex.quote(str(path))}{peer_flag}"
+        else:
+            case_replay = replay
+        result.cases.append(finding_result(f, new=True, replay=case_replay, source=str(path or ""),
+                                           detected_at=session.detected_at.get(sig),
+                                           shrunk=sig in session.shrunk))
+    for k in known_checks:
+        result.cases.append(known_result(k))
+
+    prog = session.progress
+    seen_known = {s: n for s, n in prog.divergent.items() if s in known_sigs}
+    result.interrupted = session.interrupted
+    result.extra["fuzz"] = {
+        "seed": options.seed,
+        "jobs": options.jobs,
+        "examples": prog.examples,
+        "cases": prog.cases,
+        "elapsed_s": round(elapsed, 3),
+        "cases_per_s": round(prog.cases / elapsed, 1) if elapsed > 0 else 0.0,
+        "compared": dict(prog.compared),
+        "compared_per_s": {p: round(n / elapsed, 1) for p, n in prog.compared.items()} if elapsed > 0 else {},
+        "peer_status": {p: dict(c) for p, c in prog.peer_status.items()},
+        "divergent_configurations": dict(prog.divergent),
+        "new": new,
+        "known_seen": seen_known,
+        "fixed_upstream": [k.entry.case.id for k in known_checks if k.state == "fixed"],
+        "detected_at_s": {s: round(t, 3) for s, t in session.detected_at.items()},
+        "shrunk_at_s": {s: round(t, 3) for s, t in session.shrunk_at.items()},
+        "unshrunk": [s for s in new if s in session.findings and s not in session.shrunk],
+        "saved": {s: str(p) for s, p in saved.items()},
+        "unavailable_peers": session.unavailable,
+        "warnings": session.warnings,
+        "replay": replay,
+    }
+    return Campaign(result, session, new, known_checks, saved, replay, known_errors)
+
+
+def _peer_ref(options: FuzzOptions, name: str) -> str:
+    """What to pass to ``--peers`` to get the peer called ``name`` again."""
+    from poolcheck.fuzz.runner import resolve_peer_list
+
+    for p in options.peers:
+        if isinstance(p, str):
+            try:
+                if resolve_peer_list([p])[0].name == name:
+                    return p
+            except PoolcheckError:
+                continue
+        elif getattr(p, "name", None) == name:
+            return str(getattr(p, "ref", name))
+    return name

@@ -1,0 +1,627 @@
+"""Diagnosis, not just a diff: which named setting makes the reference reproduce a peer.
+
+Where implementations part ways the specs are silent or misread; each such point is a named
+*variant* of the reference:
+
+- geometry (output shape and window placement): ceil vs ceil_torch vs floor, same_upper vs
+  same_lower, SAME pads from the undilated kernel (as ONNX Runtime computes them), pads swapped
+  or ignored, dilations ignored;
+- policy (:class:`poolcheck.spec.policy.Policy`): NaN propagated / ignored / first-wins, value of
+  a window wholly in padding (-inf / lowest finite / 0), the average's divisor (full kernel /
+  window clipped to the padded input / valid elements only), the average of no element;
+- indices: what a max index counts (whole tensor vs from ``axis``, row- vs column-major, padded
+  coordinates, the index of an empty window).
+
+For a differing output the reference is re-run under the variants and, per output element,
+the variants that turn the reference's element into the peer's (without breaking an element
+they agreed on) are collected; a greedy cover picks at most one variant per group and the
+combination is verified by one more run. Rejections are matched against named conditions
+(pads >= kernel, exclude_pad with pads >= kernel, ...). The result is a stable *class* (used to
+deduplicate divergences) and a sentence ("NaN ignored; a window wholly in padding gives the
+lowest finite value").
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from types import ModuleType
+
+import numpy as np
+
+from poolcheck.engines import _windows as w
+from poolcheck.errors import AttributeValueError, PoolcheckError
+from poolcheck.fuzz.compare import Outputs, avg_tolerance, canonical_layout, close_values, run_reference
+from poolcheck.spec.attributes import PoolSpec
+from poolcheck.spec.indices import index_layout
+from poolcheck.spec.policy import SPEC, Policy
+from poolcheck.spec.shape import AxisGeometry, Geometry, resolve
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """Why a subject differs: ``klass`` is stable (signatures), ``text`` is for people."""
+
+    klass: str
+    text: str
+    explained: bool
+    variants: tuple[str, ...] = ()
+    ambiguous: bool = False  # another explanation fits this example equally well
+
+
+# --------------------------------------------------------------------------- geometry variants
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a variant puts the windows: a geometry over the input, or over a crop of it (a
+    negative pad -- windows starting inside the input -- is a crop: ``crop`` holds the kept
+    ``(start, stop)`` per spatial axis)."""
+
+    geom: Geometry
+    crop: tuple[tuple[int, int], ...] | None = None
+
+    @property
+    def output_shape(self) -> tuple[int, ...]:
+        return self.geom.output_shape
+
+
+@dataclass(frozen=True)
+class GeometryVariant:
+    key: str
+    text: str
+    applies: Callable[[PoolSpec], bool]
+    build: Callable[[PoolSpec, tuple[int, ...]], Placement]
+
+
+def _respec(**changes: object) -> Callable[[PoolSpec, tuple[int, ...]], Placement]:
+    def build(spec: PoolSpec, shape: tuple[int, ...]) -> Placement:
+        return Placement(resolve(spec.replace(**changes), shape))
+
+    return build
+
+
+def _c_div(a: int, b: int) -> int:
+    """Integer division truncating towards zero, as C and C++ do."""
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b > 0) else -q
+
+
+def _legacy_same(dilated: bool) -> Callable[[PoolSpec, tuple[int, ...]], Placement]:
+    """SAME pads as legacy implementations compute them: ``pad_needed = (ceil(size / stride) - 1)
+    * stride + kernel - size`` with the undilated ``kernel`` (or the dilated one), NOT clamped at
+    zero (a stride larger than the kernel gives a negative pad: windows start inside the input),
+    split with C integer division, and the output size taken from the explicit-padding formula
+    ``(size + pad_needed - dilation * (kernel - 1) - 1) / stride + 1`` (C integer division; with
+    ceil_mode a float division rounded up). Measured against ONNX Runtime 1.31 for sizes 1-6,
+    kernels 1-4, strides 1-4, dilations 1-3, both SAME modes and both ceil_modes."""
+
+    def build(spec: PoolSpec, shape: tuple[int, ...]) -> Placement:
+        ceil_mode = spec.convention == "onnx" and spec.ceil_mode == 1
+        axes = []
+        crops = []
+        for i, size in enumerate(shape[2:]):
+            k, s, d = spec.kernel[i], spec.strides[i], spec.dilations[i]
+            k_eff = (k - 1) * d + 1 if dilated else k
+            target = (size + s - 1) // s
+            need = (target - 1) * s + k_eff - size
+            head = _c_div(need + 1, 2) if spec.auto_pad == "same_lower" else _c_div(need, 2)
+            tail = need - head
+            span = size + need - d * (k - 1) - 1
+            # integer division (C) without ceil_mode; a float ceil with it (ONNX Runtime 1.31)
+            out = math.ceil(span / s + 1) if ceil_mode else _c_div(span, s) + 1
+            if out < 0:
+                raise AttributeValueError("kernel", f"axis {i}: negative output size {out}")
+            start, stop = max(0, -head), size - max(0, -tail)
+            crops.append((start, stop))
+            axes.append(AxisGeometry(stop - start, k, s, d, max(head, 0), max(tail, 0), out))
+        crop = tuple(crops) if any(c != (0, n) for c, n in zip(crops, shape[2:])) else None
+        return Placement(Geometry(shape[0], shape[1], tuple(axes)), crop)
+
+    return build
+
+
+def _swap_same(spec: PoolSpec, shape: tuple[int, ...]) -> Placement:
+    other = "same_lower" if spec.auto_pad == "same_upper" else "same_upper"
+    return Placement(resolve(spec.replace(auto_pad=other), shape))
+
+
+def _valid_ceil(spec: PoolSpec, shape: tuple[int, ...]) -> Placement:
+    n = spec.spatial_rank
+    return Placement(resolve(spec.replace(auto_pad="explicit", pads_begin=(0,) * n, pads_end=(0,) * n,
+                                          rounding_type="ceil_torch"), shape))
+
+
+def _is_same(spec: PoolSpec) -> bool:
+    return spec.auto_pad in ("same_upper", "same_lower")
+
+
+def _explicit_asym(spec: PoolSpec) -> bool:
+    return spec.auto_pad == "explicit" and spec.pads_begin != spec.pads_end
+
+
+def _has_pads(spec: PoolSpec) -> bool:
+    return any(spec.pads_begin) or any(spec.pads_end)
+
+
+def _zero_pads(spec: PoolSpec, shape: tuple[int, ...]) -> Placement:
+    n = spec.spatial_rank
+    return Placement(resolve(spec.replace(pads_begin=(0,) * n, pads_end=(0,) * n), shape))
+
+
+GEOMETRY_VARIANTS: tuple[GeometryVariant, ...] = (
+    GeometryVariant("valid:ceil_mode-applied",
+                    "ceil_mode applied under VALID (the ONNX VALID formula has no ceil_mode: floor)",
+                    lambda s: s.convention == "onnx" and s.auto_pad == "valid" and s.ceil_mode == 1, _valid_ceil),
+    GeometryVariant("rounding:ceil_torch->ceil",
+                    "ceil_torch treated as ceil (a last window starting in the end padding is kept)",
+                    lambda s: s.rounding_type == "ceil_torch" and s.auto_pad in ("explicit", "valid"),
+                    _respec(rounding_type="ceil")),
+    GeometryVariant("rounding:ceil->ceil_torch",
+                    "ceil treated as ceil_torch (a last window starting in the end padding is dropped)",
+                    lambda s: s.rounding_type == "ceil" and s.auto_pad in ("explicit", "valid"),
+                    _respec(rounding_type="ceil_torch")),
+    GeometryVariant("rounding:ceil->floor", "ceil rounding ignored (floor used)",
+                    lambda s: s.rounding_type != "floor" and s.auto_pad in ("explicit", "valid"),
+                    _respec(rounding_type="floor")),
+    GeometryVariant("rounding:floor->ceil", "floor treated as ceil",
+                    lambda s: s.rounding_type == "floor" and s.auto_pad in ("explicit", "valid"),
+                    _respec(rounding_type="ceil")),
+    GeometryVariant("same:swapped", "same_upper and same_lower swapped (the odd pad goes to the other end)",
+                    _is_same, _swap_same),
+    GeometryVariant("same:undilated-kernel",
+                    "SAME pads computed from the undilated kernel, not clamped at 0, output size from the "
+                    "explicit formula",
+                    lambda s: _is_same(s) and any(d > 1 for d in s.dilations), _legacy_same(dilated=False)),
+    GeometryVariant("same:negative-pads",
+                    "SAME pads not clamped at 0: with a stride larger than the kernel the windows start "
+                    "inside the input",
+                    lambda s: _is_same(s) and any(st > (k - 1) * d + 1
+                                                  for st, k, d in zip(s.strides, s.kernel, s.dilations)),
+                    _legacy_same(dilated=True)),
+    GeometryVariant("pads:swapped", "pads_begin and pads_end swapped", _explicit_asym,
+                    lambda s, shape: Placement(resolve(s.replace(pads_begin=s.pads_end, pads_end=s.pads_begin),
+                                                       shape))),
+    GeometryVariant("pads:begin-both-ends", "pads_begin applied at both ends", _explicit_asym,
+                    lambda s, shape: Placement(resolve(s.replace(pads_end=s.pads_begin), shape))),
+    GeometryVariant("pads:end-both-ends", "pads_end applied at both ends", _explicit_asym,
+                    lambda s, shape: Placement(resolve(s.replace(pads_begin=s.pads_end), shape))),
+    GeometryVariant("pads:ignored", "explicit pads ignored",
+                    lambda s: s.auto_pad == "explicit" and _has_pads(s), _zero_pads),
+    GeometryVariant("auto_pad:ignored", "auto_pad ignored (the explicit pads applied instead)",
+                    lambda s: s.auto_pad != "explicit" and _has_pads(s), _respec(auto_pad="explicit")),
+    GeometryVariant("dilations:ignored", "dilations ignored",
+                    lambda s: any(d > 1 for d in s.dilations),
+                    lambda s, shape: Placement(resolve(s.replace(dilations=(1,) * s.spatial_rank), shape))),
+)
+
+
+# --------------------------------------------------------------------------- policy variants
+
+
+@dataclass(frozen=True)
+class PolicyVariant:
+    key: str
+    group: str
+    text: str
+    change: dict[str, object]
+
+
+POLICY_VARIANTS: tuple[PolicyVariant, ...] = (
+    PolicyVariant("nan=ignore", "nan", "NaN ignored (numbers win over NaN)", {"nan": "ignore"}),
+    PolicyVariant("nan=first", "nan", "NaN kept only as a window's first element (strict > scan)", {"nan": "first"}),
+    PolicyVariant("empty_max=lowest", "empty_max", "a window wholly in padding gives the lowest finite value",
+                  {"empty_max": "lowest"}),
+    PolicyVariant("empty_max=zero", "empty_max", "a window wholly in padding gives 0", {"empty_max": "zero"}),
+    PolicyVariant("divisor=full", "divisor", "divisor = the full kernel size", {"divisor": "full"}),
+    PolicyVariant("divisor=padded", "divisor", "divisor = the window clipped to the padded input (padding counted)",
+                  {"divisor": "padded"}),
+    PolicyVariant("divisor=valid", "divisor", "divisor = the input elements only (padding not counted)",
+                  {"divisor": "valid"}),
+    PolicyVariant("empty_avg=nan", "empty_avg", "an average over no element is NaN", {"empty_avg": "nan"}),
+)
+
+
+def _policy_applies(v: PolicyVariant, spec: PoolSpec, x: np.ndarray, geom: Geometry) -> bool:
+    if v.group == "nan":
+        return spec.op == "max" and x.dtype.kind == "f" and bool(np.isnan(x).any())
+    if v.group == "empty_max":
+        if spec.op != "max" or w.empty_windows(geom) is None:
+            return False
+        return not (v.key == "empty_max=lowest" and x.dtype.kind != "f")  # -inf is "lowest" for integers
+    if v.group == "divisor":
+        own = "valid" if spec.exclude_pad else "padded"
+        return spec.op == "avg" and v.change["divisor"] != own
+    if v.group == "empty_avg":
+        return spec.op == "avg" and w.empty_windows(geom) is not None
+    return False
+
+
+# --------------------------------------------------------------------------- index variants
+
+
+def encode_indices(canon: np.ndarray, shape: tuple[int, ...], order: str, modulus: int,
+                   pads: tuple[tuple[int, ...], tuple[int, ...]] | None = None) -> np.ndarray:
+    """Re-encode whole-tensor row-major indices (``-1`` = no element) in another layout:
+    spatial ``order``, ``modulus``, and optionally coordinates in the padded input."""
+    spatial = shape[2:]
+    plane = math.prod(spatial)
+    valid = canon >= 0
+    nc, sp = np.divmod(np.where(valid, canon, 0), plane)
+    sizes = spatial
+    if order != "C" or pads is not None:
+        coords = list(np.unravel_index(sp, spatial))
+        if pads is not None:
+            coords = [c + b for c, b in zip(coords, pads[0])]
+            sizes = tuple(s + b + e for s, b, e in zip(spatial, pads[0], pads[1]))
+        sp = np.ravel_multi_index(tuple(coords), sizes, order=order)  # type: ignore[call-overload]
+    full = nc * math.prod(sizes) + sp
+    if pads is not None:
+        # the same scope (whole tensor, or from ``axis`` on) measured in the padded shape
+        first = next((i for i in range(len(shape)) if math.prod(shape[i:]) == modulus), 0)
+        modulus = math.prod((*shape[:2], *sizes)[first:])
+    return np.where(valid, full % modulus, canon)
+
+
+@dataclass(frozen=True)
+class IndexVariant:
+    key: str
+    group: str
+    text: str
+    applies: Callable[[PoolSpec, tuple[int, ...], Geometry], bool]
+    layout: Callable[[PoolSpec, tuple[int, ...], Geometry], tuple[str, int, tuple | None]]
+
+
+def _spec_order_modulus(spec: PoolSpec, shape: tuple[int, ...]) -> tuple[str, int]:
+    lay = index_layout(spec, shape)
+    return lay.order, lay.modulus
+
+
+INDEX_VARIANTS: tuple[IndexVariant, ...] = (
+    IndexVariant("index:axis-ignored", "index_scope", "indices count the whole tensor (axis ignored)",
+                 lambda s, shape, g: _spec_order_modulus(s, shape)[1] != math.prod(shape),
+                 lambda s, shape, g: (_spec_order_modulus(s, shape)[0], math.prod(shape), None)),
+    IndexVariant("index:per-plane", "index_scope", "indices count within each (n, c) plane",
+                 lambda s, shape, g: _spec_order_modulus(s, shape)[1] != math.prod(shape[2:]),
+                 lambda s, shape, g: (_spec_order_modulus(s, shape)[0], math.prod(shape[2:]), None)),
+    IndexVariant("index:storage_order-ignored", "index_order", "storage_order ignored (row-major indices)",
+                 lambda s, shape, g: _spec_order_modulus(s, shape)[0] == "F",
+                 lambda s, shape, g: ("C", _spec_order_modulus(s, shape)[1], None)),
+    IndexVariant("index:column-major", "index_order", "column-major indices where row-major is specified",
+                 lambda s, shape, g: _spec_order_modulus(s, shape)[0] == "C" and s.spatial_rank > 1,
+                 lambda s, shape, g: ("F", _spec_order_modulus(s, shape)[1], None)),
+    IndexVariant("index:padded-coordinates", "index_coords", "indices count positions in the padded input",
+                 lambda s, shape, g: any(g.pads_begin) or any(g.pads_end),
+                 lambda s, shape, g: (*_spec_order_modulus(s, shape), (g.pads_begin, g.pads_end))),
+)
+EMPTY_INDEX_TEXT = "a window wholly in padding reports index 0"
+
+
+# --------------------------------------------------------------------------- diagnosis of outputs
+
+
+@dataclass
+class _Explained:
+    keys: list[str]
+    texts: list[str]
+    remaining_values: int
+    remaining_indices: int
+    ambiguous: bool = False
+
+    @property
+    def remaining(self) -> int:
+        return self.remaining_values + self.remaining_indices
+
+
+def _tolerance(engine: ModuleType, spec: PoolSpec, x: np.ndarray, geom: Geometry, policy: Policy,
+               expected: np.ndarray) -> np.ndarray | None:
+    if spec.op != "avg" or 0 in geom.output_shape:
+        return None
+    return avg_tolerance(x, geom, spec.exclude_pad, policy, expected, engine)
+
+
+def _run(engine: ModuleType, spec: PoolSpec, x: np.ndarray, geom: Geometry, policy: Policy) -> Outputs:
+    layout = canonical_layout(x.shape) if spec.op == "max" else None
+    if 0 in geom.output_shape:  # an empty output: nothing to compute
+        empty = np.zeros(geom.output_shape, dtype=x.dtype)
+        return Outputs(empty, np.zeros(geom.output_shape, dtype=np.int64) if spec.op == "max" else None)
+    return run_reference(engine, x, geom, spec.op, exclude_pad=spec.exclude_pad, layout=layout, policy=policy)
+
+
+def _crop(x: np.ndarray, crop: tuple[tuple[int, int], ...] | None) -> np.ndarray:
+    if crop is None:
+        return x
+    return x[(slice(None), slice(None), *(slice(a, b) for a, b in crop))]
+
+
+def _uncrop_indices(canon: np.ndarray, cropped: tuple[int, ...], shape: tuple[int, ...],
+                    crop: tuple[tuple[int, int], ...] | None) -> np.ndarray:
+    """Whole-tensor indices over a crop -> the same elements' indices over the full input."""
+    if crop is None:
+        return canon
+    valid = canon >= 0
+    plane_c = math.prod(cropped[2:])
+    nc, sp = np.divmod(np.where(valid, canon, 0), plane_c)
+    coords = np.unravel_index(sp, cropped[2:])
+    moved = np.ravel_multi_index(tuple(c + a for c, (a, _b) in zip(coords, crop)), shape[2:])
+    return np.where(valid, nc * math.prod(shape[2:]) + moved, canon)
+
+
+def _explain_values(engine: ModuleType, spec: PoolSpec, x: np.ndarray, geom: Geometry, values: np.ndarray,
+                    prefer: Mapping[str, int]) -> tuple[list[PolicyVariant], Policy, Outputs, int, bool]:
+    """Greedy cover of the differing elements by policy variants (one per group). Returns the
+    chosen variants, their policy, the reference under it, the elements still differing, and
+    whether another variant of a chosen group would have fixed exactly the same elements."""
+    base = _run(engine, spec, x, geom, SPEC)
+    ok0 = close_values(base.values, values, _tolerance(engine, spec, x, geom, SPEC, base.values))
+    if ok0.all():
+        return [], SPEC, base, 0, False
+    bad0 = ~ok0
+    candidates: list[tuple[PolicyVariant, np.ndarray]] = []
+    for v in POLICY_VARIANTS:
+        if not _policy_applies(v, spec, x, geom):
+            continue
+        pol = SPEC.replace(**v.change)
+        ref = _run(engine, spec, x, geom, pol)
+        ok = close_values(ref.values, values, _tolerance(engine, spec, x, geom, pol, ref.values))
+        fixes = bad0 & ok
+        breaks = ok0 & ~ok
+        if fixes.any() and not breaks.any():
+            candidates.append((v, fixes))
+    chosen: list[PolicyVariant] = []
+    ambiguous = False
+    remaining = bad0.copy()
+    while True:
+        open_ = [(v, f) for v, f in candidates if v.group not in {c.group for c in chosen}]
+        scored = [(int((f & remaining).sum()), prefer.get(v.key, 0), -i, v, f) for i, (v, f) in enumerate(open_)]
+        if not scored:
+            break
+        gain, _p, _i, v, f = max(scored, key=lambda t: t[:3])
+        if gain == 0:
+            break
+        ambiguous |= any(o is not v and o.group == v.group and np.array_equal(of, f) for o, of in open_)
+        chosen.append(v)
+        remaining &= ~f
+    policy = SPEC
+    for v in chosen:
+        policy = policy.replace(**v.change)
+    ref = _run(engine, spec, x, geom, policy) if chosen else base
+    ok = close_values(ref.values, values, _tolerance(engine, spec, x, geom, policy, ref.values))
+    return chosen, policy, ref, int((~ok).sum()), ambiguous
+
+
+def _explain_indices(spec: PoolSpec, x: np.ndarray, geom: Geometry, ref: Outputs, values: np.ndarray,
+                     indices: np.ndarray) -> tuple[list[tuple[str, str]], int]:
+    """Index variants (at most one per group) that reproduce the peer's indices where the
+    values agree."""
+    shape = tuple(x.shape)
+    assert ref.indices is not None
+    canon = ref.indices.astype(np.int64)
+    peer = np.asarray(indices).astype(np.int64)
+    order, modulus = _spec_order_modulus(spec, shape)
+    where = close_values(ref.values, values, None)
+
+    def differs(canon_: np.ndarray, order_: str, modulus_: int, pads: tuple | None) -> np.ndarray:
+        return (encode_indices(canon_, shape, order_, modulus_, pads) != peer) & where
+
+    bad0 = differs(canon, order, modulus, None)
+    if not bad0.any():
+        return [], 0
+    chosen: list[tuple[str, str]] = []
+    # A window wholly in padding: the spec's -1, or 0 as OpenVINO reports.
+    if (canon < 0).any():
+        zeroed = np.where(canon < 0, 0, canon)
+        after = differs(zeroed, order, modulus, None)
+        if not (after & ~bad0).any() and (bad0 & ~after).any():
+            canon = zeroed
+            chosen.append(("empty_index=0", EMPTY_INDEX_TEXT))
+            bad0 = differs(canon, order, modulus, None)
+    if bad0.any():
+        layout_order, layout_mod, layout_pads = order, modulus, None
+        for group in ("index_scope", "index_order", "index_coords"):
+            for v in INDEX_VARIANTS:
+                if v.group != group or not v.applies(spec, shape, geom):
+                    continue
+                o, m, p = v.layout(spec, shape, geom)
+                trial = (o if group == "index_order" else layout_order,
+                         m if group == "index_scope" else layout_mod,
+                         p if group == "index_coords" else layout_pads)
+                bad = differs(canon, *trial)
+                if int(bad.sum()) < int(bad0.sum()) and not (bad & ~bad0).any():
+                    layout_order, layout_mod, layout_pads = trial
+                    chosen.append((v.key, v.text))
+                    bad0 = bad
+                    break
+    return chosen, int(bad0.sum())
+
+
+def _explain_on(engine: ModuleType, spec: PoolSpec, x: np.ndarray, placement: Placement, values: np.ndarray,
+                indices: np.ndarray | None, prefer: Mapping[str, int]) -> _Explained:
+    xc = _crop(x, placement.crop)
+    geom = placement.geom
+    chosen, _policy, ref, remaining_values, ambiguous = _explain_values(engine, spec, xc, geom, values, prefer)
+    keys = [v.key for v in chosen]
+    texts = [v.text for v in chosen]
+    remaining_indices = 0
+    if spec.op == "max" and indices is not None and tuple(np.shape(indices)) == tuple(values.shape):
+        assert ref.indices is not None
+        ref = Outputs(ref.values, _uncrop_indices(ref.indices.astype(np.int64), tuple(xc.shape), tuple(x.shape),
+                                                  placement.crop))
+        idx_chosen, remaining_indices = _explain_indices(spec, x, geom, ref, values, indices)
+        keys += [k for k, _ in idx_chosen]
+        texts += [t for _, t in idx_chosen]
+    return _Explained(keys, texts, remaining_values, remaining_indices, ambiguous)
+
+
+def placements(spec: PoolSpec, shape: tuple[int, ...]) -> list[tuple[GeometryVariant | None, Placement | None]]:
+    """The spec's own placement first, then every applicable geometry variant that places the
+    windows differently (``None`` placement: the variant has no valid output, i.e. predicts a
+    rejection)."""
+    base = Placement(resolve(spec, shape))
+    out: list[tuple[GeometryVariant | None, Placement | None]] = [(None, base)]
+    for gv in GEOMETRY_VARIANTS:
+        if not gv.applies(spec):
+            continue
+        try:
+            p = gv.build(spec, shape)
+        except (AttributeValueError, ValueError, ZeroDivisionError):
+            out.append((gv, None))
+            continue
+        if all(p != other for _, other in out):
+            out.append((gv, p))
+    return out
+
+
+def diagnose_output(engine: ModuleType, spec: PoolSpec, x: np.ndarray, values: np.ndarray,
+                    indices: np.ndarray | None, prefer: Mapping[str, int] | None = None) -> Diagnosis:
+    """Name the variant(s) of the reference that reproduce a subject's output.
+
+    Several explanations can fit one small example (NaN ignored and NaN-first agree on a window
+    whose first element is a number); ``prefer`` (variant -> how often it alone explained this
+    subject before) breaks such ties, so one behaviour gets one class."""
+    prefer = prefer or {}
+    shape = tuple(int(v) for v in x.shape)
+    values = np.asarray(values)
+    options = placements(spec, shape)
+    base = options[0][1]
+    assert base is not None
+    candidates = [(gv, p) for gv, p in options if p is not None and p.output_shape == tuple(values.shape)]
+    if not candidates:
+        return Diagnosis(
+            "shape: unexplained",
+            f"output shape {list(values.shape)}, expected {list(base.output_shape)}; no known variant gives it",
+            False,
+        )
+    full: list[tuple[tuple[int, int, int], _Explained]] = []
+    best: _Explained | None = None
+    for order, (gv, p) in enumerate(candidates):
+        assert p is not None
+        try:
+            ex = _explain_on(engine, spec, x, p, values, indices, prefer)
+        except (PoolcheckError, ValueError):  # an engine refusing a variant's geometry: not this one
+            continue
+        if gv is not None:
+            ex.keys.insert(0, gv.key)
+            ex.texts.insert(0, gv.text)
+        if ex.remaining == 0 and not ex.keys:
+            return Diagnosis("same", "no difference", True)
+        if ex.remaining == 0:
+            full.append(((sum(prefer.get(k, 0) for k in ex.keys), -len(ex.keys), -order), ex))
+        if best is None or ex.remaining < best.remaining:
+            best = ex
+    if full:
+        full.sort(key=lambda t: t[0], reverse=True)
+        ex = full[0][1]
+        return Diagnosis("+".join(ex.keys), "; ".join(ex.texts), True, tuple(ex.keys),
+                         ambiguous=ex.ambiguous or len(full) > 1)
+    if best is None:
+        return Diagnosis("unexplained", "no variant could be evaluated", False)
+    rest = []
+    if best.remaining_values:
+        rest.append("values")
+    if best.remaining_indices:
+        rest.append("indices")
+    unexplained = f"unexplained {'+'.join(rest)}"
+    keys = [*best.keys, unexplained]
+    text = "; ".join([*best.texts, f"{unexplained} ({best.remaining} element(s) no known variant reproduces)"])
+    return Diagnosis("+".join(keys), text, False, tuple(best.keys), ambiguous=True)
+
+
+# --------------------------------------------------------------------------- diagnosis of rejections
+
+
+@dataclass(frozen=True)
+class RejectRule:
+    key: str
+    text: str
+    holds: Callable[[PoolSpec, np.ndarray], bool]
+    needs: str = ""  # a regular expression the peer's message must match (empty: any message)
+
+
+def _pads_ge_kernel(spec: PoolSpec) -> bool:
+    return spec.auto_pad == "explicit" and any(
+        p >= k for p, k in zip(spec.pads_begin + spec.pads_end, spec.kernel + spec.kernel))
+
+
+def _empty_windows(spec: PoolSpec, x: np.ndarray) -> bool:
+    try:
+        return w.empty_windows(resolve(spec, x.shape)) is not None
+    except AttributeValueError:
+        return False
+
+
+def _starts_in_pad(spec: PoolSpec, x: np.ndarray) -> bool:
+    if spec.rounding_type == "floor" or spec.auto_pad not in ("explicit", "valid"):
+        return False
+    try:
+        g = resolve(spec.replace(rounding_type="ceil"), x.shape)
+    except AttributeValueError:
+        return False
+    return any((a.out - 1) * a.stride >= a.size + a.pad_begin for a in g.axes)
+
+
+REJECT_RULES: tuple[RejectRule, ...] = (
+    RejectRule("exclude_pad with pads >= kernel", "rejects exclude_pad with a pad >= the kernel",
+               lambda s, x: s.op == "avg" and s.exclude_pad and _pads_ge_kernel(s), r"(?i)exclude"),
+    RejectRule("pads >= kernel", "rejects a pad >= the kernel (the ONNX spec does not forbid it)",
+               lambda s, x: _pads_ge_kernel(s), r"(?i)pad"),
+    RejectRule("pads > kernel / 2", "rejects a pad larger than half the kernel",
+               lambda s, x: s.auto_pad == "explicit" and any(
+                   2 * p > k for p, k in zip(s.pads_begin + s.pads_end, s.kernel + s.kernel))),
+    RejectRule("window wholly in padding", "rejects a configuration with a window wholly in padding",
+               _empty_windows),
+    RejectRule("ceil window starting in padding", "rejects a ceil window that starts in the padding",
+               _starts_in_pad),
+    RejectRule("dilations with same padding", "rejects SAME padding with dilations",
+               lambda s, x: _is_same(s) and any(d > 1 for d in s.dilations)),
+    RejectRule("asymmetric pads", "rejects asymmetric pads",
+               lambda s, x: s.auto_pad == "explicit" and s.pads_begin != s.pads_end),
+    RejectRule("dilations", "rejects dilations > 1", lambda s, x: any(d > 1 for d in s.dilations)),
+)
+
+
+#: Geometry variants that can leave a configuration without output (a peer following one rejects).
+REJECTING_VARIANTS = frozenset({"same:undilated-kernel", "same:negative-pads"})
+
+
+def normalise_message(message: str, limit: int = 80) -> str:
+    """A message with numbers and paths blanked, so one cause gives one class."""
+    text = re.sub(r"0x[0-9a-fA-F]+", "#", message)
+    text = re.sub(r"\d+", "#", text)
+    text = re.sub(r"\s+", " ", text).strip()
+    return text[:limit]
+
+
+def diagnose_rejection(spec: PoolSpec, x: np.ndarray, message: str) -> Diagnosis:
+    """A peer refused a configuration the engine accepts: name the condition it trips on."""
+    if "NOT_IMPLEMENTED" in message or "Could not find an implementation" in message:
+        key = f"no {spec.op} kernel for {x.dtype.name}"
+        return Diagnosis(f"rejects: {key}", f"has no kernel for {x.dtype.name} ({message[:120]})", True, (key,))
+    def holds(rule: RejectRule) -> bool:
+        try:
+            return rule.holds(spec, x)
+        except (AttributeValueError, ValueError):
+            return False
+
+    # 1. a named condition the message itself points at
+    for rule in REJECT_RULES:
+        if rule.needs and re.search(rule.needs, message) and holds(rule):
+            return Diagnosis(f"rejects: {rule.key}", f"{rule.text} ({message[:160]})", True, (rule.key,))
+    # 2. a SAME-padding variant under which the configuration has no output
+    try:
+        options = placements(spec, tuple(int(v) for v in x.shape))
+    except AttributeValueError:
+        options = []
+    for gv, p in options:
+        if gv is not None and p is None and gv.key in REJECTING_VARIANTS:
+            key = f"{gv.key} gives no output"
+            return Diagnosis(f"rejects: {key}", f"rejects it: {gv.text}, and then the output size is negative "
+                             f"({message[:160]})", True, (gv.key,))
+    # 3. any other named condition that holds
+    for rule in REJECT_RULES:
+        if not rule.needs and holds(rule):
+            return Diagnosis(f"rejects: {rule.key}", f"{rule.text} ({message[:160]})", True, (rule.key,))
+    norm = normalise_message(message)
+    return Diagnosis(f"rejects: {norm}", f"rejects the configuration: {message[:200]}", False)

@@ -1,0 +1,535 @@
+"""The fuzzing session: hypothesis drives the strategies, the oracles judge, findings are shrunk.
+
+How a session runs:
+
+1. Rounds of hypothesis ``@given`` runs (``ROUND_EXAMPLES`` examples each, a fresh seed per
+   round derived from ``--seed``) until ``--max-examples`` or ``--time-budget`` is used up.
+2. Each example is a list of configurations: the engine computes the reference for each, every
+   peer receives the whole list in one batched (and isolated) call, and the oracles turn
+   differences into :class:`~poolcheck.fuzz.oracles.Finding` objects with a signature.
+3. A finding whose signature is neither known (``cases/known/``) nor already shrunk makes the
+   example fail with an exception *class of its own* (one per signature). Hypothesis tracks
+   failures by exception type, so every distinct divergence is shrunk separately to a minimal
+   configuration list (ideally one configuration) and a minimal input, and reported once.
+4. The shrunk reproducer of each signature is kept; later rounds skip it, so they search for the
+   next divergence instead of rediscovering this one.
+
+Domain code only: progress goes to a callback, nothing is printed. ``--jobs N`` runs N sessions
+in spawned processes (different seeds, one deadline) and merges their findings.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import math
+import multiprocessing
+import queue as queue_mod
+import time
+import traceback
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any
+
+from hypothesis import HealthCheck, Phase, Verbosity, given, settings
+from hypothesis import seed as hypothesis_seed
+from hypothesis.database import DirectoryBasedExampleDatabase
+
+from poolcheck.engines import available_engines, get_engine
+from poolcheck.errors import AttributeValueError, PoolcheckError
+from poolcheck.fuzz import oracles as O
+from poolcheck.fuzz.compare import Outputs
+from poolcheck.fuzz.strategies import ALL_DTYPES, CONVENTIONS, FuzzCase, config_batches
+from poolcheck.peers.base import Peer, PeerResult
+from poolcheck.spec.shape import Geometry
+
+#: Examples per hypothesis run; the time budget is checked between runs (and examples after the
+#: deadline return at once), so a run may overshoot the budget by one round's shrinking only.
+ROUND_EXAMPLES = 100
+#: Seconds between progress callbacks.
+PROGRESS_INTERVAL = 0.25
+
+
+@dataclass
+class FuzzOptions:
+    """Everything that defines a fuzzing session (picklable: sent to ``--jobs`` workers)."""
+
+    ops: tuple[str, ...] = ("max", "avg")
+    ranks: tuple[int, ...] = (3, 4, 5)
+    dtypes: tuple[str, ...] = ALL_DTYPES
+    conventions: tuple[str, ...] = CONVENTIONS
+    peers: tuple[Any, ...] = ()  # names (resolved in each process) or Peer objects
+    max_examples: int | None = None
+    time_budget: float | None = None
+    seed: int = 0
+    jobs: int = 1
+    database: str | None = None
+    invalid: bool = False
+    metamorphic: str = "first"  # "first" configuration of every example | "all" | "off"
+    max_configs: int = 8
+    engine: str = "auto"
+    isolated: bool = True
+    peer_timeout: float = 30.0
+    known_signatures: frozenset[str] = frozenset()
+
+    def digest(self) -> bytes:
+        """Keys the hypothesis database: runs with the same search space share examples."""
+        key = repr((self.ops, self.ranks, self.dtypes, self.conventions, self.invalid, self.max_configs))
+        return hashlib.sha256(key.encode()).digest()
+
+
+# --------------------------------------------------------------------------- progress
+
+
+@dataclass
+class Progress:
+    """A snapshot of one session's counters (summed over jobs by the parent)."""
+
+    examples: int = 0
+    cases: int = 0
+    compared: Counter[str] = field(default_factory=Counter)  # per peer: configurations compared
+    divergent: Counter[str] = field(default_factory=Counter)  # per signature: divergent configurations
+    peer_status: dict[str, Counter[str]] = field(default_factory=dict)
+    new: list[str] = field(default_factory=list)  # signatures settled (shrunk) so far
+    known: frozenset[str] = frozenset()  # signatures in the known-divergence registry
+    phase: str = "starting"
+    elapsed: float = 0.0
+    rounds: int = 0
+
+    @property
+    def differential(self) -> int:
+        """Configurations compared against at least one peer (max over peers)."""
+        return max(self.compared.values(), default=0)
+
+    def merge(self, other: Progress) -> None:
+        self.examples += other.examples
+        self.cases += other.cases
+        self.compared.update(other.compared)
+        self.divergent.update(other.divergent)
+        for peer, counts in other.peer_status.items():
+            self.peer_status.setdefault(peer, Counter()).update(counts)
+        self.new += [s for s in other.new if s not in self.new]
+        self.known |= other.known
+        self.elapsed = max(self.elapsed, other.elapsed)
+        self.rounds += other.rounds
+
+
+@dataclass
+class SessionResult:
+    """What one session (one process) found."""
+
+    findings: dict[str, O.Finding]  # signature -> best reproducer (shrunk when ``shrunk``)
+    shrunk: set[str]
+    detected_at: dict[str, float]  # signature -> seconds into the session it was first seen
+    shrunk_at: dict[str, float]
+    progress: Progress
+    versions: dict[str, str]
+    unavailable: dict[str, str]
+    interrupted: bool = False
+    warnings: list[str] = field(default_factory=list)
+    rounds: list[tuple[int, int]] = field(default_factory=list)  # (hypothesis seed, examples) per round
+
+
+class Divergence(Exception):
+    """Raised inside a hypothesis example to make it fail; one subclass per signature."""
+
+    def __init__(self, finding: O.Finding) -> None:
+        super().__init__(f"{finding.signature}: {finding.detail}")
+        self.finding = finding
+
+
+_DIVERGENCE_TYPES: dict[str, type[Divergence]] = {}
+
+
+def divergence_type(signature: str) -> type[Divergence]:
+    """The exception class of one signature: hypothesis shrinks each class separately."""
+    cls = _DIVERGENCE_TYPES.get(signature)
+    if cls is None:
+        name = "Divergence_" + hashlib.sha1(signature.encode()).hexdigest()[:10]
+        cls = type(name, (Divergence,), {"__module__": __name__, "signature": signature})
+        _DIVERGENCE_TYPES[signature] = cls
+    return cls
+
+
+def _collect(exc: BaseException, found: list[Divergence], other: list[BaseException]) -> None:
+    if isinstance(exc, Divergence):
+        found.append(exc)
+    elif isinstance(getattr(exc, "exceptions", None), tuple):  # an exception group (3.10: backport)
+        for sub in exc.exceptions:  # type: ignore[attr-defined]
+            _collect(sub, found, other)
+    else:
+        other.append(exc)
+
+
+_KIND_ORDER = {k: i for i, k in enumerate(O.KINDS)}
+
+
+# --------------------------------------------------------------------------- one session
+
+
+class Session:
+    """One process's fuzzing loop."""
+
+    def __init__(self, options: FuzzOptions, peers: Sequence[Peer], *, job: int = 0,
+                 on_progress: Callable[[Progress], None] | None = None, deadline: float | None = None,
+                 max_examples: int | None = None) -> None:
+        from poolcheck.peers.isolation import call_peer_many
+
+        self.options = options
+        self._call = call_peer_many
+        self.job = job
+        self.on_progress = on_progress
+        self.engine: ModuleType = get_engine(options.engine)
+        self.engines: dict[str, ModuleType] = {name: get_engine(name) for name in available_engines()}
+        self.versions: dict[str, str] = {}
+        self.unavailable: dict[str, str] = {}
+        self.peers: list[Peer] = []
+        for peer in peers:
+            try:
+                ok, why = peer.available()
+            except Exception as exc:
+                ok, why = False, f"available() raised {type(exc).__name__}: {exc}"
+            if not ok:
+                self.unavailable[peer.name] = why
+                continue
+            self.peers.append(peer)
+            try:
+                self.versions[peer.name] = str(peer.version() or "unknown")
+            except Exception:
+                self.versions[peer.name] = "unknown"
+        self.deadline = deadline
+        self.max_examples = max_examples
+        self.progress = Progress(peer_status={p.name: Counter() for p in self.peers},
+                                 known=frozenset(options.known_signatures))
+        self.settled: set[str] = set(options.known_signatures)
+        self.findings: dict[str, O.Finding] = {}
+        self.shrunk: set[str] = set()
+        self.detected_at: dict[str, float] = {}
+        self.shrunk_at: dict[str, float] = {}
+        self.pending = False
+        self.preference: dict[str, Counter[str]] = {}
+        self.started = time.monotonic()
+        self._last_progress = 0.0
+        self.warnings: list[str] = []
+        self.rounds: list[tuple[int, int]] = []
+        self.strategy = config_batches(options.ops, options.ranks, options.dtypes, options.conventions,
+                                       max_configs=options.max_configs, invalid=options.invalid)
+
+    # ------------------------------------------------------------------ checking one example
+
+    def check_batch(self, batch: Sequence[FuzzCase]) -> list[O.Finding]:
+        """Every oracle on every configuration of one example."""
+        findings: list[O.Finding] = []
+        refs: list[tuple[Outputs, Geometry] | None] = []
+        for case in batch:
+            ok, _why = O.engine_accepts(case)
+            if case.mutation and ok:
+                findings.append(O.Finding("engine", case.op, "validation", f"accepts invalid: {case.mutation}",
+                                          "poolcheck accepts a configuration it should reject", case.describe(),
+                                          case, False))
+                refs.append(None)
+                continue
+            if not ok:
+                refs.append(None)
+                continue
+            try:
+                base, geom = O.reference(self.engine, case)
+            except PoolcheckError as exc:
+                findings.append(O.Finding("engine", case.op, self.engine.NAME, "error", "the engine raised", str(exc),
+                                          case, False))
+                refs.append(None)
+                continue
+            refs.append((base, geom))
+            if len(self.engines) > 1:
+                findings += O.check_engines(case, self.engines, base, geom)
+            findings += O.check_shape_rules(case, geom)
+        meta = self.options.metamorphic
+        if meta != "off":
+            for case, ref in zip(batch, refs):
+                if ref is not None:
+                    for name, eng in self.engines.items():
+                        base = ref[0] if eng is self.engine else O.reference(eng, case)[0]
+                        findings += O.check_metamorphic(case, eng, name, base, ref[1])
+                if meta == "first":
+                    break
+        self.progress.cases += len(batch)
+        items = [(c.spec, c.x) for c in batch]
+        for peer in self.peers:
+            results: list[PeerResult] = self._call(peer, items, isolated=self.options.isolated,
+                                                   timeout=self.options.peer_timeout)
+            status = self.progress.peer_status.setdefault(peer.name, Counter())
+            version = self.versions.get(peer.name)
+            for case, ref, result in zip(batch, refs, results):
+                status[result.status] += 1
+                if result.status in ("ok", "rejects"):
+                    self.progress.compared[peer.name] += 1
+                base, geom = ref if ref is not None else (None, None)
+                prefer = self.preference.setdefault(peer.name, Counter())
+                f = O.check_peer(case, peer.name, result, self.engine, base, geom, version, prefer)
+                if f is not None:
+                    findings.append(f)
+                    if f.explained and not f.extra.get("ambiguous", True):
+                        prefer.update(f.extra.get("variants", ()))
+        return findings
+
+    def _example(self, batch: list[FuzzCase]) -> None:
+        """The hypothesis test body."""
+        self.progress.examples += 1
+        if not self.pending and self._out_of_budget():
+            return  # nothing to shrink: let the round run out quickly
+        findings = self.check_batch(batch)
+        now = time.monotonic() - self.started
+        new: list[O.Finding] = []
+        for f in findings:
+            sig = f.signature
+            self.progress.divergent[sig] += 1
+            if sig not in self.detected_at:
+                self.detected_at[sig] = now
+            if sig in self.settled:
+                continue
+            new.append(f)
+            best = self.findings.get(sig)
+            if best is None or f.size < best.size:
+                self.findings[sig] = f
+        self._report_progress()
+        if new:
+            f = min(new, key=lambda f: (_KIND_ORDER.get(f.kind, 9), f.klass.count("+"), f.signature))
+            self.pending = True
+            raise divergence_type(f.signature)(f)
+
+    # ------------------------------------------------------------------ rounds
+
+    def _out_of_budget(self) -> bool:
+        if self.deadline is not None and time.time() >= self.deadline:
+            return True
+        return self.max_examples is not None and self.progress.examples >= self.max_examples
+
+    def _report_progress(self, *, force: bool = False) -> None:
+        now = time.monotonic()
+        if self.on_progress is None or (not force and now - self._last_progress < PROGRESS_INTERVAL):
+            return
+        self._last_progress = now
+        self.progress.elapsed = now - self.started
+        self.on_progress(self.progress)
+
+    def _round(self, index: int) -> None:
+        examples = ROUND_EXAMPLES
+        if self.max_examples is not None:
+            examples = max(1, min(examples, self.max_examples - self.progress.examples))
+        round_seed = int.from_bytes(
+            hashlib.sha256(f"{self.options.seed}:{self.job}:{index}".encode()).digest()[:8], "big")
+        phases = [Phase.explicit, Phase.generate, Phase.shrink]
+        db = None
+        if self.options.database:
+            db = DirectoryBasedExampleDatabase(self.options.database)
+            if index == 0:
+                phases.insert(1, Phase.reuse)
+
+        def fuzz_example(batch: list[FuzzCase]) -> None:
+            self._example(batch)
+
+        fuzz_example._hypothesis_internal_add_digest = self.options.digest()  # type: ignore[attr-defined]
+        test = settings(
+            max_examples=examples, deadline=None, database=db, phases=phases, derandomize=False,
+            suppress_health_check=list(HealthCheck), verbosity=Verbosity.quiet, print_blob=False,
+            report_multiple_bugs=True,
+        )(given(self.strategy)(fuzz_example))
+        test = hypothesis_seed(round_seed)(test)
+        self.pending = False
+        self.rounds.append((round_seed, examples))
+        self.progress.rounds += 1
+        self.progress.phase = f"round {index + 1}"
+        try:
+            test()
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as exc:  # hypothesis reports failures as exceptions/groups
+            found: list[Divergence] = []
+            other: list[BaseException] = []
+            _collect(exc, found, other)
+            for d in found:
+                f = d.finding
+                sig = f.signature
+                self.findings[sig] = f
+                self.shrunk.add(sig)
+                self.shrunk_at[sig] = time.monotonic() - self.started
+                self.settled.add(sig)
+                if sig not in self.progress.new:
+                    self.progress.new.append(sig)
+            for o in other:
+                if isinstance(o, PoolcheckError | AttributeValueError):
+                    raise o from None
+                if type(o).__module__.startswith("hypothesis"):
+                    self.warnings.append(f"hypothesis: {type(o).__name__}: {str(o).splitlines()[0][:200]}")
+                    continue
+                raise o from None
+
+    def run(self) -> SessionResult:
+        interrupted = False
+        index = 0
+        try:
+            while not self._out_of_budget():
+                self._round(index)
+                index += 1
+                if self.deadline is None and self.max_examples is None:
+                    break
+        except KeyboardInterrupt:
+            interrupted = True
+        self.progress.phase = "done"
+        self._report_progress(force=True)
+        self.progress.elapsed = time.monotonic() - self.started
+        return SessionResult(self.findings, self.shrunk, self.detected_at, self.shrunk_at, self.progress,
+                             self.versions, self.unavailable, interrupted, self.warnings, self.rounds)
+
+
+# --------------------------------------------------------------------------- processes
+
+
+def resolve_peer_list(peers: Sequence[Any]) -> list[Peer]:
+    """Names -> peers (built-ins, plugins, modules, files); Peer objects pass through."""
+    from poolcheck.peers.registry import resolve_peer
+
+    return [resolve_peer(p) if isinstance(p, str) else p for p in peers]
+
+
+def _job_main(options: FuzzOptions, job: int, deadline: float | None, max_examples: int | None,
+              out: Any) -> None:
+    """Entry point of one ``--jobs`` worker process."""
+    try:
+        peers = resolve_peer_list(options.peers)
+
+        def send(p: Progress) -> None:
+            with contextlib.suppress(Exception):
+                out.put(("progress", job, p))
+
+        session = Session(options, peers, job=job, on_progress=send, deadline=deadline, max_examples=max_examples)
+        result = session.run()
+        out.put(("done", job, result))
+    except KeyboardInterrupt:
+        out.put(("error", job, "interrupted"))
+    except BaseException:  # reported to the parent, which raises it
+        out.put(("error", job, traceback.format_exc()))
+    finally:
+        from poolcheck.peers.isolation import close_workers
+
+        close_workers()
+
+
+def _split(total: int | None, jobs: int, job: int) -> int | None:
+    if total is None:
+        return None
+    return total // jobs + (1 if job < total % jobs else 0)
+
+
+def run_sessions(options: FuzzOptions, on_progress: Callable[[Progress], None] | None = None) -> list[SessionResult]:
+    """Run ``options.jobs`` sessions (in this process when 1) and return their results."""
+    deadline = time.time() + options.time_budget if options.time_budget else None
+    if options.jobs <= 1:
+        peers = resolve_peer_list(options.peers)
+        session = Session(options, peers, on_progress=on_progress, deadline=deadline,
+                          max_examples=options.max_examples)
+        return [session.run()]
+    ctx = multiprocessing.get_context("spawn")
+    out = ctx.Queue()
+    procs = []
+    for job in range(options.jobs):
+        p = ctx.Process(target=_job_main, name=f"poolcheck-fuzz-{job}",
+                        args=(options, job, deadline, _split(options.max_examples, options.jobs, job), out))
+        p.start()
+        procs.append(p)
+    latest: dict[int, Progress] = {}
+    results: dict[int, SessionResult] = {}
+    errors: list[str] = []
+    try:
+        while len(results) + len(errors) < len(procs):
+            try:
+                kind, job, payload = out.get(timeout=0.5)
+            except queue_mod.Empty:
+                if not any(p.is_alive() for p in procs) and out.empty():
+                    errors.append("a fuzz worker process died without a result")
+                    break
+                continue
+            if kind == "progress":
+                latest[job] = payload
+                if on_progress is not None:
+                    on_progress(_merged(latest.values()))
+            elif kind == "done":
+                results[job] = payload
+                latest[job] = payload.progress
+            else:
+                errors.append(f"job {job}: {payload}")
+    finally:
+        for p in procs:
+            p.join(5.0)
+            if p.is_alive():
+                p.kill()
+    if errors and not results:
+        raise PoolcheckError("fuzz workers failed:\n" + "\n".join(errors))
+    merged = [results[j] for j in sorted(results)]
+    for e in errors:
+        if merged:
+            merged[0].warnings.append(e)
+    return merged
+
+
+def _merged(progresses: Any) -> Progress:
+    total = Progress()
+    for p in progresses:
+        total.merge(p)
+    total.phase = "fuzzing"
+    return total
+
+
+def merge_results(results: Sequence[SessionResult]) -> SessionResult:
+    """One result from several jobs: the smallest reproducer per signature, the earliest times."""
+    if len(results) == 1:
+        return results[0]
+    findings: dict[str, O.Finding] = {}
+    shrunk: set[str] = set()
+    detected: dict[str, float] = {}
+    shrunk_at: dict[str, float] = {}
+    progress = Progress()
+    versions: dict[str, str] = {}
+    unavailable: dict[str, str] = {}
+    warnings: list[str] = []
+    rounds: list[tuple[int, int]] = []
+    for r in results:
+        for sig, f in r.findings.items():
+            have = findings.get(sig)
+            better = have is None or (sig in r.shrunk and sig not in shrunk) or (
+                (sig in r.shrunk) == (sig in shrunk) and f.size < have.size)
+            if better:
+                findings[sig] = f
+                if sig in r.shrunk:
+                    shrunk.add(sig)
+        for sig, t in r.detected_at.items():
+            detected[sig] = min(t, detected.get(sig, math.inf))
+        for sig, t in r.shrunk_at.items():
+            shrunk_at[sig] = min(t, shrunk_at.get(sig, math.inf))
+        progress.merge(r.progress)
+        versions.update(r.versions)
+        unavailable.update(r.unavailable)
+        warnings += r.warnings
+        rounds += r.rounds
+    return SessionResult(findings, shrunk, detected, shrunk_at, progress, versions, unavailable,
+                         any(r.interrupted for r in results), warnings, rounds)
+
+
+def expected_outputs(finding: O.Finding, engine: str = "auto") -> dict[str, Any]:
+    """The engine's outputs for a find's configuration (what its case file expects)."""
+    case = finding.case
+    if finding.kind == "invalid":
+        return {}
+    base, geom = O.reference(get_engine(engine), case)
+    out: dict[str, Any] = {"values": base.values, "shape": list(geom.output_shape)}
+    if base.indices is not None:
+        out["indices"] = base.indices
+    return out
+
+
+__all__ = [
+    "Divergence", "FuzzOptions", "Progress", "Session", "SessionResult", "divergence_type", "expected_outputs",
+    "merge_results", "run_sessions",
+]

@@ -1,0 +1,460 @@
+"""Hypothesis strategies for pooling configurations and their inputs.
+
+Shape first, then attributes consistent with it: every draw is labelled, every configuration is
+built through the validating constructors of :mod:`poolcheck.spec.attributes` (so the fuzzer
+exercises the same parsing a case file does), and an example is a LIST of configurations so a
+batch amortises a peer's session cost while shrinking reduces it to the one that matters.
+
+Inputs are not drawn element by element (far too slow for hundreds of cases per second): a
+pattern (``arange`` first, so shrinking heads for the most readable input), a seed, and a short
+list of special values (NaN, +-inf, extremes, ties) planted at drawn positions. Each part shrinks
+towards the simple end: no specials, seed 0, the ``arange`` pattern, the smallest shape.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from hypothesis import strategies as st
+
+from poolcheck.cases.load import build_spec
+from poolcheck.errors import AttributeValueError
+from poolcheck.spec.attributes import (
+    AVG_DTYPES,
+    INT_DTYPES,
+    ONNX_MAX_DTYPES,
+    OPENVINO_MAX_DTYPES,
+    PoolSpec,
+)
+
+#: Operators the fuzzer drives, by (op, convention). The case-file operator names the newest
+#: version of each (MaxPool-14 adds ceil_torch to MaxPool-8; AveragePool-22 equals -19).
+OPERATORS: dict[tuple[str, str], str] = {
+    ("max", "openvino"): "MaxPool-14",
+    ("avg", "openvino"): "AvgPool-14",
+    ("max", "onnx"): "MaxPool-22",
+    ("avg", "onnx"): "AveragePool-22",
+}
+OP_NAMES: dict[str, str] = {"maxpool": "max", "avgpool": "avg"}
+CONVENTIONS: tuple[str, ...] = ("openvino", "onnx")
+#: float32 first: shrinking moves towards the first choice, the most common type.
+ALL_DTYPES: tuple[str, ...] = ("float32", "float16", "float64", *INT_DTYPES)
+PATTERNS: tuple[str, ...] = ("arange", "random", "ties", "negative", "constant")
+
+#: Ways to break a valid configuration (``--invalid``), in shrinking order.
+MUTATIONS: tuple[str, ...] = (
+    "kernel larger than padded input",
+    "kernel 0",
+    "stride 0",
+    "dilation 0",
+    "negative pad",
+    "axis out of range",
+    "dtype not allowed",
+    "rank mismatch",
+)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Size bounds for generated configurations (smaller for higher ranks keeps cases cheap)."""
+
+    max_batch: int = 3
+    max_channels: int = 3
+    max_size: dict[int, int] = field(default_factory=lambda: {1: 12, 2: 7, 3: 5})
+    max_kernel: dict[int, int] = field(default_factory=lambda: {1: 4, 2: 4, 3: 3})
+    max_stride: int = 4
+    max_dilation: int = 3
+    max_pad: int = 4
+    max_specials: int = 4
+
+
+DEFAULT_LIMITS = Limits()
+
+
+@dataclass
+class FuzzCase:
+    """One generated configuration and its input.
+
+    ``op_name``/``attributes`` are the case-file spelling (so a find is written back verbatim);
+    ``spec`` is the canonical form peers receive. For a deliberately invalid configuration
+    (``mutation`` set) ``spec`` is built without validation, so peers see the broken values.
+    """
+
+    op_name: str
+    attributes: dict[str, Any]
+    spec: PoolSpec
+    x: np.ndarray
+    recipe: dict[str, Any]
+    mutation: str | None = None
+
+    @property
+    def op(self) -> str:
+        return self.spec.op
+
+    @property
+    def convention(self) -> str:
+        return self.spec.convention
+
+    def describe(self) -> str:
+        text = f"{self.op_name} {self.spec.describe()} on {self.x.dtype.name}{list(self.x.shape)}"
+        if self.mutation:
+            text += f" [invalid: {self.mutation}]"
+        return text
+
+
+# --------------------------------------------------------------------------- cached strategies
+
+
+@functools.cache
+def _ints(lo: int, hi: int) -> st.SearchStrategy[int]:
+    """``st.integers(lo, hi)``, built (and validated) once: a draw then costs far less."""
+    return st.integers(lo, hi)
+
+
+@functools.cache
+def _pick(values: tuple[Any, ...]) -> st.SearchStrategy[Any]:
+    """``st.sampled_from(values)``, built once per tuple."""
+    return st.sampled_from(values)
+
+
+@functools.lru_cache(maxsize=4096)
+def _lists(bound: int, max_size: int) -> st.SearchStrategy[list[int]]:
+    return st.lists(st.integers(0, bound - 1), max_size=max_size)
+
+
+# --------------------------------------------------------------------------- argument checks
+
+
+def _check_choice(name: str, values: Sequence[str], allowed: Sequence[str]) -> tuple[str, ...]:
+    values = tuple(values)
+    if not values:
+        raise AttributeValueError(name, f"needs at least one value; choose from {', '.join(allowed)}")
+    bad = [v for v in values if v not in allowed]
+    if bad:
+        raise AttributeValueError(name, f"{name}={bad[0]!r} is not one of {', '.join(allowed)}")
+    return values
+
+
+def check_arguments(
+    ops: Sequence[str], ranks: Sequence[int], dtypes: Sequence[str], conventions: Sequence[str]
+) -> None:
+    """Validate strategy arguments up front, naming the argument and the fix."""
+    _check_choice("ops", ops, ("max", "avg"))
+    _check_choice("conventions", conventions, CONVENTIONS)
+    _check_choice("dtypes", dtypes, ALL_DTYPES)
+    if not ranks or any(isinstance(r, bool) or r not in (3, 4, 5) for r in ranks):
+        raise AttributeValueError("ranks", f"ranks={list(ranks)!r}: every rank must be 3, 4 or 5")
+    if "max" not in ops and not set(dtypes) & set(AVG_DTYPES):
+        raise AttributeValueError(
+            "dtypes", f"dtypes={list(dtypes)!r} has no floating type, and average pooling needs one "
+            "(add float16, float32 or float64, or fuzz maxpool)"
+        )
+
+
+def allowed_dtypes(op: str, convention: str, dtypes: Sequence[str]) -> list[str]:
+    if op == "avg":
+        allowed = AVG_DTYPES
+    elif convention == "onnx":
+        allowed = ONNX_MAX_DTYPES
+    else:
+        allowed = OPENVINO_MAX_DTYPES
+    return [d for d in dtypes if d in allowed]
+
+
+# --------------------------------------------------------------------------- inputs
+
+
+def _specials(dtype: np.dtype) -> list[float | int]:
+    """Values worth planting: NaN, +-inf, the extremes (OpenVINO's -FLT_MAX fill among them)."""
+    if dtype.kind == "f":
+        fi = np.finfo(dtype)
+        return [float("nan"), float("inf"), float("-inf"), float(fi.min), float(fi.max), -0.0]
+    ii = np.iinfo(dtype)
+    return [int(ii.min), int(ii.max)]
+
+
+def make_input(shape: Sequence[int], dtype: np.dtype | str, pattern: str, seed: int,
+               specials: Sequence[tuple[int, int]] = ()) -> np.ndarray:
+    """Build an input from a pattern, a seed and ``(position, special index)`` plants.
+
+    Values are small integers (exact in every dtype, float16 included), so peers and engines see
+    the same numbers and an average's error comes from arithmetic only.
+    """
+    dt = np.dtype(dtype)
+    shape = tuple(int(v) for v in shape)
+    size = math.prod(shape)
+    rng = np.random.default_rng(seed)
+    if pattern == "arange":
+        data = np.arange(size, dtype=np.int64) + 1
+    elif pattern == "random":
+        data = rng.integers(-60, 61, size=size)
+    elif pattern == "ties":
+        data = rng.integers(0, 3, size=size)
+    elif pattern == "negative":
+        data = -(np.arange(size, dtype=np.int64) + 1)
+    elif pattern == "constant":
+        data = np.full(size, int(seed % 9) - 4, dtype=np.int64)
+    else:
+        raise AttributeValueError("pattern", f"expected one of {', '.join(PATTERNS)}, got {pattern!r}")
+    if dt.kind in "iu":
+        lo, hi = int(np.iinfo(dt).min), int(np.iinfo(dt).max)
+        if dt.kind == "u":
+            data = np.abs(data)
+        if dt.itemsize <= 2:  # wrap into range (wider types hold every generated value)
+            data = (data - lo) % (hi - lo + 1) + lo
+    elif dt == np.float16:
+        data = np.clip(data, -2048, 2048)  # integers up to 2048 are exact in float16
+    x = data.astype(dt).reshape(shape)
+    palette = _specials(dt)
+    flat = x.reshape(-1)
+    for pos, which in specials:
+        flat[pos % size] = palette[which % len(palette)]
+    return x
+
+
+@st.composite
+def inputs(draw: st.DrawFn, shape: Sequence[int], dtype: str, limits: Limits = DEFAULT_LIMITS
+           ) -> tuple[np.ndarray, dict[str, Any]]:
+    """An input of ``shape``/``dtype`` and the recipe that rebuilds it."""
+    pattern = draw(_pick(PATTERNS), label="input pattern")
+    seed = draw(_ints(0, 2**16 - 1), label="input seed")
+    n_special = len(_specials(np.dtype(dtype)))
+    size = math.prod(shape)
+    packed = draw(_lists(size * n_special, limits.max_specials),
+                  label="special values (position * kinds + kind)")
+    plants = [divmod(p, n_special) for p in packed]
+    x = make_input(shape, dtype, pattern, seed, plants)
+    return x, {"shape": list(shape), "pattern": pattern, "seed": seed, "specials": [list(p) for p in plants]}
+
+
+# --------------------------------------------------------------------------- configurations
+
+
+def native_attributes(op: str, convention: str, kernel: list[int], strides: list[int], pads_begin: list[int],
+                      pads_end: list[int], dilations: list[int], rounding: str, auto_pad: str,
+                      exclude_pad: bool, axis: int, index_type: str, storage_order: int) -> dict[str, Any]:
+    """Spell a configuration in its operator's own attribute names (the case-file form)."""
+    if convention == "openvino":
+        attrs: dict[str, Any] = {"kernel": kernel, "strides": strides, "pads_begin": pads_begin,
+                                 "pads_end": pads_end}
+        if op == "max":
+            attrs["dilations"] = dilations
+        attrs["rounding_type"] = rounding
+        attrs["auto_pad"] = auto_pad
+        if op == "max":
+            attrs["axis"] = axis
+            attrs["index_element_type"] = index_type
+        else:
+            attrs["exclude_pad"] = exclude_pad
+        return attrs
+    onnx_pad = {"explicit": "NOTSET", "valid": "VALID", "same_upper": "SAME_UPPER", "same_lower": "SAME_LOWER"}
+    attrs = {"kernel_shape": kernel, "strides": strides}
+    if auto_pad == "explicit":
+        # "pads ... format should be as follow [x1_begin, x2_begin...x1_end, x2_end,...]"
+        attrs["pads"] = pads_begin + pads_end
+    attrs["dilations"] = dilations
+    attrs["ceil_mode"] = 0 if rounding == "floor" else 1
+    attrs["auto_pad"] = onnx_pad[auto_pad]
+    if op == "max":
+        attrs["storage_order"] = storage_order
+    else:
+        attrs["count_include_pad"] = 0 if exclude_pad else 1
+    return attrs
+
+
+@st.composite
+def pool_configs(
+    draw: st.DrawFn,
+    ops: Sequence[str] = ("max", "avg"),
+    ranks: Sequence[int] = (3, 4, 5),
+    dtypes: Sequence[str] = ALL_DTYPES,
+    conventions: Sequence[str] = CONVENTIONS,
+    limits: Limits = DEFAULT_LIMITS,
+) -> FuzzCase:
+    """One valid configuration with its input, anywhere in the attribute space."""
+    op = draw(_pick(tuple(ops)), label="op")
+    usable = [c for c in conventions if allowed_dtypes(op, c, dtypes)]
+    if not usable:
+        raise AttributeValueError("dtypes", f"no dtype in {list(dtypes)} is allowed for op={op!r}")
+    convention = draw(_pick(tuple(usable)), label="convention")
+    dtype = draw(_pick(tuple(allowed_dtypes(op, convention, dtypes))), label="dtype")
+    rank = draw(_pick(tuple(ranks)), label="rank")
+    n = rank - 2
+    batch = draw(_ints(1, limits.max_batch), label="N")
+    channels = draw(_ints(1, limits.max_channels), label="C")
+    sizes = [draw(_ints(1, limits.max_size[n]), label=f"spatial size {i}") for i in range(n)]
+
+    rounding_choices = ("floor", "ceil", "ceil_torch") if convention == "openvino" else ("floor", "ceil_torch")
+    rounding = draw(_pick(rounding_choices), label="rounding")
+    auto_pad = draw(_pick(("explicit", "valid", "same_upper", "same_lower")), label="auto_pad")
+    dilated_op = op == "max" or convention == "onnx"  # OpenVINO AvgPool has no dilations
+
+    kernel: list[int] = []
+    strides: list[int] = []
+    dilations: list[int] = []
+    pads_begin: list[int] = []
+    pads_end: list[int] = []
+    radices = _axis_radices(limits, n)
+    for i, size in enumerate(sizes):
+        # One draw per axis (each draw costs tens of microseconds): a mixed-radix integer whose
+        # digits, most significant first, are kernel, stride, dilation, pads_begin, pads_end, so
+        # shrinking the integer minimises the kernel first and the pads last.
+        packed = draw(_ints(0, math.prod(radices) - 1), label=f"axis {i}: kernel/stride/dilation/pads")
+        dk, ds, dd, dpb, dpe = _digits(packed, radices)
+        pb, pe = dpb, dpe
+        # Explicit pads must leave room for the window; valid ignores them; same_* computes its own.
+        room = {"explicit": size + pb + pe, "valid": size}.get(auto_pad, limits.max_kernel[n] * limits.max_dilation)
+        k = 1 + dk % max(1, min(limits.max_kernel[n], room))
+        d_max = 1
+        if dilated_op and k > 1:
+            d_max = max(1, min(limits.max_dilation, (room - 1) // (k - 1)))
+        kernel.append(k)
+        strides.append(1 + ds)
+        dilations.append(1 + dd % d_max)
+        pads_begin.append(pb)
+        pads_end.append(pe)
+
+    exclude_pad = draw(st.booleans(), label="exclude_pad") if op == "avg" else False
+    axis, index_type, storage_order = 0, "i64", 0
+    if op == "max" and convention == "openvino":
+        axis = draw(_ints(-rank, rank - 1), label="axis")
+        index_type = draw(_pick(("i64", "i32")), label="index_element_type")
+    if op == "max" and convention == "onnx":
+        storage_order = draw(_ints(0, 1), label="storage_order")
+
+    if auto_pad != "explicit" and convention == "onnx":
+        pads_begin, pads_end = [0] * n, [0] * n
+    attrs = native_attributes(op, convention, kernel, strides, pads_begin, pads_end, dilations, rounding,
+                              auto_pad, exclude_pad, axis, index_type, storage_order)
+    op_name = OPERATORS[(op, convention)]
+    spec = build_spec(op_name, attrs)
+    shape = (batch, channels, *sizes)
+    x, recipe = draw(inputs(shape, dtype, limits), label="input")
+    return FuzzCase(op_name, attrs, spec, x, recipe)
+
+
+def _axis_radices(limits: Limits, n: int) -> tuple[int, ...]:
+    return (limits.max_kernel[n], limits.max_stride, limits.max_dilation, limits.max_pad + 1, limits.max_pad + 1)
+
+
+def _digits(value: int, radices: Sequence[int]) -> list[int]:
+    """Mixed-radix digits of ``value``, most significant first."""
+    out = []
+    for r in reversed(radices):
+        value, digit = divmod(value, r)
+        out.append(digit)
+    return out[::-1]
+
+
+def _raw_spec(spec: PoolSpec, **changes: Any) -> PoolSpec:
+    """``spec`` with fields replaced and NO validation (to hand peers a broken configuration)."""
+    return spec.replace(**changes)
+
+
+@st.composite
+def invalid_configs(
+    draw: st.DrawFn,
+    ops: Sequence[str] = ("max", "avg"),
+    ranks: Sequence[int] = (3, 4, 5),
+    dtypes: Sequence[str] = ALL_DTYPES,
+    conventions: Sequence[str] = CONVENTIONS,
+    limits: Limits = DEFAULT_LIMITS,
+) -> FuzzCase:
+    """A valid configuration broken in one drawn way: the engine must reject it; so should peers."""
+    case = draw(pool_configs(ops, ranks, dtypes, conventions, limits), label="configuration to break")
+    spec = case.spec
+    n = spec.spatial_rank
+    i = draw(_ints(0, n - 1), label="axis to break")
+    choices = [m for m in MUTATIONS if _mutation_applies(m, case)]
+    mutation = draw(_pick(tuple(choices)), label="mutation")
+    attrs = {k: (list(v) if isinstance(v, list) else v) for k, v in case.attributes.items()}
+    kname = "kernel" if spec.convention == "openvino" else "kernel_shape"
+    x = case.x
+
+    def put(values: tuple[int, ...], value: int) -> tuple[int, ...]:
+        out = list(values)
+        out[i] = value
+        return tuple(out)
+
+    if mutation == "kernel larger than padded input":
+        size = x.shape[2 + i]
+        big = size + spec.pads_begin[i] + spec.pads_end[i] + 1
+        attrs[kname][i] = big
+        raw = _raw_spec(spec, kernel=put(spec.kernel, big))
+        if "dilations" in attrs:
+            attrs["dilations"][i] = 1
+        raw = raw.replace(dilations=put(raw.dilations, 1))
+    elif mutation == "kernel 0":
+        attrs[kname][i] = 0
+        raw = _raw_spec(spec, kernel=put(spec.kernel, 0))
+    elif mutation == "stride 0":
+        attrs["strides"][i] = 0
+        raw = _raw_spec(spec, strides=put(spec.strides, 0))
+    elif mutation == "dilation 0":
+        attrs["dilations"][i] = 0
+        raw = _raw_spec(spec, dilations=put(spec.dilations, 0))
+    elif mutation == "negative pad":
+        if spec.convention == "openvino":
+            attrs["pads_begin"][i] = -1
+        else:
+            attrs["pads"][i] = -1
+        raw = _raw_spec(spec, pads_begin=put(spec.pads_begin, -1))
+    elif mutation == "axis out of range":
+        axis = draw(_pick((spec.rank, -spec.rank - 1)), label="bad axis")
+        attrs["axis"] = axis
+        raw = _raw_spec(spec, axis=axis)
+    elif mutation == "dtype not allowed":
+        allowed = set(allowed_dtypes(spec.op, spec.convention, ALL_DTYPES))
+        bad = [d for d in ALL_DTYPES if d not in allowed]
+        dt = draw(_pick(tuple(bad)), label="disallowed dtype")
+        x = make_input(x.shape, dt, case.recipe["pattern"], case.recipe["seed"])
+        raw = spec
+    else:  # rank mismatch: one spatial axis too many in the input
+        x = x.reshape(x.shape + (1,))
+        raw = spec
+    recipe = {**case.recipe, "shape": list(x.shape)}
+    return FuzzCase(case.op_name, attrs, raw, x, recipe, mutation)
+
+
+def _mutation_applies(mutation: str, case: FuzzCase) -> bool:
+    spec = case.spec
+    if mutation == "kernel larger than padded input":
+        return spec.auto_pad in ("explicit", "valid")
+    if mutation == "dilation 0":
+        return "dilations" in case.attributes
+    if mutation == "axis out of range":
+        return spec.op == "max" and spec.convention == "openvino"
+    if mutation == "dtype not allowed":
+        return bool(set(ALL_DTYPES) - set(allowed_dtypes(spec.op, spec.convention, ALL_DTYPES)))
+    if mutation == "rank mismatch":
+        return spec.rank < 5
+    if mutation == "negative pad":
+        return spec.auto_pad == "explicit"
+    return True
+
+
+def config_batches(
+    ops: Sequence[str] = ("max", "avg"),
+    ranks: Sequence[int] = (3, 4, 5),
+    dtypes: Sequence[str] = ALL_DTYPES,
+    conventions: Sequence[str] = CONVENTIONS,
+    *,
+    max_configs: int = 8,
+    invalid: bool = False,
+    limits: Limits = DEFAULT_LIMITS,
+) -> st.SearchStrategy[list[FuzzCase]]:
+    """A list of 1..``max_configs`` configurations: one batched peer call per example; shrinking
+    reduces the list to the configuration that diverges. With ``invalid`` about one in four
+    configurations is deliberately broken."""
+    check_arguments(ops, ranks, dtypes, conventions)
+    if max_configs < 1:
+        raise AttributeValueError("max_configs", f"max_configs={max_configs!r} must be >= 1")
+    one: st.SearchStrategy[FuzzCase] = pool_configs(ops, ranks, dtypes, conventions, limits)
+    if invalid:
+        one = st.one_of(one, one, one, invalid_configs(ops, ranks, dtypes, conventions, limits))
+    return st.lists(one, min_size=1, max_size=max_configs)
