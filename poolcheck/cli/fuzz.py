@@ -172,6 +172,7 @@ def fuzz(
     metamorphic: Annotated[str, typer.Option("--metamorphic", help="Metamorphic oracles on the engines: first (first configuration of each example), all, off.")] = "first",
     isolation: Annotated[bool, typer.Option("--isolation/--no-isolation", help="Run peers in warm worker processes (a crash or hang is recorded, not fatal).")] = True,
     peer_timeout: Annotated[float, typer.Option("--peer-timeout", help="Seconds a peer may take per batch before it counts as a timeout.")] = 30.0,
+    shrink: Annotated[bool, typer.Option("--shrink/--no-shrink", help="Shrink each new divergence to a minimal case (--no-shrink: explore only, keep first reproducers).")] = True,
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Live progress display.")] = True,
 ) -> None:
     """Fuzz pooling configurations against the peers; shrink, diagnose and save each new divergence."""
@@ -213,7 +214,7 @@ def fuzz(
             ops=tuple(op_list), ranks=tuple(rank_list), dtypes=tuple(dtype_list), conventions=tuple(conv_list),
             peers=tuple(peer_names), max_examples=max_examples, time_budget=budget, seed=seed, jobs=jobs,
             database=str(database) if database else None, invalid=invalid, metamorphic=metamorphic,
-            isolated=isolation, peer_timeout=peer_timeout,
+            isolated=isolation, peer_timeout=peer_timeout, shrink=shrink,
         )
         known_paths = [str(p) for p in known] if known else ["cases/known"]
     command = "poolcheck " + " ".join(shlex.quote(a) for a in sys.argv[1:])

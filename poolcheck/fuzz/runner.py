@@ -28,7 +28,7 @@ import queue as queue_mod
 import time
 import traceback
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
@@ -72,6 +72,8 @@ class FuzzOptions:
     engine: str = "auto"
     isolated: bool = True
     peer_timeout: float = 30.0
+    shrink: bool = True  # False: explore only (finds are kept as first seen, unshrunk)
+    shrink_seconds: float | None = None  # per round; default: the remaining budget, within [5, 30] s
     known_signatures: frozenset[str] = frozenset()
 
     def digest(self) -> bytes:
@@ -166,6 +168,24 @@ def _collect(exc: BaseException, found: list[Divergence], other: list[BaseExcept
 _KIND_ORDER = {k: i for i, k in enumerate(O.KINDS)}
 
 
+@contextlib.contextmanager
+def _shrink_limit(seconds: float) -> Iterator[None]:
+    """Bound the time hypothesis spends shrinking in one run. Hypothesis has no setting for it,
+    only a module constant (five minutes); it is set for the duration of one run and restored.
+    When shrinking stops early the best reproducer found so far is reported."""
+    from hypothesis.internal.conjecture import engine as conjecture_engine
+
+    old = getattr(conjecture_engine, "MAX_SHRINKING_SECONDS", None)
+    if old is None:  # a hypothesis without the constant: no limit to set
+        yield
+        return
+    conjecture_engine.MAX_SHRINKING_SECONDS = seconds  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        conjecture_engine.MAX_SHRINKING_SECONDS = old
+
+
 # --------------------------------------------------------------------------- one session
 
 
@@ -182,7 +202,9 @@ class Session:
         self.job = job
         self.on_progress = on_progress
         self.engine: ModuleType = get_engine(options.engine)
-        self.engines: dict[str, ModuleType] = {name: get_engine(name) for name in available_engines()}
+        # the reference engine first: every other engine is compared with it
+        self.engines: dict[str, ModuleType] = {self.engine.NAME: self.engine}
+        self.engines.update({name: get_engine(name) for name in available_engines() if name != self.engine.NAME})
         self.versions: dict[str, str] = {}
         self.unavailable: dict[str, str] = {}
         self.peers: list[Peer] = []
@@ -245,13 +267,13 @@ class Session:
             if len(self.engines) > 1:
                 findings += O.check_engines(case, self.engines, base, geom)
             findings += O.check_shape_rules(case, geom)
+        # Metamorphic properties on the reference engine (the other engines equal it, checked
+        # above), on the first configuration of each example or on all of them.
         meta = self.options.metamorphic
         if meta != "off":
             for case, ref in zip(batch, refs):
                 if ref is not None:
-                    for name, eng in self.engines.items():
-                        base = ref[0] if eng is self.engine else O.reference(eng, case)[0]
-                        findings += O.check_metamorphic(case, eng, name, base, ref[1])
+                    findings += O.check_metamorphic(case, self.engine, self.engine.NAME, ref[0], ref[1])
                 if meta == "first":
                     break
         self.progress.cases += len(batch)
@@ -294,7 +316,7 @@ class Session:
             if best is None or f.size < best.size:
                 self.findings[sig] = f
         self._report_progress()
-        if new:
+        if new and self.options.shrink:
             f = min(new, key=lambda f: (_KIND_ORDER.get(f.kind, 9), f.klass.count("+"), f.signature))
             self.pending = True
             raise divergence_type(f.signature)(f)
@@ -313,6 +335,13 @@ class Session:
         self._last_progress = now
         self.progress.elapsed = now - self.started
         self.on_progress(self.progress)
+
+    def _shrink_seconds(self) -> float:
+        if self.options.shrink_seconds is not None:
+            return self.options.shrink_seconds
+        if self.deadline is None:
+            return 30.0
+        return min(30.0, max(5.0, self.deadline - time.time()))
 
     def _round(self, index: int) -> None:
         examples = ROUND_EXAMPLES
@@ -342,7 +371,8 @@ class Session:
         self.progress.rounds += 1
         self.progress.phase = f"round {index + 1}"
         try:
-            test()
+            with _shrink_limit(self._shrink_seconds()):
+                test()
         except (KeyboardInterrupt, SystemExit):
             raise
         except BaseException as exc:  # hypothesis reports failures as exceptions/groups

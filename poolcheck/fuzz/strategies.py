@@ -59,7 +59,7 @@ MUTATIONS: tuple[str, ...] = (
 )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Limits:
     """Size bounds for generated configurations (smaller for higher ranks keeps cases cheap)."""
 
@@ -217,12 +217,13 @@ def make_input(shape: Sequence[int], dtype: np.dtype | str, pattern: str, seed: 
     return x
 
 
-@st.composite
-def inputs(draw: st.DrawFn, shape: Sequence[int], dtype: str, limits: Limits = DEFAULT_LIMITS
-           ) -> tuple[np.ndarray, dict[str, Any]]:
-    """An input of ``shape``/``dtype`` and the recipe that rebuilds it."""
-    pattern = draw(_pick(PATTERNS), label="input pattern")
-    seed = draw(_ints(0, 2**16 - 1), label="input seed")
+def draw_input(draw: st.DrawFn, shape: Sequence[int], dtype: str, limits: Limits = DEFAULT_LIMITS
+               ) -> tuple[np.ndarray, dict[str, Any]]:
+    """Draw an input of ``shape``/``dtype`` (inside another composite: no strategy object is
+    built per call) and the recipe that rebuilds it."""
+    pattern_digit, seed = _digits(draw(_ints(0, len(PATTERNS) * 2**16 - 1), label="input pattern, seed"),
+                                  (len(PATTERNS), 2**16))
+    pattern = PATTERNS[pattern_digit]
     n_special = len(_specials(np.dtype(dtype)))
     size = math.prod(shape)
     packed = draw(_lists(size * n_special, limits.max_specials),
@@ -230,6 +231,13 @@ def inputs(draw: st.DrawFn, shape: Sequence[int], dtype: str, limits: Limits = D
     plants = [divmod(p, n_special) for p in packed]
     x = make_input(shape, dtype, pattern, seed, plants)
     return x, {"shape": list(shape), "pattern": pattern, "seed": seed, "specials": [list(p) for p in plants]}
+
+
+@st.composite
+def inputs(draw: st.DrawFn, shape: Sequence[int], dtype: str, limits: Limits = DEFAULT_LIMITS
+           ) -> tuple[np.ndarray, dict[str, Any]]:
+    """An input of ``shape``/``dtype`` and the recipe that rebuilds it."""
+    return draw_input(draw, shape, dtype, limits)
 
 
 # --------------------------------------------------------------------------- configurations
@@ -276,23 +284,43 @@ def pool_configs(
     conventions: Sequence[str] = CONVENTIONS,
     limits: Limits = DEFAULT_LIMITS,
 ) -> FuzzCase:
-    """One valid configuration with its input, anywhere in the attribute space."""
-    op = draw(_pick(tuple(ops)), label="op")
-    usable = [c for c in conventions if allowed_dtypes(op, c, dtypes)]
-    if not usable:
-        raise AttributeValueError("dtypes", f"no dtype in {list(dtypes)} is allowed for op={op!r}")
-    convention = draw(_pick(tuple(usable)), label="convention")
+    """One valid configuration with its input, anywhere in the attribute space.
+
+    Every draw costs tens of microseconds, so related choices share one mixed-radix integer
+    (see :func:`_digits`) whose most significant digit is the one worth minimising first:
+    operator/convention/rank, dtype, shape (N, C, spatial sizes), modes (auto_pad, rounding, the
+    op's flag, axis), the per-axis kernel/stride/dilation/pads, and the input. Shrinking an
+    integer towards 0 drives every digit towards its simplest value.
+    """
+    kinds = [(op, conv, rank) for op in ops for conv in conventions if allowed_dtypes(op, conv, dtypes)
+             for rank in ranks]
+    if not kinds:
+        raise AttributeValueError("dtypes", f"no dtype in {list(dtypes)} is allowed for ops {list(ops)}")
+    op, convention, rank = draw(_pick(tuple(kinds)), label="op, convention, rank")
     dtype = draw(_pick(tuple(allowed_dtypes(op, convention, dtypes))), label="dtype")
-    rank = draw(_pick(tuple(ranks)), label="rank")
     n = rank - 2
-    batch = draw(_ints(1, limits.max_batch), label="N")
-    channels = draw(_ints(1, limits.max_channels), label="C")
-    sizes = [draw(_ints(1, limits.max_size[n]), label=f"spatial size {i}") for i in range(n)]
+    shape_digits = _digits(draw(_ints(0, limits.max_batch * limits.max_channels * limits.max_size[n] ** n - 1),
+                                label="shape (N, C, spatial sizes)"),
+                           (limits.max_batch, limits.max_channels, *[limits.max_size[n]] * n))
+    batch, channels = 1 + shape_digits[0], 1 + shape_digits[1]
+    sizes = [1 + d for d in shape_digits[2:]]
 
     rounding_choices = ("floor", "ceil", "ceil_torch") if convention == "openvino" else ("floor", "ceil_torch")
-    rounding = draw(_pick(rounding_choices), label="rounding")
-    auto_pad = draw(_pick(("explicit", "valid", "same_upper", "same_lower")), label="auto_pad")
+    axis_choices = (*range(rank), *range(-1, -rank - 1, -1)) if (op, convention) == ("max", "openvino") else (0,)
+    # pad range: 0-2 keep every pad below the kernel, 3 lets pads reach the kernel and beyond
+    # (windows wholly in padding; ONNX Runtime rejects such pads, so they stay a minority)
+    mode_radices = (4, len(rounding_choices), 2, len(axis_choices), 4)
+    d_pad, d_round, d_flag, d_axis, d_range = _digits(
+        draw(_ints(0, math.prod(mode_radices) - 1), label="modes (auto_pad, rounding, flag, axis, pad range)"),
+        mode_radices)
+    wide_pads = d_range == 3
+    auto_pad = ("explicit", "valid", "same_upper", "same_lower")[d_pad]
+    rounding = rounding_choices[d_round]
     dilated_op = op == "max" or convention == "onnx"  # OpenVINO AvgPool has no dilations
+    exclude_pad = op == "avg" and d_flag == 1
+    storage_order = d_flag if (op, convention) == ("max", "onnx") else 0
+    index_type = "i32" if (op, convention) == ("max", "openvino") and d_flag else "i64"
+    axis = axis_choices[d_axis]
 
     kernel: list[int] = []
     strides: list[int] = []
@@ -300,13 +328,14 @@ def pool_configs(
     pads_begin: list[int] = []
     pads_end: list[int] = []
     radices = _axis_radices(limits, n)
+    # Per axis, most significant first: kernel, stride, dilation, pads_begin, pads_end.
+    axis_digits = _digits(draw(_ints(0, math.prod(radices) ** n - 1), label="kernel/stride/dilation/pads per axis"),
+                          radices * n)
     for i, size in enumerate(sizes):
-        # One draw per axis (each draw costs tens of microseconds): a mixed-radix integer whose
-        # digits, most significant first, are kernel, stride, dilation, pads_begin, pads_end, so
-        # shrinking the integer minimises the kernel first and the pads last.
-        packed = draw(_ints(0, math.prod(radices) - 1), label=f"axis {i}: kernel/stride/dilation/pads")
-        dk, ds, dd, dpb, dpe = _digits(packed, radices)
-        pb, pe = dpb, dpe
+        dk, ds, dd, pb, pe = axis_digits[5 * i: 5 * i + 5]
+        if not wide_pads:  # pads below the kernel: the kernel is drawn from the unpadded room
+            k = 1 + dk % max(1, min(limits.max_kernel[n], size + pb + pe if auto_pad == "explicit" else size))
+            pb, pe = pb % k, pe % k
         # Explicit pads must leave room for the window; valid ignores them; same_* computes its own.
         room = {"explicit": size + pb + pe, "valid": size}.get(auto_pad, limits.max_kernel[n] * limits.max_dilation)
         k = 1 + dk % max(1, min(limits.max_kernel[n], room))
@@ -319,14 +348,6 @@ def pool_configs(
         pads_begin.append(pb)
         pads_end.append(pe)
 
-    exclude_pad = draw(st.booleans(), label="exclude_pad") if op == "avg" else False
-    axis, index_type, storage_order = 0, "i64", 0
-    if op == "max" and convention == "openvino":
-        axis = draw(_ints(-rank, rank - 1), label="axis")
-        index_type = draw(_pick(("i64", "i32")), label="index_element_type")
-    if op == "max" and convention == "onnx":
-        storage_order = draw(_ints(0, 1), label="storage_order")
-
     if auto_pad != "explicit" and convention == "onnx":
         pads_begin, pads_end = [0] * n, [0] * n
     attrs = native_attributes(op, convention, kernel, strides, pads_begin, pads_end, dilations, rounding,
@@ -334,7 +355,7 @@ def pool_configs(
     op_name = OPERATORS[(op, convention)]
     spec = build_spec(op_name, attrs)
     shape = (batch, channels, *sizes)
-    x, recipe = draw(inputs(shape, dtype, limits), label="input")
+    x, recipe = draw_input(draw, shape, dtype, limits)
     return FuzzCase(op_name, attrs, spec, x, recipe)
 
 
