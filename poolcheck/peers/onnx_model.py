@@ -13,7 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from poolcheck.peers._convert import PeerDeclined, check_expressible, rounding_to_ceil_mode
+from poolcheck.peers._convert import PeerDeclined, check_expressible, convert_flat_indices, rounding_to_ceil_mode
+from poolcheck.peers.base import PeerOutput
 from poolcheck.spec.attributes import AVG_DTYPES, ONNX_MAX_DTYPES, PoolSpec
 
 #: MaxPool-22 and AveragePool-22 are the newest versions of both operators.
@@ -115,3 +116,22 @@ def build_model(nodes: Sequence[OnnxNode]) -> Any:
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="poolcheck")
     model.ir_version = IR_VERSION
     return model
+
+
+def onnx_outputs(group: Sequence[tuple[int, OnnxNode, np.ndarray]], items: Sequence[tuple[PoolSpec, np.ndarray]],
+                 raw: Sequence[Any]) -> list[PeerOutput]:
+    """Split the outputs of a model built by :func:`build_model` back per node (``y{i}`` then
+    ``i{i}`` for max pooling), converting ONNX flat indices to poolcheck's for each spec."""
+    outputs = []
+    pos = 0
+    for i, node, arr in group:
+        values = np.asarray(raw[pos])
+        pos += 1
+        indices = None
+        notes: list[str] = []
+        if node.with_indices:
+            order = "F" if dict(node.attributes).get("storage_order") else "C"
+            indices, notes = convert_flat_indices(np.asarray(raw[pos]), items[i][0], arr.shape, source_order=order)
+            pos += 1
+        outputs.append(PeerOutput(values, indices, notes))
+    return outputs

@@ -13,13 +13,13 @@ from typing import Any
 
 import numpy as np
 
-from poolcheck.peers._convert import PeerDeclined, convert_flat_indices
+from poolcheck.peers.adapter import RuntimePeer, Translated
 from poolcheck.peers.base import BatchItem, PeerOutput
-from poolcheck.peers.onnx_model import OnnxNode, build_model, to_onnx
+from poolcheck.peers.onnx_model import OnnxNode, build_model, onnx_outputs, to_onnx
 from poolcheck.spec.attributes import PoolSpec
 
 
-class OnnxRuntimePeer:
+class OnnxRuntimePeer(RuntimePeer):
     """ONNX Runtime, single-threaded (intra/inter op threads 1), default graph optimizations.
 
     ``optimization`` is ORT's graph optimization level: ``"all"`` (the default users get, which
@@ -28,6 +28,7 @@ class OnnxRuntimePeer:
 
     name = "onnxruntime"
     ref = "onnxruntime"
+    module = "onnxruntime"
 
     def __init__(self, *, optimization: str = "all", cache_size: int = 256, batch_limit: int = 64) -> None:
         if optimization not in ("all", "extended", "basic", "none"):
@@ -41,54 +42,21 @@ class OnnxRuntimePeer:
         self._missing_kernels: dict[tuple[str, str, bool], str] = {}
         self._options: Any = None
 
-    # ------------------------------------------------------------------ Peer protocol
+    def translate(self, spec: PoolSpec, shape: tuple[int, ...], dtype: np.dtype) -> OnnxNode:
+        return to_onnx(spec, shape, dtype, self.name)
 
-    def available(self) -> tuple[bool, str]:
-        try:
-            import onnxruntime  # noqa: F401
-        except Exception as exc:  # ImportError, or a broken install
-            return False, f"onnxruntime cannot be imported: {exc}"
-        return True, ""
+    def known_refusal(self, node: OnnxNode) -> Exception | None:
+        missing = self._missing_kernels.get((node.op_type, node.dtype, node.with_indices))
+        return RuntimeError(missing) if missing is not None else None
 
-    def version(self) -> str | None:
-        try:
-            import onnxruntime
-        except Exception:
-            return None
-        return str(onnxruntime.__version__)
+    def refused(self, node: OnnxNode, exc: Exception) -> None:
+        if "NOT_IMPLEMENTED" in str(exc):
+            self._missing_kernels[(node.op_type, node.dtype, node.with_indices)] = str(exc)
 
-    def supports(self, spec: PoolSpec, shape: tuple[int, ...], dtype: np.dtype) -> tuple[bool, str]:
-        try:
-            to_onnx(spec, shape, dtype, self.name)
-        except PeerDeclined as exc:
-            return False, exc.reason
-        return True, ""
-
-    def run(self, spec: PoolSpec, x: np.ndarray) -> PeerOutput:
-        result = self.run_many([(spec, x)])[0]
-        if isinstance(result, Exception):
-            raise result
-        return result
-
-    def run_many(self, items: Sequence[BatchItem]) -> list[PeerOutput | Exception]:
-        """Compute every item, packing up to ``batch_limit`` of them per model."""
-        results: list[PeerOutput | Exception | None] = [None] * len(items)
-        todo: list[tuple[int, OnnxNode, np.ndarray]] = []
-        for i, (spec, x) in enumerate(items):
-            arr = np.ascontiguousarray(x)
-            try:
-                node = to_onnx(spec, arr.shape, arr.dtype, self.name)
-            except PeerDeclined as exc:
-                results[i] = exc
-                continue
-            missing = self._missing_kernels.get((node.op_type, node.dtype, node.with_indices))
-            if missing is not None:
-                results[i] = RuntimeError(missing)
-                continue
-            todo.append((i, node, arr))
-        for start in range(0, len(todo), self.batch_limit):
-            self._run_group(todo[start : start + self.batch_limit], items, results)
-        return [r if r is not None else RuntimeError("internal: no result") for r in results]
+    def execute(self, group: Sequence[Translated], items: Sequence[BatchItem]) -> list[PeerOutput]:
+        session = self._session(tuple(node for _, node, _ in group))
+        raw = session.run(None, {f"x{k}": arr for k, (_, _, arr) in enumerate(group)})
+        return onnx_outputs(group, items, raw)
 
     # ------------------------------------------------------------------ internals
 
@@ -124,41 +92,3 @@ class OnnxRuntimePeer:
         while len(self._sessions) > self.cache_size:
             self._sessions.popitem(last=False)
         return session
-
-    def _run_group(
-        self,
-        group: list[tuple[int, OnnxNode, np.ndarray]],
-        items: Sequence[BatchItem],
-        results: list[PeerOutput | Exception | None],
-    ) -> None:
-        """Run ``group`` as one model; if ORT refuses it, split it in halves until each failing
-        configuration stands alone and carries its own error."""
-        if not group:
-            return
-        nodes = tuple(node for _, node, _ in group)
-        try:
-            session = self._session(nodes)
-            raw = session.run(None, {f"x{k}": arr for k, (_, _, arr) in enumerate(group)})
-        except Exception as exc:
-            if len(group) == 1:
-                i, node, _ = group[0]
-                if "NOT_IMPLEMENTED" in str(exc):
-                    self._missing_kernels[(node.op_type, node.dtype, node.with_indices)] = str(exc)
-                results[i] = exc
-                return
-            half = len(group) // 2
-            self._run_group(group[:half], items, results)
-            self._run_group(group[half:], items, results)
-            return
-        pos = 0
-        for i, node, arr in group:
-            values = raw[pos]
-            pos += 1
-            indices = None
-            notes: list[str] = []
-            if node.with_indices:
-                spec = items[i][0]
-                order = "F" if dict(node.attributes).get("storage_order") else "C"
-                indices, notes = convert_flat_indices(raw[pos], spec, arr.shape, source_order=order)
-                pos += 1
-            results[i] = PeerOutput(values, indices, notes)

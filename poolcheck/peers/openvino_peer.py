@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from poolcheck.peers._convert import PeerDeclined, convert_flat_indices
+from poolcheck.peers.adapter import RuntimePeer, Translated
 from poolcheck.peers.base import BatchItem, PeerOutput
 from poolcheck.spec.attributes import PoolSpec
 
@@ -60,11 +61,13 @@ def to_openvino(spec: PoolSpec, shape: Sequence[int], dtype: np.dtype, peer: str
                   shape, dt.str)
 
 
-class OpenVinoPeer:
+class OpenVinoPeer(RuntimePeer):
     """OpenVINO CPU, opset14 pooling, f32 inference precision, one thread."""
 
     name = "openvino"
     ref = "openvino"
+    module = "openvino.opset14"
+    install_hint = "pip install 'poolcheck[openvino]'"
 
     def __init__(self, *, cache_size: int = 64, batch_limit: int = 32) -> None:
         self.cache_size = cache_size
@@ -72,49 +75,35 @@ class OpenVinoPeer:
         self._compiled: OrderedDict[tuple[OvNode, ...], Any] = OrderedDict()
         self._core: Any = None
 
-    def available(self) -> tuple[bool, str]:
-        try:
-            import openvino
-            import openvino.opset14  # noqa: F401
-        except ImportError as exc:
-            return False, f"openvino is not installed (pip install 'poolcheck[openvino]'): {exc}"
-        except Exception as exc:
-            return False, f"openvino cannot be imported: {type(exc).__name__}: {exc}"
-        return True, ""
-
     def version(self) -> str | None:
-        try:
-            import openvino
-        except Exception:
-            return None
-        return str(openvino.__version__).split("-")[0]
+        version = super().version()
+        return version.split("-")[0] if version else None
 
-    def supports(self, spec: PoolSpec, shape: tuple[int, ...], dtype: np.dtype) -> tuple[bool, str]:
-        try:
-            to_openvino(spec, shape, dtype, self.name)
-        except PeerDeclined as exc:
-            return False, exc.reason
-        return True, ""
+    def translate(self, spec: PoolSpec, shape: tuple[int, ...], dtype: np.dtype) -> OvNode:
+        return to_openvino(spec, shape, dtype, self.name)
 
-    def run(self, spec: PoolSpec, x: np.ndarray) -> PeerOutput:
-        result = self.run_many([(spec, x)])[0]
-        if isinstance(result, Exception):
-            raise result
-        return result
-
-    def run_many(self, items: Sequence[BatchItem]) -> list[PeerOutput | Exception]:
-        """Compute every item, up to ``batch_limit`` of them per compiled model."""
-        results: list[PeerOutput | Exception | None] = [None] * len(items)
-        todo: list[tuple[int, OvNode, np.ndarray]] = []
-        for i, (spec, x) in enumerate(items):
-            arr = np.ascontiguousarray(x)
-            try:
-                todo.append((i, to_openvino(spec, arr.shape, arr.dtype, self.name), arr))
-            except PeerDeclined as exc:
-                results[i] = exc
-        for start in range(0, len(todo), self.batch_limit):
-            self._run_group(todo[start : start + self.batch_limit], items, results)
-        return [r if r is not None else RuntimeError("internal: no result") for r in results]
+    def execute(self, group: Sequence[Translated], items: Sequence[BatchItem]) -> list[PeerOutput]:
+        _, request = self._compile(tuple(node for _, node, _ in group))
+        request.infer([arr for _, _, arr in group])
+        raw = [request.get_output_tensor(k).data.copy() for k in range(len(request.model_outputs))]
+        outputs = []
+        pos = 0
+        for i, node, arr in group:
+            values = raw[pos]
+            pos += 1
+            indices = None
+            notes: list[str] = []
+            if node.op == "max":
+                spec = items[i][0]
+                if spec.convention == "onnx":
+                    # OpenVINO (axis 0) reports row-major flat indices; storage_order=1 wants
+                    # column-major ones.
+                    indices, notes = convert_flat_indices(raw[pos], spec, arr.shape, source_order="C")
+                else:
+                    indices = raw[pos]
+                pos += 1
+            outputs.append(PeerOutput(values, indices, notes))
+        return outputs
 
     # ------------------------------------------------------------------ internals
 
@@ -147,43 +136,3 @@ class OpenVinoPeer:
         while len(self._compiled) > self.cache_size:
             self._compiled.popitem(last=False)
         return entry
-
-    def _run_group(
-        self,
-        group: list[tuple[int, OvNode, np.ndarray]],
-        items: Sequence[BatchItem],
-        results: list[PeerOutput | Exception | None],
-    ) -> None:
-        """Run ``group`` as one compiled model; split it on failure until each failing
-        configuration carries its own error."""
-        if not group:
-            return
-        nodes = tuple(node for _, node, _ in group)
-        try:
-            _, request = self._compile(nodes)
-            request.infer([arr for _, _, arr in group])
-            raw = [request.get_output_tensor(k).data.copy() for k in range(len(request.model_outputs))]
-        except Exception as exc:
-            if len(group) == 1:
-                results[group[0][0]] = exc
-                return
-            half = len(group) // 2
-            self._run_group(group[:half], items, results)
-            self._run_group(group[half:], items, results)
-            return
-        pos = 0
-        for i, node, arr in group:
-            values = raw[pos]
-            pos += 1
-            indices = None
-            notes: list[str] = []
-            if node.op == "max":
-                spec = items[i][0]
-                if spec.convention == "onnx":
-                    # OpenVINO (axis 0) reports row-major flat indices; storage_order=1 wants
-                    # column-major ones.
-                    indices, notes = convert_flat_indices(raw[pos], spec, arr.shape, source_order="C")
-                else:
-                    indices = raw[pos]
-                pos += 1
-            results[i] = PeerOutput(values, indices, notes)

@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 
 from poolcheck.peers._convert import PeerDeclined, ceil_as_ceil_torch, check_expressible, convert_flat_indices
-from poolcheck.peers.base import PeerOutput
+from poolcheck.peers.adapter import RuntimePeer, Translated
+from poolcheck.peers.base import BatchItem, PeerOutput
 from poolcheck.spec.attributes import PoolSpec
 
 
@@ -80,11 +81,13 @@ def _kernel_error(op: str, rank: int, dtype: str) -> str | None:
     return None
 
 
-class TorchPeer:
-    """PyTorch CPU functional pooling, one thread."""
+class TorchPeer(RuntimePeer):
+    """PyTorch CPU functional pooling, one thread, one configuration per call."""
 
     name = "torch"
     ref = "torch"
+    module = "torch"
+    install_hint = "pip install 'poolcheck[torch]'"
 
     def __init__(self) -> None:
         self._ready = False
@@ -97,48 +100,25 @@ class TorchPeer:
             self._ready = True
         return torch
 
-    def available(self) -> tuple[bool, str]:
-        try:
-            import torch  # noqa: F401
-        except ImportError as exc:
-            return False, f"torch is not installed (pip install 'poolcheck[torch]'): {exc}"
-        except Exception as exc:
-            return False, f"torch cannot be imported: {type(exc).__name__}: {exc}"
-        return True, ""
-
-    def version(self) -> str | None:
-        try:
-            import torch
-        except Exception:
-            return None
-        return str(torch.__version__)
-
-    def supports(self, spec: PoolSpec, shape: tuple[int, ...], dtype: np.dtype) -> tuple[bool, str]:
-        try:
-            to_torch(spec, shape, self.name)
-        except PeerDeclined as exc:
-            return False, exc.reason
+    def translate(self, spec: PoolSpec, shape: tuple[int, ...], dtype: np.dtype) -> dict[str, Any]:
+        kwargs = to_torch(spec, shape, self.name)
         self._setup()
         err = _kernel_error(spec.op, spec.spatial_rank, np.dtype(dtype).str)
         if err is not None:
-            return False, f"no PyTorch CPU kernel: {err}"
-        return True, ""
+            raise PeerDeclined(self.name, f"no PyTorch CPU kernel: {err}")
+        return kwargs
 
-    def run(self, spec: PoolSpec, x: np.ndarray) -> PeerOutput:
+    def execute(self, group: Sequence[Translated], items: Sequence[BatchItem]) -> list[PeerOutput]:
         torch = self._setup()
         import torch.nn.functional as F
 
-        arr = np.ascontiguousarray(x)
-        kwargs = to_torch(spec, arr.shape, self.name)
-        err = _kernel_error(spec.op, spec.spatial_rank, arr.dtype.str)
-        if err is not None:
-            raise PeerDeclined(self.name, f"no PyTorch CPU kernel: {err}")
-        t = torch.from_numpy(arr)
+        ((i, kwargs, arr),) = group  # batch_limit 1: one functional call per configuration
+        spec = items[i][0]
         n = spec.spatial_rank
+        t = torch.from_numpy(arr)
         with torch.no_grad():
             if spec.op == "avg":
-                values = getattr(F, f"avg_pool{n}d")(t, **kwargs)
-                return PeerOutput(values.numpy().copy())
+                return [PeerOutput(getattr(F, f"avg_pool{n}d")(t, **kwargs).numpy().copy())]
             values, plane_idx = getattr(F, f"max_pool{n}d")(t, **kwargs)
         indices, notes = convert_flat_indices(plane_idx.numpy(), spec, arr.shape, per_plane=True)
-        return PeerOutput(values.numpy().copy(), indices, notes)
+        return [PeerOutput(values.numpy().copy(), indices, notes)]

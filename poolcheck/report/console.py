@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rich import box
 from rich.console import Console, Group
 from rich.panel import Panel
 from rich.table import Table
@@ -21,6 +22,10 @@ STYLES = {
 }
 
 
+#: Short column headers for the usual runners, so a run with every peer fits 80 columns.
+HEADERS = {"onnxruntime": "ORT", "openvino": "OV", "onnx_reference": "onnx.ref"}
+
+
 def verdict_text(verdict: str) -> Text:
     return Text(verdict, style=STYLES.get(verdict, ""))
 
@@ -31,12 +36,13 @@ def summary_table(result: RunResult, *, show_source: bool = True) -> Table:
         for check in case.checks:
             if check.runner not in runners:
                 runners.append(check.runner)
-    table = Table(title=f"poolcheck {result.kind}: {len(result.cases)} case(s)", show_lines=False, expand=False)
-    table.add_column("case", overflow="fold", min_width=12)
-    table.add_column("op", no_wrap=True)
-    table.add_column("verdict")
+    table = Table(title=f"poolcheck {result.kind}: {len(result.cases)} case(s)", show_lines=False, expand=False,
+                  box=box.SIMPLE_HEAD)
+    table.add_column("case", overflow="fold", min_width=10)
+    table.add_column("op", overflow="fold")
+    table.add_column("result")
     for r in runners:
-        table.add_column(r)
+        table.add_column(HEADERS.get(r, r), overflow="fold")
     if show_source:
         table.add_column("source", overflow="fold", style="dim")
     for case in result.cases:

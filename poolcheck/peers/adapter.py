@@ -1,0 +1,128 @@
+"""Plumbing shared by the built-in runtime adapters.
+
+An adapter only says how to translate a :class:`PoolSpec` into its runtime's terms
+(:meth:`RuntimePeer.translate`, raising :class:`PeerDeclined` where the runtime cannot express
+it) and how to execute a group of translated configurations in one model
+(:meth:`RuntimePeer.execute`). Availability, versions, ``supports``, ``run`` and the batched
+``run_many`` -- with a failing group bisected until each failing configuration carries its own
+error -- live here once.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from poolcheck.peers._convert import PeerDeclined
+from poolcheck.peers.base import BatchItem, PeerOutput
+from poolcheck.spec.attributes import PoolSpec
+
+#: One translated item of a batch: its position in the batch, the runtime's node, the input.
+Translated = tuple[int, Any, np.ndarray]
+
+
+class RuntimePeer:
+    """Base class of the built-in adapters (ONNX Runtime, OpenVINO, PyTorch, onnx.reference)."""
+
+    name: str = ""
+    ref: str = ""
+    #: The module whose import decides availability and whose ``__version__`` is reported.
+    module: str = ""
+    #: Appended to "cannot be imported" when the module is missing (e.g. the extra to install).
+    install_hint: str = ""
+    #: Most configurations packed into one model by :meth:`run_many`.
+    batch_limit: int = 1
+
+    # ------------------------------------------------------------------ for subclasses
+
+    def translate(self, spec: PoolSpec, shape: tuple[int, ...], dtype: np.dtype) -> Any:
+        """The runtime's form of ``spec`` (hashable), or raise :class:`PeerDeclined`."""
+        raise NotImplementedError
+
+    def execute(self, group: Sequence[Translated], items: Sequence[BatchItem]) -> list[PeerOutput]:
+        """Run ``group`` as one model; one output per entry, in order. Raise if the runtime
+        refuses the model."""
+        raise NotImplementedError
+
+    def refused(self, node: Any, exc: Exception) -> None:
+        """Called when the runtime refuses a single configuration (hook for remembering it)."""
+
+    def known_refusal(self, node: Any) -> Exception | None:
+        """An error to report without running ``node`` (e.g. a kernel the runtime lacks)."""
+        return None
+
+    # ------------------------------------------------------------------ Peer protocol
+
+    def available(self) -> tuple[bool, str]:
+        try:
+            importlib.import_module(self.module)
+        except ImportError as exc:
+            hint = f" ({self.install_hint})" if self.install_hint else ""
+            return False, f"{self.module} is not installed{hint}: {exc}"
+        except Exception as exc:  # a broken install
+            return False, f"{self.module} cannot be imported: {type(exc).__name__}: {exc}"
+        return True, ""
+
+    def version(self) -> str | None:
+        try:
+            mod = importlib.import_module(self.module.split(".")[0])
+        except Exception:
+            return None
+        return str(getattr(mod, "__version__", "unknown"))
+
+    def supports(self, spec: PoolSpec, shape: tuple[int, ...], dtype: np.dtype) -> tuple[bool, str]:
+        try:
+            self.translate(spec, tuple(int(v) for v in shape), np.dtype(dtype))
+        except PeerDeclined as exc:
+            return False, exc.reason
+        return True, ""
+
+    def run(self, spec: PoolSpec, x: np.ndarray) -> PeerOutput:
+        result = self.run_many([(spec, x)])[0]
+        if isinstance(result, Exception):
+            raise result
+        return result
+
+    def run_many(self, items: Sequence[BatchItem]) -> list[PeerOutput | Exception]:
+        """Compute every item, packing up to ``batch_limit`` of them per model."""
+        results: list[PeerOutput | Exception | None] = [None] * len(items)
+        todo: list[Translated] = []
+        for i, (spec, x) in enumerate(items):
+            arr = np.ascontiguousarray(x)
+            try:
+                node = self.translate(spec, arr.shape, arr.dtype)
+            except PeerDeclined as exc:
+                results[i] = exc
+                continue
+            known = self.known_refusal(node)
+            if known is not None:
+                results[i] = known
+                continue
+            todo.append((i, node, arr))
+        for start in range(0, len(todo), self.batch_limit):
+            self._run_group(todo[start:start + self.batch_limit], items, results)
+        return [r if r is not None else RuntimeError("internal: no result") for r in results]
+
+    def _run_group(self, group: Sequence[Translated], items: Sequence[BatchItem],
+                   results: list[PeerOutput | Exception | None]) -> None:
+        """Run ``group`` as one model; if the runtime refuses it, split it in halves until each
+        failing configuration stands alone and carries its own error."""
+        if not group:
+            return
+        try:
+            outputs = self.execute(group, items)
+        except Exception as exc:
+            if len(group) == 1:
+                i, node, _ = group[0]
+                self.refused(node, exc)
+                results[i] = exc
+                return
+            half = len(group) // 2
+            self._run_group(group[:half], items, results)
+            self._run_group(group[half:], items, results)
+            return
+        for (i, _, _), out in zip(group, outputs, strict=True):
+            results[i] = out
