@@ -23,7 +23,7 @@ from rich.text import Text
 from poolcheck.cli.common import EXIT_FAILURES, EXIT_OK, console, err_console, user_errors
 from poolcheck.errors import AttributeValueError
 from poolcheck.fuzz.campaign import Campaign, run_campaign
-from poolcheck.fuzz.runner import FuzzOptions, Progress
+from poolcheck.fuzz.runner import ORACLES, FuzzOptions, Progress
 from poolcheck.fuzz.strategies import ALL_DTYPES, CONVENTIONS, OP_NAMES, check_arguments
 from poolcheck.report import console as console_report
 
@@ -172,6 +172,8 @@ def fuzz(
     metamorphic: Annotated[str, typer.Option("--metamorphic", help="Metamorphic oracles on the engines: first (first configuration of each example), all, off.")] = "first",
     isolation: Annotated[bool, typer.Option("--isolation/--no-isolation", help="Run peers in warm worker processes (a crash or hang is recorded, not fatal).")] = True,
     peer_timeout: Annotated[float, typer.Option("--peer-timeout", help="Seconds a peer may take per batch before it counts as a timeout.")] = 30.0,
+    oracles: Annotated[str, typer.Option("--oracles", help="Oracles to run (comma-separated): engines, peers, shapes, metamorphic.")] = ",".join(ORACLES),
+    exit_first: Annotated[bool, typer.Option("--exit-first", help="Stop as soon as the first new divergence is shrunk.")] = False,
     shrink: Annotated[bool, typer.Option("--shrink/--no-shrink", help="Shrink each new divergence to a minimal case (--no-shrink: explore only, keep first reproducers).")] = True,
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Live progress display.")] = True,
 ) -> None:
@@ -192,6 +194,10 @@ def fuzz(
         if bad:
             raise AttributeValueError("--conventions", f"expected openvino and/or onnx, got {bad[0]!r}")
         check_arguments(op_list, rank_list, dtype_list, conv_list)
+        oracle_set = frozenset(_split(oracles))
+        bad = sorted(oracle_set - set(ORACLES))
+        if bad or not oracle_set:
+            raise AttributeValueError("--oracles", f"expected some of {', '.join(ORACLES)}, got {oracles!r}")
         if metamorphic not in ("first", "all", "off"):
             raise AttributeValueError("--metamorphic", f"expected first, all or off, got {metamorphic!r}")
         if jobs < 1:
@@ -214,7 +220,8 @@ def fuzz(
             ops=tuple(op_list), ranks=tuple(rank_list), dtypes=tuple(dtype_list), conventions=tuple(conv_list),
             peers=tuple(peer_names), max_examples=max_examples, time_budget=budget, seed=seed, jobs=jobs,
             database=str(database) if database else None, invalid=invalid, metamorphic=metamorphic,
-            isolated=isolation, peer_timeout=peer_timeout, shrink=shrink,
+            isolated=isolation, peer_timeout=peer_timeout, shrink=shrink, oracles=oracle_set,
+            exit_first=exit_first,
         )
         known_paths = [str(p) for p in known] if known else ["cases/known"]
     command = "poolcheck " + " ".join(shlex.quote(a) for a in sys.argv[1:])

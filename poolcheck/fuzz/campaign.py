@@ -29,7 +29,15 @@ from poolcheck.fuzz.registry import (
     known_entries,
     write_finding,
 )
-from poolcheck.fuzz.runner import FuzzOptions, Progress, SessionResult, expected_outputs, merge_results, run_sessions
+from poolcheck.fuzz.runner import (
+    ORACLES,
+    FuzzOptions,
+    Progress,
+    SessionResult,
+    expected_outputs,
+    merge_results,
+    run_sessions,
+)
 from poolcheck.peers.base import Peer
 from poolcheck.report.model import CaseResult, Check, Diff, RunResult
 from poolcheck.runner import MAX_DIFFS, _scalar, _tensor, new_result, window_cells
@@ -239,6 +247,10 @@ def replay_command(options: FuzzOptions, examples: int) -> str:
         parts += ["--jobs", str(options.jobs)]
     if options.invalid:
         parts.append("--invalid")
+    if set(options.oracles) != set(ORACLES):
+        parts += ["--oracles", ",".join(o for o in ORACLES if o in options.oracles)]
+    if options.metamorphic != "first":
+        parts += ["--metamorphic", options.metamorphic]
     if options.database:
         parts += ["--database", options.database]
     return " ".join(shlex.quote(p) for p in parts)

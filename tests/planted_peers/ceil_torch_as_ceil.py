@@ -1,5 +1,5 @@
-"""Planted bug: ``rounding_type=ceil_torch`` computed as ``ceil`` (a last window that starts in
-the end padding is kept instead of dropped)."""
+"""Planted bug: ``rounding_type=ceil_torch`` computed as ``ceil``, so a last window that starts
+in the end padding is kept instead of dropped."""
 
 from __future__ import annotations
 
@@ -7,18 +7,7 @@ from typing import Any
 
 import numpy as np
 
-try:
-    from . import _common
-except ImportError:  # loaded from its file path by ``--peers tests/planted_peers/...py``
-    import importlib.util
-    import pathlib
-    import sys
-
-    _p = pathlib.Path(__file__).with_name("_common.py")
-    _s = importlib.util.spec_from_file_location("planted_peers_common", _p)
-    _common = importlib.util.module_from_spec(_s)
-    sys.modules.setdefault("planted_peers_common", _common)
-    _s.loader.exec_module(_common)
+import poolcheck
 
 PEER_NAME = "planted-ceil-torch-as-ceil"
 
@@ -28,12 +17,12 @@ def max_pool(x: Any, kernel: Any, strides: Any, pads_begin: Any = None, pads_end
              index_element_type: str = "i64") -> tuple[np.ndarray, np.ndarray]:
     if rounding_type == "ceil_torch":
         rounding_type = "ceil"  # the bug
-    return _common.max_pool(x, kernel, strides, pads_begin, pads_end, dilations, rounding_type, auto_pad, axis,
-                            index_element_type)
+    return poolcheck.max_pool(x, kernel, strides, pads_begin, pads_end, dilations, rounding_type, auto_pad, axis,
+                              index_element_type)
 
 
 def avg_pool(x: Any, kernel: Any, strides: Any, pads_begin: Any = None, pads_end: Any = None,
              exclude_pad: bool = False, rounding_type: str = "floor", auto_pad: str = "explicit") -> np.ndarray:
     if rounding_type == "ceil_torch":
         rounding_type = "ceil"  # the bug
-    return _common.avg_pool(x, kernel, strides, pads_begin, pads_end, exclude_pad, rounding_type, auto_pad)
+    return poolcheck.avg_pool(x, kernel, strides, pads_begin, pads_end, exclude_pad, rounding_type, auto_pad)

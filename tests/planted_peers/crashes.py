@@ -1,0 +1,27 @@
+"""Planted failure: the process dies (``os._exit``) on any average pooling with exclude_pad, as a
+segfaulting runtime would; max pooling is correct."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+
+import poolcheck
+
+PEER_NAME = "planted-crashes"
+
+
+def max_pool(x: Any, kernel: Any, strides: Any, pads_begin: Any = None, pads_end: Any = None, dilations: Any = None,
+             rounding_type: str = "floor", auto_pad: str = "explicit", axis: int = 0,
+             index_element_type: str = "i64") -> tuple[np.ndarray, np.ndarray]:
+    return poolcheck.max_pool(x, kernel, strides, pads_begin, pads_end, dilations, rounding_type, auto_pad, axis,
+                              index_element_type)
+
+
+def avg_pool(x: Any, kernel: Any, strides: Any, pads_begin: Any = None, pads_end: Any = None,
+             exclude_pad: bool = False, rounding_type: str = "floor", auto_pad: str = "explicit") -> np.ndarray:
+    if exclude_pad:
+        os._exit(139)  # the failure
+    return poolcheck.avg_pool(x, kernel, strides, pads_begin, pads_end, exclude_pad, rounding_type, auto_pad)

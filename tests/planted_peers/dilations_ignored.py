@@ -1,0 +1,24 @@
+"""Planted bug: max pooling ignores ``dilations`` (every window is contiguous)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+import poolcheck
+
+PEER_NAME = "planted-dilations-ignored"
+
+
+def max_pool(x: Any, kernel: Any, strides: Any, pads_begin: Any = None, pads_end: Any = None, dilations: Any = None,
+             rounding_type: str = "floor", auto_pad: str = "explicit", axis: int = 0,
+             index_element_type: str = "i64") -> tuple[np.ndarray, np.ndarray]:
+    dilations = None  # the bug
+    return poolcheck.max_pool(x, kernel, strides, pads_begin, pads_end, dilations, rounding_type, auto_pad, axis,
+                              index_element_type)
+
+
+def avg_pool(x: Any, kernel: Any, strides: Any, pads_begin: Any = None, pads_end: Any = None,
+             exclude_pad: bool = False, rounding_type: str = "floor", auto_pad: str = "explicit") -> np.ndarray:
+    return poolcheck.avg_pool(x, kernel, strides, pads_begin, pads_end, exclude_pad, rounding_type, auto_pad)

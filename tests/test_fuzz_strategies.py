@@ -1,0 +1,132 @@
+"""The fuzzer's strategies: valid configurations across the whole attribute space, inputs that
+rebuild from their recipe, invalid ones the engine rejects, argument errors that name the fix."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, find, given, settings
+from hypothesis import strategies as st
+
+from poolcheck.cases.load import build_spec
+from poolcheck.engines import _windows as w
+from poolcheck.errors import AttributeValueError
+from poolcheck.fuzz.oracles import engine_accepts
+from poolcheck.fuzz.strategies import (
+    FuzzCase,
+    config_batches,
+    invalid_configs,
+    make_input,
+    pool_configs,
+)
+from poolcheck.spec import attributes as A
+from poolcheck.spec.shape import resolve
+
+QUICK = settings(suppress_health_check=list(HealthCheck), deadline=None, database=None)
+
+
+@QUICK
+@given(pool_configs())
+def test_every_generated_configuration_is_valid(case: FuzzCase) -> None:
+    A.check_input(case.spec, case.x.shape, case.x.dtype)
+    geom = resolve(case.spec, case.x.shape)
+    assert all(a.out >= 1 for a in geom.axes)
+    # the case-file spelling parses back to the same canonical configuration
+    assert build_spec(case.op_name, case.attributes) == case.spec
+    r = case.recipe
+    rebuilt = make_input(r["shape"], case.x.dtype, r["pattern"], r["seed"], [tuple(p) for p in r["specials"]])
+    assert rebuilt.dtype == case.x.dtype
+    np.testing.assert_array_equal(rebuilt, case.x)
+    assert engine_accepts(case) == (True, "")
+
+
+@QUICK
+@given(invalid_configs())
+def test_every_broken_configuration_is_rejected_by_the_engine(case: FuzzCase) -> None:
+    assert case.mutation is not None
+    ok, why = engine_accepts(case)
+    assert not ok, f"{case.mutation}: accepted {case.describe()}"
+    assert why
+
+
+@QUICK
+@given(config_batches(max_configs=4))
+def test_batches_hold_one_to_max_configurations(batch: list[FuzzCase]) -> None:
+    assert 1 <= len(batch) <= 4
+
+
+@QUICK
+@given(pool_configs(ops=("max",), ranks=(5,), dtypes=("uint8",), conventions=("onnx",)))
+def test_restrictions_are_honoured(case: FuzzCase) -> None:
+    assert (case.op, case.spec.rank, case.x.dtype.name, case.convention) == ("max", 5, "uint8", "onnx")
+
+
+def _with_nan(c: FuzzCase) -> bool:
+    return c.x.dtype.kind == "f" and bool(np.isnan(c.x).any())
+
+
+def _wholly_in_padding(c: FuzzCase) -> bool:
+    return w.empty_windows(resolve(c.spec, c.x.shape)) is not None
+
+
+def _ceil_torch_drops(c: FuzzCase) -> bool:
+    return c.spec.rounding_type == "ceil_torch" and c.spec.auto_pad == "explicit" and (
+        resolve(c.spec.replace(rounding_type="ceil"), c.x.shape).output_shape
+        != resolve(c.spec, c.x.shape).output_shape)
+
+
+REACHABLE = {
+    "same_lower with stride > 1": lambda c: c.spec.auto_pad == "same_lower" and max(c.spec.strides) > 1,
+    "ceil_torch dropping a window": _ceil_torch_drops,
+    "window wholly in padding": _wholly_in_padding,
+    "asymmetric pads": lambda c: c.spec.auto_pad == "explicit" and c.spec.pads_begin != c.spec.pads_end,
+    "dilation > 1, rank 5": lambda c: c.spec.rank == 5 and max(c.spec.dilations) > 1,
+    "negative axis": lambda c: c.spec.axis < 0,
+    "storage_order 1": lambda c: c.spec.storage_order == 1,
+    "exclude_pad, ONNX": lambda c: c.spec.exclude_pad and c.convention == "onnx",
+    "NaN in the input": _with_nan,
+    "+inf in the input": lambda c: c.x.dtype.kind == "f" and bool(np.isposinf(c.x).any()),
+    "ties in a window": lambda c: c.recipe["pattern"] == "ties",
+    "int8": lambda c: c.x.dtype == np.int8,
+    "float16 average": lambda c: c.op == "avg" and c.x.dtype == np.float16,
+    "i32 indices": lambda c: c.spec.index_element_type == "i32",
+}
+
+
+@pytest.mark.parametrize("what", list(REACHABLE))
+def test_the_attribute_space_is_covered(what: str) -> None:
+    found = find(pool_configs(), REACHABLE[what], settings=settings(max_examples=3000, database=None, deadline=None,
+                                                                     suppress_health_check=list(HealthCheck)))
+    assert REACHABLE[what](found)
+
+
+def test_arguments_are_checked_with_a_hint() -> None:
+    with pytest.raises(AttributeValueError, match="ops='maxpool' is not one of max, avg"):
+        config_batches(ops=("maxpool",))
+    with pytest.raises(AttributeValueError, match="ranks"):
+        config_batches(ranks=(6,))
+    with pytest.raises(AttributeValueError, match="average pooling needs one"):
+        config_batches(ops=("avg",), dtypes=("int8",))
+    with pytest.raises(AttributeValueError, match="max_configs"):
+        config_batches(max_configs=0)
+
+
+def test_make_input_patterns_and_specials() -> None:
+    x = make_input((1, 1, 4), "float32", "arange", 0, [(1, 0), (3, 1)])
+    assert np.isnan(x[0, 0, 1]) and x[0, 0, 3] == np.inf and x[0, 0, 0] == 1 and x[0, 0, 2] == 3
+    u = make_input((1, 1, 300), "uint8", "negative", 0)
+    assert u.dtype == np.uint8 and int(u.max()) <= 255
+    i = make_input((1, 1, 2), "int8", "arange", 0, [(0, 0), (1, 1)])
+    assert i.tolist() == [[[-128, 127]]]
+    with pytest.raises(AttributeValueError, match="pattern"):
+        make_input((1, 1, 2), "float32", "zigzag", 0)
+
+
+def test_strategies_compose_with_st_data() -> None:
+    @QUICK
+    @given(st.data())
+    def inner(data: st.DataObject) -> None:
+        c = data.draw(pool_configs(ops=("avg",)), label="config")
+        assert c.op == "avg" and c.x.dtype.kind == "f"
+
+    inner()
