@@ -1,0 +1,103 @@
+"""``poolcheck fuzz`` end to end: usage errors exit 2, no new divergence exits 0, a new one exits
+1 with a saved case and reports; the known-divergence registry is re-checked (reproduces, or
+fixed upstream) and known classes do not count as new."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from poolcheck.cases import load_file
+from poolcheck.cli import app
+from poolcheck.cli.fuzz import parse_duration
+
+PLANTED = Path(__file__).parent / "planted_peers"
+runner = CliRunner()
+
+
+def fuzz(*args: str) -> tuple[int, str]:
+    result = runner.invoke(app, ["fuzz", "--no-progress", *args])
+    return result.exit_code, " ".join(result.output.split())  # the console wraps at 80 columns
+
+
+@pytest.mark.parametrize(("args", "needle"), [
+    (["--ops", "maxpol"], "--ops"),
+    (["--ranks", "3,7"], "ranks"),
+    (["--ranks", "x"], "--ranks"),
+    (["--dtypes", "float8"], "dtypes"),
+    (["--time-budget", "soon"], "--time-budget"),
+    (["--peers", "no_such_peer_anywhere"], "no_such_peer_anywhere"),
+    (["--oracles", "peers,vibes"], "--oracles"),
+    (["--jobs", "0"], "--jobs"),
+    (["--ops", "avgpool", "--dtypes", "int8"], "average pooling needs one"),
+])
+def test_bad_usage_exits_2_naming_the_option(args: list[str], needle: str, tmp_path: Path) -> None:
+    code, out = fuzz(*args, "--max-examples", "1", "--known", str(tmp_path))
+    assert code == 2, out
+    assert needle in out
+    assert "Traceback" not in out
+
+
+def test_parse_duration() -> None:
+    assert parse_duration("60s") == 60 and parse_duration("2m") == 120 and parse_duration("90") == 90
+    assert parse_duration("1.5h") == 5400 and parse_duration("250ms") == 0.25
+
+
+def test_engine_only_run_finds_nothing_new(tmp_path: Path) -> None:
+    code, out = fuzz("--peers", "none", "--oracles", "engines,metamorphic", "--max-examples", "60", "--seed", "3",
+                     "--known", str(tmp_path / "known"), "--save-cases", str(tmp_path / "finds"))
+    assert code == 0, out
+    assert "0 new divergence(s)" in out
+    assert "replay: poolcheck fuzz" in out and "--seed 3" in out
+    assert not (tmp_path / "finds").exists()
+
+
+def test_new_divergence_exits_1_saves_a_case_and_reports(tmp_path: Path) -> None:
+    peer = str(PLANTED / "pads_swapped.py")
+    finds, report = tmp_path / "finds", tmp_path / "report"
+    code, out = fuzz("--peers", peer, "--ops", "maxpool", "--oracles", "peers", "--exit-first", "--max-examples", "2000",
+                     "--time-budget", "30s", "--seed", "0", "--no-isolation", "--known", str(tmp_path / "known"),
+                     "--save-cases", str(finds), "--report", str(report))
+    assert code == 1, out
+    assert "NEW" in out and "1 new divergence(s)" in out
+    files = sorted(finds.glob("*.yaml"))
+    assert len(files) == 1
+    (case,) = load_file(files[0])
+    assert "peer:planted-pads-swapped" in case.tags and "fuzz" in case.tags
+    assert "pads_begin and pads_end swapped" in case.notes
+    # the case replays: the engine passes it
+    ran = runner.invoke(app, ["run", str(files[0])])
+    assert ran.exit_code == 0, ran.output
+    data = json.loads((report / "result.json").read_text())
+    assert data["kind"] == "fuzz"
+    assert data["extra"]["fuzz"]["new"] == ["peer|max|planted-pads-swapped|pads:swapped"]
+    assert (report / "junit.xml").exists() and (report / "report.html").exists()
+
+    # Filed as a known divergence: the same run now exits 0, and the registry entry reproduces.
+    known = tmp_path / "known"
+    known.mkdir()
+    shutil.copy(files[0], known / files[0].name)
+    code, out = fuzz("--peers", peer, "--ops", "maxpool", "--oracles", "peers", "--max-examples", "300", "--seed", "0", "--no-isolation",
+                     "--known", str(known), "--save-cases", str(tmp_path / "finds2"))
+    assert code == 0, out
+    assert "1 reproduce" in out
+
+    # The "runtime" fixes its bug (same peer name, no bug): the entry is reported as fixed upstream.
+    fixed = tmp_path / "fixed_peer.py"
+    fixed.write_text((PLANTED / "correct.py").read_text().replace('"planted-correct"', '"planted-pads-swapped"'))
+    code, out = fuzz("--peers", str(fixed), "--ops", "maxpool", "--oracles", "peers", "--max-examples", "50", "--seed", "0",
+                     "--no-isolation", "--known", str(known), "--save-cases", str(tmp_path / "finds3"))
+    assert code == 0, out
+    assert "1 fixed upstream" in out and "no longer reproduces" in out
+
+
+@pytest.mark.slow
+def test_jobs_run_in_parallel_processes(tmp_path: Path) -> None:
+    code, out = fuzz("--peers", str(PLANTED / "correct.py"), "--jobs", "2", "--max-examples", "60", "--seed", "5",
+                     "--oracles", "peers,engines", "--no-isolation", "--known", str(tmp_path))
+    assert code == 0, out
+    assert "--jobs 2" in out
