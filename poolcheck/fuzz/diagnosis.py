@@ -32,6 +32,7 @@ from types import ModuleType
 import numpy as np
 
 from poolcheck.engines import _windows as w
+from poolcheck.engines.numpy_engine import empty_max_value
 from poolcheck.errors import AttributeValueError, PoolcheckError
 from poolcheck.fuzz.compare import Outputs, avg_tolerance, canonical_layout, close_values, run_reference
 from poolcheck.spec.attributes import PoolSpec
@@ -123,6 +124,12 @@ def _legacy_same(dilated: bool) -> Callable[[PoolSpec, tuple[int, ...]], Placeme
     return build
 
 
+def _same_rounded(spec: PoolSpec, shape: tuple[int, ...]) -> Placement:
+    """SAME pads as the spec computes them, then the explicit formula with ``rounding_type``."""
+    g = resolve(spec, shape)
+    return Placement(resolve(spec.replace(auto_pad="explicit", pads_begin=g.pads_begin, pads_end=g.pads_end), shape))
+
+
 def _swap_same(spec: PoolSpec, shape: tuple[int, ...]) -> Placement:
     other = "same_lower" if spec.auto_pad == "same_upper" else "same_upper"
     return Placement(resolve(spec.replace(auto_pad=other), shape))
@@ -169,6 +176,9 @@ GEOMETRY_VARIANTS: tuple[GeometryVariant, ...] = (
     GeometryVariant("rounding:floor->ceil", "floor treated as ceil",
                     lambda s: s.rounding_type == "floor" and s.auto_pad in ("explicit", "valid"),
                     _respec(rounding_type="ceil")),
+    GeometryVariant("same:rounding-applied",
+                    "rounding_type applied to the SAME-padded size (ceil may add a window past the input)",
+                    lambda s: _is_same(s) and s.rounding_type != "floor", _same_rounded),
     GeometryVariant("same:swapped", "same_upper and same_lower swapped (the odd pad goes to the other end)",
                     _is_same, _swap_same),
     GeometryVariant("same:undilated-kernel",
@@ -212,6 +222,10 @@ class PolicyVariant:
 POLICY_VARIANTS: tuple[PolicyVariant, ...] = (
     PolicyVariant("nan=ignore", "nan", "NaN ignored (numbers win over NaN)", {"nan": "ignore"}),
     PolicyVariant("nan=first", "nan", "NaN kept only as a window's first element (strict > scan)", {"nan": "first"}),
+    PolicyVariant("nan=-inf", "nan", "NaN read as -inf (a window of NaN alone gives -inf and the NaN's index)",
+                  {"nan": "-inf"}),
+    PolicyVariant("nan=skip", "nan", "NaN skipped like padding (a window of NaN and padding counts as empty)",
+                  {"nan": "skip"}),
     PolicyVariant("empty_max=lowest", "empty_max", "a window wholly in padding gives the lowest finite value",
                   {"empty_max": "lowest"}),
     PolicyVariant("empty_max=zero", "empty_max", "a window wholly in padding gives 0", {"empty_max": "zero"}),
@@ -322,12 +336,49 @@ def _tolerance(engine: ModuleType, spec: PoolSpec, x: np.ndarray, geom: Geometry
     return avg_tolerance(x, geom, spec.exclude_pad, policy, expected, engine)
 
 
-def _run(engine: ModuleType, spec: PoolSpec, x: np.ndarray, geom: Geometry, policy: Policy) -> Outputs:
+def _run(engine: ModuleType, spec: PoolSpec, x: np.ndarray, geom: Geometry, policy: Policy,
+         out_dtype: np.dtype | None = None) -> Outputs:
+    """The reference under ``policy`` on ``geom``; values cast to ``out_dtype`` (the peer's type
+    when ``x`` is a float32 stand-in). Two diagnosis-only NaN settings: ``policy.nan == "-inf"``
+    reads NaN as -inf; ``"skip"`` makes NaN elements no candidates at all, so a window of NaN
+    and padding is an empty window."""
     layout = canonical_layout(x.shape) if spec.op == "max" else None
+    dtype = np.dtype(out_dtype or x.dtype)
     if 0 in geom.output_shape:  # an empty output: nothing to compute
-        empty = np.zeros(geom.output_shape, dtype=x.dtype)
+        empty = np.zeros(geom.output_shape, dtype=dtype)
         return Outputs(empty, np.zeros(geom.output_shape, dtype=np.int64) if spec.op == "max" else None)
-    return run_reference(engine, x, geom, spec.op, exclude_pad=spec.exclude_pad, layout=layout, policy=policy)
+    if policy.nan == "-inf" and spec.op == "max" and x.dtype.kind == "f":
+        out = run_reference(engine, np.where(np.isnan(x), -np.inf, x).astype(x.dtype), geom, "max", layout=layout,
+                            policy=policy.replace(nan="propagate"))
+    elif policy.nan == "skip" and spec.op == "max" and x.dtype.kind == "f":
+        nan = np.isnan(x)
+        base = policy.replace(nan="propagate")
+        out = run_reference(engine, np.where(nan, -np.inf, x).astype(x.dtype), geom, "max", layout=layout,
+                            policy=base)
+        count = run_reference(engine, (~nan).astype(np.float64), geom, "avg", policy=Policy(divisor="full")).values
+        present = count > 0
+        values = np.where(present, out.values, np.asarray(empty_max_value(x.dtype, base), dtype=x.dtype))
+        assert out.indices is not None
+        out = Outputs(values, np.where(present, out.indices, base.empty_index))
+    else:
+        out = run_reference(engine, x, geom, spec.op, exclude_pad=spec.exclude_pad, layout=layout, policy=policy)
+    if out.values.dtype != dtype:
+        with np.errstate(all="ignore"):
+            out = Outputs(out.values.astype(dtype), out.indices)
+    return out
+
+
+FLOAT32_KEY = "precision:float32"
+FLOAT32_TEXT = "computed in float32 (float64 input saturated to the float32 range)"
+
+
+def _float32(x: np.ndarray) -> np.ndarray:
+    """``x`` as a runtime computing in float32 sees it: float64 saturated to +-FLT_MAX (as
+    OpenVINO's conversion does), float16 widened exactly."""
+    if x.dtype == np.float64:
+        fmax = float(np.finfo(np.float32).max)
+        return np.where(np.isnan(x), x, np.clip(x, -fmax, fmax)).astype(np.float32)
+    return x.astype(np.float32)
 
 
 def _crop(x: np.ndarray, crop: tuple[tuple[int, int], ...] | None) -> np.ndarray:
@@ -350,11 +401,12 @@ def _uncrop_indices(canon: np.ndarray, cropped: tuple[int, ...], shape: tuple[in
 
 
 def _explain_values(engine: ModuleType, spec: PoolSpec, x: np.ndarray, geom: Geometry, values: np.ndarray,
-                    prefer: Mapping[str, int]) -> tuple[list[PolicyVariant], Policy, Outputs, int, bool]:
+                    prefer: Mapping[str, int], out_dtype: np.dtype | None = None,
+                    ) -> tuple[list[PolicyVariant], Policy, Outputs, int, bool]:
     """Greedy cover of the differing elements by policy variants (one per group). Returns the
     chosen variants, their policy, the reference under it, the elements still differing, and
     whether another variant of a chosen group would have fixed exactly the same elements."""
-    base = _run(engine, spec, x, geom, SPEC)
+    base = _run(engine, spec, x, geom, SPEC, out_dtype)
     ok0 = close_values(base.values, values, _tolerance(engine, spec, x, geom, SPEC, base.values))
     if ok0.all():
         return [], SPEC, base, 0, False
@@ -364,7 +416,7 @@ def _explain_values(engine: ModuleType, spec: PoolSpec, x: np.ndarray, geom: Geo
         if not _policy_applies(v, spec, x, geom):
             continue
         pol = SPEC.replace(**v.change)
-        ref = _run(engine, spec, x, geom, pol)
+        ref = _run(engine, spec, x, geom, pol, out_dtype)
         ok = close_values(ref.values, values, _tolerance(engine, spec, x, geom, pol, ref.values))
         fixes = bad0 & ok
         breaks = ok0 & ~ok
@@ -387,7 +439,7 @@ def _explain_values(engine: ModuleType, spec: PoolSpec, x: np.ndarray, geom: Geo
     policy = SPEC
     for v in chosen:
         policy = policy.replace(**v.change)
-    ref = _run(engine, spec, x, geom, policy) if chosen else base
+    ref = _run(engine, spec, x, geom, policy, out_dtype) if chosen else base
     ok = close_values(ref.values, values, _tolerance(engine, spec, x, geom, policy, ref.values))
     return chosen, policy, ref, int((~ok).sum()), ambiguous
 
@@ -438,10 +490,11 @@ def _explain_indices(spec: PoolSpec, x: np.ndarray, geom: Geometry, ref: Outputs
 
 
 def _explain_on(engine: ModuleType, spec: PoolSpec, x: np.ndarray, placement: Placement, values: np.ndarray,
-                indices: np.ndarray | None, prefer: Mapping[str, int]) -> _Explained:
-    xc = _crop(x, placement.crop)
+                indices: np.ndarray | None, prefer: Mapping[str, int], as_float32: bool = False) -> _Explained:
+    xc = _crop(_float32(x) if as_float32 else x, placement.crop)
     geom = placement.geom
-    chosen, _policy, ref, remaining_values, ambiguous = _explain_values(engine, spec, xc, geom, values, prefer)
+    chosen, _policy, ref, remaining_values, ambiguous = _explain_values(engine, spec, xc, geom, values, prefer,
+                                                                        x.dtype)
     keys = [v.key for v in chosen]
     texts = [v.text for v in chosen]
     remaining_indices = 0
@@ -496,19 +549,26 @@ def diagnose_output(engine: ModuleType, spec: PoolSpec, x: np.ndarray, values: n
         )
     full: list[tuple[tuple[int, int, int], _Explained]] = []
     best: _Explained | None = None
-    for order, (gv, p) in enumerate(candidates):
+    reps = [False, True] if x.dtype in (np.float16, np.float64) else [False]
+    trials = [(gv, p, rep) for rep in reps for gv, p in candidates]
+    for order, (gv, p, rep) in enumerate(trials):
         assert p is not None
         try:
-            ex = _explain_on(engine, spec, x, p, values, indices, prefer)
+            ex = _explain_on(engine, spec, x, p, values, indices, prefer, rep)
         except (PoolcheckError, ValueError):  # an engine refusing a variant's geometry: not this one
             continue
         if gv is not None:
             ex.keys.insert(0, gv.key)
             ex.texts.insert(0, gv.text)
+        if rep:
+            ex.keys.insert(0, FLOAT32_KEY)
+            ex.texts.insert(0, FLOAT32_TEXT)
         if ex.remaining == 0 and not ex.keys:
             return Diagnosis("same", "no difference", True)
+        if rep and ex.remaining and ex.keys == [FLOAT32_KEY]:
+            continue  # float32 alone explains nothing: do not let it stand in a partial diagnosis
         if ex.remaining == 0:
-            full.append(((sum(prefer.get(k, 0) for k in ex.keys), -len(ex.keys), -order), ex))
+            full.append(((-len(ex.keys), sum(prefer.get(k, 0) for k in ex.keys), -order), ex))
         if best is None or ex.remaining < best.remaining:
             best = ex
     if full:
@@ -567,6 +627,9 @@ REJECT_RULES: tuple[RejectRule, ...] = (
                lambda s, x: s.op == "avg" and s.exclude_pad and _pads_ge_kernel(s), r"(?i)exclude"),
     RejectRule("pads >= kernel", "rejects a pad >= the kernel (the ONNX spec does not forbid it)",
                lambda s, x: _pads_ge_kernel(s), r"(?i)pad"),
+    RejectRule("input smaller than the kernel", "rejects an input smaller than the kernel (padding not counted)",
+               lambda s, x: any(n < (k - 1) * d + 1 for n, k, d in zip(x.shape[2:], s.kernel, s.dilations)),
+               r"(?i)smaller than (the )?kernel"),
     RejectRule("pads > kernel / 2", "rejects a pad larger than half the kernel",
                lambda s, x: s.auto_pad == "explicit" and any(
                    2 * p > k for p, k in zip(s.pads_begin + s.pads_end, s.kernel + s.kernel))),
