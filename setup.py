@@ -1,5 +1,77 @@
-"""Build hook for the optional C engine (filled in by the C engine work)."""
+"""Build hook for the optional C engine ``poolcheck.engines._cpool``.
 
-from setuptools import setup
+The extension is optional, as in markupsafe and msgpack: without a working C compiler (or with
+``POOLCHECK_PURE_PYTHON=1`` set at build time) the build skips it, prints a loud warning, and
+the install still succeeds; ``engine="c"`` then raises EngineUnavailableError and
+``engine="auto"`` uses the NumPy engine.
 
-setup()
+Flags: ``-O3``; ``-ffp-contract=off`` so no multiply-add is ever fused (averages must round
+exactly as the NumPy engine's float64 additions and division do); ``-fno-math-errno``. No
+``-march=native``: the hot loops carry their own x86-64-v4 / x86-64-v3 / baseline clones and
+the loader picks one for the CPU it runs on (see _cpool.c).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+
+try:  # setuptools >= 59
+    from setuptools.errors import CCompilerError, CompileError, ExecError, LinkError, PlatformError
+except ImportError:  # pragma: no cover - very old setuptools
+    from distutils.errors import (  # type: ignore[no-redef]
+        CCompilerError,
+        CompileError,
+        DistutilsExecError as ExecError,
+        DistutilsPlatformError as PlatformError,
+        LinkError,
+    )
+
+BUILD_ERRORS = (CCompilerError, CompileError, ExecError, LinkError, PlatformError, OSError, ValueError)
+
+UNIX_FLAGS = ["-O3", "-ffp-contract=off", "-fno-math-errno", "-std=c99", "-Wall", "-Wno-unknown-pragmas"]
+
+
+def _warn(reason: str) -> None:
+    bar = "*" * 78
+    sys.stderr.write(
+        f"\n{bar}\nWARNING: poolcheck's C engine (poolcheck.engines._cpool) was NOT built.\n"
+        f"Reason: {reason}\n"
+        "poolcheck is installed and works with the pure NumPy engine; engine='c' will raise\n"
+        "EngineUnavailableError. Install a C compiler and Python headers, then reinstall.\n"
+        f"{bar}\n\n"
+    )
+
+
+class OptionalBuildExt(build_ext):
+    """build_ext that never fails the install."""
+
+    def run(self) -> None:
+        if os.environ.get("POOLCHECK_PURE_PYTHON", "") not in ("", "0"):
+            _warn("POOLCHECK_PURE_PYTHON is set")
+            return
+        try:
+            super().run()
+        except BUILD_ERRORS as exc:
+            _warn(f"{type(exc).__name__}: {exc}")
+
+    def build_extensions(self) -> None:
+        if self.compiler.compiler_type == "unix":
+            for ext in self.extensions:
+                ext.extra_compile_args = UNIX_FLAGS + list(ext.extra_compile_args or [])
+        super().build_extensions()
+
+    def build_extension(self, ext: Extension) -> None:
+        try:
+            super().build_extension(ext)
+        except BUILD_ERRORS as exc:
+            _warn(f"{type(exc).__name__}: {exc}")
+
+
+setup(
+    ext_modules=[Extension("poolcheck.engines._cpool", sources=["poolcheck/engines/_cpool.c"], optional=True)],
+    cmdclass={"build_ext": OptionalBuildExt},
+)

@@ -1,10 +1,145 @@
-"""Loader for the optional C engine (``poolcheck.engines._cpool``).
+"""The C engine: the same interface and results as :mod:`poolcheck.engines.numpy_engine`,
+computed by the optional extension ``poolcheck.engines._cpool``.
 
-Not built yet: ``AVAILABLE`` is False and ``engine="c"`` raises EngineUnavailableError.
+The extension is chosen once, here, at import (the markupsafe/msgpack pattern); nothing else in
+poolcheck branches on it. ``AVAILABLE`` says whether it loaded and ``UNAVAILABLE_REASON`` why
+not. ``POOLCHECK_PURE_PYTHON=1`` forces the pure NumPy engine.
+
+Agreement with the NumPy engine (tested in tests/test_c_engine*.py):
+
+- Max values and indices: bit for bit, for every dtype, NaN policy, layout and geometry. The one
+  exception is the NumPy engine's values-only fast path for float32/float64 (no indices, NaN
+  policy ``propagate``): it reduces with ``np.maximum``, whose SIMD loops return the *second*
+  operand of a ``+0.0``/``-0.0`` tie and may return either operand's NaN payload. The C engine
+  always returns the element a row-major strict ``>`` scan chooses (the first), as both engines
+  do whenever indices are requested. Values compare equal (``-0.0 == 0.0``; NaN where NaN).
+- Averages: float64 accumulation in the NumPy engine's order (last spatial axis first, taps in
+  order), one division, one rounding to the input type -- identical results (0 ULP) for
+  float32 and float64. float16 inputs are widened to float32 (exact), accumulated in float64,
+  and the float64 mean is rounded to float16 by NumPy, as the NumPy engine does.
 """
 
 from __future__ import annotations
 
-AVAILABLE = False
-UNAVAILABLE_REASON = "the C extension poolcheck.engines._cpool is not built in this version"
+import functools
+import os
+from types import ModuleType
+
+import numpy as np
+
+from poolcheck.errors import AttributeValueError
+from poolcheck.spec.indices import IndexLayout
+from poolcheck.spec.policy import SPEC, Policy
+from poolcheck.spec.shape import Geometry
+
 NAME = "c"
+PURE_ENV = "POOLCHECK_PURE_PYTHON"
+
+_cpool: ModuleType | None
+if os.environ.get(PURE_ENV, "") not in ("", "0"):
+    _cpool = None
+    UNAVAILABLE_REASON = f"{PURE_ENV} is set, forcing the pure NumPy engine"
+else:
+    try:
+        from poolcheck.engines import _cpool  # type: ignore[attr-defined, no-redef]
+
+        UNAVAILABLE_REASON = ""
+    except ImportError as exc:
+        _cpool = None
+        UNAVAILABLE_REASON = (
+            f"the C extension poolcheck.engines._cpool could not be imported ({exc}); "
+            "it is built by `pip install` when a C compiler is present"
+        )
+AVAILABLE = _cpool is not None
+
+#: Type codes of _cpool.c's max kernels. float16 runs on the float32 kernel (exact widening).
+_MAX_CODES: dict[str, int] = {
+    "float32": 0, "float64": 1, "int8": 2, "uint8": 3, "int16": 4, "uint16": 5,
+    "int32": 6, "uint32": 7, "int64": 8, "uint64": 9,
+}
+_NAN_CODES = {"propagate": 0, "ignore": 1, "first": 2}
+_DIVISOR_CODES = {"full": 0, "padded": 1, "valid": 2}
+_AVG_F32, _AVG_F64, _AVG_F32_TO_F64 = 0, 1, 2
+
+
+@functools.lru_cache(maxsize=256)
+def _geometry_args(geom: Geometry) -> tuple[int, ...]:
+    """``(N*C, then per axis: size, kernel, stride, dilation, pad_begin, pad_end, out)``."""
+    args = [geom.batch * geom.channels]
+    for a in geom.axes:
+        args += [a.size, a.kernel, a.stride, a.dilation, a.pad_begin, a.pad_end, a.out]
+    return tuple(args)
+
+
+@functools.lru_cache(maxsize=256)
+def _fill_bytes(dtype: np.dtype, run_dtype: np.dtype, policy: Policy) -> bytes:
+    from poolcheck.engines.numpy_engine import empty_max_value
+
+    # The fill is chosen for the caller's dtype (float16 "lowest" is -65504) and is exactly
+    # representable in the dtype the kernel runs on.
+    return np.asarray(np.asarray(empty_max_value(dtype, policy), dtype=dtype), dtype=run_dtype).tobytes()
+
+
+def _require() -> ModuleType:
+    if _cpool is None:
+        from poolcheck.errors import EngineUnavailableError
+
+        raise EngineUnavailableError(f"engine 'c' is not available: {UNAVAILABLE_REASON}")
+    return _cpool
+
+
+def max_pool(
+    x: np.ndarray,
+    geom: Geometry,
+    layout: IndexLayout | None,
+    policy: Policy = SPEC,
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """Max pooling; ``layout=None`` skips the index output. Same contract as
+    :func:`poolcheck.engines.numpy_engine.max_pool`."""
+    lib = _require()
+    dtype = x.dtype
+    run = np.ascontiguousarray(x)
+    if dtype == np.float16:
+        run = run.astype(np.float32)  # exact; comparisons are unchanged
+    code = _MAX_CODES.get(run.dtype.name)
+    if code is None:
+        raise AttributeValueError("dtype", f"the C engine has no max pooling for {dtype}")
+    if tuple(run.shape) != geom.input_shape:
+        raise AttributeValueError("input", f"shape {run.shape} does not match the geometry {geom.input_shape}")
+    out = np.empty(geom.output_shape, dtype=run.dtype)
+    idx = None if layout is None else np.empty(geom.output_shape, dtype=layout.dtype)
+    lib.max_pool(
+        run, out, idx, _geometry_args(geom), code, _NAN_CODES[policy.nan], _fill_bytes(dtype, run.dtype, policy),
+        int(policy.empty_index), 1 if layout is not None and layout.order == "F" else 0,
+        int(layout.modulus) if layout is not None else 1,
+    )
+    if dtype == np.float16:
+        out = out.astype(np.float16)  # exact: every output is an input element or the fill
+    return out, idx
+
+
+def avg_pool(x: np.ndarray, geom: Geometry, exclude_pad: bool, policy: Policy = SPEC) -> np.ndarray:
+    """Average pooling. Same contract as :func:`poolcheck.engines.numpy_engine.avg_pool`:
+    float64 sums (last spatial axis first, taps in order), one division, one rounding."""
+    lib = _require()
+    dtype = x.dtype
+    run = np.ascontiguousarray(x)
+    if dtype == np.float32:
+        kind, out_dtype = _AVG_F32, np.float32
+    elif dtype == np.float64:
+        kind, out_dtype = _AVG_F64, np.float64
+    elif dtype == np.float16:
+        run, kind, out_dtype = run.astype(np.float32), _AVG_F32_TO_F64, np.float64
+    else:
+        raise AttributeValueError("dtype", f"average pooling needs a floating-point input, got {dtype}")
+    if tuple(run.shape) != geom.input_shape:
+        raise AttributeValueError("input", f"shape {run.shape} does not match the geometry {geom.input_shape}")
+    rule = policy.divisor
+    if rule == "attribute":
+        rule = "valid" if exclude_pad else "padded"
+    out = np.empty(geom.output_shape, dtype=out_dtype)
+    empty = 0.0 if policy.empty_avg == "zero" else float("nan")
+    lib.avg_pool(run, out, _geometry_args(geom), kind, _DIVISOR_CODES[rule], empty)
+    if dtype == np.float16:
+        out = out.astype(np.float16)  # NumPy's float64 -> float16 rounding, as the NumPy engine
+    return out
