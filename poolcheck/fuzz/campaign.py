@@ -98,11 +98,13 @@ def recheck_known(entries: Sequence[KnownEntry], peers: Sequence[Peer], *, isola
             except PoolcheckError as exc:
                 checks[i] = KnownCheck(e, "changed", f"the engine now rejects it: {exc}")
                 continue
-            sigs = [f.signature for f in found]
+            focused = [ff for f in found for ff in f.focused()]
+            sigs = [f.signature for f in focused]
             if e.signature in sigs:
-                checks[i] = KnownCheck(e, "reproduces", "the written rule still differs from the runtime", found[0])
+                checks[i] = KnownCheck(e, "reproduces", "the written rule still differs from the runtime",
+                                       focused[sigs.index(e.signature)])
             elif sigs:
-                checks[i] = KnownCheck(e, "changed", f"now {sigs[0]}", found[0])
+                checks[i] = KnownCheck(e, "changed", f"now {sigs[0]}", focused[0])
             else:
                 checks[i] = KnownCheck(e, "fixed", "the written rule and the runtime now agree")
         elif e.peer is not None and e.peer in by_name:
@@ -124,7 +126,9 @@ def recheck_known(entries: Sequence[KnownEntry], peers: Sequence[Peer], *, isola
                 checks[i] = KnownCheck(e, "skipped", f"{res.status}: {res.message}", version=version)
                 continue
             base, geom = O.reference(eng, case)
-            f = O.check_peer(case, name, res, eng, base, geom, version)
+            found = O.check_peer(case, name, res, eng, base, geom, version)
+            focused = found.focused() if found is not None else []
+            f = next((ff for ff in focused if ff.signature == e.signature), focused[0] if focused else None)
             recorded = next((t.split("=", 1)[1] for t in e.case.tags if t.startswith(f"version:{name}=")), None)
             if f is None:
                 msg = (f"no longer reproduces: {name} {version} agrees with the reference"
@@ -135,6 +139,9 @@ def recheck_known(entries: Sequence[KnownEntry], peers: Sequence[Peer], *, isola
             else:
                 checks[i] = KnownCheck(e, "changed", f"diverges differently with {name} {version}: {f.klass}", f,
                                        version)
+            if f is not None and f.signature == e.signature and len(focused) > 1:
+                others = ", ".join(ff.atom for ff in focused if ff.signature != e.signature)
+                checks[i].message += f" (it also shows {others})"
     return [c for c in checks if c is not None]
 
 

@@ -50,6 +50,7 @@ class Diagnosis:
     explained: bool
     variants: tuple[str, ...] = ()
     ambiguous: bool = False  # another explanation fits this example equally well
+    atoms: tuple[str, ...] = ()  # the separate behaviours: each variant, and what stays unexplained
 
 
 # --------------------------------------------------------------------------- geometry variants
@@ -545,7 +546,7 @@ def diagnose_output(engine: ModuleType, spec: PoolSpec, x: np.ndarray, values: n
         return Diagnosis(
             "shape: unexplained",
             f"output shape {list(values.shape)}, expected {list(base.output_shape)}; no known variant gives it",
-            False,
+            False, atoms=("shape: unexplained",),
         )
     full: list[tuple[tuple[int, int, int], _Explained]] = []
     best: _Explained | None = None
@@ -575,7 +576,7 @@ def diagnose_output(engine: ModuleType, spec: PoolSpec, x: np.ndarray, values: n
         full.sort(key=lambda t: t[0], reverse=True)
         ex = full[0][1]
         return Diagnosis("+".join(ex.keys), "; ".join(ex.texts), True, tuple(ex.keys),
-                         ambiguous=ex.ambiguous or len(full) > 1)
+                         ambiguous=ex.ambiguous or len(full) > 1, atoms=tuple(ex.keys))
     if best is None:
         return Diagnosis("unexplained", "no variant could be evaluated", False)
     rest = []
@@ -586,7 +587,9 @@ def diagnose_output(engine: ModuleType, spec: PoolSpec, x: np.ndarray, values: n
     unexplained = f"unexplained {'+'.join(rest)}"
     keys = [*best.keys, unexplained]
     text = "; ".join([*best.texts, f"{unexplained} ({best.remaining} element(s) no known variant reproduces)"])
-    return Diagnosis("+".join(keys), text, False, tuple(best.keys), ambiguous=True)
+    # what stays unexplained is kept apart per element type, so one class does not hide others
+    atoms = (*best.keys, *(f"unexplained {r} ({x.dtype.name})" for r in rest))
+    return Diagnosis("+".join(keys), text, False, tuple(best.keys), ambiguous=True, atoms=atoms)
 
 
 # --------------------------------------------------------------------------- diagnosis of rejections
@@ -662,6 +665,7 @@ def diagnose_rejection(spec: PoolSpec, x: np.ndarray, message: str) -> Diagnosis
     if "NOT_IMPLEMENTED" in message or "Could not find an implementation" in message:
         key = f"no {spec.op} kernel for {x.dtype.name}"
         return Diagnosis(f"rejects: {key}", f"has no kernel for {x.dtype.name} ({message[:120]})", True, (key,))
+
     def holds(rule: RejectRule) -> bool:
         try:
             return rule.holds(spec, x)

@@ -15,6 +15,7 @@ deduplicates divergences.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from collections.abc import Mapping
@@ -62,10 +63,18 @@ class Finding:
     version: str | None = None
     actual: dict[str, Any] = field(default_factory=dict)  # the subject's outputs (arrays)
     extra: dict[str, Any] = field(default_factory=dict)
+    atoms: tuple[str, ...] = ()  # the separate behaviours the diagnosis names (default: the class)
+    atom: str = ""  # the one behaviour this copy stands for (see :meth:`focused`)
 
     @property
     def signature(self) -> str:
-        return f"{self.kind}|{self.op}|{self.subject}|{self.klass}"
+        return f"{self.kind}|{self.op}|{self.subject}|{self.atom or self.klass}"
+
+    def focused(self) -> list[Finding]:
+        """One copy per behaviour named by the diagnosis: an example where a peer both ignores NaN
+        and gives -FLT_MAX for an empty window evidences two divergences, each deduplicated and
+        shrunk on its own."""
+        return [dataclasses.replace(self, atom=a) for a in (self.atoms or (self.klass,))]
 
     @property
     def size(self) -> tuple[int, int]:
@@ -424,7 +433,8 @@ def check_peer(case: FuzzCase, peer: str, result: PeerResult, engine: ModuleType
                        case, False, result.status, version)
     if result.status == "rejects":
         d = diagnose_rejection(case.spec, case.x, result.message)
-        return Finding("peer", case.op, peer, d.klass, d.text, result.message, case, d.explained, "rejects", version)
+        return Finding("peer", case.op, peer, d.klass, d.text, result.message, case, d.explained, "rejects", version,
+                       atoms=d.atoms)
     out = result.output
     assert out is not None
     values = np.asarray(out.values)
@@ -438,4 +448,4 @@ def check_peer(case: FuzzCase, peer: str, result: PeerResult, engine: ModuleType
         return None
     return Finding("peer", case.op, peer, d.klass, d.text, first_difference(base, values, indices, mm), case,
                    d.explained, "ok", version, {"values": values, "indices": indices},
-                   {"variants": d.variants, "ambiguous": d.ambiguous})
+                   {"variants": d.variants, "ambiguous": d.ambiguous}, d.atoms)

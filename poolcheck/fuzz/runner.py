@@ -308,7 +308,7 @@ class Session:
         self.progress.examples += 1
         if not self.pending and self._out_of_budget():
             return  # nothing to shrink: let the round run out quickly
-        findings = self.check_batch(batch)
+        findings = [ff for f in self.check_batch(batch) for ff in f.focused()]
         now = time.monotonic() - self.started
         new: list[O.Finding] = []
         for f in findings:
@@ -324,7 +324,7 @@ class Session:
                 self.findings[sig] = f
         self._report_progress()
         if new and self.options.shrink:
-            f = min(new, key=lambda f: (_KIND_ORDER.get(f.kind, 9), f.klass.count("+"), f.signature))
+            f = min(new, key=lambda f: (_KIND_ORDER.get(f.kind, 9), f.signature))
             self.pending = True
             raise divergence_type(f.signature)(f)
 
