@@ -76,13 +76,28 @@ def test_policy_of_a_simulated_peer_is_named(policy: Policy, spec: A.PoolSpec, x
 
 
 def test_two_policies_at_once_are_both_named() -> None:
-    """OpenVINO-like: NaN ignored AND -FLT_MAX for a window wholly in padding."""
+    """A leading NaN wins (strict '>' scan) AND a window wholly in padding gives 0."""
     spec = A.openvino_max_pool([2], [2], [2], [0])
-    x = x1(1, np.nan, 3, 2)
-    peer = run(spec, x, Policy(nan="ignore", empty_max="lowest"))
+    x = x1(np.nan, 1, 3, np.nan)
+    peer = run(spec, x, Policy(nan="first", empty_max="zero"))
     d = diagnose_output(ENGINE, spec, x, peer.values, None)
-    assert set(d.klass.split("+")) == {"nan=ignore", "empty_max=lowest"}
+    assert set(d.klass.split("+")) == {"nan=first", "empty_max=zero"}
+    assert set(d.atoms) == {"nan=first", "empty_max=zero"}
     assert d.explained
+
+
+def test_openvino_seeded_scan_is_one_behaviour() -> None:
+    """OpenVINO 2026.4 CPU (measured): the max scan starts from the lowest value at index 0 of
+    the plane with a strict '>', so NaN never wins, an element equal to the lowest value keeps
+    index 0, and a window wholly in padding gives (lowest, 0) -- one behaviour, one class."""
+    spec = A.openvino_max_pool([2], [2], [2], [0])
+    low = float(np.finfo(np.float32).min)
+    x = np.asarray([[[np.nan, 2, low, low]], [[5, 6, 7, 8]]], dtype=np.float32)
+    # windows: {pad, pad} {NaN, 2} {low, low} -> (low, 0) (2, 1) (low, 0) per plane
+    values = np.asarray([[[low, 2, low]], [[low, 6, 8]]], dtype=np.float32)
+    indices = np.asarray([[[0, 1, 0]], [[4, 5, 7]]])
+    d = diagnose_output(ENGINE, spec, x, values, indices)
+    assert d.klass == "max=seeded-scan", d.text
 
 
 def test_an_unknown_behaviour_is_reported_unexplained() -> None:
@@ -185,10 +200,10 @@ def test_index_layout_variants_are_named() -> None:
 def test_empty_window_index_zero_is_named() -> None:
     spec = A.openvino_max_pool([2], [2], [2], [0])
     x = x1(1, 2, 3, 4)
-    peer = run(spec, x, Policy(empty_max="lowest"))
+    peer = run(spec, x)  # -inf, as specified, but index 0 instead of -1
     idx = np.where(peer.indices < 0, 0, peer.indices)
     d = diagnose_output(ENGINE, spec, x, peer.values, idx)
-    assert d.klass == "empty_max=lowest+empty_index=0"
+    assert d.klass == "empty_index=0"
 
 
 def test_encode_indices_round_trip() -> None:

@@ -236,10 +236,16 @@ POLICY_VARIANTS: tuple[PolicyVariant, ...] = (
     PolicyVariant("divisor=valid", "divisor", "divisor = the input elements only (padding not counted)",
                   {"divisor": "valid"}),
     PolicyVariant("empty_avg=nan", "empty_avg", "an average over no element is NaN", {"empty_avg": "nan"}),
+    PolicyVariant("max=seeded-scan", "nan",
+                  "max scanned from the lowest value at index 0 with a strict '>': NaN and an element equal to "
+                  "the lowest value never win, a window wholly in padding gives the lowest value and index 0",
+                  {"nan": "seeded"}),
 )
 
 
 def _policy_applies(v: PolicyVariant, spec: PoolSpec, x: np.ndarray, geom: Geometry) -> bool:
+    if v.key == "max=seeded-scan":
+        return spec.op == "max"
     if v.group == "nan":
         return spec.op == "max" and x.dtype.kind == "f" and bool(np.isnan(x).any())
     if v.group == "empty_max":
@@ -311,7 +317,7 @@ INDEX_VARIANTS: tuple[IndexVariant, ...] = (
                  lambda s, shape, g: any(g.pads_begin) or any(g.pads_end),
                  lambda s, shape, g: (*_spec_order_modulus(s, shape), (g.pads_begin, g.pads_end))),
 )
-EMPTY_INDEX_TEXT = "a window wholly in padding reports index 0"
+EMPTY_INDEX_TEXT = "a window wholly in padding reports index 0 (of its (n, c) plane)"
 
 
 # --------------------------------------------------------------------------- diagnosis of outputs
@@ -348,7 +354,16 @@ def _run(engine: ModuleType, spec: PoolSpec, x: np.ndarray, geom: Geometry, poli
     if 0 in geom.output_shape:  # an empty output: nothing to compute
         empty = np.zeros(geom.output_shape, dtype=dtype)
         return Outputs(empty, np.zeros(geom.output_shape, dtype=np.int64) if spec.op == "max" else None)
-    if policy.nan == "-inf" and spec.op == "max" and x.dtype.kind == "f":
+    if policy.nan == "seeded" and spec.op == "max":
+        low = np.asarray(_lowest(x.dtype), dtype=x.dtype)
+        xs = np.where(np.isnan(x), low, x).astype(x.dtype) if x.dtype.kind == "f" else x
+        out = run_reference(engine, xs, geom, "max", layout=layout,
+                            policy=policy.replace(nan="propagate", empty_max="lowest"))
+        assert out.indices is not None
+        lost = out.values <= low  # nothing beat the seed: its value, index 0 of the (n, c) plane
+        out = Outputs(np.where(lost, low, out.values), np.where(lost, _plane_start(out.values.shape, x.shape),
+                                                                   out.indices))
+    elif policy.nan == "-inf" and spec.op == "max" and x.dtype.kind == "f":
         out = run_reference(engine, np.where(np.isnan(x), -np.inf, x).astype(x.dtype), geom, "max", layout=layout,
                             policy=policy.replace(nan="propagate"))
     elif policy.nan == "skip" and spec.op == "max" and x.dtype.kind == "f":
@@ -369,17 +384,34 @@ def _run(engine: ModuleType, spec: PoolSpec, x: np.ndarray, geom: Geometry, poli
     return out
 
 
-FLOAT32_KEY = "precision:float32"
-FLOAT32_TEXT = "computed in float32 (float64 input saturated to the float32 range)"
+#: Computation types a runtime may silently use instead of the input's (OpenVINO's CPU plugin,
+#: measured: float16/float64 in float32, 16-bit and unsigned 32-bit and 64-bit integers in int32).
+NARROWER: dict[str, str] = {"float16": "float32", "float64": "float32", "int16": "int32", "uint16": "int32",
+                            "uint32": "int32", "int64": "int32", "uint64": "int32"}
+PRECISION_TEXT = {
+    "float32": "computed in float32 (float64 saturated to the float32 range, float16 widened)",
+    "int32": "computed in int32 (the integers converted to 32 bits with wrap-around, and back)",
+}
 
 
-def _float32(x: np.ndarray) -> np.ndarray:
-    """``x`` as a runtime computing in float32 sees it: float64 saturated to +-FLT_MAX (as
-    OpenVINO's conversion does), float16 widened exactly."""
-    if x.dtype == np.float64:
+def _narrow(x: np.ndarray, to: np.dtype) -> np.ndarray:
+    """``x`` as a runtime computing in ``to`` sees it: float64 saturated to +-FLT_MAX (as
+    OpenVINO's conversion does), float16 widened exactly, integers wrapped to 32 bits."""
+    if x.dtype == np.float64 and to == np.float32:
         fmax = float(np.finfo(np.float32).max)
         return np.where(np.isnan(x), x, np.clip(x, -fmax, fmax)).astype(np.float32)
-    return x.astype(np.float32)
+    with np.errstate(all="ignore"):
+        return x.astype(to)
+
+
+def _lowest(dtype: np.dtype) -> float | int:
+    return float(np.finfo(dtype).min) if dtype.kind == "f" else int(np.iinfo(dtype).min)
+
+
+def _plane_start(out_shape: tuple[int, ...], in_shape: tuple[int, ...]) -> np.ndarray:
+    """Whole-tensor index of element 0 of each output position's (n, c) plane."""
+    grid = np.indices(out_shape[:2]).reshape(2, *out_shape[:2], *(1,) * (len(out_shape) - 2))
+    return (grid[0] * in_shape[1] + grid[1]) * math.prod(in_shape[2:])
 
 
 def _crop(x: np.ndarray, crop: tuple[tuple[int, int], ...] | None) -> np.ndarray:
@@ -403,16 +435,19 @@ def _uncrop_indices(canon: np.ndarray, cropped: tuple[int, ...], shape: tuple[in
 
 def _explain_values(engine: ModuleType, spec: PoolSpec, x: np.ndarray, geom: Geometry, values: np.ndarray,
                     prefer: Mapping[str, int], out_dtype: np.dtype | None = None,
+                    index_score: Callable[[Outputs], int] | None = None,
                     ) -> tuple[list[PolicyVariant], Policy, Outputs, int, bool]:
     """Greedy cover of the differing elements by policy variants (one per group). Returns the
     chosen variants, their policy, the reference under it, the elements still differing, and
-    whether another variant of a chosen group would have fixed exactly the same elements."""
+    whether another variant of a chosen group would have fixed exactly the same elements.
+    Variants fixing the same values are told apart by ``index_score`` (how many of the peer's
+    indices the variant's reference reproduces), then by ``prefer``, then by their order."""
     base = _run(engine, spec, x, geom, SPEC, out_dtype)
     ok0 = close_values(base.values, values, _tolerance(engine, spec, x, geom, SPEC, base.values))
     if ok0.all():
         return [], SPEC, base, 0, False
     bad0 = ~ok0
-    candidates: list[tuple[PolicyVariant, np.ndarray]] = []
+    candidates: list[tuple[PolicyVariant, np.ndarray, int]] = []
     for v in POLICY_VARIANTS:
         if not _policy_applies(v, spec, x, geom):
             continue
@@ -422,19 +457,21 @@ def _explain_values(engine: ModuleType, spec: PoolSpec, x: np.ndarray, geom: Geo
         fixes = bad0 & ok
         breaks = ok0 & ~ok
         if fixes.any() and not breaks.any():
-            candidates.append((v, fixes))
+            candidates.append((v, fixes, index_score(ref) if index_score is not None else 0))
     chosen: list[PolicyVariant] = []
     ambiguous = False
     remaining = bad0.copy()
     while True:
-        open_ = [(v, f) for v, f in candidates if v.group not in {c.group for c in chosen}]
-        scored = [(int((f & remaining).sum()), prefer.get(v.key, 0), -i, v, f) for i, (v, f) in enumerate(open_)]
+        open_ = [(v, f, sc) for v, f, sc in candidates if v.group not in {c.group for c in chosen}]
+        scored = [(int((f & remaining).sum()), sc, prefer.get(v.key, 0), -i, v, f)
+                  for i, (v, f, sc) in enumerate(open_)]
         if not scored:
             break
-        gain, _p, _i, v, f = max(scored, key=lambda t: t[:3])
+        gain, score, _p, _i, v, f = max(scored, key=lambda t: t[:4])
         if gain == 0:
             break
-        ambiguous |= any(o is not v and o.group == v.group and np.array_equal(of, f) for o, of in open_)
+        ambiguous |= any(o is not v and o.group == v.group and np.array_equal(of, f) and osc == score
+                         for o, of, osc in open_)
         chosen.append(v)
         remaining &= ~f
     policy = SPEC
@@ -465,7 +502,7 @@ def _explain_indices(spec: PoolSpec, x: np.ndarray, geom: Geometry, ref: Outputs
     chosen: list[tuple[str, str]] = []
     # A window wholly in padding: the spec's -1, or 0 as OpenVINO reports.
     if (canon < 0).any():
-        zeroed = np.where(canon < 0, 0, canon)
+        zeroed = np.where(canon < 0, _plane_start(canon.shape, shape), canon)
         after = differs(zeroed, order, modulus, None)
         if not (after & ~bad0).any() and (bad0 & ~after).any():
             canon = zeroed
@@ -491,11 +528,21 @@ def _explain_indices(spec: PoolSpec, x: np.ndarray, geom: Geometry, ref: Outputs
 
 
 def _explain_on(engine: ModuleType, spec: PoolSpec, x: np.ndarray, placement: Placement, values: np.ndarray,
-                indices: np.ndarray | None, prefer: Mapping[str, int], as_float32: bool = False) -> _Explained:
-    xc = _crop(_float32(x) if as_float32 else x, placement.crop)
+                indices: np.ndarray | None, prefer: Mapping[str, int], compute: np.dtype | None = None) -> _Explained:
+    xc = _crop(_narrow(x, compute) if compute is not None else x, placement.crop)
     geom = placement.geom
+    score = None
+    if spec.op == "max" and indices is not None and tuple(np.shape(indices)) == tuple(values.shape):
+        order, modulus = _spec_order_modulus(spec, tuple(x.shape))
+        peer_idx = np.asarray(indices).astype(np.int64)
+
+        def score(ref: Outputs) -> int:
+            assert ref.indices is not None
+            canon = _uncrop_indices(ref.indices.astype(np.int64), tuple(xc.shape), tuple(x.shape), placement.crop)
+            return int((encode_indices(canon, tuple(x.shape), order, modulus) == peer_idx).sum())
+
     chosen, _policy, ref, remaining_values, ambiguous = _explain_values(engine, spec, xc, geom, values, prefer,
-                                                                        x.dtype)
+                                                                        x.dtype, score)
     keys = [v.key for v in chosen]
     texts = [v.text for v in chosen]
     remaining_indices = 0
@@ -550,7 +597,8 @@ def diagnose_output(engine: ModuleType, spec: PoolSpec, x: np.ndarray, values: n
         )
     full: list[tuple[tuple[int, int, int], _Explained]] = []
     best: _Explained | None = None
-    reps = [False, True] if x.dtype in (np.float16, np.float64) else [False]
+    narrower = NARROWER.get(x.dtype.name)
+    reps: list[np.dtype | None] = [None, np.dtype(narrower)] if narrower else [None]
     trials = [(gv, p, rep) for rep in reps for gv, p in candidates]
     for order, (gv, p, rep) in enumerate(trials):
         assert p is not None
@@ -561,13 +609,13 @@ def diagnose_output(engine: ModuleType, spec: PoolSpec, x: np.ndarray, values: n
         if gv is not None:
             ex.keys.insert(0, gv.key)
             ex.texts.insert(0, gv.text)
-        if rep:
-            ex.keys.insert(0, FLOAT32_KEY)
-            ex.texts.insert(0, FLOAT32_TEXT)
+        if rep is not None:
+            ex.keys.insert(0, f"precision:{rep.name}")
+            ex.texts.insert(0, PRECISION_TEXT[rep.name])
         if ex.remaining == 0 and not ex.keys:
             return Diagnosis("same", "no difference", True)
-        if rep and ex.remaining and ex.keys == [FLOAT32_KEY]:
-            continue  # float32 alone explains nothing: do not let it stand in a partial diagnosis
+        if rep is not None and ex.remaining and len(ex.keys) == 1:
+            continue  # the narrower type alone explains nothing: no partial diagnosis rests on it
         if ex.remaining == 0:
             full.append(((-len(ex.keys), sum(prefer.get(k, 0) for k in ex.keys), -order), ex))
         if best is None or ex.remaining < best.remaining:
