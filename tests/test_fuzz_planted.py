@@ -54,7 +54,6 @@ def assert_found_and_replays(result: SessionResult, peer: Any, classes: tuple[st
     shrunk = [s for s in result.shrunk if s.split("|")[2] == peer.name and s.split("|")[3] in classes]
     assert shrunk, sorted(result.findings)
     sig = shrunk[0]
-    klass = sig.split("|")[3]
     f = result.findings[sig]
     assert f.case.x.size <= 16, f"not shrunk: {f.case.describe()}"
     # the find as a case file: the engine passes it, the planted peer still diverges the same way
@@ -68,7 +67,8 @@ def assert_found_and_replays(result: SessionResult, peer: Any, classes: tuple[st
     fc = fuzz_case_from(case)
     base, geom = O.reference(engine, fc)
     again = O.check_peer(fc, f.subject, res, engine, base, geom)
-    assert again is not None and again.klass == klass
+    # re-diagnosed without the session's tie-breaking history: any of the acceptable names
+    assert again is not None and set(again.atoms or (again.klass,)) & set(classes), again.klass
 
 
 def _storage_peer() -> Any:

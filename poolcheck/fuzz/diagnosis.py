@@ -444,7 +444,8 @@ def _explain_values(engine: ModuleType, spec: PoolSpec, x: np.ndarray, geom: Geo
     indices the variant's reference reproduces), then by ``prefer``, then by their order."""
     base = _run(engine, spec, x, geom, SPEC, out_dtype)
     ok0 = close_values(base.values, values, _tolerance(engine, spec, x, geom, SPEC, base.values))
-    if ok0.all():
+    base_score = index_score(base) if index_score is not None else 0
+    if ok0.all() and (index_score is None or base_score == values.size):
         return [], SPEC, base, 0, False
     bad0 = ~ok0
     candidates: list[tuple[PolicyVariant, np.ndarray, int]] = []
@@ -456,8 +457,9 @@ def _explain_values(engine: ModuleType, spec: PoolSpec, x: np.ndarray, geom: Geo
         ok = close_values(ref.values, values, _tolerance(engine, spec, x, geom, pol, ref.values))
         fixes = bad0 & ok
         breaks = ok0 & ~ok
-        if fixes.any() and not breaks.any():
-            candidates.append((v, fixes, index_score(ref) if index_score is not None else 0))
+        score = index_score(ref) if index_score is not None else 0
+        if (fixes.any() or score > base_score) and not breaks.any():
+            candidates.append((v, fixes, score))
     chosen: list[PolicyVariant] = []
     ambiguous = False
     remaining = bad0.copy()
@@ -474,6 +476,10 @@ def _explain_values(engine: ModuleType, spec: PoolSpec, x: np.ndarray, geom: Geo
                          for o, of, osc in open_)
         chosen.append(v)
         remaining &= ~f
+    if not chosen:  # the values agree already: a variant may still account for the indices
+        better = [(sc, -i, v) for i, (v, _f, sc) in enumerate(candidates) if sc > base_score]
+        if better:
+            chosen.append(max(better, key=lambda t: t[:2])[2])
     policy = SPEC
     for v in chosen:
         policy = policy.replace(**v.change)
