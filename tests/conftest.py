@@ -14,3 +14,21 @@ settings.register_profile("ci", max_examples=40, deadline=None, derandomize=True
 settings.register_profile("nightly", max_examples=1000, deadline=None)
 settings.load_profile(os.environ.get("POOLCHECK_HYPOTHESIS_PROFILE", "dev"))
 # --- end hypothesis settings profiles ---------------------------------------------------------
+
+# --- engine fixture (owner: C engine) ----------------------------------------------------------
+# ``engine`` yields every concrete engine name: "numpy", and "c" (skipped, with the loader's
+# reason, when the C extension is not available). Use it to run a test against both engines.
+import pytest  # noqa: E402  (kept inside this fixture's section)
+
+
+@pytest.fixture(params=["numpy", "c"])
+def engine(request: pytest.FixtureRequest) -> str:
+    """The engine under test, as a name for ``engine=`` / :func:`poolcheck.engines.get_engine`."""
+    if request.param == "c":
+        from poolcheck.engines import c_engine_status
+
+        module, reason = c_engine_status()
+        if module is None:
+            pytest.skip(f"C engine not available: {reason}")
+    return str(request.param)
+# --- end engine fixture -------------------------------------------------------------------------

@@ -1,0 +1,404 @@
+"""The C engine against the NumPy engine.
+
+Contract (poolcheck/engines/c_engine.py, docs/benchmarks.md):
+
+- max pooling: values and indices identical bit for bit, for every dtype, NaN policy, index
+  layout and geometry. Only the NumPy engine's values-only fast path (float32/float64, no
+  indices, NaN policy "propagate") may differ, on the sign of a zero that ties with the other
+  zero and on NaN payloads, because np.maximum's SIMD loops return either operand there; the
+  values are equal (``-0.0 == 0.0``, NaN where NaN), and the C values equal the C engine's own
+  values-with-indices bit for bit.
+- average pooling: float64 sums in the NumPy engine's order, one division, one rounding --
+  identical bits (a NaN result is NaN in both; its payload follows the operand order the
+  compiler chose for the additions, in both engines), except where the NumPy engine takes its global-pooling shortcut
+  (np.add.reduce, pairwise order); there the two float64 sums differ by at most
+  2 (m - 1) 2^-53 sum(|x|) for m summed elements, and the results by that over the divisor plus
+  one unit in the last place of the output type.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, assume, given, note, settings
+from hypothesis import strategies as st
+
+from poolcheck import spec as S
+from poolcheck.engines import c_engine, numpy_engine
+from poolcheck.errors import AttributeValueError
+from poolcheck.spec.indices import IndexLayout
+from poolcheck.spec.policy import Policy
+
+pytestmark = pytest.mark.skipif(not c_engine.AVAILABLE, reason=f"C engine: {c_engine.UNAVAILABLE_REASON}")
+
+FLOATS = ("float16", "float32", "float64")
+INTS = ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64")
+PROFILE_EXAMPLES = settings().max_examples
+
+
+# --------------------------------------------------------------------------- drawing cases
+
+
+@dataclass(frozen=True)
+class Case:
+    spec: S.PoolSpec
+    shape: tuple[int, ...]
+    geom: S.Geometry
+    x: np.ndarray
+    policy: Policy
+    layout: IndexLayout | None
+
+    def label(self) -> str:
+        lay = "" if self.layout is None else f" layout={self.layout.order}/{self.layout.modulus}/{self.layout.dtype}"
+        return f"{self.spec.describe()} shape={self.shape} dtype={self.x.dtype} policy={self.policy.label()}{lay}"
+
+
+def make_input(rng: np.random.Generator, shape: tuple[int, ...], dtype: np.dtype, mode: str) -> np.ndarray:
+    """Inputs with ties, signed zeros, NaN (several payloads), infinities, integer extremes."""
+    if dtype.kind == "f":
+        if mode == "ties":
+            x = rng.integers(-3, 4, shape).astype(dtype)
+        else:
+            x = rng.standard_normal(shape).astype(dtype)
+        flat = x.reshape(-1)
+        for value, frac in ((-0.0, 0.15), (0.0, 0.1), (np.inf, 0.03), (-np.inf, 0.03)):
+            flat[rng.random(flat.size) < frac] = value
+        if mode != "finite":
+            bits = {np.dtype("float16"): (np.uint16, [0x7E00, 0xFE00, 0x7C01, 0x7E55]),
+                    np.dtype("float32"): (np.uint32, [0x7FC00000, 0xFFC00000, 0x7F800001, 0x7FC12345]),
+                    np.dtype("float64"): (np.uint64, [0x7FF8000000000000, 0xFFF8000000000000,
+                                                      0x7FF0000000000001, 0x7FF8123456789ABC])}[dtype]
+            view = flat.view(bits[0])
+            where = np.flatnonzero(rng.random(flat.size) < 0.06)
+            view[where] = np.array(bits[1], dtype=bits[0])[rng.integers(0, 4, where.size)]
+        return x
+    info = np.iinfo(dtype)
+    if mode == "ties":
+        lo, hi = max(info.min, -3), min(info.max, 3)
+        return rng.integers(lo, hi + 1, shape, dtype=np.int64).astype(dtype)
+    x = rng.integers(info.min, info.max, shape, dtype=dtype, endpoint=True)
+    flat = x.reshape(-1)
+    flat[rng.random(flat.size) < 0.1] = info.min
+    flat[rng.random(flat.size) < 0.1] = info.max
+    return x
+
+
+@st.composite
+def cases(draw: st.DrawFn, op: str) -> Case:
+    r = draw(st.integers(1, 3), label="spatial rank")
+    big = 28 if r <= 2 else 10  # rows of >= 16 windows reach the vectorised / fused C paths
+    kernel = tuple(draw(st.lists(st.integers(1, 4), min_size=r, max_size=r), label="kernel"))
+    strides = tuple(draw(st.lists(st.integers(1, 4), min_size=r, max_size=r), label="strides"))
+    dilations = tuple(draw(st.lists(st.integers(1, 3), min_size=r, max_size=r), label="dilations"))
+    pads_begin = tuple(draw(st.integers(0, k + 1)) for k in kernel)
+    pads_end = tuple(draw(st.integers(0, k + 1)) for k in kernel)
+    rounding = draw(st.sampled_from(S.attributes.ROUNDING_TYPES), label="rounding_type")
+    auto_pad = draw(st.sampled_from(S.attributes.AUTO_PADS), label="auto_pad")
+    shape = (draw(st.integers(1, 2), label="N"), draw(st.integers(1, 3), label="C"),
+             *draw(st.lists(st.integers(1, big), min_size=r, max_size=r), label="spatial"))
+    spec = S.PoolSpec(op, kernel, strides, pads_begin, pads_end, dilations, rounding, auto_pad,  # type: ignore[arg-type]
+                      exclude_pad=draw(st.booleans(), label="exclude_pad"))
+    try:
+        geom = S.resolve(spec, shape)
+    except AttributeValueError:
+        assume(False)
+        raise
+    dtype = np.dtype(draw(st.sampled_from(FLOATS + INTS if op == "max" else FLOATS), label="dtype"))
+    mode = draw(st.sampled_from(["normal", "ties", "finite"]), label="values")
+    x = make_input(np.random.default_rng(draw(st.integers(0, 2**32 - 1), label="seed")), shape, dtype, mode)
+    policy = Policy(
+        empty_max=draw(st.sampled_from(["-inf", "lowest", "zero"])),
+        empty_index=draw(st.sampled_from([-1, 0, 7, 2**31 + 5])),
+        nan=draw(st.sampled_from(["propagate", "ignore", "first"])),
+        divisor=draw(st.sampled_from(["attribute", "full", "padded", "valid"])),
+        empty_avg=draw(st.sampled_from(["zero", "nan"])),
+    )
+    layout = None
+    if op == "max" and draw(st.booleans(), label="with indices"):
+        axis = draw(st.integers(0, len(shape) - 1), label="index axis")
+        layout = IndexLayout(draw(st.sampled_from(["C", "F"])), math.prod(shape[axis:]),
+                             np.dtype(draw(st.sampled_from([np.int32, np.int64]))))
+    return Case(spec, shape, geom, x, policy, layout)
+
+
+def bits(a: np.ndarray) -> np.ndarray:
+    return a.view(f"u{a.dtype.itemsize}") if a.dtype.kind == "f" else a
+
+
+def assert_same_bits(c: np.ndarray, n: np.ndarray, what: str, any_nan: bool = False) -> None:
+    """Identical bit patterns (with ``any_nan``: a NaN matches any NaN, whatever its payload)."""
+    assert c.shape == n.shape and c.dtype == n.dtype, f"{what}: {c.shape}/{c.dtype} vs {n.shape}/{n.dtype}"
+    differ = bits(c).reshape(-1) != bits(n).reshape(-1)
+    if any_nan:
+        differ &= ~(np.isnan(c.reshape(-1)) & np.isnan(n.reshape(-1)))
+    diff = np.flatnonzero(differ)
+    assert diff.size == 0, f"{what}: {diff.size} element(s) differ, first at {diff[0]}: c={c.reshape(-1)[diff[0]]!r} numpy={n.reshape(-1)[diff[0]]!r}"
+
+
+def assert_equal_values(c: np.ndarray, n: np.ndarray, what: str) -> None:
+    """Equal as numbers: -0.0 == 0.0, NaN where NaN."""
+    assert c.shape == n.shape and c.dtype == n.dtype
+    assert np.array_equal(c, n, equal_nan=True), f"{what}: values differ"
+
+
+# --------------------------------------------------------------------------- agreement
+
+
+FIXTURELESS = settings(max_examples=max(PROFILE_EXAMPLES, 300), suppress_health_check=[HealthCheck.too_slow])
+
+
+@FIXTURELESS
+@given(cases("max"))
+def test_max_pool_matches_numpy_engine(case: Case) -> None:
+    note(case.label())
+    cv, ci = c_engine.max_pool(case.x, case.geom, case.layout, case.policy)
+    nv, ni = numpy_engine.max_pool(case.x, case.geom, case.layout, case.policy)
+    numpy_fast_path = case.layout is None and case.policy.nan == "propagate" and case.x.dtype in (np.float32, np.float64)
+    if numpy_fast_path:
+        assert_equal_values(cv, nv, "values")
+    else:
+        assert_same_bits(cv, nv, "values")
+    if case.layout is None:
+        assert ci is None and ni is None
+        # The values-only path chooses the same elements as the indices path, bit for bit.
+        lay = IndexLayout("C", math.prod(case.shape), np.dtype(np.int64))
+        assert_same_bits(cv, c_engine.max_pool(case.x, case.geom, lay, case.policy)[0], "values-only vs with indices")
+    else:
+        assert ci is not None and ni is not None
+        assert_same_bits(ci, ni, "indices")
+
+
+def numpy_global_path(geom: S.Geometry) -> bool:
+    """Where numpy_engine sums each whole plane with np.add.reduce (pairwise order)."""
+    return all(a.out == 1 and a.dilation == 1 and a.kernel - a.pad_begin >= a.size for a in geom.axes)
+
+
+def assert_avg_within_bound(case: Case, c: np.ndarray, n: np.ndarray) -> None:
+    """|c - numpy| <= 2 (m - 1) 2^-53 sum|x| / divisor + 1 ulp of the output type, per window."""
+    assert c.shape == n.shape and c.dtype == n.dtype
+    x = case.x.astype(np.float64)
+    planes = x.reshape(case.geom.batch * case.geom.channels, -1)
+    m = planes.shape[1]
+    absum = np.abs(planes).sum(axis=1).reshape(c.shape)
+    div = np.broadcast_to(numpy_engine.divisor(case.geom, case.spec.exclude_pad, case.policy), c.shape).astype(np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        bound = 2 * (m - 1) * 2.0**-53 * absum / div
+    cf, nf = c.astype(np.float64), n.astype(np.float64)
+    ulp = np.spacing(np.abs(n)).astype(np.float64)
+    both_nan = np.isnan(cf) & np.isnan(nf)
+    same = (cf == nf) | both_nan
+    close = np.abs(cf - nf) <= np.nan_to_num(bound, nan=np.inf, posinf=np.inf) + ulp
+    assert np.all(same | close), "averages differ by more than the documented bound"
+
+
+@FIXTURELESS
+@given(cases("avg"))
+def test_avg_pool_matches_numpy_engine(case: Case) -> None:
+    note(case.label())
+    c = c_engine.avg_pool(case.x, case.geom, case.spec.exclude_pad, case.policy)
+    n = numpy_engine.avg_pool(case.x, case.geom, case.spec.exclude_pad, case.policy)
+    if numpy_global_path(case.geom):
+        assert_avg_within_bound(case, c, n)
+    else:
+        assert_same_bits(c, n, "averages", any_nan=True)
+
+
+# The benchmark workloads at reduced size, with NaN, -0.0 and ties planted: they reach the
+# vectorised, fused and staged C kernels that small random shapes rarely do.
+WORKLOAD_SPECS = [
+    (S.openvino_max_pool([3, 3], [2, 2], [1, 1], [1, 1]), (1, 3, 41, 50)),
+    (S.openvino_max_pool([3, 3], [1, 1], [2, 2], [2, 2], [2, 2]), (2, 2, 37, 35)),
+    (S.openvino_max_pool([2, 2, 2], [2, 2, 2]), (1, 3, 8, 18, 38)),
+    (S.openvino_max_pool([4], [4]), (2, 3, 150)),
+    (S.openvino_max_pool([3], [3]), (2, 3, 100)),
+    (S.openvino_avg_pool([7, 7], [1, 1]), (1, 40, 7, 7)),
+    (S.openvino_avg_pool([3, 3], [1, 1], [1, 1], [1, 1], exclude_pad=True), (2, 3, 36, 40)),
+    (S.openvino_avg_pool([2, 3], [2, 1], [0, 1], [1, 0], exclude_pad=False), (1, 2, 19, 45)),
+    (S.openvino_avg_pool([3, 3, 3], [1, 2, 1], [1, 1, 1], [1, 1, 1], True, "ceil"), (1, 2, 6, 9, 33)),
+]
+
+
+@pytest.mark.parametrize(("spec", "shape"), WORKLOAD_SPECS, ids=lambda v: str(v) if isinstance(v, tuple) else v.describe())
+@pytest.mark.parametrize("mode", ["normal", "ties"])
+def test_workload_shapes_match(spec: S.PoolSpec, shape: tuple[int, ...], mode: str) -> None:
+    rng = np.random.default_rng(abs(hash((shape, mode))) % 2**32)
+    geom = S.resolve(spec, shape)
+    for dtype in (np.dtype(np.float32), np.dtype(np.float64)):
+        x = make_input(rng, shape, dtype, mode)
+        if spec.op == "avg":
+            c = c_engine.avg_pool(x, geom, spec.exclude_pad, Policy())
+            n = numpy_engine.avg_pool(x, geom, spec.exclude_pad, Policy())
+            if numpy_global_path(geom):
+                assert_avg_within_bound(Case(spec, shape, geom, x, Policy(), None), c, n)
+            else:
+                assert_same_bits(c, n, "averages", any_nan=True)
+            continue
+        for nan in ("propagate", "ignore", "first"):
+            for layout in (None, S.index_layout(spec, shape)):
+                cv, ci = c_engine.max_pool(x, geom, layout, Policy(nan=nan))
+                nv, ni = numpy_engine.max_pool(x, geom, layout, Policy(nan=nan))
+                if layout is None and nan == "propagate":
+                    assert_equal_values(cv, nv, "values")
+                else:
+                    assert_same_bits(cv, nv, f"values nan={nan}")
+                if layout is not None:
+                    assert ci is not None and ni is not None
+                    assert_same_bits(ci, ni, f"indices nan={nan}")
+
+
+def test_generic_kernels_agree_without_avx512() -> None:
+    """The portable (auto-vectorised) kernels, forced with POOLCHECK_NO_AVX512, agree too."""
+    code = (
+        "import sys; sys.path.insert(0, 'tests'); import test_c_engine as t; "
+        "from poolcheck.engines import _cpool; assert _cpool.AVX512 == 0; "
+        "[t.test_workload_shapes_match(s, sh, m) for s, sh in t.WORKLOAD_SPECS for m in ('normal', 'ties')]; "
+        "print('ok')"
+    )
+    env = dict(os.environ, POOLCHECK_NO_AVX512="1")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().endswith("ok")
+
+
+def test_float16_widening_is_exact() -> None:
+    """float16 max runs on the float32 kernel: every float16 bit pattern (NaN payloads too)
+    survives float16 -> float32 -> float16 unchanged."""
+    every = np.arange(2**16, dtype=np.uint32).astype(np.uint16).view(np.float16)
+    back = every.astype(np.float32).astype(np.float16)
+    assert np.array_equal(back.view(np.uint16), every.view(np.uint16))
+
+
+def test_threads_share_the_engine() -> None:
+    """The engine releases the GIL while computing; concurrent calls give the serial results."""
+    spec = S.openvino_max_pool([3, 3], [2, 2], [1, 1], [1, 1])
+    shape = (2, 4, 40, 40)
+    geom, layout = S.resolve(spec, shape), S.index_layout(spec, shape)
+    inputs = [np.random.default_rng(i).standard_normal(shape).astype(np.float32) for i in range(6)]
+    expected = [c_engine.max_pool(x, geom, layout)[1] for x in inputs]
+    results: list[np.ndarray | None] = [None] * len(inputs)
+
+    def work(i: int) -> None:
+        for _ in range(5):
+            results[i] = c_engine.max_pool(inputs[i], geom, layout)[1]
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(inputs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for got, want in zip(results, expected):
+        assert got is not None and np.array_equal(got, want)
+
+
+def test_non_contiguous_input() -> None:
+    spec = S.openvino_avg_pool([2, 2], [1, 1])
+    x = np.random.default_rng(3).standard_normal((1, 2, 9, 12)).astype(np.float32)[:, :, ::2, ::-1]
+    geom = S.resolve(spec, x.shape)
+    assert_same_bits(c_engine.avg_pool(x, geom, False), numpy_engine.avg_pool(np.ascontiguousarray(x), geom, False), "avg",
+                     any_nan=True)
+
+
+# --------------------------------------------------------------------------- errors
+
+
+def test_bad_dtype_names_the_attribute() -> None:
+    spec = S.openvino_avg_pool([2], [1])
+    x = np.zeros((1, 1, 4), dtype=np.int32)
+    with pytest.raises(AttributeValueError, match="dtype"):
+        c_engine.avg_pool(x, S.resolve(spec, x.shape), False)
+    with pytest.raises(AttributeValueError, match="dtype"):
+        c_engine.max_pool(np.zeros((1, 1, 4), dtype=np.complex64), S.resolve(spec, (1, 1, 4)), None)
+
+
+def test_shape_mismatch_is_an_attribute_error() -> None:
+    spec = S.openvino_max_pool([2], [1])
+    with pytest.raises(AttributeValueError, match="input"):
+        c_engine.max_pool(np.zeros((1, 1, 5), np.float32), S.resolve(spec, (1, 1, 4)), None)
+
+
+def test_extension_checks_its_buffers() -> None:
+    """Misuse of the raw extension raises, it never reads or writes out of bounds."""
+    from poolcheck.engines import _cpool  # type: ignore[attr-defined]
+
+    geom = c_engine._geometry_args(S.resolve(S.openvino_max_pool([2], [1]), (1, 1, 4)))
+    x, out = np.zeros(4, np.float32), np.zeros(3, np.float32)
+    fill = np.float32(0).tobytes()
+    with pytest.raises(ValueError, match="input"):
+        _cpool.max_pool(np.zeros(5, np.float32), out, None, geom, 0, 0, fill, -1, 0, 4)
+    with pytest.raises(ValueError, match="output"):
+        _cpool.max_pool(x, np.zeros(2, np.float32), None, geom, 0, 0, fill, -1, 0, 4)
+    with pytest.raises(ValueError, match="indices"):
+        _cpool.max_pool(x, out, np.zeros(2, np.int64), geom, 0, 0, fill, -1, 0, 4)
+    with pytest.raises(ValueError, match="geometry"):
+        _cpool.max_pool(x, out, None, (1, 4, 2), 0, 0, fill, -1, 0, 4)
+    with pytest.raises(ValueError):
+        _cpool.avg_pool(x, out, (1, 4, 0, 1, 1, 0, 0, 3), 0, 1, 0.0)
+
+
+# --------------------------------------------------------------------------- loader
+
+
+def run_python(code: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", code], env=dict(os.environ, **env),
+                          capture_output=True, text=True, timeout=120)
+
+
+LOADER_PROBE = """
+import numpy as np
+from poolcheck import api
+from poolcheck.engines import c_engine, get_engine, numpy_engine, available_engines
+from poolcheck.errors import EngineUnavailableError
+assert not c_engine.AVAILABLE
+print("reason:", c_engine.UNAVAILABLE_REASON)
+assert get_engine("auto") is numpy_engine
+assert available_engines() == ["numpy"]
+try:
+    api.max_pool(np.zeros((1, 1, 4), np.float32), [2], [1], engine="c")
+except EngineUnavailableError as exc:
+    print("error:", exc)
+else:
+    raise SystemExit("engine='c' did not raise")
+v, i = api.max_pool(np.arange(4, dtype=np.float32).reshape(1, 1, 4), [2], [1], engine="auto")
+assert v.tolist() == [[[1.0, 2.0, 3.0]]]
+"""
+
+
+def test_env_var_forces_the_pure_engine() -> None:
+    out = run_python(LOADER_PROBE, POOLCHECK_PURE_PYTHON="1")
+    assert out.returncode == 0, out.stderr
+    assert "reason: POOLCHECK_PURE_PYTHON is set" in out.stdout
+    assert "error: engine 'c' is not available: POOLCHECK_PURE_PYTHON is set" in out.stdout
+
+
+def test_missing_extension_gives_a_clear_error() -> None:
+    # sys.modules[name] = None makes "import name" raise ImportError, as a missing build does.
+    out = run_python("import sys; sys.modules['poolcheck.engines._cpool'] = None\n" + LOADER_PROBE)
+    assert out.returncode == 0, out.stderr
+    assert "could not be imported" in out.stdout
+    assert "error: engine 'c' is not available: the C extension poolcheck.engines._cpool could not be imported" in out.stdout
+
+
+def test_auto_picks_the_c_engine_when_built() -> None:
+    from poolcheck.engines import available_engines, get_engine
+
+    assert get_engine("auto") is c_engine
+    assert available_engines() == ["numpy", "c"]
+
+
+def test_engine_fixture_covers_both_engines(engine: str) -> None:
+    """The shared fixture (tests/conftest.py) yields each engine; both compute the same thing."""
+    from poolcheck import api
+
+    x = np.array([[[1.0, -0.0, 0.0, 3.0, np.nan, 2.0]]], dtype=np.float32)
+    values, indices = api.max_pool(x, [2], [2], engine=engine)
+    assert np.array_equal(values, np.array([[[1.0, 3.0, np.nan]]], np.float32), equal_nan=True)
+    assert indices.tolist() == [[[0, 3, 4]]]
+    with pytest.raises(AttributeValueError, match="strides"):
+        api.max_pool(x, [2], [0], engine=engine)
