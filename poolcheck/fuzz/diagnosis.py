@@ -32,6 +32,7 @@ from types import ModuleType
 import numpy as np
 
 from poolcheck.engines import _windows as w
+from poolcheck.engines import numpy_engine as _NUMPY
 from poolcheck.engines.numpy_engine import empty_max_value
 from poolcheck.errors import AttributeValueError, PoolcheckError
 from poolcheck.fuzz.compare import Outputs, avg_tolerance, canonical_layout, close_values, run_reference
@@ -116,7 +117,9 @@ def _legacy_same(dilated: bool) -> Callable[[PoolSpec, tuple[int, ...]], Placeme
             out = math.ceil(span / s + 1) if ceil_mode else _c_div(span, s) + 1
             if out < 0:
                 raise AttributeValueError("kernel", f"axis {i}: negative output size {out}")
-            start, stop = max(0, -head), size - max(0, -tail)
+            # a negative head pad moves the windows into the input; a negative tail only shortens
+            # the output (the windows still read up to the end of the input)
+            start, stop = max(0, -head), size
             crops.append((start, stop))
             axes.append(AxisGeometry(stop - start, k, s, d, max(head, 0), max(tail, 0), out))
         crop = tuple(crops) if any(c != (0, n) for c, n in zip(crops, shape[2:])) else None
@@ -318,6 +321,8 @@ INDEX_VARIANTS: tuple[IndexVariant, ...] = (
                  lambda s, shape, g: (*_spec_order_modulus(s, shape), (g.pads_begin, g.pads_end))),
 )
 EMPTY_INDEX_TEXT = "a window wholly in padding reports index 0 (of its (n, c) plane)"
+EMPTY_INDEX_MINUS_TEXT = ("a window wholly in padding reports the index of coordinate -1 on every spatial axis "
+                          "(negative for the first plane)")
 
 
 # --------------------------------------------------------------------------- diagnosis of outputs
@@ -327,9 +332,19 @@ EMPTY_INDEX_TEXT = "a window wholly in padding reports index 0 (of its (n, c) pl
 class _Explained:
     keys: list[str]
     texts: list[str]
-    remaining_values: int
-    remaining_indices: int
+    value_mask: np.ndarray  # output elements whose value no chosen variant reproduces
+    index_mask: np.ndarray | None  # ... whose index
     ambiguous: bool = False
+    x: np.ndarray | None = None  # the input and geometry the explanation ran on
+    geom: Geometry | None = None
+
+    @property
+    def remaining_values(self) -> int:
+        return int(self.value_mask.sum())
+
+    @property
+    def remaining_indices(self) -> int:
+        return 0 if self.index_mask is None else int(self.index_mask.sum())
 
     @property
     def remaining(self) -> int:
@@ -436,7 +451,7 @@ def _uncrop_indices(canon: np.ndarray, cropped: tuple[int, ...], shape: tuple[in
 def _explain_values(engine: ModuleType, spec: PoolSpec, x: np.ndarray, geom: Geometry, values: np.ndarray,
                     prefer: Mapping[str, int], out_dtype: np.dtype | None = None,
                     index_score: Callable[[Outputs], int] | None = None,
-                    ) -> tuple[list[PolicyVariant], Policy, Outputs, int, bool]:
+                    ) -> tuple[list[PolicyVariant], Policy, Outputs, np.ndarray, bool]:
     """Greedy cover of the differing elements by policy variants (one per group). Returns the
     chosen variants, their policy, the reference under it, the elements still differing, and
     whether another variant of a chosen group would have fixed exactly the same elements.
@@ -446,7 +461,7 @@ def _explain_values(engine: ModuleType, spec: PoolSpec, x: np.ndarray, geom: Geo
     ok0 = close_values(base.values, values, _tolerance(engine, spec, x, geom, SPEC, base.values))
     base_score = index_score(base) if index_score is not None else 0
     if ok0.all() and (index_score is None or base_score == values.size):
-        return [], SPEC, base, 0, False
+        return [], SPEC, base, ~ok0, False
     bad0 = ~ok0
     candidates: list[tuple[PolicyVariant, np.ndarray, int]] = []
     for v in POLICY_VARIANTS:
@@ -485,11 +500,11 @@ def _explain_values(engine: ModuleType, spec: PoolSpec, x: np.ndarray, geom: Geo
         policy = policy.replace(**v.change)
     ref = _run(engine, spec, x, geom, policy, out_dtype) if chosen else base
     ok = close_values(ref.values, values, _tolerance(engine, spec, x, geom, policy, ref.values))
-    return chosen, policy, ref, int((~ok).sum()), ambiguous
+    return chosen, policy, ref, ~ok, ambiguous
 
 
 def _explain_indices(spec: PoolSpec, x: np.ndarray, geom: Geometry, ref: Outputs, values: np.ndarray,
-                     indices: np.ndarray) -> tuple[list[tuple[str, str]], int]:
+                     indices: np.ndarray) -> tuple[list[tuple[str, str]], np.ndarray]:
     """Index variants (at most one per group) that reproduce the peer's indices where the
     values agree."""
     shape = tuple(x.shape)
@@ -504,16 +519,23 @@ def _explain_indices(spec: PoolSpec, x: np.ndarray, geom: Geometry, ref: Outputs
 
     bad0 = differs(canon, order, modulus, None)
     if not bad0.any():
-        return [], 0
+        return [], bad0
     chosen: list[tuple[str, str]] = []
-    # A window wholly in padding: the spec's -1, or 0 as OpenVINO reports.
+    # A window wholly in padding: the spec's -1, or index 0 of the plane (OpenVINO), or the
+    # coordinates -1 on every axis flattened (ONNX Runtime: row-major with h = w = ... = -1).
     if (canon < 0).any():
-        zeroed = np.where(canon < 0, _plane_start(canon.shape, shape), canon)
-        after = differs(zeroed, order, modulus, None)
-        if not (after & ~bad0).any() and (bad0 & ~after).any():
-            canon = zeroed
-            chosen.append(("empty_index=0", EMPTY_INDEX_TEXT))
-            bad0 = differs(canon, order, modulus, None)
+        start = _plane_start(canon.shape, shape)
+        spatial = shape[2:]
+        minus_ones = -sum(math.prod(spatial[i + 1:]) for i in range(len(spatial)))
+        for key, text, fill in (("empty_index=0", EMPTY_INDEX_TEXT, start),
+                                ("empty_index=-1-per-axis", EMPTY_INDEX_MINUS_TEXT, start + minus_ones)):
+            trial = np.where(canon < 0, fill, canon)
+            after = differs(trial, order, modulus, None)
+            if not (after & ~bad0).any() and (bad0 & ~after).any():
+                canon = trial
+                chosen.append((key, text))
+                bad0 = after
+                break
     if bad0.any():
         layout_order, layout_mod, layout_pads = order, modulus, None
         for group in ("index_scope", "index_order", "index_coords"):
@@ -530,7 +552,7 @@ def _explain_indices(spec: PoolSpec, x: np.ndarray, geom: Geometry, ref: Outputs
                     chosen.append((v.key, v.text))
                     bad0 = bad
                     break
-    return chosen, int(bad0.sum())
+    return chosen, bad0
 
 
 def _explain_on(engine: ModuleType, spec: PoolSpec, x: np.ndarray, placement: Placement, values: np.ndarray,
@@ -547,19 +569,19 @@ def _explain_on(engine: ModuleType, spec: PoolSpec, x: np.ndarray, placement: Pl
             canon = _uncrop_indices(ref.indices.astype(np.int64), tuple(xc.shape), tuple(x.shape), placement.crop)
             return int((encode_indices(canon, tuple(x.shape), order, modulus) == peer_idx).sum())
 
-    chosen, _policy, ref, remaining_values, ambiguous = _explain_values(engine, spec, xc, geom, values, prefer,
-                                                                        x.dtype, score)
+    chosen, _policy, ref, value_mask, ambiguous = _explain_values(engine, spec, xc, geom, values, prefer,
+                                                                  x.dtype, score)
     keys = [v.key for v in chosen]
     texts = [v.text for v in chosen]
-    remaining_indices = 0
+    index_mask = None
     if spec.op == "max" and indices is not None and tuple(np.shape(indices)) == tuple(values.shape):
         assert ref.indices is not None
         ref = Outputs(ref.values, _uncrop_indices(ref.indices.astype(np.int64), tuple(xc.shape), tuple(x.shape),
                                                   placement.crop))
-        idx_chosen, remaining_indices = _explain_indices(spec, x, geom, ref, values, indices)
+        idx_chosen, index_mask = _explain_indices(spec, x, geom, ref, values, indices)
         keys += [k for k, _ in idx_chosen]
         texts += [t for _, t in idx_chosen]
-    return _Explained(keys, texts, remaining_values, remaining_indices, ambiguous)
+    return _Explained(keys, texts, value_mask, index_mask, ambiguous, xc, geom)
 
 
 def placements(spec: PoolSpec, shape: tuple[int, ...]) -> list[tuple[GeometryVariant | None, Placement | None]]:
@@ -641,9 +663,35 @@ def diagnose_output(engine: ModuleType, spec: PoolSpec, x: np.ndarray, values: n
     unexplained = f"unexplained {'+'.join(rest)}"
     keys = [*best.keys, unexplained]
     text = "; ".join([*best.texts, f"{unexplained} ({best.remaining} element(s) no known variant reproduces)"])
-    # what stays unexplained is kept apart per element type, so one class does not hide others
-    atoms = (*best.keys, *(f"unexplained {r} ({x.dtype.name})" for r in rest))
-    return Diagnosis("+".join(keys), text, False, tuple(best.keys), ambiguous=True, atoms=atoms)
+    # what stays unexplained is kept apart by the kind of window it happens in, so one class does
+    # not hide the others
+    atoms = [*best.keys]
+    for what, mask in (("values", best.value_mask), ("indices", best.index_mask)):
+        if mask is not None and mask.any():
+            atoms.append(f"unexplained {what} ({_window_kind(spec, best, mask)})")
+    return Diagnosis("+".join(keys), text, False, tuple(best.keys), ambiguous=True, atoms=tuple(atoms))
+
+
+def _window_kind(spec: PoolSpec, ex: _Explained, mask: np.ndarray) -> str:
+    """The most specific kind of window among the unexplained elements: wholly in padding, holding
+    a NaN, touching padding, or inside the input."""
+    x, geom = ex.x, ex.geom
+    if x is None or geom is None or geom.output_shape != mask.shape:
+        return "window"
+    empty = w.empty_windows(geom)
+    if empty is not None and (np.broadcast_to(empty, mask.shape) & mask).any():
+        return "window wholly in padding"
+    if x.dtype.kind == "f" and np.isnan(x).any() and 0 not in geom.output_shape:
+        nan = run_reference(_NUMPY, np.isnan(x).astype(np.float64), geom, "avg", policy=Policy(divisor="full")).values
+        if ((nan > 0) & mask).any():
+            return "window with NaN"
+    n = len(geom.axes)
+    padded = np.zeros((1, 1) + (1,) * n, dtype=bool)
+    for i, a in enumerate(geom.axes):
+        padded = padded | w.broadcast_axis(w.valid_counts(a) < a.kernel, i, n)
+    if (np.broadcast_to(padded, mask.shape) & mask).any():
+        return "window touching padding"
+    return "window inside the input"
 
 
 # --------------------------------------------------------------------------- diagnosis of rejections
