@@ -154,7 +154,7 @@ def check_engine(case: Case, engine: str) -> Check:
         corrected = {**case.expected, **case.erratum["correct"]}
         still, still_total, still_msgs = _against(case, corrected, values, indices, geom, layout)
         if not still:
-            return Check(engine, "engine", "erratum", "; ".join(messages) + f" -- erratum: {case.erratum['why']}",
+            return Check(engine, "engine", "erratum", "; ".join(messages) + " (the document is wrong as the case's erratum records)",
                          diffs, total, expected=expected, actual=actual)
         return Check(engine, "engine", "fail",
                      "differs from the document and from the recorded erratum: " + "; ".join(still_msgs)

@@ -92,10 +92,7 @@ def shape(
     console.print(Text.assemble(("output shape: ", "bold"), (str(tuple(report["output"])), "bold green")))
     for ax in report["axes"]:
         runtime = next(r for r in ax["rules"] if r["convention"] == "openvino-runtime")
-        line = Text(f"  {ax['axis']}: {runtime['working']}")
-        if auto_pad in ("same_upper", "same_lower"):
-            line.append(f"  (pads applied: begin {ax['pads_applied'][0]}, end {ax['pads_applied'][1]})", style="cyan")
-        console.print(line)
+        console.print(Text(f"  {ax['axis']}: {runtime['working']}"))
     if convention == "all":
         table = Table(title="conventions side by side", show_lines=True)
         table.add_column("axis")

@@ -100,13 +100,27 @@ def diff_table(check: Check) -> Table:
     return table
 
 
+def _same_finding(a: Check, b: Check) -> bool:
+    """Two runners that report the same verdict, message and differing elements."""
+    key = lambda c: (c.verdict, c.message.replace(f"engine={c.runner}", ""),  # noqa: E731
+                     [(d.output, d.position, d.expected, d.actual) for d in c.diffs])
+    return key(a) == key(b)
+
+
 def case_detail(case: CaseResult) -> Panel:
     parts: list[object] = []
     if case.title:
         parts.append(Text(case.title, style="italic"))
+    shown: list[Check] = []
     for check in case.checks:
         if check.verdict in ("pass", "skip"):
             continue
+        twin = next((c for c in shown if _same_finding(c, check)), None)
+        if twin is not None:
+            parts.append(Text.assemble((f"{check.runner}: ", "bold"), verdict_text(check.verdict),
+                                       f"  (same as {twin.runner})"))
+            continue
+        shown.append(check)
         head = Text()
         head.append(f"{check.runner}: ", style="bold")
         head.append_text(verdict_text(check.verdict))

@@ -196,7 +196,7 @@ def axis_rules(
 
     # OpenVINO, as written on the shape-rules page.
     if auto_pad in ("same_upper", "same_lower"):
-        results.append(RuleResult("openvino-written", size, f"H_out = H = {size}"))
+        results.append(RuleResult("openvino-written", size, f"out = in = {size} (\"H_out = H\"; stride not used)"))
     elif auto_pad == "valid":
         num = size - dk + 1
         out = _ceil_div(num, stride)
