@@ -17,7 +17,7 @@ app = typer.Typer(
 )
 
 #: One module per command group under poolcheck/cli/; each defines ``register(app)``.
-COMMAND_MODULES = ["run", "shape", "report", "doctor", "fuzz"]
+COMMAND_MODULES = ["run", "shape", "report", "doctor", "fuzz", "bench"]
 
 for _name in COMMAND_MODULES:
     importlib.import_module(f"poolcheck.cli.{_name}").register(app)

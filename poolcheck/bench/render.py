@@ -1,0 +1,205 @@
+"""Renderers of a :class:`~poolcheck.bench.measure.BenchRun`: rich tables for the terminal,
+JSON, and the Markdown of docs/benchmarks.md. They only read the run."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+from poolcheck.bench import measure
+from poolcheck.bench.measure import BenchRun, Result, WorkloadResult
+from poolcheck.bench.targets import Target, evaluate
+
+STATUS_STYLE = {"ok": "green", "wrong": "bold red", "error": "red", "n/a": "dim", "absent": "yellow"}
+
+
+def fmt_ms(ms: float) -> str:
+    """Milliseconds to three significant digits."""
+    if ms <= 0 or not math.isfinite(ms):
+        return str(ms)
+    if ms >= 100:
+        return f"{ms:.0f}"
+    return f"{ms:.{max(0, 2 - math.floor(math.log10(ms)))}f}"
+
+
+def fmt_ratio(v: float | None) -> str:
+    return "" if v is None else f"{v:.2f}x"
+
+
+def _cells(r: Result) -> list[str]:
+    if r.timing is None:
+        return [r.status, "", "", "", "", "", ""]
+    t = r.timing
+    return [
+        r.status, fmt_ms(t.median_ms), f"{fmt_ms(t.min_ms)}–{fmt_ms(t.max_ms)}", fmt_ratio(r.ratio_ort),
+        fmt_ratio(r.ratio_fastest), "" if r.gbps is None else f"{r.gbps:.1f}", fmt_ratio(r.ratio_bound),
+    ]
+
+
+HEADERS = ["contender", "status", "median ms", "min–max ms", "× ORT", "× fastest", "GB/s", "× bound"]
+
+
+def _caption(w: WorkloadResult) -> str:
+    bound = "" if w.bound_ms is None else (f"bound {fmt_ms(w.bound_ms)} ms = {w.bytes_moved / 1e6:.2f} MB at "
+                                           f"{w.copy_gbps:.0f} GB/s copy")
+    return f"in {list(w.shape)} -> out {list(w.output_shape)}; {bound}"
+
+
+def workload_table(w: WorkloadResult) -> Table:
+    table = Table(title=f"{w.name}  {w.title}", caption=_caption(w), title_justify="left", caption_justify="left")
+    for i, h in enumerate(HEADERS):
+        table.add_column(h, justify="left" if i < 2 else "right", no_wrap=True, min_width=20 if i == 0 else None)
+    for r in w.results:
+        cells = _cells(r)
+        label = r.label + (f" {r.version}" if r.version and r.key not in ("c", "numpy") else "")
+        row: list[Any] = [label, Text(cells[0], style=STATUS_STYLE.get(r.status, ""))] + cells[1:]
+        if r.key == "c" and r.timing is not None:
+            row = [Text(str(v), style="bold") if isinstance(v, str) else v for v in row]
+        table.add_row(*row)
+    return table
+
+
+def notes(run: BenchRun) -> list[str]:
+    """One line per contender that was not timed, saying why."""
+    lines: list[str] = []
+    for w in run.workloads:
+        for r in w.results:
+            if r.status != "ok" and r.message:
+                lines.append(f"{w.name} {r.label}: {r.status} — {r.message}")
+    return lines
+
+
+def targets_table(targets: list[Target]) -> Table:
+    table = Table(title="Targets (issue 3)", title_justify="left")
+    for h in ("workload", "target", "met", "measured"):
+        table.add_column(h)
+    for t in targets:
+        met = Text("n/a", style="dim") if t.met is None else (Text("yes", style="green") if t.met else Text("no", style="red"))
+        table.add_row(t.workload, t.text, met, t.detail)
+    return table
+
+
+def renderable(run: BenchRun) -> Group:
+    parts: list[Any] = [workload_table(w) for w in run.workloads]
+    parts.append(targets_table(evaluate(run)))
+    extra = notes(run)
+    if extra:
+        parts.append(Text("\n".join(extra), style="dim"))
+    return Group(*parts)
+
+
+def to_json(run: BenchRun) -> str:
+    data = run.to_dict()
+    data["targets"] = [t.__dict__ for t in evaluate(run)]
+    return json.dumps(data, indent=2)
+
+
+# --------------------------------------------------------------------------- Markdown
+
+
+def _md_row(cells: list[str]) -> str:
+    return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+
+
+ACCURACY = """\
+## What the engines compute (accuracy contract)
+
+| | NumPy engine | C engine |
+| --- | --- | --- |
+| Max values, all dtypes (float16/32/64, int8..uint64) | exact (an input element or the empty-window value) | identical bits |
+| Max indices (int32/int64, C or F order, any `axis` modulus) | the element a row-major strict `>` scan picks | identical |
+| Average, float64 input | float64 sums, last spatial axis first, taps in order; one division; result float64 | identical bits |
+| Average, float32 input | the same float64 sums; one division; rounded once to float32 | identical bits |
+| Average, float16 input | widened exactly; float64 sums; rounded once to float16 by NumPy | identical bits |
+
+Exceptions, both tested in `tests/test_c_engine.py`:
+
+- The NumPy engine's values-only max path (float32/float64, no indices, NaN policy
+  `propagate`) reduces with `np.maximum`, whose SIMD loops return the second operand of a
+  `+0.0`/`-0.0` tie and either operand's NaN payload. The C engine returns the element the
+  row-major scan picks (as both engines do whenever indices are requested). Values are equal as
+  numbers (`-0.0 == 0.0`; NaN where NaN).
+- Where a window covers each whole plane (global pooling) the NumPy engine sums with
+  `np.add.reduce` (pairwise order) instead of axis by axis. The two float64 sums of the m
+  elements then differ by at most `2 (m - 1) 2^-53 sum|x|`, so the averages differ by at most
+  that over the divisor, plus one unit in the last place of the output type (0 ULP in practice
+  for float16/float32 inputs, whose float64 sums are usually exact; a few float64 ULP for float64).
+- A NaN average is NaN in both engines; its payload follows the operand order the compiler
+  chose for the additions.
+"""
+
+
+def to_markdown(run: BenchRun, command: str = "poolcheck bench") -> str:
+    m = run.machine
+    now = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    avx = {True: "yes", False: "no", None: "C engine not built"}[m.get("c_engine_avx512")]
+    lines = [
+        "# Benchmarks",
+        "",
+        f"Generated by `{command}` on {now}. Regenerate with the same command; do not edit by hand.",
+        "",
+        "## Machine and settings",
+        "",
+        f"- CPU: {m.get('cpu', '?')} ({m.get('logical_cpus', '?')} logical CPUs); {m.get('platform', '')}",
+        f"- Python {m.get('python')}, NumPy {m.get('numpy')}; C engine AVX-512 kernels: {avx}",
+        f"- Every contender single-threaded (ONNX Runtime intra/inter-op threads 1; OpenVINO "
+        f"INFERENCE_NUM_THREADS 1, INFERENCE_PRECISION_HINT f32; torch.set_num_threads(1)); "
+        f"reference engine for the checks: poolcheck {run.settings.get('reference_engine')}",
+        f"- Up to {run.settings.get('reps')} timed calls per contender (time budget "
+        f"{run.settings.get('budget_s')} s each, at least 3), after {run.settings.get('warmup')} warm-up calls, "
+        f"interleaved in blocks of {run.settings.get('block')}",
+        "",
+        "## Method",
+        "",
+        (measure.__doc__ or "").split("\n\n", 1)[1].strip().replace("\n- ", "\n\n- "),
+        "",
+        "Columns: median and min–max of the timed calls; × ORT and × fastest are ratios of medians "
+        "(lower is faster); GB/s is the bytes that must move over the median time; × bound is the "
+        "median over the bandwidth bound (1.00x would be a copy's speed).",
+        "",
+        "## Results",
+        "",
+    ]
+    for w in run.workloads:
+        lines += [f"### {w.name} — {w.title}", "", _caption(w), "", _md_row(HEADERS),
+                  _md_row(["---"] * 2 + ["---:"] * (len(HEADERS) - 2))]
+        for r in w.results:
+            label = r.label + (f" {r.version}" if r.version and r.key not in ("c", "numpy") else "")
+            cells = _cells(r)
+            if r.key == "c" and r.timing is not None:
+                cells[1] = f"**{cells[1]}**"
+            lines.append(_md_row([label, *cells]))
+        lines.append("")
+    targets = evaluate(run)
+    lines += ["## Targets", "", _md_row(["workload", "target", "met", "measured"]), _md_row(["---"] * 4)]
+    for t in targets:
+        lines.append(_md_row([t.workload, t.text, "n/a" if t.met is None else ("yes" if t.met else "**no**"), t.detail]))
+    extra = notes(run)
+    if extra:
+        lines += ["", "## Contenders not timed", ""] + [f"- {n}" for n in extra]
+    lines += ["", ACCURACY]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def write_text_atomic(path: str | os.PathLike[str], text: str) -> Path:
+    """Write ``text`` to ``path`` through a temporary file in the same directory."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return target

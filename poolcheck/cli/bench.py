@@ -1,0 +1,62 @@
+"""``poolcheck bench``: the named workloads, every contender single-threaded, side by side."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated
+
+import typer
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+from poolcheck.cli.common import EXIT_OK, console, err_console, fail, user_errors
+
+DEFAULT_DOCS = "docs/benchmarks.md"
+
+
+def register(app: typer.Typer) -> None:
+    app.command("bench")(bench)
+
+
+def bench(
+    workloads: Annotated[str | None, typer.Option(
+        "--workloads", "-w", help="Comma-separated workload names (W1,W1i,W2,W3,W4,W5,W6); default: all.")] = None,
+    reps: Annotated[int, typer.Option("--reps", min=3, help="Timed calls per contender and workload.")] = 200,
+    budget: Annotated[float, typer.Option(
+        "--budget", min=0.0, help="Seconds of timed calls per contender and workload before it stops early.")] = 3.0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the results as JSON (schema poolcheck.bench/1).")] = False,
+    write_docs: Annotated[str | None, typer.Option(
+        "--write-docs", metavar="PATH",
+        help=f"Write the Markdown report here. Default: {DEFAULT_DOCS} when every workload runs.")] = None,
+    no_docs: Annotated[bool, typer.Option("--no-docs", help="Do not write the Markdown report.")] = False,
+) -> None:
+    """Time poolcheck's engines against ONNX Runtime, OpenVINO and PyTorch on named pooling
+    workloads, one thread each. Every contender's output is checked against poolcheck's engine
+    before it is timed; a wrong one is shown as wrong, an absent one as absent."""
+    from poolcheck.bench import run_bench, select
+    from poolcheck.bench.render import renderable, to_json, to_markdown, write_text_atomic
+
+    with user_errors():
+        names = [n for n in workloads.split(",") if n.strip()] if workloads else None
+        chosen = select(names)
+        docs_path = None if no_docs else (write_docs or (DEFAULT_DOCS if names is None else None))
+        with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(), TimeElapsedColumn(),
+                      console=err_console, transient=True, disable=not err_console.is_terminal) as progress:
+            task = progress.add_task("preparing", total=None)
+
+            def on_progress(message: str, step: int, total: int) -> None:
+                progress.update(task, description=message, completed=step, total=total)
+
+            run = run_bench(chosen, reps=reps, budget_s=budget, progress=on_progress)
+        if as_json:
+            sys.stdout.write(to_json(run) + "\n")
+        else:
+            console.print(renderable(run))
+        if docs_path is not None:
+            command = "poolcheck bench" + (f" --workloads {workloads}" if workloads else "") + \
+                (f" --reps {reps}" if reps != 200 else "")
+            try:
+                written = write_text_atomic(docs_path, to_markdown(run, command))
+            except OSError as exc:
+                raise fail(f"--write-docs: cannot write {docs_path}: {exc}") from None
+            err_console.print(f"wrote {written}")
+    raise typer.Exit(EXIT_OK)
