@@ -18,17 +18,7 @@ import sys
 
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
-
-try:  # setuptools >= 59
-    from setuptools.errors import CCompilerError, CompileError, ExecError, LinkError, PlatformError
-except ImportError:  # pragma: no cover - very old setuptools
-    from distutils.errors import (  # type: ignore[no-redef]
-        CCompilerError,
-        CompileError,
-        DistutilsExecError as ExecError,
-        DistutilsPlatformError as PlatformError,
-        LinkError,
-    )
+from setuptools.errors import CCompilerError, CompileError, ExecError, LinkError, PlatformError  # setuptools >= 59
 
 BUILD_ERRORS = (CCompilerError, CompileError, ExecError, LinkError, PlatformError, OSError, ValueError)
 

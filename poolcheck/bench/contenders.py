@@ -71,7 +71,7 @@ class Contender:
 
     def version(self) -> str | None:
         dist = {"onnxruntime": "onnxruntime", "openvino": "openvino", "torch": "torch", "onnx.reference": "onnx"}
-        name = dist.get(self.module or "", None) if self.module else "poolcheck"
+        name = "poolcheck" if self.is_poolcheck else dist.get(self.module or "")
         if name is None:
             return None
         try:
