@@ -15,7 +15,7 @@ from types import ModuleType
 
 import numpy as np
 
-from poolcheck.engines import get_engine
+from poolcheck.engines import get_engine, numpy_engine
 from poolcheck.spec.attributes import PoolSpec
 from poolcheck.spec.indices import IndexLayout, index_layout
 from poolcheck.spec.policy import SPEC, Policy
@@ -48,12 +48,24 @@ def run_reference(
     policy: Policy = SPEC,
 ) -> Outputs:
     """One engine call on a resolved geometry (floating-point warnings silenced: NaN and inf
-    inputs are deliberate)."""
+    inputs are deliberate). A geometry no rule of the spec produces (a diagnosis variant's
+    windows reaching past the padding without ceil rounding) may be refused by the C engine; the
+    NumPy engine, which takes any window placement, computes it then."""
     with np.errstate(all="ignore"):
-        if op == "avg":
-            return Outputs(engine.avg_pool(x, geom, exclude_pad, policy))
-        values, indices = engine.max_pool(x, geom, layout, policy)
-        return Outputs(values, indices)
+        try:
+            return _call(engine, x, geom, op, exclude_pad, layout, policy)
+        except ValueError:
+            if engine is numpy_engine:
+                raise
+            return _call(numpy_engine, x, geom, op, exclude_pad, layout, policy)
+
+
+def _call(engine: ModuleType, x: np.ndarray, geom: Geometry, op: str, exclude_pad: bool,
+          layout: IndexLayout | None, policy: Policy) -> Outputs:
+    if op == "avg":
+        return Outputs(engine.avg_pool(x, geom, exclude_pad, policy))
+    values, indices = engine.max_pool(x, geom, layout, policy)
+    return Outputs(values, indices)
 
 
 def canonical_layout(shape: tuple[int, ...]) -> IndexLayout:

@@ -23,6 +23,7 @@ lowest finite value").
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from collections.abc import Callable, Mapping
@@ -239,6 +240,9 @@ POLICY_VARIANTS: tuple[PolicyVariant, ...] = (
     PolicyVariant("divisor=valid", "divisor", "divisor = the input elements only (padding not counted)",
                   {"divisor": "valid"}),
     PolicyVariant("empty_avg=nan", "empty_avg", "an average over no element is NaN", {"empty_avg": "nan"}),
+    PolicyVariant("avg=input-type-sum", "accumulate",
+                  "the average's sum accumulated in the input type (it overflows where float64 does not)",
+                  {"nan": "sum-in-input-type"}),
     PolicyVariant("max=seeded-scan", "nan",
                   "max scanned from the lowest value at index 0 with a strict '>': NaN and an element equal to "
                   "the lowest value never win, a window wholly in padding gives the lowest value and index 0",
@@ -260,6 +264,8 @@ def _policy_applies(v: PolicyVariant, spec: PoolSpec, x: np.ndarray, geom: Geome
         return spec.op == "avg" and v.change["divisor"] != own
     if v.group == "empty_avg":
         return spec.op == "avg" and w.empty_windows(geom) is not None
+    if v.group == "accumulate":
+        return spec.op == "avg" and x.dtype in (np.float16, np.float32)
     return False
 
 
@@ -369,7 +375,9 @@ def _run(engine: ModuleType, spec: PoolSpec, x: np.ndarray, geom: Geometry, poli
     if 0 in geom.output_shape:  # an empty output: nothing to compute
         empty = np.zeros(geom.output_shape, dtype=dtype)
         return Outputs(empty, np.zeros(geom.output_shape, dtype=np.int64) if spec.op == "max" else None)
-    if policy.nan == "seeded" and spec.op == "max":
+    if policy.nan == "sum-in-input-type" and spec.op == "avg":
+        out = Outputs(_avg_in_input_type(x, geom, spec.exclude_pad, policy.replace(nan="propagate")))
+    elif policy.nan == "seeded" and spec.op == "max":
         low = np.asarray(_lowest(x.dtype), dtype=x.dtype)
         xs = np.where(np.isnan(x), low, x).astype(x.dtype) if x.dtype.kind == "f" else x
         out = run_reference(engine, xs, geom, "max", layout=layout,
@@ -417,6 +425,25 @@ def _narrow(x: np.ndarray, to: np.dtype) -> np.ndarray:
         return np.where(np.isnan(x), x, np.clip(x, -fmax, fmax)).astype(np.float32)
     with np.errstate(all="ignore"):
         return x.astype(to)
+
+
+def _avg_in_input_type(x: np.ndarray, geom: Geometry, exclude_pad: bool, policy: Policy) -> np.ndarray:
+    """Average pooling whose sum runs in ``x.dtype`` (taps in row-major window order, padding
+    adding nothing), divided once: how a runtime without a wider accumulator computes it."""
+    padded = np.zeros(tuple(x.shape[:2]) + tuple(a.pad_begin + a.size + a.pad_end + a.overhang for a in geom.axes),
+                      dtype=x.dtype)
+    padded[(slice(None), slice(None), *(slice(a.pad_begin, a.pad_begin + a.size) for a in geom.axes))] = x
+    acc = np.zeros(geom.output_shape, dtype=x.dtype)
+    with np.errstate(all="ignore"):
+        for offsets in itertools.product(*(range(a.kernel) for a in geom.axes)):
+            sl = tuple(slice(j * a.dilation, j * a.dilation + (a.out - 1) * a.stride + 1, a.stride)
+                       for a, j in zip(geom.axes, offsets))
+            acc += padded[(slice(None), slice(None), *sl)]
+        div = _NUMPY.divisor(geom, exclude_pad, policy).astype(np.float64)
+        mean = acc.astype(np.float64) / div
+        empty = np.broadcast_to(div == 0, mean.shape)
+        mean[empty] = 0.0 if policy.empty_avg == "zero" else np.nan
+    return mean.astype(x.dtype)
 
 
 def _lowest(dtype: np.dtype) -> float | int:
@@ -646,7 +673,8 @@ def diagnose_output(engine: ModuleType, spec: PoolSpec, x: np.ndarray, values: n
             continue  # the narrower type alone explains nothing: no partial diagnosis rests on it
         if ex.remaining == 0:
             full.append(((-len(ex.keys), sum(prefer.get(k, 0) for k in ex.keys), -order), ex))
-        if best is None or ex.remaining < best.remaining:
+        if best is None or (ex.remaining_values, ex.remaining_indices) < (best.remaining_values,
+                                                                          best.remaining_indices):
             best = ex
     if full:
         full.sort(key=lambda t: t[0], reverse=True)
