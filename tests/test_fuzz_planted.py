@@ -122,7 +122,7 @@ def test_engine_agrees_on_generated_cases() -> None:
     """Engine-only oracles (C vs NumPy, shape rules, metamorphic) over a short run: the only
     findings are the written shape rules' documented gaps."""
     options = FuzzOptions(peers=(), seed=1, max_examples=150, oracles=frozenset({"engines", "shapes", "metamorphic"}),
-                          metamorphic="all", shrink=False)
+                          engine_checks="all", shrink=False)
     result = run_sessions(options)[0]
     kinds = {s.split("|")[0] for s in result.findings}
     assert kinds <= {"document"}, sorted(result.findings)

@@ -163,13 +163,14 @@ def fuzz(
     max_examples: Annotated[int | None, typer.Option("--max-examples", help="Stop after this many hypothesis examples (each a list of configurations).")] = None,
     time_budget: Annotated[str | None, typer.Option("--time-budget", help="Stop after this long, e.g. 60s, 5m (default 60s when --max-examples is not given).")] = None,
     seed: Annotated[int | None, typer.Option("--seed", help="Seed of the exploration (default: random, printed for replay).")] = None,
+    batch: Annotated[int, typer.Option("--batch", help="Most configurations in one example (one batched call per peer; shrinking reduces it to one).")] = 8,
     jobs: Annotated[int, typer.Option("--jobs", help="Fuzzing processes (each with its own peer workers).")] = 1,
     database: Annotated[Path | None, typer.Option("--database", help="Hypothesis example database folder (shareable between runs and machines).")] = None,
     save_cases: Annotated[Path, typer.Option("--save-cases", help="Write one YAML case per new divergence here.")] = Path("fuzz-cases"),
     report: Annotated[Path | None, typer.Option("--report", help="Write result.json, junit.xml, summary.md and report.html here.")] = None,
     invalid: Annotated[bool, typer.Option("--invalid", help="Also generate invalid configurations and check that engine and peers reject them alike.")] = False,
     known: Annotated[list[Path] | None, typer.Option("--known", help="Known-divergence registry folder(s) (default: cases/known).")] = None,
-    metamorphic: Annotated[str, typer.Option("--metamorphic", help="Metamorphic oracles on the engines: first (first configuration of each example), all, off.")] = "first",
+    engine_checks: Annotated[str, typer.Option("--engine-checks", help="Engine comparison and metamorphic properties on the first configuration of each example (first) or on all (all).")] = "first",
     isolation: Annotated[bool, typer.Option("--isolation/--no-isolation", help="Run peers in warm worker processes (a crash or hang is recorded, not fatal).")] = True,
     peer_timeout: Annotated[float, typer.Option("--peer-timeout", help="Seconds a peer may take per batch before it counts as a timeout.")] = 30.0,
     oracles: Annotated[str, typer.Option("--oracles", help="Oracles to run (comma-separated): engines, peers, shapes, metamorphic.")] = ",".join(ORACLES),
@@ -198,10 +199,12 @@ def fuzz(
         bad = sorted(oracle_set - set(ORACLES))
         if bad or not oracle_set:
             raise AttributeValueError("--oracles", f"expected some of {', '.join(ORACLES)}, got {oracles!r}")
-        if metamorphic not in ("first", "all", "off"):
-            raise AttributeValueError("--metamorphic", f"expected first, all or off, got {metamorphic!r}")
+        if engine_checks not in ("first", "all"):
+            raise AttributeValueError("--engine-checks", f"expected first or all, got {engine_checks!r}")
         if jobs < 1:
             raise AttributeValueError("--jobs", f"must be >= 1, got {jobs}")
+        if not 1 <= batch <= 256:
+            raise AttributeValueError("--batch", f"must lie in [1, 256], got {batch}")
         if max_examples is not None and max_examples < 1:
             raise AttributeValueError("--max-examples", f"must be >= 1, got {max_examples}")
         budget = parse_duration(time_budget) if time_budget else (None if max_examples else 60.0)
@@ -219,9 +222,9 @@ def fuzz(
         options = FuzzOptions(
             ops=tuple(op_list), ranks=tuple(rank_list), dtypes=tuple(dtype_list), conventions=tuple(conv_list),
             peers=tuple(peer_names), max_examples=max_examples, time_budget=budget, seed=seed, jobs=jobs,
-            database=str(database) if database else None, invalid=invalid, metamorphic=metamorphic,
+            database=str(database) if database else None, invalid=invalid, engine_checks=engine_checks,
             isolated=isolation, peer_timeout=peer_timeout, shrink=shrink, oracles=oracle_set,
-            exit_first=exit_first,
+            exit_first=exit_first, max_configs=batch,
         )
         known_paths = [str(p) for p in known] if known else ["cases/known"]
     command = "poolcheck " + " ".join(shlex.quote(a) for a in sys.argv[1:])

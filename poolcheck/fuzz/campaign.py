@@ -255,12 +255,14 @@ def replay_command(options: FuzzOptions, examples: int) -> str:
     parts += ["--seed", str(options.seed), "--max-examples", str(examples)]
     if options.jobs > 1:
         parts += ["--jobs", str(options.jobs)]
+    if options.max_configs != 8:
+        parts += ["--batch", str(options.max_configs)]
     if options.invalid:
         parts.append("--invalid")
     if set(options.oracles) != set(ORACLES):
         parts += ["--oracles", ",".join(o for o in ORACLES if o in options.oracles)]
-    if options.metamorphic != "first":
-        parts += ["--metamorphic", options.metamorphic]
+    if options.engine_checks != "first":
+        parts += ["--engine-checks", options.engine_checks]
     if options.database:
         parts += ["--database", options.database]
     return " ".join(shlex.quote(p) for p in parts)

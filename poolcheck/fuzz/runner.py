@@ -70,7 +70,7 @@ class FuzzOptions:
     jobs: int = 1
     database: str | None = None
     invalid: bool = False
-    metamorphic: str = "first"  # "first" configuration of every example | "all" | "off"
+    engine_checks: str = "first"  # engine comparison + metamorphic: "first" configuration of each example | "all"
     max_configs: int = 8
     engine: str = "auto"
     isolated: bool = True
@@ -270,19 +270,19 @@ class Session:
                 refs.append(None)
                 continue
             refs.append((base, geom))
-            if len(self.engines) > 1 and "engines" in oracles:
-                findings += O.check_engines(case, self.engines, base, geom)
             if "shapes" in oracles:
                 findings += O.check_shape_rules(case, geom)
-        # Metamorphic properties on the reference engine (the other engines equal it, checked
-        # above), on the first configuration of each example or on all of them.
-        meta = self.options.metamorphic if "metamorphic" in oracles else "off"
-        if meta != "off":
-            for case, ref in zip(batch, refs):
-                if ref is not None:
+        # The engine-side oracles (the other engines against the reference engine, metamorphic
+        # properties of the reference engine) run on the first configuration of each example, or
+        # on all of them: they cost several engine calls per configuration.
+        for case, ref in zip(batch, refs):
+            if ref is not None:
+                if len(self.engines) > 1 and "engines" in oracles:
+                    findings += O.check_engines(case, self.engines, ref[0], ref[1])
+                if "metamorphic" in oracles:
                     findings += O.check_metamorphic(case, self.engine, self.engine.NAME, ref[0], ref[1])
-                if meta == "first":
-                    break
+            if self.options.engine_checks == "first":
+                break
         self.progress.cases += len(batch)
         items = [(c.spec, c.x) for c in batch]
         for peer in self.peers if "peers" in oracles else ():
