@@ -236,7 +236,13 @@ class Session:
         self.detected_at: dict[str, float] = {}
         self.shrunk_at: dict[str, float] = {}
         self.pending = False
+        # Tie-breaking history per peer, seeded with the registry: an example that several
+        # explanations fit equally is named after the behaviour already on record.
         self.preference: dict[str, Counter[str]] = {}
+        for sig in options.known_signatures:
+            kind, _op, subject, klass = sig.split("|", 3)
+            if kind == "peer":
+                self.preference.setdefault(subject, Counter())[klass] += 1
         self.started = time.monotonic()
         self._last_progress = 0.0
         self.warnings: list[str] = []
