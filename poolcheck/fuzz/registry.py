@@ -90,7 +90,7 @@ def finding_case(finding: Finding, expected: dict[str, Any], *, command: str = "
     tags = ["fuzz", finding.kind]
     if finding.kind == "peer":
         tags.append(f"{KNOWN_TAG_PEER}{finding.subject}")
-        if finding.version:
+        if finding.version and finding.version != "unknown":
             tags.append(f"version:{finding.subject}={finding.version}")
     tags.append(f"{KNOWN_TAG_SIGNATURE}{finding.signature}")
     refs = upstream_for(finding.subject, finding.klass)
