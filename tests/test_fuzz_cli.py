@@ -101,3 +101,17 @@ def test_jobs_run_in_parallel_processes(tmp_path: Path) -> None:
                      "--oracles", "peers,engines", "--no-isolation", "--known", str(tmp_path))
     assert code == 0, out
     assert "--jobs 2" in out
+
+
+def test_the_example_database_replays_a_find_first(tmp_path: Path) -> None:
+    args = ["--peers", str(PLANTED / "pads_swapped.py"), "--ops", "maxpool", "--oracles", "peers", "--exit-first",
+            "--max-examples", "2000", "--no-isolation", "--database", str(tmp_path / "db"),
+            "--known", str(tmp_path / "known"), "--save-cases", str(tmp_path / "finds")]
+    code, _ = fuzz(*args, "--seed", "1", "--report", str(tmp_path / "r1"))
+    assert code == 1 and any((tmp_path / "db").iterdir())
+    first = json.loads((tmp_path / "r1" / "result.json").read_text())["extra"]["fuzz"]
+    # another seed: the saved example replays before any generation
+    code, _ = fuzz(*args, "--seed", "2", "--report", str(tmp_path / "r2"))
+    second = json.loads((tmp_path / "r2" / "result.json").read_text())["extra"]["fuzz"]
+    assert code == 1 and second["new"] == first["new"]
+    assert second["examples"] < first["examples"] and second["examples"] <= 5

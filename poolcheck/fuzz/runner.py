@@ -379,6 +379,12 @@ class Session:
             report_multiple_bugs=True,
         )(given(self.strategy)(fuzz_example))
         test = hypothesis_seed(round_seed)(test)
+        if db is not None:
+            # ``@seed`` switches the example database off (a seeded run is meant to be replayed,
+            # not to remember); this fuzzer wants both: the seed drives generation, the database
+            # replays earlier finds first and keeps new ones for other runs and machines.
+            test._hypothesis_internal_use_settings = settings(  # type: ignore[attr-defined]
+                test._hypothesis_internal_use_settings, database=db)  # type: ignore[attr-defined]
         self.pending = False
         self.rounds.append((round_seed, examples))
         self.progress.rounds += 1
