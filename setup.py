@@ -22,7 +22,7 @@ from setuptools.errors import CCompilerError, CompileError, ExecError, LinkError
 
 BUILD_ERRORS = (CCompilerError, CompileError, ExecError, LinkError, PlatformError, OSError, ValueError)
 
-UNIX_FLAGS = ["-O3", "-ffp-contract=off", "-fno-math-errno", "-std=c99", "-Wall", "-Wno-unknown-pragmas"]
+UNIX_FLAGS = ["-O3", "-ffp-contract=off", "-fno-math-errno", "-std=c11", "-Wall", "-Wno-unknown-pragmas"]
 
 
 def _warn(reason: str) -> None:

@@ -54,6 +54,20 @@
 /* ------------------------------------------------------------------------------------------ */
 /* Geometry                                                                                   */
 
+/* A block of the 16 first (or last) windows of a row when some of them reach outside the
+ * input: per tap, each lane's position clamped into its window's valid taps (max pooling: a
+ * duplicate of a neighbouring valid tap never changes a strict first-wins scan, value or
+ * position), as an offset into the 32 elements loaded from `base`; and which lanes' tap is
+ * valid (average pooling adds only those). Used when every tap fits in those 32 elements. */
+#define EDGE_KMAX 8
+typedef struct edge_s {
+    int use;
+    int64_t o0, base;
+    int32_t idx[EDGE_KMAX][16];
+    int32_t pos[EDGE_KMAX][16];
+    uint32_t valid[EDGE_KMAX];
+} edge_t;
+
 typedef struct {
     int64_t n, k, s, d, pb, pe, o;
     int64_t lo, hi;  /* windows in [lo, hi) have every tap inside [0, n) */
@@ -61,6 +75,7 @@ typedef struct {
     int64_t *jhi;    /* per window: one past the last valid tap (jlo >= jhi: no valid tap) */
     int has_empty;   /* some window has no valid tap */
     int zinit;       /* sums along this axis start from +0.0 (see geo_prepare) */
+    edge_t *edge[2]; /* last axis only: left and right border blocks (NULL elsewhere) */
 } ax_t;
 
 typedef struct {
@@ -74,12 +89,76 @@ static int64_t *g_scratch_i64(int64_t count) {
     return (int64_t *)malloc((size_t)(count > 0 ? count : 1) * sizeof(int64_t));
 }
 
+/* Per-thread scratch buffers, reused from call to call: freeing and re-allocating a few hundred
+ * kB per call makes the C library hand the memory back to the system and fault it in again
+ * on every call. Buffers above SCRATCH_KEEP are released at the end of the call. The GIL is
+ * released while computing, so each thread has its own. */
+#define SCRATCH_SLOTS 9
+#define SCRATCH_KEEP ((size_t)64 << 20)
+enum { S_POS, S_T0, S_T1, S_Q0, S_Q1, S_RING, S_QRING, S_DTAB, S_RTAB };
+typedef struct {
+    void *p;
+    size_t cap;
+} scratch_t;
+static _Thread_local scratch_t tls_scratch[SCRATCH_SLOTS];
+
+static void *scratch_get(int slot, size_t bytes) {
+    scratch_t *sc = &tls_scratch[slot];
+    if (bytes < 64) bytes = 64;
+    if (sc->cap < bytes) {
+        free(sc->p);
+        const size_t cap = bytes + bytes / 4;
+        sc->p = malloc(cap);
+        sc->cap = sc->p ? cap : 0;
+    }
+    return sc->p;
+}
+
+static void scratch_trim(void) {
+    for (int i = 0; i < SCRATCH_SLOTS; i++)
+        if (tls_scratch[i].cap > SCRATCH_KEEP) {
+            free(tls_scratch[i].p);
+            tls_scratch[i].p = NULL;
+            tls_scratch[i].cap = 0;
+        }
+}
+
 static void geo_free(geo_t *g) {
     for (int i = 0; i < 3; i++) {
         free(g->a[i].jlo);
         free(g->a[i].jhi);
+        free(g->a[i].edge[0]);
+        free(g->a[i].edge[1]);
         g->a[i].jlo = g->a[i].jhi = NULL;
+        g->a[i].edge[0] = g->a[i].edge[1] = NULL;
     }
+}
+
+static void edge_build(edge_t *e, const ax_t *a, int side) {
+    const int64_t n = a->n, k = a->k, O = a->o;
+    memset(e, 0, sizeof(*e));
+    if (k > EDGE_KMAX || O < 16 || n < 32) return;
+    if (side == 0) {
+        if (a->lo == 0 || a->lo > 16) return;
+        e->o0 = 0;
+        e->base = 0;
+    } else {
+        if (a->hi >= O || a->hi < O - 16) return;
+        e->o0 = O - 16;
+        e->base = n - 32;
+    }
+    for (int i = 0; i < 16; i++) {
+        const int64_t o = e->o0 + i, st = o * a->s - a->pb, jl = a->jlo[o], jh = a->jhi[o];
+        const int64_t first = jl < jh ? st + jl * a->d : e->base, last = jl < jh ? st + (jh - 1) * a->d : e->base;
+        for (int64_t j = 0; j < k; j++) {
+            const int64_t p = st + j * a->d, cp = p < first ? first : (p > last ? last : p);
+            if (cp - e->base < 0 || cp - e->base >= 32) return;
+            e->idx[j][i] = (int32_t)(cp - e->base);
+            e->pos[j][i] = (int32_t)cp;
+            if (p >= 0 && p < n) e->valid[j] |= 1u << i;
+        }
+    }
+    e->use = 1;
 }
 
 /* Window o covers positions o * s - pb + j * d, j in [0, k). */
@@ -130,6 +209,13 @@ static int geo_prepare(geo_t *g) {
     for (int i = g->r; i < 3; i++) {
         g->a[i].jlo = g->a[i].jhi = NULL;
     }
+    for (int i = 0; i < 3; i++) g->a[i].edge[0] = g->a[i].edge[1] = NULL;
+    ax_t *w = &g->a[g->r - 1];
+    for (int side = 0; side < 2; side++) {
+        w->edge[side] = (edge_t *)malloc(sizeof(edge_t));
+        if (!w->edge[side]) return -1;
+        edge_build(w->edge[side], w, side);
+    }
     return 0;
 }
 
@@ -179,6 +265,13 @@ static int geo_small(const geo_t *g) {
         if (a->n >= lim || a->o * a->s + a->pb + a->k * a->d >= lim) return 0;
     }
     return 1;
+}
+
+/* Rows of the ring of a fused 2-D kernel: a power of two covering one window's rows. */
+static int64_t ring_rows(const ax_t *h) {
+    int64_t r = 1;
+    while (r < (h->k - 1) * h->d + 1) r <<= 1;
+    return r;
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -750,6 +843,23 @@ T512 static inline void s2_masks(int64_t m, __mmask16 *ka, __mmask16 *kb) {
 /* Masked loads are slow on some CPUs even with every lane set: full blocks load plainly. */
 #define LD16(p, km) ((km) == 0xFFFF ? _mm512_loadu_ps(p) : _mm512_maskz_loadu_ps((km), (p)))
 #define LD8Q(p, k8) ((k8) == 0xFF ? _mm512_loadu_si512(p) : _mm512_maskz_loadu_epi64((k8), (p)))
+#define LD8D(p, k8) ((k8) == 0xFF ? _mm512_loadu_pd(p) : _mm512_maskz_loadu_pd((k8), (p)))
+
+/* a / d rounded to nearest, without a division, for sums of float32 values (no subnormal or
+ * overflowing quotient): r = RN(1/d) (table), q0 = RN(a r) is within 1.5 ulp of a/d, the
+ * remainder a - q0 d is then exact (one FMA), and q1 = RN(q0 + rem r) = RN(a/d): the
+ * perturbation, at most 2 ulp 2^-53, is far below the distance from a/d to any rounding
+ * midpoint (a multiple of 2^(E-53) over d, never zero) for d < 2^51. Zeros, infinities and
+ * NaN keep q0 = a r (the sign of a zero, the NaN itself). Bit-identical to a true division
+ * (tests/test_c_engine.py compares with NumPy's). */
+T512 static inline __m512d div_pd_exact(__m512d a, __m512d d, __m512d r) {
+    const __m512d q0 = _mm512_mul_pd(a, r);
+    const __m512d rem = _mm512_fnmadd_pd(q0, d, a); /* a - q0 d, exact */
+    const __m512d q1 = _mm512_fmadd_pd(rem, r, q0);
+    /* QNaN 0x01, +0 0x02, -0 0x04, +inf 0x08, -inf 0x10, SNaN 0x80 */
+    return _mm512_mask_mov_pd(q1, _mm512_fpclass_pd_mask(a, 0x9F), q0);
+}
+
 #define ST16(p, km, v)                                                                           \
     do {                                                                                         \
         if ((km) == 0xFFFF) _mm512_storeu_ps((p), (v));                                          \
@@ -772,6 +882,9 @@ T512 static inline __attribute__((always_inline)) void mw512_row(
     const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
     const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
     for (int64_t o0 = lo; o0 < hi; o0 += 16) {
+        /* A short last block is shifted back to overlap the previous one (recomputing equal
+         * values) when the row has 16 windows: masked loads are slow on some CPUs. */
+        if (hi - o0 < 16 && hi - lo >= 16) o0 = hi - 16;
         const int64_t m = hi - o0 < 16 ? hi - o0 : 16;
         const __mmask16 km = lanes16(m);
         const float *p0 = xr + (o0 * S - pb);
@@ -842,22 +955,57 @@ T512 static inline __attribute__((always_inline)) void mw512_row(
     }
 }
 
+/* A border block of 16 windows (see edge_t): clamped taps from 32 loaded elements. */
+T512 static inline __attribute__((always_inline)) void mw512_edge(
+    const float *restrict xr, float *restrict yr, int64_t *restrict pr, const ax_t *restrict A,
+    const edge_t *restrict e, int64_t wa, const int withpos, const int ign, const int64_t K) {
+    const int64_t k = K ? K : A->k;
+    const __m512 a = _mm512_loadu_ps(xr + e->base), b = _mm512_loadu_ps(xr + e->base + 16);
+    __m512 v = _mm512_permutex2var_ps(a, _mm512_loadu_si512(e->idx[0]), b), acc = v;
+    __m512i cv = withpos ? _mm512_loadu_si512(e->pos[0]) : _mm512_setzero_si512();
+    for (int64_t j = 1; j < k; j++) {
+        const __m512 t = _mm512_permutex2var_ps(a, _mm512_loadu_si512(e->idx[j]), b);
+        acc = _mm512_add_ps(acc, t);
+        if (!withpos) {
+            v = _mm512_max_ps(t, v); /* t > v ? t : v */
+        } else {
+            const __mmask16 gt = _mm512_cmp_ps_mask(t, v, _CMP_GT_OQ);
+            v = _mm512_mask_blend_ps(gt, v, t);
+            cv = _mm512_mask_mov_epi32(cv, gt, _mm512_loadu_si512(e->pos[j]));
+        }
+    }
+    if (__builtin_expect(HAS_NAN(acc, 0xFFFF), 0)) {
+        if (ign) mw_brow_f32i(xr, yr, pr, A, wa, withpos, e->o0, e->o0 + 16);
+        else mw_brow_f32p(xr, yr, pr, A, wa, withpos, e->o0, e->o0 + 16);
+        return;
+    }
+    _mm512_storeu_ps(yr + e->o0, v);
+    if (withpos) store_pos16(pr + e->o0, 0xFFFF, cv, wa);
+}
+
 T512 static inline __attribute__((always_inline)) void mw512_rows(
     const float *restrict x, float *restrict y, int64_t *restrict py, int64_t rows,
     const ax_t *restrict A, int64_t wa, const int withpos, const int ign, const int64_t S,
     const int64_t K) {
     const int64_t n = A->n, O = A->o, lo = A->lo, hi = A->hi;
     const __m512i vS = _mm512_mullo_epi32(IOTA16, _mm512_set1_epi32((int)S));
+    const edge_t *eL = A->edge[0], *eR = A->edge[1];
+    const int useL = eL != NULL && eL->use, useR = eR != NULL && eR->use;
+    const int64_t ilo = useL ? 16 : lo, ihi = useR ? O - 16 : hi;
     for (int64_t r = 0; r < rows; r++) {
         const float *restrict xr = x + r * n;
         float *restrict yr = y + r * O;
         int64_t *restrict pr = withpos ? py + r * O : NULL;
-        if (lo > 0) {
+        if (useL) {
+            mw512_edge(xr, yr, pr, A, eL, wa, withpos, ign, K);
+        } else if (lo > 0) {
             if (ign) mw_brow_f32i(xr, yr, pr, A, wa, withpos, 0, lo);
             else mw_brow_f32p(xr, yr, pr, A, wa, withpos, 0, lo);
         }
-        mw512_row(xr, yr, pr, A, wa, withpos, ign, S, K, lo, hi, vS);
-        if (hi < O) {
+        if (ihi > ilo) mw512_row(xr, yr, pr, A, wa, withpos, ign, S, K, ilo, ihi, vS);
+        if (useR) {
+            mw512_edge(xr, yr, pr, A, eR, wa, withpos, ign, K);
+        } else if (hi < O) {
             if (ign) mw_brow_f32i(xr, yr, pr, A, wa, withpos, hi, O);
             else mw_brow_f32p(xr, yr, pr, A, wa, withpos, hi, O);
         }
@@ -893,6 +1041,7 @@ T512 static inline __attribute__((always_inline)) void mh512_row(
     const int withpos, const int ign) {
     const int64_t c = CNT ? CNT : cnt;
     for (int64_t i0 = 0; i0 < inner; i0 += 16) {
+        if (inner - i0 < 16 && inner >= 16) i0 = inner - 16; /* overlap instead of masking */
         const int64_t m = inner - i0 < 16 ? inner - i0 : 16;
         const __mmask16 km = lanes16(m);
         const __mmask8 kl = (__mmask8)km, kh = (__mmask8)(km >> 8);
@@ -1006,19 +1155,48 @@ T512 static void maxsep_f32_512(const float *x, float *out, int64_t *pos, const 
 
 /* Rows of the W stage of average pooling, float32 input: interior windows in blocks of 16,
  * sums in double in tap order. S and K are constants in the specialised cases (K == 0: k). */
+/* A border block of 16 windows (see edge_t): each lane starts from its first valid tap and
+ * adds the later valid ones, in order. */
+T512 static inline __attribute__((always_inline)) void aw512_edge(
+    const float *restrict xr, double *restrict yr, const ax_t *restrict A, const edge_t *restrict e,
+    __m512d zadd, const int64_t K) {
+    const int64_t k = K ? K : A->k;
+    const __m512 a = _mm512_loadu_ps(xr + e->base), b = _mm512_loadu_ps(xr + e->base + 16);
+    __m512d al = _mm512_setzero_pd(), ah = _mm512_setzero_pd(); /* a window with no element: +0.0 */
+    __mmask16 started = 0;
+    for (int64_t j = 0; j < k; j++) {
+        const __m512 t = _mm512_permutex2var_ps(a, _mm512_loadu_si512(e->idx[j]), b);
+        const __m512d tl = _mm512_cvtps_pd(_mm512_castps512_ps256(t));
+        const __m512d th = _mm512_cvtps_pd(_mm512_extractf32x8_ps(t, 1));
+        const __mmask16 m = (__mmask16)e->valid[j];
+        const __mmask16 first = (__mmask16)(m & ~started), more = (__mmask16)(m & started);
+        al = _mm512_mask_mov_pd(al, (__mmask8)first, tl);
+        ah = _mm512_mask_mov_pd(ah, (__mmask8)(first >> 8), th);
+        al = _mm512_mask_add_pd(al, (__mmask8)more, al, tl);
+        ah = _mm512_mask_add_pd(ah, (__mmask8)(more >> 8), ah, th);
+        started = (__mmask16)(started | m);
+    }
+    _mm512_storeu_pd(yr + e->o0, _mm512_add_pd(al, zadd));
+    _mm512_storeu_pd(yr + e->o0 + 8, _mm512_add_pd(ah, zadd));
+}
+
 T512 static inline __attribute__((always_inline)) void aw512_rows(
     const float *restrict x, double *restrict y, int64_t rows, const ax_t *restrict A,
     const int64_t S, const int64_t K) {
     const int64_t n = A->n, k = K ? K : A->k, d = A->d, pb = A->pb, O = A->o;
-    const int64_t lo = A->lo, hi = A->hi;
     const __m512d zadd = _mm512_set1_pd(A->zinit ? 0.0 : -0.0);
     const __m512i vS = _mm512_mullo_epi32(IOTA16, _mm512_set1_epi32((int)S));
     const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const edge_t *eL = A->edge[0], *eR = A->edge[1];
+    const int useL = eL != NULL && eL->use, useR = eR != NULL && eR->use;
+    const int64_t lo = useL ? 16 : A->lo, hi = useR ? O - 16 : A->hi;
     for (int64_t r = 0; r < rows; r++) {
         const float *restrict xr = x + r * n;
         double *restrict yr = y + r * O;
-        if (lo > 0) aw_brow_f32(xr, yr, A, 0, lo);
+        if (useL) aw512_edge(xr, yr, A, eL, zadd, K);
+        else if (lo > 0) aw_brow_f32(xr, yr, A, 0, lo);
         for (int64_t o0 = lo; o0 < hi; o0 += 16) {
+            if (hi - o0 < 16 && hi - lo >= 16) o0 = hi - 16; /* overlap instead of masking */
             const int64_t m = hi - o0 < 16 ? hi - o0 : 16;
             const __mmask16 km = lanes16(m);
             __mmask16 ka = 0, kb = 0;
@@ -1042,8 +1220,56 @@ T512 static inline __attribute__((always_inline)) void aw512_rows(
                 _mm512_mask_storeu_pd(yr + o0 + 8, (__mmask8)(km >> 8), ah);
             }
         }
-        if (hi < O) aw_brow_f32(xr, yr, A, hi, O);
+        if (useR) aw512_edge(xr, yr, A, eR, zadd, K);
+        else if (hi < O) aw_brow_f32(xr, yr, A, hi, O);
     }
+}
+
+/* Columns of a block of short rows. B consecutive rows of n elements (n <= 16) are loaded as
+ * n plain vectors of B lanes; column c (element c of each row) is gathered from them with
+ * masked two-source permutes: lane i takes element i * n + c, which lies in the vector pair
+ * (2t, 2t + 1), t = (i * n + c) / (2B). The plans are built once per call. */
+#define PAIRS_MAX 10
+typedef struct {
+    int np;
+    int t[PAIRS_MAX];
+    int32_t idx[PAIRS_MAX][16];
+    uint32_t k[PAIRS_MAX];
+} colplan_t;
+
+static void colplan_build(colplan_t *plan, int64_t n, int B) {
+    for (int64_t c = 0; c < n; c++) {
+        colplan_t *p = &plan[c];
+        memset(p, 0, sizeof(*p));
+        p->np = 0;
+        for (int i = 0; i < B; i++) {
+            const int64_t f = i * n + c;
+            const int t = (int)(f / (2 * B));
+            if (p->np == 0 || p->t[p->np - 1] != t) p->t[p->np++] = t;
+            p->idx[p->np - 1][i] = (int32_t)(f % (2 * B));
+            p->k[p->np - 1] |= 1u << i;
+        }
+    }
+}
+
+/* Column of 16 rows of floats; V holds n (+1 spare) vectors. */
+T512 static inline __m512 col16(const __m512 *V, const colplan_t *p) {
+    __m512 col = _mm512_permutex2var_ps(V[2 * p->t[0]], _mm512_loadu_si512(p->idx[0]), V[2 * p->t[0] + 1]);
+    for (int s = 1; s < p->np; s++)
+        col = _mm512_mask_mov_ps(col, (__mmask16)p->k[s],
+                                 _mm512_permutex2var_ps(V[2 * p->t[s]], _mm512_loadu_si512(p->idx[s]), V[2 * p->t[s] + 1]));
+    return col;
+}
+
+/* Column of 8 rows of doubles (index plans built with B = 8, widened to 64-bit lanes). */
+T512 static inline __m512d col8(const __m512d *V, const colplan_t *p) {
+    __m512d col = _mm512_permutexvar_pd(_mm512_setzero_si512(), V[0]);
+    for (int s = 0; s < p->np; s++) {
+        const __m512i idx = _mm512_cvtepi32_epi64(_mm256_loadu_si256((const __m256i *)p->idx[s]));
+        const __m512d v = _mm512_permutex2var_pd(V[2 * p->t[s]], idx, V[2 * p->t[s] + 1]);
+        col = s == 0 ? v : _mm512_mask_mov_pd(col, (__mmask8)p->k[s], v);
+    }
+    return col;
 }
 
 /* W stage of average pooling, float32 input, double sums. */
@@ -1053,11 +1279,43 @@ T512 __attribute__((noinline)) static void aw_f32_512(const float *restrict x, d
     const int64_t lo = A->lo, hi = A->hi;
     const __m512d zadd = _mm512_set1_pd(A->zinit ? 0.0 : -0.0);
     if (hi - lo < 8 && rows >= 16 && 16 * n < ((int64_t)1 << 30) && 16 * O < ((int64_t)1 << 30)) {
-        /* Few windows per row (e.g. global pooling): vectorise across 16 rows with gathers. */
+        /* Few windows per row (e.g. global pooling): vectorise across 16 rows. */
         const __m512i vrow = _mm512_mullo_epi32(IOTA16, _mm512_set1_epi32((int)n));
         const __m256i vout = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
                                                 _mm256_set1_epi32((int)O));
-        for (int64_t r0 = 0; r0 < rows; r0 += 16) {
+        int64_t r0 = 0;
+        if (n <= 16) {
+            /* Rows of at most 16 elements: plain loads of 16 rows and column permutes. */
+            colplan_t plan[16];
+            colplan_build(plan, n, 16);
+            __m512 V[17];
+            V[n] = _mm512_setzero_ps();
+            for (; r0 + 16 <= rows; r0 += 16) {
+                for (int64_t q = 0; q < n; q++) V[q] = _mm512_loadu_ps(x + r0 * n + 16 * q);
+                for (int64_t o = lo; o < hi; o++) {
+                    const int64_t c0 = o * s - pb;
+                    __m512 t = col16(V, &plan[c0]);
+                    __m512d al = _mm512_cvtps_pd(_mm512_castps512_ps256(t));
+                    __m512d ah = _mm512_cvtps_pd(_mm512_extractf32x8_ps(t, 1));
+                    for (int64_t j = 1; j < k; j++) {
+                        t = col16(V, &plan[c0 + j * d]);
+                        al = _mm512_add_pd(al, _mm512_cvtps_pd(_mm512_castps512_ps256(t)));
+                        ah = _mm512_add_pd(ah, _mm512_cvtps_pd(_mm512_extractf32x8_ps(t, 1)));
+                    }
+                    al = _mm512_add_pd(al, zadd);
+                    ah = _mm512_add_pd(ah, zadd);
+                    double *yo = y + r0 * O + o;
+                    if (O == 1) {
+                        _mm512_storeu_pd(yo, al);
+                        _mm512_storeu_pd(yo + 8, ah);
+                    } else {
+                        _mm512_i32scatter_pd(yo, vout, al, 8);
+                        _mm512_i32scatter_pd(yo + 8 * O, vout, ah, 8);
+                    }
+                }
+            }
+        }
+        for (; r0 < rows; r0 += 16) {
             const int64_t m = rows - r0 < 16 ? rows - r0 : 16;
             const __mmask16 km = lanes16(m);
             const __mmask8 kl = (__mmask8)km, kh = (__mmask8)(km >> 8);
@@ -1102,14 +1360,37 @@ T512 __attribute__((noinline)) static void aw_f32_512(const float *restrict x, d
 }
 
 /* H stage of average pooling with inner == 1 (e.g. global pooling): 8 rows at a time. */
-T512 static void ah1_512(const double *restrict x, double *restrict y, int64_t outer,
+T512 __attribute__((noinline)) static void ah1_512(const double *restrict x, double *restrict y, int64_t outer,
                          const ax_t *restrict A) {
     const int64_t n = A->n, s = A->s, d = A->d, pb = A->pb, O = A->o;
     const __m512d zadd = _mm512_set1_pd(A->zinit ? 0.0 : -0.0);
     const __m256i iota8 = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     const __m256i vrow = _mm256_mullo_epi32(iota8, _mm256_set1_epi32((int)n));
     const __m256i vout = _mm256_mullo_epi32(iota8, _mm256_set1_epi32((int)O));
-    for (int64_t u0 = 0; u0 < outer; u0 += 8) {
+    int64_t u0 = 0;
+    if (n <= 16) {
+        /* Rows of at most 16 doubles: plain loads of 8 rows and column permutes. */
+        colplan_t plan[16];
+        colplan_build(plan, n, 8);
+        __m512d V[17];
+        V[n] = _mm512_setzero_pd();
+        for (; u0 + 8 <= outer; u0 += 8) {
+            for (int64_t q = 0; q < n; q++) V[q] = _mm512_loadu_pd(x + u0 * n + 8 * q);
+            for (int64_t o = 0; o < O; o++) {
+                const int64_t jl = A->jlo[o], jh = A->jhi[o];
+                __m512d acc = _mm512_setzero_pd();
+                if (jl < jh) {
+                    const int64_t c0 = o * s - pb + jl * d;
+                    acc = col8(V, &plan[c0]);
+                    for (int64_t j = 1; j < jh - jl; j++) acc = _mm512_add_pd(acc, col8(V, &plan[c0 + j * d]));
+                    acc = _mm512_add_pd(acc, zadd);
+                }
+                if (O == 1) _mm512_storeu_pd(y + u0, acc);
+                else _mm512_i32scatter_pd(y + u0 * O + o, vout, acc, 8);
+            }
+        }
+    }
+    for (; u0 < outer; u0 += 8) {
         const int64_t m = outer - u0 < 8 ? outer - u0 : 8;
         const __mmask8 km = (__mmask8)lanes16(m);
         for (int64_t o = 0; o < O; o++) {
@@ -1128,8 +1409,8 @@ T512 static void ah1_512(const double *restrict x, double *restrict y, int64_t o
     }
 }
 
-T512 static void avg_f32_512(const float *x, float *out, const geo_t *g, const double *dtab, int zeros,
-                             double efill, double *t0, double *t1, int64_t chunk) {
+T512 __attribute__((noinline)) static void avg_f32_512(const float *x, float *out, const geo_t *g, const double *dtab,
+                             const double *rtab, int zeros, double efill, double *t0, double *t1, int64_t chunk) {
     const int r = g->r;
     const int64_t po = g->plane_out;
     for (int64_t p = 0; p < g->nc; p += chunk) {
@@ -1152,13 +1433,230 @@ T512 static void avg_f32_512(const float *x, float *out, const geo_t *g, const d
         float *restrict yo = out + p * po;
         const double *restrict sum = dst;
         for (int64_t q = 0; q < np; q++) {
-            for (int64_t i = 0; i < po; i++) yo[q * po + i] = (float)(sum[q * po + i] / dtab[i]);
+            for (int64_t i0 = 0; i0 < po; i0 += 8) {
+                const int64_t m = po - i0 < 8 ? po - i0 : 8;
+                const __mmask8 km = (__mmask8)lanes16(m);
+                const __m256 v = _mm512_cvtpd_ps(div_pd_exact(LD8D(sum + q * po + i0, km), LD8D(dtab + i0, km),
+                                                              LD8D(rtab + i0, km)));
+                if (km == 0xFF) _mm256_storeu_ps(yo + q * po + i0, v);
+                else _mm256_mask_storeu_ps(yo + q * po + i0, km, v);
+            }
             if (zeros)
                 for (int64_t i = 0; i < po; i++)
                     if (dtab[i] == 0.0) yo[q * po + i] = (float)efill;
         }
     }
 }
+/* ------------------------------------------------------------------------------------------ */
+/* Two spatial axes, fused (float32, AVX-512). Each input row is reduced along W once, into a  */
+/* ring of (k_h - 1) d_h + 1 rows that stays in L1; each output row then combines its ring     */
+/* rows in tap order and is finished at once (max: stored; average: divided and rounded).     */
+/* The same operations in the same order as the staged path, without its plane-sized          */
+/* intermediates.                                                                              */
+
+
+/* Ring slots of the tap rows of output row oh; rows not yet reduced are reduced by REDUCE. */
+#define RING_ROWS(REDUCE)                                                                       \
+    for (int64_t j = 0; j < cnt; j++) {                                                         \
+        const int64_t h = oh * H->s - H->pb + (jl + j) * H->d;                                  \
+        const int64_t slot = h & (R - 1);                                                       \
+        if (tags[slot] != h) {                                                                  \
+            REDUCE;                                                                             \
+            tags[slot] = h;                                                                     \
+        }                                                                                       \
+        hrow[j] = h;                                                                            \
+        sl[j] = slot;                                                                           \
+    }
+
+T512 static inline __attribute__((always_inline)) void avg2d_512_body(
+    const float *restrict x, float *restrict out, const geo_t *g, const double *restrict dtab,
+    const double *restrict rtab, int zeros, double efill, double *restrict ring, int64_t *restrict tags,
+    int64_t *restrict hrow, int64_t *restrict sl, const int64_t S, const int64_t K) {
+    const ax_t *H = &g->a[0], *W = &g->a[1];
+    const int64_t NW = W->n, OW = W->o, OH = H->o;
+    const int64_t R = ring_rows(H), RS = (OW + 7) & ~(int64_t)7;
+    const __m512d zh = _mm512_set1_pd(H->zinit ? 0.0 : -0.0);
+    for (int64_t p = 0; p < g->nc; p++) {
+        const float *xp = x + p * g->plane_in;
+        float *op = out + p * g->plane_out;
+        for (int64_t r = 0; r < R; r++) tags[r] = -1;
+        for (int64_t oh = 0; oh < OH; oh++) {
+            const int64_t jl = H->jlo[oh], cnt = H->jhi[oh] > jl ? H->jhi[oh] - jl : 0;
+            float *restrict yo = op + oh * OW;
+            const double *restrict dv = dtab + oh * OW;
+            const double *restrict rv = rtab + oh * OW;
+            RING_ROWS(aw512_rows(xp + h * NW, ring + slot * RS, 1, W, S, K))
+            const double *r0 = ring + sl[0] * RS, *r1 = ring + sl[cnt > 1] * RS,
+                         *r2 = ring + sl[cnt > 2 ? 2 : 0] * RS;
+/* Sum the ring rows of one block (in tap order), then divide and round. */
+#define AVG2D_BLOCKS(SUM)                                                                        \
+    for (int64_t o0 = 0; o0 < OW; o0 += 8) {                                                     \
+        if (OW - o0 < 8 && OW >= 8) o0 = OW - 8; /* overlap instead of masking */               \
+        const int64_t m = OW - o0 < 8 ? OW - o0 : 8;                                             \
+        const __mmask8 km = (__mmask8)lanes16(m);                                                \
+        __m512d acc;                                                                             \
+        SUM;                                                                                     \
+        /* "The output of each pooling window is divided by the number of elements". */          \
+        const __m256 q = _mm512_cvtpd_ps(div_pd_exact(acc, LD8D(dv + o0, km), LD8D(rv + o0, km))); \
+        if (km == 0xFF) _mm256_storeu_ps(yo + o0, q);                                            \
+        else _mm256_mask_storeu_ps(yo + o0, km, q);                                              \
+    }
+            if (cnt == 3) {
+                AVG2D_BLOCKS(acc = _mm512_add_pd(_mm512_add_pd(_mm512_add_pd(LD8D(r0 + o0, km), LD8D(r1 + o0, km)),
+                                                               LD8D(r2 + o0, km)), zh))
+            } else if (cnt == 2) {
+                AVG2D_BLOCKS(acc = _mm512_add_pd(_mm512_add_pd(LD8D(r0 + o0, km), LD8D(r1 + o0, km)), zh))
+            } else if (cnt == 0) {
+                AVG2D_BLOCKS(acc = _mm512_setzero_pd()) /* a window wholly in padding sums to +0.0 */
+            } else {
+                AVG2D_BLOCKS(acc = LD8D(r0 + o0, km);
+                             for (int64_t j = 1; j < cnt; j++) acc = _mm512_add_pd(acc, LD8D(ring + sl[j] * RS + o0, km));
+                             acc = _mm512_add_pd(acc, zh))
+            }
+#undef AVG2D_BLOCKS
+            if (zeros)
+                for (int64_t o = 0; o < OW; o++)
+                    if (dv[o] == 0.0) yo[o] = (float)efill;
+        }
+    }
+}
+
+T512 static void avg2d_512(const float *x, float *out, const geo_t *g, const double *dtab, const double *rtab,
+                           int zeros, double efill, double *ring, int64_t *tags, int64_t *hrow, int64_t *sl) {
+    const int64_t s = g->a[1].s, k = g->a[1].k;
+#define AVG2D(S, K) avg2d_512_body(x, out, g, dtab, rtab, zeros, efill, ring, tags, hrow, sl, S, K)
+    if (s == 1 && k == 2) AVG2D(1, 2);
+    else if (s == 1 && k == 3) AVG2D(1, 3);
+    else if (s == 1) AVG2D(1, 0);
+    else if (s == 2 && k == 2) AVG2D(2, 2);
+    else if (s == 2 && k == 3) AVG2D(2, 3);
+    else if (s == 2) AVG2D(2, 0);
+    else AVG2D(s, 0);
+#undef AVG2D
+}
+
+/* H combine of one output row of a fused max: CNT rows from the ring (CNT constant, 0: cnt). */
+T512 static inline __attribute__((always_inline)) void max2d_512_row(
+    const float *restrict ring, const int64_t *restrict qring, int64_t RS, const int64_t *restrict sl,
+    const int64_t *restrict hrow, float *restrict yo, int64_t *restrict qo, int64_t OW,
+    const int64_t CNT, int64_t cnt, int64_t wh, const int withpos, const int ign) {
+    const int64_t c = CNT ? CNT : cnt;
+    /* Row pointers hoisted out of the block loop (at most 8 rows kept in registers; more are
+     * read through the slot table). */
+    const float *rp[8];
+    const int64_t *qp[8];
+    int64_t wj[8];
+    const int64_t cr = c < 8 ? c : 8;
+    for (int64_t j = 0; j < cr; j++) {
+        rp[j] = ring + sl[j] * RS;
+        qp[j] = withpos ? qring + sl[j] * RS : NULL;
+        wj[j] = hrow[j] * wh;
+    }
+    for (int64_t i0 = 0; i0 < OW; i0 += 16) {
+        if (OW - i0 < 16 && OW >= 16) i0 = OW - 16; /* overlap instead of masking */
+        const int64_t m = OW - i0 < 16 ? OW - i0 : 16;
+        const __mmask16 km = lanes16(m);
+        const __mmask8 kl = (__mmask8)km, kh = (__mmask8)(km >> 8);
+        __m512 v = LD16(rp[0] + i0, km), acc = v;
+        if (!withpos) {
+            for (int64_t j = 1; j < c; j++) {
+                const __m512 b = LD16((j < 8 ? rp[j] : ring + sl[j] * RS) + i0, km);
+                acc = _mm512_add_ps(acc, b);
+                v = _mm512_max_ps(b, v); /* b > v ? b : v */
+            }
+            if (__builtin_expect(!HAS_NAN(acc, km), 1)) {
+                ST16(yo + i0, km, v);
+                continue;
+            }
+        } else {
+            const __m512i w0 = _mm512_set1_epi64(wj[0]);
+            __m512i ql = _mm512_add_epi64(LD8Q(qp[0] + i0, kl), w0);
+            __m512i qh = _mm512_add_epi64(LD8Q(qp[0] + i0 + 8, kh), w0);
+            for (int64_t j = 1; j < c; j++) {
+                const float *r = j < 8 ? rp[j] : ring + sl[j] * RS;
+                const int64_t *q = j < 8 ? qp[j] : qring + sl[j] * RS;
+                const __m512 b = LD16(r + i0, km);
+                acc = _mm512_add_ps(acc, b);
+                const __mmask16 gt = _mm512_cmp_ps_mask(b, v, _CMP_GT_OQ);
+                v = _mm512_mask_blend_ps(gt, v, b);
+                const __m512i wv = _mm512_set1_epi64(j < 8 ? wj[j] : hrow[j] * wh);
+                ql = _mm512_mask_blend_epi64((__mmask8)gt, ql, _mm512_add_epi64(LD8Q(q + i0, kl), wv));
+                qh = _mm512_mask_blend_epi64((__mmask8)(gt >> 8), qh, _mm512_add_epi64(LD8Q(q + i0 + 8, kh), wv));
+            }
+            if (__builtin_expect(!HAS_NAN(acc, km), 1)) {
+                ST16(yo + i0, km, v);
+                ST8Q(qo + i0, kl, ql);
+                ST8Q(qo + i0 + 8, kh, qh);
+                continue;
+            }
+        }
+        /* A NaN among the taps: the exact scan of the policy. */
+        for (int64_t i = i0; i < i0 + m; i++) {
+            float bv = ring[sl[0] * RS + i];
+            int64_t bc = withpos ? qring[sl[0] * RS + i] + hrow[0] * wh : 0;
+            for (int64_t j = 1; j < c; j++) {
+                const float b = ring[sl[j] * RS + i];
+                const int bt = ign ? SBETTER_IGN(b, bv) : SBETTER_PROP(b, bv);
+                bv = bt ? b : bv;
+                if (withpos) bc = bt ? qring[sl[j] * RS + i] + hrow[j] * wh : bc;
+            }
+            yo[i] = bv;
+            if (withpos) qo[i] = bc;
+        }
+    }
+}
+
+T512 static inline __attribute__((always_inline)) void max2d_512_body(
+    const float *restrict x, float *restrict out, int64_t *restrict pos, const geo_t *g,
+    const int64_t *w, float *restrict ring, int64_t *restrict qring, int64_t *restrict tags,
+    int64_t *restrict hrow, int64_t *restrict sl, const int withpos, const int ign, const int64_t S,
+    const int64_t K) {
+    const ax_t *H = &g->a[0], *W = &g->a[1];
+    const int64_t NW = W->n, OW = W->o, OH = H->o;
+    const int64_t R = ring_rows(H), RS = (OW + 15) & ~(int64_t)15;
+    for (int64_t p = 0; p < g->nc; p++) {
+        const float *xp = x + p * g->plane_in;
+        for (int64_t r = 0; r < R; r++) tags[r] = -1;
+        for (int64_t oh = 0; oh < OH; oh++) {
+            const int64_t jl = H->jlo[oh], cnt = H->jhi[oh] > jl ? H->jhi[oh] - jl : 0;
+            float *restrict yo = out + p * g->plane_out + oh * OW;
+            int64_t *restrict qo = withpos ? pos + p * g->plane_out + oh * OW : NULL;
+            if (cnt == 0) { /* no element: filled at the end */
+                memset(yo, 0, (size_t)OW * sizeof(float));
+                if (withpos) memset(qo, 0, (size_t)OW * sizeof(int64_t));
+                continue;
+            }
+            RING_ROWS(mw512_rows(xp + h * NW, ring + slot * RS, withpos ? qring + slot * RS : NULL, 1, W,
+                                 w[1], withpos, ign, S, K))
+            if (cnt == 2) max2d_512_row(ring, qring, RS, sl, hrow, yo, qo, OW, 2, cnt, w[0], withpos, ign);
+            else if (cnt == 3) max2d_512_row(ring, qring, RS, sl, hrow, yo, qo, OW, 3, cnt, w[0], withpos, ign);
+            else max2d_512_row(ring, qring, RS, sl, hrow, yo, qo, OW, 0, cnt, w[0], withpos, ign);
+        }
+    }
+}
+
+T512 static void max2d_512(const float *x, float *out, int64_t *pos, const geo_t *g, const int64_t *w,
+                           float *ring, int64_t *qring, int64_t *tags, int64_t *hrow, int64_t *sl, int ign) {
+    const int64_t s = g->a[1].s, k = g->a[1].k;
+#define MAX2D(WP, IG, S, K) max2d_512_body(x, out, pos, g, w, ring, qring, tags, hrow, sl, WP, IG, S, K)
+#define MAX2D_CASES(WP, IG)                                                                     \
+    if (s == 1 && k == 2) MAX2D(WP, IG, 1, 2);                                                  \
+    else if (s == 1 && k == 3) MAX2D(WP, IG, 1, 3);                                             \
+    else if (s == 1) MAX2D(WP, IG, 1, 0);                                                       \
+    else if (s == 2 && k == 2) MAX2D(WP, IG, 2, 2);                                             \
+    else if (s == 2 && k == 3) MAX2D(WP, IG, 2, 3);                                             \
+    else if (s == 2) MAX2D(WP, IG, 2, 0);                                                       \
+    else if (s == 4 && k == 4) MAX2D(WP, IG, 4, 4);                                             \
+    else MAX2D(WP, IG, s, 0);
+    if (pos == NULL) {
+        if (!ign) { MAX2D_CASES(0, 0) } else { MAX2D_CASES(0, 1) }
+    } else {
+        if (!ign) { MAX2D_CASES(1, 0) } else { MAX2D_CASES(1, 1) }
+    }
+#undef MAX2D_CASES
+#undef MAX2D
+}
+
 #else
 #define POOLCHECK_AVX512 0
 static int cpu_has_avx512(void) { return 0; }
@@ -1375,20 +1873,40 @@ static PyObject *py_max_pool(PyObject *self, PyObject *args) {
     const int withpos = have_ib;
     int64_t chunk = 1;
     if (withpos || direct) {
-        pos = g_scratch_i64(g.nc * g.plane_out);
+        pos = (int64_t *)scratch_get(S_POS, (size_t)(g.nc * g.plane_out) * sizeof(int64_t));
         if (!pos) {
             PyErr_NoMemory();
             goto done;
         }
     }
-    if (!direct) {
+    /* Two spatial axes with rows of at least 16 windows: the fused ring-buffer kernel. */
+    const int fused = POOLCHECK_AVX512 && use_avx512 && !direct && tcode == T_F32 && g.r == 2 &&
+                      g.a[1].o >= 16 && geo_small(&g);
+    void *ring = NULL;
+    int64_t *qring = NULL, *tags = NULL, *hrow = NULL, *sl = NULL;
+    if (fused) {
+        const int64_t R = ring_rows(&g.a[0]), RS = (g.a[1].o + 15) & ~(int64_t)15;
+        ring = scratch_get(S_RING, (size_t)(R * RS) * sizeof(float));
+        if (withpos) qring = (int64_t *)scratch_get(S_QRING, (size_t)(R * RS) * sizeof(int64_t));
+        tags = g_scratch_i64(R);
+        hrow = g_scratch_i64(g.a[0].k);
+        sl = g_scratch_i64(g.a[0].k);
+        if (!ring || (withpos && !qring) || !tags || !hrow || !sl) {
+            free(tags);
+            free(hrow);
+            free(sl);
+            PyErr_NoMemory();
+            goto done;
+        }
+    }
+    if (!direct && !fused) {
         chunk = chunk_planes(&g, isz + (withpos ? 8 : 0));
         int64_t tsz = stage_max(&g) * chunk;
-        t0 = malloc((size_t)(tsz * isz));
-        t1 = malloc((size_t)(tsz * isz));
+        t0 = scratch_get(S_T0, (size_t)(tsz * isz));
+        t1 = scratch_get(S_T1, (size_t)(tsz * isz));
         if (withpos) {
-            q0 = g_scratch_i64(tsz);
-            q1 = g_scratch_i64(tsz);
+            q0 = (int64_t *)scratch_get(S_Q0, (size_t)tsz * sizeof(int64_t));
+            q1 = (int64_t *)scratch_get(S_Q1, (size_t)tsz * sizeof(int64_t));
         }
         if (!t0 || !t1 || (withpos && (!q0 || !q1))) {
             PyErr_NoMemory();
@@ -1405,6 +1923,11 @@ static PyObject *py_max_pool(PyObject *self, PyObject *args) {
         switch (tcode) {
             case T_F32:
 #if POOLCHECK_AVX512
+                if (fused) {
+                    max2d_512((const float *)xb.buf, (float *)ob.buf, pos, &g, w, (float *)ring, qring,
+                              tags, hrow, sl, nan_mode == NAN_IGNORE);
+                    break;
+                }
                 if (use_avx512 && geo_small(&g)) {
                     maxsep_f32_512((const float *)xb.buf, (float *)ob.buf, pos, &g, w, (float *)t0,
                                    (float *)t1, q0, q1, chunk, nan_mode == NAN_IGNORE);
@@ -1431,16 +1954,15 @@ static PyObject *py_max_pool(PyObject *self, PyObject *args) {
     if (empty) fill_empty((char *)ob.buf, isz, &g, empty, (const char *)fb.buf);
     if (have_ib) finish_indices(pos, ib.buf, idx64, &g, modulus, empty_index, empty);
     Py_END_ALLOW_THREADS
+    free(tags);
+    free(hrow);
+    free(sl);
     Py_INCREF(Py_None);
     result = Py_None;
 done:
-    free(t0);
-    free(t1);
-    free(q0);
-    free(q1);
-    free(pos);
     free(empty);
     geo_free(&g);
+    scratch_trim();
     if (have_ib) PyBuffer_Release(&ib);
     if (fb.obj) PyBuffer_Release(&fb);
     if (ob.obj) PyBuffer_Release(&ob);
@@ -1481,7 +2003,7 @@ static PyObject *py_avg_pool(PyObject *self, PyObject *args) {
         goto done;
     }
     /* The divisor of each output window: the product of per-axis counts (numpy_engine.divisor). */
-    dtab = (double *)malloc((size_t)g.plane_out * sizeof(double));
+    dtab = (double *)scratch_get(S_DTAB, (size_t)g.plane_out * sizeof(double));
     int64_t *cnt[3] = {NULL, NULL, NULL};
     int cnt_ok = dtab != NULL;
     for (int i = 0; i < g.r && cnt_ok; i++) {
@@ -1507,12 +2029,15 @@ static PyObject *py_avg_pool(PyObject *self, PyObject *args) {
         }
     }
     int zeros = 0;
+    double *rtab = (double *)scratch_get(S_RTAB, (size_t)g.plane_out * sizeof(double));
+    cnt_ok = cnt_ok && rtab != NULL;
     if (cnt_ok) {
         int64_t o[3] = {0, 0, 0};
         for (int64_t i = 0; i < g.plane_out; i++) {
             int64_t v = 1;
             for (int a = 0; a < g.r; a++) v *= cnt[a][o[a]];
             dtab[i] = (double)v;
+            rtab[i] = 1.0 / (double)v; /* correctly rounded reciprocal (inf for 0) */
             zeros |= v == 0;
             for (int a = g.r - 1; a >= 0; a--) {
                 if (++o[a] < g.a[a].o) break;
@@ -1526,9 +2051,18 @@ static PyObject *py_avg_pool(PyObject *self, PyObject *args) {
         goto done;
     }
     const int64_t chunk = chunk_planes(&g, 8);
-    const int64_t tsz = stage_max(&g) * chunk;
-    t0 = (double *)malloc((size_t)tsz * sizeof(double));
-    t1 = (double *)malloc((size_t)tsz * sizeof(double));
+    int64_t tsz = stage_max(&g) * chunk, tsz1 = tsz;
+    /* Two spatial axes with rows of at least 16 windows: the fused ring-buffer kernel, whose
+     * ring lives in t0 and whose slot tables live in t1. */
+    const int fused = POOLCHECK_AVX512 && use_avx512 && kind == A_F32 && g.r == 2 && g.a[1].o >= 16 &&
+                      geo_small(&g);
+    const int64_t R = ring_rows(&g.a[0]);
+    if (fused) {
+        tsz = R * ((g.a[1].o + 7) & ~(int64_t)7);
+        tsz1 = R + 2 * g.a[0].k;
+    }
+    t0 = (double *)scratch_get(S_T0, (size_t)tsz * sizeof(double));
+    t1 = (double *)scratch_get(S_T1, (size_t)tsz1 * sizeof(double));
     if (!t0 || !t1) {
         PyErr_NoMemory();
         goto done;
@@ -1536,8 +2070,11 @@ static PyObject *py_avg_pool(PyObject *self, PyObject *args) {
     Py_BEGIN_ALLOW_THREADS
     if (kind == A_F32)
 #if POOLCHECK_AVX512
-        if (use_avx512 && geo_small(&g))
-            avg_f32_512((const float *)xb.buf, (float *)ob.buf, &g, dtab, zeros, efill, t0, t1, chunk);
+        if (fused)
+            avg2d_512((const float *)xb.buf, (float *)ob.buf, &g, dtab, rtab, zeros, efill, t0, (int64_t *)t1,
+                      (int64_t *)t1 + R, (int64_t *)t1 + R + g.a[0].k);
+        else if (use_avx512 && geo_small(&g))
+            avg_f32_512((const float *)xb.buf, (float *)ob.buf, &g, dtab, rtab, zeros, efill, t0, t1, chunk);
         else
 #endif
         avg_f32((const float *)xb.buf, (float *)ob.buf, &g, dtab, zeros, efill, t0, t1, chunk);
@@ -1549,10 +2086,8 @@ static PyObject *py_avg_pool(PyObject *self, PyObject *args) {
     Py_INCREF(Py_None);
     result = Py_None;
 done:
-    free(t0);
-    free(t1);
-    free(dtab);
     geo_free(&g);
+    scratch_trim();
     if (ob.obj) PyBuffer_Release(&ob);
     if (xb.obj) PyBuffer_Release(&xb);
     return result;
