@@ -6,9 +6,10 @@ the install still succeeds; ``engine="c"`` then raises EngineUnavailableError an
 ``engine="auto"`` uses the NumPy engine.
 
 Flags: ``-O3``; ``-ffp-contract=off`` so no multiply-add is ever fused (averages must round
-exactly as the NumPy engine's float64 additions and division do); ``-fno-math-errno``. No
-``-march=native``: the hot loops carry their own x86-64-v4 / x86-64-v3 / baseline clones and
-the loader picks one for the CPU it runs on (see _cpool.c).
+exactly as the NumPy engine's float64 additions and division do); ``-fno-math-errno``;
+``-std=c11``. No ``-march=native``: the float32 kernels have AVX-512 versions chosen at import
+when the CPU has AVX-512, the other loops x86-64-v3 (AVX2) and baseline clones chosen by the
+loader (see _cpool.c), so one build runs everywhere.
 """
 
 from __future__ import annotations
@@ -50,6 +51,12 @@ class OptionalBuildExt(build_ext):
 
     def build_extensions(self) -> None:
         if self.compiler.compiler_type == "unix":
+            # Python's own CFLAGS add -g: debug info doubles the compile time of the many
+            # specialised kernels and is not needed in the installed module.
+            for attr in ("compiler", "compiler_so", "compiler_cxx"):
+                cmd = getattr(self.compiler, attr, None)
+                if isinstance(cmd, list):
+                    setattr(self.compiler, attr, [a for a in cmd if a != "-g"])
             for ext in self.extensions:
                 ext.extra_compile_args = UNIX_FLAGS + list(ext.extra_compile_args or [])
         super().build_extensions()

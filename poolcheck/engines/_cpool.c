@@ -22,9 +22,11 @@
  *    any tap outside the input adds one +0.0 after its valid taps. Then one division by the
  *    divisor and one rounding to the output type.
  *
- * Nothing allocates a padded copy. Planes are processed in chunks that fit in cache; the hot
- * loops are compiled for x86-64-v4 (AVX-512), x86-64-v3 (AVX2) and the baseline and chosen at
- * load time (GCC function multiversioning). The GIL is released while computing.
+ * Nothing allocates a padded copy. Planes are processed in chunks that fit in cache. The
+ * float32 kernels have hand-written AVX-512 versions (chosen at import when the CPU has
+ * AVX-512 F/BW/VL/DQ, unless POOLCHECK_NO_AVX512 is set); every kernel also exists as portable
+ * C compiled for x86-64-v3 (AVX2) and the baseline, chosen at load time (GCC function
+ * multiversioning). The GIL is released while computing.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -35,7 +37,7 @@
 
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) && \
     !defined(POOLCHECK_NO_MULTIVERSION)
-#define HOT __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#define HOT __attribute__((target_clones("arch=x86-64-v3", "default")))
 #define POOLCHECK_MULTIVERSION 1
 #else
 #define HOT
