@@ -45,6 +45,9 @@ browser:
 test: $(STAMP) browser
 	$(PY) -m pytest -q
 
+bench: $(STAMP)
+	$(VENV)/bin/poolcheck bench
+
 lint: $(STAMP)
 	$(VENV)/bin/ruff check poolcheck tests
 
