@@ -842,6 +842,26 @@ T512 static inline void s2_masks(int64_t m, __mmask16 *ka, __mmask16 *kb) {
 /* NaN detection for a block: the sum of its taps is NaN if any tap is (an inf - inf false
  * alarm only sends the block through the exact scalar path). */
 #define HAS_NAN(acc, km) (_mm512_mask_cmp_ps_mask((km), (acc), (acc), _CMP_UNORD_Q) != 0)
+
+/* Whether a row holds a NaN: scanned once per input row (which also brings it into L1), so
+ * that the kernels of NaN-free rows need no per-tap NaN bookkeeping. */
+T512 static inline int row_has_nan(const float *p, int64_t n) {
+    __mmask16 m = 0;
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        const __m512 v = _mm512_loadu_ps(p + i);
+        m = (__mmask16)(m | _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q));
+    }
+    if (i < n) {
+        if (n >= 16) {
+            const __m512 v = _mm512_loadu_ps(p + n - 16);
+            m = (__mmask16)(m | _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q));
+        } else {
+            for (; i < n; i++) m = (__mmask16)(m | (p[i] != p[i]));
+        }
+    }
+    return m != 0;
+}
 /* Masked loads are slow on some CPUs even with every lane set: full blocks load plainly. */
 #define LD16(p, km) ((km) == 0xFFFF ? _mm512_loadu_ps(p) : _mm512_maskz_loadu_ps((km), (p)))
 #define LD8Q(p, k8) ((k8) == 0xFF ? _mm512_loadu_si512(p) : _mm512_maskz_loadu_epi64((k8), (p)))
@@ -879,7 +899,7 @@ T512 static inline __m512d div_pd_exact(__m512d a, __m512d d, __m512d r) {
 T512 static inline __attribute__((always_inline)) void mw512_row(
     const float *restrict xr, float *restrict yr, int64_t *restrict pr, const ax_t *restrict A,
     int64_t wa, const int withpos, const int ign, const int64_t S, const int64_t K, int64_t lo,
-    int64_t hi, __m512i vS) {
+    int64_t hi, __m512i vS, const int NC) {
     const int64_t k = K ? K : A->k, d = A->d, pb = A->pb;
     const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
     const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
@@ -900,7 +920,7 @@ T512 static inline __attribute__((always_inline)) void mw512_row(
             const __m512 t[4] = {_mm512_permutex2var_ps(e0, even, e1), _mm512_permutex2var_ps(f0, even, f1),
                                  _mm512_permutex2var_ps(e0, odd, e1), _mm512_permutex2var_ps(f0, odd, f1)};
             __m512 v = t[0];
-            const __m512 acc = _mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3));
+            const __m512 acc = NC ? _mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)) : a0;
             __m512i jv = _mm512_setzero_si512();
             for (int j = 1; j < 4; j++) {
                 if (!withpos) {
@@ -911,7 +931,7 @@ T512 static inline __attribute__((always_inline)) void mw512_row(
                     jv = _mm512_mask_blend_epi32(gt, jv, _mm512_set1_epi32(j));
                 }
             }
-            if (__builtin_expect(HAS_NAN(acc, km), 0)) {
+            if (NC && __builtin_expect(HAS_NAN(acc, km), 0)) {
                 if (ign) mw_brow_f32i(xr, yr, pr, A, wa, withpos, o0, o0 + m);
                 else mw_brow_f32p(xr, yr, pr, A, wa, withpos, o0, o0 + m);
                 continue;
@@ -930,7 +950,7 @@ T512 static inline __attribute__((always_inline)) void mw512_row(
         __m512i jv = _mm512_setzero_si512();
         for (int64_t j = 1; j < k; j++) {
             const __m512 b = TAP16(p0 + j * d, S, km, ka, kb, vS, even);
-            acc = _mm512_add_ps(acc, b);
+            if (NC) acc = _mm512_add_ps(acc, b);
             if (!withpos) {
                 v = _mm512_max_ps(b, v); /* b > v ? b : v */
             } else {
@@ -939,7 +959,7 @@ T512 static inline __attribute__((always_inline)) void mw512_row(
                 jv = _mm512_mask_blend_epi32(gt, jv, _mm512_set1_epi32((int)j));
             }
         }
-        if (__builtin_expect(HAS_NAN(acc, km), 0)) {
+        if (NC && __builtin_expect(HAS_NAN(acc, km), 0)) {
             if (ign) mw_brow_f32i(xr, yr, pr, A, wa, withpos, o0, o0 + m);
             else mw_brow_f32p(xr, yr, pr, A, wa, withpos, o0, o0 + m);
             continue;
@@ -960,14 +980,14 @@ T512 static inline __attribute__((always_inline)) void mw512_row(
 /* A border block of 16 windows (see edge_t): clamped taps from 32 loaded elements. */
 T512 static inline __attribute__((always_inline)) void mw512_edge(
     const float *restrict xr, float *restrict yr, int64_t *restrict pr, const ax_t *restrict A,
-    const edge_t *restrict e, int64_t wa, const int withpos, const int ign, const int64_t K) {
+    const edge_t *restrict e, int64_t wa, const int withpos, const int ign, const int64_t K, const int NC) {
     const int64_t k = K ? K : A->k;
     const __m512 a = _mm512_loadu_ps(xr + e->base), b = _mm512_loadu_ps(xr + e->base + 16);
     __m512 v = _mm512_permutex2var_ps(a, _mm512_loadu_si512(e->idx[0]), b), acc = v;
     __m512i cv = withpos ? _mm512_loadu_si512(e->pos[0]) : _mm512_setzero_si512();
     for (int64_t j = 1; j < k; j++) {
         const __m512 t = _mm512_permutex2var_ps(a, _mm512_loadu_si512(e->idx[j]), b);
-        acc = _mm512_add_ps(acc, t);
+        if (NC) acc = _mm512_add_ps(acc, t);
         if (!withpos) {
             v = _mm512_max_ps(t, v); /* t > v ? t : v */
         } else {
@@ -976,7 +996,7 @@ T512 static inline __attribute__((always_inline)) void mw512_edge(
             cv = _mm512_mask_mov_epi32(cv, gt, _mm512_loadu_si512(e->pos[j]));
         }
     }
-    if (__builtin_expect(HAS_NAN(acc, 0xFFFF), 0)) {
+    if (NC && __builtin_expect(HAS_NAN(acc, 0xFFFF), 0)) {
         if (ign) mw_brow_f32i(xr, yr, pr, A, wa, withpos, e->o0, e->o0 + 16);
         else mw_brow_f32p(xr, yr, pr, A, wa, withpos, e->o0, e->o0 + 16);
         return;
@@ -985,10 +1005,11 @@ T512 static inline __attribute__((always_inline)) void mw512_edge(
     if (withpos) store_pos16(pr + e->o0, 0xFFFF, cv, wa);
 }
 
-T512 static inline __attribute__((always_inline)) void mw512_rows(
+T512 static inline __attribute__((always_inline)) int mw512_rows(
     const float *restrict x, float *restrict y, int64_t *restrict py, int64_t rows,
     const ax_t *restrict A, int64_t wa, const int withpos, const int ign, const int64_t S,
     const int64_t K) {
+    int anynan = 0;
     const int64_t n = A->n, O = A->o, lo = A->lo, hi = A->hi;
     const __m512i vS = _mm512_mullo_epi32(IOTA16, _mm512_set1_epi32((int)S));
     const edge_t *eL = A->edge[0], *eR = A->edge[1];
@@ -998,20 +1019,28 @@ T512 static inline __attribute__((always_inline)) void mw512_rows(
         const float *restrict xr = x + r * n;
         float *restrict yr = y + r * O;
         int64_t *restrict pr = withpos ? py + r * O : NULL;
+        const int rn = row_has_nan(xr, n);
+        anynan |= rn;
         if (useL) {
-            mw512_edge(xr, yr, pr, A, eL, wa, withpos, ign, K);
+            if (rn) mw512_edge(xr, yr, pr, A, eL, wa, withpos, ign, K, 1);
+            else mw512_edge(xr, yr, pr, A, eL, wa, withpos, ign, K, 0);
         } else if (lo > 0) {
             if (ign) mw_brow_f32i(xr, yr, pr, A, wa, withpos, 0, lo);
             else mw_brow_f32p(xr, yr, pr, A, wa, withpos, 0, lo);
         }
-        if (ihi > ilo) mw512_row(xr, yr, pr, A, wa, withpos, ign, S, K, ilo, ihi, vS);
+        if (ihi > ilo) {
+            if (rn) mw512_row(xr, yr, pr, A, wa, withpos, ign, S, K, ilo, ihi, vS, 1);
+            else mw512_row(xr, yr, pr, A, wa, withpos, ign, S, K, ilo, ihi, vS, 0);
+        }
         if (useR) {
-            mw512_edge(xr, yr, pr, A, eR, wa, withpos, ign, K);
+            if (rn) mw512_edge(xr, yr, pr, A, eR, wa, withpos, ign, K, 1);
+            else mw512_edge(xr, yr, pr, A, eR, wa, withpos, ign, K, 0);
         } else if (hi < O) {
             if (ign) mw_brow_f32i(xr, yr, pr, A, wa, withpos, hi, O);
             else mw_brow_f32p(xr, yr, pr, A, wa, withpos, hi, O);
         }
     }
+    return anynan;
 }
 
 #define MW512_CASES(WP, IGN)                                                                     \
@@ -1541,7 +1570,7 @@ T512 static void avg2d_512(const float *x, float *out, const geo_t *g, const dou
 T512 static inline __attribute__((always_inline)) void max2d_512_row(
     const float *restrict ring, const int64_t *restrict qring, int64_t RS, const int64_t *restrict sl,
     const int64_t *restrict hrow, float *restrict yo, int64_t *restrict qo, int64_t OW,
-    const int64_t CNT, int64_t cnt, int64_t wh, const int withpos, const int ign) {
+    const int64_t CNT, int64_t cnt, int64_t wh, const int withpos, const int ign, const int NC) {
     const int64_t c = CNT ? CNT : cnt;
     /* Row pointers hoisted out of the block loop (at most 8 rows kept in registers; more are
      * read through the slot table). */
@@ -1563,10 +1592,10 @@ T512 static inline __attribute__((always_inline)) void max2d_512_row(
         if (!withpos) {
             for (int64_t j = 1; j < c; j++) {
                 const __m512 b = LD16((j < 8 ? rp[j] : ring + sl[j] * RS) + i0, km);
-                acc = _mm512_add_ps(acc, b);
+                if (NC) acc = _mm512_add_ps(acc, b);
                 v = _mm512_max_ps(b, v); /* b > v ? b : v */
             }
-            if (__builtin_expect(!HAS_NAN(acc, km), 1)) {
+            if (!NC || __builtin_expect(!HAS_NAN(acc, km), 1)) {
                 ST16(yo + i0, km, v);
                 continue;
             }
@@ -1578,14 +1607,14 @@ T512 static inline __attribute__((always_inline)) void max2d_512_row(
                 const float *r = j < 8 ? rp[j] : ring + sl[j] * RS;
                 const int64_t *q = j < 8 ? qp[j] : qring + sl[j] * RS;
                 const __m512 b = LD16(r + i0, km);
-                acc = _mm512_add_ps(acc, b);
+                if (NC) acc = _mm512_add_ps(acc, b);
                 const __mmask16 gt = _mm512_cmp_ps_mask(b, v, _CMP_GT_OQ);
                 v = _mm512_mask_blend_ps(gt, v, b);
                 const __m512i wv = _mm512_set1_epi64(j < 8 ? wj[j] : hrow[j] * wh);
                 ql = _mm512_mask_blend_epi64((__mmask8)gt, ql, _mm512_add_epi64(LD8Q(q + i0, kl), wv));
                 qh = _mm512_mask_blend_epi64((__mmask8)(gt >> 8), qh, _mm512_add_epi64(LD8Q(q + i0 + 8, kh), wv));
             }
-            if (__builtin_expect(!HAS_NAN(acc, km), 1)) {
+            if (!NC || __builtin_expect(!HAS_NAN(acc, km), 1)) {
                 ST16(yo + i0, km, v);
                 ST8Q(qo + i0, kl, ql);
                 ST8Q(qo + i0 + 8, kh, qh);
@@ -1616,6 +1645,7 @@ T512 static inline __attribute__((always_inline)) void max2d_512_body(
     const ax_t *H = &g->a[0], *W = &g->a[1];
     const int64_t NW = W->n, OW = W->o, OH = H->o;
     const int64_t R = ring_rows(H), RS = (OW + 15) & ~(int64_t)15;
+    int64_t *restrict snan = tags + R; /* per slot: its row holds a NaN */
     for (int64_t p = 0; p < g->nc; p++) {
         const float *xp = x + p * g->plane_in;
         for (int64_t r = 0; r < R; r++) tags[r] = -1;
@@ -1628,11 +1658,30 @@ T512 static inline __attribute__((always_inline)) void max2d_512_body(
                 if (withpos) memset(qo, 0, (size_t)OW * sizeof(int64_t));
                 continue;
             }
-            RING_ROWS(mw512_rows(xp + h * NW, ring + slot * RS, withpos ? qring + slot * RS : NULL, 1, W,
-                                 w[1], withpos, ign, S, K))
-            if (cnt == 2) max2d_512_row(ring, qring, RS, sl, hrow, yo, qo, OW, 2, cnt, w[0], withpos, ign);
-            else if (cnt == 3) max2d_512_row(ring, qring, RS, sl, hrow, yo, qo, OW, 3, cnt, w[0], withpos, ign);
-            else max2d_512_row(ring, qring, RS, sl, hrow, yo, qo, OW, 0, cnt, w[0], withpos, ign);
+            int nc = 0; /* a NaN in one of the rows: the H combine watches for it */
+            for (int64_t j = 0; j < cnt; j++) {
+                const int64_t h = oh * H->s - H->pb + (jl + j) * H->d;
+                const int64_t slot = h & (R - 1);
+                if (tags[slot] != h) {
+                    snan[slot] = mw512_rows(xp + h * NW, ring + slot * RS, withpos ? qring + slot * RS : NULL, 1, W,
+                                            w[1], withpos, ign, S, K);
+                    tags[slot] = h;
+                }
+                nc |= (int)snan[slot];
+                hrow[j] = h;
+                sl[j] = slot;
+            }
+#define MAX2D_ROW(C, NCV) max2d_512_row(ring, qring, RS, sl, hrow, yo, qo, OW, C, cnt, w[0], withpos, ign, NCV)
+            if (nc) {
+                if (cnt == 2) MAX2D_ROW(2, 1);
+                else if (cnt == 3) MAX2D_ROW(3, 1);
+                else MAX2D_ROW(0, 1);
+            } else {
+                if (cnt == 2) MAX2D_ROW(2, 0);
+                else if (cnt == 3) MAX2D_ROW(3, 0);
+                else MAX2D_ROW(0, 0);
+            }
+#undef MAX2D_ROW
         }
     }
 }
@@ -1890,7 +1939,7 @@ static PyObject *py_max_pool(PyObject *self, PyObject *args) {
         const int64_t R = ring_rows(&g.a[0]), RS = (g.a[1].o + 15) & ~(int64_t)15;
         ring = scratch_get(S_RING, (size_t)(R * RS) * sizeof(float));
         if (withpos) qring = (int64_t *)scratch_get(S_QRING, (size_t)(R * RS) * sizeof(int64_t));
-        tags = g_scratch_i64(R);
+        tags = g_scratch_i64(2 * R);
         hrow = g_scratch_i64(g.a[0].k);
         sl = g_scratch_i64(g.a[0].k);
         if (!ring || (withpos && !qring) || !tags || !hrow || !sl) {
