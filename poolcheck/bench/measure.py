@@ -262,6 +262,7 @@ def run_bench(
 ) -> BenchRun:
     """Check and time every contender on every workload, single-threaded."""
     contenders = all_contenders() if contenders is None else contenders
+    load_start = _load()
     steps = len(workloads) * (len(contenders) + 1)
     step = 0
 
@@ -336,7 +337,17 @@ def run_bench(
             report(f"{w.name}: done (reference: poolcheck {ref_name})")
     settings = {"reps": reps, "budget_s": budget_s, "warmup": warmup, "block": block, "seed": seed,
                 "threads": 1, "reference_engine": _reference_engine_name()}
-    return BenchRun(out, machine_info(), settings)
+    machine = machine_info()
+    machine.update(load_start=load_start, load_end=_load())
+    return BenchRun(out, machine, settings)
+
+
+def _load() -> float | None:
+    """The 1-minute load average, where the system reports one."""
+    try:
+        return round(os.getloadavg()[0], 2)
+    except (AttributeError, OSError):
+        return None
 
 
 def _reference_engine_name() -> str:

@@ -138,6 +138,13 @@ Exceptions, both tested in `tests/test_c_engine.py`:
 """
 
 
+def _method_text() -> str:
+    """The method list of poolcheck.bench.measure's docstring, as Markdown."""
+    doc = measure.__doc__ or ""
+    items = doc[doc.index("- "):].strip()
+    return items.replace("``", "`").replace("\n- ", "\n\n- ")
+
+
 def to_markdown(run: BenchRun, command: str = "poolcheck bench") -> str:
     m = run.machine
     now = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
@@ -151,6 +158,8 @@ def to_markdown(run: BenchRun, command: str = "poolcheck bench") -> str:
         "",
         f"- CPU: {m.get('cpu', '?')} ({m.get('logical_cpus', '?')} logical CPUs); {m.get('platform', '')}",
         f"- Python {m.get('python')}, NumPy {m.get('numpy')}; C engine AVX-512 kernels: {avx}",
+        f"- Load average (1 min) at the start and end of the run: {m.get('load_start', '?')} / "
+        f"{m.get('load_end', '?')} (other processes share this machine's cores)",
         f"- Every contender single-threaded (ONNX Runtime intra/inter-op threads 1; OpenVINO "
         f"INFERENCE_NUM_THREADS 1, INFERENCE_PRECISION_HINT f32; torch.set_num_threads(1)); "
         f"reference engine for the checks: poolcheck {run.settings.get('reference_engine')}",
@@ -160,7 +169,7 @@ def to_markdown(run: BenchRun, command: str = "poolcheck bench") -> str:
         "",
         "## Method",
         "",
-        (measure.__doc__ or "").split("\n\n", 1)[1].strip().replace("\n- ", "\n\n- "),
+        _method_text(),
         "",
         "Columns: median and min–max of the timed calls; × ORT and × fastest are ratios of medians "
         "(lower is faster); GB/s is the bytes that must move over the median time; × bound is the "
