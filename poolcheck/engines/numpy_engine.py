@@ -93,7 +93,8 @@ def _separable(x: np.ndarray, geom: Geometry, ufunc: np.ufunc, init: float | int
     plane_bytes = dtype.itemsize * int(np.prod([max(a.size, a.out) for a in geom.axes]))
     step = max(1, CHUNK_BYTES // max(1, plane_bytes))
     for lo in range(0, planes, step):
-        acc = src[lo:lo + step]
+        # Widen once per chunk (a fast contiguous cast) rather than inside every tap's ufunc.
+        acc = src[lo:lo + step].astype(dtype, copy=False)
         for i in reversed(range(len(geom.axes))):
             acc = _reduce_axis(acc, geom.axes[i], 1 + i, ufunc, init, dtype)
         out[lo:lo + step] = acc
