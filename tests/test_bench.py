@@ -17,6 +17,7 @@ from poolcheck.bench.contenders import Contender, Prepared, Unsupported, all_con
 from poolcheck.bench.measure import STATUSES, run_bench
 from poolcheck.bench.targets import evaluate
 from poolcheck.bench.workloads import Workload
+from poolcheck.cases.dump import write_text_atomic
 from poolcheck.cli import app
 from poolcheck.engines import get_engine
 from poolcheck.spec.policy import SPEC
@@ -168,7 +169,7 @@ def test_json_and_markdown_structure(fake_run: measure.BenchRun, tmp_path: Path)
         assert f"### {w.name} — {w.title}" in md
     assert "| fake good | ok |" in md and "| fake off-values | wrong |" in md
     assert "## Contenders not timed" in md and "differ from poolcheck's engine" in md
-    path = render.write_text_atomic(tmp_path / "docs" / "benchmarks.md", md)
+    path = write_text_atomic(tmp_path / "docs" / "benchmarks.md", md)
     assert path.read_text(encoding="utf-8") == md
     assert not list(path.parent.glob(".*.tmp"))
 

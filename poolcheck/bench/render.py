@@ -6,9 +6,6 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import math
-import os
-import tempfile
-from pathlib import Path
 from typing import Any
 
 from rich.console import Group
@@ -197,18 +194,3 @@ def to_markdown(run: BenchRun, command: str = "poolcheck bench") -> str:
         lines += ["", "## Contenders not timed", ""] + [f"- {n}" for n in extra]
     lines += ["", ACCURACY]
     return "\n".join(lines).rstrip() + "\n"
-
-
-def write_text_atomic(path: str | os.PathLike[str], text: str) -> Path:
-    """Write ``text`` to ``path`` through a temporary file in the same directory."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return target

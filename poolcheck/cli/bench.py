@@ -33,7 +33,8 @@ def bench(
     workloads, one thread each. Every contender's output is checked against poolcheck's engine
     before it is timed; a wrong one is shown as wrong, an absent one as absent."""
     from poolcheck.bench import run_bench, select
-    from poolcheck.bench.render import renderable, to_json, to_markdown, write_text_atomic
+    from poolcheck.bench.render import renderable, to_json, to_markdown
+    from poolcheck.cases.dump import write_text_atomic
 
     with user_errors():
         names = [n for n in workloads.split(",") if n.strip()] if workloads else None
