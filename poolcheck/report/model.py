@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any
 
 SCHEMA = "poolcheck.result/1"
@@ -14,6 +15,26 @@ SCHEMA = "poolcheck.result/1"
 VERDICTS: tuple[str, ...] = ("error", "fail", "crash", "timeout", "rejects", "erratum", "skip", "pass")
 #: Verdicts that make ``poolcheck run`` exit 1.
 FAILING: frozenset[str] = frozenset({"fail", "crash", "timeout"})
+
+
+class Severity(str, Enum):
+    """How much a divergence weighs (issue 9). Every non-passing check of a peer, an engine or a
+    document carries one; ``--fail-on`` chooses which severities make exit 1.
+
+    - ``violation``: the runner contradicts the spec text;
+    - ``unspecified``: the spec is silent (NaN, accumulation type, empty windows): a policy point;
+    - ``limitation``: the runner rejects or cannot express a valid configuration;
+    - ``erratum``: the document contradicts itself or the runtimes.
+    """
+
+    VIOLATION = "violation"
+    UNSPECIFIED = "unspecified"
+    LIMITATION = "limitation"
+    ERRATUM = "erratum"
+
+
+#: Default ``--fail-on``: only violations make exit 1.
+DEFAULT_FAIL_ON: frozenset[Severity] = frozenset({Severity.VIOLATION})
 
 
 def worst(verdicts: list[str]) -> str:
@@ -59,6 +80,9 @@ class Check:
     # Full outputs for small tensors (renderers show expected/actual side by side).
     expected: dict[str, Any] | None = None
     actual: dict[str, Any] | None = None
+    # Added compatibly within poolcheck.result/1: the weight of a non-passing check (a
+    # :class:`Severity` value); None for a pass or a skip.
+    severity: str | None = None
 
 
 @dataclass
