@@ -39,6 +39,7 @@ from poolcheck.fuzz.compare import (
 from poolcheck.fuzz.diagnosis import Diagnosis, diagnose_output, diagnose_rejection
 from poolcheck.fuzz.strategies import FuzzCase
 from poolcheck.peers.base import PeerResult
+from poolcheck.report.model import Severity
 from poolcheck.spec import attributes as A
 from poolcheck.spec.indices import index_layout
 from poolcheck.spec.policy import SPEC
@@ -65,6 +66,8 @@ class Finding:
     extra: dict[str, Any] = field(default_factory=dict)
     atoms: tuple[str, ...] = ()  # the separate behaviours the diagnosis names (default: the class)
     atom: str = ""  # the one behaviour this copy stands for (see :meth:`focused`)
+    #: The weight of this divergence (set by the diagnosis; None until classified).
+    severity: Severity | None = None
 
     @property
     def signature(self) -> str:
