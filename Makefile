@@ -13,11 +13,12 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
 
-# torch first, pinned to the CPU build that lies on these machines' disk: the open range in the
-# `torch` extra (torch>=2.1) is then already satisfied and pip pulls no multi-GB CUDA build.
-$(STAMP): $(PY) pyproject.toml setup.py
+# torch first, pinned to its CPU build: the open range in the `torch` extra (torch>=2.1) is then
+# already satisfied and pip pulls no multi-GB CUDA build. constraints.txt pins the peers to the
+# versions the registry and docs were measured with.
+$(STAMP): $(PY) pyproject.toml setup.py constraints.txt
 	$(PIP) install --quiet "torch==2.13.0"
-	$(PIP) install --quiet -e ".[openvino,torch,dev]"
+	$(PIP) install --quiet -c constraints.txt -e ".[openvino,torch,dev]"
 	touch $(STAMP)
 
 install: $(STAMP)
