@@ -84,19 +84,24 @@ def explicit_out(size: int, pb: int, pe: int, kernel: int, dilation: int, stride
     return out
 
 
-def _same(size: int, kernel: int, dilation: int, stride: int, upper: bool) -> tuple[int, int, int]:
+def _same(size: int, kernel: int, dilation: int, stride: int, upper: bool,
+          clamp: bool = True) -> tuple[int, int, int]:
     """ONNX: "SAME_UPPER or SAME_LOWER: output_spatial_shape[i] = ceil(input_spatial_shape[i] /
     strides_spatial_shape[i])", "pad_shape[i] = (output_spatial_shape[i] - 1) * strides + ((kernel - 1)
-    * dilations + 1) - input_spatial_shape[i]" (clamped at 0); OpenVINO: "In case of odd padding
-    value, an extra padding is added at the end (at the beginning)"."""
+    * dilations + 1) - input_spatial_shape[i]" -- as written, so negative with a stride past the
+    dilated kernel (``clamp=False``); "split between the two sides equally or almost equally ...
+    the extra padding is added at the end for SAME_UPPER and at the beginning for SAME_LOWER".
+    OpenVINO clamps a negative total at 0 (``clamp=True``): "In case of odd padding value, an extra
+    padding is added at the end (at the beginning)"."""
     out = math.ceil(Fraction(size, stride))
-    total = max(0, (out - 1) * stride + (kernel - 1) * dilation + 1 - size)
+    total = (out - 1) * stride + (kernel - 1) * dilation + 1 - size
+    if clamp:
+        total = max(0, total)
+    half = int(Fraction(total, 2))  # toward zero: the smaller half by magnitude
     if upper:
-        pb = total // 2
-        pe = total - pb
+        pb, pe = half, total - half
     else:
-        pe = total // 2
-        pb = total - pe
+        pb, pe = total - half, half
     return out, pb, pe
 
 
@@ -146,7 +151,7 @@ def onnx_axis(
 ) -> Axis:
     """One axis under the ONNX rules."""
     if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
-        out, pb, pe = _same(size, kernel, dilation, stride, auto_pad == "SAME_UPPER")
+        out, pb, pe = _same(size, kernel, dilation, stride, auto_pad == "SAME_UPPER", clamp=False)
         return Axis(size, kernel, stride, dilation, pb, pe, out)
     if auto_pad == "VALID":
         pad_begin = pad_end = 0

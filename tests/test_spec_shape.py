@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import oracle
 import pytest
 from hypothesis import given, note
@@ -12,7 +13,10 @@ from hypothesis import strategies as st
 
 import poolcheck
 from poolcheck import spec as S
-from poolcheck.spec.shape import axis_rules
+from poolcheck.api import run_spec
+from poolcheck.engines import available_engines
+from poolcheck.spec import attributes as A
+from poolcheck.spec.shape import axis_rules, resolve
 
 ROUNDINGS = ("floor", "ceil", "ceil_torch")
 AUTO_PADS = ("explicit", "valid", "same_upper", "same_lower")
@@ -281,3 +285,36 @@ def test_onnx_valid_with_ceil_mode_is_floor() -> None:
     # (the last window starts at 6 < 7 + 0: kept)
     assert S.resolve(S.onnx_max_pool([2], [3], ceil_mode=1, auto_pad="VALID"), (1, 1, 7)).output_shape == (1, 1, 2)
     assert S.resolve(S.onnx_max_pool([2], [3], ceil_mode=1), (1, 1, 7)).output_shape == (1, 1, 3)
+
+
+# --------------------------------------------------------------------------- ONNX SAME, negative pads
+
+
+@pytest.mark.parametrize(
+    ("size", "kernel", "stride", "dilation", "mode", "pads", "starts"),
+    [
+        # pad_shape = (out - 1) * stride + ((kernel - 1) * dilation + 1) - size, as written:
+        (6, 1, 3, 1, "same_upper", (-1, -1), [1, 4]),  # -2: split equally
+        (5, 1, 3, 1, "same_upper", (0, -1), [0, 3]),  # -1: the odd unit at the end
+        (5, 1, 3, 1, "same_lower", (-1, 0), [1, 4]),  # -1: the odd unit at the beginning
+        (9, 2, 5, 1, "same_upper", (-1, -1), [1, 6]),
+        (9, 2, 5, 2, "same_lower", (-1, 0), [1, 6]),  # dilated kernel 3: -1, odd unit at the beginning
+        (7, 3, 2, 1, "same_upper", (1, 1), [-1, 1, 3, 5]),  # positive totals are unchanged
+    ],
+)
+def test_onnx_same_applies_negative_pads_as_written(size, kernel, stride, dilation, mode, pads, starts) -> None:
+    spec = onnx_spec = A.onnx_max_pool([kernel], [stride], None, [dilation], 0, mode.upper(), 0)
+    g = resolve(onnx_spec, (1, 1, size)).axes[0]
+    assert (g.pad_begin, g.pad_end) == pads
+    assert [g.taps(o)[0] for o in range(g.out)] == starts
+    # OpenVINO clamps the same total at 0 (measured on OpenVINO 2026.4.1 CPU).
+    ov = A.openvino_max_pool([kernel], [stride], None, None, [dilation], "floor", mode, 0, "i64", version=14)
+    g_ov = resolve(ov, (1, 1, size)).axes[0]
+    assert g_ov.pad_begin >= 0 and g_ov.pad_end >= 0 and g_ov.out == g.out
+    # Both engines follow the geometry; the values are the window maxima of an arange.
+    x = np.arange(size, dtype=np.float32).reshape(1, 1, size)
+    for engine in available_engines():
+        values, indices = run_spec(spec, x, engine=engine)
+        expected = [max(p for p in (s + j * dilation for j in range(kernel)) if 0 <= p < size) for s in starts]
+        assert values.ravel().tolist() == expected
+        assert indices.ravel().tolist() == expected

@@ -1798,6 +1798,28 @@ enum { T_F32, T_F64, T_I8, T_U8, T_I16, T_U16, T_I32, T_U32, T_I64, T_U64, T_COU
 static const int64_t ITEMSIZE[T_COUNT] = {4, 8, 1, 1, 2, 2, 4, 4, 8, 8};
 enum { NAN_PROPAGATE, NAN_IGNORE, NAN_FIRST };
 
+#define GEO_MAX_EXTENT ((int64_t)INT32_MAX)
+/* Largest element count of any buffer (input, output, per-window tables): 2^40 elements keeps
+ * every byte count (x 8) and every flat index far below int64 and size_t overflow. */
+#define GEO_MAX_ELEMENTS ((int64_t)1 << 40)
+
+/* Overflow-checked plane sizes and extents: nc * prod(n) and nc * prod(o) must stay below
+ * GEO_MAX_ELEMENTS, and each axis' last window must end inside int64 with room to spare. */
+static int geo_check(const geo_t *g) {
+    int64_t pin = g->nc > 0 ? g->nc : 1, pout = pin;
+    for (int i = 0; i < g->r; i++) {
+        const ax_t *a = &g->a[i];
+        int64_t end;
+        if (__builtin_mul_overflow(pin, a->n, &pin) || __builtin_mul_overflow(pout, a->o, &pout) ||
+            pin > GEO_MAX_ELEMENTS || pout > GEO_MAX_ELEMENTS ||
+            __builtin_mul_overflow(a->o - 1, a->s, &end) || __builtin_add_overflow(end, (a->k - 1) * a->d, &end)) {
+            PyErr_SetString(PyExc_ValueError, "geometry too large: a buffer would exceed 2^40 elements");
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* geometry tuple: (nc, n0, k0, s0, d0, pb0, pe0, o0, n1, ...) */
 static int parse_geo(PyObject *tup, geo_t *g) {
     memset(g, 0, sizeof(*g));
@@ -1823,10 +1845,20 @@ static int parse_geo(PyObject *tup, geo_t *g) {
         const int64_t *q = v + 1 + 7 * i;
         a->n = q[0]; a->k = q[1]; a->s = q[2]; a->d = q[3]; a->pb = q[4]; a->pe = q[5]; a->o = q[6];
         if (a->n < 1 || a->k < 1 || a->s < 1 || a->d < 1 || a->pb < 0 || a->pe < 0 || a->o < 1) goto bad;
+        /* Defence in depth (the spec layer already refuses these, poolcheck/spec/limits.py): every
+         * value below 2^31, so each window expression o*s - pb + j*d below stays far from
+         * int64 overflow; the plane products are checked in geo_check below. */
+        for (int j = 0; j < 7; j++)
+            if (q[j] > GEO_MAX_EXTENT) goto big;
     }
-    return 0;
+    if (g->nc > GEO_MAX_EXTENT) goto big;
+    return geo_check(g);
 bad:
     PyErr_SetString(PyExc_ValueError, "invalid geometry values");
+    return -1;
+big:
+    PyErr_SetString(PyExc_ValueError, "geometry value out of range (every size, kernel, stride, dilation, "
+                                      "pad and output size must be below 2^31)");
     return -1;
 }
 

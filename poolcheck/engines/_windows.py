@@ -65,12 +65,20 @@ def empty_windows(geom: Geometry) -> np.ndarray | None:
 
 
 def padded_input(x: np.ndarray, geom: Geometry, fill: float | int, dtype: np.dtype | None = None) -> np.ndarray:
-    """``x`` padded by ``pad_begin`` and ``pad_end + overhang`` per spatial axis with ``fill``."""
+    """``x`` padded by ``pad_begin`` and ``pad_end + overhang`` per spatial axis with ``fill``.
+
+    Index ``q`` of an axis of the result is input position ``q - pad_begin``. A negative pad
+    (ONNX SAME with a stride larger than the dilated kernel) crops the input instead."""
     dtype = np.dtype(dtype or x.dtype)
     shape = (geom.batch, geom.channels) + tuple(a.pad_begin + a.size + a.pad_end + a.overhang for a in geom.axes)
-    if shape == x.shape and dtype == x.dtype:
+    if shape == x.shape and dtype == x.dtype and all(a.pad_begin == 0 for a in geom.axes):
         return x
     out = np.full(shape, fill, dtype=dtype)
-    inner = (slice(None), slice(None)) + tuple(slice(a.pad_begin, a.pad_begin + a.size) for a in geom.axes)
-    out[inner] = x
+    src: list[slice] = [slice(None), slice(None)]
+    dst: list[slice] = [slice(None), slice(None)]
+    for a, extent in zip(geom.axes, shape[2:]):
+        lo, hi = max(0, -a.pad_begin), min(a.size, extent - a.pad_begin)
+        src.append(slice(lo, hi))
+        dst.append(slice(lo + a.pad_begin, hi + a.pad_begin))
+    out[tuple(dst)] = x[tuple(src)]
     return out

@@ -83,7 +83,7 @@ def _separable(x: np.ndarray, geom: Geometry, ufunc: np.ufunc, init: float | int
     """Reduce every window, one spatial axis at a time (last axis first), in cache-sized chunks
     of (n, c) planes. A Python loop runs over chunks and taps, never over output elements."""
     planes = geom.batch * geom.channels
-    if all(a.out == 1 and a.dilation == 1 and a.kernel - a.pad_begin >= a.size
+    if all(a.out == 1 and a.dilation == 1 and a.pad_begin >= 0 and a.kernel - a.pad_begin >= a.size
            for a in geom.axes):
         # Global pooling: one window covers each whole plane; a single reduction per plane.
         flat = x.reshape(planes, -1).astype(dtype, copy=False)

@@ -15,6 +15,7 @@ from typing import Any, Literal
 import numpy as np
 
 from poolcheck.errors import AttributeValueError
+from poolcheck.spec.limits import MAX_EXTENT
 
 Op = Literal["max", "avg"]
 Rounding = Literal["floor", "ceil", "ceil_torch"]
@@ -113,6 +114,18 @@ class PoolSpec:
 # --------------------------------------------------------------------------- validation helpers
 
 
+def _short_int(v: Any) -> str:
+    """An integer for a message: a 400-digit value is shown by its size, not spelled out."""
+    text = str(int(v))
+    return text if len(text) <= 24 else f"{text[:6]}...({len(text)} digits)"
+
+
+def _short_list(value: Any) -> str:
+    items = [_short_int(x) if isinstance(x, (int, np.integer)) and not isinstance(x, bool) else repr(x)
+             for x in list(value)[:8]]
+    return "[" + ", ".join(items) + (", ...]" if len(value) > 8 else "]")
+
+
 def _int_list(name: str, value: Any, *, minimum: int, length: int | None) -> tuple[int, ...]:
     if isinstance(value, (str, bytes)) or not isinstance(value, Sequence | np.ndarray):
         raise AttributeValueError(name, f"expected a list of integers, got {value!r}")
@@ -122,7 +135,11 @@ def _int_list(name: str, value: Any, *, minimum: int, length: int | None) -> tup
             raise AttributeValueError(name, f"expected integers, got {v!r} in {list(value)!r}")
         if v < minimum:
             raise AttributeValueError(
-                name, f"every value must be >= {minimum}, got {int(v)} in {[int(x) for x in value]}"
+                name, f"every value must be >= {minimum}, got {_short_int(v)} in {_short_list(value)}"
+            )
+        if v > MAX_EXTENT:
+            raise AttributeValueError(
+                name, f"every value must be <= {MAX_EXTENT} (2^31 - 1), got {_short_int(v)} in {_short_list(value)}"
             )
         out.append(int(v))
     if length is not None and len(out) != length:

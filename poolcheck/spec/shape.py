@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from poolcheck.errors import AttributeValueError
 from poolcheck.spec.attributes import PoolSpec
+from poolcheck.spec.limits import MAX_ELEMENTS, MAX_EXTENT, MAX_TAPS
 
 
 def _ceil_div(a: int, b: int) -> int:
@@ -77,19 +78,38 @@ class Geometry:
         return tuple(a.pad_end for a in self.axes)
 
 
-def same_pads(size: int, stride: int, dilated_kernel: int, auto_pad: str) -> tuple[int, int, int]:
+def _half_toward_zero(total: int) -> int:
+    """``total / 2`` rounded toward zero: the smaller half by magnitude, for either sign."""
+    return total // 2 if total >= 0 else -((-total) // 2)
+
+
+def same_pads(size: int, stride: int, dilated_kernel: int, auto_pad: str,
+              convention: str = "openvino") -> tuple[int, int, int]:
     """Output size and (pad_begin, pad_end) for same_upper / same_lower.
 
     ONNX: "SAME_UPPER or SAME_LOWER: output_spatial_shape[i] = ceil(input_spatial_shape[i] /
     strides_spatial_shape[i])" and "pad_shape[i] = (output_spatial_shape[i] - 1) *
     strides_spatial_shape[i] + ((kernel_spatial_shape[i] - 1) * dilations[i] + 1) -
-    input_spatial_shape[i]". OpenVINO: "In case of odd padding value, an extra padding is added
-    at the end (at the beginning)". A negative pad (stride > dilated kernel) is clamped to 0,
-    as OpenVINO and ONNX Runtime do.
+    input_spatial_shape[i]"; the auto_pad attribute: "The padding is split between the two sides
+    equally or almost equally (depending on whether it is even or odd). In case the padding is an
+    odd number, the extra padding is added at the end for SAME_UPPER and at the beginning for
+    SAME_LOWER." OpenVINO: "In case of odd padding value, an extra padding is added at the end
+    (at the beginning)".
+
+    - ``convention="onnx"``: the formula as written. With a stride larger than the dilated
+      kernel, ``pad_shape`` is negative: the windows start inside the input (ONNX Runtime 1.32's
+      AveragePool and onnx.reference's MaxPool apply the negative pad). It is split as equally as
+      possible by magnitude, the odd unit at the end (upper) or the beginning (lower).
+    - ``convention="openvino"``: a negative total is clamped to 0 (measured: OpenVINO 2026.4.1
+      CPU, opset14 MaxPool/AvgPool, 1x1x5 input, kernel 1, stride 3, same_upper and same_lower
+      -> windows at 0 and 3).
     """
     out = _ceil_div(size, stride)
-    total = max(0, (out - 1) * stride + dilated_kernel - size)
-    small, large = total // 2, total - total // 2
+    total = (out - 1) * stride + dilated_kernel - size
+    if convention != "onnx":
+        total = max(0, total)
+    small = _half_toward_zero(total)
+    large = total - small
     if auto_pad == "same_upper":
         return out, small, large
     return out, large, small
@@ -106,11 +126,12 @@ def resolve_axis(
     auto_pad: str,
     *,
     axis_index: int = 0,
+    convention: str = "openvino",
 ) -> AxisGeometry:
     """Resolve one axis: the pads actually applied and the output size."""
     dk = (kernel - 1) * dilation + 1
     if auto_pad in ("same_upper", "same_lower"):
-        out, pb, pe = same_pads(size, stride, dk, auto_pad)
+        out, pb, pe = same_pads(size, stride, dk, auto_pad, convention)
         return AxisGeometry(size, kernel, stride, dilation, pb, pe, out)
     if auto_pad == "valid":
         # "valid padding is not used"; the rounding rule still applies (OpenVINO runtime and the
@@ -156,10 +177,53 @@ def resolve(spec: PoolSpec, input_shape: Sequence[int]) -> Geometry:
             spec.rounding_type,
             spec.auto_pad,
             axis_index=i,
+            convention=spec.convention,
         )
         for i in range(spec.spatial_rank)
     )
-    return Geometry(shape[0], shape[1], axes)
+    geom = Geometry(shape[0], shape[1], axes)
+    check_limits(spec, geom)
+    return geom
+
+
+def _prod(values: Sequence[int]) -> int:
+    out = 1
+    for v in values:
+        out *= v
+    return out
+
+
+def check_limits(spec: PoolSpec, geom: Geometry) -> None:
+    """Refuse geometries past the documented limits (:mod:`poolcheck.spec.limits`) before any
+    engine allocates or loops: per-axis extents, output and padded-input sizes, and the work."""
+    pads_name = "pads" if spec.convention == "onnx" else "pads_begin"
+    for i, a in enumerate(geom.axes):
+        padded = a.size + a.pad_begin + a.pad_end
+        if a.size > MAX_EXTENT:
+            raise AttributeValueError("input", f"axis {i}: size {a.size} exceeds {MAX_EXTENT} (2^31 - 1)")
+        if a.dilated_kernel > MAX_EXTENT:
+            raise AttributeValueError(
+                "dilations", f"axis {i}: the dilated kernel (({a.kernel} - 1) * {a.dilation} + 1) exceeds "
+                f"{MAX_EXTENT} (2^31 - 1)")
+        if padded > MAX_EXTENT:
+            raise AttributeValueError(
+                pads_name, f"axis {i}: the padded extent {a.size} + {a.pad_begin} + {a.pad_end} exceeds "
+                f"{MAX_EXTENT} (2^31 - 1)")
+    n_in = _prod(geom.input_shape)
+    cap = max(MAX_ELEMENTS, n_in)
+    n_out = _prod(geom.output_shape)
+    if n_out > cap:
+        raise AttributeValueError(
+            "strides", f"the output {geom.output_shape} would hold {n_out} elements, over the limit of {cap}")
+    n_padded = geom.batch * geom.channels * _prod([a.size + a.pad_begin + a.pad_end for a in geom.axes])
+    if n_padded > cap:
+        raise AttributeValueError(
+            pads_name, f"the padded input would hold {n_padded} elements, over the limit of {cap}")
+    taps = n_out * _prod(spec.kernel)
+    if taps > MAX_TAPS:
+        raise AttributeValueError(
+            "kernel", f"{n_out} output elements x {_prod(spec.kernel)} kernel taps = {taps} exceeds the work "
+            f"limit of {MAX_TAPS} (2^32) taps")
 
 
 # --------------------------------------------------------------------------- written rules
@@ -235,8 +299,12 @@ def axis_rules(
     # ONNX (ceil_mode = rounding_type != floor).
     ceil_mode = rounding_type != "floor"
     if auto_pad in ("same_upper", "same_lower"):
-        out, pb, pe = same_pads(size, stride, dk, auto_pad)
-        results.append(RuleResult("onnx", out, f"ceil({size} / {stride}) = {out}", (pb, pe)))
+        out, pb, pe = same_pads(size, stride, dk, auto_pad, "onnx")
+        text = (f"ceil({size} / {stride}) = {out}; pad_shape = ({out} - 1) * {stride} + {dk} - {size}"
+                f" = {pb + pe} -> begin {pb}, end {pe}")
+        if pb + pe < 0:
+            text += " (negative: windows start inside the input)"
+        results.append(RuleResult("onnx", out, text, (pb, pe)))
     elif auto_pad == "valid":
         num = size - dk
         if num < 0:

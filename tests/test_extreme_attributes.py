@@ -1,0 +1,140 @@
+"""Extreme attribute magnitudes never crash, hang or disagree (issue 8).
+
+Both engines are driven with huge, boundary and overflowing values (near 2^31, 2^32, 2^62,
+2^63, 400-digit integers) mixed with every auto_pad mode and rounding type. Each engine must
+either refuse with ``ValueError`` or compute; when both compute they agree exactly (max) or
+within the average bound. The drive runs in a subprocess, so a segfault or an abort in the C
+engine fails this test instead of killing pytest.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import poolcheck
+from poolcheck.engines import available_engines
+from poolcheck.spec.limits import MAX_ELEMENTS, MAX_EXTENT
+
+DRIVER = textwrap.dedent(
+    r'''
+    import sys
+    import numpy as np
+    from hypothesis import given, settings, strategies as st, HealthCheck
+    import poolcheck
+
+    EXTREME = st.sampled_from([0, 1, 2, 3, 7, 2**31 - 2, 2**31 - 1, 2**31, 2**32, 2**32 + 1,
+                               2**62, 2**62 + 1, 2**63 - 1, 2**63, 2**64, 10**12, 10**400, -1, -2**63])
+    SMALL = st.integers(1, 4)
+    count = {"both": 0, "refused": 0}
+
+    @settings(max_examples=int(sys.argv[1]), deadline=None, database=None,
+              suppress_health_check=list(HealthCheck))
+    @given(rank=st.integers(1, 3), data=st.data(), op=st.sampled_from(["max", "avg"]),
+           auto_pad=st.sampled_from(["explicit", "valid", "same_upper", "same_lower"]),
+           rounding=st.sampled_from(["floor", "ceil", "ceil_torch"]),
+           dtype=st.sampled_from(["float32", "float64", "int8"]))
+    def drive(rank, data, op, auto_pad, rounding, dtype):
+        value = st.one_of(SMALL, EXTREME)
+        kernel = data.draw(st.lists(value, min_size=rank, max_size=rank))
+        strides = data.draw(st.lists(value, min_size=rank, max_size=rank))
+        pb = data.draw(st.lists(st.one_of(st.just(0), value), min_size=rank, max_size=rank))
+        pe = data.draw(st.lists(st.one_of(st.just(0), value), min_size=rank, max_size=rank))
+        dil = data.draw(st.lists(st.one_of(st.just(1), value), min_size=rank, max_size=rank))
+        shape = (1, 2, *data.draw(st.lists(st.integers(1, 6), min_size=rank, max_size=rank)))
+        if op == "avg" and dtype == "int8":
+            dtype = "float32"
+        x = np.arange(int(np.prod(shape)), dtype=dtype).reshape(shape)
+        outs = []
+        for engine in ("numpy", "c"):
+            try:
+                if op == "max":
+                    outs.append(poolcheck.max_pool(x, kernel, strides, pb, pe, dil, rounding_type=rounding,
+                                                   auto_pad=auto_pad, engine=engine))
+                else:
+                    outs.append((poolcheck.avg_pool(x, kernel, strides, pb, pe, rounding_type=rounding,
+                                                    auto_pad=auto_pad, engine=engine), None))
+            except ValueError as exc:
+                outs.append(type(exc))
+        a, b = outs
+        if isinstance(a, type) or isinstance(b, type):
+            assert a is b, f"one engine refused and the other did not: {a!r} / {b!r}"
+            count["refused"] += 1
+            return
+        np.testing.assert_array_equal(a[0], b[0])
+        if a[1] is not None:
+            np.testing.assert_array_equal(a[1], b[1])
+        count["both"] += 1
+
+    drive()
+    print("checked", count["both"], "refused", count["refused"])
+    '''
+)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif("c" not in available_engines(), reason="the C engine is not built here")
+def test_extreme_attributes_never_crash_and_engines_agree() -> None:
+    proc = subprocess.run([sys.executable, "-c", DRIVER, "400"], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, f"driver died with {proc.returncode}:\n{proc.stdout}\n{proc.stderr[-3000:]}"
+    checked, refused = (int(v) for v in proc.stdout.split()[1::2])
+    assert refused > 0 and checked > 0, proc.stdout  # both branches were exercised
+
+
+@pytest.mark.parametrize("engine", available_engines())
+@pytest.mark.parametrize(
+    ("call", "attribute"),
+    [
+        (lambda e: poolcheck.max_pool(np.ones((1, 1, 1), np.float32), [1], [2**62 + 1], [2**62 + 1], [0], engine=e),
+         "strides"),
+        (lambda e: poolcheck.max_pool(np.arange(6, dtype=np.float32).reshape(1, 1, 6), [4], [2**32],
+                                      dilations=[2**62], auto_pad="same_upper", engine=e), "strides"),
+        (lambda e: poolcheck.avg_pool(np.ones((1, 1, 4), np.float32), [2], [2**63 - 1], [2**63 - 5], [0], engine=e),
+         "strides"),
+        (lambda e: poolcheck.avg_pool(np.ones((1, 1, 4), np.float32), [10**12], [1], [0], [0],
+                                      auto_pad="same_upper", engine=e), "kernel"),
+        (lambda e: poolcheck.avg_pool(np.ones((1, 1, 4), np.float32), [2**30], [1], [0], [0],
+                                      auto_pad="same_upper", engine=e), "pads_begin"),
+        (lambda e: poolcheck.max_pool(np.ones((1, 1, 4), np.float32), [2], [1], [10**400], [0], engine=e),
+         "pads_begin"),
+        (lambda e: poolcheck.max_pool(np.ones((1, 1, 4, 4), np.float32), [2, 2], [1, 1], [10**7] * 2, [10**7] * 2,
+                                      engine=e), "strides"),
+        (lambda e: poolcheck.onnx_max_pool(np.ones((1, 1, 4), np.float32), [2], pads=[2**31, 0], engine=e), "pads"),
+    ],
+)
+def test_issue_reproducers_are_refused_with_the_attribute_named(engine: str, call, attribute: str) -> None:
+    with pytest.raises(poolcheck.AttributeValueError) as info:
+        call(engine)
+    assert info.value.attribute == attribute
+    assert len(str(info.value)) < 300  # a 400-digit value is abbreviated, not spelled out
+
+
+def test_limits_are_documented_values() -> None:
+    assert MAX_EXTENT == 2**31 - 1 and MAX_ELEMENTS == 50_000_000
+    # The largest value accepted: one below the limit works on every engine.
+    x = np.ones((1, 1, 3), np.float32)
+    for engine in available_engines():
+        values, _ = poolcheck.max_pool(x, [2], [MAX_EXTENT], [0], [0], engine=engine)
+        assert values.shape == (1, 1, 1)
+
+
+@pytest.mark.skipif("c" not in available_engines(), reason="the C engine is not built here")
+def test_c_engine_checks_its_own_bounds() -> None:
+    """Defence in depth: the extension refuses out-of-range geometry tuples itself."""
+    from poolcheck.engines import c_engine
+
+    lib = c_engine._require()
+    x = np.ones(1, np.float32)
+    out = np.empty(1, np.float32)
+    fill = np.float32(-np.inf).tobytes()
+    for geo in [(1, 1, 1, 2**62 + 1, 1, 2**62 + 1, 0, 1), (1, 1, 4, 2**32, 2**62, 0, 0, 1),
+                (2**40, 1, 1, 1, 1, 0, 0, 1),
+                (1, 2**31 - 1, 1, 1, 1, 0, 0, 2**31 - 1, 2**31 - 1, 1, 1, 1, 0, 0, 2**31 - 1)]:
+        with pytest.raises(ValueError):
+            lib.max_pool(x, out, None, geo, 0, 0, fill, -1, 0, 1)
+        with pytest.raises(ValueError):
+            lib.avg_pool(x, out, geo, 0, 1, 0.0)
