@@ -12,7 +12,8 @@ expresses every configuration through explicit padding, exactly:
 - the average's divisor is a second reduce_window (a sum) over ones laid out as the spec counts
   them: every input element, plus the padding when padding is counted, never the ceil overhang.
 
-Indices are declined: XLA has no argmax window reduction (the peer returns values only, and its
+A configuration with a window that holds no input element is declined (its value would be the
+init value or the 0/0 poolcheck picks, not XLA's answer). Indices are declined: XLA has no argmax window reduction (the peer returns values only, and its
 max-pooling checks compare values). Each configuration is jitted once and cached (an XLA compile
 costs tens of milliseconds; a cached configuration runs in microseconds).
 """
@@ -26,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from poolcheck.engines._windows import empty_windows
 from poolcheck.errors import PoolcheckError
 from poolcheck.peers._convert import PeerDeclined, check_expressible
 from poolcheck.peers.adapter import RuntimePeer, Translated
@@ -68,6 +70,11 @@ def to_jax(spec: PoolSpec, shape: Sequence[int], dtype: np.dtype, peer: str = "j
         geom = resolve(spec, shape)
     except (PoolcheckError, ArithmeticError, IndexError, ValueError) as exc:
         return JaxNode(keep=(), padding=(), counted=None, invalid=str(exc), **base)  # type: ignore[arg-type]
+    if empty_windows(geom) is not None:
+        # Such a window reduces nothing: its value would be the init value (max) or 0/0 (average)
+        # that poolcheck picks when calling reduce_window, not an answer of XLA's.
+        raise PeerDeclined(peer, "a window holds no input element (all padding or past the input); XLA's "
+                                 "reduce_window has no rule for it beyond the init value the caller picks")
     keep, padding, counted = [], [], []
     for a in geom.axes:
         # Window o covers o*stride - pad_begin + j*dilation; XLA's last window must end where the
