@@ -165,11 +165,12 @@ class TorchOnnxPeer(RuntimePeer):
 
     def written_attributes(self, model: Any, k: int) -> dict[str, Any] | None:
         """The attributes of the pooling node the exporter wrote for input ``x{k}`` (None when
-        there is not exactly one)."""
+        there is none). For max pooling with indices the exporter adds a second, 1x1 MaxPool on
+        the same input (to turn ONNX flat indices into per-plane ones); the first is the pool."""
         import onnx
 
         pools = [n for n in model.graph.node if n.op_type in ("MaxPool", "AveragePool") and n.input[0] == f"x{k}"]
-        if len(pools) != 1:
+        if not pools:
             return None
         return {a.name: onnx.helper.get_attribute_value(a) for a in pools[0].attribute}
 
