@@ -17,7 +17,7 @@ $(PY):
 # `torch` extra (torch>=2.1) is then already satisfied and pip pulls no multi-GB CUDA build.
 $(STAMP): $(PY) pyproject.toml setup.py
 	$(PIP) install --quiet "torch==2.13.0"
-	$(PIP) install --quiet -e ".[openvino,torch,dev]"
+	$(PIP) install --quiet -e ".[openvino,torch,tract,jax,dev]"
 	touch $(STAMP)
 
 install: $(STAMP)
