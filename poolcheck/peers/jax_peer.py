@@ -115,10 +115,10 @@ class JaxPeer(RuntimePeer):
             return None
         try:
             import jaxlib
-
-            return f"{version} (jaxlib {jaxlib.__version__})"
         except Exception:
             return version
+        # jax and jaxlib are released together; name jaxlib only when it differs
+        return version if jaxlib.__version__ == version else f"{version}/jaxlib-{jaxlib.__version__}"
 
     def _setup(self) -> Any:
         import jax

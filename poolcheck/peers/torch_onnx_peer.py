@@ -117,7 +117,7 @@ class TorchOnnxPeer(RuntimePeer):
         try:
             import onnxruntime
 
-            return f"{version} (onnxruntime {onnxruntime.__version__})"
+            return f"{version}/ort-{onnxruntime.__version__}"
         except Exception:
             return version
 
