@@ -200,3 +200,25 @@ def test_doctor_lists_the_new_peers() -> None:
         assert peers[name]["kind"] == "built-in"
         assert peers[name]["available"] == (peers[name]["version"] is not None) or not peers[name]["available"]
         assert peers[name]["available"] or peers[name]["reason"]
+
+
+def test_tract_max_pool_indices_on_every_onnx_max_type() -> None:
+    """tract takes the ONNX models of the onnxruntime peer, indices output included."""
+    peer = _peer("tract")
+    spec = A.onnx_max_pool([2, 2], [1, 2], [1, 0, 0, 1], None, 0, "NOTSET", 1)
+    for dtype in ("float32", "float16", "float64", "int8", "uint8"):
+        x = (np.arange(2 * 3 * 4 * 5) % 97).astype(dtype).reshape(2, 3, 4, 5)
+        out = peer.run(spec, x)
+        values, indices = run_spec(spec, x)
+        np.testing.assert_array_equal(out.values, values, err_msg=dtype)
+        np.testing.assert_array_equal(out.indices, indices, err_msg=dtype)
+
+
+def test_jax_rejects_a_configuration_without_output_like_a_runtime() -> None:
+    """A kernel larger than the padded input has no output: the peer raises (a `rejects`
+    result), it does not decline or invent an empty answer."""
+    peer = _peer("jax")
+    spec = PoolSpec(op="max", kernel=(5,), strides=(1,), pads_begin=(0,), pads_end=(0,), dilations=(1,))
+    assert peer.supports(spec, (1, 1, 3), np.dtype("float32"))[0]
+    (res,) = peer.run_many([(spec, np.zeros((1, 1, 3), np.float32))])
+    assert isinstance(res, ValueError) and "invalid configuration" in str(res)

@@ -168,11 +168,13 @@ class JaxPeer(RuntimePeer):
                 rest = tuple((lo - c_lo, hi - c_hi) for (lo, hi), (c_lo, c_hi) in zip(node.padding, node.counted))
             else:
                 rest = node.padding
-            count = np.asarray(lax.reduce_window(ones[None, None], np.array(0, dt), lax.add, dims, strides,
-                                                 ((0, 0), (0, 0)) + rest, window_dilation=dil))
+            ones = ones[None, None]
             zero = np.array(0, dtype=dt)
+            rest_pad = ((0, 0), (0, 0)) + rest
 
             def f(x: Any) -> Any:
+                # the divisor is computed in the same jitted function: one XLA compile per config
+                count = lax.reduce_window(ones, zero, lax.add, dims, strides, rest_pad, window_dilation=dil)
                 total = lax.reduce_window(x[crop], zero, lax.add, dims, strides, pad, window_dilation=dil)
                 return total / count
 
