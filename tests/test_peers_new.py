@@ -222,3 +222,22 @@ def test_jax_rejects_a_configuration_without_output_like_a_runtime() -> None:
     assert peer.supports(spec, (1, 1, 3), np.dtype("float32"))[0]
     (res,) = peer.run_many([(spec, np.zeros((1, 1, 3), np.float32))])
     assert isinstance(res, ValueError) and "invalid configuration" in str(res)
+
+
+def test_run_names_the_frontend_step_in_the_verdict(tmp_path) -> None:
+    """Through the real command: a registered openvino-onnx case replays as a failure whose
+    message attributes the wrong rounding to OpenVINO's ONNX frontend (run from another folder)."""
+    _peer("openvino-onnx")
+    import yaml
+
+    known = os.path.join(os.path.dirname(__file__), os.pardir, "cases", "known", "openvino-onnx.yaml")
+    with open(known) as fh:
+        cases = yaml.safe_load(fh)["cases"]
+    (case,) = [c for c in cases if c["id"] == "fuzz-openvino-onnx-max-rounding-ceil-torch-ceil-max-seeded-scan-3c4dc5"]
+    path = tmp_path / "case.yaml"
+    path.write_text(yaml.safe_dump({"schema": "poolcheck.case/1", "cases": [case]}))
+    proc = subprocess.run([sys.executable, "-m", "poolcheck", "run", str(path), "--peers", "openvino-onnx", "--json"],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert proc.returncode == 1, proc.stderr
+    assert "OpenVINO ONNX frontend wrote rounding_type=ceil for ceil_mode=1" in proc.stdout
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["case.yaml"]  # nothing written beside it
