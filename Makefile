@@ -18,7 +18,7 @@ $(PY):
 # versions the registry and docs were measured with.
 $(STAMP): $(PY) pyproject.toml setup.py constraints.txt
 	$(PIP) install --quiet "torch==2.13.0"
-	$(PIP) install --quiet -c constraints.txt -e ".[openvino,torch,dev]"
+	$(PIP) install --quiet -c constraints.txt -e ".[openvino,torch,tract,jax,dev]"
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -56,12 +56,40 @@ def _onnx_reference() -> Peer:
     return OnnxReferencePeer()
 
 
+def _tract() -> Peer:
+    from poolcheck.peers.tract_peer import TractPeer
+
+    return TractPeer()
+
+
+def _jax() -> Peer:
+    from poolcheck.peers.jax_peer import JaxPeer
+
+    return JaxPeer()
+
+
+def _openvino_onnx() -> Peer:
+    from poolcheck.peers.openvino_onnx_peer import OpenVinoOnnxPeer
+
+    return OpenVinoOnnxPeer()
+
+
+def _torch_onnx() -> Peer:
+    from poolcheck.peers.torch_onnx_peer import TorchOnnxPeer
+
+    return TorchOnnxPeer()
+
+
 #: Built-in peers by name (constructing one imports no runtime; ``available()`` does).
 BUILTIN_PEERS: dict[str, Callable[[], Peer]] = {
     "onnxruntime": _onnxruntime,
     "openvino": _openvino,
     "torch": _torch,
     "onnx_reference": _onnx_reference,
+    "tract": _tract,
+    "jax": _jax,
+    "openvino-onnx": _openvino_onnx,
+    "torch-onnx": _torch_onnx,
 }
 
 

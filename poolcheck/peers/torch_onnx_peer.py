@@ -1,0 +1,216 @@
+"""PyTorch -> ONNX exporter -> ONNX Runtime as a peer (``torch-onnx``).
+
+A torch module calling ``F.max_poolNd`` / ``F.avg_poolNd`` with the configuration (the same
+keywords as the ``torch`` peer) is exported with ``torch.onnx.export`` (the TorchScript-based
+exporter, ``dynamo=False``, which needs no onnxscript) and the exported model is run by ONNX
+Runtime on the CPU. The chain has two steps; a divergence is attributed to the step that
+introduced it where the exported model shows it: each exported pooling node's attributes are
+checked against the module's, and a wrong one is reported as the exporter's, e.g.
+"torch.onnx.export wrote ceil_mode=0 for ceil_mode=True".
+
+:meth:`TorchOnnxPeer.run_many` exports one module holding many configurations (one input and
+one pooling call each) and runs it in one session, so a batch pays for one export.
+"""
+
+from __future__ import annotations
+
+import io
+import warnings
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from poolcheck.peers._convert import PeerDeclined, convert_flat_indices
+from poolcheck.peers.adapter import RuntimePeer, Translated
+from poolcheck.peers.base import BatchItem, PeerOutput
+from poolcheck.peers.torch_peer import _kernel_error, to_torch
+from poolcheck.spec.attributes import PoolSpec
+
+STEP = "torch.onnx.export"
+#: The opset the exporter is asked for (AveragePool-19, MaxPool-12 semantics at 18; pinned so a
+#: verdict does not move with the exporter's default).
+OPSET = 18
+#: Input types the chain is fuzzed on: ONNX Runtime's CPU pooling kernels are floating point.
+DTYPES = ("float32", "float64")
+
+
+@dataclass(frozen=True)
+class TorchOnnxNode:
+    """One configuration of the exported module: op, rank, torch keywords, input shape and type."""
+
+    op: str
+    rank: int
+    kwargs: tuple[tuple[str, Any], ...]
+    shape: tuple[int, ...]
+    dtype: str
+
+    def kw(self) -> dict[str, Any]:
+        return dict(self.kwargs)
+
+
+def expected_onnx_attributes(node: TorchOnnxNode) -> dict[str, tuple[str, Any]]:
+    """What the exporter must write: ONNX attribute -> (torch keyword and value, ONNX value)."""
+    kw = node.kw()
+    out: dict[str, tuple[str, Any]] = {
+        "kernel_shape": (f"kernel_size={list(kw['kernel_size'])}", list(kw["kernel_size"])),
+        "strides": (f"stride={list(kw['stride'])}", list(kw["stride"])),
+        # "pads ... [x1_begin, x2_begin...x1_end, x2_end,...]": torch padding is symmetric.
+        "pads": (f"padding={list(kw['padding'])}", list(kw["padding"]) * 2),
+        "ceil_mode": (f"ceil_mode={kw['ceil_mode']}", int(kw["ceil_mode"])),
+    }
+    if node.op == "max":
+        out["dilations"] = (f"dilation={list(kw['dilation'])}", list(kw["dilation"]))
+    else:
+        out["count_include_pad"] = (f"count_include_pad={kw['count_include_pad']}", int(kw["count_include_pad"]))
+    return out
+
+
+#: ONNX defaults of the attributes above, for an exported node that omits one.
+_DEFAULTS = {"ceil_mode": 0, "count_include_pad": 0}
+
+
+def attribute_mismatches(node: TorchOnnxNode, written: dict[str, Any], step: str = STEP) -> list[str]:
+    """Messages for every attribute ``step`` wrote differently from the module's keyword."""
+    rank = node.rank
+    defaults = dict(_DEFAULTS, strides=[1] * rank, dilations=[1] * rank, pads=[0] * 2 * rank)
+    msgs = []
+    for key, (source, want) in expected_onnx_attributes(node).items():
+        got = written.get(key, defaults.get(key))
+        if got != want:
+            msgs.append(f"{step} wrote {key}={got} for {source}")
+    return msgs
+
+
+class TorchOnnxPeer(RuntimePeer):
+    """torch module -> ``torch.onnx.export(dynamo=False)`` -> ONNX Runtime CPU (one thread)."""
+
+    name = "torch-onnx"
+    ref = "torch-onnx"
+    module = "torch"
+    install_hint = "pip install 'poolcheck[torch]'"
+    #: The step name used in attribution messages (planted chains override it).
+    step = STEP
+
+    def __init__(self, *, cache_size: int = 64, batch_limit: int = 32) -> None:
+        self.cache_size = cache_size
+        self.batch_limit = batch_limit
+        self._sessions: OrderedDict[tuple[TorchOnnxNode, ...], Any] = OrderedDict()
+
+    def available(self) -> tuple[bool, str]:
+        ok, why = super().available()
+        if not ok:
+            return ok, why
+        for mod in ("onnx", "onnxruntime"):
+            try:
+                __import__(mod)
+            except ImportError as exc:
+                return False, f"{mod} is not installed: {exc}"
+        return True, ""
+
+    def version(self) -> str | None:
+        version = super().version()
+        if version is None:
+            return None
+        try:
+            import onnxruntime
+
+            return f"{version}/ort-{onnxruntime.__version__}"
+        except Exception:
+            return version
+
+    def translate(self, spec: PoolSpec, shape: tuple[int, ...], dtype: np.dtype) -> TorchOnnxNode:
+        dt = np.dtype(dtype)
+        kwargs = to_torch(spec, shape, self.name)
+        if dt.name not in DTYPES:
+            raise PeerDeclined(self.name, f"the chain runs {', '.join(DTYPES)} only (ONNX Runtime's pooling "
+                                          f"kernels are floating point), not {dt.name}")
+        if spec.convention == "onnx" and spec.op == "max" and spec.storage_order:
+            raise PeerDeclined(self.name, "a torch module has no storage_order")
+        err = _kernel_error(spec.op, spec.spatial_rank, dt.str)
+        if err is not None:
+            raise PeerDeclined(self.name, f"no PyTorch CPU kernel: {err}")
+        kwargs.pop("return_indices", None)
+        return TorchOnnxNode(spec.op, spec.spatial_rank, tuple(sorted(kwargs.items())), tuple(shape), dt.str)
+
+    # ------------------------------------------------------------------ the two steps
+
+    def export(self, nodes: tuple[TorchOnnxNode, ...]) -> Any:
+        """Step 1: the module for ``nodes`` exported to an ONNX ModelProto."""
+        import onnx
+        import torch
+        import torch.nn.functional as F
+
+        class Pools(torch.nn.Module):
+            def forward(self, *xs: Any) -> Any:
+                outs = []
+                for x, node in zip(xs, nodes, strict=True):
+                    if node.op == "max":
+                        v, i = getattr(F, f"max_pool{node.rank}d")(x, return_indices=True, **node.kw())
+                        outs += [v, i]
+                    else:
+                        outs.append(getattr(F, f"avg_pool{node.rank}d")(x, **node.kw()))
+                return tuple(outs)
+
+        args = tuple(torch.zeros(node.shape, dtype=getattr(torch, np.dtype(node.dtype).name)) for node in nodes)
+        buf = io.BytesIO()
+        torch.set_num_threads(1)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            torch.onnx.export(Pools(), args, buf, dynamo=False, opset_version=OPSET,
+                              input_names=[f"x{k}" for k in range(len(nodes))], do_constant_folding=True)
+        return onnx.load_from_string(buf.getvalue())
+
+    def written_attributes(self, model: Any, k: int) -> dict[str, Any] | None:
+        """The attributes of the pooling node the exporter wrote for input ``x{k}`` (None when
+        there is none). For max pooling with indices the exporter adds a second, 1x1 MaxPool on
+        the same input (to turn ONNX flat indices into per-plane ones); the first is the pool."""
+        import onnx
+
+        pools = [n for n in model.graph.node if n.op_type in ("MaxPool", "AveragePool") and n.input[0] == f"x{k}"]
+        if not pools:
+            return None
+        return {a.name: onnx.helper.get_attribute_value(a) for a in pools[0].attribute}
+
+    def execute(self, group: Sequence[Translated], items: Sequence[BatchItem]) -> list[PeerOutput]:
+        session, mismatches = self._session(tuple(node for _, node, _ in group))
+        raw = session.run(None, {f"x{k}": arr for k, (_, _, arr) in enumerate(group)})
+        outputs = []
+        pos = 0
+        for (i, node, arr), msgs in zip(group, mismatches, strict=True):
+            values = np.asarray(raw[pos])
+            pos += 1
+            indices = None
+            notes = list(msgs)
+            if node.op == "max":
+                # the exported graph turns ONNX flat indices back into torch's per-plane ones
+                indices, conv = convert_flat_indices(np.asarray(raw[pos]), items[i][0], arr.shape, per_plane=True)
+                notes += conv
+                pos += 1
+            outputs.append(PeerOutput(values, indices, notes))
+        return outputs
+
+    def _session(self, nodes: tuple[TorchOnnxNode, ...]) -> Any:
+        cached = self._sessions.get(nodes)
+        if cached is not None:
+            self._sessions.move_to_end(nodes)
+            return cached
+        import onnxruntime as ort
+
+        model = self.export(nodes)
+        mismatches = []
+        for k, node in enumerate(nodes):
+            written = self.written_attributes(model, k)
+            mismatches.append([] if written is None else attribute_mismatches(node, written, self.step))
+        so = ort.SessionOptions()
+        so.intra_op_num_threads = 1
+        so.inter_op_num_threads = 1
+        so.log_severity_level = 4
+        session = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
+        entry = (session, mismatches)
+        self._sessions[nodes] = entry
+        while len(self._sessions) > self.cache_size:
+            self._sessions.popitem(last=False)
+        return entry

@@ -1,0 +1,70 @@
+"""tract (the Rust ONNX runtime, ``tract`` on PyPI) as a peer: the same MaxPool-22 /
+AveragePool-22 models as the ONNX Runtime peer.
+
+tract's Python binding loads models from a file only, so each packed model is written to a
+private temporary folder, loaded, and the folder removed. :meth:`TractPeer.run_many` packs many
+configurations into one model (one node, one input per configuration), and runnable models are
+cached by their nodes, as for ONNX Runtime.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from poolcheck.peers.adapter import RuntimePeer, Translated
+from poolcheck.peers.base import BatchItem, PeerOutput
+from poolcheck.peers.onnx_model import OnnxNode, build_model, onnx_outputs, to_onnx
+from poolcheck.spec.attributes import PoolSpec
+
+
+class TractPeer(RuntimePeer):
+    """tract through its Python binding: ``onnx().load`` -> ``into_model`` -> ``into_runnable``."""
+
+    name = "tract"
+    ref = "tract"
+    module = "tract"
+    install_hint = "pip install 'poolcheck[tract]'"
+
+    def __init__(self, *, cache_size: int = 128, batch_limit: int = 32) -> None:
+        self.cache_size = cache_size
+        self.batch_limit = batch_limit
+        self._runnables: OrderedDict[tuple[OnnxNode, ...], Any] = OrderedDict()
+
+    def version(self) -> str | None:
+        try:
+            import tract
+        except Exception:
+            return None
+        return str(tract.version())
+
+    def translate(self, spec: PoolSpec, shape: tuple[int, ...], dtype: np.dtype) -> OnnxNode:
+        return to_onnx(spec, shape, dtype, self.name)
+
+    def execute(self, group: Sequence[Translated], items: Sequence[BatchItem]) -> list[PeerOutput]:
+        runnable = self._runnable(tuple(node for _, node, _ in group))
+        raw = runnable.run([arr for _, _, arr in group])
+        return onnx_outputs(group, items, [t.to_numpy() for t in raw])
+
+    def _runnable(self, nodes: tuple[OnnxNode, ...]) -> Any:
+        cached = self._runnables.get(nodes)
+        if cached is not None:
+            self._runnables.move_to_end(nodes)
+            return cached
+        import tract
+
+        data = build_model(nodes).SerializeToString()
+        with tempfile.TemporaryDirectory(prefix="poolcheck-tract-") as tmp:
+            path = os.path.join(tmp, "model.onnx")
+            with open(path, "wb") as fh:
+                fh.write(data)
+            runnable = tract.onnx().load(path).into_model().into_runnable()
+        self._runnables[nodes] = runnable
+        while len(self._runnables) > self.cache_size:
+            self._runnables.popitem(last=False)
+        return runnable
