@@ -91,6 +91,8 @@ def _out(spec: PoolSpec, shape: tuple[int, ...]) -> tuple[int, ...] | None:
 def known_divergence(peer: str, spec: PoolSpec, x: np.ndarray) -> str | None:
     """Configurations where ``peer`` parts ways with the engine (cases/known/<peer>.yaml)."""
     geom = resolve(spec, x.shape)
+    if peer in ("tract", "openvino-onnx") and any(a.pad_begin < 0 or a.pad_end < 0 for a in geom.axes):
+        return "ONNX SAME with a stride past the dilated kernel: the peer clamps the negative pad_shape at 0"
     if peer == "openvino-onnx":
         if spec.auto_pad != "explicit" and spec.convention == "onnx" and spec.ceil_mode:
             return "OpenVINO's ONNX frontend applies ceil_mode=1 under VALID / SAME_* (the ONNX formulas do not)"

@@ -55,6 +55,8 @@ class JaxNode:
     counted: tuple[tuple[int, int], ...] | None
     #: Why the configuration is invalid (the peer then rejects it, as the runtime would).
     invalid: str | None = None
+    #: Input dropped at the start per spatial axis (a negative ONNX SAME pad_begin).
+    start: tuple[int, ...] = ()
 
 
 def to_jax(spec: PoolSpec, shape: Sequence[int], dtype: np.dtype, peer: str = "jax") -> JaxNode:
@@ -75,23 +77,26 @@ def to_jax(spec: PoolSpec, shape: Sequence[int], dtype: np.dtype, peer: str = "j
         # that poolcheck picks when calling reduce_window, not an answer of XLA's.
         raise PeerDeclined(peer, "a window holds no input element (all padding or past the input); XLA's "
                                  "reduce_window has no rule for it beyond the init value the caller picks")
-    keep, padding, counted = [], [], []
+    keep, start, padding, counted = [], [], [], []
     for a in geom.axes:
         # Window o covers o*stride - pad_begin + j*dilation; XLA's last window must end where the
-        # spec's does: (out-1)*stride - pad_begin + dilated_kernel.
+        # spec's does: (out-1)*stride - pad_begin + dilated_kernel. A negative pad_begin (ONNX
+        # SAME with a stride past the dilated kernel) drops that much input at the start.
         end = (a.out - 1) * a.stride - a.pad_begin + a.dilated_kernel
-        lo = a.pad_begin
+        first = max(0, -a.pad_begin)
+        lo = max(0, a.pad_begin)
         hi = end - a.size
         size = a.size
         if hi < 0:  # the last window ends inside the input: crop it
             size, hi = a.size + hi, 0
-        if lo < 0 or a.out <= 0:
+        if a.out <= 0 or size <= first:
             return JaxNode(keep=(), padding=(), counted=None, invalid=f"resolved geometry {a} has no XLA form",
                            **base)  # type: ignore[arg-type]
-        keep.append(size)
+        keep.append(size - first)
+        start.append(first)
         padding.append((lo, hi))
         counted.append((lo, max(0, min(hi, a.size + a.pad_end - size))))
-    return JaxNode(keep=tuple(keep), padding=tuple(padding),
+    return JaxNode(keep=tuple(keep), padding=tuple(padding), start=tuple(start),
                    counted=None if spec.op == "max" or spec.exclude_pad else tuple(counted), **base)  # type: ignore[arg-type]
 
 
@@ -154,7 +159,8 @@ class JaxPeer(RuntimePeer):
         strides = (1, 1) + node.strides
         dil = (1, 1) + node.dilations
         pad = ((0, 0), (0, 0)) + node.padding
-        crop = (slice(None), slice(None)) + tuple(slice(0, k) for k in node.keep)
+        starts = node.start or (0,) * len(node.keep)
+        crop = (slice(None), slice(None)) + tuple(slice(b, b + k) for b, k in zip(starts, node.keep))
         if node.op == "max":
             init = -np.inf if dt.kind == "f" else np.iinfo(dt).min
             init_v = np.array(init, dtype=dt)
