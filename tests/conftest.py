@@ -32,3 +32,11 @@ def engine(request: pytest.FixtureRequest) -> str:
             pytest.skip(f"C engine not available: {reason}")
     return str(request.param)
 # --- end engine fixture -------------------------------------------------------------------------
+
+# --- per-user data folder (owner: fuzz) ---------------------------------------------------------
+# Commands write finds and the example database to the per-user data folder by default; tests
+# (and the subprocesses they start, which inherit the environment) use a throw-away one instead.
+import tempfile  # noqa: E402
+
+os.environ.setdefault("POOLCHECK_DATA_DIR", tempfile.mkdtemp(prefix="poolcheck-test-data-"))
+# --- end per-user data folder --------------------------------------------------------------------

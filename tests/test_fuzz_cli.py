@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from poolcheck.cases import load_file
 from poolcheck.cli import app
-from poolcheck.cli.fuzz import parse_duration
+from poolcheck.cli.common import parse_duration
 
 PLANTED = Path(__file__).parent / "planted_peers"
 runner = CliRunner()
@@ -36,20 +36,21 @@ def fuzz(*args: str) -> tuple[int, str]:
     (["--ops", "avgpool", "--dtypes", "int8"], "average pooling needs one"),
 ])
 def test_bad_usage_exits_2_naming_the_option(args: list[str], needle: str, tmp_path: Path) -> None:
-    code, out = fuzz(*args, "--max-examples", "1", "--known", str(tmp_path))
+    code, out = fuzz(*args, "--max-examples", "1", "--no-bundled-known")
     assert code == 2, out
     assert needle in out
     assert "Traceback" not in out
 
 
 def test_parse_duration() -> None:
-    assert parse_duration("60s") == 60 and parse_duration("2m") == 120 and parse_duration("90") == 90
-    assert parse_duration("1.5h") == 5400 and parse_duration("250ms") == 0.25
+    assert parse_duration("--x", "60s") == 60 and parse_duration("--x", "2m") == 120
+    assert parse_duration("--x", "90") == 90
+    assert parse_duration("--x", "1.5h") == 5400 and parse_duration("--x", "250ms") == 0.25
 
 
 def test_engine_only_run_finds_nothing_new(tmp_path: Path) -> None:
     code, out = fuzz("--peers", "none", "--oracles", "engines,metamorphic", "--max-examples", "60", "--seed", "3",
-                     "--known", str(tmp_path / "known"), "--save-cases", str(tmp_path / "finds"))
+                     "--no-bundled-known", "--save-cases", str(tmp_path / "finds"))
     assert code == 0, out
     assert "0 new divergence(s)" in out
     assert "replay: poolcheck fuzz" in out and "--seed 3" in out
@@ -60,8 +61,8 @@ def test_new_divergence_exits_1_saves_a_case_and_reports(tmp_path: Path) -> None
     peer = str(PLANTED / "pads_swapped.py")
     finds, report = tmp_path / "finds", tmp_path / "report"
     code, out = fuzz("--peers", peer, "--ops", "maxpool", "--oracles", "peers", "--exit-first", "--max-examples", "2000",
-                     "--time-budget", "30s", "--seed", "0", "--no-isolation", "--known", str(tmp_path / "known"),
-                     "--save-cases", str(finds), "--report", str(report))
+                     "--time-budget", "30s", "--seed", "0", "--no-isolation", "--no-bundled-known",
+                     "--save-cases", str(finds), "--report-dir", str(report))
     assert code == 1, out
     assert "NEW" in out and "1 new divergence(s)" in out
     files = sorted(finds.glob("*.yaml"))
@@ -82,7 +83,7 @@ def test_new_divergence_exits_1_saves_a_case_and_reports(tmp_path: Path) -> None
     known.mkdir()
     shutil.copy(files[0], known / files[0].name)
     code, out = fuzz("--peers", peer, "--ops", "maxpool", "--oracles", "peers", "--max-examples", "300", "--seed", "0", "--no-isolation",
-                     "--known", str(known), "--save-cases", str(tmp_path / "finds2"))
+                     "--no-bundled-known", "--known", str(known), "--save-cases", str(tmp_path / "finds2"))
     assert code == 0, out
     assert "1 reproduce" in out
 
@@ -90,7 +91,7 @@ def test_new_divergence_exits_1_saves_a_case_and_reports(tmp_path: Path) -> None
     fixed = tmp_path / "fixed_peer.py"
     fixed.write_text((PLANTED / "correct.py").read_text().replace('"planted-correct"', '"planted-pads-swapped"'))
     code, out = fuzz("--peers", str(fixed), "--ops", "maxpool", "--oracles", "peers", "--max-examples", "50", "--seed", "0",
-                     "--no-isolation", "--known", str(known), "--save-cases", str(tmp_path / "finds3"))
+                     "--no-isolation", "--no-bundled-known", "--known", str(known), "--save-cases", str(tmp_path / "finds3"))
     assert code == 0, out
     assert "1 fixed upstream" in out and "no longer reproduces" in out
 
@@ -98,7 +99,7 @@ def test_new_divergence_exits_1_saves_a_case_and_reports(tmp_path: Path) -> None
 @pytest.mark.slow
 def test_jobs_run_in_parallel_processes(tmp_path: Path) -> None:
     code, out = fuzz("--peers", str(PLANTED / "correct.py"), "--jobs", "2", "--max-examples", "60", "--seed", "5",
-                     "--oracles", "peers,engines", "--no-isolation", "--known", str(tmp_path))
+                     "--oracles", "peers,engines", "--no-isolation", "--no-bundled-known")
     assert code == 0, out
     assert "--jobs 2" in out
 
@@ -106,7 +107,7 @@ def test_jobs_run_in_parallel_processes(tmp_path: Path) -> None:
 def test_the_example_database_replays_a_find_first(tmp_path: Path) -> None:
     args = ["--peers", str(PLANTED / "pads_swapped.py"), "--ops", "maxpool", "--oracles", "peers", "--exit-first",
             "--max-examples", "2000", "--no-isolation", "--database", str(tmp_path / "db"),
-            "--known", str(tmp_path / "known"), "--save-cases", str(tmp_path / "finds")]
+            "--no-bundled-known", "--save-cases", str(tmp_path / "finds")]
     code, _ = fuzz(*args, "--seed", "1", "--report", str(tmp_path / "r1"))
     assert code == 1 and any((tmp_path / "db").iterdir())
     first = json.loads((tmp_path / "r1" / "result.json").read_text())["extra"]["fuzz"]

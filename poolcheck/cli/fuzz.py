@@ -8,7 +8,6 @@ exit code (1: new divergences, 0: none, 2: bad usage).
 from __future__ import annotations
 
 import os
-import re
 import shlex
 import sys
 from pathlib import Path
@@ -20,42 +19,46 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from poolcheck.cli.common import EXIT_FAILURES, EXIT_OK, console, err_console, user_errors
+from poolcheck.cli.common import (
+    EXIT_FAILURES,
+    EXIT_OK,
+    check_jobs,
+    console,
+    err_console,
+    fail,
+    parse_duration,
+    user_errors,
+    writable_dir,
+)
+from poolcheck.corpus import KNOWN_DIR
 from poolcheck.errors import AttributeValueError
 from poolcheck.fuzz.campaign import Campaign, run_campaign
 from poolcheck.fuzz.runner import ORACLES, FuzzOptions, Progress
 from poolcheck.fuzz.strategies import ALL_DTYPES, CONVENTIONS, OP_NAMES, check_arguments
 from poolcheck.report import console as console_report
 
-DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|min|h)?\s*$")
-
 
 def register(app: typer.Typer) -> None:
     app.command("fuzz")(fuzz)
-
-
-def parse_duration(text: str) -> float:
-    """``"60s"``, ``"2m"``, ``"1.5h"``, ``"90"`` (seconds) -> seconds."""
-    m = DURATION.match(text)
-    if not m:
-        raise AttributeValueError("--time-budget", f"expected a duration like 60s, 2m or 90, got {text!r}")
-    value = float(m.group(1))
-    unit = {"ms": 0.001, "s": 1, None: 1, "m": 60, "min": 60, "h": 3600}[m.group(2)]
-    if value <= 0:
-        raise AttributeValueError("--time-budget", f"must be positive, got {text!r}")
-    return value * unit
 
 
 def _split(text: str) -> list[str]:
     return [p.strip() for p in text.split(",") if p.strip()]
 
 
+#: The peers ``fuzz`` runs when ``--peers`` is not given (those available here): the fast runtime
+#: peers. The converter chains, tract and JAX are opt-in: JAX compiles every configuration.
+DEFAULT_FUZZ_PEERS = ("onnxruntime", "openvino", "torch", "onnx_reference")
+
+
 def default_peers() -> list[str]:
-    """Every built-in peer that is available here."""
+    """Every default peer that is available here."""
     from poolcheck.peers.registry import BUILTIN_PEERS
 
     names = []
     for name, factory in BUILTIN_PEERS.items():
+        if name not in DEFAULT_FUZZ_PEERS:
+            continue
         try:
             if factory().available()[0]:
                 names.append(name)
@@ -165,14 +168,16 @@ def fuzz(
     seed: Annotated[int | None, typer.Option("--seed", help="Seed of the exploration (default: random, printed for replay).")] = None,
     batch: Annotated[int, typer.Option("--batch", help="Most configurations in one example (one batched call per peer; shrinking reduces it to one).")] = 8,
     jobs: Annotated[int, typer.Option("--jobs", help="Fuzzing processes (each with its own peer workers).")] = 1,
-    database: Annotated[Path | None, typer.Option("--database", help="Hypothesis example database folder (shareable between runs and machines).")] = None,
-    save_cases: Annotated[Path, typer.Option("--save-cases", help="Write one YAML case per new divergence here.")] = Path("fuzz-cases"),
-    report: Annotated[Path | None, typer.Option("--report", help="Write result.json, junit.xml, summary.md and report.html here.")] = None,
+    database: Annotated[Path | None, typer.Option("--database", metavar="DIR", help="Hypothesis example database folder (shareable between runs and machines). Default: the per-user data folder.")] = None,
+    save_cases: Annotated[Path | None, typer.Option("--save-cases", metavar="DIR", help="Write one YAML case per new divergence here. Default: the per-user data folder (printed).")] = None,
+    report_dir: Annotated[Path | None, typer.Option("--report-dir", metavar="DIR", help="Write result.json, junit.xml, summary.md and report.html here.")] = None,
+    report_alias: Annotated[Path | None, typer.Option("--report", hidden=True)] = None,
     invalid: Annotated[bool, typer.Option("--invalid", help="Also generate invalid configurations and check that engine and peers reject them alike.")] = False,
-    known: Annotated[list[Path] | None, typer.Option("--known", help="Known-divergence registry folder(s) (default: cases/known).")] = None,
+    known: Annotated[list[Path] | None, typer.Option("--known", metavar="DIR", help="More known-divergence registry folders, added to the registry that ships with poolcheck.")] = None,
+    bundled_known: Annotated[bool, typer.Option("--bundled-known/--no-bundled-known", help="Use the known-divergence registry that ships with poolcheck (--no-bundled-known: only the --known folders).")] = True,
     engine_checks: Annotated[str, typer.Option("--engine-checks", help="Engine comparison and metamorphic properties on the first configuration of each example (first) or on all (all).")] = "first",
     isolation: Annotated[bool, typer.Option("--isolation/--no-isolation", help="Run peers in warm worker processes (a crash or hang is recorded, not fatal).")] = True,
-    peer_timeout: Annotated[float, typer.Option("--peer-timeout", help="Seconds a peer may take per batch before it counts as a timeout.")] = 30.0,
+    peer_timeout: Annotated[str, typer.Option("--peer-timeout", metavar="DURATION", help="How long a peer may take per batch before it counts as a timeout (e.g. 60s).")] = "60s",
     oracles: Annotated[str, typer.Option("--oracles", help="Oracles to run (comma-separated): engines, peers, shapes, metamorphic.")] = ",".join(ORACLES),
     exit_first: Annotated[bool, typer.Option("--exit-first", help="Stop as soon as the first new divergence is shrunk.")] = False,
     shrink: Annotated[bool, typer.Option("--shrink/--no-shrink", help="Shrink each new divergence to a minimal case (--no-shrink: explore only, keep first reproducers).")] = True,
@@ -201,13 +206,24 @@ def fuzz(
             raise AttributeValueError("--oracles", f"expected some of {', '.join(ORACLES)}, got {oracles!r}")
         if engine_checks not in ("first", "all"):
             raise AttributeValueError("--engine-checks", f"expected first or all, got {engine_checks!r}")
-        if jobs < 1:
-            raise AttributeValueError("--jobs", f"must be >= 1, got {jobs}")
+        check_jobs(jobs)
+        timeout_s = parse_duration("--peer-timeout", peer_timeout)
         if not 1 <= batch <= 256:
             raise AttributeValueError("--batch", f"must lie in [1, 256], got {batch}")
         if max_examples is not None and max_examples < 1:
             raise AttributeValueError("--max-examples", f"must be >= 1, got {max_examples}")
-        budget = parse_duration(time_budget) if time_budget else (None if max_examples else 60.0)
+        budget = parse_duration("--time-budget", time_budget) if time_budget else (None if max_examples else 60.0)
+        from poolcheck.userdata import examples_dir, finds_dir
+
+        report = report_dir if report_dir is not None else report_alias
+        save_dir = writable_dir("--save-cases", save_cases if save_cases is not None else finds_dir())
+        database = writable_dir("--database", database if database is not None else examples_dir())
+        if report is not None:
+            writable_dir("--report-dir", report)
+        for k in known or []:
+            if not k.is_dir():
+                raise fail(f"--known: {str(k)!r} is not a folder")
+        known_paths = ([str(KNOWN_DIR)] if bundled_known else []) + [str(p) for p in known or []]
         if peers is None:
             peer_names = default_peers()
         elif peers.strip() == "none":
@@ -223,10 +239,9 @@ def fuzz(
             ops=tuple(op_list), ranks=tuple(rank_list), dtypes=tuple(dtype_list), conventions=tuple(conv_list),
             peers=tuple(peer_names), max_examples=max_examples, time_budget=budget, seed=seed, jobs=jobs,
             database=str(database) if database else None, invalid=invalid, engine_checks=engine_checks,
-            isolated=isolation, peer_timeout=peer_timeout, shrink=shrink, oracles=oracle_set,
+            isolated=isolation, peer_timeout=timeout_s, shrink=shrink, oracles=oracle_set,
             exit_first=exit_first, max_configs=batch,
         )
-        known_paths = [str(p) for p in known] if known else ["cases/known"]
     command = "poolcheck " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     live: Live | None = None
 
@@ -243,7 +258,7 @@ def fuzz(
             live = Live(Text("starting ..."), console=console, refresh_per_second=4, transient=False)
             live.start()
         try:
-            campaign = run_campaign(options, known_paths=known_paths, save_dir=save_cases, command=command,
+            campaign = run_campaign(options, known_paths=known_paths, save_dir=save_dir, command=command,
                                     on_progress=on_progress, on_phase=on_phase)
         finally:
             if live is not None:
@@ -279,10 +294,10 @@ def fuzz(
         line.append("  (interrupted: partial result)", style="bold yellow")
     console.print(line)
     if campaign.saved:
-        console.print(f"case files: {', '.join(sorted({str(p.parent) for p in campaign.saved.values()}))}")
+        console.print(f"case files written to {save_dir}", soft_wrap=True)
     if report is not None:
-        console.print(f"reports: {report}")
-    console.print(Text(f"replay: {campaign.replay}", style="dim"))
+        console.print(f"reports written to {report}", soft_wrap=True)
+    console.print(Text(f"replay: {campaign.replay}", style="dim"), soft_wrap=True)
     if campaign.result.interrupted and not campaign.new:
         raise typer.Exit(130)
     raise typer.Exit(EXIT_FAILURES if campaign.exit_code else EXIT_OK)

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from poolcheck.corpus import KNOWN_DIR
 from poolcheck.engines import get_engine
 from poolcheck.errors import CaseFileError, PoolcheckError
 from poolcheck.fuzz import oracles as O
@@ -271,7 +272,7 @@ def replay_command(options: FuzzOptions, examples: int) -> str:
 def run_campaign(
     options: FuzzOptions,
     *,
-    known_paths: Sequence[str | Path] = ("cases/known",),
+    known_paths: Sequence[str | Path] = (KNOWN_DIR,),
     save_dir: str | Path | None = None,
     command: str = "poolcheck fuzz",
     on_progress: Callable[[Progress], None] | None = None,

@@ -35,6 +35,7 @@ from typing import Any
 
 from hypothesis import HealthCheck, Phase, Verbosity, given, settings
 from hypothesis import seed as hypothesis_seed
+from hypothesis.configuration import set_hypothesis_home_dir
 from hypothesis.database import DirectoryBasedExampleDatabase
 
 from poolcheck.engines import available_engines, get_engine
@@ -44,6 +45,7 @@ from poolcheck.fuzz.compare import Outputs
 from poolcheck.fuzz.strategies import ALL_DTYPES, CONVENTIONS, FuzzCase, config_batches
 from poolcheck.peers.base import Peer, PeerResult
 from poolcheck.spec.shape import Geometry
+from poolcheck.userdata import hypothesis_home
 
 #: Examples per hypothesis run; the time budget is checked between runs (and examples after the
 #: deadline return at once), so a run may overshoot the budget by one round's shrinking only.
@@ -357,6 +359,8 @@ class Session:
         return min(30.0, max(5.0, self.deadline - time.time()))
 
     def _round(self, index: int) -> None:
+        # Hypothesis' own storage goes to the per-user folder: nothing appears in the cwd.
+        set_hypothesis_home_dir(hypothesis_home())
         examples = ROUND_EXAMPLES
         if self.max_examples is not None:
             examples = max(1, min(examples, self.max_examples - self.progress.examples))
