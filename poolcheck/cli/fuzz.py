@@ -165,7 +165,8 @@ def fuzz(
     seed: Annotated[int | None, typer.Option("--seed", help="Seed of the exploration (default: random, printed for replay).")] = None,
     batch: Annotated[int, typer.Option("--batch", help="Most configurations in one example (one batched call per peer; shrinking reduces it to one).")] = 8,
     jobs: Annotated[int, typer.Option("--jobs", help="Fuzzing processes (each with its own peer workers).")] = 1,
-    database: Annotated[Path | None, typer.Option("--database", help="Hypothesis example database folder (shareable between runs and machines).")] = None,
+    database: Annotated[str | None, typer.Option("--database", help="Hypothesis example database: a folder, or redis://HOST:6379/0 shared by every worker and machine.")] = None,
+    cluster: Annotated[str | None, typer.Option("--cluster", help="Run on a Dask scheduler, e.g. tcp://HOST:8786: one shard per worker (--jobs N: at most N workers). See docs/distributed.md.")] = None,
     save_cases: Annotated[Path, typer.Option("--save-cases", help="Write one YAML case per new divergence here.")] = Path("fuzz-cases"),
     report: Annotated[Path | None, typer.Option("--report", help="Write result.json, junit.xml, summary.md and report.html here.")] = None,
     invalid: Annotated[bool, typer.Option("--invalid", help="Also generate invalid configurations and check that engine and peers reject them alike.")] = False,
@@ -222,11 +223,16 @@ def fuzz(
         options = FuzzOptions(
             ops=tuple(op_list), ranks=tuple(rank_list), dtypes=tuple(dtype_list), conventions=tuple(conv_list),
             peers=tuple(peer_names), max_examples=max_examples, time_budget=budget, seed=seed, jobs=jobs,
-            database=str(database) if database else None, invalid=invalid, engine_checks=engine_checks,
+            database=database or None, invalid=invalid, engine_checks=engine_checks,
             isolated=isolation, peer_timeout=peer_timeout, shrink=shrink, oracles=oracle_set,
             exit_first=exit_first, max_configs=batch,
         )
         known_paths = [str(p) for p in known] if known else ["cases/known"]
+        if cluster:
+            from poolcheck.fuzz.cluster import check_address
+
+            cluster = check_address(cluster)
+            options.jobs = 1  # one shard per Dask worker instead
     command = "poolcheck " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     live: Live | None = None
 
@@ -243,8 +249,17 @@ def fuzz(
             live = Live(Text("starting ..."), console=console, refresh_per_second=4, transient=False)
             live.start()
         try:
-            campaign = run_campaign(options, known_paths=known_paths, save_dir=save_cases, command=command,
-                                    on_progress=on_progress, on_phase=on_phase)
+            if cluster:  # the sessions run on Dask workers (poolcheck/fuzz/cluster.py)
+                from poolcheck.fuzz.cluster import run_cluster_campaign
+
+                campaign = run_cluster_campaign(options, cluster, on_event=on_phase, max_workers=jobs, known_paths=known_paths,
+                                                save_dir=save_cases, command=command, on_progress=on_progress, on_phase=on_phase)
+            else:
+                campaign = run_campaign(options, known_paths=known_paths, save_dir=save_cases, command=command,
+                                        on_progress=on_progress, on_phase=on_phase)
+            from poolcheck.fuzz.cluster import annotate_fingerprint
+
+            annotate_fingerprint(campaign.result, options, campaign.session)
         finally:
             if live is not None:
                 live.stop()
