@@ -33,10 +33,12 @@ needed on one machine, and no scheduler to start).
 from __future__ import annotations
 
 import contextlib
+import datetime
 import multiprocessing
 import pickle
 import time
 import uuid
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -180,6 +182,9 @@ def shard_main(options: FuzzOptions, job: int, budget: float | None, max_example
 
     from poolcheck.peers.isolation import close_workers
 
+    # The worker's own threads (heartbeats, retries with jitter) draw from the ``random`` module
+    # while hypothesis generates; hypothesis would blame the strategies for it.
+    warnings.filterwarnings("ignore", message="Do not use the `random` module inside strategies")
     channel = _Channel(name, job)
     address = get_worker().address
     try:
@@ -206,12 +211,14 @@ class Shard:
     """What the client knows of one shard."""
 
     job: int
-    worker: str
+    worker: str  # the worker's address
+    name: str = ""  # the worker's name (``dask worker --name``)
     state: str = "submitted"  # submitted | running | done | lost | failed | cancelled
     fingerprint: str | None = None
     progress: Progress = field(default_factory=Progress)
     started: float | None = None  # client clock
     lost_at_s: float | None = None  # seconds into the campaign
+    lost_at: str = ""  # UTC time, ISO 8601
     error: str = ""
     found: dict[str, O.Finding] = field(default_factory=dict)
     shrunk: set[str] = field(default_factory=set)
@@ -236,6 +243,10 @@ class ClusterRun:
 
     def lost(self) -> list[Shard]:
         return [s for s in self.shards if s.state == "lost"]
+
+
+def _utc_now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
 
 def _split(total: int | None, parts: int, i: int) -> int | None:
@@ -317,14 +328,15 @@ class ClusterDriver:
             claims_var.set({})
             stop_var.set(False)
             client.wait_for_workers(1, timeout=self.connect_timeout)
-            workers = sorted(client.scheduler_info(n_workers=-1)["workers"])
+            info = client.scheduler_info(n_workers=-1)["workers"]
+            workers = sorted(info)
             if self.max_workers:
                 workers = workers[: self.max_workers]
             n = len(workers)
             options.jobs = n  # the shards are exactly ``--jobs n``'s sessions: the replay says so
             budget = options.time_budget
             self.run.started = time.monotonic()
-            self.run.shards = [Shard(job, w) for job, w in enumerate(workers)]
+            self.run.shards = [Shard(job, w, str(info[w].get("name", w))) for job, w in enumerate(workers)]
             futures = {}
             for job, w in enumerate(workers):
                 fut = client.submit(shard_main, options, job, budget,
@@ -347,8 +359,8 @@ class ClusterDriver:
             errors = "; ".join(f"shard {s.job} on {s.worker}: {s.state} {s.error}".strip() for s in self.run.shards)
             raise PoolcheckError(f"no shard of the cluster campaign returned anything ({errors})")
         for s in self.run.lost():
-            results[0].warnings.append(f"worker {s.worker} (shard {s.job}) lost {s.lost_at_s:.1f} s into the "
-                                       f"campaign; its findings streamed before then are kept")
+            results[0].warnings.append(f"worker {s.name} at {s.worker} (shard {s.job}) lost {s.lost_at_s:.1f} s into the "
+                                       f"campaign ({s.lost_at}); its findings streamed before then are kept")
         for s in self.run.shards:
             if s.state == "failed":
                 results[0].warnings.append(f"shard {s.job} on {s.worker} failed: {s.error}")
@@ -404,6 +416,7 @@ class ClusterDriver:
                         shards[job].error = f"{type(exc).__name__}: {exc}" if exc is not None else fut.status
                         if shards[job].state == "lost" and shards[job].lost_at_s is None:
                             shards[job].lost_at_s = time.monotonic() - self.run.started
+                            shards[job].lost_at = _utc_now()
                         pending.discard(job)
                 now = time.monotonic()
                 if now - last_poll >= POLL_S:
@@ -433,9 +446,10 @@ class ClusterDriver:
     def _lose(self, shard: Shard, now: float, claims: dict[str, int]) -> None:
         shard.state = "lost"
         shard.lost_at_s = now - self.run.started
+        shard.lost_at = _utc_now()
         for sig in [s for s, j in claims.items() if j == shard.job and s not in shard.shrunk]:
             del claims[sig]  # someone else may shrink it now
-        self.on_event(f"lost worker {shard.worker} (shard {shard.job}) after {shard.lost_at_s:.1f} s")
+        self.on_event(f"lost worker {shard.name} at {shard.worker} (shard {shard.job}) after {shard.lost_at_s:.1f} s")
 
     # ------------------------------------------------------------------ the report
 
@@ -463,12 +477,13 @@ class ClusterDriver:
                              "fingerprints": sorted(fps), **({"only_on": note} if note else {})}
         return {
             "scheduler": run.address,
-            "shards": [{"shard": s.job, "worker": s.worker, "state": s.state, "fingerprint": s.fingerprint,
+            "shards": [{"shard": s.job, "worker": s.worker, "name": s.name, "state": s.state, "fingerprint": s.fingerprint,
                         "examples": s.progress.examples, "cases": s.progress.cases,
                         "cases_per_s": round(s.rate(), 1), "lost_at_s": None if s.lost_at_s is None
                         else round(s.lost_at_s, 1), **({"error": s.error} if s.error else {})}
                        for s in run.shards],
-            "lost": [{"worker": s.worker, "shard": s.job, "at_s": round(s.lost_at_s or 0.0, 1)} for s in run.lost()],
+            "lost": [{"worker": s.worker, "name": s.name, "shard": s.job, "at_s": round(s.lost_at_s or 0.0, 1),
+                      "at": s.lost_at} for s in run.lost()],
             "findings": findings,
         }
 
