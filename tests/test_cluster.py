@@ -170,3 +170,110 @@ def test_killed_worker_loses_no_reported_finding(cluster: Callable[[int], Cluste
     assert [w for w, st in states.items() if st == "done"] == [w for w in states if w not in killed]
     assert any(killed[0] in w and "lost" in w for w in merged.warnings)
     assert any("lost worker" in e for e in events)
+
+
+# --------------------------------------------------------------------------- the shared Redis database
+
+
+@pytest.fixture
+def redis_url(tmp_path: Path) -> Iterator[str]:
+    import shutil
+
+    pytest.importorskip("redis", reason="needs the redis client (pip install 'poolcheck[cluster]')")
+    import redis
+
+    server = shutil.which("redis-server")
+    if server is None:
+        pytest.skip("redis-server is not installed (`make test` installs Debian's redis-server where it runs as "
+                    "root with apt-get)")
+    port = free_port()
+    proc = subprocess.Popen([server, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+                             "--dir", str(tmp_path)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    url = f"redis://127.0.0.1:{port}/0"
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                redis.Redis.from_url(url, socket_connect_timeout=1).ping()
+                break
+            except redis.ConnectionError:
+                if time.monotonic() > deadline or proc.poll() is not None:
+                    pytest.fail("redis-server did not start")
+                time.sleep(0.1)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def _fuzz(tmp: Path, name: str, peer: str, *args: str) -> dict:
+    rep = tmp / name
+    out = subprocess.run([sys.executable, "-m", "poolcheck", "fuzz", "--peers", peer,
+                          "--ops", "maxpool", "--oracles", "peers", "--no-progress", "--known", str(tmp / "none"),
+                          "--save-cases", str(rep / "cases"), "--report", str(rep), *args],
+                         capture_output=True, text=True, timeout=180, cwd=tmp)
+    assert out.returncode in (0, 1), out.stdout[-3000:] + out.stderr[-3000:]
+    return json.loads((rep / "result.json").read_text())
+
+
+def _find(result: dict, sig: str) -> dict | None:
+    case = next((k for k in result["cases"] if f"signature:{sig}" in k["tags"]), None)
+    return None if case is None else {k: case[k] for k in ("spec", "input_shape", "dtype", "message")}
+
+
+def test_two_clients_share_a_redis_database(redis_url: str, tmp_path: Path) -> None:
+    import redis
+
+    swapped = str(PLANTED / "pads_swapped.py")
+    dilations = str(PLANTED / "dilations_ignored.py")
+    s_swapped = "peer|max|planted-pads-swapped|pads:swapped"
+    s_dilations = "peer|max|planted-dilations-ignored|dilations:ignored"
+    db = ["--database", redis_url]
+    # client A finds and shrinks one bug; the shared database keeps the reproducer
+    a = _fuzz(tmp_path, "a", swapped, *db, "--seed", "1", "--exit-first", "--time-budget", "30s")
+    assert s_swapped in a["extra"]["fuzz"]["new"] and s_swapped not in a["extra"]["fuzz"]["unshrunk"]
+    assert redis.Redis.from_url(redis_url).keys(b"poolcheck-fuzz:*"), "nothing was stored in the shared database"
+    # client B (another process, another seed), two examples: the first it checks is A's find
+    b = _fuzz(tmp_path, "b", swapped, *db, "--seed", "2", "--max-examples", "2")
+    assert _find(b, s_swapped) == _find(a, s_swapped) is not None
+    # ... which the same two examples without the database do not meet
+    alone = _fuzz(tmp_path, "alone", swapped, "--seed", "2", "--max-examples", "2")
+    assert _find(alone, s_swapped) != _find(a, s_swapped)
+    # and back: B finds another bug (replaying A's first, which that peer does not show: A's find
+    # must survive it), and A's next run replays B's find
+    b2 = _fuzz(tmp_path, "b2", dilations, *db, "--seed", "3", "--exit-first", "--time-budget", "30s")
+    assert s_dilations in b2["extra"]["fuzz"]["new"]
+    a2 = _fuzz(tmp_path, "a2", dilations, *db, "--seed", "4", "--max-examples", "3")
+    assert _find(a2, s_dilations) == _find(b2, s_dilations) is not None
+    a3 = _fuzz(tmp_path, "a3", swapped, *db, "--seed", "5", "--max-examples", "3")
+    assert _find(a3, s_swapped) == _find(a, s_swapped)
+
+
+def test_unreachable_redis_is_a_usage_error(tmp_path: Path) -> None:
+    pytest.importorskip("redis")
+    url = f"redis://127.0.0.1:{free_port()}/0"
+    out = subprocess.run([sys.executable, "-m", "poolcheck", "fuzz", "--peers", "none", "--database", url,
+                          "--max-examples", "5", "--no-progress", "--save-cases", str(tmp_path / "c")],
+                         capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert out.returncode == 2, out.stdout[-2000:] + out.stderr[-2000:]
+    assert "--database" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_shared_database_keeps_other_runs_finds(tmp_path: Path) -> None:
+    from poolcheck.fuzz.database import SharedDatabase, example_database
+
+    first = example_database(tmp_path / "db")
+    first.save(b"k", b"find-of-run-1")
+    second = example_database(tmp_path / "db")  # another run on the same folder
+    second.save(b"k", b"shrink-step")
+    second.save(b"k", b"find-of-run-2")
+    second.delete(b"k", b"find-of-run-1")  # replayed, did not fail here: kept for the others
+    second.delete(b"k", b"shrink-step")  # its own superseded step: gone
+    second.move(b"k", b"k2", b"find-of-run-1")  # copied, not taken away
+    assert isinstance(second, SharedDatabase)
+    assert sorted(example_database(tmp_path / "db").fetch(b"k")) == [b"find-of-run-1", b"find-of-run-2"]
+    assert list(example_database(tmp_path / "db").fetch(b"k2")) == [b"find-of-run-1"]

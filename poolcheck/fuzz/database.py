@@ -6,8 +6,11 @@ generates anything new, so a divergence found once is re-checked everywhere.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
+
+from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
 
 from poolcheck.errors import AttributeValueError, PoolcheckError
 
@@ -38,7 +41,45 @@ def example_database(spec: str | Path | None) -> Any:
             client.ping()
         except (redis.RedisError, ValueError) as exc:
             raise AttributeValueError("--database", f"cannot reach {text}: {exc}") from None
-        return RedisExampleDatabase(client, key_prefix=REDIS_PREFIX)
-    from hypothesis.database import DirectoryBasedExampleDatabase
+        return SharedDatabase(RedisExampleDatabase(client, key_prefix=REDIS_PREFIX))
+    return SharedDatabase(DirectoryBasedExampleDatabase(text))
 
-    return DirectoryBasedExampleDatabase(text)
+
+class SharedDatabase(ExampleDatabase):
+    """An example database shared by runs that see different things: one run never erases
+    another run's find.
+
+    Hypothesis deletes a saved failure that no longer fails when replayed. With one database
+    behind several machines, peers and ISAs that is wrong: a divergence that shows only on an
+    AVX-512 machine would be erased by the next AVX2 machine that replays it. So a run deletes
+    (or moves) only what it saved itself -- its own intermediate shrinking steps -- and leaves the
+    rest; Redis entries still expire after hypothesis' default eight days.
+    """
+
+    def __init__(self, inner: Any) -> None:
+        super().__init__()
+        self.inner = inner
+        self._mine: set[tuple[bytes, bytes]] = set()
+
+    def __repr__(self) -> str:
+        return f"SharedDatabase({self.inner!r})"
+
+    def save(self, key: bytes, value: bytes) -> None:
+        self._mine.add((key, value))
+        self.inner.save(key, value)
+
+    def fetch(self, key: bytes) -> Iterable[bytes]:
+        return self.inner.fetch(key)
+
+    def delete(self, key: bytes, value: bytes) -> None:
+        if (key, value) in self._mine:
+            self._mine.discard((key, value))
+            self.inner.delete(key, value)
+
+    def move(self, src: bytes, dest: bytes, value: bytes) -> None:
+        if (src, value) in self._mine:
+            self._mine.discard((src, value))
+            self.inner.move(src, dest, value)
+        else:
+            self.inner.save(dest, value)  # a copy: the other run's entry stays where it was
+        self._mine.add((dest, value))
