@@ -523,7 +523,7 @@ def annotate_fingerprint(result: Any, options: FuzzOptions, session: SessionResu
     ``extra["fingerprints"]``, a ``fingerprint:ID`` tag on every find); a cluster result already
     carries every shard's own and is left alone."""
     if "fingerprints" in result.extra:
-        return
+        return  # a cluster result: every shard's own
     versions = dict(session.versions) if session is not None else {}
     refs = {}
     for p in options.peers:
