@@ -277,3 +277,34 @@ def test_shared_database_keeps_other_runs_finds(tmp_path: Path) -> None:
     assert isinstance(second, SharedDatabase)
     assert sorted(example_database(tmp_path / "db").fetch(b"k")) == [b"find-of-run-1", b"find-of-run-2"]
     assert list(example_database(tmp_path / "db").fetch(b"k2")) == [b"find-of-run-1"]
+
+
+def test_ctrl_c_stops_the_shards_and_writes_the_reports(cluster: Callable[[int], Cluster], tmp_path: Path) -> None:
+    c = cluster(2)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "poolcheck", "fuzz", "--cluster", c.address, "--peers", str(PLANTED / "correct.py"),
+         "--oracles", "peers", "--time-budget", "120s", "--no-progress", "--known", str(tmp_path / "none"),
+         "--save-cases", str(tmp_path / "cases"), "--report", str(tmp_path / "rep")],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=tmp_path)
+    try:
+        with distributed.Client(c.address, timeout=30, set_as_default=False) as client:
+            deadline = time.monotonic() + 90
+            while not any(client.processing().values()):  # both shards running
+                assert time.monotonic() < deadline and proc.poll() is None, "the shards never started"
+                time.sleep(0.2)
+            time.sleep(3)
+            proc.send_signal(signal.SIGINT)
+            out, _ = proc.communicate(timeout=60)
+            assert proc.returncode == 130, out[-3000:]
+            deadline = time.monotonic() + 30
+            while any(client.processing().values()):  # the workers' tasks end too
+                assert time.monotonic() < deadline, client.processing()
+                time.sleep(0.2)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+    result = json.loads((tmp_path / "rep" / "result.json").read_text())
+    assert result["interrupted"] is True
+    shards = result["extra"]["cluster"]["shards"]
+    assert [s["state"] for s in shards] == ["done", "done"] and all(s["examples"] > 0 for s in shards)
