@@ -96,18 +96,26 @@ class _Channel:
         self.claims: dict[str, int] = {}
         self.stop = False
         self._polled = 0.0
+        self.messages = 0  # round trips to the scheduler (events put, claims and stop read)
+        self.seconds = 0.0  # time spent in them
 
     def emit(self, kind: str, payload: Any) -> None:
+        t = time.perf_counter()
         self.queue.put(pickle.dumps((kind, self.job, payload, time.time())))
+        self.messages += 1
+        self.seconds += time.perf_counter() - t
 
     def poll(self, *, force: bool = False) -> None:
         now = time.monotonic()
         if not force and now - self._polled < POLL_S:
             return
         self._polled = now
+        t = time.perf_counter()
         with contextlib.suppress(Exception):
             self.claims = dict(self.claims_var.get(timeout=5) or {})
             self.stop = bool(self.stop_var.get(timeout=5))
+        self.messages += 2
+        self.seconds += time.perf_counter() - t
 
 
 class ShardSession(Session):
@@ -177,7 +185,8 @@ def _peer_refs(peers: Sequence[Any]) -> dict[str, str]:
 
 
 def shard_main(options: FuzzOptions, job: int, budget: float | None, max_examples: int | None, name: str) -> bytes:
-    """One shard on one Dask worker; returns the pickled :class:`SessionResult`."""
+    """One shard on one Dask worker; returns the pickled :class:`SessionResult` and the shard's
+    messaging counters."""
     from distributed import get_worker
 
     from poolcheck.peers.isolation import close_workers
@@ -198,7 +207,7 @@ def shard_main(options: FuzzOptions, job: int, budget: float | None, max_example
             result = session.run()
             for f in result.findings.values():
                 f.extra["fingerprint"] = fp.id
-            return pickle.dumps(result)
+            return pickle.dumps((result, {"messages": channel.messages, "messaging_s": channel.seconds}))
     finally:
         close_workers()
 
@@ -225,6 +234,7 @@ class Shard:
     detected_at: dict[str, float] = field(default_factory=dict)
     shrunk_at: dict[str, float] = field(default_factory=dict)
     result: SessionResult | None = None
+    stats: dict[str, Any] = field(default_factory=dict)  # the shard's messaging: count and seconds
 
     def rate(self) -> float:
         return self.progress.cases / self.progress.elapsed if self.progress.elapsed > 0 else 0.0
@@ -303,8 +313,8 @@ class ClusterDriver:
         total = Progress()
         for s in self.run.shards:
             total.merge(s.progress)
-        rates = ", ".join(f"w{s.job} " + (f"{s.rate():,.0f}/s" if s.state != "lost" else "LOST")
-                          for s in self.run.shards)
+        rates = ", ".join(f"{s.name or s.job} " + (f"{s.rate():,.0f}/s {len(s.found)} div" if s.state != "lost"
+                                                    else "LOST") for s in self.run.shards)
         total.phase = f"{len(self.run.shards)} workers: {rates}"
         return total
 
@@ -406,7 +416,7 @@ class ClusterDriver:
                     fut = futures[job]
                     if fut.status == "finished":
                         drain()  # the shard's last events precede its result
-                        shards[job].result = pickle.loads(fut.result())
+                        shards[job].result, shards[job].stats = pickle.loads(fut.result())
                         shards[job].progress = shards[job].result.progress
                         shards[job].state = "done"
                         pending.discard(job)
@@ -479,7 +489,10 @@ class ClusterDriver:
             "scheduler": run.address,
             "shards": [{"shard": s.job, "worker": s.worker, "name": s.name, "state": s.state, "fingerprint": s.fingerprint,
                         "examples": s.progress.examples, "cases": s.progress.cases,
-                        "cases_per_s": round(s.rate(), 1), "lost_at_s": None if s.lost_at_s is None
+                        "cases_per_s": round(s.rate(), 1), "elapsed_s": round(s.progress.elapsed, 2),
+                        "messages": s.stats.get("messages"),
+                        "messaging_s": round(s.stats["messaging_s"], 3) if "messaging_s" in s.stats else None,
+                        "lost_at_s": None if s.lost_at_s is None
                         else round(s.lost_at_s, 1), **({"error": s.error} if s.error else {})}
                        for s in run.shards],
             "lost": [{"worker": s.worker, "name": s.name, "shard": s.job, "at_s": round(s.lost_at_s or 0.0, 1),
