@@ -308,3 +308,29 @@ def test_ctrl_c_stops_the_shards_and_writes_the_reports(cluster: Callable[[int],
     assert result["interrupted"] is True
     shards = result["extra"]["cluster"]["shards"]
     assert [s["state"] for s in shards] == ["done", "done"] and all(s["examples"] > 0 for s in shards)
+
+
+def test_summary_says_only_on_when_machines_differ() -> None:
+    """A heterogeneous cluster (no second CPU here: the shards' records are built by hand): a
+    divergence seen only by the AVX-512 worker is labelled so; one seen by both is not."""
+    from collections import Counter
+
+    from poolcheck.fingerprint import isa_levels
+    from poolcheck.fuzz.cluster import Shard
+    from poolcheck.fuzz.runner import Progress
+
+    driver = ClusterDriver("tcp://127.0.0.1:1")
+    skx = {"id": "skx", "host": "skx", "isa": isa_levels("sse4_2 avx avx2 fma avx512f avx512cd avx512bw avx512dq "
+                                                          "avx512vl".split())}
+    hsw = {"id": "hsw", "host": "hsw", "isa": isa_levels("sse4_2 avx avx2 fma".split())}
+    driver.run.fingerprints = {"skx": skx, "hsw": hsw}
+    only, both = "peer|max|openvino|nan=ignore", "peer|avg|openvino|divisor=padded"
+    for job, (fp, seen) in enumerate([(skx, [only, both]), (hsw, [both])]):
+        shard = Shard(job, f"tcp://127.0.0.1:{40000 + job}", f"w{job}", "done", fp["id"],
+                      Progress(divergent=Counter(seen), peer_status={"openvino": Counter(ok=5)}))
+        driver.run.shards.append(shard)
+    driver.run.owner = {only: 0, both: 1}
+    findings = driver.summary()["findings"]
+    assert findings[only]["only_on"] == "openvino: only on avx512_core"
+    assert findings[only]["worker"] == "tcp://127.0.0.1:40000" and findings[only]["fingerprints"] == ["skx"]
+    assert "only_on" not in findings[both] and findings[both]["fingerprints"] == ["hsw", "skx"]
