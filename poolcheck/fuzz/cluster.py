@@ -145,6 +145,7 @@ class ShardSession(Session):
             if self.channel.claims.get(sig, self.channel.job) != self.channel.job:
                 self.settled.add(sig)
                 self.findings.pop(sig, None)
+                self.pending = False  # nothing to shrink here after all
                 return
             raise
         finally:
@@ -210,6 +211,8 @@ def shard_main(options: FuzzOptions, job: int, budget: float | None, max_example
             return pickle.dumps((result, {"messages": channel.messages, "messaging_s": channel.seconds}))
     finally:
         close_workers()
+        with contextlib.suppress(Exception):
+            channel.queue.close()
 
 
 # --------------------------------------------------------------------------- client side
@@ -257,6 +260,14 @@ class ClusterRun:
 
 def _utc_now() -> str:
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+
+
+def _workers(client: Any) -> dict[str, dict[str, Any]]:
+    """Every connected worker: address -> info (newer Dask lists only the first few unless asked)."""
+    try:
+        return client.scheduler_info(n_workers=-1)["workers"]
+    except TypeError:  # Dask before n_workers
+        return client.scheduler_info()["workers"]
 
 
 def _split(total: int | None, parts: int, i: int) -> int | None:
@@ -338,7 +349,7 @@ class ClusterDriver:
             claims_var.set({})
             stop_var.set(False)
             client.wait_for_workers(1, timeout=self.connect_timeout)
-            info = client.scheduler_info(n_workers=-1)["workers"]
+            info = _workers(client)
             workers = sorted(info)
             if self.max_workers:
                 workers = workers[: self.max_workers]
@@ -356,6 +367,10 @@ class ClusterDriver:
             self.on_event(f"submitted {n} shard(s) to {self.address}")
             self._loop(client, queue, claims_var, stop_var, claims, futures, budget, on_progress)
         finally:
+            with contextlib.suppress(Exception):
+                queue.close()  # release the campaign's queue and variables on the scheduler
+                claims_var.delete()
+                stop_var.delete()
             with contextlib.suppress(Exception):
                 client.close(timeout=5)
         results = []
@@ -431,7 +446,7 @@ class ClusterDriver:
                 now = time.monotonic()
                 if now - last_poll >= POLL_S:
                     last_poll = now
-                    alive = set(client.scheduler_info(n_workers=-1)["workers"])
+                    alive = set(_workers(client))
                     for job in sorted(pending):
                         s = shards[job]
                         if s.worker not in alive:
