@@ -324,8 +324,10 @@ class ClusterDriver:
         total = Progress()
         for s in self.run.shards:
             total.merge(s.progress)
-        rates = ", ".join(f"{s.name or s.job} " + (f"{s.rate():,.0f}/s {len(s.found)} div" if s.state != "lost"
-                                                    else "LOST") for s in self.run.shards)
+        rates = ", ".join(
+            f"{s.name or s.job} LOST" if s.state == "lost"
+            else f"{s.name or s.job} {s.rate():,.0f}/s {len(set(s.progress.divergent) | set(s.found))} div"
+            for s in self.run.shards)
         total.phase = f"{len(self.run.shards)} workers: {rates}"
         return total
 
@@ -384,8 +386,8 @@ class ClusterDriver:
             errors = "; ".join(f"shard {s.job} on {s.worker}: {s.state} {s.error}".strip() for s in self.run.shards)
             raise PoolcheckError(f"no shard of the cluster campaign returned anything ({errors})")
         for s in self.run.lost():
-            results[0].warnings.append(f"worker {s.name} at {s.worker} (shard {s.job}) lost {s.lost_at_s:.1f} s into the "
-                                       f"campaign ({s.lost_at}); its findings streamed before then are kept")
+            results[0].warnings.append(f"worker {s.name} at {s.worker} (shard {s.job}) lost {s.lost_at_s:.1f} s "
+                                       f"into the campaign ({s.lost_at}); its findings streamed before then are kept")
         for s in self.run.shards:
             if s.state == "failed":
                 results[0].warnings.append(f"shard {s.job} on {s.worker} failed: {s.error}")
@@ -502,7 +504,8 @@ class ClusterDriver:
                              "fingerprints": sorted(fps), **({"only_on": note} if note else {})}
         return {
             "scheduler": run.address,
-            "shards": [{"shard": s.job, "worker": s.worker, "name": s.name, "state": s.state, "fingerprint": s.fingerprint,
+            "shards": [{"shard": s.job, "worker": s.worker, "name": s.name, "state": s.state,
+                        "fingerprint": s.fingerprint,
                         "examples": s.progress.examples, "cases": s.progress.cases,
                         "cases_per_s": round(s.rate(), 1), "elapsed_s": round(s.progress.elapsed, 2),
                         "messages": s.stats.get("messages"),
