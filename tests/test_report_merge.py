@@ -142,3 +142,17 @@ def test_merge_run_results(tmp_path: Path) -> None:
     merged = merge_results([(str(p), load(p)) for p in paths])
     assert sorted(c.case_id for c in merged.cases) == sorted(c.case_id for c in one.cases)
     assert [c.verdict for c in merged.cases] == [c.verdict for c in one.cases]
+
+
+def test_results_without_fingerprints_count_as_one_machine_each(results: dict[str, Path]) -> None:
+    """A result written before fingerprints existed: one unknown machine, named after its file."""
+    old = load(results["avx512-a"])
+    old.extra = {k: v for k, v in old.extra.items() if k not in ("fingerprint", "fingerprints")}
+    for case in old.cases:
+        case.tags = [t for t in case.tags if not t.startswith("fingerprint:")]
+    merged = merge_results([("old.json", old), ("avx2.json", load(results["avx2"]))])
+    hosts = sorted(fp["host"] for fp in merged.extra["fingerprints"].values())
+    assert hosts == ["hsw-1", "old.json"]
+    case = next(k for k in merged.cases if f"signature:{SIG}" in k.tags)
+    # the ISA of the old machine is unknown: the note names the host instead
+    assert "only-on:planted-pads-swapped: only on old.json (1 of 2 machines)" in case.tags
