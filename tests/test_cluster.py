@@ -104,9 +104,12 @@ def test_bad_cluster_address_is_usage_error(tmp_path: Path) -> None:
 
 def test_planted_peer_found_through_the_cluster(cluster: Callable[[int], Cluster], tmp_path: Path) -> None:
     c = cluster(2)
-    peer = str(PLANTED / "pads_swapped.py")
+    # a plugin file and a database folder named relative to the client's folder (not the workers')
+    peer = "pads_swapped.py"
+    (tmp_path / peer).write_text((PLANTED / peer).read_text())
     out = subprocess.run(
         [sys.executable, "-m", "poolcheck", "fuzz", "--cluster", c.address, "--peers", peer, "--ops", "maxpool",
+         "--database", "db",
          "--oracles", "peers", "--time-budget", "12s", "--seed", "3", "--no-progress",
          "--known", str(tmp_path / "none"),
          "--save-cases", str(tmp_path / "cases"), "--report", str(tmp_path / "rep")],
@@ -132,6 +135,7 @@ def test_planted_peer_found_through_the_cluster(cluster: Callable[[int], Cluster
     assert replay.returncode == 1, replay.stdout[-2000:] + replay.stderr[-2000:]
     # the replay of the exploration is the same shards as --jobs 2 on one machine
     assert "--jobs 2" in fz["replay"] and "--seed 3" in fz["replay"]
+    assert any((tmp_path / "db").iterdir()), "the workers did not use the shared database folder"
 
 
 def test_killed_worker_loses_no_reported_finding(cluster: Callable[[int], Cluster]) -> None:

@@ -40,7 +40,8 @@ import time
 import uuid
 import warnings
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from poolcheck.errors import AttributeValueError, PoolcheckError
@@ -262,6 +263,18 @@ def _utc_now() -> str:
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
 
+def _portable(options: FuzzOptions) -> FuzzOptions:
+    """The options as a worker sees them: a peer file and a database folder named relative to
+    this process's folder become absolute (a worker's folder is its own)."""
+    from poolcheck.fuzz.database import is_redis
+
+    peers = tuple(str(Path(p).resolve()) if isinstance(p, str) and Path(p).is_file() else p for p in options.peers)
+    database = options.database
+    if database and not is_redis(database):
+        database = str(Path(database).resolve())
+    return replace(options, peers=peers, database=database)
+
+
 def _workers(client: Any) -> dict[str, dict[str, Any]]:
     """Every connected worker: address -> info (newer Dask lists only the first few unless asked)."""
     try:
@@ -361,8 +374,9 @@ class ClusterDriver:
             self.run.started = time.monotonic()
             self.run.shards = [Shard(job, w, str(info[w].get("name", w))) for job, w in enumerate(workers)]
             futures = {}
+            portable = _portable(options)
             for job, w in enumerate(workers):
-                fut = client.submit(shard_main, options, job, budget,
+                fut = client.submit(shard_main, portable, job, budget,
                                     _split(options.max_examples, n, job), name, key=f"{name}-shard-{job}",
                                     workers=[w], allow_other_workers=False, pure=False, retries=0)
                 futures[job] = fut
