@@ -120,7 +120,8 @@ def test_cli_merge(results: dict[str, Path], tmp_path: Path) -> None:
     assert again.returncode == 0 and "only on avx512_core" in again.stdout
 
 
-@pytest.mark.parametrize("args", [["merge", "ONE"], ["ONE", "ONE"], ["merge"]])
+@pytest.mark.parametrize("args", [["merge", "ONE"], ["ONE", "ONE"], ["merge"], ["ONE", "--report-dir", "out"],
+                                  ["merge", "ONE", "missing.json"]])
 def test_cli_merge_usage_errors(results: dict[str, Path], tmp_path: Path, args: list[str]) -> None:
     args = [str(results["avx2"]) if a == "ONE" else a for a in args]
     out = poolcheck("report", *args, cwd=tmp_path)

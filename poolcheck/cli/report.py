@@ -42,8 +42,11 @@ def report(
         if str(file) == "merge" or more or report_dir is not None:  # poolcheck/report/merge.py
             from poolcheck.report.merge import merge_command
 
-            if str(file) != "merge":
+            if str(file) != "merge" and more:
                 raise AttributeValueError("FILE", f"one result file at a time, or `poolcheck report merge {file} ...`")
+            if str(file) != "merge":
+                raise AttributeValueError("--report-dir", "is for `poolcheck report merge A.json B.json ...`; "
+                                                          "re-render one result with --format and --output")
             result = merge_command(more or [])
             if report_dir is not None:
                 from poolcheck.report.writers import write_reports
