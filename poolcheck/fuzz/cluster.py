@@ -61,6 +61,9 @@ from poolcheck.fuzz.runner import (
 #: before it stops the shards, and again before it cancels them.
 GRACE_S = 45.0
 STOP_WAIT_S = 15.0
+#: Seconds without an answer from the scheduler before the client gives the campaign up (and
+#: still writes what was streamed).
+SCHEDULER_LOST_S = 30.0
 #: How often a shard re-reads the claims and the stop flag, and the client the worker list.
 POLL_S = 0.5
 
@@ -416,6 +419,7 @@ class ClusterDriver:
         hard_deadline = self.run.started + budget + GRACE_S if budget else None
         stopping_since: float | None = None
         last_poll = last_progress = 0.0
+        last_contact = time.monotonic()
         pending = set(futures)
 
         def drain() -> None:
@@ -425,7 +429,8 @@ class ClusterDriver:
                 for raw in queue.get(batch=True, timeout=5):
                     changed |= self._handle(raw, claims)
             if changed:
-                claims_var.set(dict(claims))
+                with contextlib.suppress(Exception):
+                    claims_var.set(dict(claims))
             now = time.monotonic()
             if on_progress is not None and now - last_progress >= PROGRESS_INTERVAL:
                 last_progress = now
@@ -447,9 +452,13 @@ class ClusterDriver:
                     fut = futures[job]
                     if fut.status == "finished":
                         drain()  # the shard's last events precede its result
-                        shards[job].result, shards[job].stats = pickle.loads(fut.result())
-                        shards[job].progress = shards[job].result.progress
-                        shards[job].state = "done"
+                        try:
+                            shards[job].result, shards[job].stats = pickle.loads(fut.result(timeout=60))
+                            shards[job].progress = shards[job].result.progress
+                            shards[job].state = "done"
+                        except Exception as exc:  # the result could not be fetched: keep what streamed
+                            shards[job].state = "failed"
+                            shards[job].error = f"its result could not be fetched: {type(exc).__name__}: {exc}"
                         pending.discard(job)
                     elif fut.status in ("error", "cancelled", "lost"):
                         exc = fut.exception() if fut.status == "error" else None
@@ -462,25 +471,41 @@ class ClusterDriver:
                 now = time.monotonic()
                 if now - last_poll >= POLL_S:
                     last_poll = now
-                    alive = set(_workers(client))
-                    for job in sorted(pending):
+                    try:
+                        alive = set(_workers(client))
+                        last_contact = now
+                    except Exception as exc:  # the scheduler is gone (or the network to it)
+                        alive = None
+                        if now - last_contact > SCHEDULER_LOST_S:
+                            self.run.interrupted = True
+                            self.on_event(f"lost the scheduler {self.address}: {exc}")
+                            for job in sorted(pending):
+                                shards[job].error = f"the scheduler was unreachable for {SCHEDULER_LOST_S:g} s"
+                                self._lose(shards[job], now, claims)
+                            pending.clear()
+                    for job in sorted(pending) if alive is not None else ():
                         s = shards[job]
                         if s.worker not in alive:
                             self._lose(s, now, claims)
-                            claims_var.set(dict(claims))
-                            futures[job].cancel()
+                            with contextlib.suppress(Exception):
+                                claims_var.set(dict(claims))
+                                futures[job].cancel()
                             pending.discard(job)
                 if hard_deadline is not None and now > hard_deadline:
                     stop()
                 if stopping_since is not None and now - stopping_since > STOP_WAIT_S:
                     for job in sorted(pending):
-                        futures[job].cancel()
+                        with contextlib.suppress(Exception):
+                            futures[job].cancel()
                         shards[job].state = "cancelled"
                     pending.clear()
                 time.sleep(0.05)
             except KeyboardInterrupt:
                 self.run.interrupted = True
-                self.on_event("interrupted: stopping the shards")
+                if stopping_since is not None:  # a second Ctrl-C: do not wait for the shards
+                    stopping_since -= STOP_WAIT_S
+                else:
+                    self.on_event("interrupted: stopping the shards (Ctrl-C again to cancel them)")
                 stop()
         drain()
 
