@@ -397,8 +397,10 @@ class ClusterDriver:
             if s.result is not None:
                 results.append(s.result)
             elif s.found or s.progress.examples:
+                # rebuilt from what the shard streamed; its examples so far stand for its rounds
+                # (the replay command counts examples)
                 results.append(SessionResult(dict(s.found), set(s.shrunk), dict(s.detected_at), dict(s.shrunk_at),
-                                             s.progress, {}, {}, True))
+                                             s.progress, {}, {}, True, rounds=[(-1, s.progress.examples)]))
         if not results:
             errors = "; ".join(f"shard {s.job} on {s.worker}: {s.state} {s.error}".strip() for s in self.run.shards)
             raise PoolcheckError(f"no shard of the cluster campaign returned anything ({errors})")
