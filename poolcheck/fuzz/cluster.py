@@ -98,7 +98,7 @@ class _Channel:
         self.claims_var = d.Variable(name + "-claims")
         self.stop_var = d.Variable(name + "-stop")
         self.claims: dict[str, int] = {}
-        self.stop = False
+        self.stop = ""  # "" | "finish" (wind down like at the deadline) | "interrupt" (Ctrl-C)
         self._polled = 0.0
         self.messages = 0  # round trips to the scheduler (events put, claims and stop read)
         self.seconds = 0.0  # time spent in them
@@ -117,7 +117,7 @@ class _Channel:
         t = time.perf_counter()
         with contextlib.suppress(Exception):
             self.claims = dict(self.claims_var.get(timeout=5) or {})
-            self.stop = bool(self.stop_var.get(timeout=5))
+            self.stop = str(self.stop_var.get(timeout=5) or "")
         self.messages += 2
         self.seconds += time.perf_counter() - t
 
@@ -138,7 +138,7 @@ class ShardSession(Session):
 
     def _example(self, batch: list[Any]) -> None:
         self.channel.poll()
-        if self.channel.stop:
+        if self.channel.stop == "interrupt":
             raise KeyboardInterrupt  # Session.run turns it into an interrupted result
         self._settle_claimed()
         try:
@@ -154,6 +154,9 @@ class ShardSession(Session):
             raise
         finally:
             self._stream_new()
+
+    def _out_of_budget(self) -> bool:
+        return self.channel.stop == "finish" or super()._out_of_budget()
 
     def _stream_new(self) -> None:
         for sig, f in list(self.findings.items()):
@@ -365,7 +368,7 @@ class ClusterDriver:
         try:
             claims: dict[str, int] = {}
             claims_var.set({})
-            stop_var.set(False)
+            stop_var.set("")
             client.wait_for_workers(1, timeout=self.connect_timeout)
             info = _workers(client)
             workers = sorted(info)
@@ -384,7 +387,7 @@ class ClusterDriver:
                                     workers=[w], allow_other_workers=False, pure=False, retries=0)
                 futures[job] = fut
             self.on_event(f"submitted {n} shard(s) to {self.address}")
-            self._loop(client, queue, claims_var, stop_var, claims, futures, budget, on_progress)
+            self._loop(client, queue, claims_var, stop_var, claims, futures, budget, on_progress, options.exit_first)
         finally:
             with contextlib.suppress(Exception):
                 queue.close()  # release the campaign's queue and variables on the scheduler
@@ -416,10 +419,12 @@ class ClusterDriver:
         return results
 
     def _loop(self, client: Any, queue: Any, claims_var: Any, stop_var: Any, claims: dict[str, int],
-              futures: dict[int, Any], budget: float | None, on_progress: Callable[[Progress], None] | None) -> None:
+              futures: dict[int, Any], budget: float | None, on_progress: Callable[[Progress], None] | None,
+              exit_first: bool = False) -> None:
         shards = self.run.shards
         hard_deadline = self.run.started + budget + GRACE_S if budget else None
         stopping_since: float | None = None
+        interrupts = 0
         last_poll = last_progress = 0.0
         last_contact = time.monotonic()
         pending = set(futures)
@@ -440,12 +445,12 @@ class ClusterDriver:
                 p.elapsed = now - self.run.started
                 on_progress(p)
 
-        def stop() -> None:
+        def stop(how: str = "finish") -> None:
             nonlocal stopping_since
-            if stopping_since is None:
-                stopping_since = time.monotonic()
+            if stopping_since is None or how == "interrupt":
+                stopping_since = stopping_since or time.monotonic()
                 with contextlib.suppress(Exception):
-                    stop_var.set(True)
+                    stop_var.set(how)
 
         while pending:
             try:
@@ -495,6 +500,8 @@ class ClusterDriver:
                             pending.discard(job)
                 if hard_deadline is not None and now > hard_deadline:
                     stop()
+                if exit_first and any(s.shrunk for s in shards):  # --exit-first: one shrunk find ends all shards
+                    stop()
                 if stopping_since is not None and now - stopping_since > STOP_WAIT_S:
                     for job in sorted(pending):
                         with contextlib.suppress(Exception):
@@ -504,11 +511,12 @@ class ClusterDriver:
                 time.sleep(0.05)
             except KeyboardInterrupt:
                 self.run.interrupted = True
-                if stopping_since is not None:  # a second Ctrl-C: do not wait for the shards
-                    stopping_since -= STOP_WAIT_S
+                interrupts += 1
+                if interrupts > 1:  # a second Ctrl-C: do not wait for the shards
+                    stopping_since = (stopping_since or time.monotonic()) - STOP_WAIT_S
                 else:
                     self.on_event("interrupted: stopping the shards (Ctrl-C again to cancel them)")
-                stop()
+                stop("interrupt")
         drain()
 
     def _lose(self, shard: Shard, now: float, claims: dict[str, int]) -> None:
