@@ -109,8 +109,8 @@ def test_planted_peer_found_through_the_cluster(cluster: Callable[[int], Cluster
     (tmp_path / peer).write_text((PLANTED / peer).read_text())
     out = subprocess.run(
         [sys.executable, "-m", "poolcheck", "fuzz", "--cluster", c.address, "--peers", peer, "--ops", "maxpool",
-         "--database", "db",
-         "--oracles", "peers", "--time-budget", "12s", "--seed", "3", "--no-progress",
+         "--database", "db", "--exit-first",
+         "--oracles", "peers", "--time-budget", "60s", "--seed", "3", "--no-progress",
          "--known", str(tmp_path / "none"),
          "--save-cases", str(tmp_path / "cases"), "--report", str(tmp_path / "rep")],
         capture_output=True, text=True, timeout=240, cwd=tmp_path)
@@ -119,8 +119,10 @@ def test_planted_peer_found_through_the_cluster(cluster: Callable[[int], Cluster
     fz, cl = result["extra"]["fuzz"], result["extra"]["cluster"]
     sig = "peer|max|planted-pads-swapped|pads:swapped"
     assert sig in fz["new"] and sig not in fz["unshrunk"]
-    # both workers fuzzed, each with its own fingerprint record; the find names its worker
-    assert [s["state"] for s in cl["shards"]] == ["done", "done"]
+    # both workers fuzzed, each with its own fingerprint record; the find names its worker;
+    # --exit-first wound both shards down after the first shrunk find (not an interruption)
+    assert [s["state"] for s in cl["shards"]] == ["done", "done"] and result["interrupted"] is False
+    assert fz["elapsed_s"] < 45  # well before the 60 s budget
     assert all(s["examples"] > 0 and s["fingerprint"] in result["extra"]["fingerprints"] for s in cl["shards"])
     assert cl["findings"][sig]["worker"] in {s["worker"] for s in cl["shards"]}
     case = next(k for k in result["cases"] if f"signature:{sig}" in k["tags"])
