@@ -47,13 +47,17 @@ class Cluster:
         self.procs: list[subprocess.Popen[bytes]] = []
         self.log = tmp / "dask.log"
         self._log = self.log.open("wb")
-        self._start([str(DASK), "scheduler", "--host", "127.0.0.1", "--port", str(self.port), "--no-dashboard"])
-        self.workers = [self._start([str(DASK), "worker", self.address, "--host", "127.0.0.1", "--nthreads", "1",
-                                     "--no-nanny", "--no-dashboard", "--name", f"w{i}", "--death-timeout", "60"])
-                        for i in range(workers)]
-        with distributed.Client(self.address, timeout=60, set_as_default=False) as client:
-            client.wait_for_workers(workers, timeout=90)
-            self.pids = client.run(os.getpid)  # worker address -> pid
+        try:
+            self._start([str(DASK), "scheduler", "--host", "127.0.0.1", "--port", str(self.port), "--no-dashboard"])
+            self.workers = [self._start([str(DASK), "worker", self.address, "--host", "127.0.0.1", "--nthreads", "1",
+                                         "--no-nanny", "--no-dashboard", "--name", f"w{i}", "--death-timeout", "60"])
+                            for i in range(workers)]
+            with distributed.Client(self.address, timeout=60, set_as_default=False) as client:
+                client.wait_for_workers(workers, timeout=90)
+                self.pids = client.run(os.getpid)  # worker address -> pid
+        except BaseException:
+            self.close()
+            raise
 
     def _start(self, cmd: list[str]) -> subprocess.Popen[bytes]:
         p = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True)
