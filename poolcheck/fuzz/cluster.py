@@ -130,6 +130,7 @@ class ShardSession(Session):
         self.channel = channel
         self.sent: set[str] = set()
         self.sent_shrunk: set[str] = set()
+        self.mine: set[str] = set()  # signatures this shard is shrinking
 
     def _settle_claimed(self) -> None:
         for sig, job in self.channel.claims.items():
@@ -145,12 +146,14 @@ class ShardSession(Session):
             super()._example(batch)
         except Divergence as d:
             sig = d.finding.signature
-            self.channel.poll(force=True)  # claimed meanwhile by another shard: not ours to shrink
-            if self.channel.claims.get(sig, self.channel.job) != self.channel.job:
-                self.settled.add(sig)
-                self.findings.pop(sig, None)
-                self.pending = False  # nothing to shrink here after all
-                return
+            if sig not in self.mine:  # first time: claimed meanwhile by another shard? then not ours
+                self.channel.poll(force=True)
+                if self.channel.claims.get(sig, self.channel.job) != self.channel.job:
+                    self.settled.add(sig)
+                    self.findings.pop(sig, None)
+                    self.pending = False  # nothing to shrink here after all
+                    return
+                self.mine.add(sig)  # ours: the shrinking steps that follow ask no more
             raise
         finally:
             self._stream_new()
