@@ -7,7 +7,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
 STAMP  := $(VENV)/.installed
 
-.PHONY: install run reports browser test lint bench clean
+.PHONY: install run reports browser redis test lint bench clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -18,7 +18,7 @@ $(PY):
 # versions the registry and docs were measured with.
 $(STAMP): $(PY) pyproject.toml setup.py constraints.txt
 	$(PIP) install --quiet "torch==2.13.0"
-	$(PIP) install --quiet -c constraints.txt -e ".[openvino,torch,tract,jax,dev]"
+	$(PIP) install --quiet -c constraints.txt -e ".[openvino,torch,tract,jax,cluster,dev]"
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -43,7 +43,16 @@ browser:
 	    echo "chromium could not be installed: the HTML report's browser tests will skip"; \
 	  else echo "chromium is not installed (needs root and apt-get): the HTML report's browser tests will skip"; fi; }
 
-test: $(STAMP) browser
+# Debian's redis-server for the shared example database tests (`fuzz --database redis://...`);
+# where it cannot be installed (not root, no apt-get) those tests skip and say why.
+redis:
+	@command -v redis-server >/dev/null 2>&1 || \
+	{ if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null) || \
+	    echo "redis-server could not be installed: the shared-database tests will skip"; \
+	  else echo "redis-server is not installed (needs root and apt-get): the shared-database tests will skip"; fi; }
+
+test: $(STAMP) browser redis
 	$(PY) -m pytest -q
 
 bench: $(STAMP)

@@ -23,6 +23,7 @@ from poolcheck import spec as S
 from poolcheck.api import run_spec
 from poolcheck.cases.model import Case
 from poolcheck.errors import PoolcheckError
+from poolcheck.fingerprint import machine_fingerprint
 from poolcheck.report.model import CaseResult, Check, Diff, RunResult, WindowCell, worst
 
 MAX_DIFFS = 16
@@ -224,6 +225,7 @@ def new_result(command: str, kind: str = "run") -> RunResult:
         created=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         tool_version=poolcheck.__version__,
         kind=kind,
+        extra={"fingerprint": machine_fingerprint().to_dict()},  # the machine (poolcheck/fingerprint.py)
     )
 
 

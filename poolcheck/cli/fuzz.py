@@ -168,7 +168,8 @@ def fuzz(
     seed: Annotated[int | None, typer.Option("--seed", help="Seed of the exploration (default: random, printed for replay).")] = None,
     batch: Annotated[int, typer.Option("--batch", help="Most configurations in one example (one batched call per peer; shrinking reduces it to one).")] = 8,
     jobs: Annotated[int, typer.Option("--jobs", help="Fuzzing processes (each with its own peer workers).")] = 1,
-    database: Annotated[Path | None, typer.Option("--database", metavar="DIR", help="Hypothesis example database folder (shareable between runs and machines). Default: the per-user data folder.")] = None,
+    database: Annotated[str | None, typer.Option("--database", metavar="DIR|URL", help="Hypothesis example database: a folder, or redis://HOST:6379/0 shared by every worker and machine. Default: a folder in the per-user data folder.")] = None,
+    cluster: Annotated[str | None, typer.Option("--cluster", metavar="URL", help="Run on a Dask scheduler, e.g. tcp://HOST:8786: one shard per worker (--jobs N: at most N workers). See docs/distributed.md.")] = None,
     save_cases: Annotated[Path | None, typer.Option("--save-cases", metavar="DIR", help="Write one YAML case per new divergence here. Default: the per-user data folder (printed).")] = None,
     report_dir: Annotated[Path | None, typer.Option("--report-dir", metavar="DIR", help="Write result.json, junit.xml, summary.md and report.html here.")] = None,
     report_alias: Annotated[Path | None, typer.Option("--report", hidden=True)] = None,
@@ -217,7 +218,10 @@ def fuzz(
 
         report = report_dir if report_dir is not None else report_alias
         save_dir = writable_dir("--save-cases", save_cases if save_cases is not None else finds_dir())
-        database = writable_dir("--database", database if database is not None else examples_dir())
+        if database is None:
+            database = str(writable_dir("--database", examples_dir()))
+        elif "://" not in database:
+            writable_dir("--database", Path(database))
         if report is not None:
             writable_dir("--report-dir", report)
         for k in known or []:
@@ -242,6 +246,11 @@ def fuzz(
             isolated=isolation, peer_timeout=timeout_s, shrink=shrink, oracles=oracle_set,
             exit_first=exit_first, max_configs=batch,
         )
+        if cluster:
+            from poolcheck.fuzz.cluster import check_address
+
+            cluster = check_address(cluster)
+            options.jobs = 1  # one shard per Dask worker instead
     command = "poolcheck " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     live: Live | None = None
 
@@ -258,8 +267,18 @@ def fuzz(
             live = Live(Text("starting ..."), console=console, refresh_per_second=4, transient=False)
             live.start()
         try:
-            campaign = run_campaign(options, known_paths=known_paths, save_dir=save_dir, command=command,
-                                    on_progress=on_progress, on_phase=on_phase)
+            if cluster:  # the sessions run on Dask workers (poolcheck/fuzz/cluster.py)
+                from poolcheck.fuzz.cluster import run_cluster_campaign
+
+                campaign = run_cluster_campaign(options, cluster, on_event=on_phase, max_workers=jobs,
+                                                known_paths=known_paths, save_dir=save_dir, command=command,
+                                                on_progress=on_progress, on_phase=on_phase)
+            else:
+                campaign = run_campaign(options, known_paths=known_paths, save_dir=save_dir, command=command,
+                                        on_progress=on_progress, on_phase=on_phase)
+            from poolcheck.fuzz.cluster import annotate_fingerprint
+
+            annotate_fingerprint(campaign.result, options, campaign.session)
         finally:
             if live is not None:
                 live.stop()

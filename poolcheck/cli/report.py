@@ -28,15 +28,33 @@ def register(app: typer.Typer) -> None:
 
 
 def report(
-    file: Annotated[Path, typer.Argument(help="A saved result (result.json from --report-dir, or `poolcheck run --json` output).")],
+    file: Annotated[Path, typer.Argument(help="A saved result (result.json from --report-dir, or `poolcheck run --json` output); or `merge A.json B.json ...` to merge the results of separate runs (one case per divergence, labelled with the machines that showed it).")],
+    more: Annotated[list[Path] | None, typer.Argument(help="After `merge`: the result files to merge.", show_default=False)] = None,
     fmt: Annotated[str, typer.Option("--format", "-f", help="html, junit, md, json, or console (the terminal view).")] = "console",
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write here (atomically) instead of standard output.")] = None,
+    report_dir: Annotated[Path | None, typer.Option("--report-dir", help="With merge: write result.json, junit.xml, summary.md and report.html here.")] = None,
 ) -> None:
-    """Re-render a saved result as HTML, JUnit XML, Markdown, JSON or terminal tables."""
+    """Re-render a saved result as HTML, JUnit XML, Markdown, JSON or terminal tables; `report merge
+    A.json B.json ...` merges several."""
     with user_errors():
         if fmt not in FORMAT_NAMES:
             raise AttributeValueError("--format", f"expected one of {', '.join(FORMAT_NAMES)}, got {fmt!r}")
-        result = load_result(file)
+        if str(file) == "merge" or more or report_dir is not None:  # poolcheck/report/merge.py
+            from poolcheck.report.merge import merge_command
+
+            if str(file) != "merge" and more:
+                raise AttributeValueError("FILE", f"one result file at a time, or `poolcheck report merge {file} ...`")
+            if str(file) != "merge":
+                raise AttributeValueError("--report-dir", "is for `poolcheck report merge A.json B.json ...`; "
+                                                          "re-render one result with --format and --output")
+            result = merge_command(more or [])
+            if report_dir is not None:
+                from poolcheck.report.writers import write_reports
+
+                write_reports(result, report_dir)
+                err_console.print(f"reports written to {report_dir}", highlight=False)
+        else:
+            result = load_result(file)
         if fmt == "console":
             if output is not None:
                 raise AttributeValueError("--output", "the console format prints to the terminal; choose html, junit, md or json")

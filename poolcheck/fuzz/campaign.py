@@ -277,6 +277,7 @@ def run_campaign(
     command: str = "poolcheck fuzz",
     on_progress: Callable[[Progress], None] | None = None,
     on_phase: Callable[[str], None] | None = None,
+    sessions: Callable[[FuzzOptions, Callable[[Progress], None] | None], list[SessionResult]] = run_sessions,
 ) -> Campaign:
     """Re-check the registry, fuzz, write a case per new divergence, and build the result."""
     from poolcheck.fuzz.runner import resolve_peer_list
@@ -299,7 +300,7 @@ def run_campaign(
     options = replace(options, known_signatures=frozenset(known_sigs))
     phase("fuzzing")
     started = time.monotonic()
-    session = merge_results(run_sessions(options, on_progress))
+    session = merge_results(sessions(options, on_progress))  # run_sessions, or a cluster's (fuzz/cluster.py)
     elapsed = time.monotonic() - started
     session.progress.elapsed = elapsed
 

@@ -36,7 +36,6 @@ from typing import Any
 from hypothesis import HealthCheck, Phase, Verbosity, given, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis.configuration import set_hypothesis_home_dir
-from hypothesis.database import DirectoryBasedExampleDatabase
 
 from poolcheck.engines import available_engines, get_engine
 from poolcheck.errors import AttributeValueError, PoolcheckError
@@ -369,7 +368,9 @@ class Session:
         phases = [Phase.explicit, Phase.generate, Phase.shrink]
         db = None
         if self.options.database:
-            db = DirectoryBasedExampleDatabase(self.options.database)
+            from poolcheck.fuzz.database import example_database  # a folder or redis://HOST:PORT/DB
+
+            db = example_database(self.options.database)
             if index == 0:
                 phases.insert(1, Phase.reuse)
 
