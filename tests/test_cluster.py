@@ -115,7 +115,7 @@ def test_planted_peer_found_through_the_cluster(cluster: Callable[[int], Cluster
         [sys.executable, "-m", "poolcheck", "fuzz", "--cluster", c.address, "--peers", peer, "--ops", "maxpool",
          "--database", "db", "--exit-first",
          "--oracles", "peers", "--time-budget", "60s", "--seed", "3", "--no-progress",
-         "--known", str(tmp_path / "none"),
+         "--no-bundled-known",
          "--save-cases", str(tmp_path / "cases"), "--report", str(tmp_path / "rep")],
         capture_output=True, text=True, timeout=240, cwd=tmp_path)
     assert out.returncode == 1, out.stdout[-3000:] + out.stderr[-3000:]
@@ -225,7 +225,7 @@ def redis_url(tmp_path: Path) -> Iterator[str]:
 def _fuzz(tmp: Path, name: str, peer: str, *args: str) -> dict:
     rep = tmp / name
     out = subprocess.run([sys.executable, "-m", "poolcheck", "fuzz", "--peers", peer,
-                          "--ops", "maxpool", "--oracles", "peers", "--no-progress", "--known", str(tmp / "none"),
+                          "--ops", "maxpool", "--oracles", "peers", "--no-progress", "--no-bundled-known",
                           "--save-cases", str(rep / "cases"), "--report", str(rep), *args],
                          capture_output=True, text=True, timeout=180, cwd=tmp)
     assert out.returncode in (0, 1), out.stdout[-3000:] + out.stderr[-3000:]
@@ -295,7 +295,7 @@ def test_ctrl_c_stops_the_shards_and_writes_the_reports(cluster: Callable[[int],
     c = cluster(2)
     proc = subprocess.Popen(
         [sys.executable, "-m", "poolcheck", "fuzz", "--cluster", c.address, "--peers", str(PLANTED / "correct.py"),
-         "--oracles", "peers", "--time-budget", "120s", "--no-progress", "--known", str(tmp_path / "none"),
+         "--oracles", "peers", "--time-budget", "120s", "--no-progress", "--no-bundled-known",
          "--save-cases", str(tmp_path / "cases"), "--report", str(tmp_path / "rep")],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=tmp_path)
     try:

@@ -329,12 +329,13 @@ def test_onnx_reference_maxpool_stride_one_indices_are_per_plane() -> None:
     assert out.indices[0, 1, 0] == 1
 
 
-def test_onnxruntime_same_upper_shifts_windows_by_a_negative_pad() -> None:
+def test_onnx_same_upper_negative_pad_moves_the_window_in_the_engine_and_onnxruntime() -> None:
     spec = A.onnx_max_pool([1], [3], auto_pad="SAME_UPPER")
     x = np.array([[[1.0, 2.0, 3.0]]], np.float32)
-    # "pad_shape = (output - 1) * stride + kernel - input" = 0 * 3 + 1 - 3 = -2 -> no padding.
-    assert run_spec(spec, x)[0][0, 0, 0] == 1.0
-    assert _run("onnxruntime", spec, x).values[0, 0, 0] == 2.0  # window moved to position 1
+    # "pad_shape = (output - 1) * stride + kernel - input" = 0 * 3 + 1 - 3 = -2, applied as written:
+    # pads -1/-1, the window starts at position 1.
+    assert run_spec(spec, x)[0][0, 0, 0] == 2.0
+    assert _run("onnxruntime", spec, x).values[0, 0, 0] == 2.0
 
 
 def test_onnxruntime_valid_with_ceil_mode_rounds_up() -> None:

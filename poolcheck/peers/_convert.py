@@ -119,3 +119,23 @@ def short_message(exc: BaseException, limit: int = 600) -> str:
     if not isinstance(exc, PoolcheckError):
         text = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def negative_same_pads(spec: PoolSpec, shape: Sequence[int]) -> str | None:
+    """Why an ONNX SAME configuration has no spelling in OpenVINO-shaped attributes, or None.
+
+    ONNX's ``pad_shape`` goes negative when the stride is larger than the dilated kernel (the
+    windows start inside the input); OpenVINO's same_upper/same_lower clamp it at 0 and its
+    explicit pads are non-negative, so an OpenVINO-shaped peer cannot be asked for it."""
+    if spec.convention != "onnx" or spec.auto_pad not in ("same_upper", "same_lower"):
+        return None
+    try:
+        geom = resolve(spec, shape)
+    except PoolcheckError:
+        return None
+    negative = [i for i, a in enumerate(geom.axes) if a.pad_begin < 0 or a.pad_end < 0]
+    if not negative:
+        return None
+    a = geom.axes[negative[0]]
+    return (f"ONNX {spec.auto_pad.upper()} gives pad_shape {a.pad_begin + a.pad_end} < 0 on axis {negative[0]} "
+            "(stride past the dilated kernel); OpenVINO-shaped attributes clamp it at 0 and take no negative pads")

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from poolcheck.peers._convert import PeerDeclined, convert_flat_indices
+from poolcheck.peers._convert import PeerDeclined, convert_flat_indices, negative_same_pads
 from poolcheck.peers.adapter import RuntimePeer, Translated
 from poolcheck.peers.base import BatchItem, PeerOutput
 from poolcheck.spec.attributes import PoolSpec
@@ -38,6 +38,9 @@ def to_openvino(spec: PoolSpec, shape: Sequence[int], dtype: np.dtype, peer: str
     """Translate ``spec`` into opset14 keywords, or raise :class:`PeerDeclined`."""
     shape = tuple(int(v) for v in shape)
     dt = np.dtype(dtype)
+    why = negative_same_pads(spec, shape)
+    if why:
+        raise PeerDeclined(peer, why)
     common: dict[str, Any] = {
         "kernel_shape": list(spec.kernel),
         "strides": list(spec.strides),

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from poolcheck.peers._convert import PeerDeclined
+from poolcheck.peers._convert import PeerDeclined, negative_same_pads
 from poolcheck.peers.base import PeerOutput
 from poolcheck.spec.attributes import PoolSpec
 
@@ -47,6 +47,9 @@ class ModulePeer:
         if spec.op == "avg" and self._avg is None:
             return False, f"module {self.module.__name__} defines no avg_pool"
         if spec.convention == "onnx":
+            why = negative_same_pads(spec, shape)
+            if why:
+                return False, why
             if spec.op == "max" and spec.storage_order:
                 # max_pool's keywords have no storage_order: its indices are row-major.
                 return False, "storage_order=1 (column-major indices) has no max_pool keyword"
