@@ -1,7 +1,8 @@
 """Load and validate YAML case files, reporting every problem with file, line, case and field.
 
-Data is read with ``yaml.safe_load``; line numbers come from ``yaml.compose`` over the same text
-(composition builds nodes only, it never constructs objects).
+The text is parsed once (libyaml's C parser where available): composed into a node graph (which
+gives line numbers and is checked for depth and alias expansion before anything is built), then
+constructed with PyYAML's safe constructor.
 """
 
 from __future__ import annotations
@@ -108,27 +109,187 @@ def make_input(recipe: dict[str, Any], dtype: np.dtype) -> np.ndarray:
 
 # --------------------------------------------------------------------------- YAML with lines
 
+#: The YAML loader: libyaml's C parser where PyYAML was built with it, else the pure-Python one.
+Loader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
-def _line_index(text: str) -> dict[tuple[Any, ...], int]:
-    """Map paths like ``(0,)``, ``(0, "attributes")``, ``(0, "attributes", "kernel")`` to 1-based lines."""
-    root = yaml.compose(text, Loader=yaml.SafeLoader)
+#: Most nested collections a case file may hold (a case needs about ten levels: cases, a case,
+#: input, and one list per input dimension). Deeper text is refused before any recursion.
+MAX_DEPTH = 64
+#: Most nodes a document may expand to once aliases are followed: the input element cap. A YAML
+#: "billion laughs" (anchors of anchors) is refused while composing, before anything is built.
+MAX_NODES = 50_000_000
+
+
+class _YAMLRefused(Exception):
+    def __init__(self, message: str, line: int) -> None:
+        super().__init__(message)
+        self.line = line
+
+
+_MERGE = "tag:yaml.org,2002:merge"
+_PLAIN_COLLECTION_TAGS = {"tag:yaml.org,2002:seq", "tag:yaml.org,2002:map"}
+_IMMUTABLE = (int, float, str, bool, type(None))
+
+
+class _Open:
+    """A collection being built: its Python value, path, pending mapping key, expanded size."""
+
+    __slots__ = ("anchor", "key", "key_line", "path", "size", "value")
+
+    def __init__(self, value: Any, path: tuple[Any, ...], anchor: str | None) -> None:
+        self.value = value
+        self.path = path
+        self.key: Any = _Open  # _Open itself marks "no key yet"
+        self.key_line = 0
+        self.size = 1
+        self.anchor = anchor
+
+
+def parse_yaml(text: str) -> tuple[Any, dict[tuple[Any, ...], int]]:
+    """Parse one YAML document once and return its data and a line index.
+
+    Events come from libyaml's C parser when available (:data:`Loader`); the data is built from
+    them iteratively, so nothing recurses (libyaml's own composer recurses in C and crashes on
+    deep nesting). Refused with :class:`_YAMLRefused`, before anything large is built: nesting
+    deeper than :data:`MAX_DEPTH`, alias expansion beyond :data:`MAX_NODES` nodes ("billion
+    laughs"), a collection as a mapping key, duplicate keys, explicit collection tags. Scalars
+    are resolved and constructed by PyYAML's safe constructor (cached per distinct text).
+
+    The line index maps paths like ``("cases", 0)`` and ``("cases", 0, "attributes", "kernel")``
+    to 1-based lines: mapping keys down to five levels, list items of top-level lists.
+    """
+    loader = Loader(text)
     lines: dict[tuple[Any, ...], int] = {}
+    cache: dict[tuple[Any, ...], Any] = {}
+    anchors: dict[str, tuple[Any, int]] = {}
+    open_anchors: set[str] = set()
+    stack: list[_Open] = []
+    root: Any = None
+    total = 0
+    try:
+        loader.get_event()  # StreamStart
+        if loader.check_event(yaml.StreamEndEvent):
+            return None, lines
+        loader.get_event()  # DocumentStart
+        while True:
+            event = loader.get_event()
+            kind = type(event)
+            if kind is yaml.DocumentEndEvent:
+                break
+            if kind is yaml.ScalarEvent:
+                key = (event.value, event.implicit, event.tag, event.style if not event.implicit[0] else None)
+                try:
+                    value = cache[key]
+                except KeyError:
+                    tag = event.tag
+                    if tag is None or tag == "!":
+                        tag = loader.resolve(yaml.ScalarNode, event.value, event.implicit)
+                    if tag == _MERGE:
+                        value = _MERGE_KEY
+                    else:
+                        node = yaml.ScalarNode(tag, event.value, event.start_mark, event.end_mark, style=event.style)
+                        value = loader.construct_object(node, deep=True)
+                    if isinstance(value, _IMMUTABLE) or value is _MERGE_KEY:
+                        cache[key] = value
+                size = 1
+                if event.anchor is not None:
+                    anchors[event.anchor] = (value, 1)
+            elif kind is yaml.AliasEvent:
+                if event.anchor in open_anchors:
+                    raise _YAMLRefused(f"alias *{event.anchor} refers to a collection that contains it",
+                                       event.start_mark.line + 1)
+                if event.anchor not in anchors:
+                    raise _YAMLRefused(f"found undefined alias *{event.anchor}", event.start_mark.line + 1)
+                value, size = anchors[event.anchor]
+            elif kind is yaml.SequenceStartEvent or kind is yaml.MappingStartEvent:
+                line = event.start_mark.line + 1
+                if event.tag not in (None, "!") and event.tag not in _PLAIN_COLLECTION_TAGS:
+                    raise _YAMLRefused(f"tag {event.tag} is not supported in case files", line)
+                if len(stack) >= MAX_DEPTH:
+                    raise _YAMLRefused(f"nested deeper than {MAX_DEPTH} levels", line)
+                path = _child_path(stack)
+                if event.anchor is not None:
+                    open_anchors.add(event.anchor)
+                stack.append(_Open([] if kind is yaml.SequenceStartEvent else {}, path, event.anchor))
+                if path is not None and path not in lines:
+                    lines[path] = line
+                total += 1
+                continue
+            elif kind is yaml.SequenceEndEvent or kind is yaml.MappingEndEvent:
+                done = stack.pop()
+                value, size = done.value, done.size
+                if done.anchor is not None:
+                    open_anchors.discard(done.anchor)
+                    anchors[done.anchor] = (value, size)
+                total -= 1  # counted when it opened; added again below with its whole size
+                if kind is yaml.MappingEndEvent and done.key is not _Open:
+                    raise _YAMLRefused("mapping key without a value", done.key_line)
+            else:  # pragma: no cover - libyaml emits nothing else inside a document
+                continue
+            total += size
+            if total > MAX_NODES:
+                raise _YAMLRefused(f"expands to more than {MAX_NODES:,} nodes (aliases of aliases?)",
+                                   event.start_mark.line + 1)
+            if not stack:
+                root = value
+                continue
+            _add(stack[-1], value, size, event, lines)
+        if not loader.check_event(yaml.StreamEndEvent):
+            event = loader.get_event()
+            raise _YAMLRefused("expected a single document, found another", event.start_mark.line + 1)
+    finally:
+        loader.dispose()
+    return root, lines
 
-    def walk(node: yaml.Node, path: tuple[Any, ...]) -> None:
-        lines[path] = node.start_mark.line + 1
-        if isinstance(node, yaml.MappingNode):
-            for key, value in node.value:
-                k = key.value
-                lines[(*path, k)] = key.start_mark.line + 1
-                walk(value, (*path, k))
-                lines[(*path, k)] = key.start_mark.line + 1
-        elif isinstance(node, yaml.SequenceNode) and len(path) <= 2:
-            for i, item in enumerate(node.value):
-                walk(item, (*path, i))
 
-    if root is not None:
-        walk(root, ())
-    return lines
+class _MergeKey:
+    def __repr__(self) -> str:
+        return "<<"
+
+
+_MERGE_KEY = _MergeKey()
+
+
+def _child_path(stack: list[_Open]) -> tuple[Any, ...] | None:
+    """The path of the next value in the innermost open collection (None when not indexed)."""
+    if not stack:
+        return ()
+    top = stack[-1]
+    if top.path is None:
+        return None
+    if isinstance(top.value, list):
+        return (*top.path, len(top.value)) if len(top.path) <= 1 else None
+    if len(top.path) < 5 and isinstance(top.key, (str, int)) and top.key is not _Open:
+        return (*top.path, top.key)
+    return None
+
+
+def _add(top: _Open, value: Any, size: int, event: Any, lines: dict[tuple[Any, ...], int]) -> None:
+    top.size += size
+    if isinstance(top.value, list):
+        top.value.append(value)
+        return
+    line = event.start_mark.line + 1
+    if top.key is _Open:
+        if isinstance(value, (list, dict)):
+            raise _YAMLRefused("a mapping key must be a scalar, not a collection", line)
+        top.key = value
+        top.key_line = line
+        if top.path is not None and len(top.path) < 5 and isinstance(value, (str, int)):
+            lines[(*top.path, value)] = line
+        return
+    key, top.key = top.key, _Open
+    if key is _MERGE_KEY:
+        sources = value if isinstance(value, list) else [value]
+        if not all(isinstance(m, dict) for m in sources):
+            raise _YAMLRefused("a merge key (<<) needs a mapping or a list of mappings", line)
+        for m in sources:
+            for k, v in m.items():
+                top.value.setdefault(k, v)
+        return
+    if key in top.value:
+        raise _YAMLRefused(f"duplicate key {key!r}", top.key_line)
+    top.value[key] = value
 
 
 def _array(value: Any, dtype: np.dtype, what: str) -> np.ndarray:
@@ -293,8 +454,9 @@ def _load(path: str | Path) -> tuple[list[Case], list[CaseFileError]]:
     except (OSError, UnicodeDecodeError) as exc:
         return [], [CaseFileError(f"cannot read: {exc}", path=shown)]
     try:
-        data = yaml.safe_load(text)
-        lines = _line_index(text)
+        data, lines = parse_yaml(text)
+    except _YAMLRefused as exc:
+        return [], [CaseFileError(f"refused YAML: {exc}", path=shown, line=exc.line)]
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         problem = getattr(exc, "problem", None) or str(exc)
