@@ -7,6 +7,7 @@ constructed with PyYAML's safe constructor.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -78,33 +79,78 @@ def build_spec(op: str, attrs: dict[str, Any]) -> A.PoolSpec:
     )
 
 
+#: Most elements an input (inline or from a recipe) may hold.
+MAX_ELEMENTS = 50_000_000
+#: Keys of an input recipe mapping.
+RECIPE_KEYS = {"shape", "recipe", "seed", "start", "value", "low", "high"}
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _number(recipe: dict[str, Any], key: str, default: float, dtype: np.dtype, *, integer: bool = False) -> Any:
+    """A finite recipe number that fits ``dtype`` (an integer when ``integer`` or for integer dtypes)."""
+    v = recipe.get(key, default)
+    if not _is_number(v) or (isinstance(v, float) and not math.isfinite(v)):
+        raise AttributeValueError(f"input.{key}", f"expected a finite number, got {v!r}")
+    if integer or dtype.kind in "iu":
+        if isinstance(v, float):
+            if not v.is_integer():
+                raise AttributeValueError(f"input.{key}", f"expected an integer, got {v!r}")
+            v = int(v)
+        if dtype.kind in "iu":
+            info = np.iinfo(dtype)
+            if not info.min <= v <= info.max + (1 if key == "high" else 0):
+                raise AttributeValueError(f"input.{key}", f"{v} is out of range for {dtype.name} [{info.min}, {info.max}]")
+        return v
+    try:
+        return float(v)
+    except OverflowError:
+        raise AttributeValueError(f"input.{key}", f"{_short(v)} is out of range for float64") from None
+
+
 def make_input(recipe: dict[str, Any], dtype: np.dtype) -> np.ndarray:
-    """Generate an input from ``{shape, recipe, seed?, value?, low?, high?}``."""
+    """Generate an input from ``{shape, recipe, seed?, start?, value?, low?, high?}``."""
+    unknown = sorted(str(k) for k in set(recipe) - RECIPE_KEYS)
+    if unknown:
+        raise AttributeValueError(f"input.{unknown[0]}", f"unknown recipe key (allowed: {', '.join(sorted(RECIPE_KEYS))})")
     shape = recipe.get("shape")
-    if not isinstance(shape, list) or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in shape):
+    if not isinstance(shape, list) or not shape or not all(
+            isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in shape):
         raise AttributeValueError("input.shape", f"expected a list of positive integers, got {shape!r}")
-    if int(np.prod(shape)) > 50_000_000:
-        raise AttributeValueError("input.shape", f"{shape} is too large for a case file (over 50M elements)")
+    if math.prod(shape) > MAX_ELEMENTS:
+        raise AttributeValueError("input.shape", f"{shape} is too large for a case file (over {MAX_ELEMENTS:,} elements)")
     name = recipe.get("recipe", "arange")
+    if not isinstance(name, str) or name not in RECIPES:
+        raise AttributeValueError("input.recipe", f"expected one of {', '.join(RECIPES)}, got {name!r}")
     seed = recipe.get("seed", 0)
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**64:
+        raise AttributeValueError("input.seed", f"expected an integer in [0, 2**64), got {seed!r}")
+    count = math.prod(shape)
     if name == "arange":
-        start = recipe.get("start", 0)
-        data = np.arange(start, start + int(np.prod(shape)), dtype=np.float64).reshape(shape)
+        start = _number(recipe, "start", 0, np.dtype(np.float64))
+        data = np.arange(start, start + count, dtype=np.float64).reshape(shape)
     elif name == "zeros":
         data = np.zeros(shape)
     elif name == "ones":
         data = np.ones(shape)
     elif name == "constant":
-        data = np.full(shape, recipe.get("value", 0))
+        data = np.full(shape, _number(recipe, "value", 0, dtype))
     elif name == "random":
-        rng = np.random.default_rng(seed)
-        data = rng.uniform(recipe.get("low", -1.0), recipe.get("high", 1.0), size=shape)
-    elif name == "randint":
-        rng = np.random.default_rng(seed)
-        data = rng.integers(recipe.get("low", -100), recipe.get("high", 100), size=shape)
-    else:
-        raise AttributeValueError("input.recipe", f"expected one of {', '.join(RECIPES)}, got {name!r}")
-    return data.astype(dtype)
+        low, high = _number(recipe, "low", -1.0, np.dtype(np.float64)), _number(recipe, "high", 1.0, np.dtype(np.float64))
+        if not low <= high:
+            raise AttributeValueError("input.low", f"low must not exceed high, got low={low} high={high}")
+        data = np.random.default_rng(seed).uniform(low, high, size=shape)
+    else:  # randint
+        int_type = dtype if dtype.kind in "iu" else np.dtype(np.int64)
+        low = _number(recipe, "low", -100, int_type, integer=True)
+        high = _number(recipe, "high", 100, int_type, integer=True)
+        if not low < high:
+            raise AttributeValueError("input.low", f"the range [low, high) is empty: low={low}, high={high}")
+        data = np.random.default_rng(seed).integers(low, high, size=shape, dtype=np.int64 if high <= 2**63 - 1 else np.uint64)
+    with np.errstate(all="ignore"):
+        return data.astype(dtype)
 
 
 # --------------------------------------------------------------------------- YAML with lines
@@ -292,34 +338,84 @@ def _add(top: _Open, value: Any, size: int, event: Any, lines: dict[tuple[Any, .
     top.value[key] = value
 
 
-def _array(value: Any, dtype: np.dtype, what: str) -> np.ndarray:
-    def check(v: Any) -> None:
-        if isinstance(v, list):
-            for item in v:
-                check(item)
-        elif isinstance(v, bool) or not isinstance(v, (int, float, str)):
-            raise AttributeValueError(what, f"expected numbers, got {v!r}")
-        elif isinstance(v, str) and v.lower() not in ("nan", "inf", "-inf", "+inf", ".nan", ".inf", "-.inf"):
-            raise AttributeValueError(what, f"expected numbers, got the string {v!r}")
+_SPECIAL_FLOATS = {"nan": math.nan, ".nan": math.nan, "inf": math.inf, "+inf": math.inf, ".inf": math.inf,
+                   "+.inf": math.inf, "-inf": -math.inf, "-.inf": -math.inf}
 
-    check(value)
-    try:
-        arr = np.array(value, dtype=np.float64 if dtype.kind == "f" else object)
-    except ValueError as exc:
-        raise AttributeValueError(what, f"ragged nested list (rows of different lengths): {exc}") from None
-    if arr.dtype == object:
-        if arr.ndim == 0 and isinstance(value, list):
+
+def _array(value: Any, dtype: np.dtype, what: str) -> np.ndarray:
+    """A nested list of numbers as an array of ``dtype``; every problem is an AttributeValueError
+    naming ``what`` (ragged rows, non-numbers, NaN/inf or fractions for integer types, values out
+    of range, more than :data:`MAX_ELEMENTS` elements). Iterative: no recursion on depth."""
+    shape: list[int] = []
+    level = [value]
+    while level and isinstance(level[0], list):
+        n = len(level[0])
+        if any(not isinstance(v, list) or len(v) != n for v in level):
             raise AttributeValueError(what, "ragged nested list (rows of different lengths)")
-        flat = arr.reshape(-1)
-        if any(isinstance(v, list) for v in flat):
-            raise AttributeValueError(what, "ragged nested list (rows of different lengths)")
-        if any(isinstance(v, float) and not float(v).is_integer() for v in flat):
-            raise AttributeValueError(what, f"non-integer value for integer type {dtype.name}")
-        try:
-            arr = np.array([int(float(v)) for v in flat], dtype=dtype).reshape(arr.shape)
-        except OverflowError:
-            raise AttributeValueError(what, f"value out of range for {dtype.name}") from None
-    return arr
+        shape.append(n)
+        if len(level) * n > MAX_ELEMENTS:
+            raise AttributeValueError(what, f"more than {MAX_ELEMENTS:,} elements")
+        level = [x for v in level for x in v]
+    if any(isinstance(v, list) for v in level):
+        raise AttributeValueError(what, "ragged nested list (rows of different lengths)")
+    flat: list[Any] = []
+    integer = dtype.kind in "iu"
+    for v in level:
+        if isinstance(v, str):
+            if v.lower() not in _SPECIAL_FLOATS:
+                raise AttributeValueError(what, f"expected numbers, got the string {v!r}")
+            v = _SPECIAL_FLOATS[v.lower()]
+        elif not _is_number(v):
+            raise AttributeValueError(what, f"expected numbers, got {v!r}")
+        if integer:
+            if isinstance(v, float):
+                if not math.isfinite(v):
+                    raise AttributeValueError(what, f"{v} cannot be stored in the integer type {dtype.name}")
+                if not v.is_integer():
+                    raise AttributeValueError(what, f"non-integer value {v} for integer type {dtype.name}")
+                v = int(v)
+            info = np.iinfo(dtype)
+            if not info.min <= v <= info.max:
+                raise AttributeValueError(what, f"value {_short(v)} out of range for {dtype.name}")
+        elif isinstance(v, int):
+            try:
+                float(v)
+            except OverflowError:
+                raise AttributeValueError(what, f"value {_short(v)} out of range for {dtype.name}") from None
+        flat.append(v)
+    with np.errstate(all="ignore"):
+        return np.array(flat, dtype=dtype if integer else np.float64).reshape(shape)
+
+
+def _short(v: Any, limit: int = 40) -> str:
+    """``repr`` cut to ``limit`` characters (a 400-digit integer stays readable)."""
+    text = repr(v)
+    return text if len(text) <= limit else f"{text[:limit - 12]}...({len(text)} chars)"
+
+
+def supported_dtypes(op: str) -> tuple[str, ...]:
+    """The element types ``op`` allows (the spec's lists; anything else is refused at load)."""
+    convention, kind = OPS[op]
+    if kind == "avg":
+        return A.AVG_DTYPES
+    return A.ONNX_MAX_DTYPES if convention == "onnx" else A.OPENVINO_MAX_DTYPES
+
+
+def _non_string_key(raw: dict[Any, Any]) -> tuple[Any, Any] | None:
+    """The first (path, key) of a mapping key that is not a string, in ``raw`` or its sub-mappings."""
+    for key, value in raw.items():
+        if not isinstance(key, str):
+            return key, key
+        if isinstance(value, dict):
+            for sub in value:
+                if not isinstance(sub, str):
+                    return key, sub
+                inner = value[sub]
+                if isinstance(inner, dict):
+                    for k in inner:
+                        if not isinstance(k, str):
+                            return key, k
+    return None
 
 
 def parse_case(raw: Any, *, path: str, index: int, lines: dict[tuple[Any, ...], int]) -> Case:
@@ -336,12 +432,19 @@ def parse_case(raw: Any, *, path: str, index: int, lines: dict[tuple[Any, ...], 
         return CaseFileError(message, path=path, line=lines.get((*base, field, *sub), lines.get((*base, field), line)),
                              case_id=case_id, field=".".join([field, *map(str, sub)]))
 
+    bad_key = _non_string_key(raw)
+    if bad_key is not None:
+        where, key = bad_key
+        sub = () if where == key else (key,)
+        raise CaseFileError(f"keys must be strings, got {_short(key)}", path=path,
+                            line=lines.get((*base, where, *sub), lines.get((*base, where), line)),
+                            case_id=case_id, field=str(where))
     unknown = sorted(set(raw) - CASE_KEYS)
     if unknown:
         raise err(unknown[0], f"unknown key (allowed: {', '.join(sorted(CASE_KEYS))})")
     op = raw.get("op")
-    if op not in OPS:
-        raise err("op", f"expected one of {', '.join(OPS)}, got {op!r}")
+    if not isinstance(op, str) or op not in OPS:
+        raise err("op", f"expected one of {', '.join(OPS)}, got {_short(op)}")
     convention, _ = OPS[op]
     if "convention" in raw and raw["convention"] != convention:
         raise err("convention", f"{op} is an {convention} operator, got convention {raw['convention']!r}")
@@ -354,12 +457,16 @@ def parse_case(raw: Any, *, path: str, index: int, lines: dict[tuple[Any, ...], 
         if exc.attribute in attrs:
             raise err("attributes", exc.reason, exc.attribute) from None
         raise err("attributes", str(exc)) from None
+    except (TypeError, ValueError, OverflowError, ArithmeticError) as exc:
+        # A wrong-typed attribute the spec layer did not name: still one line, never a traceback.
+        raise err("attributes", f"invalid attribute value ({type(exc).__name__}: {_short(str(exc), 200)})") from None
 
     dtype_name = raw.get("dtype", "float32")
-    try:
-        dtype = np.dtype(dtype_name)
-    except TypeError:
-        raise err("dtype", f"not a dtype: {dtype_name!r}") from None
+    allowed = supported_dtypes(op)
+    if not isinstance(dtype_name, str) or dtype_name not in allowed:
+        shown = dtype_name if isinstance(dtype_name, str) else _short(dtype_name)
+        raise err("dtype", f"{op} does not allow {shown[:40]}; allowed: {', '.join(allowed)}")
+    dtype = np.dtype(dtype_name)
 
     recipe = None
     raw_input = raw.get("input")
@@ -373,6 +480,8 @@ def parse_case(raw: Any, *, path: str, index: int, lines: dict[tuple[Any, ...], 
             raise AttributeValueError("input", "expected a nested list or {shape, recipe}")
         A.check_input(spec, x.shape, dtype)
     except AttributeValueError as exc:
+        if exc.attribute.startswith("input."):
+            raise err("input", exc.reason, exc.attribute.split(".", 1)[1]) from None
         field = "dtype" if exc.attribute == "dtype" else "input"
         raise err(field, exc.reason if exc.attribute.split(".")[0] in ("dtype", "input") else str(exc)) from None
 
@@ -403,7 +512,7 @@ def parse_case(raw: Any, *, path: str, index: int, lines: dict[tuple[Any, ...], 
     if not isinstance(tol, dict) or set(tol) - {"rtol", "atol"}:
         raise err("tolerance", "expected a mapping with rtol and/or atol")
     for k, v in tol.items():
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
+        if not _is_number(v) or not math.isfinite(float(v)) or v < 0:
             raise err("tolerance", f"{k} must be a non-negative number, got {v!r}", k)
 
     erratum = raw.get("erratum")
@@ -417,6 +526,8 @@ def parse_case(raw: Any, *, path: str, index: int, lines: dict[tuple[Any, ...], 
         try:
             for k, v in correct.items():
                 if k == "shape":
+                    if not isinstance(v, list) or not all(isinstance(n, int) and not isinstance(n, bool) for n in v):
+                        raise AttributeValueError("erratum.correct.shape", f"expected a list of integers, got {_short(v)}")
                     conv[k] = tuple(v)
                 else:
                     conv[k] = _array(v, dtype if k == "values" else np.dtype(np.int64), f"erratum.correct.{k}")
@@ -462,6 +573,9 @@ def _load(path: str | Path) -> tuple[list[Case], list[CaseFileError]]:
         problem = getattr(exc, "problem", None) or str(exc)
         return [], [CaseFileError(f"invalid YAML: {problem}", path=shown,
                                   line=mark.line + 1 if mark is not None else None)]
+    except (Exception, RecursionError) as exc:
+        return [], [CaseFileError(f"cannot read this YAML ({type(exc).__name__}: {_short(str(exc), 200)})",
+                                  path=shown)]
     if not isinstance(data, dict) or "cases" not in data:
         return [], [CaseFileError("expected a mapping with a 'cases' list at the top", path=shown, line=1)]
     unknown = sorted(set(data) - TOP_KEYS)
@@ -482,6 +596,11 @@ def _load(path: str | Path) -> tuple[list[Case], list[CaseFileError]]:
             case = parse_case(raw, path=shown, index=i, lines=lines)
         except CaseFileError as exc:
             errors.append(exc)
+            continue
+        except (Exception, RecursionError) as exc:  # the per-case boundary: one bad case never ends the load
+            case_id = raw.get("id") if isinstance(raw, dict) and isinstance(raw.get("id"), str) else None
+            errors.append(CaseFileError(f"cannot load this case ({type(exc).__name__}: {_short(str(exc), 200)})",
+                                        path=shown, line=lines.get(("cases", i)), case_id=case_id))
             continue
         if case.id in seen:
             errors.append(CaseFileError(f"duplicate id (first at line {seen[case.id]})", path=shown,
