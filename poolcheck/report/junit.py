@@ -24,6 +24,7 @@ import xml.etree.ElementTree as ET
 from pathlib import PurePath
 
 from poolcheck.report.model import CaseResult, Check, RunResult
+from poolcheck.report.text import safe
 
 FAILURE_VERDICTS = frozenset({"fail"})
 ERROR_VERDICTS = frozenset({"error", "crash", "timeout"})
@@ -37,8 +38,9 @@ _INVALID_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 
 
 def _clean(text: str) -> str:
-    """Drop characters XML 1.0 cannot carry (escaping is ElementTree's job)."""
-    return _INVALID_XML.sub("", text)
+    """User text for XML 1.0: control characters (which XML cannot carry, or a terminal would
+    act on) shown escaped (``\\x1b``); the rest of the escaping is ElementTree's job."""
+    return _INVALID_XML.sub("", safe(text, newlines=True))
 
 
 def _first_line(text: str) -> str:
@@ -73,6 +75,8 @@ def check_details(case: CaseResult, check: Check | None) -> str:
     if case.title:
         lines.append(case.title)
     if check is not None:
+        if check.severity:
+            lines.append(f"severity: {check.severity}")
         if check.message:
             lines.append(check.message)
         if check.diagnosis:
@@ -100,6 +104,8 @@ def _testcase(parent: ET.Element, case: CaseResult, suite: str, check: Check | N
         attrs["file"] = _clean(re.sub(r":\d+$", "", case.source))
     el = ET.SubElement(parent, "testcase", attrs)
     message = _clean(_first_line((check.message if check is not None else "") or case.message or verdict))
+    if check is not None and check.severity:
+        message = f"[{check.severity}] {message}"
     if verdict in FAILURE_VERDICTS:
         ET.SubElement(el, "failure", {"message": message, "type": verdict}).text = check_details(case, check)
     elif verdict in ERROR_VERDICTS:

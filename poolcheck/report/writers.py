@@ -125,9 +125,15 @@ def write_reports(result: RunResult, directory: Path) -> list[Path]:
                 shutil.rmtree(staging, ignore_errors=True)  # now holds the previous set
             else:
                 old = Path(tempfile.mkdtemp(prefix=f".{directory.name}.", suffix=".old", dir=directory.parent))
-                os.rename(directory, old / "set")
-                os.rename(staging, directory)
-                shutil.rmtree(old, ignore_errors=True)
+                try:
+                    os.rename(directory, old / "set")
+                    try:
+                        os.rename(staging, directory)
+                    except OSError:
+                        os.rename(old / "set", directory)  # put the previous set back
+                        raise
+                finally:
+                    shutil.rmtree(old, ignore_errors=True)
         finally:
             if staging.exists() and staging != directory:
                 shutil.rmtree(staging, ignore_errors=True)
