@@ -25,7 +25,7 @@ EXIT_INTERRUPTED = 130
 console = Console(highlight=False)
 err_console = Console(stderr=True, highlight=False)
 
-__all__ = ["EXIT_FAILURES", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "console", "err_console", "fail",
+__all__ = ["ENGINE_HELP", "EXIT_FAILURES", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "console", "engines_for", "err_console", "fail",
            "parse_duration", "parse_fail_on", "parse_int_list", "safe", "user_errors"]
 
 
@@ -88,3 +88,20 @@ def parse_fail_on(text: str, option: str = "--fail-on") -> frozenset[str]:
     if bad:
         raise AttributeValueError(option, f"expected some of {', '.join(sorted(known))} (or all), got {bad[0]!r}")
     return frozenset(names)
+
+
+#: ``--engine`` help, shared by every command that takes it (help and error say the same).
+ENGINE_HELP = "Reference engine: numpy, c, or all (every engine built here)."
+
+
+def engines_for(engine: str) -> list[str]:
+    """``--engine``: numpy, c, or all (every engine built here); anything else is a usage error
+    worded as the help."""
+    from poolcheck.engines import available_engines, get_engine
+
+    if engine == "all":
+        return available_engines()
+    if engine not in ("numpy", "c"):
+        raise AttributeValueError("--engine", f"expected numpy, c or all, got {engine!r}")
+    get_engine(engine)  # a clear error when the C engine is not built here
+    return [engine]

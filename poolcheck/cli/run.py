@@ -11,19 +11,20 @@ import typer
 
 from poolcheck.cases import load_paths
 from poolcheck.cli.common import (
+    ENGINE_HELP,
     EXIT_FAILURES,
     EXIT_OK,
     EXIT_USAGE,
     console,
+    engines_for,
     err_console,
     fail,
+    parse_duration,
     parse_fail_on,
     safe,
     user_errors,
 )
 from poolcheck.corpus import CORPUS_DIR
-from poolcheck.engines import available_engines, get_engine
-from poolcheck.errors import AttributeValueError
 from poolcheck.peers.registry import resolve_peers
 from poolcheck.report import console as console_report
 from poolcheck.report.jsonfmt import to_json
@@ -68,9 +69,9 @@ def peer_replay_items(peers: str) -> list[str]:
 
 
 def run(
-    paths: Annotated[list[Path] | None, typer.Argument(metavar="[PATH]...", help="Case files or folders (searched recursively); FILE::ID selects one case. Default: the bundled corpus (seeds, edge cases, known divergences).", show_default=False)] = None,
+    paths: Annotated[list[Path] | None, typer.Argument(metavar="PATH", help="Case files or folders (searched recursively); FILE::ID selects one case. Default: the bundled corpus (seeds, edge cases, known divergences).", show_default=False)] = None,
     k: Annotated[str | None, typer.Option("-k", metavar="TEXT", help="Select cases whose id contains any of these comma-separated substrings; 'not X' excludes.")] = None,
-    engine: Annotated[str, typer.Option(metavar="ENGINE", help="Reference engine: numpy, c, or all (every engine built here).")] = "all",
+    engine: Annotated[str, typer.Option(metavar="ENGINE", help=ENGINE_HELP)] = "all",
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON (schema poolcheck.result/1) instead of tables.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Summary table only, no per-case diffs.")] = False,
     peers: Annotated[str | None, typer.Option("--peers", metavar="PEERS", help="Also run every case on these peers (comma-separated): onnxruntime, openvino, torch, onnx_reference, a module (my_pkg.my_peer) or a file (path/to/peer.py).")] = None,
@@ -84,17 +85,9 @@ def run(
     could not be judged (verdict error), 130 interrupted.
     """
     with user_errors():
-        from poolcheck.cli.common import parse_duration
-
         timeout = parse_duration(peer_timeout, option="--peer-timeout")
         severities = parse_fail_on(fail_on)
-        if engine == "all":
-            engines = available_engines()
-        else:
-            if engine not in ("numpy", "c"):
-                raise AttributeValueError("--engine", f"expected numpy, c or all, got {engine!r}")
-            get_engine(engine)  # raises a clear error for an engine not built here
-            engines = [engine]
+        engines = engines_for(engine)
         if report_dir is not None:
             check_report_dir(report_dir)  # before any work: an unwritable folder is a usage error
         peer_list = resolve_peers([p.strip() for p in peers.split(",") if p.strip()]) if peers else []
