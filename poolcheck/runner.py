@@ -257,9 +257,16 @@ def _run_case(case: Case, engines: Sequence[str], extra_checks: list[Check], rep
     erratum = None
     if case.erratum is not None:
         erratum = {k: (_plain(v) if k == "correct" else v) for k, v in case.erratum.items()}
+    verdict = worst([c.verdict for c in checks])
+    # A case that could not be judged says where it is and why, whichever check failed.
+    message = ""
+    if verdict == "error":
+        first = next(c for c in checks if c.verdict == "error")
+        message = f"{case.location}: {first.runner}: {first.message}"
     return CaseResult(
         case_id=case.id,
-        verdict=worst([c.verdict for c in checks]),
+        verdict=verdict,
+        message=message,
         title=case.title,
         source=case.location,
         convention=case.convention,
