@@ -183,8 +183,8 @@ def to_markdown(result: RunResult, *, max_chars: int = MAX_CHARS) -> str:
         head += [*table, ""]
     head += _errata_table(result)
     listed = sorted((c for c in result.cases if c.verdict in LISTED), key=lambda c: LISTED.index(c.verdict))
-    foot = ["", f"<sub>{_code(result.command)}" + (f" · {result.created}" if result.created else "")
-            + "".join(f" · {k} {v}" for k, v in result.versions.items()) + "</sub>", ""]
+    foot = ["", f"<sub>{_code(result.command)}" + (f" · {_cell(result.created)}" if result.created else "")
+            + "".join(f" · {_cell(k)} {_cell(v)}" for k, v in result.versions.items()) + "</sub>", ""]
     if not listed:
         return "\n".join([*head, "Every case passed.", *foot])
 
