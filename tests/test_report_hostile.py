@@ -4,7 +4,6 @@ sent to a terminal or written raw into Markdown, JUnit XML, HTML or JSON."""
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import subprocess
@@ -31,7 +30,7 @@ RAW_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 def hostile_result() -> RunResult:
     check = Check("peer[/]\x1b[1m", "peer", "fail", f"message {HOSTILE}", [Diff("values", [0, 0, 1], 1.0, 2.0)], 1,
                   diagnosis=f"diagnosis {HOSTILE}", severity="violation")
-    case = CaseResult(case_id=HOSTILE, verdict="fail", title=f"title {HOSTILE}", source=f"dir[/red]/\x1b[2Jf.yaml:3",
+    case = CaseResult(case_id=HOSTILE, verdict="fail", title=f"title {HOSTILE}", source="dir[/red]/\x1b[2Jf.yaml:3",
                       op="MaxPool-14", checks=[check], message=f"note {HOSTILE}", replay=f"poolcheck run '{HOSTILE}'",
                       erratum={"says": HOSTILE, "why": HOSTILE, "correct": {}})
     errored = CaseResult(case_id=f"e{HOSTILE}", verdict="error", source="f.yaml:9", message=f"error {HOSTILE}")
