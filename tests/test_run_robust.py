@@ -72,8 +72,10 @@ def verdicts(proc: subprocess.CompletedProcess[str]) -> dict[str, str]:
 # --------------------------------------------------------------------------- error verdicts
 
 
-def test_engine_error_is_a_case_error_with_location_and_exit_2(tmp_path: Path) -> None:
-    case_file(tmp_path, GOOD, ENGINE_ERROR)
+@pytest.mark.parametrize("digits", [60, 400])
+def test_engine_error_is_a_case_error_with_location_and_exit_2(tmp_path: Path, digits: int) -> None:
+    """Caught by the engines (or, with attribute limits, by the loader): either way an error verdict."""
+    case_file(tmp_path, GOOD, ENGINE_ERROR.replace("9" * 60, "9" * digits))
     proc = cli("run", "cases.yaml", "--json", cwd=tmp_path)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "Traceback" not in proc.stdout + proc.stderr
