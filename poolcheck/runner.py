@@ -390,8 +390,11 @@ def _check_peer_output(case: Case, peer_name: str, version: str | None, result: 
         "values: the peer returned no values"
     if contract:
         # Validated before any comparison: a complex, string or record array never reaches it.
-        return Check(peer_name, "peer", "fail", contract, version=version, severity=Severity.VIOLATION.value,
-                     diagnosis="output contract")
+        shape_diffs = []
+        if isinstance(raw_values, np.ndarray) and raw_values.shape != ref_values.shape:
+            shape_diffs.append(Diff("shape", None, list(ref_values.shape), list(raw_values.shape)))
+        return Check(peer_name, "peer", "fail", contract, shape_diffs, len(shape_diffs), version=version,
+                     severity=Severity.VIOLATION.value, diagnosis="output contract")
     values = raw_values
     indices = None if raw_indices is None else raw_indices.astype(np.int64)
     rtol, atol = peer_tolerance(case)
