@@ -397,3 +397,28 @@ def test_report_dir_is_replaced_whole_and_announced(tmp_path: Path) -> None:
     (out / "mine.txt").write_text("keep")
     assert cli("run", "cases.yaml", "-q", "--report-dir", "out", cwd=tmp_path).returncode == 0
     assert (out / "mine.txt").read_text() == "keep"
+
+
+def test_a_printing_peer_never_corrupts_json(tmp_path: Path) -> None:
+    (tmp_path / "loud.py").write_text(PLUGIN_HEAD.format(name="loud") + """
+print("hello from import")
+
+def max_pool(x, kernel, strides, pads_begin=None, pads_end=None, dilations=None, rounding_type="floor",
+             auto_pad="explicit", axis=0, index_element_type="i64"):
+    print("hello from max_pool")
+    return poolcheck.max_pool(x, kernel, strides, pads_begin, pads_end, dilations, rounding_type, auto_pad,
+                              axis, index_element_type)
+""", encoding="utf-8")
+    case_file(tmp_path, I32_CASE)
+    proc = cli("run", "cases.yaml", "--json", "--peers", "loud.py", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert verdicts(proc) == {"i32-case": "pass"}  # stdout is the JSON document alone
+    assert "hello from import" in proc.stderr
+
+
+def test_a_plugin_that_exits_while_loading_is_a_usage_error(tmp_path: Path) -> None:
+    (tmp_path / "quitter.py").write_text("import sys\nsys.exit(0)\n", encoding="utf-8")
+    case_file(tmp_path, GOOD)
+    proc = cli("run", "cases.yaml", "--peers", "quitter.py", cwd=tmp_path)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr and proc.stderr.startswith("error:")

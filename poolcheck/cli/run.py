@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import shlex
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager, redirect_stdout
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -25,7 +28,7 @@ from poolcheck.cli.common import (
     user_errors,
 )
 from poolcheck.corpus import CORPUS_DIR
-from poolcheck.peers.registry import resolve_peers
+from poolcheck.peers.registry import PeerLoadError, resolve_peers
 from poolcheck.report import console as console_report
 from poolcheck.report.jsonfmt import to_json
 from poolcheck.report.model import CaseResult, RunResult
@@ -68,6 +71,36 @@ def peer_replay_items(peers: str) -> list[str]:
     return items
 
 
+@contextmanager
+def stdout_to_stderr(active: bool = True) -> Iterator[None]:
+    """With ``--json``, standard output carries the document only: anything a peer or plugin
+    prints meanwhile (Python or native code) goes to standard error."""
+    if not active:
+        yield
+        return
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        os.dup2(2, 1)
+        with redirect_stdout(sys.stderr):
+            yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+def load_peers(peers: str) -> list[Any]:
+    """The ``--peers`` list; a plugin that exits or prints while it loads never ends the run
+    nor mixes with the JSON output."""
+    names = [p.strip() for p in peers.split(",") if p.strip()]
+    try:
+        with stdout_to_stderr():
+            return resolve_peers(names)
+    except SystemExit as exc:
+        raise PeerLoadError(f"--peers: a plugin called exit({exc.code!r}) while loading") from None
+
+
 def run(
     paths: Annotated[list[Path] | None, typer.Argument(metavar="PATH", help="Case files or folders (searched recursively); FILE::ID selects one case. Default: the bundled corpus (seeds, edge cases, known divergences).", show_default=False)] = None,
     k: Annotated[str | None, typer.Option("-k", metavar="TEXT", help="Select cases whose id contains any of these comma-separated substrings; 'not X' excludes.")] = None,
@@ -90,7 +123,7 @@ def run(
         engines = engines_for(engine)
         if report_dir is not None:
             check_report_dir(report_dir)  # before any work: an unwritable folder is a usage error
-        peer_list = resolve_peers([p.strip() for p in peers.split(",") if p.strip()]) if peers else []
+        peer_list = load_peers(peers) if peers else []
         files, exact_ids = split_targets(list(paths) if paths else [CORPUS_DIR])
         cases, errors = load_paths(files)
     selected = select_cases(cases, k)
@@ -112,14 +145,15 @@ def run(
                                        source=f"{err.path}:{err.line}" if err.line else (err.path or ""),
                                        message=str(err)))
     try:
-        by_case = peer_checks(selected, peer_list, timeout=timeout) if peer_list else {}
-        for case in selected:
-            result.cases.append(run_case(case, engines, by_case.get(case.id, []), replay_options))
-        for peer in peer_list:
-            try:
-                result.versions[peer.name] = peer.version() or "unavailable"
-            except Exception:
-                result.versions[peer.name] = "unavailable"
+        with stdout_to_stderr(as_json):
+            by_case = peer_checks(selected, peer_list, timeout=timeout) if peer_list else {}
+            for case in selected:
+                result.cases.append(run_case(case, engines, by_case.get(case.id, []), replay_options))
+            for peer in peer_list:
+                try:
+                    result.versions[peer.name] = peer.version() or "unavailable"
+                except Exception:
+                    result.versions[peer.name] = "unavailable"
     except KeyboardInterrupt:
         result.interrupted = True
     if report_dir is not None:
