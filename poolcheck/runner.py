@@ -468,6 +468,14 @@ def peer_severity(case: Case, values: np.ndarray, indices: np.ndarray | None) ->
     return Severity.VIOLATION, None
 
 
+def _read_only(x: np.ndarray) -> np.ndarray:
+    """A read-only copy: a peer that writes into its input fails loudly instead of changing the
+    input every later check (and the report) sees."""
+    y = np.array(x, copy=True)
+    y.flags.writeable = False
+    return y
+
+
 def peer_checks(cases: Sequence[Case], peers: Sequence[Any], *, isolated: bool = True,
                 timeout: float = 30.0) -> dict[str, list[Check]]:
     """Run every case on every peer (one batched call per peer); checks keyed by case id."""
@@ -480,7 +488,8 @@ def peer_checks(cases: Sequence[Case], peers: Sequence[Any], *, isolated: bool =
         except Exception:
             version = None
         try:
-            results = call_peer_many(peer, [(c.spec, c.input) for c in cases], isolated=isolated, timeout=timeout)
+            results = call_peer_many(peer, [(c.spec, _read_only(c.input)) for c in cases], isolated=isolated,
+                                     timeout=timeout)
         except Exception as exc:  # a peer layer failure is every case's error on this peer, not the run's end
             for case in cases:
                 out[case.id].append(Check(peer.name, "peer", "error", f"{_reason(exc)} [peer={peer.name}]",

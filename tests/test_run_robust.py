@@ -422,3 +422,27 @@ def test_a_plugin_that_exits_while_loading_is_a_usage_error(tmp_path: Path) -> N
     proc = cli("run", "cases.yaml", "--peers", "quitter.py", cwd=tmp_path)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "Traceback" not in proc.stderr and proc.stderr.startswith("error:")
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "nan", "inf", "soon"])
+def test_bad_peer_timeout_is_a_usage_error(tmp_path: Path, value: str) -> None:
+    case_file(tmp_path, GOOD)
+    proc = cli("run", "cases.yaml", f"--peer-timeout={value}", cwd=tmp_path)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.startswith("error: --peer-timeout:") and len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_peers_get_read_only_inputs(tmp_path: Path) -> None:
+    (tmp_path / "scribbler.py").write_text(PLUGIN_HEAD.format(name="scribbler") + """
+def max_pool(x, kernel, strides, pads_begin=None, pads_end=None, dilations=None, rounding_type="floor",
+             auto_pad="explicit", axis=0, index_element_type="i64"):
+    x[...] = 0
+    return poolcheck.max_pool(x, kernel, strides, pads_begin, pads_end, dilations, rounding_type, auto_pad,
+                              axis, index_element_type)
+""", encoding="utf-8")
+    case_file(tmp_path, I32_CASE)
+    proc = cli("run", "cases.yaml", "--json", "--peers", "scribbler.py", cwd=tmp_path)
+    case = json.loads(proc.stdout)["cases"][0]
+    assert case["input"] == [[[1, 5, 3]]]  # the input every check and the report see is intact
+    check = next(k for k in case["checks"] if k["runner"] == "scribbler")
+    assert check["verdict"] in ("fail", "rejects"), check  # its bug shows instead of hiding
