@@ -446,3 +446,11 @@ def max_pool(x, kernel, strides, pads_begin=None, pads_end=None, dilations=None,
     assert case["input"] == [[[1, 5, 3]]]  # the input every check and the report see is intact
     check = next(k for k in case["checks"] if k["runner"] == "scribbler")
     assert check["verdict"] in ("fail", "rejects"), check  # its bug shows instead of hiding
+
+
+def test_a_missing_path_never_loses_the_others(tmp_path: Path) -> None:
+    case_file(tmp_path, GOOD)
+    proc = cli("run", "missing.yaml", "cases.yaml", "--json", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert verdicts(proc)["ok-case"] == "pass"
+    assert "error: missing.yaml: no such file or folder" in proc.stderr

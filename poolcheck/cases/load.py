@@ -638,7 +638,15 @@ def load_paths(paths: Iterable[str | Path]) -> tuple[list[Case], list[CaseFileEr
     cases: list[Case] = []
     errors: list[CaseFileError] = []
     ids: dict[str, Case] = {}
-    for f in iter_case_files(paths):
+    files: list[Path] = []
+    for raw in paths:  # a missing or unreadable path is one error; the other paths still load
+        try:
+            files.extend(iter_case_files([raw]))
+        except CaseFileError as exc:
+            errors.append(exc)
+        except OSError as exc:
+            errors.append(CaseFileError(f"cannot list: {exc.strerror or exc}", path=str(raw)))
+    for f in files:
         loaded, file_errors = _load(f)
         errors.extend(file_errors)
         for c in loaded:
