@@ -170,7 +170,7 @@ def _same_finding(a: Check, b: Check) -> bool:
     return key(a) == key(b)
 
 
-def case_detail(case: CaseResult) -> Panel:
+def case_detail(case: CaseResult, *, with_replay: bool = True) -> Panel:
     parts: list[object] = []
     if case.title:
         parts.append(Text(safe(case.title), style="italic"))
@@ -187,7 +187,7 @@ def case_detail(case: CaseResult) -> Panel:
         head = Text()
         head.append(f"{safe(check.runner)}: ", style="bold")
         head.append_text(verdict_text(check.verdict))
-        if check.severity:
+        if check.severity and check.severity != check.verdict:
             head.append(f" ({safe(check.severity)})", style=SEVERITY_STYLES.get(check.severity, ""))
         if check.message:
             head.append(f"  {safe(check.message, newlines=True)}")
@@ -206,7 +206,7 @@ def case_detail(case: CaseResult) -> Panel:
         parts.append(Text(safe(case.message, newlines=True)))
     if case.source:
         parts.append(Text(f"source: {safe(case.source)}", style="dim"))
-    if case.replay:
+    if case.replay and with_replay:
         parts.append(Text(f"replay: {safe(case.replay)}", style="dim"))
     return Panel(Group(*parts), title=Text(f"{safe(case.case_id)}  [{case.verdict}]"), title_align="left",
                  border_style=STYLES.get(case.verdict, ""))
@@ -219,7 +219,10 @@ def render(result: RunResult, console: Console, *, details: bool = True) -> None
         for case in result.cases:
             if case.verdict not in ("pass", "skip"):
                 try:
-                    console.print(case_detail(case))
+                    console.print(case_detail(case, with_replay=False))
+                    if case.replay:
+                        # One unbroken line (copy and paste it), not wrapped inside the panel.
+                        console.print(Text(f"replay: {safe(case.replay)}", style="dim"), soft_wrap=True)
                 except Exception as exc:  # one case's rendering never loses the others
                     console.print(Text(f"{safe(case.case_id)}: cannot render this case's details "
                                        f"({type(exc).__name__}: {safe(exc)})", style="bold yellow"))
