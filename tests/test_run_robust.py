@@ -456,3 +456,26 @@ def test_a_missing_path_never_loses_the_others(tmp_path: Path) -> None:
     assert proc.returncode == 2
     assert verdicts(proc)["ok-case"] == "pass"
     assert "error: missing.yaml: no such file or folder" in proc.stderr
+
+
+def test_engine_with_wrong_index_dtype_fails_with_its_own_message(tmp_path: Path, monkeypatch) -> None:
+    """Through the real `run` command (in process): an engine that returns int64 indices for
+    index_element_type i32 is a violation with a dtype message, exit 1."""
+    from typer.testing import CliRunner
+
+    import poolcheck.runner as runner_module
+    from poolcheck.cli import app
+
+    real = runner_module.run_spec
+
+    def wide(spec, x, **kwargs):
+        v, i = real(spec, x, **kwargs)
+        return v, None if i is None else i.astype(np.int64)
+
+    monkeypatch.setattr(runner_module, "run_spec", wide)
+    path = case_file(tmp_path, I32_CASE)
+    result = CliRunner().invoke(app, ["run", str(path), "--engine", "numpy", "--json"])
+    assert result.exit_code == 1, result.output
+    check = json.loads(result.stdout)["cases"][0]["checks"][0]
+    assert check["verdict"] == "fail" and check["severity"] == "violation"
+    assert check["message"].startswith("dtype: indices are int64, index_element_type i32 requires int32")
