@@ -180,7 +180,7 @@ _IMMUTABLE = (int, float, str, bool, type(None))
 class _Open:
     """A collection being built: its Python value, path, pending mapping key, expanded size."""
 
-    __slots__ = ("anchor", "key", "key_line", "path", "size", "value")
+    __slots__ = ("anchor", "key", "key_line", "merged", "path", "size", "value")
 
     def __init__(self, value: Any, path: tuple[Any, ...], anchor: str | None) -> None:
         self.value = value
@@ -189,6 +189,7 @@ class _Open:
         self.key_line = 0
         self.size = 1
         self.anchor = anchor
+        self.merged: set[Any] = set()  # keys that came from a merge (<<); explicit keys override them
 
 
 def parse_yaml(text: str) -> tuple[Any, dict[tuple[Any, ...], int]]:
@@ -331,10 +332,13 @@ def _add(top: _Open, value: Any, size: int, event: Any, lines: dict[tuple[Any, .
             raise _YAMLRefused("a merge key (<<) needs a mapping or a list of mappings", line)
         for m in sources:
             for k, v in m.items():
-                top.value.setdefault(k, v)
+                if k not in top.value:
+                    top.value[k] = v
+                    top.merged.add(k)
         return
-    if key in top.value:
+    if key in top.value and key not in top.merged:
         raise _YAMLRefused(f"duplicate key {key!r}", top.key_line)
+    top.merged.discard(key)
     top.value[key] = value
 
 
