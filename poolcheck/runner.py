@@ -360,8 +360,9 @@ def check_peer_output(case: Case, peer_name: str, version: str | None, result: A
         return Check(peer_name, "peer", "error", f"{_reason(exc)} [peer={peer_name}]", version=version)
 
 
-#: Peer statuses and the severity of the verdict they give.
-STATUS_SEVERITY = {"rejects": Severity.LIMITATION, "crash": Severity.LIMITATION, "timeout": Severity.LIMITATION}
+#: Peer statuses and the severity of the verdict they give: refusing a valid configuration is a
+#: limitation; crashing or hanging on one is a violation (the spec promises an output).
+STATUS_SEVERITY = {"rejects": Severity.LIMITATION, "crash": Severity.VIOLATION, "timeout": Severity.VIOLATION}
 
 
 def _as_output_array(value: Any) -> Any:
