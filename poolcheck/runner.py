@@ -441,6 +441,8 @@ OPEN_POLICIES: tuple[tuple[str, Policy], ...] = (
     ("empty_index=0", Policy(empty_index=0)),
     ("empty_avg=nan", Policy(empty_avg="nan")),
 )
+#: Largest input re-run under every open policy to classify a peer's divergence.
+POLICY_SEARCH_LIMIT = 1_000_000
 #: Accumulating an average in the input type (the specs name no accumulation type): a peer within
 #: this tolerance of the float64-accumulated reference is unspecified, not a violation.
 ACCUMULATION_RTOL = {"float16": 2e-2, "float32": 1e-4}
@@ -452,6 +454,8 @@ def peer_severity(case: Case, values: np.ndarray, indices: np.ndarray | None) ->
     an average differs only by accumulation precision; otherwise a ``violation``."""
     if "unspecified" in case.tags or any(t.startswith("severity:unspecified") for t in case.tags):
         return Severity.UNSPECIFIED, "the case is tagged unspecified"
+    if case.input.size > POLICY_SEARCH_LIMIT:
+        return Severity.VIOLATION, f"input too large to re-run under the open policies (> {POLICY_SEARCH_LIMIT:,})"
     for label, policy in OPEN_POLICIES:
         try:
             v, i = run_spec(case.spec, case.input, engine="numpy", policy=policy)
