@@ -112,3 +112,17 @@ def test_hostile_case_file_through_the_real_commands(tmp_path: Path, fmt: str) -
     assert rerender.returncode == 0, rerender.stderr
     assert not re.search("\x1b(?!\\[[0-9;]*m)", rerender.stdout)
     assert not re.search("[\x00-\x08\x0b-\x1a\x1c-\x1f\x7f-\x9f]", rerender.stdout)
+
+
+def test_a_case_that_cannot_render_never_loses_the_others() -> None:
+    broken = CaseResult(case_id="broken", verdict="fail", checks=[Check("p", "peer", "fail", "m", [None], 1)])  # type: ignore[list-item]
+    good = CaseResult(case_id="fine-case", verdict="fail", checks=[Check("p", "peer", "fail", "still here")])
+    result = RunResult(command="poolcheck run x", cases=[broken, good])
+    md = to_markdown(result)
+    assert "cannot render" in md and "still here" in md
+    root = ET.fromstring(to_junit(result).encode("utf-8"))
+    assert {tc.get("name") for tc in root.iter("testcase")} >= {"broken", "fine-case"}
+    console = Console(width=100, record=True)
+    console_report.render(result, console)
+    text = console.export_text()
+    assert "cannot render" in text and "still here" in text

@@ -117,6 +117,17 @@ def _testcase(parent: ET.Element, case: CaseResult, suite: str, check: Check | N
     return verdict
 
 
+def _testcase_or_error(parent: ET.Element, case: CaseResult, suite: str, check: Check | None) -> str:
+    """A testcase; one that cannot be rendered becomes an error testcase saying why."""
+    try:
+        return _testcase(parent, case, suite, check)
+    except Exception as exc:
+        el = ET.SubElement(parent, "testcase", {"name": _clean(str(case.case_id)), "classname": f"poolcheck.{_clean(suite)}"})
+        ET.SubElement(el, "error", {"message": _clean(f"cannot render this case: {type(exc).__name__}: {exc}"),
+                                    "type": "error"})
+        return "error"
+
+
 def _counts(verdicts: list[str]) -> dict[str, str]:
     return {
         "tests": str(len(verdicts)),
@@ -151,7 +162,7 @@ def to_junit(result: RunResult) -> str:
             ET.SubElement(props, "property", {"name": f"{name}.version", "value": _clean(v)})
         for key, value in result.versions.items():
             ET.SubElement(props, "property", {"name": f"version.{_clean(key)}", "value": _clean(str(value))})
-        verdicts = [_testcase(suite, case, name, check) for case, check in items]
+        verdicts = [_testcase_or_error(suite, case, name, check) for case, check in items]
         for k, v in _counts(verdicts).items():
             suite.set(k, v)
         all_verdicts.extend(verdicts)

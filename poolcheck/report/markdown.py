@@ -170,6 +170,14 @@ def case_details(case: CaseResult) -> str:
     return "\n".join(lines)
 
 
+def _details_or_error(case: CaseResult) -> str:
+    """One case's details; a case that cannot be rendered says so instead of ending the report."""
+    try:
+        return case_details(case)
+    except Exception as exc:
+        return f"<details><summary><b>{_cell(case.case_id, 100)}</b> — cannot render: {_cell(exc)}</summary></details>"
+
+
 def to_markdown(result: RunResult, *, max_chars: int = MAX_CHARS) -> str:
     """Render ``result`` as Markdown of at most ``max_chars`` characters."""
     runners = runners_of(result)
@@ -195,7 +203,7 @@ def to_markdown(result: RunResult, *, max_chars: int = MAX_CHARS) -> str:
             body.append(f"\n… and {len(listed) - rows} more case(s) not shown (see the full report).")
         if details:
             body += ["", f"### Details (first {details})" if details < len(listed) else "### Details", ""]
-            body += [case_details(c) + "\n" for c in listed[:details]]
+            body += [_details_or_error(c) + "\n" for c in listed[:details]]
         text = "\n".join([*head, *body, *foot])
         if len(text) <= max_chars or rows <= 1:
             break
