@@ -280,7 +280,12 @@ def parse_yaml(text: str) -> tuple[Any, dict[tuple[Any, ...], int]]:
             if not stack:
                 root = value
                 continue
-            _add(stack[-1], value, size, event, lines)
+            top = stack[-1]
+            if type(top.value) is list:  # the common case (tensors): inline
+                top.size += size
+                top.value.append(value)
+            else:
+                _add(top, value, size, event, lines)
         if not loader.check_event(yaml.StreamEndEvent):
             event = loader.get_event()
             raise _YAMLRefused("expected a single document, found another", event.start_mark.line + 1)
