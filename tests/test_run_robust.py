@@ -479,3 +479,12 @@ def test_engine_with_wrong_index_dtype_fails_with_its_own_message(tmp_path: Path
     check = json.loads(result.stdout)["cases"][0]["checks"][0]
     assert check["verdict"] == "fail" and check["severity"] == "violation"
     assert check["message"].startswith("dtype: indices are int64, index_element_type i32 requires int32")
+
+
+def test_file_id_targets_select_per_file(tmp_path: Path) -> None:
+    case_file(tmp_path, GOOD, ENGINE_FAIL, name="a.yaml")
+    case_file(tmp_path, GOOD.replace("ok-case", "b-case"), name="b.yaml")
+    proc = cli("run", "a.yaml::ok-case", "b.yaml", "--json", cwd=tmp_path)
+    assert verdicts(proc) == {"ok-case": "pass", "b-case": "pass"}
+    proc = cli("run", "a.yaml::nope", cwd=tmp_path)
+    assert proc.returncode == 2 and "selects none" in proc.stderr

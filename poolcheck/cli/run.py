@@ -43,19 +43,32 @@ def register(app: typer.Typer) -> None:
     app.command("run")(run)
 
 
-def split_targets(paths: list[Path]) -> tuple[list[Path], set[str]]:
-    """``FILE::ID`` selects one case by exact id (as printed in replay commands)."""
+def split_targets(paths: list[Path]) -> tuple[list[Path], dict[Path, set[str] | None]]:
+    """``FILE::ID`` selects one case of FILE by exact id (as printed in replay commands). Returns
+    the paths to load (each once) and, per resolved file, the ids wanted (None: every case)."""
     files: list[Path] = []
-    ids: set[str] = set()
+    wanted: dict[Path, set[str] | None] = {}
     for p in paths:
         text = str(p)
-        if "::" in text:
-            file, case_id = text.rsplit("::", 1)
-            files.append(Path(file))
-            ids.add(case_id)
-        else:
-            files.append(p)
-    return files, ids
+        file, case_id = (Path(text.rsplit("::", 1)[0]), text.rsplit("::", 1)[1]) if "::" in text else (p, None)
+        key = file.resolve()
+        if key not in wanted:
+            files.append(file)
+            wanted[key] = set() if case_id is not None else None
+        if case_id is None:
+            wanted[key] = None
+        elif wanted[key] is not None:
+            wanted[key].add(case_id)  # type: ignore[union-attr]
+    return files, wanted
+
+
+def _selected_by_target(case_path: str, case_id: str, wanted: dict[Path, set[str] | None]) -> bool:
+    resolved = Path(case_path).resolve()
+    for key in (resolved, *resolved.parents):
+        if key in wanted:
+            ids = wanted[key]
+            return ids is None or case_id in ids
+    return True
 
 
 def peer_replay_items(peers: str) -> list[str]:
@@ -124,13 +137,14 @@ def run(
         if report_dir is not None:
             check_report_dir(report_dir)  # before any work: an unwritable folder is a usage error
         peer_list = load_peers(peers) if peers else []
-        files, exact_ids = split_targets(list(paths) if paths else [CORPUS_DIR])
+        files, wanted = split_targets(list(paths) if paths else [CORPUS_DIR])
         cases, errors = load_paths(files)
     selected = select_cases(cases, k)
+    exact_ids = sorted({i for ids in wanted.values() if ids for i in ids})
     if exact_ids:
-        selected = [c for c in selected if c.id in exact_ids]
+        selected = [c for c in selected if _selected_by_target(c.path, c.id, wanted)]
     if (k or exact_ids) and not selected and not errors:
-        what = f"-k {k!r}" if k else ", ".join(sorted(exact_ids))
+        what = f"-k {k!r}" if k else ", ".join(exact_ids)
         raise fail(f"{what} selects none of the {len(cases)} case(s)")
     replay_options: list[str] = []
     if engine != "all":
