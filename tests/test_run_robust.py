@@ -165,6 +165,16 @@ def max_pool(x, kernel, strides, pads_begin=None, pads_end=None, dilations=None,
                               axis, index_element_type)
     return v.astype(str), i
 """,
+    # A structured (record) array.
+    "record_values": PLUGIN_HEAD + """
+def max_pool(x, kernel, strides, pads_begin=None, pads_end=None, dilations=None, rounding_type="floor",
+             auto_pad="explicit", axis=0, index_element_type="i64"):
+    v, i = poolcheck.max_pool(x, kernel, strides, pads_begin, pads_end, dilations, rounding_type, auto_pad,
+                              axis, index_element_type)
+    out = np.zeros(v.shape, dtype=[("a", "<f4"), ("b", "<f4")])
+    out["a"] = v
+    return out, i
+""",
     # A one-line bug: the last output element is off by one.
     "off_by_one": PLUGIN_HEAD + """
 def max_pool(x, kernel, strides, pads_begin=None, pads_end=None, dilations=None, rounding_type="floor",
@@ -196,6 +206,7 @@ def write_peer(tmp_path: Path, name: str) -> Path:
     ("wide_indices", "dtype: indices are int64, index_element_type i32 requires int32"),
     ("complex_values", "values: element type complex64 is not a real number type"),
     ("string_values", "is not a real number type"),
+    ("record_values", "is not a real number type"),
 ])
 def test_peer_output_contract(tmp_path: Path, peer: str, message: str) -> None:
     write_peer(tmp_path, peer)
