@@ -1,13 +1,14 @@
-"""Shared CLI plumbing: the console, exit codes, error-to-exit mapping, and option parsers used
-by several commands (durations, severities)."""
+"""Shared CLI plumbing: the console, exit codes, and error-to-exit mapping."""
 
 from __future__ import annotations
 
 import math
+import os
 import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import typer
 from rich.console import Console
@@ -24,9 +25,6 @@ EXIT_INTERRUPTED = 130
 
 console = Console(highlight=False)
 err_console = Console(stderr=True, highlight=False)
-
-__all__ = ["ENGINE_HELP", "EXIT_FAILURES", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "console", "engines_for", "err_console", "fail",
-           "parse_duration", "parse_fail_on", "parse_int_list", "safe", "user_errors"]
 
 
 def fail(message: str, code: int = EXIT_USAGE) -> typer.Exit:
@@ -60,20 +58,46 @@ def parse_int_list(option: str, text: str | None) -> list[int] | None:
         raise fail(f"{option}: expected comma-separated integers, got {text!r}") from None
 
 
-DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(ms|s|m|min|h)?\s*$")
-DURATION_UNITS = {"ms": 0.001, "s": 1.0, None: 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}
+DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)\s*(ms|s|m|min|h)?\s*$")
+#: The longest duration any option accepts (a week): beyond it a typo is likelier than intent.
+MAX_DURATION = 7 * 24 * 3600.0
 
 
-def parse_duration(text: str, option: str = "--time-budget") -> float:
-    """``"500ms"``, ``"20s"``, ``"2m"``, ``"1h"`` or a plain number of seconds -> seconds.
-    Bad, negative, zero, NaN or infinite values are an AttributeValueError naming ``option``."""
+def parse_duration(option: str, text: str | float) -> float:
+    """``"500ms"``, ``"60s"``, ``"2m"``, ``"1.5h"`` or ``"90"`` (seconds) -> seconds; positive and
+    finite (``0``, ``-1``, ``nan``, ``inf`` are usage errors naming the option)."""
     m = DURATION.match(str(text))
     if not m:
-        raise AttributeValueError(option, f"expected a duration like 500ms, 20s, 2m, 1h or 90, got {text!r}")
-    seconds = float(m.group(1)) * DURATION_UNITS[m.group(2)]
-    if not math.isfinite(seconds) or seconds <= 0:
-        raise AttributeValueError(option, f"must be a positive, finite duration, got {text!r}")
-    return seconds
+        raise fail(f"{option}: expected a duration like 500ms, 60s, 2m or 90 (seconds), got {text!r}")
+    value = float(m.group(1)) * {"ms": 0.001, "s": 1, None: 1, "m": 60, "min": 60, "h": 3600}[m.group(2)]
+    if not math.isfinite(value) or value <= 0 or value > MAX_DURATION:
+        raise fail(f"{option}: must be positive and at most a week, got {text!r}")
+    return value
+
+
+def writable_dir(option: str, path: Path) -> Path:
+    """Check up front that ``path`` is (or can be created as) a writable folder; a usage error
+    naming the option otherwise, before any work is done."""
+    probe = path
+    while not probe.exists():
+        if probe.parent == probe:
+            break
+        probe = probe.parent
+    if probe.exists() and not probe.is_dir():
+        raise fail(f"{option}: {str(probe)!r} exists and is not a folder")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise fail(f"{option}: {str(probe)!r} is not writable")
+    return path
+
+
+#: The most worker processes ``--jobs`` accepts: four per core (peers wait on I/O at most).
+MAX_JOBS = max(1, (os.cpu_count() or 1) * 4)
+
+
+def check_jobs(jobs: int) -> int:
+    if not 1 <= jobs <= MAX_JOBS:
+        raise fail(f"--jobs: must lie in [1, {MAX_JOBS}] (four per core here), got {jobs}")
+    return jobs
 
 
 def parse_fail_on(text: str, option: str = "--fail-on") -> frozenset[str]:

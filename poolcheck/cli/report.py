@@ -109,7 +109,7 @@ def explain(
             from poolcheck.peers.registry import resolve_peers
 
             peer_list = resolve_peers([p for p in peers.split(",") if p.strip()])
-        timeout = parse_duration(peer_timeout, option="--peer-timeout")
+        timeout = parse_duration("--peer-timeout", peer_timeout)
         position = parse_position(at, case) if at is not None else None
         ex = explain_element(case, position, engines, peer_list, peer_timeout=timeout)
         console.print(explanation_view(ex))

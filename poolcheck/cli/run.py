@@ -131,7 +131,7 @@ def run(
     could not be judged (verdict error), 130 interrupted.
     """
     with user_errors():
-        timeout = parse_duration(peer_timeout, option="--peer-timeout")
+        timeout = parse_duration("--peer-timeout", peer_timeout)
         severities = parse_fail_on(fail_on)
         engines = engines_for(engine)
         if report_dir is not None:
