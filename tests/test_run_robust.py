@@ -499,3 +499,17 @@ def test_file_id_targets_select_per_file(tmp_path: Path) -> None:
     assert verdicts(proc) == {"ok-case": "pass", "b-case": "pass"}
     proc = cli("run", "a.yaml::nope", cwd=tmp_path)
     assert proc.returncode == 2 and "selects none" in proc.stderr
+
+
+def test_report_dir_through_a_symlink_keeps_the_link(tmp_path: Path) -> None:
+    from poolcheck.report.model import RunResult
+    from poolcheck.report.writers import write_reports
+
+    real = tmp_path / "real"
+    real.mkdir()
+    (real / "result.json").write_text("old")
+    link = tmp_path / "link"
+    link.symlink_to(real)
+    write_reports(RunResult(command="x"), link)
+    assert link.is_symlink() and json.loads((link / "result.json").read_text())["command"] == "x"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link", "real"]

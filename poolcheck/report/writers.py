@@ -105,6 +105,8 @@ def write_reports(result: RunResult, directory: Path) -> list[Path]:
     texts = {name: fn(result) for name, fn in REPORT_FILES.items()}
     directory = Path(directory)
     check_report_dir(directory)
+    if directory.is_symlink():
+        directory = directory.resolve()  # replace the folder it points to, keep the link
     try:
         directory.parent.mkdir(parents=True, exist_ok=True)
         if directory.exists() and not _is_report_set(directory):
