@@ -14,6 +14,7 @@ import datetime as _dt
 import shlex
 import sys
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -24,7 +25,8 @@ from poolcheck.api import run_spec
 from poolcheck.cases.model import Case
 from poolcheck.errors import PoolcheckError
 from poolcheck.fingerprint import machine_fingerprint
-from poolcheck.report.model import CaseResult, Check, Diff, RunResult, WindowCell, worst
+from poolcheck.report.model import CaseResult, Check, Diff, RunResult, Severity, WindowCell, worst
+from poolcheck.spec.policy import Policy
 
 MAX_DIFFS = 16
 #: Tensors up to this many elements are stored whole in the result (for side-by-side views).
@@ -130,12 +132,66 @@ def _against(case: Case, target: dict[str, Any], values: np.ndarray, indices: np
 
 def check_engine(case: Case, engine: str) -> Check:
     """Run ``case`` on one engine and judge it against the document (and its erratum)."""
+    try:
+        return _check_engine(case, engine)
+    except Exception as exc:  # the per-case boundary: the reason is kept, the run goes on
+        return Check(engine, "engine", "error", f"{_reason(exc)} [engine={engine}]")
+
+
+def _reason(exc: BaseException) -> str:
+    """One line saying why: poolcheck's own errors as they are, anything else with its type."""
+    text = " ".join(str(exc).split())
+    if len(text) > 300:
+        text = text[:297] + "..."
+    return text if isinstance(exc, PoolcheckError) else f"{type(exc).__name__}: {text}".rstrip(": ")
+
+
+def output_contract(case: Case, values: Any, indices: Any, *, peer: bool) -> str:
+    """What is wrong with an output's types and shape, or "" (issue 9: values dtype = input dtype,
+    indices dtype as the attributes say, the resolved output shape).
+
+    OpenVINO MaxPool: "index_element_type ... the type of output tensor with indices" (i32/i64);
+    ONNX MaxPool: "Indices tensor from max pooling across the input tensor ... T2 = tensor(int64)".
+    A peer's output must also be a real numeric array (no complex, strings, objects, records).
+    """
+    out_shape = tuple(a.out for a in S.resolve(case.spec, case.input.shape).axes)
+    want_shape = (case.input.shape[0], case.input.shape[1], *out_shape)
+    problems = []
+    for name, arr in (("values", values), ("indices", indices)):
+        if arr is None:
+            continue
+        if not isinstance(arr, np.ndarray):
+            problems.append(f"{name}: not an array ({type(arr).__name__})")
+            continue
+        if arr.dtype.kind not in "fiu":
+            problems.append(f"{name}: element type {arr.dtype} is not a real number type")
+            continue
+        if tuple(arr.shape) != want_shape:
+            problems.append(f"shape: {name} are {tuple(arr.shape)}, the attributes give {want_shape}")
+    if problems:
+        return "; ".join(problems)
+    if isinstance(values, np.ndarray) and values.dtype != case.dtype:
+        problems.append(f"dtype: values are {values.dtype}, the input is {case.dtype}")
+    if isinstance(indices, np.ndarray) and case.spec.op == "max":
+        want = S.index_layout(case.spec, case.input.shape).dtype
+        if indices.dtype != want:
+            rule = (f"index_element_type {case.spec.index_element_type} requires {want}"
+                    if case.spec.convention == "openvino" else f"ONNX MaxPool requires {want}")
+            problems.append(f"dtype: indices are {indices.dtype}, {rule}")
+    return "; ".join(problems)
+
+
+def _check_engine(case: Case, engine: str) -> Check:
     label = f"{case.spec.describe()} engine={engine}"
     try:
         values, indices = run_spec(case.spec, case.input, engine=engine)
         geom = S.resolve(case.spec, case.input.shape)
     except PoolcheckError as exc:
         return Check(engine, "engine", "error", f"{exc} [{label}]")
+    contract = output_contract(case, values, indices, peer=False)
+    if contract:
+        return Check(engine, "engine", "fail", f"{contract} [{label}]", severity=Severity.VIOLATION.value,
+                     diagnosis="output contract")
     layout = S.index_layout(case.spec, case.input.shape) if case.spec.op == "max" else None
     if indices is not None:
         indices = indices.astype(np.int64)
@@ -148,7 +204,7 @@ def check_engine(case: Case, engine: str) -> Check:
         if case.erratum is not None:
             return Check(engine, "engine", "fail",
                          "the case records an erratum, but the document agrees with the engine (stale erratum?)",
-                         expected=expected, actual=actual)
+                         expected=expected, actual=actual, severity=Severity.VIOLATION.value)
         return Check(engine, "engine", "pass", expected=expected, actual=actual)
     if case.erratum is not None:
         # Outputs the erratum corrects must match its correction; the rest must match the document.
@@ -156,27 +212,62 @@ def check_engine(case: Case, engine: str) -> Check:
         still, still_total, still_msgs = _against(case, corrected, values, indices, geom, layout)
         if not still:
             return Check(engine, "engine", "erratum", "; ".join(messages) + " (the document is wrong as the case's erratum records)",
-                         diffs, total, expected=expected, actual=actual)
+                         diffs, total, expected=expected, actual=actual, severity=Severity.ERRATUM.value)
         return Check(engine, "engine", "fail",
                      "differs from the document and from the recorded erratum: " + "; ".join(still_msgs)
-                     + f" [{label}]", still, still_total, expected=expected, actual=actual)
+                     + f" [{label}]", still, still_total, expected=expected, actual=actual,
+                     severity=Severity.VIOLATION.value)
     return Check(engine, "engine", "fail", "; ".join(messages) + f" [{label}]", diffs, total,
-                 expected=expected, actual=actual)
+                 expected=expected, actual=actual, severity=Severity.VIOLATION.value)
 
 
 def spec_dict(case: Case) -> dict[str, Any]:
     return {"op": case.op, **case.attributes}
 
 
-def run_case(case: Case, engines: Sequence[str], extra_checks: Iterable[Check] = ()) -> CaseResult:
+def replay_command(case: Case, options: Sequence[str] = ()) -> str:
+    """The command that re-runs exactly this case with the same options (engine, peers ...),
+    pasteable from any working directory: the file by absolute path, the case by exact id."""
+    target = f"{Path(case.path).resolve()}::{case.id}" if case.path != "<memory>" else case.id
+    return " ".join(["poolcheck", "run", shlex.quote(target), *(shlex.quote(o) for o in options)])
+
+
+def error_result(case: Case, reason: str, replay: str = "") -> CaseResult:
+    """A case that could not be judged: verdict ``error`` with where and why."""
+    return CaseResult(case_id=case.id, verdict="error", title=case.title, source=case.location,
+                      convention=case.convention, op=case.op, dtype=getattr(case.dtype, "name", ""),
+                      tags=list(case.tags), replay=replay, message=f"{case.location}: {reason}")
+
+
+def run_case(case: Case, engines: Sequence[str], extra_checks: Iterable[Check] = (),
+             replay_options: Sequence[str] = ()) -> CaseResult:
+    """Judge ``case`` on every engine (plus checks already made, e.g. by peers). Never raises:
+    anything that goes wrong inside the case becomes its ``error`` verdict, naming file, line and
+    reason."""
+    replay = ""
+    try:
+        replay = replay_command(case, replay_options)
+        return _run_case(case, engines, list(extra_checks), replay)
+    except Exception as exc:
+        return error_result(case, _reason(exc), replay)
+
+
+def _run_case(case: Case, engines: Sequence[str], extra_checks: list[Check], replay: str) -> CaseResult:
     checks = [check_engine(case, e) for e in engines]
     checks.extend(extra_checks)
     erratum = None
     if case.erratum is not None:
         erratum = {k: (_plain(v) if k == "correct" else v) for k, v in case.erratum.items()}
+    verdict = worst([c.verdict for c in checks])
+    # A case that could not be judged says where it is and why, whichever check failed.
+    message = ""
+    if verdict == "error":
+        first = next(c for c in checks if c.verdict == "error")
+        message = f"{case.location}: {first.runner}: {first.message}"
     return CaseResult(
         case_id=case.id,
-        verdict=worst([c.verdict for c in checks]),
+        verdict=verdict,
+        message=message,
         title=case.title,
         source=case.location,
         convention=case.convention,
@@ -187,7 +278,7 @@ def run_case(case: Case, engines: Sequence[str], extra_checks: Iterable[Check] =
         checks=checks,
         erratum=erratum,
         tags=list(case.tags),
-        replay=f"poolcheck run {shlex.quote(case.path)} -k {shlex.quote(case.id)}",
+        replay=replay,
         geometry=geometry_dicts(case),
         input=_tensor(case.input),
     )
@@ -197,7 +288,7 @@ def geometry_dicts(case: Case) -> list[dict[str, int]] | None:
     """The resolved per-axis geometry of ``case`` (None when its configuration cannot resolve)."""
     try:
         geom = S.resolve(case.spec, case.input.shape)
-    except PoolcheckError:
+    except Exception:
         return None
     return [{"size": a.size, "kernel": a.kernel, "stride": a.stride, "dilation": a.dilation,
              "pad_begin": a.pad_begin, "pad_end": a.pad_end, "out": a.out, "overhang": a.overhang}
@@ -265,16 +356,50 @@ def peer_tolerance(case: Case) -> tuple[float, float]:
 
 def check_peer_output(case: Case, peer_name: str, version: str | None, result: Any) -> Check:
     """Judge one peer's :class:`~poolcheck.peers.base.PeerResult` against the reference engine."""
+    try:
+        return _check_peer_output(case, peer_name, version, result)
+    except Exception as exc:  # the per-case boundary: a peer's oddity never ends the run
+        return Check(peer_name, "peer", "error", f"{_reason(exc)} [peer={peer_name}]", version=version)
+
+
+#: Peer statuses and the severity of the verdict they give: refusing a valid configuration is a
+#: limitation; crashing or hanging on one is a violation (the spec promises an output).
+STATUS_SEVERITY = {"rejects": Severity.LIMITATION, "crash": Severity.VIOLATION, "timeout": Severity.VIOLATION}
+
+
+def _as_output_array(value: Any) -> Any:
+    """An ndarray as the peer gave it; other sequences through NumPy; anything else unchanged."""
+    if value is None or isinstance(value, np.ndarray):
+        return value
+    try:
+        return np.asarray(value)
+    except Exception:
+        return value
+
+
+def _check_peer_output(case: Case, peer_name: str, version: str | None, result: Any) -> Check:
     if result.status != "ok":
         verdict = STATUS_VERDICT.get(result.status, "rejects")
+        sev = STATUS_SEVERITY.get(result.status)
         return Check(peer_name, "peer", verdict, f"{result.status}: {result.message}".rstrip(": "),
-                     version=version)
+                     version=version, severity=sev.value if sev and verdict != "skip" else None)
     ref_values, ref_indices = run_spec(case.spec, case.input, engine="numpy")
     geom = S.resolve(case.spec, case.input.shape)
     layout = S.index_layout(case.spec, case.input.shape) if case.spec.op == "max" else None
     out = result.output
-    values = np.asarray(out.values)
-    indices = None if out.indices is None else np.asarray(out.indices).astype(np.int64)
+    raw_values = _as_output_array(getattr(out, "values", None))
+    raw_indices = _as_output_array(getattr(out, "indices", None))
+    contract = output_contract(case, raw_values, raw_indices, peer=True) if raw_values is not None else \
+        "values: the peer returned no values"
+    if contract:
+        # Validated before any comparison: a complex, string or record array never reaches it.
+        shape_diffs = []
+        if isinstance(raw_values, np.ndarray) and raw_values.shape != ref_values.shape:
+            shape_diffs.append(Diff("shape", None, list(ref_values.shape), list(raw_values.shape)))
+        return Check(peer_name, "peer", "fail", contract, shape_diffs, len(shape_diffs), version=version,
+                     severity=Severity.VIOLATION.value, diagnosis="output contract")
+    values = raw_values
+    indices = None if raw_indices is None else raw_indices.astype(np.int64)
     rtol, atol = peer_tolerance(case)
     diffs: list[Diff] = []
     total = 0
@@ -300,11 +425,62 @@ def check_peer_output(case: Case, peer_name: str, version: str | None, result: A
         expected["indices"] = _tensor(ref_indices)
     if indices is not None:
         actual["indices"] = _tensor(indices)
-    notes = "; ".join(getattr(out, "notes", []) or [])
+    notes = "; ".join(str(n) for n in (getattr(out, "notes", []) or []))
     if not diffs:
         return Check(peer_name, "peer", "pass", notes, version=version, expected=expected, actual=actual)
+    severity, why = peer_severity(case, values, indices)
     return Check(peer_name, "peer", "fail", "; ".join(messages) + (f" ({notes})" if notes else ""), diffs, total,
-                 version=version, expected=expected, actual=actual)
+                 version=version, expected=expected, actual=actual, severity=severity.value, diagnosis=why)
+
+
+#: Policy points the specs leave open (poolcheck/spec/policy.py): a peer whose output matches
+#: the reference under one of them made a choice the spec allows, not an error.
+OPEN_POLICIES: tuple[tuple[str, Policy], ...] = (
+    ("nan=ignore", Policy(nan="ignore")),
+    ("nan=first", Policy(nan="first")),
+    ("empty_max=lowest", Policy(empty_max="lowest")),
+    ("empty_max=zero", Policy(empty_max="zero")),
+    ("empty_index=0", Policy(empty_index=0)),
+    ("empty_avg=nan", Policy(empty_avg="nan")),
+)
+#: Largest input re-run under every open policy to classify a peer's divergence.
+POLICY_SEARCH_LIMIT = 1_000_000
+#: Accumulating an average in the input type (the specs name no accumulation type): a peer within
+#: this tolerance of the float64-accumulated reference is unspecified, not a violation.
+ACCUMULATION_RTOL = {"float16": 2e-2, "float32": 1e-4}
+
+
+def peer_severity(case: Case, values: np.ndarray, indices: np.ndarray | None) -> tuple[Severity, str | None]:
+    """How much a peer's divergence weighs: ``unspecified`` when the case is tagged so, when the
+    peer matches the reference under a policy the spec leaves open (NaN, empty windows), or when
+    an average differs only by accumulation precision; otherwise a ``violation``."""
+    if "unspecified" in case.tags or any(t.startswith("severity:unspecified") for t in case.tags):
+        return Severity.UNSPECIFIED, "the case is tagged unspecified"
+    if case.input.size > POLICY_SEARCH_LIMIT:
+        return Severity.VIOLATION, f"input too large to re-run under the open policies (> {POLICY_SEARCH_LIMIT:,})"
+    for label, policy in OPEN_POLICIES:
+        try:
+            v, i = run_spec(case.spec, case.input, engine="numpy", policy=policy)
+        except Exception:
+            continue
+        same_v = not compare("values", v, values)[0] and v.shape == values.shape
+        same_i = indices is None or i is None or (i.shape == indices.shape and not compare("indices", i, indices)[0])
+        if same_v and same_i:
+            return Severity.UNSPECIFIED, f"matches the reference under {label} (the spec leaves it open)"
+    rtol = ACCUMULATION_RTOL.get(case.dtype.name)
+    if case.spec.op == "avg" and rtol is not None:
+        ref, _ = run_spec(case.spec, case.input, engine="numpy")
+        if ref.shape == values.shape and not compare("values", ref, values, rtol=rtol, atol=rtol)[0]:
+            return Severity.UNSPECIFIED, f"within accumulation precision of {case.dtype.name} (rtol {rtol:g})"
+    return Severity.VIOLATION, None
+
+
+def _read_only(x: np.ndarray) -> np.ndarray:
+    """A read-only copy: a peer that writes into its input fails loudly instead of changing the
+    input every later check (and the report) sees."""
+    y = np.array(x, copy=True)
+    y.flags.writeable = False
+    return y
 
 
 def peer_checks(cases: Sequence[Case], peers: Sequence[Any], *, isolated: bool = True,
@@ -318,7 +494,14 @@ def peer_checks(cases: Sequence[Case], peers: Sequence[Any], *, isolated: bool =
             version = peer.version()
         except Exception:
             version = None
-        results = call_peer_many(peer, [(c.spec, c.input) for c in cases], isolated=isolated, timeout=timeout)
+        try:
+            results = call_peer_many(peer, [(c.spec, _read_only(c.input)) for c in cases], isolated=isolated,
+                                     timeout=timeout)
+        except Exception as exc:  # a peer layer failure is every case's error on this peer, not the run's end
+            for case in cases:
+                out[case.id].append(Check(peer.name, "peer", "error", f"{_reason(exc)} [peer={peer.name}]",
+                                          version=version))
+            continue
         for case, result in zip(cases, results):
             out[case.id].append(check_peer_output(case, peer.name, version, result))
     return out

@@ -209,7 +209,8 @@ def test_junit_escapes_and_drops_invalid_characters() -> None:
     _validate_junit(root)
     tc = next(root.iter("testcase"))
     assert tc.get("name") == 'a<b>&"c"'
-    assert tc.find("failure").get("message") == "bad  value </failure> & more"
+    # Control characters are shown escaped (XML cannot carry them; a terminal would act on them).
+    assert tc.find("failure").get("message") == "bad \\x00\\x07 value </failure> & more"
 
 
 # --------------------------------------------------------------------------- Markdown
@@ -242,7 +243,7 @@ def test_markdown_counts_table_and_details(result: RunResult) -> None:
     assert DIAGNOSIS in md and "the last value is 3" in md
     errata = md.split("### Errata in the documents (1)", 1)[1].split("###", 1)[0]
     assert re.search(r"^\| avg1d-erratum \| .*sample_cases.yaml:\d+ \| the last value is 3 \|", errata, re.M)
-    assert "AvgPool exclude_pad &lt;1-D> \\| erratum" in md
+    assert "AvgPool exclude_pad &lt;1-D&gt; \\| erratum" in md
 
 
 def test_markdown_stays_short_for_big_results() -> None:
@@ -280,31 +281,35 @@ def test_write_reports_writes_every_format(result: RunResult, tmp_path: Path) ->
 
 
 def test_failed_write_leaves_the_old_report_intact(result: RunResult, tmp_path: Path, monkeypatch) -> None:
+    target = tmp_path / "reports"
+    target.mkdir()
     old = {name: f"old {name}\n" for name in writers.REPORT_FILES}
     for name, text in old.items():
-        (tmp_path / name).write_text(text)
+        (target / name).write_text(text)
 
     # 1. The process is interrupted while the bytes are being flushed to disk.
-    import poolcheck.cases.dump as dump
-
     def interrupted(fd: int) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(dump.os, "fsync", interrupted)
+    monkeypatch.setattr(writers.os, "fsync", interrupted)
     with pytest.raises(KeyboardInterrupt):
-        writers.write_reports(result, tmp_path)
+        writers.write_reports(result, target)
     monkeypatch.undo()
-    assert {p.name: p.read_text() for p in tmp_path.iterdir()} == old
+    assert {p.name: p.read_text() for p in target.iterdir()} == old
+    assert [p.name for p in tmp_path.iterdir()] == ["reports"]  # no staging folder left beside it
 
-    # 2. The rename fails (disk full, permissions): a clear error, old files intact.
+    # 2. The swap fails (disk full, permissions): a clear error, old files intact, nothing left over.
     def no_rename(src: str, dst: str) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(dump.os, "replace", no_rename)
+    monkeypatch.setattr(writers.os, "rename", no_rename)
+    monkeypatch.setattr(writers, "_exchange", lambda a, b: False)
     with pytest.raises(writers.ReportWriteError, match="No space left on device"):
-        writers.write_reports(result, tmp_path)
+        writers.write_reports(result, target)
     monkeypatch.undo()
-    assert {p.name: p.read_text() for p in tmp_path.iterdir()} == old
+    assert {p.name: p.read_text() for p in target.iterdir()} == old
+    assert [p.name for p in tmp_path.iterdir()] == ["reports"]
+    tmp_path = target
 
     # 3. A renderer fails: nothing is written at all (everything is rendered before writing).
     def broken(_: RunResult) -> str:

@@ -1,11 +1,13 @@
 """Load and validate YAML case files, reporting every problem with file, line, case and field.
 
-Data is read with ``yaml.safe_load``; line numbers come from ``yaml.compose`` over the same text
-(composition builds nodes only, it never constructs objects).
+The text is parsed once (libyaml's C parser where available): composed into a node graph (which
+gives line numbers and is checked for depth and alias expansion before anything is built), then
+constructed with PyYAML's safe constructor.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -77,88 +79,352 @@ def build_spec(op: str, attrs: dict[str, Any]) -> A.PoolSpec:
     )
 
 
+#: Most elements an input (inline or from a recipe) may hold.
+MAX_ELEMENTS = 50_000_000
+#: Keys of an input recipe mapping.
+RECIPE_KEYS = {"shape", "recipe", "seed", "start", "value", "low", "high"}
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _number(recipe: dict[str, Any], key: str, default: float, dtype: np.dtype, *, integer: bool = False) -> Any:
+    """A finite recipe number that fits ``dtype`` (an integer when ``integer`` or for integer dtypes)."""
+    v = recipe.get(key, default)
+    if not _is_number(v) or (isinstance(v, float) and not math.isfinite(v)):
+        raise AttributeValueError(f"input.{key}", f"expected a finite number, got {v!r}")
+    if integer or dtype.kind in "iu":
+        if isinstance(v, float):
+            if not v.is_integer():
+                raise AttributeValueError(f"input.{key}", f"expected an integer, got {v!r}")
+            v = int(v)
+        if dtype.kind in "iu":
+            info = np.iinfo(dtype)
+            if not info.min <= v <= info.max + (1 if key == "high" else 0):
+                raise AttributeValueError(f"input.{key}", f"{v} is out of range for {dtype.name} [{info.min}, {info.max}]")
+        return v
+    try:
+        return float(v)
+    except OverflowError:
+        raise AttributeValueError(f"input.{key}", f"{_short(v)} is out of range for float64") from None
+
+
 def make_input(recipe: dict[str, Any], dtype: np.dtype) -> np.ndarray:
-    """Generate an input from ``{shape, recipe, seed?, value?, low?, high?}``."""
+    """Generate an input from ``{shape, recipe, seed?, start?, value?, low?, high?}``."""
+    unknown = sorted(str(k) for k in set(recipe) - RECIPE_KEYS)
+    if unknown:
+        raise AttributeValueError(f"input.{unknown[0]}", f"unknown recipe key (allowed: {', '.join(sorted(RECIPE_KEYS))})")
     shape = recipe.get("shape")
-    if not isinstance(shape, list) or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in shape):
+    if not isinstance(shape, list) or not shape or not all(
+            isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in shape):
         raise AttributeValueError("input.shape", f"expected a list of positive integers, got {shape!r}")
-    if int(np.prod(shape)) > 50_000_000:
-        raise AttributeValueError("input.shape", f"{shape} is too large for a case file (over 50M elements)")
+    if math.prod(shape) > MAX_ELEMENTS:
+        raise AttributeValueError("input.shape", f"{shape} is too large for a case file (over {MAX_ELEMENTS:,} elements)")
     name = recipe.get("recipe", "arange")
+    if not isinstance(name, str) or name not in RECIPES:
+        raise AttributeValueError("input.recipe", f"expected one of {', '.join(RECIPES)}, got {name!r}")
     seed = recipe.get("seed", 0)
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**64:
+        raise AttributeValueError("input.seed", f"expected an integer in [0, 2**64), got {seed!r}")
+    count = math.prod(shape)
     if name == "arange":
-        start = recipe.get("start", 0)
-        data = np.arange(start, start + int(np.prod(shape)), dtype=np.float64).reshape(shape)
+        start = _number(recipe, "start", 0, np.dtype(np.float64))
+        data = np.arange(start, start + count, dtype=np.float64).reshape(shape)
     elif name == "zeros":
         data = np.zeros(shape)
     elif name == "ones":
         data = np.ones(shape)
     elif name == "constant":
-        data = np.full(shape, recipe.get("value", 0))
+        data = np.full(shape, _number(recipe, "value", 0, dtype))
     elif name == "random":
-        rng = np.random.default_rng(seed)
-        data = rng.uniform(recipe.get("low", -1.0), recipe.get("high", 1.0), size=shape)
-    elif name == "randint":
-        rng = np.random.default_rng(seed)
-        data = rng.integers(recipe.get("low", -100), recipe.get("high", 100), size=shape)
-    else:
-        raise AttributeValueError("input.recipe", f"expected one of {', '.join(RECIPES)}, got {name!r}")
-    return data.astype(dtype)
+        low, high = _number(recipe, "low", -1.0, np.dtype(np.float64)), _number(recipe, "high", 1.0, np.dtype(np.float64))
+        if not low <= high:
+            raise AttributeValueError("input.low", f"low must not exceed high, got low={low} high={high}")
+        data = np.random.default_rng(seed).uniform(low, high, size=shape)
+    else:  # randint
+        int_type = dtype if dtype.kind in "iu" else np.dtype(np.int64)
+        low = _number(recipe, "low", -100, int_type, integer=True)
+        high = _number(recipe, "high", 100, int_type, integer=True)
+        if not low < high:
+            raise AttributeValueError("input.low", f"the range [low, high) is empty: low={low}, high={high}")
+        data = np.random.default_rng(seed).integers(low, high, size=shape, dtype=np.int64 if high <= 2**63 - 1 else np.uint64)
+    with np.errstate(all="ignore"):
+        return data.astype(dtype)
 
 
 # --------------------------------------------------------------------------- YAML with lines
 
+#: The YAML loader: libyaml's C parser where PyYAML was built with it, else the pure-Python one.
+Loader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
-def _line_index(text: str) -> dict[tuple[Any, ...], int]:
-    """Map paths like ``(0,)``, ``(0, "attributes")``, ``(0, "attributes", "kernel")`` to 1-based lines."""
-    root = yaml.compose(text, Loader=yaml.SafeLoader)
+#: Most nested collections a case file may hold (a case needs about ten levels: cases, a case,
+#: input, and one list per input dimension). Deeper text is refused before any recursion.
+MAX_DEPTH = 64
+#: Most nodes a document may expand to once aliases are followed: the input element cap. A YAML
+#: "billion laughs" (anchors of anchors) is refused while composing, before anything is built.
+MAX_NODES = 50_000_000
+
+
+class _YAMLRefused(Exception):
+    def __init__(self, message: str, line: int) -> None:
+        super().__init__(message)
+        self.line = line
+
+
+_MERGE = "tag:yaml.org,2002:merge"
+_PLAIN_COLLECTION_TAGS = {"tag:yaml.org,2002:seq", "tag:yaml.org,2002:map"}
+_IMMUTABLE = (int, float, str, bool, type(None))
+
+
+class _Open:
+    """A collection being built: its Python value, path, pending mapping key, expanded size."""
+
+    __slots__ = ("anchor", "key", "key_line", "merged", "path", "size", "value")
+
+    def __init__(self, value: Any, path: tuple[Any, ...], anchor: str | None) -> None:
+        self.value = value
+        self.path = path
+        self.key: Any = _Open  # _Open itself marks "no key yet"
+        self.key_line = 0
+        self.size = 1
+        self.anchor = anchor
+        self.merged: set[Any] = set()  # keys that came from a merge (<<); explicit keys override them
+
+
+def parse_yaml(text: str) -> tuple[Any, dict[tuple[Any, ...], int]]:
+    """Parse one YAML document once and return its data and a line index.
+
+    Events come from libyaml's C parser when available (:data:`Loader`); the data is built from
+    them iteratively, so nothing recurses (libyaml's own composer recurses in C and crashes on
+    deep nesting). Refused with :class:`_YAMLRefused`, before anything large is built: nesting
+    deeper than :data:`MAX_DEPTH`, alias expansion beyond :data:`MAX_NODES` nodes ("billion
+    laughs"), a collection as a mapping key, duplicate keys, explicit collection tags. Scalars
+    are resolved and constructed by PyYAML's safe constructor (cached per distinct text).
+
+    The line index maps paths like ``("cases", 0)`` and ``("cases", 0, "attributes", "kernel")``
+    to 1-based lines: mapping keys down to five levels, list items of top-level lists.
+    """
+    loader = Loader(text)
     lines: dict[tuple[Any, ...], int] = {}
+    cache: dict[tuple[Any, ...], Any] = {}
+    anchors: dict[str, tuple[Any, int]] = {}
+    open_anchors: set[str] = set()
+    stack: list[_Open] = []
+    root: Any = None
+    total = 0
+    try:
+        loader.get_event()  # StreamStart
+        if loader.check_event(yaml.StreamEndEvent):
+            return None, lines
+        loader.get_event()  # DocumentStart
+        while True:
+            event = loader.get_event()
+            kind = type(event)
+            if kind is yaml.DocumentEndEvent:
+                break
+            if kind is yaml.ScalarEvent:
+                key = (event.value, event.implicit, event.tag, event.style if not event.implicit[0] else None)
+                try:
+                    value = cache[key]
+                except KeyError:
+                    tag = event.tag
+                    if tag is None or tag == "!":
+                        tag = loader.resolve(yaml.ScalarNode, event.value, event.implicit)
+                    if tag == _MERGE:
+                        value = _MERGE_KEY
+                    else:
+                        node = yaml.ScalarNode(tag, event.value, event.start_mark, event.end_mark, style=event.style)
+                        value = loader.construct_object(node, deep=True)
+                    if isinstance(value, _IMMUTABLE) or value is _MERGE_KEY:
+                        cache[key] = value
+                size = 1
+                if event.anchor is not None:
+                    anchors[event.anchor] = (value, 1)
+            elif kind is yaml.AliasEvent:
+                if event.anchor in open_anchors:
+                    raise _YAMLRefused(f"alias *{event.anchor} refers to a collection that contains it",
+                                       event.start_mark.line + 1)
+                if event.anchor not in anchors:
+                    raise _YAMLRefused(f"found undefined alias *{event.anchor}", event.start_mark.line + 1)
+                value, size = anchors[event.anchor]
+            elif kind is yaml.SequenceStartEvent or kind is yaml.MappingStartEvent:
+                line = event.start_mark.line + 1
+                if event.tag not in (None, "!") and event.tag not in _PLAIN_COLLECTION_TAGS:
+                    raise _YAMLRefused(f"tag {event.tag} is not supported in case files", line)
+                if len(stack) >= MAX_DEPTH:
+                    raise _YAMLRefused(f"nested deeper than {MAX_DEPTH} levels", line)
+                path = _child_path(stack)
+                if event.anchor is not None:
+                    open_anchors.add(event.anchor)
+                stack.append(_Open([] if kind is yaml.SequenceStartEvent else {}, path, event.anchor))
+                if path is not None and path not in lines:
+                    lines[path] = line
+                total += 1
+                continue
+            elif kind is yaml.SequenceEndEvent or kind is yaml.MappingEndEvent:
+                done = stack.pop()
+                value, size = done.value, done.size
+                if done.anchor is not None:
+                    open_anchors.discard(done.anchor)
+                    anchors[done.anchor] = (value, size)
+                total -= 1  # counted when it opened; added again below with its whole size
+                if kind is yaml.MappingEndEvent and done.key is not _Open:
+                    raise _YAMLRefused("mapping key without a value", done.key_line)
+            else:  # pragma: no cover - libyaml emits nothing else inside a document
+                continue
+            total += size
+            if total > MAX_NODES:
+                raise _YAMLRefused(f"expands to more than {MAX_NODES:,} nodes (aliases of aliases?)",
+                                   event.start_mark.line + 1)
+            if not stack:
+                root = value
+                continue
+            top = stack[-1]
+            if type(top.value) is list:  # the common case (tensors): inline
+                top.size += size
+                top.value.append(value)
+            else:
+                _add(top, value, size, event, lines)
+        if not loader.check_event(yaml.StreamEndEvent):
+            event = loader.get_event()
+            raise _YAMLRefused("expected a single document, found another", event.start_mark.line + 1)
+    finally:
+        loader.dispose()
+    return root, lines
 
-    def walk(node: yaml.Node, path: tuple[Any, ...]) -> None:
-        lines[path] = node.start_mark.line + 1
-        if isinstance(node, yaml.MappingNode):
-            for key, value in node.value:
-                k = key.value
-                lines[(*path, k)] = key.start_mark.line + 1
-                walk(value, (*path, k))
-                lines[(*path, k)] = key.start_mark.line + 1
-        elif isinstance(node, yaml.SequenceNode) and len(path) <= 2:
-            for i, item in enumerate(node.value):
-                walk(item, (*path, i))
 
-    if root is not None:
-        walk(root, ())
-    return lines
+class _MergeKey:
+    def __repr__(self) -> str:
+        return "<<"
+
+
+_MERGE_KEY = _MergeKey()
+
+
+def _child_path(stack: list[_Open]) -> tuple[Any, ...] | None:
+    """The path of the next value in the innermost open collection (None when not indexed)."""
+    if not stack:
+        return ()
+    top = stack[-1]
+    if top.path is None:
+        return None
+    if isinstance(top.value, list):
+        return (*top.path, len(top.value)) if len(top.path) <= 1 else None
+    if len(top.path) < 5 and isinstance(top.key, (str, int)) and top.key is not _Open:
+        return (*top.path, top.key)
+    return None
+
+
+def _add(top: _Open, value: Any, size: int, event: Any, lines: dict[tuple[Any, ...], int]) -> None:
+    top.size += size
+    if isinstance(top.value, list):
+        top.value.append(value)
+        return
+    line = event.start_mark.line + 1
+    if top.key is _Open:
+        if isinstance(value, (list, dict)):
+            raise _YAMLRefused("a mapping key must be a scalar, not a collection", line)
+        top.key = value
+        top.key_line = line
+        if top.path is not None and len(top.path) < 5 and isinstance(value, (str, int)):
+            lines[(*top.path, value)] = line
+        return
+    key, top.key = top.key, _Open
+    if key is _MERGE_KEY:
+        sources = value if isinstance(value, list) else [value]
+        if not all(isinstance(m, dict) for m in sources):
+            raise _YAMLRefused("a merge key (<<) needs a mapping or a list of mappings", line)
+        for m in sources:
+            for k, v in m.items():
+                if k not in top.value:
+                    top.value[k] = v
+                    top.merged.add(k)
+        return
+    if key in top.value and key not in top.merged:
+        raise _YAMLRefused(f"duplicate key {key!r}", top.key_line)
+    top.merged.discard(key)
+    top.value[key] = value
+
+
+_SPECIAL_FLOATS = {"nan": math.nan, ".nan": math.nan, "inf": math.inf, "+inf": math.inf, ".inf": math.inf,
+                   "+.inf": math.inf, "-inf": -math.inf, "-.inf": -math.inf}
 
 
 def _array(value: Any, dtype: np.dtype, what: str) -> np.ndarray:
-    def check(v: Any) -> None:
-        if isinstance(v, list):
-            for item in v:
-                check(item)
-        elif isinstance(v, bool) or not isinstance(v, (int, float, str)):
+    """A nested list of numbers as an array of ``dtype``; every problem is an AttributeValueError
+    naming ``what`` (ragged rows, non-numbers, NaN/inf or fractions for integer types, values out
+    of range, more than :data:`MAX_ELEMENTS` elements). Iterative: no recursion on depth."""
+    shape: list[int] = []
+    level = [value]
+    while level and isinstance(level[0], list):
+        n = len(level[0])
+        if any(not isinstance(v, list) or len(v) != n for v in level):
+            raise AttributeValueError(what, "ragged nested list (rows of different lengths)")
+        shape.append(n)
+        if len(level) * n > MAX_ELEMENTS:
+            raise AttributeValueError(what, f"more than {MAX_ELEMENTS:,} elements")
+        level = [x for v in level for x in v]
+    if any(isinstance(v, list) for v in level):
+        raise AttributeValueError(what, "ragged nested list (rows of different lengths)")
+    flat: list[Any] = []
+    integer = dtype.kind in "iu"
+    for v in level:
+        if isinstance(v, str):
+            if v.lower() not in _SPECIAL_FLOATS:
+                raise AttributeValueError(what, f"expected numbers, got the string {v!r}")
+            v = _SPECIAL_FLOATS[v.lower()]
+        elif not _is_number(v):
             raise AttributeValueError(what, f"expected numbers, got {v!r}")
-        elif isinstance(v, str) and v.lower() not in ("nan", "inf", "-inf", "+inf", ".nan", ".inf", "-.inf"):
-            raise AttributeValueError(what, f"expected numbers, got the string {v!r}")
+        if integer:
+            if isinstance(v, float):
+                if not math.isfinite(v):
+                    raise AttributeValueError(what, f"{v} cannot be stored in the integer type {dtype.name}")
+                if not v.is_integer():
+                    raise AttributeValueError(what, f"non-integer value {v} for integer type {dtype.name}")
+                v = int(v)
+            info = np.iinfo(dtype)
+            if not info.min <= v <= info.max:
+                raise AttributeValueError(what, f"value {_short(v)} out of range for {dtype.name}")
+        elif isinstance(v, int):
+            try:
+                float(v)
+            except OverflowError:
+                raise AttributeValueError(what, f"value {_short(v)} out of range for {dtype.name}") from None
+        flat.append(v)
+    with np.errstate(all="ignore"):
+        return np.array(flat, dtype=dtype if integer else np.float64).reshape(shape)
 
-    check(value)
-    try:
-        arr = np.array(value, dtype=np.float64 if dtype.kind == "f" else object)
-    except ValueError as exc:
-        raise AttributeValueError(what, f"ragged nested list (rows of different lengths): {exc}") from None
-    if arr.dtype == object:
-        if arr.ndim == 0 and isinstance(value, list):
-            raise AttributeValueError(what, "ragged nested list (rows of different lengths)")
-        flat = arr.reshape(-1)
-        if any(isinstance(v, list) for v in flat):
-            raise AttributeValueError(what, "ragged nested list (rows of different lengths)")
-        if any(isinstance(v, float) and not float(v).is_integer() for v in flat):
-            raise AttributeValueError(what, f"non-integer value for integer type {dtype.name}")
-        try:
-            arr = np.array([int(float(v)) for v in flat], dtype=dtype).reshape(arr.shape)
-        except OverflowError:
-            raise AttributeValueError(what, f"value out of range for {dtype.name}") from None
-    return arr
+
+def _short(v: Any, limit: int = 40) -> str:
+    """``repr`` cut to ``limit`` characters (a 400-digit integer stays readable)."""
+    text = repr(v)
+    return text if len(text) <= limit else f"{text[:limit - 12]}...({len(text)} chars)"
+
+
+def supported_dtypes(op: str) -> tuple[str, ...]:
+    """The element types ``op`` allows (the spec's lists; anything else is refused at load)."""
+    convention, kind = OPS[op]
+    if kind == "avg":
+        return A.AVG_DTYPES
+    return A.ONNX_MAX_DTYPES if convention == "onnx" else A.OPENVINO_MAX_DTYPES
+
+
+def _non_string_key(raw: dict[Any, Any]) -> tuple[Any, Any] | None:
+    """The first (path, key) of a mapping key that is not a string, in ``raw`` or its sub-mappings."""
+    for key, value in raw.items():
+        if not isinstance(key, str):
+            return key, key
+        if isinstance(value, dict):
+            for sub in value:
+                if not isinstance(sub, str):
+                    return key, sub
+                inner = value[sub]
+                if isinstance(inner, dict):
+                    for k in inner:
+                        if not isinstance(k, str):
+                            return key, k
+    return None
 
 
 def parse_case(raw: Any, *, path: str, index: int, lines: dict[tuple[Any, ...], int]) -> Case:
@@ -175,12 +441,19 @@ def parse_case(raw: Any, *, path: str, index: int, lines: dict[tuple[Any, ...], 
         return CaseFileError(message, path=path, line=lines.get((*base, field, *sub), lines.get((*base, field), line)),
                              case_id=case_id, field=".".join([field, *map(str, sub)]))
 
+    bad_key = _non_string_key(raw)
+    if bad_key is not None:
+        where, key = bad_key
+        sub = () if where == key else (key,)
+        raise CaseFileError(f"keys must be strings, got {_short(key)}", path=path,
+                            line=lines.get((*base, where, *sub), lines.get((*base, where), line)),
+                            case_id=case_id, field=str(where))
     unknown = sorted(set(raw) - CASE_KEYS)
     if unknown:
         raise err(unknown[0], f"unknown key (allowed: {', '.join(sorted(CASE_KEYS))})")
     op = raw.get("op")
-    if op not in OPS:
-        raise err("op", f"expected one of {', '.join(OPS)}, got {op!r}")
+    if not isinstance(op, str) or op not in OPS:
+        raise err("op", f"expected one of {', '.join(OPS)}, got {_short(op)}")
     convention, _ = OPS[op]
     if "convention" in raw and raw["convention"] != convention:
         raise err("convention", f"{op} is an {convention} operator, got convention {raw['convention']!r}")
@@ -193,12 +466,16 @@ def parse_case(raw: Any, *, path: str, index: int, lines: dict[tuple[Any, ...], 
         if exc.attribute in attrs:
             raise err("attributes", exc.reason, exc.attribute) from None
         raise err("attributes", str(exc)) from None
+    except (TypeError, ValueError, OverflowError, ArithmeticError) as exc:
+        # A wrong-typed attribute the spec layer did not name: still one line, never a traceback.
+        raise err("attributes", f"invalid attribute value ({type(exc).__name__}: {_short(str(exc), 200)})") from None
 
     dtype_name = raw.get("dtype", "float32")
-    try:
-        dtype = np.dtype(dtype_name)
-    except TypeError:
-        raise err("dtype", f"not a dtype: {dtype_name!r}") from None
+    allowed = supported_dtypes(op)
+    if not isinstance(dtype_name, str) or dtype_name not in allowed:
+        shown = dtype_name if isinstance(dtype_name, str) else _short(dtype_name)
+        raise err("dtype", f"{op} does not allow {shown[:40]}; allowed: {', '.join(allowed)}")
+    dtype = np.dtype(dtype_name)
 
     recipe = None
     raw_input = raw.get("input")
@@ -212,6 +489,8 @@ def parse_case(raw: Any, *, path: str, index: int, lines: dict[tuple[Any, ...], 
             raise AttributeValueError("input", "expected a nested list or {shape, recipe}")
         A.check_input(spec, x.shape, dtype)
     except AttributeValueError as exc:
+        if exc.attribute.startswith("input."):
+            raise err("input", exc.reason, exc.attribute.split(".", 1)[1]) from None
         field = "dtype" if exc.attribute == "dtype" else "input"
         raise err(field, exc.reason if exc.attribute.split(".")[0] in ("dtype", "input") else str(exc)) from None
 
@@ -242,7 +521,7 @@ def parse_case(raw: Any, *, path: str, index: int, lines: dict[tuple[Any, ...], 
     if not isinstance(tol, dict) or set(tol) - {"rtol", "atol"}:
         raise err("tolerance", "expected a mapping with rtol and/or atol")
     for k, v in tol.items():
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
+        if not _is_number(v) or not math.isfinite(float(v)) or v < 0:
             raise err("tolerance", f"{k} must be a non-negative number, got {v!r}", k)
 
     erratum = raw.get("erratum")
@@ -256,6 +535,8 @@ def parse_case(raw: Any, *, path: str, index: int, lines: dict[tuple[Any, ...], 
         try:
             for k, v in correct.items():
                 if k == "shape":
+                    if not isinstance(v, list) or not all(isinstance(n, int) and not isinstance(n, bool) for n in v):
+                        raise AttributeValueError("erratum.correct.shape", f"expected a list of integers, got {_short(v)}")
                     conv[k] = tuple(v)
                 else:
                     conv[k] = _array(v, dtype if k == "values" else np.dtype(np.int64), f"erratum.correct.{k}")
@@ -293,13 +574,17 @@ def _load(path: str | Path) -> tuple[list[Case], list[CaseFileError]]:
     except (OSError, UnicodeDecodeError) as exc:
         return [], [CaseFileError(f"cannot read: {exc}", path=shown)]
     try:
-        data = yaml.safe_load(text)
-        lines = _line_index(text)
+        data, lines = parse_yaml(text)
+    except _YAMLRefused as exc:
+        return [], [CaseFileError(f"refused YAML: {exc}", path=shown, line=exc.line)]
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         problem = getattr(exc, "problem", None) or str(exc)
         return [], [CaseFileError(f"invalid YAML: {problem}", path=shown,
                                   line=mark.line + 1 if mark is not None else None)]
+    except (Exception, RecursionError) as exc:
+        return [], [CaseFileError(f"cannot read this YAML ({type(exc).__name__}: {_short(str(exc), 200)})",
+                                  path=shown)]
     if not isinstance(data, dict) or "cases" not in data:
         return [], [CaseFileError("expected a mapping with a 'cases' list at the top", path=shown, line=1)]
     unknown = sorted(set(data) - TOP_KEYS)
@@ -320,6 +605,11 @@ def _load(path: str | Path) -> tuple[list[Case], list[CaseFileError]]:
             case = parse_case(raw, path=shown, index=i, lines=lines)
         except CaseFileError as exc:
             errors.append(exc)
+            continue
+        except (Exception, RecursionError) as exc:  # the per-case boundary: one bad case never ends the load
+            case_id = raw.get("id") if isinstance(raw, dict) and isinstance(raw.get("id"), str) else None
+            errors.append(CaseFileError(f"cannot load this case ({type(exc).__name__}: {_short(str(exc), 200)})",
+                                        path=shown, line=lines.get(("cases", i)), case_id=case_id))
             continue
         if case.id in seen:
             errors.append(CaseFileError(f"duplicate id (first at line {seen[case.id]})", path=shown,
@@ -357,7 +647,15 @@ def load_paths(paths: Iterable[str | Path]) -> tuple[list[Case], list[CaseFileEr
     cases: list[Case] = []
     errors: list[CaseFileError] = []
     ids: dict[str, Case] = {}
-    for f in iter_case_files(paths):
+    files: list[Path] = []
+    for raw in paths:  # a missing or unreadable path is one error; the other paths still load
+        try:
+            files.extend(iter_case_files([raw]))
+        except CaseFileError as exc:
+            errors.append(exc)
+        except OSError as exc:
+            errors.append(CaseFileError(f"cannot list: {exc.strerror or exc}", path=str(raw)))
+    for f in files:
         loaded, file_errors = _load(f)
         errors.extend(file_errors)
         for c in loaded:

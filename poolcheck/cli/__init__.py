@@ -4,8 +4,10 @@ in one place (:func:`poolcheck.cli.common.fail`)."""
 from __future__ import annotations
 
 import importlib
+from typing import Annotated, Any
 
 import typer
+import typer.core
 
 app = typer.Typer(
     name="poolcheck",
@@ -16,11 +18,42 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
+def _readable_type(param: Any, ctx: Any) -> str | None:
+    """The type column of ``--help``: nothing for flags and named arguments, the metavar when
+    given, else a plain word (``INT``, ``PATH``, ``TEXT``) instead of typer's ``<list[Path]>``."""
+    if getattr(param, "is_flag", False):
+        return None
+    if param.metavar is not None:
+        return None if isinstance(param, typer.core.TyperArgument) else param.metavar
+    label = typer.core.TyperArgument.display_type(param, ctx).strip("<>")
+    label = {"str": "TEXT", "list[str]": "TEXT", "list[Path]": "PATH", "Path": "PATH", "float": "NUMBER"}.get(label, label)
+    return label.upper() + ("..." if param.nargs != 1 else "")
+
+
+typer.core.TyperOption.display_type_rich = _readable_type  # type: ignore[method-assign]
+typer.core.TyperArgument.display_type_rich = _readable_type  # type: ignore[method-assign]
+
 #: One module per command group under poolcheck/cli/; each defines ``register(app)``.
 COMMAND_MODULES = ["run", "shape", "report", "doctor", "fuzz", "bench"]
 
 for _name in COMMAND_MODULES:
     importlib.import_module(f"poolcheck.cli.{_name}").register(app)
+
+
+def _version(value: bool) -> None:
+    if value:
+        import poolcheck
+
+        typer.echo(f"poolcheck {poolcheck.__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                          help="Print poolcheck's version and exit.")] = False,
+) -> None:
+    """Spec-conformance and differential fuzzing for pooling operators (MaxPool, AvgPool)."""
 
 
 def main() -> None:

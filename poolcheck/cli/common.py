@@ -12,20 +12,27 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
+from rich.text import Text
 
-from poolcheck.errors import PoolcheckError
+from poolcheck.errors import AttributeValueError, PoolcheckError
+from poolcheck.report.model import DEFAULT_FAIL_ON, Severity
+from poolcheck.report.text import safe
 
 EXIT_OK = 0
 EXIT_FAILURES = 1
 EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
 
 console = Console(highlight=False)
 err_console = Console(stderr=True, highlight=False)
 
 
 def fail(message: str, code: int = EXIT_USAGE) -> typer.Exit:
-    """Print a one-line error to stderr and return the Exit to raise."""
-    err_console.print(f"[bold red]error:[/] {message}", markup=True, soft_wrap=True)
+    """Print a one-line error to stderr and return the Exit to raise. ``message`` is shown as
+    text (never as markup; control characters escaped)."""
+    line = Text("error:", style="bold red")
+    line.append(" " + safe(message))
+    err_console.print(line, soft_wrap=True)
     return typer.Exit(code=code)
 
 
@@ -38,7 +45,7 @@ def user_errors() -> Iterator[None]:
         raise fail(str(exc)) from None
     except KeyboardInterrupt:
         err_console.print("interrupted")
-        sys.exit(130)
+        sys.exit(EXIT_INTERRUPTED)
 
 
 def parse_int_list(option: str, text: str | None) -> list[int] | None:
@@ -91,3 +98,34 @@ def check_jobs(jobs: int) -> int:
     if not 1 <= jobs <= MAX_JOBS:
         raise fail(f"--jobs: must lie in [1, {MAX_JOBS}] (four per core here), got {jobs}")
     return jobs
+
+
+def parse_fail_on(text: str, option: str = "--fail-on") -> frozenset[str]:
+    """``"violation,limitation"`` or ``"all"`` -> severity values; unknown names are usage errors."""
+    names = [p.strip().lower() for p in text.split(",") if p.strip()]
+    if not names:
+        return frozenset(s.value for s in DEFAULT_FAIL_ON)
+    if names == ["all"]:
+        return frozenset(s.value for s in Severity)
+    known = {s.value for s in Severity}
+    bad = [n for n in names if n not in known]
+    if bad:
+        raise AttributeValueError(option, f"expected some of {', '.join(sorted(known))} (or all), got {bad[0]!r}")
+    return frozenset(names)
+
+
+#: ``--engine`` help, shared by every command that takes it (help and error say the same).
+ENGINE_HELP = "Reference engine: numpy, c, or all (every engine built here)."
+
+
+def engines_for(engine: str) -> list[str]:
+    """``--engine``: numpy, c, or all (every engine built here); anything else is a usage error
+    worded as the help."""
+    from poolcheck.engines import available_engines, get_engine
+
+    if engine == "all":
+        return available_engines()
+    if engine not in ("numpy", "c"):
+        raise AttributeValueError("--engine", f"expected numpy, c or all, got {engine!r}")
+    get_engine(engine)  # a clear error when the C engine is not built here
+    return [engine]

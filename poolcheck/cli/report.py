@@ -11,8 +11,16 @@ import typer
 
 from poolcheck.cases import load_file
 from poolcheck.cases.model import Case
-from poolcheck.cli.common import EXIT_OK, console, err_console, user_errors
-from poolcheck.engines import available_engines, get_engine
+from poolcheck.cli.common import (
+    ENGINE_HELP,
+    EXIT_OK,
+    console,
+    engines_for,
+    err_console,
+    parse_duration,
+    safe,
+    user_errors,
+)
 from poolcheck.errors import AttributeValueError, CaseFileError
 from poolcheck.report import console as console_report
 from poolcheck.report.explain import explain_element, explanation_view, parse_position
@@ -52,7 +60,7 @@ def report(
                 from poolcheck.report.writers import write_reports
 
                 write_reports(result, report_dir)
-                err_console.print(f"reports written to {report_dir}", highlight=False)
+                err_console.print(f"reports written to {safe(str(report_dir))}", highlight=False, markup=False)
         else:
             result = load_result(file)
         if fmt == "console":
@@ -65,7 +73,7 @@ def report(
             sys.stdout.write(text)
         else:
             write_text(output, text)
-            err_console.print(f"wrote {output}", highlight=False)
+            err_console.print(f"wrote {safe(str(output))}", highlight=False, markup=False)
     raise typer.Exit(EXIT_OK)
 
 
@@ -102,9 +110,9 @@ def explain(
     case_ref: Annotated[str, typer.Argument(metavar="CASE", help="A case file (with -k ID) or FILE::ID.")],
     k: Annotated[str | None, typer.Option("-k", help="The case id (exact, or a substring matching one case).")] = None,
     at: Annotated[str | None, typer.Option("--at", help="The output element n,c,d1,... (default: the first element where the reference and the document differ, else all zeros).")] = None,
-    engine: Annotated[str, typer.Option(help="numpy, c or all (every engine built here).")] = "all",
+    engine: Annotated[str, typer.Option(metavar="ENGINE", help=ENGINE_HELP)] = "all",
     peers: Annotated[str | None, typer.Option("--peers", help="Also ask these peers (comma-separated; as in `poolcheck run --peers`).")] = None,
-    peer_timeout: Annotated[float, typer.Option("--peer-timeout", help="Seconds a peer may take.")] = 60.0,
+    peer_timeout: Annotated[str, typer.Option("--peer-timeout", metavar="DURATION", help="How long a peer may take (e.g. 500ms, 20s, 2m).")] = "60s",
 ) -> None:
     """Take one output element apart: its window over the padded input, every engine's and peer's
     value and index, the documented value, and the implied argmax or divisor."""
@@ -113,17 +121,14 @@ def explain(
         if not Path(path).is_file():
             raise CaseFileError("no such case file", path=path)
         case = pick_case(load_file(path), case_id, path)
-        if engine == "all":
-            engines = available_engines()
-        else:
-            get_engine(engine)
-            engines = [engine]
+        engines = engines_for(engine)
         peer_list = []
         if peers:
             from poolcheck.peers.registry import resolve_peers
 
             peer_list = resolve_peers([p for p in peers.split(",") if p.strip()])
+        timeout = parse_duration("--peer-timeout", peer_timeout)
         position = parse_position(at, case) if at is not None else None
-        ex = explain_element(case, position, engines, peer_list, peer_timeout=peer_timeout)
+        ex = explain_element(case, position, engines, peer_list, peer_timeout=timeout)
         console.print(explanation_view(ex))
     raise typer.Exit(EXIT_OK)

@@ -24,6 +24,7 @@ from poolcheck.cases.model import Case
 from poolcheck.engines.numpy_engine import divisor
 from poolcheck.errors import AttributeValueError, PoolcheckError
 from poolcheck.report.model import WindowCell
+from poolcheck.report.text import safe
 from poolcheck.runner import compare, window_cells
 
 #: Padded axes longer than this are cropped to the window and a margin in the terminal grid.
@@ -249,7 +250,7 @@ def window_grids(ex: Explanation) -> list[Text | Table]:
         if ccrop or rcrop:
             title += ("; " if title else "") + "cropped around the window"
         if title:
-            tables.append(Text(title, style="italic"))
+            tables.append(Text(safe(title), style="italic"))
         t = Table(show_header=True, header_style="dim", box=None, pad_edge=False, padding=(0, 1))
         t.add_column("", justify="right", style="dim")
         for j in range(clo, chi):
@@ -283,7 +284,7 @@ def explanation_view(ex: Explanation) -> Group:
     """Rich renderables for ``poolcheck explain``."""
     case, pos = ex.case, ex.position
     head = Text()
-    head.append(f"{case.id}", style="bold")
+    head.append(safe(case.id), style="bold")
     head.append(f"  {case.op}  {case.spec.describe()}  input {case.dtype.name}{list(case.input.shape)}\n", style="")
     head.append(f"output element ({', '.join(map(str, pos))})  ", style="bold")
     head.append(f"n={pos[0]} c={pos[1]}; window over the padded input (pads {list(ex.geometry.pads_begin)}/"
@@ -325,7 +326,7 @@ def explanation_view(ex: Explanation) -> Group:
     for rv in ex.runners:
         differs = ref is not None and rv is not ref and rv.value is not None and not _same(rv.value, ref.value)
         value = Text(_fmt(rv.value), style="bold red" if differs else "")
-        row: list[Any] = [rv.name, rv.kind, value]
+        row: list[Any] = [Text(safe(rv.name)), Text(safe(rv.kind)), value]
         if ex.is_max:
             row.append(_fmt(rv.index))
             if rv.argmax is not None:
@@ -337,7 +338,7 @@ def explanation_view(ex: Explanation) -> Group:
                 row.append("-")
         else:
             row.append(_fmt(rv.implied_divisor))
-        row.append(rv.status if rv.status != "ok" else "")
+        row.append(Text(safe(rv.status)) if rv.status != "ok" else "")
         t.add_row(*row)
     parts.append(t)
     return Group(*parts)

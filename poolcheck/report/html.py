@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 from importlib import resources
 
 from poolcheck.report.jsonfmt import result_document
@@ -30,7 +31,8 @@ def embed_json(data: object) -> str:
     text = json.dumps(data, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
     for ch, esc in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
         text = text.replace(ch, esc)
-    return text
+    # C1 controls and DEL (JSON may carry them raw) as escapes too: the page source is inert.
+    return re.sub("[\x7f-\x9f]", lambda m: f"\\u{ord(m.group(0)):04x}", text)
 
 
 def _noscript(result: RunResult) -> str:

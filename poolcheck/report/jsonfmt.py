@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -68,9 +69,16 @@ def result_document(result: RunResult) -> dict[str, Any]:
     return {"schema": data.pop("schema"), **data}
 
 
+#: Characters JSON may carry raw but a terminal or viewer could act on (C1 controls, DEL, the
+#: JavaScript line separators); written as \\u escapes, so ``cat result.json`` is inert and the
+#: data reads back unchanged. (json.dumps escapes C0 controls, ESC included, itself.)
+_INERT = re.compile("[\x7f-\x9f\u2028\u2029]")
+
+
 def to_json(result: RunResult) -> str:
     """Render ``result`` as a ``poolcheck.result/1`` JSON text (ends with a newline)."""
-    return _encode(result_document(result), 0) + "\n"
+    text = _encode(result_document(result), 0) + "\n"
+    return _INERT.sub(lambda m: f"\\u{ord(m.group(0)):04x}", text)
 
 
 def from_json(text: str, *, name: str = "<input>") -> RunResult:

@@ -24,6 +24,7 @@ import xml.etree.ElementTree as ET
 from pathlib import PurePath
 
 from poolcheck.report.model import CaseResult, Check, RunResult
+from poolcheck.report.text import safe
 
 FAILURE_VERDICTS = frozenset({"fail"})
 ERROR_VERDICTS = frozenset({"error", "crash", "timeout"})
@@ -37,8 +38,9 @@ _INVALID_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 
 
 def _clean(text: str) -> str:
-    """Drop characters XML 1.0 cannot carry (escaping is ElementTree's job)."""
-    return _INVALID_XML.sub("", text)
+    """User text for XML 1.0: control characters (which XML cannot carry, or a terminal would
+    act on) shown escaped (``\\x1b``); the rest of the escaping is ElementTree's job."""
+    return _INVALID_XML.sub("", safe(text, newlines=True))
 
 
 def _first_line(text: str) -> str:
@@ -73,6 +75,8 @@ def check_details(case: CaseResult, check: Check | None) -> str:
     if case.title:
         lines.append(case.title)
     if check is not None:
+        if check.severity:
+            lines.append(f"severity: {check.severity}")
         if check.message:
             lines.append(check.message)
         if check.diagnosis:
@@ -100,6 +104,8 @@ def _testcase(parent: ET.Element, case: CaseResult, suite: str, check: Check | N
         attrs["file"] = _clean(re.sub(r":\d+$", "", case.source))
     el = ET.SubElement(parent, "testcase", attrs)
     message = _clean(_first_line((check.message if check is not None else "") or case.message or verdict))
+    if check is not None and check.severity:
+        message = f"[{check.severity}] {message}"
     if verdict in FAILURE_VERDICTS:
         ET.SubElement(el, "failure", {"message": message, "type": verdict}).text = check_details(case, check)
     elif verdict in ERROR_VERDICTS:
@@ -109,6 +115,17 @@ def _testcase(parent: ET.Element, case: CaseResult, suite: str, check: Check | N
     elif verdict == "erratum":
         ET.SubElement(el, "system-out").text = "erratum (document wrong, as recorded)\n" + check_details(case, check)
     return verdict
+
+
+def _testcase_or_error(parent: ET.Element, case: CaseResult, suite: str, check: Check | None) -> str:
+    """A testcase; one that cannot be rendered becomes an error testcase saying why."""
+    try:
+        return _testcase(parent, case, suite, check)
+    except Exception as exc:
+        el = ET.SubElement(parent, "testcase", {"name": _clean(str(case.case_id)), "classname": f"poolcheck.{_clean(suite)}"})
+        ET.SubElement(el, "error", {"message": _clean(f"cannot render this case: {type(exc).__name__}: {exc}"),
+                                    "type": "error"})
+        return "error"
 
 
 def _counts(verdicts: list[str]) -> dict[str, str]:
@@ -145,7 +162,7 @@ def to_junit(result: RunResult) -> str:
             ET.SubElement(props, "property", {"name": f"{name}.version", "value": _clean(v)})
         for key, value in result.versions.items():
             ET.SubElement(props, "property", {"name": f"version.{_clean(key)}", "value": _clean(str(value))})
-        verdicts = [_testcase(suite, case, name, check) for case, check in items]
+        verdicts = [_testcase_or_error(suite, case, name, check) for case, check in items]
         for k, v in _counts(verdicts).items():
             suite.set(k, v)
         all_verdicts.extend(verdicts)

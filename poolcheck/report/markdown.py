@@ -8,7 +8,10 @@ dropping details and then table rows, always saying how many were left out.
 
 from __future__ import annotations
 
+import re
+
 from poolcheck.report.model import VERDICTS, CaseResult, Check, RunResult
+from poolcheck.report.text import safe
 
 MAX_CHARS = 60_000
 MAX_ROWS = 50
@@ -20,12 +23,22 @@ CELL_LIMIT = 120
 LISTED = tuple(v for v in VERDICTS if v not in ("pass", "skip"))
 
 
+#: Characters with a meaning in GitHub Markdown, backslash-escaped in user text.
+_MD_SPECIAL = re.compile(r"([\\`*\[\]~|]|(?<!\w)_|_(?!\w))")
+
+
 def _cell(text: object, limit: int = CELL_LIMIT) -> str:
-    s = " ".join(str(text).split()).replace("|", "\\|").replace("<", "&lt;")
-    return s if len(s) <= limit else s[: limit - 1] + "…"
+    """User text as inert Markdown: one line, control characters shown escaped, HTML and
+    Markdown syntax escaped (an id like ``x[/red]`` or ``<script>`` shows as written)."""
+    s = safe(" ".join(str(text).split()))
+    if len(s) > limit:
+        s = s[: limit - 1] + "…"
+    s = s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return _MD_SPECIAL.sub(r"\\\1", s)
 
 
 def _code(text: str) -> str:
+    text = safe(" ".join(str(text).split()))
     fence = "``" if "`" in text else "`"
     pad = " " if text.startswith("`") or text.endswith("`") else ""
     return f"{fence}{pad}{text}{pad}{fence}"
@@ -84,25 +97,47 @@ def _first_message(case: CaseResult) -> str:
     return case.message
 
 
+#: Severities, heaviest first.
+SEVERITY_ORDER = ("violation", "limitation", "unspecified", "erratum")
+
+
+def case_severity(case: CaseResult) -> str | None:
+    """The heaviest severity among a case's checks."""
+    found = [k.severity for k in case.checks if k.severity in SEVERITY_ORDER]
+    return min(found, key=SEVERITY_ORDER.index) if found else None
+
+
+def severity_text(result: RunResult) -> str:
+    counts: dict[str, int] = {}
+    for case in result.cases:
+        for k in case.checks:
+            if k.severity:
+                counts[k.severity] = counts.get(k.severity, 0) + 1
+    return ", ".join(f"{counts[s]} {s}" for s in SEVERITY_ORDER if s in counts)
+
+
 def _case_table(cases: list[CaseResult], runners: list[str]) -> list[str]:
     head = "| case | op | verdict | " + "".join(f"{_cell(r)} | " for r in runners) + "message |"
     lines = [head, "|---|---|---|" + "---|" * len(runners) + "---|"]
     for case in cases:
         by = {k.runner: k.verdict for k in case.checks}
         cells = "".join(f"{by.get(r, '–')} | " for r in runners)
-        lines.append(f"| {_cell(case.case_id, 80)} | {_cell(case.op)} | **{case.verdict}** | {cells}"
+        sev = case_severity(case)
+        lines.append(f"| {_cell(case.case_id, 80)} | {_cell(case.op)} | **{case.verdict}**{f' ({sev})' if sev else ''} | {cells}"
                      f"{_cell(_first_message(case))} |")
     return lines
 
 
 def _check_details(check: Check) -> list[str]:
-    out = [f"**{_cell(check.runner)}**: {check.verdict}" + (f" — {_cell(check.message, 400)}" if check.message else "")]
+    severity = f" ({check.severity})" if check.severity else ""
+    out = [f"**{_cell(check.runner)}**: {check.verdict}{severity}"
+           + (f" — {_cell(check.message, 400)}" if check.message else "")]
     if check.diagnosis:
         out.append(f"> diagnosis: {_cell(check.diagnosis, 600)}")
     if check.diffs:
         out += ["", "| output | position | expected | actual |", "|---|---|---|---|"]
         for d in check.diffs[:MAX_DIFFS]:
-            out.append(f"| {d.output} | {_pos(d.position)} | {_cell(d.expected, 60)} | {_cell(d.actual, 60)} |")
+            out.append(f"| {_cell(d.output)} | {_pos(d.position)} | {_cell(d.expected, 60)} | {_cell(d.actual, 60)} |")
         more = max(check.n_diffs, len(check.diffs)) - min(len(check.diffs), MAX_DIFFS)
         if more > 0:
             out.append(f"\n… and {more} more differing element(s)")
@@ -135,10 +170,20 @@ def case_details(case: CaseResult) -> str:
     return "\n".join(lines)
 
 
+def _details_or_error(case: CaseResult) -> str:
+    """One case's details; a case that cannot be rendered says so instead of ending the report."""
+    try:
+        return case_details(case)
+    except Exception as exc:
+        return f"<details><summary><b>{_cell(case.case_id, 100)}</b> — cannot render: {_cell(exc)}</summary></details>"
+
+
 def to_markdown(result: RunResult, *, max_chars: int = MAX_CHARS) -> str:
     """Render ``result`` as Markdown of at most ``max_chars`` characters."""
     runners = runners_of(result)
     head = [f"## poolcheck {result.kind}: {len(result.cases)} case(s) — {counts_text(result)}", ""]
+    if severity_text(result):
+        head += [f"Severity of the non-passing checks: {severity_text(result)}.", ""]
     if result.interrupted:
         head += ["> **Interrupted**: partial result, not every case ran.", ""]
     table = _runner_table(result, runners)
@@ -146,8 +191,8 @@ def to_markdown(result: RunResult, *, max_chars: int = MAX_CHARS) -> str:
         head += [*table, ""]
     head += _errata_table(result)
     listed = sorted((c for c in result.cases if c.verdict in LISTED), key=lambda c: LISTED.index(c.verdict))
-    foot = ["", f"<sub>{_code(result.command)}" + (f" · {result.created}" if result.created else "")
-            + "".join(f" · {k} {v}" for k, v in result.versions.items()) + "</sub>", ""]
+    foot = ["", f"<sub>{_code(result.command)}" + (f" · {_cell(result.created)}" if result.created else "")
+            + "".join(f" · {_cell(k)} {_cell(v)}" for k, v in result.versions.items()) + "</sub>", ""]
     if not listed:
         return "\n".join([*head, "Every case passed.", *foot])
 
@@ -158,7 +203,7 @@ def to_markdown(result: RunResult, *, max_chars: int = MAX_CHARS) -> str:
             body.append(f"\n… and {len(listed) - rows} more case(s) not shown (see the full report).")
         if details:
             body += ["", f"### Details (first {details})" if details < len(listed) else "### Details", ""]
-            body += [case_details(c) + "\n" for c in listed[:details]]
+            body += [_details_or_error(c) + "\n" for c in listed[:details]]
         text = "\n".join([*head, *body, *foot])
         if len(text) <= max_chars or rows <= 1:
             break

@@ -31,7 +31,7 @@
     Object.keys(attrs).forEach(function (k) {
       var v = attrs[k];
       if (v === null || v === undefined || v === false) return;
-      if (k === "text") node.textContent = v;
+      if (k === "text") node.textContent = visible(v);
       else if (k.slice(0, 2) === "on") node.addEventListener(k.slice(2), v);
       else node.setAttribute(k, v === true ? "" : String(v));
     });
@@ -39,7 +39,14 @@
   function append(node, child) {
     if (child === null || child === undefined || child === false) return;
     if (Array.isArray(child)) { child.forEach(function (c) { append(node, c); }); return; }
-    node.appendChild(typeof child === "object" ? child : document.createTextNode(String(child)));
+    node.appendChild(typeof child === "object" ? child : document.createTextNode(visible(child)));
+  }
+  // User text is data: control characters (ESC, C1 ...) are shown escaped, never interpreted.
+  function visible(v) {
+    return String(v).replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u2028\u2029]/g, function (ch) {
+      var h = ch.charCodeAt(0).toString(16);
+      return ch.charCodeAt(0) < 256 ? "\\x" + ("0" + h).slice(-2) : "\\u" + ("000" + h).slice(-4);
+    });
   }
   function badge(verdict) { return el("span", { "class": "badge v-" + verdict, text: verdict }); }
   function pos(p) { return p === null || p === undefined ? "shape" : "(" + p.join(", ") + ")"; }
@@ -312,7 +319,8 @@
 
   function renderCheck(view, k, i) {
     var box = el("div", { "class": "check", "data-runner": k.runner },
-      el("div", null, badge(k.verdict), " ", el("b", { text: k.runner }), el("span", { "class": "note", text: "  " + k.kind + (k.version ? " " + k.version : "") })));
+      el("div", null, badge(k.verdict), k.severity ? el("span", { "class": "badge severity s-" + k.severity, text: k.severity }) : null,
+        " ", el("b", { text: k.runner }), el("span", { "class": "note", text: "  " + k.kind + (k.version ? " " + k.version : "") })));
     if (k.message) box.appendChild(el("div", { "class": "box message", text: k.message }));
     if (k.diagnosis) box.appendChild(el("div", { "class": "box diagnosis" }, el("b", { text: "Diagnosis: " }), k.diagnosis));
     var diffs = k.diffs || [];

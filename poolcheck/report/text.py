@@ -1,0 +1,27 @@
+"""User text made safe for every renderer: case ids, paths, titles, notes, peer names and
+messages are data, never markup or terminal control.
+
+:func:`safe` shows C0 and C1 control characters (ESC, BEL, NUL, CSI ...) and DEL as escapes
+(``\\x1b``), keeping newlines and tabs only where asked. Renderers then escape for their own
+syntax (rich: plain ``Text``; Markdown/HTML: entities; XML: ElementTree).
+"""
+
+from __future__ import annotations
+
+import re
+
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
+_CONTROL_NO_NEWLINES = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def _escape(match: re.Match[str]) -> str:
+    ch = match.group(0)
+    code = ord(ch)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def safe(text: object, *, newlines: bool = False) -> str:
+    """``text`` as a string with control characters shown escaped (``\\x1b``); newlines and tabs
+    kept only when ``newlines``."""
+    pattern = _CONTROL if newlines else _CONTROL_NO_NEWLINES
+    return pattern.sub(_escape, str(text))
