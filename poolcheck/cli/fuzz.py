@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import signal
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -40,6 +41,10 @@ from poolcheck.report import console as console_report
 
 def register(app: typer.Typer) -> None:
     app.command("fuzz")(fuzz)
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 def _split(text: str) -> list[str]:
@@ -262,6 +267,9 @@ def fuzz(
         if progress and live is None:
             err_console.print(f"[dim]{text}[/]")
 
+    # SIGTERM (a CI job cancelled, `kill PID`) ends the campaign like Ctrl-C: what was found is
+    # already saved, and the summary and reports are still written.
+    signal.signal(signal.SIGTERM, _interrupt)
     with user_errors():
         if progress and console.is_terminal:
             live = Live(Text("starting ..."), console=console, refresh_per_second=4, transient=False)

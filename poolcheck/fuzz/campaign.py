@@ -299,8 +299,23 @@ def run_campaign(
     changed = [k for k in known_checks if k.state == "changed" and k.finding is not None]
     options = replace(options, known_signatures=frozenset(known_sigs))
     phase("fuzzing")
+    saved: dict[str, Path] = {}
+
+    def save_now(f: O.Finding) -> None:
+        """Write a new divergence's case file as soon as it is final (atomically): a run that is
+        killed later keeps it."""
+        if save_dir is None or f.signature in known_sigs or f.signature in saved:
+            return
+        path = _save(f, save_dir, options, command, {})
+        if path is not None:
+            saved[f.signature] = path
+
     started = time.monotonic()
-    session = merge_results(sessions(options, on_progress))  # run_sessions, or a cluster's (fuzz/cluster.py)
+    if sessions is run_sessions:
+        results = run_sessions(options, on_progress, on_find=save_now)
+    else:  # a cluster's sessions (fuzz/cluster.py) stream and claim finds centrally
+        results = sessions(options, on_progress)
+    session = merge_results(results)
     elapsed = time.monotonic() - started
     session.progress.elapsed = elapsed
 
@@ -311,17 +326,11 @@ def run_campaign(
 
     result = new_result(command, kind="fuzz")
     result.versions.update(session.versions)
-    saved: dict[str, Path] = {}
     for sig in new:
         f = session.findings.get(sig) or next(k.finding for k in changed if k.finding and k.finding.signature == sig)
-        data = None
-        if save_dir is not None:
-            try:
-                data = finding_case(f, expected_outputs(f), command=replay, seed=options.seed,
-                                    versions={**result.versions})
-            except PoolcheckError:
-                data = None
-        path = write_finding(save_dir, data) if (save_dir is not None and data is not None) else None
+        path = saved.get(sig)
+        if path is None and save_dir is not None:
+            path = _save(f, save_dir, options, replay, {**result.versions})
         if path is not None:
             saved[sig] = path
         if path is not None:
@@ -361,6 +370,17 @@ def run_campaign(
         "replay": replay,
     }
     return Campaign(result, session, new, known_checks, saved, replay, known_errors)
+
+
+def _save(f: O.Finding, save_dir: str | Path, options: FuzzOptions, command: str,
+          versions: dict[str, str]) -> Path | None:
+    """One finding as a case file in ``save_dir`` (atomic write); None when it has no case form."""
+    try:
+        data = finding_case(f, expected_outputs(f), command=command, seed=options.seed,
+                            versions={**versions, **({f.subject: f.version} if f.version else {})})
+    except PoolcheckError:
+        return None
+    return write_finding(save_dir, data) if data is not None else None
 
 
 def _peer_ref(options: FuzzOptions, name: str) -> str:

@@ -25,6 +25,7 @@ import hashlib
 import math
 import multiprocessing
 import queue as queue_mod
+import signal
 import time
 import traceback
 from collections import Counter
@@ -200,10 +201,13 @@ class Session:
 
     def __init__(self, options: FuzzOptions, peers: Sequence[Peer], *, job: int = 0,
                  on_progress: Callable[[Progress], None] | None = None, deadline: float | None = None,
-                 max_examples: int | None = None) -> None:
+                 max_examples: int | None = None, on_find: Callable[[O.Finding], None] | None = None) -> None:
         from poolcheck.peers.isolation import call_peer_many
 
         self.options = options
+        #: Called with each new divergence as soon as it is final (shrunk, or found with
+        #: --no-shrink), so a campaign can save it before the run ends or is killed.
+        self.on_find = on_find
         self._call = call_peer_many
         self.job = job
         self.on_progress = on_progress
@@ -329,6 +333,8 @@ class Session:
             best = self.findings.get(sig)
             if best is None or f.size < best.size:
                 self.findings[sig] = f
+                if not self.options.shrink:
+                    self._found(f)
         self._report_progress()
         if new and self.options.shrink:
             f = min(new, key=lambda f: (_KIND_ORDER.get(f.kind, 9), f.signature))
@@ -412,6 +418,7 @@ class Session:
                 self.settled.add(sig)
                 if sig not in self.progress.new:
                     self.progress.new.append(sig)
+                self._found(f)
             for o in other:
                 if isinstance(o, PoolcheckError | AttributeValueError):
                     raise o from None
@@ -419,6 +426,15 @@ class Session:
                     self.warnings.append(f"hypothesis: {type(o).__name__}: {str(o).splitlines()[0][:200]}")
                     continue
                 raise o from None
+
+    def _found(self, finding: O.Finding) -> None:
+        if self.on_find is not None:
+            try:
+                self.on_find(finding)
+            except (KeyboardInterrupt, SystemExit):
+                raise
+            except Exception as exc:  # saving must never end the exploration
+                self.warnings.append(f"could not save {finding.signature}: {type(exc).__name__}: {exc}")
 
     def run(self) -> SessionResult:
         interrupted = False
@@ -460,7 +476,14 @@ def _job_main(options: FuzzOptions, job: int, deadline: float | None, max_exampl
             with contextlib.suppress(Exception):
                 out.put(("progress", job, p))
 
-        session = Session(options, peers, job=job, on_progress=send, deadline=deadline, max_examples=max_examples)
+        def found(f: O.Finding) -> None:
+            out.put(("find", job, f))
+
+        # The parent handles Ctrl-C and SIGTERM for the campaign; a worker keeps exploring until
+        # the parent stops it, so what it found has already been streamed.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        session = Session(options, peers, job=job, on_progress=send, deadline=deadline, max_examples=max_examples,
+                          on_find=found)
         result = session.run()
         out.put(("done", job, result))
     except KeyboardInterrupt:
@@ -479,13 +502,18 @@ def _split(total: int | None, jobs: int, job: int) -> int | None:
     return total // jobs + (1 if job < total % jobs else 0)
 
 
-def run_sessions(options: FuzzOptions, on_progress: Callable[[Progress], None] | None = None) -> list[SessionResult]:
-    """Run ``options.jobs`` sessions (in this process when 1) and return their results."""
+def run_sessions(options: FuzzOptions, on_progress: Callable[[Progress], None] | None = None,
+                 on_find: Callable[[O.Finding], None] | None = None) -> list[SessionResult]:
+    """Run ``options.jobs`` sessions (in this process when 1) and return their results.
+
+    ``on_find`` receives every new divergence as soon as it is final, in this process, whatever
+    the number of jobs. Ctrl-C (KeyboardInterrupt) stops the workers and returns what they had
+    streamed, marked interrupted."""
     deadline = time.time() + options.time_budget if options.time_budget else None
     if options.jobs <= 1:
         peers = resolve_peer_list(options.peers)
         session = Session(options, peers, on_progress=on_progress, deadline=deadline,
-                          max_examples=options.max_examples)
+                          max_examples=options.max_examples, on_find=on_find)
         return [session.run()]
     ctx = multiprocessing.get_context("spawn")
     out = ctx.Queue()
@@ -498,6 +526,8 @@ def run_sessions(options: FuzzOptions, on_progress: Callable[[Progress], None] |
     latest: dict[int, Progress] = {}
     results: dict[int, SessionResult] = {}
     errors: list[str] = []
+    streamed: dict[str, O.Finding] = {}
+    interrupted = False
     try:
         while len(results) + len(errors) < len(procs):
             try:
@@ -511,16 +541,28 @@ def run_sessions(options: FuzzOptions, on_progress: Callable[[Progress], None] |
                 latest[job] = payload
                 if on_progress is not None:
                     on_progress(_merged(latest.values()))
+            elif kind == "find":
+                if payload.signature not in streamed and on_find is not None:
+                    on_find(payload)
+                streamed.setdefault(payload.signature, payload)
             elif kind == "done":
                 results[job] = payload
                 latest[job] = payload.progress
             else:
                 errors.append(f"job {job}: {payload}")
+    except KeyboardInterrupt:
+        interrupted = True
     finally:
         for p in procs:
+            if interrupted and p.is_alive():
+                p.terminate()
             p.join(5.0)
             if p.is_alive():
                 p.kill()
+    if interrupted:
+        progress = _merged(p for j, p in latest.items() if j not in results)
+        partial = SessionResult(dict(streamed), set(streamed), {}, {}, progress, {}, {}, True, [], [])
+        return [*(results[j] for j in sorted(results)), partial]
     if errors and not results:
         raise PoolcheckError("fuzz workers failed:\n" + "\n".join(errors))
     merged = [results[j] for j in sorted(results)]

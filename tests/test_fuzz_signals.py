@@ -1,0 +1,60 @@
+"""A fuzz campaign keeps what it found whatever stops it (issue 8): each new divergence's case
+file is written as soon as it is shrunk, and SIGTERM or Ctrl-C (SIGINT) still write the summary
+and the reports, with one process or with --jobs 2."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+PLANTED = Path(__file__).parent / "planted_peers"
+
+
+def _start(tmp_path: Path, *extra: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "poolcheck", "fuzz", "--peers", str(PLANTED / "pads_swapped.py"), "--ops", "maxpool",
+         "--oracles", "peers", "--time-budget", "300s", "--seed", "0", "--no-progress", "--no-bundled-known",
+         "--save-cases", str(tmp_path / "finds"), "--report-dir", str(tmp_path / "report"), *extra],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=tmp_path)
+
+
+def _wait_for_a_find(proc: subprocess.Popen[str], finds: Path, limit: float = 120.0) -> list[Path]:
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        files = sorted(finds.glob("*.yaml")) if finds.exists() else []
+        if files:
+            return files
+        assert proc.poll() is None, proc.communicate()[0][-3000:]
+        time.sleep(0.2)
+    proc.kill()
+    raise AssertionError("no divergence was saved while the campaign ran")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("sig", "jobs"), [(signal.SIGTERM, "1"), (signal.SIGINT, "2"), (signal.SIGTERM, "2")])
+def test_a_stopped_campaign_keeps_its_finds_and_writes_reports(tmp_path: Path, sig: int, jobs: str) -> None:
+    proc = _start(tmp_path, "--jobs", jobs)
+    try:
+        saved_while_running = _wait_for_a_find(proc, tmp_path / "finds")
+        time.sleep(1.0)
+        proc.send_signal(sig)
+        out, _ = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode in (1, 130), out[-3000:]
+    assert "Traceback" not in out
+    # the case file written before the signal is still there and still valid
+    for f in saved_while_running:
+        assert f.exists()
+        assert "poolcheck.case/1" in f.read_text()
+    data = json.loads((tmp_path / "report" / "result.json").read_text())
+    assert data["interrupted"] is True
+    assert data["extra"]["fuzz"]["new"], "the interrupted result lists the divergences found"
+    assert not list(tmp_path.glob(".hypothesis")) and not (tmp_path / "fuzz-cases").exists()
