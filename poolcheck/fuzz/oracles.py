@@ -309,8 +309,12 @@ def _explicit_padding(case: FuzzCase, engine: ModuleType, engine_name: str, base
         fill = float("-inf") if x.dtype.kind == "f" else int(np.iinfo(x.dtype).min)
     else:
         fill = 0
-    widths = [(0, 0), (0, 0)] + [(a.pad_begin, a.pad_end) for a in geom.axes]
+    # Positive pads are added by hand; a negative pad (ONNX SAME past the dilated kernel) crops.
+    widths = [(0, 0), (0, 0)] + [(max(0, a.pad_begin), max(0, a.pad_end)) for a in geom.axes]
     xp = np.pad(x, widths, mode="constant", constant_values=fill)
+    crop = (slice(None), slice(None)) + tuple(
+        slice(max(0, -a.pad_begin), xp.shape[2 + i] - max(0, -a.pad_end)) for i, a in enumerate(geom.axes))
+    xp = xp[crop]
     n = spec.spatial_rank
     plain = spec.replace(pads_begin=(0,) * n, pads_end=(0,) * n, auto_pad="explicit")
     try:
