@@ -300,7 +300,9 @@ def fuzz(
     console.print(summary(campaign))
     for case in campaign.result.cases:
         if "new" in case.tags:
-            console.print(console_report.case_detail(case))
+            console.print(console_report.case_detail(case, with_replay=False))
+            if case.replay:  # outside the panel, never wrapped: it pastes as one command
+                console.print(Text(f"replay: {case.replay}", style="dim"), soft_wrap=True)
     for k in campaign.known_checks:
         if k.state in ("fixed", "changed"):
             style = "bold green" if k.state == "fixed" else "bold red"

@@ -391,7 +391,8 @@ def _peer_ref(options: FuzzOptions, name: str) -> str:
         if isinstance(p, str):
             try:
                 if resolve_peer_list([p])[0].name == name:
-                    return p
+                    # a plugin file by absolute path: the replay works from any folder
+                    return str(Path(p).resolve()) if p.endswith(".py") and Path(p).is_file() else p
             except PoolcheckError:
                 continue
         elif getattr(p, "name", None) == name:
