@@ -304,11 +304,14 @@ def encode_indices(canon: np.ndarray, shape: tuple[int, ...], order: str, modulu
             sizes = tuple(s + b + e for s, b, e in zip(spatial, pads[0], pads[1]))
         sp = np.ravel_multi_index(tuple(coords), sizes, order=order)  # type: ignore[call-overload]
     full = nc * math.prod(sizes) + sp
+    whole = math.prod(shape)
     if pads is not None:
         # the same scope (whole tensor, or from ``axis`` on) measured in the padded shape
         first = next((i for i in range(len(shape)) if math.prod(shape[i:]) == modulus), 0)
         modulus = math.prod((*shape[:2], *sizes)[first:])
-    return np.where(valid, full % modulus, canon)
+        whole = math.prod((*shape[:2], *sizes))
+    # a whole-tensor index is not wrapped (an empty window's index may lie past the input)
+    return np.where(valid, full % modulus if modulus != whole else full, canon)
 
 
 @dataclass(frozen=True)
@@ -784,13 +787,27 @@ def _combinations(engine: ModuleType, spec: PoolSpec, x: np.ndarray,
             start = replay(engine, spec, x, base, values, indices)
             if start is None:
                 continue
-            useful = []
+            useful, alone = [], {}
+            rest = []
             for v in POLICY_VARIANTS:
                 if not _policy_applies(v, spec, xc, p.geom):
                     continue
                 r = replay(engine, spec, x, [*base, v.key], values, indices)
                 if r is not None and (r.value_ok & ~start.value_ok).any():
                     useful.append(v)
+                    alone[v.key] = r
+                else:
+                    rest.append(v)
+            # a variant that matters only together with another (NaN for an empty average only once
+            # the divisor ignores padding) is kept if it changes what that other one reproduces
+            for v in rest:
+                for u in list(useful):
+                    if u.group == v.group or u.key not in alone:
+                        continue
+                    r = replay(engine, spec, x, [*base, u.key, v.key], values, indices)
+                    if r is not None and (r.value_ok & ~alone[u.key].value_ok).any():
+                        useful.append(v)
+                        break
             useful.sort(key=lambda v: -prefer.get(v.key, 0))
             for depth in range(2, MAX_DEPTH + 1):
                 for combo in itertools.combinations(useful, depth):
@@ -1218,18 +1235,29 @@ def settle(engine: ModuleType, spec: PoolSpec, x: np.ndarray, keys: list[str], v
         trial = [k for k in kept if k != key]
         if _covers(replay(engine, spec, x, trial, values, indices), full):
             kept = trial
-    attribution = []
+    # the elements each variant is needed for; an element several are needed for goes to the most
+    # specific one (the variant needed for the fewest elements), so the counts add up
+    lost: list[tuple[str, np.ndarray, np.ndarray]] = []
     for key in kept:
         without = replay(engine, spec, x, [k for k in kept if k != key], values, indices)
         if without is None or without.value_ok.shape != full.value_ok.shape:
-            n_values = int(full.value_ok.sum())
-            n_indices = 0 if full.index_ok is None else int((full.index_ok & full.value_ok).sum())
+            lost_v = full.value_ok.copy()
+            lost_i = np.zeros_like(lost_v) if full.index_ok is None else full.index_ok & ~lost_v
         else:
-            n_values = int((full.value_ok & ~without.value_ok).sum())
-            n_indices = 0
+            lost_v = full.value_ok & ~without.value_ok
+            lost_i = np.zeros_like(lost_v)
             if full.index_ok is not None and without.index_ok is not None:
-                n_indices = int((full.index_ok & ~without.index_ok & without.value_ok).sum())
-        attribution.append((key, n_values, n_indices))
+                lost_i = full.index_ok & ~without.index_ok & without.value_ok
+        lost.append((key, lost_v, lost_i))
+    sizes = {key: int(v.sum() + i.sum()) for key, v, i in lost}
+    attribution = []
+    for key, lost_v, lost_i in lost:
+        mine_v, mine_i = lost_v.copy(), lost_i.copy()
+        for other, ov, oi in lost:
+            if other != key and (sizes[other], kept.index(other)) < (sizes[key], kept.index(key)):
+                mine_v &= ~ov
+                mine_i &= ~oi
+        attribution.append((key, int(mine_v.sum()), int(mine_i.sum())))
     return kept, full, attribution
 
 

@@ -1,0 +1,241 @@
+"""The diagnosis names only what a replay reproduces, says which variant explains which elements,
+and weighs every class.
+
+Planted peers here are slow loops written from the behaviour they model (not poolcheck's engine
+under a policy), so a diagnosis that names a variant must have found the same behaviour.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from poolcheck.engines import get_engine
+from poolcheck.fuzz import diagnosis as D
+from poolcheck.fuzz.diagnosis import diagnose_output, diagnose_rejection, replay, severity_of
+from poolcheck.report.model import Severity
+from poolcheck.spec import attributes as A
+from poolcheck.spec.shape import resolve
+
+ENGINE = get_engine("auto")
+FMAX = float(np.finfo(np.float32).max)
+
+
+def taps(o: int, stride: int, pad_begin: int, kernel: int, dilation: int = 1) -> list[int]:
+    return [o * stride - pad_begin + j * dilation for j in range(kernel)]
+
+
+# --------------------------------------------------------------------------- planted combinations
+
+
+def avg_padded_divisor_nan_empty(x: np.ndarray, kernel: int, stride: int, pb: int, pe: int, out: int,
+                                 count_padding: bool = True) -> np.ndarray:
+    """An average that divides by the taps inside the padded input (padding counted) or by the
+    input elements only, and gives NaN for a window holding no input element."""
+    size = x.shape[-1]
+    res = np.zeros((1, 1, out), dtype=x.dtype)
+    for o in range(out):
+        t = taps(o, stride, pb, kernel)
+        inside = [i for i in t if 0 <= i < size]
+        padded = [i for i in t if -pb <= i < size + pe]
+        div = len(padded) if count_padding else len(inside)
+        res[0, 0, o] = np.nan if not inside else sum(float(x[0, 0, i]) for i in inside) / div
+    return res
+
+
+def test_divisor_and_empty_window_are_both_named_with_their_elements() -> None:
+    spec = A.openvino_avg_pool([3], [2], [3], [2], exclude_pad=False, rounding_type="floor")
+    x = np.arange(1, 8, dtype=np.float32).reshape(1, 1, 7)
+    out = resolve(spec, x.shape).output_shape[-1]
+    peer = avg_padded_divisor_nan_empty(x, 3, 2, 3, 2, out, count_padding=False)
+    d = diagnose_output(ENGINE, spec, x, peer, None)
+    assert d.explained, d
+    assert set(d.atoms) == {"divisor=valid", "empty_avg=nan"}
+    # independent counts: windows without an input element; windows whose padded count differs
+    empty = sum(1 for o in range(out) if not [i for i in taps(o, 2, 3, 3) if 0 <= i < 7])
+    padded = sum(1 for o in range(out) if (lambda t: [i for i in t if 0 <= i < 7]
+                                           and len([i for i in t if -3 <= i < 9]) != len([i for i in t if 0 <= i < 7])
+                                           )(taps(o, 2, 3, 3)))
+    assert dict((k, nv) for k, nv, _ni in d.attribution) == {"empty_avg=nan": empty, "divisor=valid": padded}
+    assert f"values at {empty} position" in d.text and f"values at {padded} position" in d.text
+    assert d.severity is Severity.VIOLATION  # padding not counted although exclude_pad is false
+
+
+def max_nan_ignored_empty_lowest(x: np.ndarray, kernel: int, stride: int, pb: int, out: int
+                                 ) -> tuple[np.ndarray, np.ndarray]:
+    """Max where numbers win over NaN and a window wholly in padding gives -FLT_MAX (index -1)."""
+    size = x.shape[-1]
+    vals = np.zeros((1, 1, out), dtype=np.float32)
+    idx = np.full((1, 1, out), -1, dtype=np.int64)
+    for o in range(out):
+        inside = [i for i in taps(o, stride, pb, kernel) if 0 <= i < size]
+        nums = [i for i in inside if not math.isnan(x[0, 0, i])]
+        if not inside:
+            vals[0, 0, o] = -FMAX
+        elif not nums:
+            vals[0, 0, o], idx[0, 0, o] = np.nan, inside[0]
+        else:
+            best = max(nums, key=lambda i: (x[0, 0, i], -i))
+            vals[0, 0, o], idx[0, 0, o] = x[0, 0, best], best
+    return vals, idx
+
+
+def test_nan_and_empty_window_combination_attributed() -> None:
+    spec = A.openvino_max_pool([2], [2], [2], [0])
+    x = np.asarray([1, np.nan, np.nan, 4, 5, np.nan], dtype=np.float32).reshape(1, 1, 6)
+    out = resolve(spec, x.shape).output_shape[-1]
+    vals, idx = max_nan_ignored_empty_lowest(x, 2, 2, 2, out)
+    d = diagnose_output(ENGINE, spec, x, vals, idx)
+    assert d.explained and set(d.atoms) == {"nan=ignore", "empty_max=lowest"}
+    by_key = {k: (nv, ni) for k, nv, ni in d.attribution}
+    assert by_key["empty_max=lowest"] == (1, 0)  # window 0: taps -2, -1
+    mixed = sum(1 for o in range(out) if (lambda v: any(np.isnan(v)) and not all(np.isnan(v)))(
+        [x[0, 0, i] for i in taps(o, 2, 2, 2) if 0 <= i < 6]))
+    assert mixed == 3 and by_key["nan=ignore"][0] == mixed  # (1, nan), (nan, 4), (5, nan)
+    assert d.severity is Severity.UNSPECIFIED
+    # the bounded combination search finds the same pair on its own
+    placement = D.Placement(resolve(spec, x.shape))
+    found = D._combinations(ENGINE, spec, x, [(None, placement)], [None], vals, idx, {}, float("inf"))
+    assert found is not None and set(found.atoms) == {"nan=ignore", "empty_max=lowest"}
+
+
+# --------------------------------------------------------------------------- torch's empty-window index
+
+
+def torch_like_max(x: np.ndarray, kernel: int, stride: int, pad: int, dilation: int, out: int
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """PyTorch's CPU max_pool1d loop: the scan starts at the first tap >= 0 (moved up by whole
+    dilations), its index is the start even when no tap lies in the input."""
+    size = x.shape[-1]
+    vals = np.zeros((1, 1, out), dtype=x.dtype)
+    idx = np.zeros((1, 1, out), dtype=np.int64)
+    for o in range(out):
+        start = o * stride - pad
+        end = min(start + (kernel - 1) * dilation + 1, size)
+        while start < 0:
+            start += dilation
+        best, where = -np.inf, start
+        for h in range(start, end, dilation):
+            if x[0, 0, h] > best or math.isnan(x[0, 0, h]):
+                best, where = x[0, 0, h], h
+        vals[0, 0, o], idx[0, 0, o] = best, where
+    return vals, idx
+
+
+def test_torch_dilated_empty_window_is_its_index_rule_not_dilations_ignored() -> None:
+    spec = A.openvino_max_pool([2], [1], [2], [2], dilations=[3])
+    x = np.asarray([5.0, 7.0], dtype=np.float32).reshape(1, 1, 2)
+    out = resolve(spec, x.shape).output_shape[-1]
+    vals, idx = torch_like_max(x, 2, 1, 2, 3, out)
+    d = diagnose_output(ENGINE, spec, x, vals, idx)
+    assert d.klass == "empty_index=first-tap", d
+    assert "dilations" not in d.klass
+    assert d.severity is Severity.UNSPECIFIED
+    rep = replay(ENGINE, spec, x, ["dilations:ignored"], vals, idx)
+    assert rep is None or not rep.exact  # the old name does not reproduce torch
+
+
+def test_real_torch_empty_dilated_window() -> None:
+    torch = pytest.importorskip("torch")
+    spec = A.openvino_max_pool([2], [1], [1], [1], dilations=[2])  # one window: taps -1 and 1, no element
+    x = np.asarray([5.0], dtype=np.float32).reshape(1, 1, 1)
+    vals, idx = torch.nn.functional.max_pool1d(torch.from_numpy(x), 2, 1, 1, 2, return_indices=True)
+    assert idx.item() == 1  # the measured behaviour this class names
+    d = diagnose_output(ENGINE, spec, x, vals.numpy(), idx.numpy().astype(np.int64))
+    assert d.klass == "empty_index=first-tap", d
+
+
+def test_torch_last_nan_index() -> None:
+    spec = A.openvino_max_pool([3], [3])
+    x = np.asarray([np.nan, 1, np.nan, 2, 3, 4], dtype=np.float32).reshape(1, 1, 6)
+    vals, idx = torch_like_max(x, 3, 3, 0, 1, 2)
+    d = diagnose_output(ENGINE, spec, x, vals, idx)
+    assert d.klass == "nan=last-index" and d.explained
+    assert d.attribution == (("nan=last-index", 0, 1),)
+
+
+# --------------------------------------------------------------------------- verification
+
+
+def test_partial_explanation_names_only_what_replays() -> None:
+    spec = A.openvino_avg_pool([3], [2], [2], [2], exclude_pad=True)
+    x = np.arange(1, 8, dtype=np.float32).reshape(1, 1, 7)
+    out = resolve(spec, x.shape).output_shape[-1]
+    peer = avg_padded_divisor_nan_empty(x, 3, 2, 2, 2, out)
+    peer[0, 0, 2] += 100.0  # a window inside the input: nothing explains this
+    d = diagnose_output(ENGINE, spec, x, peer, None)
+    assert not d.explained
+    assert "divisor=padded" in d.atoms
+    assert "unexplained values (window inside the input)" in d.atoms
+    assert d.severity is Severity.VIOLATION
+
+
+def test_a_wrong_name_from_the_search_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The search claiming a full explanation that does not replay: the class is unexplained."""
+    spec = A.openvino_avg_pool([3], [2], [2], [2], exclude_pad=True)
+    x = np.arange(1, 8, dtype=np.float32).reshape(1, 1, 7)
+    out = resolve(spec, x.shape).output_shape[-1]
+    peer = avg_padded_divisor_nan_empty(x, 3, 2, 2, 2, out)
+    real = D._explain_on
+
+    def wrong(*args, **kwargs):  # type: ignore[no-untyped-def]
+        ex = real(*args, **kwargs)
+        ex.keys[:] = ["empty_avg=nan"]  # changes nothing here: cannot reproduce the peer
+        ex.value_mask = np.zeros_like(ex.value_mask)
+        return ex
+
+    monkeypatch.setattr(D, "_explain_on", wrong)
+    monkeypatch.setattr(D, "POLICY_VARIANTS", ())  # no combination search to fall back on either
+    d = diagnose_output(ENGINE, spec, x, peer, None)
+    assert not d.explained
+    assert "empty_avg=nan" not in d.atoms
+    assert any(a.startswith("unexplained values") for a in d.atoms)
+
+
+def test_unexplained_empty_window_value() -> None:
+    spec = A.openvino_max_pool([2], [2], [2], [0])
+    x = np.asarray([1, 2, 3, 4], dtype=np.float32).reshape(1, 1, 4)
+    ref = replay(ENGINE, spec, x, [], np.zeros((1, 1, 3), np.float32), None)
+    assert ref is not None
+    peer = ref.values.copy()
+    peer[0, 0, 0] = 42.0  # no rule gives 42 for a window wholly in padding
+    d = diagnose_output(ENGINE, spec, x, peer, None)
+    assert d.atoms == ("unexplained values (window wholly in padding)",)
+    assert not d.explained
+
+
+# --------------------------------------------------------------------------- severity
+
+
+def every_key() -> set[str]:
+    keys = {gv.key for gv in D.GEOMETRY_VARIANTS} | {v.key for v in D.POLICY_VARIANTS}
+    keys |= {v.key for v in D.INDEX_VARIANTS} | {k for k, _ in D.EMPTY_INDEX_VARIANTS}
+    return keys | {f"precision:{t}" for t in set(D.NARROWER.values())}
+
+
+def test_every_named_variant_has_a_severity_and_violations_quote_the_spec() -> None:
+    table = {r.key for r in D.SEVERITY_RULES}
+    assert every_key() <= table
+    for rule in D.SEVERITY_RULES:
+        if rule.severity is Severity.VIOLATION:
+            assert rule.quote and rule.why, rule.key
+        else:
+            assert rule.why, rule.key
+
+
+def test_severity_depends_on_the_attributes_it_contradicts() -> None:
+    excl = A.openvino_avg_pool([2], [2], [1], [1], exclude_pad=True)
+    incl = A.openvino_avg_pool([2], [2], [1], [1], exclude_pad=False)
+    assert severity_of(["divisor=full"], excl) is Severity.VIOLATION
+    assert severity_of(["divisor=full"], incl) is Severity.UNSPECIFIED
+    assert severity_of(["avg=input-type-sum", "divisor=full"], excl) is Severity.VIOLATION
+    assert severity_of(["nan=ignore"], excl) is Severity.UNSPECIFIED
+
+
+def test_rejection_is_a_limitation() -> None:
+    spec = A.onnx_max_pool([2], [1], [2, 2])
+    x = np.zeros((1, 1, 4), dtype=np.float32)
+    d = diagnose_rejection(spec, x, "Pad should be smaller than kernel")
+    assert d.klass == "rejects: pads >= kernel" and d.severity is Severity.LIMITATION
