@@ -239,3 +239,13 @@ def test_rejection_is_a_limitation() -> None:
     x = np.zeros((1, 1, 4), dtype=np.float32)
     d = diagnose_rejection(spec, x, "Pad should be smaller than kernel")
     assert d.klass == "rejects: pads >= kernel" and d.severity is Severity.LIMITATION
+
+
+def test_onnxruntime_same_undilated_kernel_with_negative_end_pad() -> None:
+    """Measured (ONNX Runtime 1.32, fuzz find): SAME_UPPER, kernel 2, stride 4, dilation 2 on size 3:
+    the undilated-kernel pad total is -1, which cuts the last input element from the window."""
+    spec = A.onnx_average_pool([2], [4], None, [2], 0, 1, "SAME_UPPER")
+    x = np.arange(1, 13, dtype=np.float32).reshape(2, 2, 3)
+    peer = np.asarray([[[1.0], [4.0]], [[7.0], [10.0]]], dtype=np.float32)
+    d = diagnose_output(ENGINE, spec, x, peer, None)
+    assert d.klass == "same:undilated-kernel-cropped" and d.severity is Severity.VIOLATION

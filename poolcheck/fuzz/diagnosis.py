@@ -203,6 +203,11 @@ GEOMETRY_VARIANTS: tuple[GeometryVariant, ...] = (
                     lambda s: _is_same(s) and any(st > (k - 1) * d + 1
                                                   for st, k, d in zip(s.strides, s.kernel, s.dilations)),
                     _legacy_same(dilated=True)),
+    GeometryVariant("same:undilated-kernel-cropped",
+                    "SAME pads computed from the undilated kernel, not clamped at 0, and a negative end pad cuts "
+                    "the input short (the average's windows and divisor end there)",
+                    lambda s: _is_same(s) and s.op == "avg" and any(d > 1 for d in s.dilations),
+                    _legacy_same(dilated=False, crop_tail=True)),
     GeometryVariant("same:negative-pads-cropped",
                     "SAME pads not clamped at 0: the windows start inside the input and a negative end pad "
                     "cuts the input short",
@@ -1057,6 +1062,7 @@ SEVERITY_RULES: tuple[SeverityRule, ...] = (
                  "and says only that an uneven division is rounded with rounding_type"),
     SeverityRule("same:swapped", _V, _OV_MAXPOOL, _Q_SAME_SPLIT),
     SeverityRule("same:undilated-kernel", _V, _ONNX_AVG, _Q_SAME_PADS),
+    SeverityRule("same:undilated-kernel-cropped", _V, _ONNX_AVG, _Q_SAME_PADS),
     SeverityRule("same:negative-pads", _U, "whether a negative SAME pad total (stride larger than the dilated "
                  "kernel) is applied or clamped at 0 (the ONNX formula as written goes negative; OpenVINO's page "
                  "gives no pad formula)"),
