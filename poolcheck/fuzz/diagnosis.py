@@ -780,7 +780,7 @@ def _combinations(engine: ModuleType, spec: PoolSpec, x: np.ndarray,
                   candidates: list[tuple[GeometryVariant | None, Placement | None]], reps: list[np.dtype | None],
                   values: np.ndarray, indices: np.ndarray | None, prefer: Mapping[str, int],
                   deadline: float) -> Diagnosis | None:
-    """Combinations of up to :data:`MAX_DEPTH` policy variants (one per group) on every placement
+    """Combinations of 1 to :data:`MAX_DEPTH` policy variants (one per group) on every placement
     and computation type, fewest variants first; each variant must change the reference
     somewhere the peer differs (pruning), and the indices are then explained greedily. The first
     combination whose replay reproduces the peer wins."""
@@ -814,7 +814,7 @@ def _combinations(engine: ModuleType, spec: PoolSpec, x: np.ndarray,
                         useful.append(v)
                         break
             useful.sort(key=lambda v: -prefer.get(v.key, 0))
-            for depth in range(2, MAX_DEPTH + 1):
+            for depth in range(1, MAX_DEPTH + 1):
                 for combo in itertools.combinations(useful, depth):
                     if time.monotonic() > deadline:
                         return None
