@@ -468,8 +468,18 @@ def _run(engine: ModuleType, spec: PoolSpec, x: np.ndarray, geom: Geometry, poli
         out = run_reference(engine, x, geom, spec.op, exclude_pad=spec.exclude_pad, layout=layout, policy=policy)
     if out.values.dtype != dtype:
         with np.errstate(all="ignore"):
-            out = Outputs(out.values.astype(dtype), out.indices)
+            values = out.values.astype(dtype)
+        if x.dtype == np.float32 and dtype == np.float64:  # a float32 stand-in: the result converted back
+            values = _saturate(values)
+        out = Outputs(values, out.indices)
     return out
+
+
+def _saturate(values: np.ndarray) -> np.ndarray:
+    """float64 values as a float32 computation hands them back through a saturating conversion
+    (OpenVINO, measured: an average overflowing to inf in float32 comes back as FLT_MAX)."""
+    fmax = float(np.finfo(np.float32).max)
+    return np.where(np.isnan(values), values, np.clip(values, -fmax, fmax))
 
 
 #: Computation types a runtime may silently use instead of the input's (OpenVINO's CPU plugin,
@@ -477,7 +487,8 @@ def _run(engine: ModuleType, spec: PoolSpec, x: np.ndarray, geom: Geometry, poli
 NARROWER: dict[str, str] = {"float16": "float32", "float64": "float32", "int16": "int32", "uint16": "int32",
                             "uint32": "int32", "int64": "int32", "uint64": "int32"}
 PRECISION_TEXT = {
-    "float32": "computed in float32 (float64 saturated to the float32 range, float16 widened)",
+    "float32": "computed in float32 (float64 saturated to the float32 range on the way in and out, float16 "
+               "widened)",
     "int32": "computed in int32 (the integers converted to 32 bits with wrap-around, and back)",
 }
 
@@ -618,14 +629,15 @@ def _explain_indices(spec: PoolSpec, x: np.ndarray, geom: Geometry, ref: Outputs
     # coordinates -1 on every axis flattened (ONNX Runtime), or the first tap at or after
     # coordinate 0 on every axis flattened (PyTorch).
     if (canon < 0).any():
-        for key, text in EMPTY_INDEX_VARIANTS:
+        fills = []
+        for rank, (key, text) in enumerate(EMPTY_INDEX_VARIANTS):
             trial = np.where(canon < 0, empty_index_fill(key, canon.shape, shape, geom, crop), canon)
             after = differs(trial, order, modulus, None)
             if not (after & ~bad0).any() and (bad0 & ~after).any():
-                canon = trial
-                chosen.append((key, text))
-                bad0 = after
-                break
+                fills.append((int(after.sum()), rank, key, text, trial, after))
+        if fills:  # the rule that reproduces the most indices (two may agree on a few windows)
+            _n, _rank, key, text, canon, bad0 = min(fills, key=lambda t: t[:2])
+            chosen.append((key, text))
     if bad0.any():
         layout_order, layout_mod, layout_pads = order, modulus, None
         for group in ("index_scope", "index_order", "index_coords"):
@@ -780,7 +792,7 @@ def _combinations(engine: ModuleType, spec: PoolSpec, x: np.ndarray,
                   candidates: list[tuple[GeometryVariant | None, Placement | None]], reps: list[np.dtype | None],
                   values: np.ndarray, indices: np.ndarray | None, prefer: Mapping[str, int],
                   deadline: float) -> Diagnosis | None:
-    """Combinations of 1 to :data:`MAX_DEPTH` policy variants (one per group) on every placement
+    """Combinations of 0 to :data:`MAX_DEPTH` policy variants (one per group) on every placement
     and computation type, fewest variants first; each variant must change the reference
     somewhere the peer differs (pruning), and the indices are then explained greedily. The first
     combination whose replay reproduces the peer wins."""
@@ -814,7 +826,7 @@ def _combinations(engine: ModuleType, spec: PoolSpec, x: np.ndarray,
                         useful.append(v)
                         break
             useful.sort(key=lambda v: -prefer.get(v.key, 0))
-            for depth in range(1, MAX_DEPTH + 1):
+            for depth in range(0, MAX_DEPTH + 1):
                 for combo in itertools.combinations(useful, depth):
                     if time.monotonic() > deadline:
                         return None
