@@ -249,3 +249,63 @@ def test_onnxruntime_same_undilated_kernel_with_negative_end_pad() -> None:
     peer = np.asarray([[[1.0], [4.0]], [[7.0], [10.0]]], dtype=np.float32)
     d = diagnose_output(ENGINE, spec, x, peer, None)
     assert d.klass == "same:undilated-kernel-cropped" and d.severity is Severity.VIOLATION
+
+
+# --------------------------------------------------------------------------- measured peer behaviours
+
+
+def test_openvino_float64_average_in_float32_saturates_both_ways() -> None:
+    """Measured (OpenVINO 2026.4, fuzz find): float64 converted to float32 with saturation (inf and
+    DBL_MAX become FLT_MAX), summed in float32, and an overflowing result handed back as FLT_MAX.
+    It used to be misnamed 'pads:swapped' / 'pads:begin-both-ends' plus unexplained values."""
+    spec = A.onnx_average_pool([1, 1, 3], [1, 2, 1], None, None, 0, 1, "VALID")
+    x = np.arange(1, 21, dtype=np.float64).reshape(1, 1, 4, 1, 5)
+    x[0, 0, 3, 0, 1], x[0, 0, 3, 0, 2] = np.inf, np.finfo(np.float64).max
+    peer = np.asarray([[[[[2.0, 3.0, 4.0]], [[7.0, 8.0, 9.0]], [[12.0, 13.0, 14.0]],
+                         [[FMAX, FMAX, 1.1342744887950962e+38]]]]])
+    d = diagnose_output(ENGINE, spec, x, peer, None)
+    assert set(d.atoms) == {"precision:float32", "avg=input-type-sum"} and d.explained
+    assert not any(a.startswith("pads") for a in d.atoms)
+    assert d.severity is Severity.UNSPECIFIED
+
+
+def test_onnxruntime_empty_window_is_lowest_and_minus_one_per_axis_not_the_seeded_scan() -> None:
+    """Measured (ONNX Runtime 1.31): -FLT_MAX and the index of coordinate -1 on every axis; the
+    seeded scan (index 0 of the plane) agrees on a few positions only and is not named."""
+    spec = A.openvino_max_pool([1, 1, 2], [1, 1, 4], dilations=[1, 1, 2], rounding_type="ceil_torch",
+                               auto_pad="same_lower", axis=1, index_element_type="i32")
+    x = np.arange(1, 10, dtype=np.float32).reshape(3, 3, 1, 1, 1)
+    vals = np.full((3, 3, 1, 1, 1), -FMAX, dtype=np.float32)
+    idx = np.asarray([[-3, -2, -1], [0, 1, 2], [0, 1, 2]], dtype=np.int32).reshape(3, 3, 1, 1, 1)
+    d = diagnose_output(ENGINE, spec, x, vals, idx)
+    assert set(d.atoms) == {"empty_max=lowest", "empty_index=-1-per-axis"}, d
+
+
+def test_torch_first_tap_index_wraps_with_axis() -> None:
+    """PyTorch's first-tap index of an empty window, taken modulo the ``axis`` scope: index 0 of
+    the plane and -1 per axis each reproduce some positions; the rule reproducing all is named."""
+    spec = A.openvino_max_pool([2], [1], [1], [1], dilations=[2], axis=1)
+    x = np.asarray([1.0, 2.0, 3.0, 4.0], dtype=np.float32).reshape(2, 2, 1)
+    plane_vals, plane_idx = torch_like_max(x[:1, :1], 2, 1, 1, 2, 1)  # taps -1 and 1: no element
+    assert plane_idx[0, 0, 0] == 1 and plane_vals[0, 0, 0] == -np.inf
+    vals = np.full((2, 2, 1), -np.inf, dtype=np.float32)
+    idx = (np.arange(4).reshape(2, 2, 1) + 1) % 2  # plane * W + 1, whole-tensor, modulo C * W (axis 1)
+    d = diagnose_output(ENGINE, spec, x, vals, idx)
+    assert d.atoms == ("empty_index=first-tap",), d
+
+
+def test_onnx_reference_negative_same_pad_split_by_floor_division() -> None:
+    """Measured (onnx.reference 1.23): SAME_UPPER, kernel 1, stride 2 on size 2 has pad total -1;
+    Python's ``-1 // 2 == -1`` starts the window at element 1 (C division: element 0)."""
+    spec = A.openvino_max_pool([1], [2], auto_pad="same_upper")
+    x = np.asarray([1.0, 2.0], dtype=np.float32).reshape(1, 1, 2)
+    d = diagnose_output(ENGINE, spec, x, np.asarray([[[2.0]]], np.float32), np.asarray([[[1]]]))
+    assert d.atoms == ("same:negative-pads-floor-split",), d
+    assert d.severity is Severity.UNSPECIFIED
+
+
+def test_onnx_reference_empty_window_nan() -> None:
+    spec = A.openvino_max_pool([1], [2], [0], [2])
+    x = np.asarray([1.0], dtype=np.float32).reshape(1, 1, 1)
+    d = diagnose_output(ENGINE, spec, x, np.asarray([[[1.0, np.nan]]], np.float32), np.asarray([[[0, -1]]]))
+    assert d.atoms == ("empty_max=nan",) and d.attribution == (("empty_max=nan", 1, 0),)

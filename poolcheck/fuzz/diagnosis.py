@@ -99,7 +99,8 @@ def _c_div(a: int, b: int) -> int:
     return q if (a >= 0) == (b > 0) else -q
 
 
-def _legacy_same(dilated: bool, crop_tail: bool = False) -> Callable[[PoolSpec, tuple[int, ...]], Placement]:
+def _legacy_same(dilated: bool, crop_tail: bool = False,
+                 floor_split: bool = False) -> Callable[[PoolSpec, tuple[int, ...]], Placement]:
     """SAME pads as legacy implementations compute them: ``pad_needed = (ceil(size / stride) - 1)
     * stride + kernel - size`` with the undilated ``kernel`` (or the dilated one), NOT clamped at
     zero (a stride larger than the kernel gives a negative pad: windows start inside the input),
@@ -118,7 +119,8 @@ def _legacy_same(dilated: bool, crop_tail: bool = False) -> Callable[[PoolSpec, 
             k_eff = (k - 1) * d + 1 if dilated else k
             target = (size + s - 1) // s
             need = (target - 1) * s + k_eff - size
-            head = _c_div(need + 1, 2) if spec.auto_pad == "same_lower" else _c_div(need, 2)
+            div = (lambda a, b: a // b) if floor_split else _c_div  # Python floors, C truncates
+            head = div(need + 1, 2) if spec.auto_pad == "same_lower" else div(need, 2)
             tail = need - head
             span = size + need - d * (k - 1) - 1
             # integer division (C) without ceil_mode; a float ceil with it (ONNX Runtime 1.31)
@@ -208,6 +210,12 @@ GEOMETRY_VARIANTS: tuple[GeometryVariant, ...] = (
                     "the input short (the average's windows and divisor end there)",
                     lambda s: _is_same(s) and s.op == "avg" and any(d > 1 for d in s.dilations),
                     _legacy_same(dilated=False, crop_tail=True)),
+    GeometryVariant("same:negative-pads-floor-split",
+                    "SAME pads not clamped at 0, a negative odd total halved rounding down (Python '//'): the "
+                    "windows start one element later than with C division",
+                    lambda s: _is_same(s) and any(st > (k - 1) * d + 1
+                                                  for st, k, d in zip(s.strides, s.kernel, s.dilations)),
+                    _legacy_same(dilated=True, floor_split=True)),
     GeometryVariant("same:negative-pads-cropped",
                     "SAME pads not clamped at 0: the windows start inside the input and a negative end pad "
                     "cuts the input short",
@@ -255,6 +263,8 @@ POLICY_VARIANTS: tuple[PolicyVariant, ...] = (
     PolicyVariant("empty_max=lowest", "empty_max", "a window wholly in padding gives the lowest finite value",
                   {"empty_max": "lowest"}),
     PolicyVariant("empty_max=zero", "empty_max", "a window wholly in padding gives 0", {"empty_max": "zero"}),
+    PolicyVariant("empty_max=nan", "empty_max", "a window wholly in padding gives NaN (padding read as NaN)",
+                  {"empty_max": "nan"}),
     PolicyVariant("divisor=padded", "divisor", "divisor = the window clipped to the padded input (padding counted)",
                   {"divisor": "padded"}),
     PolicyVariant("divisor=full", "divisor", "divisor = the full kernel size", {"divisor": "full"}),
@@ -279,7 +289,8 @@ def _policy_applies(v: PolicyVariant, spec: PoolSpec, x: np.ndarray, geom: Geome
     if v.group == "empty_max":
         if spec.op != "max" or w.empty_windows(geom) is None:
             return False
-        return not (v.key == "empty_max=lowest" and x.dtype.kind != "f")  # -inf is "lowest" for integers
+        # -inf is "lowest" for integers, which have no NaN
+        return x.dtype.kind == "f" or v.key not in ("empty_max=lowest", "empty_max=nan")
     if v.group == "divisor":
         own = "valid" if spec.exclude_pad else "padded"
         return spec.op == "avg" and v.change["divisor"] != own
@@ -430,6 +441,13 @@ def _run(engine: ModuleType, spec: PoolSpec, x: np.ndarray, geom: Geometry, poli
     if 0 in geom.output_shape:  # an empty output: nothing to compute
         empty = np.zeros(geom.output_shape, dtype=dtype)
         return Outputs(empty, np.zeros(geom.output_shape, dtype=np.int64) if spec.op == "max" else None)
+    if policy.empty_max == "nan":  # diagnosis-only: an empty max window is NaN (padding read as NaN)
+        out = _run(engine, spec, x, geom, policy.replace(empty_max="-inf"), out_dtype)
+        empty = w.empty_windows(geom)
+        if empty is None or spec.op != "max" or out.values.dtype.kind != "f":
+            return out
+        return Outputs(np.where(np.broadcast_to(empty, out.values.shape), np.nan, out.values).astype(
+            out.values.dtype), out.indices)
     if policy.nan == "sum-in-input-type" and spec.op == "avg":
         out = Outputs(_avg_in_input_type(x, geom, spec.exclude_pad, policy.replace(nan="propagate")))
     elif policy.nan == "seeded" and spec.op == "max":
@@ -1078,6 +1096,8 @@ SEVERITY_RULES: tuple[SeverityRule, ...] = (
     SeverityRule("same:negative-pads", _U, "whether a negative SAME pad total (stride larger than the dilated "
                  "kernel) is applied or clamped at 0 (the ONNX formula as written goes negative; OpenVINO's page "
                  "gives no pad formula)"),
+    SeverityRule("same:negative-pads-floor-split", _U, "how a negative odd SAME pad total is split between the "
+                 "two ends (the spec's rule for the odd element speaks of adding padding)"),
     SeverityRule("same:negative-pads-cropped", _U, "as same:negative-pads; a negative end pad also shortens the "
                  "windows (and the divisor)"),
     SeverityRule("pads:swapped", _V, _OV_MAXPOOL, _Q_PADS_BEGIN),
@@ -1095,6 +1115,7 @@ SEVERITY_RULES: tuple[SeverityRule, ...] = (
     SeverityRule("max=seeded-scan", _U, "NaN handling and the value/index of a window wholly in padding"),
     SeverityRule("empty_max=lowest", _U, "the value of a max window wholly in padding"),
     SeverityRule("empty_max=zero", _U, "the value of a max window wholly in padding"),
+    SeverityRule("empty_max=nan", _U, "the value of a max window wholly in padding"),
     SeverityRule("divisor=padded", _V, _ONNX_AVG, _Q_DIVISOR, _excl),
     SeverityRule("divisor=full", _V, _ONNX_AVG, _Q_DIVISOR, _excl),
     SeverityRule("divisor=full", _U, "whether taps past the padded input (ceil rounding) count in the divisor "
