@@ -14,11 +14,19 @@ Where implementations part ways the specs are silent or misread; each such point
 
 For a differing output the reference is re-run under the variants and, per output element,
 the variants that turn the reference's element into the peer's (without breaking an element
-they agreed on) are collected; a greedy cover picks at most one variant per group and the
-combination is verified by one more run. Rejections are matched against named conditions
-(pads >= kernel, exclude_pad with pads >= kernel, ...). The result is a stable *class* (used to
-deduplicate divergences) and a sentence ("NaN ignored; a window wholly in padding gives the
-lowest finite value").
+they agreed on) are collected; a greedy cover picks at most one variant per group. When that
+leaves elements unexplained, combinations of up to :data:`MAX_DEPTH` policy variants are tried
+on every placement and computation type (variants that change nothing the peer differs on are
+pruned; :data:`DIAGNOSIS_SECONDS` bounds the search).
+
+A name is given only if :func:`replay` -- the reference re-run under exactly the named variants
+-- reproduces the peer (max exactly, averages within the comparison's tolerance); variants the
+replay does not need are dropped, and each remaining one is credited with the elements that stop
+agreeing without it ("values at 12 positions: divisor ...; values at 3 positions: ..."). What no
+verified combination reproduces is ``unexplained values/indices (<kind of window>)``: a wrong
+name is worse than none. Rejections are matched against named conditions (pads >= kernel,
+exclude_pad with pads >= kernel, ...). Every class carries a :class:`Severity` from
+:data:`SEVERITY_RULES`, which quotes the spec sentence each ``violation`` contradicts.
 """
 
 from __future__ import annotations
