@@ -309,3 +309,20 @@ def test_onnx_reference_empty_window_nan() -> None:
     x = np.asarray([1.0], dtype=np.float32).reshape(1, 1, 1)
     d = diagnose_output(ENGINE, spec, x, np.asarray([[[1.0, np.nan]]], np.float32), np.asarray([[[0, -1]]]))
     assert d.atoms == ("empty_max=nan",) and d.attribution == (("empty_max=nan", 1, 0),)
+
+
+def test_openvino_average_past_the_input_under_same_ceil() -> None:
+    """Measured (OpenVINO 2026.4): SAME with ceil rounding adds windows past the input; one whose
+    unclipped size is 0 on an axis gives NaN (0/0), one whose size is negative gives -0."""
+    spec = A.openvino_avg_pool([1, 1], [2, 3], rounding_type="ceil", auto_pad="same_upper")
+    x = np.arange(1, 11, dtype=np.float32).reshape(1, 1, 2, 5)
+    peer = np.asarray([[[[1.0, 4.0, -0.0], [np.nan, np.nan, np.nan]]]], dtype=np.float32)
+    d = diagnose_output(ENGINE, spec, x, peer, None)
+    assert set(d.atoms) == {"same:rounding-applied", "empty_avg=signed-divisor"}, d
+    assert dict((k, nv) for k, nv, _ni in d.attribution)["empty_avg=signed-divisor"] == 3
+
+
+def test_rejection_messages_differing_only_in_a_shape_are_one_class() -> None:
+    a = D.normalise_message("RuntimeError: output shape cannot be null or negative, out_shape=(1, -2), x")
+    b = D.normalise_message("RuntimeError: output shape cannot be null or negative, out_shape=[3], x")
+    assert a == b and "#" in a

@@ -279,6 +279,10 @@ POLICY_VARIANTS: tuple[PolicyVariant, ...] = (
     PolicyVariant("divisor=valid", "divisor", "divisor = the input elements only (padding not counted)",
                   {"divisor": "valid"}),
     PolicyVariant("empty_avg=nan", "empty_avg", "an average over no element is NaN", {"empty_avg": "nan"}),
+    PolicyVariant("empty_avg=signed-divisor", "empty_avg",
+                  "a window past the padded input divides 0 by its unclipped size: NaN where an axis has no tap "
+                  "left (0/0), -0 where the size is negative",
+                  {"empty_avg": "signed-divisor"}),
     PolicyVariant("avg=input-type-sum", "accumulate",
                   "the average's sum accumulated in the input type (it overflows where float64 does not)",
                   {"nan": "sum-in-input-type"}),
@@ -456,6 +460,12 @@ def _run(engine: ModuleType, spec: PoolSpec, x: np.ndarray, geom: Geometry, poli
             return out
         return Outputs(np.where(np.broadcast_to(empty, out.values.shape), np.nan, out.values).astype(
             out.values.dtype), out.indices)
+    if policy.empty_avg == "signed-divisor":  # diagnosis-only: see _signed_divisor_empty
+        out = _run(engine, spec, x, geom, policy.replace(empty_avg="zero"), out_dtype)
+        if spec.op != "avg" or out.values.dtype.kind != "f":
+            return out
+        return Outputs(np.where(_signed_divisor_empty(geom, out.values.shape), np.nan, out.values).astype(
+            out.values.dtype))
     if policy.nan == "sum-in-input-type" and spec.op == "avg":
         out = Outputs(_avg_in_input_type(x, geom, spec.exclude_pad, policy.replace(nan="propagate")))
     elif policy.nan == "seeded" and spec.op == "max":
@@ -499,6 +509,22 @@ def _run(engine: ModuleType, spec: PoolSpec, x: np.ndarray, geom: Geometry, poli
             values = _saturate(values)
         out = Outputs(values, out.indices)
     return out
+
+
+def _signed_divisor_empty(geom: Geometry, shape: tuple[int, ...]) -> np.ndarray:
+    """Windows holding no input element whose per-axis size ``min(start + span, size + pad_end) -
+    start`` is 0 on some axis (so 0 / 0 = NaN when the sizes are multiplied unclipped; a negative
+    size gives -0). OpenVINO's average under SAME with ceil rounding, measured."""
+    n = len(geom.axes)
+    zero = np.zeros((1, 1) + (1,) * n, dtype=bool)
+    for i, a in enumerate(geom.axes):
+        start = np.arange(a.out, dtype=np.int64) * a.stride - a.pad_begin
+        size = np.minimum(start + (a.kernel - 1) * a.dilation + 1, a.size + a.pad_end) - start
+        zero = zero | w.broadcast_axis(size == 0, i, n)
+    empty = w.empty_windows(geom)
+    if empty is None:
+        return np.zeros(shape, dtype=bool)
+    return np.broadcast_to(empty & zero, shape)
 
 
 def _saturate(values: np.ndarray) -> np.ndarray:
@@ -998,6 +1024,8 @@ def normalise_message(message: str, limit: int = 80) -> str:
     """A message with numbers and paths blanked, so one cause gives one class."""
     text = re.sub(r"0x[0-9a-fA-F]+", "#", message)
     text = re.sub(r"\d+", "#", text)
+    # a tuple or list of numbers (a shape) is one blank, however many axes or signs it has
+    text = re.sub(r"[\(\[][-#,\s]*[\)\]]", "#", text)
     text = re.sub(r"\s+", " ", text).strip()
     return text[:limit]
 
@@ -1130,6 +1158,7 @@ SEVERITY_RULES: tuple[SeverityRule, ...] = (
                  "when padding is counted"),
     SeverityRule("divisor=valid", _V, _ONNX_AVG, _Q_DIVISOR, _incl),
     SeverityRule("empty_avg=nan", _U, "the average of a window holding no element"),
+    SeverityRule("empty_avg=signed-divisor", _U, "the average of a window holding no element"),
     SeverityRule("avg=input-type-sum", _U, "the accumulation type of the average"),
     # computation type: a max that is not one of the input's values contradicts "choosing the largest value"
     SeverityRule("precision:float32", _V, _OV_MAXPOOL, _Q_MAX, _maxop),
