@@ -167,8 +167,10 @@ def test_partial_explanation_names_only_what_replays() -> None:
     peer[0, 0, 2] += 100.0  # a window inside the input: nothing explains this
     d = diagnose_output(ENGINE, spec, x, peer, None)
     assert not d.explained
-    assert "divisor=padded" in d.atoms
+    assert "divisor=padded" not in d.atoms  # a partial match names nothing ...
     assert "unexplained values (window inside the input)" in d.atoms
+    assert "closest" in d.text and "divisor" in d.text  # ... it is only a lead in the text
+    assert ("divisor=padded", 2, 0) in d.attribution
     assert d.severity is Severity.VIOLATION
 
 

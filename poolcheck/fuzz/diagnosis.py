@@ -904,37 +904,39 @@ def _combinations(engine: ModuleType, spec: PoolSpec, x: np.ndarray,
 
 def _partial(engine: ModuleType, spec: PoolSpec, x: np.ndarray, best: _Explained, values: np.ndarray,
              indices: np.ndarray | None) -> Diagnosis:
-    """What the best partial explanation accounts for, each variant verified by replay (kept only
-    if dropping it loses elements), and the rest ``unexplained`` by the kind of window."""
-    kept, rep, attribution = settle(engine, spec, x, list(best.keys), values, indices)
-    if rep is None:  # the partial explanation does not replay: name nothing
-        kept, attribution = [], []
-        rep = replay(engine, spec, x, [], values, indices)
-    attribution = [a for a in attribution if a[1] or a[2]]
-    kept = [k for k in kept if any(a[0] == k for a in attribution)]
-    value_mask = ~rep.value_ok if rep is not None else best.value_mask
-    index_mask = None
-    if rep is not None and rep.index_ok is not None:
-        index_mask = ~rep.index_ok
-    ex = _Explained(kept, [variant_text(k) for k in kept], value_mask, index_mask, x=rep.x if rep else best.x,
-                    geom=rep.geom if rep else best.geom)
+    """No verified combination reproduces the peer: the class names no variant (a partial match
+    may be a coincidence, and a wrong name is worse than none), only ``unexplained values/indices``
+    kept apart by the kind of window the differing elements lie in. The closest partial match,
+    verified element by element, is mentioned in the text as a lead."""
+    _kept, rep, attribution = settle(engine, spec, x, list(best.keys), values, indices)
+    attribution = [a for a in attribution if a[1] or a[2]] if rep is not None else []
+    raw = replay(engine, spec, x, [], values, indices)
+    # the elements the closest match leaves over (its per-element agreement is verified; only its
+    # name is withheld), else every differing element of the spec's own windows
+    where = rep if rep is not None and attribution else raw if raw is not None else rep
+    if where is not None:
+        value_mask = ~where.value_ok
+        index_mask = None if where.index_ok is None else ~where.index_ok
+        ex = _Explained([], [], value_mask, index_mask, x=where.x, geom=where.geom)
+    else:
+        ex = _Explained([], [], best.value_mask, best.index_mask, x=best.x, geom=best.geom)
     rest = []
     if ex.remaining_values:
         rest.append("values")
     if ex.remaining_indices:
         rest.append("indices")
     unexplained = f"unexplained {'+'.join(rest) or 'output'}"
-    texts = {k: variant_text(k) for k in kept}
-    named = attribution_text(attribution, texts)
-    text = "; ".join([*([named] if named else []),
-                      f"{unexplained} ({ex.remaining} element(s) no known variant reproduces)"])
+    text = f"{unexplained} ({ex.remaining} element(s) that no verified combination of known variants reproduces)"
+    if attribution:
+        text += "; closest, not a full explanation: " + attribution_text(
+            attribution, {k: variant_text(k) for k, _v, _i in attribution})
     # what stays unexplained is kept apart by the kind of window it happens in, so one class does
     # not hide the others
-    atoms = [*kept]
+    atoms = []
     for what, mask in (("values", ex.value_mask), ("indices", ex.index_mask)):
         if mask is not None and mask.any():
             atoms.append(f"unexplained {what} ({_window_kind(spec, ex, mask)})")
-    return Diagnosis("+".join([*kept, unexplained]), text, False, tuple(kept), ambiguous=True, atoms=tuple(atoms),
+    return Diagnosis(unexplained, text, False, (), ambiguous=True, atoms=tuple(atoms) or (unexplained,),
                      severity=UNEXPLAINED_SEVERITY, attribution=tuple(attribution))
 
 
