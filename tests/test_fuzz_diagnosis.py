@@ -328,3 +328,14 @@ def test_rejection_messages_differing_only_in_a_shape_are_one_class() -> None:
     a = D.normalise_message("RuntimeError: output shape cannot be null or negative, out_shape=(1, -2), x")
     b = D.normalise_message("RuntimeError: output shape cannot be null or negative, out_shape=[3], x")
     assert a == b and "#" in a
+
+
+def test_onnxruntime_empty_window_index_in_column_major() -> None:
+    """Measured (ONNX Runtime 1.32): with storage_order=1 the coordinates -1 are flattened column-major
+    (d + D * h + D * H * w = -1 - 2 - 2 on a 2x1x1 plane)."""
+    spec = A.onnx_max_pool([1, 1, 2], [1, 1, 1], [0, 0, 1, 0, 0, 1], [1, 1, 2], storage_order=1)
+    x = np.asarray([1.0, 2.0], dtype=np.float32).reshape(1, 1, 2, 1, 1)
+    vals = np.full((1, 1, 2, 1, 1), -FMAX, dtype=np.float32)
+    idx = np.full((1, 1, 2, 1, 1), -5, dtype=np.int64)
+    d = diagnose_output(ENGINE, spec, x, vals, idx)
+    assert set(d.atoms) == {"empty_max=lowest", "empty_index=-1-per-axis"}, d

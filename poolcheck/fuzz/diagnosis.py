@@ -387,26 +387,43 @@ EMPTY_INDEX_VARIANTS: tuple[tuple[str, str], ...] = (
 
 
 def empty_index_fill(key: str, out_shape: tuple[int, ...], shape: tuple[int, ...], geom: Geometry,
-                     crop: tuple[tuple[int, int], ...] | None = None) -> np.ndarray:
-    """Whole-tensor row-major index an empty-window rule reports at every output position
-    (used only where the reference has no element). ``first-tap`` is PyTorch's scan start:
-    ``start = o * stride - pad_begin``, moved up by whole dilations while negative, then
-    flattened without a bounds check."""
+                     crop: tuple[tuple[int, int], ...] | None = None, order: str = "C") -> np.ndarray:
+    """Whole-tensor index an empty-window rule reports at every output position, flattened in
+    ``order`` (used only where the reference has no element): per-axis coordinates, flattened
+    without a bounds check. ``-1-per-axis`` is ONNX Runtime's (coordinate -1 on every axis);
+    ``first-tap`` is PyTorch's scan start ``o * stride - pad_begin``, moved up by whole dilations
+    while negative."""
     start = _plane_start(out_shape, shape)
     spatial = shape[2:]
     if key == "empty_index=0":
         return start
+    n = len(spatial)
+    strides = [math.prod(spatial[i + 1:]) if order == "C" else math.prod(spatial[:i]) for i in range(n)]
     if key == "empty_index=-1-per-axis":
-        return start - sum(math.prod(spatial[i + 1:]) for i in range(len(spatial)))
-    n = len(geom.axes)
+        return start - sum(strides)
     total = np.zeros((1, 1) + (1,) * n, dtype=np.int64)
     for i, a in enumerate(geom.axes):
         first = np.arange(a.out, dtype=np.int64) * a.stride - a.pad_begin
         first = np.where(first < 0, first + (-first + a.dilation - 1) // a.dilation * a.dilation, first)
         if crop is not None:
             first = first + crop[i][0]
-        total = total + w.broadcast_axis(first * math.prod(spatial[i + 1:]), i, n)
+        total = total + w.broadcast_axis(first * strides[i], i, n)
     return start + total
+
+
+def encode_with_fill(canon: np.ndarray, shape: tuple[int, ...], order: str, modulus: int,
+                     pads: tuple[tuple[int, ...], tuple[int, ...]] | None, fill: str | None, geom: Geometry,
+                     crop: tuple[tuple[int, int], ...] | None = None) -> np.ndarray:
+    """:func:`encode_indices`, with the windows holding no element (``canon < 0``) reporting what
+    the empty-window rule ``fill`` gives, in the same ``order`` and ``modulus`` (a negative index
+    is not wrapped)."""
+    encoded = encode_indices(canon, shape, order, modulus, pads)
+    if fill is None or not (canon < 0).any():
+        return encoded
+    f = np.broadcast_to(empty_index_fill(fill, canon.shape, shape, geom, crop, order), canon.shape)
+    if modulus != math.prod(shape):
+        f = np.where(f >= 0, f % modulus, f)
+    return np.where(canon < 0, f, encoded)
 
 
 # --------------------------------------------------------------------------- diagnosis of outputs
@@ -670,8 +687,11 @@ def _explain_indices(spec: PoolSpec, x: np.ndarray, geom: Geometry, ref: Outputs
     order, modulus = _spec_order_modulus(spec, shape)
     where = close_values(ref.values, values, None)
 
-    def differs(canon_: np.ndarray, order_: str, modulus_: int, pads: tuple | None) -> np.ndarray:
-        return (encode_indices(canon_, shape, order_, modulus_, pads) != peer) & where
+    fill: str | None = None
+
+    def differs(canon_: np.ndarray, order_: str, modulus_: int, pads: tuple | None,
+                fill_: str | None = None) -> np.ndarray:
+        return (encode_with_fill(canon_, shape, order_, modulus_, pads, fill_, geom, crop) != peer) & where
 
     bad0 = differs(canon, order, modulus, None)
     if not bad0.any():
@@ -683,13 +703,12 @@ def _explain_indices(spec: PoolSpec, x: np.ndarray, geom: Geometry, ref: Outputs
     if (canon < 0).any():
         fills = []
         for rank, (key, text) in enumerate(EMPTY_INDEX_VARIANTS):
-            trial = np.where(canon < 0, empty_index_fill(key, canon.shape, shape, geom, crop), canon)
-            after = differs(trial, order, modulus, None)
+            after = differs(canon, order, modulus, None, key)
             if not (after & ~bad0).any() and (bad0 & ~after).any():
-                fills.append((int(after.sum()), rank, key, text, trial, after))
+                fills.append((int(after.sum()), rank, key, text, after))
         if fills:  # the rule that reproduces the most indices (two may agree on a few windows)
-            _n, _rank, key, text, canon, bad0 = min(fills, key=lambda t: t[:2])
-            chosen.append((key, text))
+            _n, _rank, fill, text, bad0 = min(fills, key=lambda t: t[:2])
+            chosen.append((fill, text))
     if bad0.any():
         layout_order, layout_mod, layout_pads = order, modulus, None
         for group in ("index_scope", "index_order", "index_coords"):
@@ -700,7 +719,7 @@ def _explain_indices(spec: PoolSpec, x: np.ndarray, geom: Geometry, ref: Outputs
                 trial = (o if group == "index_order" else layout_order,
                          m if group == "index_scope" else layout_mod,
                          p if group == "index_coords" else layout_pads)
-                bad = differs(canon, *trial)
+                bad = differs(canon, *trial, fill)
                 if int(bad.sum()) < int(bad0.sum()) and not (bad & ~bad0).any():
                     layout_order, layout_mod, layout_pads = trial
                     chosen.append((v.key, v.text))
@@ -1271,9 +1290,10 @@ def replay(engine: ModuleType, spec: PoolSpec, x: np.ndarray, keys: tuple[str, .
     canon = _uncrop_indices(ref.indices.astype(np.int64), tuple(xc.shape), shape, placement.crop)
     order, modulus = _spec_order_modulus(spec, shape)
     pads = None
+    fill = None
     for key in index_keys:
         if key in _EMPTY_INDEX_KEYS:
-            canon = np.where(canon < 0, empty_index_fill(key, canon.shape, shape, geom, placement.crop), canon)
+            fill = key
             continue
         v = _INDEX_BY_KEY[key]
         o, m, p = v.layout(spec, shape, geom)
@@ -1283,7 +1303,7 @@ def replay(engine: ModuleType, spec: PoolSpec, x: np.ndarray, keys: tuple[str, .
             modulus = m
         else:
             pads = p
-    encoded = encode_indices(canon, shape, order, modulus, pads)
+    encoded = encode_with_fill(canon, shape, order, modulus, pads, fill, geom, placement.crop)
     where = close_values(ref.values, values, None)
     index_ok = (encoded == np.asarray(indices).astype(np.int64)) | ~where
     return Replay(ref.values, encoded, value_ok, index_ok, xc, geom)
