@@ -339,3 +339,15 @@ def test_onnxruntime_empty_window_index_in_column_major() -> None:
     idx = np.full((1, 1, 2, 1, 1), -5, dtype=np.int64)
     d = diagnose_output(ENGINE, spec, x, vals, idx)
     assert set(d.atoms) == {"empty_max=lowest", "empty_index=-1-per-axis"}, d
+
+
+def test_index_only_tie_goes_to_an_index_rule_and_then_to_history() -> None:
+    """Torch on int8 with axis = the last axis: every empty-window rule gives index 0 (1 % 1). The
+    values agree, so the seeded scan (a value policy) is not named; the history breaks the tie."""
+    spec = A.openvino_max_pool([1, 2], [1, 4], [0, 1], [0, 1], dilations=[1, 2], axis=3)
+    x = np.arange(1, 13, dtype=np.int8).reshape(1, 3, 4, 1)
+    vals = np.full((1, 3, 4, 1), -128, dtype=np.int8)
+    idx = np.zeros((1, 3, 4, 1), dtype=np.int64)
+    assert diagnose_output(ENGINE, spec, x, vals, idx).atoms == ("empty_index=0",)
+    seen = diagnose_output(ENGINE, spec, x, vals, idx, {"empty_index=first-tap": 3})
+    assert seen.atoms == ("empty_index=first-tap",)

@@ -664,7 +664,9 @@ def _explain_values(engine: ModuleType, spec: PoolSpec, x: np.ndarray, geom: Geo
         chosen.append(v)
         remaining &= ~f
     if not chosen:  # the values agree already: a variant may still account for the indices
-        better = [(sc, -i, v) for i, (v, _f, sc) in enumerate(candidates) if sc > base_score]
+        # (not the seeded scan: where values agree its index effect is empty_index=0's, an index rule)
+        better = [(sc, -i, v) for i, (v, _f, sc) in enumerate(candidates)
+                  if sc > base_score and v.key != "max=seeded-scan"]
         if better:
             chosen.append(max(better, key=lambda t: t[:2])[2])
     policy = SPEC
@@ -677,7 +679,7 @@ def _explain_values(engine: ModuleType, spec: PoolSpec, x: np.ndarray, geom: Geo
 
 def _explain_indices(spec: PoolSpec, x: np.ndarray, geom: Geometry, ref: Outputs, values: np.ndarray,
                      indices: np.ndarray, crop: tuple[tuple[int, int], ...] | None = None,
-                     ) -> tuple[list[tuple[str, str]], np.ndarray]:
+                     prefer: Mapping[str, int] | None = None) -> tuple[list[tuple[str, str]], np.ndarray]:
     """Index variants (at most one per group) that reproduce the peer's indices where the
     values agree."""
     shape = tuple(x.shape)
@@ -705,9 +707,10 @@ def _explain_indices(spec: PoolSpec, x: np.ndarray, geom: Geometry, ref: Outputs
         for rank, (key, text) in enumerate(EMPTY_INDEX_VARIANTS):
             after = differs(canon, order, modulus, None, key)
             if not (after & ~bad0).any() and (bad0 & ~after).any():
-                fills.append((int(after.sum()), rank, key, text, after))
-        if fills:  # the rule that reproduces the most indices (two may agree on a few windows)
-            _n, _rank, fill, text, bad0 = min(fills, key=lambda t: t[:2])
+                fills.append((int(after.sum()), -(prefer or {}).get(key, 0), rank, key, text, after))
+        if fills:  # the rule that reproduces the most indices (two may agree on a few windows), then
+            # the one this peer showed before
+            _n, _p, _rank, fill, text, bad0 = min(fills, key=lambda t: t[:3])
             chosen.append((fill, text))
     if bad0.any():
         layout_order, layout_mod, layout_pads = order, modulus, None
@@ -751,7 +754,7 @@ def _explain_on(engine: ModuleType, spec: PoolSpec, x: np.ndarray, placement: Pl
         assert ref.indices is not None
         ref = Outputs(ref.values, _uncrop_indices(ref.indices.astype(np.int64), tuple(xc.shape), tuple(x.shape),
                                                   placement.crop))
-        idx_chosen, index_mask = _explain_indices(spec, x, geom, ref, values, indices, placement.crop)
+        idx_chosen, index_mask = _explain_indices(spec, x, geom, ref, values, indices, placement.crop, prefer)
         keys += [k for k, _ in idx_chosen]
         texts += [t for _, t in idx_chosen]
     return _Explained(keys, texts, value_mask, index_mask, ambiguous, xc, geom)
@@ -913,7 +916,7 @@ def _combinations(engine: ModuleType, spec: PoolSpec, x: np.ndarray,
                         assert ref.indices is not None and indices is not None
                         ref = Outputs(ref.values, _uncrop_indices(ref.indices.astype(np.int64), tuple(r.x.shape),
                                                                   tuple(x.shape), p.crop))
-                        idx, _mask = _explain_indices(spec, x, p.geom, ref, values, indices, p.crop)
+                        idx, _mask = _explain_indices(spec, x, p.geom, ref, values, indices, p.crop, prefer)
                         keys += [k for k, _t in idx]
                     found = _verified(engine, spec, x, keys, values, indices)
                     if found is not None:
