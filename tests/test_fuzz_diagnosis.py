@@ -351,3 +351,17 @@ def test_index_only_tie_goes_to_an_index_rule_and_then_to_history() -> None:
     assert diagnose_output(ENGINE, spec, x, vals, idx).atoms == ("empty_index=0",)
     seen = diagnose_output(ENGINE, spec, x, vals, idx, {"empty_index=first-tap": 3})
     assert seen.atoms == ("empty_index=first-tap",)
+
+
+def test_average_leaving_nan_out_like_padding() -> None:
+    """onnx.reference pads with NaN and drops every NaN before averaging (onnx/onnx#1384): with
+    count_include_pad=0 a real NaN is neither summed nor counted."""
+    spec = A.openvino_avg_pool([3], [3], [1], [1], exclude_pad=True)
+    x = np.asarray([1.0, np.nan, 4.0, 6.0, 8.0], dtype=np.float32).reshape(1, 1, 5)
+    out = resolve(spec, x.shape).output_shape[-1]
+    peer = np.zeros((1, 1, out), dtype=np.float32)
+    for o in range(out):
+        vals = [float(x[0, 0, i]) for i in taps(o, 3, 1, 3) if 0 <= i < 5 and not np.isnan(x[0, 0, i])]
+        peer[0, 0, o] = sum(vals) / len(vals) if vals else np.nan
+    d = diagnose_output(ENGINE, spec, x, peer, None)
+    assert d.atoms == ("avg=nan-skipped",) and d.severity is Severity.UNSPECIFIED

@@ -283,6 +283,9 @@ POLICY_VARIANTS: tuple[PolicyVariant, ...] = (
                   "a window past the padded input divides 0 by its unclipped size: NaN where an axis has no tap "
                   "left (0/0), -0 where the size is negative",
                   {"empty_avg": "signed-divisor"}),
+    PolicyVariant("avg=nan-skipped", "avg_nan",
+                  "NaN elements left out of the average like padding (neither summed nor counted)",
+                  {"nan": "avg-skip"}),
     PolicyVariant("avg=input-type-sum", "accumulate",
                   "the average's sum accumulated in the input type (it overflows where float64 does not)",
                   {"nan": "sum-in-input-type"}),
@@ -308,6 +311,8 @@ def _policy_applies(v: PolicyVariant, spec: PoolSpec, x: np.ndarray, geom: Geome
         return spec.op == "avg" and v.change["divisor"] != own
     if v.group == "empty_avg":
         return spec.op == "avg" and w.empty_windows(geom) is not None
+    if v.group == "avg_nan":
+        return spec.op == "avg" and spec.exclude_pad and x.dtype.kind == "f" and bool(np.isnan(x).any())
     if v.group == "accumulate":
         return spec.op == "avg" and x.dtype in (np.float16, np.float32)
     return False
@@ -483,7 +488,15 @@ def _run(engine: ModuleType, spec: PoolSpec, x: np.ndarray, geom: Geometry, poli
             return out
         return Outputs(np.where(_signed_divisor_empty(geom, out.values.shape), np.nan, out.values).astype(
             out.values.dtype))
-    if policy.nan == "sum-in-input-type" and spec.op == "avg":
+    if policy.nan == "avg-skip" and spec.op == "avg":  # diagnosis-only: NaN neither summed nor counted
+        nan = np.isnan(x) if x.dtype.kind == "f" else np.zeros(x.shape, dtype=bool)
+        full = Policy(divisor="full")
+        total = run_reference(engine, np.where(nan, 0, x).astype(np.float64), geom, "avg", policy=full).values
+        count = run_reference(engine, (~nan).astype(np.float64), geom, "avg", policy=full).values
+        with np.errstate(all="ignore"):
+            mean = np.where(count > 0, total / np.where(count > 0, count, 1), np.nan)
+        out = Outputs(mean.astype(x.dtype))
+    elif policy.nan == "sum-in-input-type" and spec.op == "avg":
         out = Outputs(_avg_in_input_type(x, geom, spec.exclude_pad, policy.replace(nan="propagate")))
     elif policy.nan == "seeded" and spec.op == "max":
         low = np.asarray(_lowest(x.dtype), dtype=x.dtype)
@@ -1184,6 +1197,7 @@ SEVERITY_RULES: tuple[SeverityRule, ...] = (
     SeverityRule("empty_avg=nan", _U, "the average of a window holding no element"),
     SeverityRule("empty_avg=signed-divisor", _U, "the average of a window holding no element"),
     SeverityRule("avg=input-type-sum", _U, "the accumulation type of the average"),
+    SeverityRule("avg=nan-skipped", _U, "NaN handling in average pooling"),
     # computation type: a max that is not one of the input's values contradicts "choosing the largest value"
     SeverityRule("precision:float32", _V, _OV_MAXPOOL, _Q_MAX, _maxop),
     SeverityRule("precision:int32", _V, _OV_MAXPOOL, _Q_MAX, _maxop),
