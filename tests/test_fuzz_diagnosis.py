@@ -365,3 +365,30 @@ def test_average_leaving_nan_out_like_padding() -> None:
         peer[0, 0, o] = sum(vals) / len(vals) if vals else np.nan
     d = diagnose_output(ENGINE, spec, x, peer, None)
     assert d.atoms == ("avg=nan-skipped",) and d.severity is Severity.UNSPECIFIED
+
+
+def test_each_focused_behaviour_keeps_its_own_severity() -> None:
+    from poolcheck.fuzz import oracles as O
+    from poolcheck.fuzz.strategies import FuzzCase
+    from poolcheck.peers.base import PeerOutput, PeerResult
+
+    spec = A.openvino_max_pool([2], [2], [2], [0])
+    x = np.asarray([1, np.nan, np.nan, 4, 5, np.nan], dtype=np.float32).reshape(1, 1, 6)
+    out = resolve(spec, x.shape).output_shape[-1]
+    vals, idx = max_nan_ignored_empty_lowest(x, 2, 2, 2, out)
+    case = FuzzCase("MaxPool-14", {}, spec, x, {})
+    base, geom = O.reference(ENGINE, case)
+    f = O.check_peer(case, "planted", PeerResult("ok", PeerOutput(vals, idx)), ENGINE, base, geom)
+    assert f is not None and f.severity is Severity.UNSPECIFIED
+    assert {c.atom: c.severity for c in f.focused()} == {"nan=ignore": Severity.UNSPECIFIED,
+                                                          "empty_max=lowest": Severity.UNSPECIFIED}
+    excl = A.openvino_avg_pool([3], [2], [3], [2], exclude_pad=False)
+    x2 = np.arange(1, 8, dtype=np.float32).reshape(1, 1, 7)
+    n2 = resolve(excl, x2.shape).output_shape[-1]
+    peer = avg_padded_divisor_nan_empty(x2, 3, 2, 3, 2, n2, count_padding=False)
+    case2 = FuzzCase("AvgPool-14", {}, excl, x2, {})
+    base2, geom2 = O.reference(ENGINE, case2)
+    f2 = O.check_peer(case2, "planted", PeerResult("ok", PeerOutput(peer, None)), ENGINE, base2, geom2)
+    assert f2 is not None and f2.severity is Severity.VIOLATION
+    assert {c.atom: c.severity for c in f2.focused()} == {"divisor=valid": Severity.VIOLATION,
+                                                           "empty_avg=nan": Severity.UNSPECIFIED}

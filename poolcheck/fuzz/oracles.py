@@ -36,7 +36,7 @@ from poolcheck.fuzz.compare import (
     mismatch,
     run_reference,
 )
-from poolcheck.fuzz.diagnosis import STATUS_SEVERITY, Diagnosis, diagnose_output, diagnose_rejection
+from poolcheck.fuzz.diagnosis import STATUS_SEVERITY, Diagnosis, diagnose_output, diagnose_rejection, severity_of
 from poolcheck.fuzz.strategies import FuzzCase
 from poolcheck.peers.base import PeerResult
 from poolcheck.report.model import Severity
@@ -77,7 +77,10 @@ class Finding:
         """One copy per behaviour named by the diagnosis: an example where a peer both ignores NaN
         and gives -FLT_MAX for an empty window evidences two divergences, each deduplicated and
         shrunk on its own."""
-        return [dataclasses.replace(self, atom=a) for a in (self.atoms or (self.klass,))]
+        def weight(atom: str) -> Severity | None:  # each behaviour keeps its own severity
+            return severity_of((atom,), self.case.spec) if self.status == "ok" and self.severity else self.severity
+
+        return [dataclasses.replace(self, atom=a, severity=weight(a)) for a in (self.atoms or (self.klass,))]
 
     @property
     def size(self) -> tuple[int, int]:
