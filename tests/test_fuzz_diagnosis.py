@@ -392,3 +392,14 @@ def test_each_focused_behaviour_keeps_its_own_severity() -> None:
     assert f2 is not None and f2.severity is Severity.VIOLATION
     assert {c.atom: c.severity for c in f2.focused()} == {"divisor=valid": Severity.VIOLATION,
                                                            "empty_avg=nan": Severity.UNSPECIFIED}
+
+
+def test_torch_first_tap_index_goes_through_the_storage_order_conversion() -> None:
+    """PyTorch's row-major first-tap index (h=0, w=1 -> 1 on a 3x1 plane) is converted to
+    storage_order=1 like any index (read as element (1, 0): column-major 1)."""
+    spec = A.onnx_max_pool([2, 2], [2, 4], [0, 1, 0, 1], [1, 2], storage_order=1)
+    x = np.arange(1, 7, dtype=np.float32).reshape(2, 1, 3, 1)
+    vals = np.full((2, 1, 1, 1), -np.inf, dtype=np.float32)
+    idx = np.asarray([1, 4]).reshape(2, 1, 1, 1)  # measured with torch 2.13 through poolcheck's adapter
+    d = diagnose_output(ENGINE, spec, x, vals, idx)
+    assert d.atoms == ("empty_index=first-tap",), d

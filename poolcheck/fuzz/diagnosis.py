@@ -425,6 +425,12 @@ def encode_with_fill(canon: np.ndarray, shape: tuple[int, ...], order: str, modu
     encoded = encode_indices(canon, shape, order, modulus, pads)
     if fill is None or not (canon < 0).any():
         return encoded
+    if fill == "empty_index=first-tap":
+        # PyTorch flattens row-major per plane; that number then goes through the same layout
+        # conversion as any index (storage order, axis)
+        f = np.broadcast_to(empty_index_fill(fill, canon.shape, shape, geom, crop, "C"), canon.shape)
+        return np.where(canon < 0, encode_indices(f, shape, order, modulus, pads), encoded)
+    # ONNX Runtime flattens the coordinates -1 in its own storage order
     f = np.broadcast_to(empty_index_fill(fill, canon.shape, shape, geom, crop, order), canon.shape)
     if modulus != math.prod(shape):
         f = np.where(f >= 0, f % modulus, f)
