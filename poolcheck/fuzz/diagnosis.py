@@ -14,11 +14,19 @@ Where implementations part ways the specs are silent or misread; each such point
 
 For a differing output the reference is re-run under the variants and, per output element,
 the variants that turn the reference's element into the peer's (without breaking an element
-they agreed on) are collected; a greedy cover picks at most one variant per group and the
-combination is verified by one more run. Rejections are matched against named conditions
-(pads >= kernel, exclude_pad with pads >= kernel, ...). The result is a stable *class* (used to
-deduplicate divergences) and a sentence ("NaN ignored; a window wholly in padding gives the
-lowest finite value").
+they agreed on) are collected; a greedy cover picks at most one variant per group. When that
+leaves elements unexplained, combinations of up to :data:`MAX_DEPTH` policy variants are tried
+on every placement and computation type (variants that change nothing the peer differs on are
+pruned; :data:`DIAGNOSIS_SECONDS` bounds the search).
+
+A name is given only if :func:`replay` -- the reference re-run under exactly the named variants
+-- reproduces the peer (max exactly, averages within the comparison's tolerance); variants the
+replay does not need are dropped, and each remaining one is credited with the elements that stop
+agreeing without it ("values at 12 positions: divisor ...; values at 3 positions: ..."). What no
+verified combination reproduces is ``unexplained values/indices (<kind of window>)``: a wrong
+name is worse than none. Rejections are matched against named conditions (pads >= kernel,
+exclude_pad with pads >= kernel, ...). Every class carries a :class:`Severity` from
+:data:`SEVERITY_RULES`, which quotes the spec sentence each ``violation`` contradicts.
 """
 
 from __future__ import annotations
@@ -26,6 +34,7 @@ from __future__ import annotations
 import itertools
 import math
 import re
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import ModuleType
@@ -37,6 +46,7 @@ from poolcheck.engines import numpy_engine as _NUMPY
 from poolcheck.engines.numpy_engine import empty_max_value
 from poolcheck.errors import AttributeValueError, PoolcheckError
 from poolcheck.fuzz.compare import Outputs, avg_tolerance, canonical_layout, close_values, run_reference
+from poolcheck.report.model import Severity
 from poolcheck.spec.attributes import PoolSpec
 from poolcheck.spec.indices import index_layout
 from poolcheck.spec.policy import SPEC, Policy
@@ -53,6 +63,10 @@ class Diagnosis:
     variants: tuple[str, ...] = ()
     ambiguous: bool = False  # another explanation fits this example equally well
     atoms: tuple[str, ...] = ()  # the separate behaviours: each variant, and what stays unexplained
+    #: the weight of the divergence: the most severe of its atoms (see :data:`SEVERITY_RULES`)
+    severity: Severity | None = None
+    #: which elements each named variant accounts for: (variant, values, indices) counts
+    attribution: tuple[tuple[str, int, int], ...] = ()
 
 
 # --------------------------------------------------------------------------- geometry variants
@@ -93,14 +107,16 @@ def _c_div(a: int, b: int) -> int:
     return q if (a >= 0) == (b > 0) else -q
 
 
-def _legacy_same(dilated: bool) -> Callable[[PoolSpec, tuple[int, ...]], Placement]:
+def _legacy_same(dilated: bool, crop_tail: bool = False,
+                 floor_split: bool = False) -> Callable[[PoolSpec, tuple[int, ...]], Placement]:
     """SAME pads as legacy implementations compute them: ``pad_needed = (ceil(size / stride) - 1)
     * stride + kernel - size`` with the undilated ``kernel`` (or the dilated one), NOT clamped at
     zero (a stride larger than the kernel gives a negative pad: windows start inside the input),
     split with C integer division, and the output size taken from the explicit-padding formula
     ``(size + pad_needed - dilation * (kernel - 1) - 1) / stride + 1`` (C integer division; with
     ceil_mode a float division rounded up). Measured against ONNX Runtime 1.31 for sizes 1-6,
-    kernels 1-4, strides 1-4, dilations 1-3, both SAME modes and both ceil_modes."""
+    kernels 1-4, strides 1-4, dilations 1-3, both SAME modes and both ceil_modes. With ``crop_tail`` a negative end pad also
+    cuts the input short (ONNX Runtime's average: ``hend = min(hstart + kernel, size + pad_end)``)."""
 
     def build(spec: PoolSpec, shape: tuple[int, ...]) -> Placement:
         ceil_mode = spec.convention == "onnx" and spec.ceil_mode == 1
@@ -111,7 +127,8 @@ def _legacy_same(dilated: bool) -> Callable[[PoolSpec, tuple[int, ...]], Placeme
             k_eff = (k - 1) * d + 1 if dilated else k
             target = (size + s - 1) // s
             need = (target - 1) * s + k_eff - size
-            head = _c_div(need + 1, 2) if spec.auto_pad == "same_lower" else _c_div(need, 2)
+            div = (lambda a, b: a // b) if floor_split else _c_div  # Python floors, C truncates
+            head = div(need + 1, 2) if spec.auto_pad == "same_lower" else div(need, 2)
             tail = need - head
             span = size + need - d * (k - 1) - 1
             # integer division (C) without ceil_mode; a float ceil with it (ONNX Runtime 1.31)
@@ -120,7 +137,7 @@ def _legacy_same(dilated: bool) -> Callable[[PoolSpec, tuple[int, ...]], Placeme
                 raise AttributeValueError("kernel", f"axis {i}: negative output size {out}")
             # a negative head pad moves the windows into the input; a negative tail only shortens
             # the output (the windows still read up to the end of the input)
-            start, stop = max(0, -head), size
+            start, stop = max(0, -head), (size + min(tail, 0) if crop_tail else size)
             crops.append((start, stop))
             axes.append(AxisGeometry(stop - start, k, s, d, max(head, 0), max(tail, 0), out))
         crop = tuple(crops) if any(c != (0, n) for c, n in zip(crops, shape[2:])) else None
@@ -196,6 +213,23 @@ GEOMETRY_VARIANTS: tuple[GeometryVariant, ...] = (
                     lambda s: _is_same(s) and any(st > (k - 1) * d + 1
                                                   for st, k, d in zip(s.strides, s.kernel, s.dilations)),
                     _legacy_same(dilated=True)),
+    GeometryVariant("same:undilated-kernel-cropped",
+                    "SAME pads computed from the undilated kernel, not clamped at 0, and a negative end pad cuts "
+                    "the input short (the average's windows and divisor end there)",
+                    lambda s: _is_same(s) and s.op == "avg" and any(d > 1 for d in s.dilations),
+                    _legacy_same(dilated=False, crop_tail=True)),
+    GeometryVariant("same:negative-pads-floor-split",
+                    "SAME pads not clamped at 0, a negative odd total halved rounding down (Python '//'): the "
+                    "windows start one element later than with C division",
+                    lambda s: _is_same(s) and any(st > (k - 1) * d + 1
+                                                  for st, k, d in zip(s.strides, s.kernel, s.dilations)),
+                    _legacy_same(dilated=True, floor_split=True)),
+    GeometryVariant("same:negative-pads-cropped",
+                    "SAME pads not clamped at 0: the windows start inside the input and a negative end pad "
+                    "cuts the input short",
+                    lambda s: _is_same(s) and s.op == "avg" and any(
+                        st > (k - 1) * d + 1 for st, k, d in zip(s.strides, s.kernel, s.dilations)),
+                    _legacy_same(dilated=True, crop_tail=True)),
     GeometryVariant("pads:swapped", "pads_begin and pads_end swapped", _explicit_asym,
                     lambda s, shape: Placement(resolve(s.replace(pads_begin=s.pads_end, pads_end=s.pads_begin),
                                                        shape))),
@@ -229,17 +263,29 @@ POLICY_VARIANTS: tuple[PolicyVariant, ...] = (
     PolicyVariant("nan=first", "nan", "NaN kept only as a window's first element (strict > scan)", {"nan": "first"}),
     PolicyVariant("nan=-inf", "nan", "NaN read as -inf (a window of NaN alone gives -inf and the NaN's index)",
                   {"nan": "-inf"}),
+    PolicyVariant("nan=last-index", "nan",
+                  "NaN wins, with the index of the window's last NaN (scan with 'val > max || isnan(val)')",
+                  {"nan": "last-index"}),
     PolicyVariant("nan=skip", "nan", "NaN skipped like padding (a window of NaN and padding counts as empty)",
                   {"nan": "skip"}),
     PolicyVariant("empty_max=lowest", "empty_max", "a window wholly in padding gives the lowest finite value",
                   {"empty_max": "lowest"}),
     PolicyVariant("empty_max=zero", "empty_max", "a window wholly in padding gives 0", {"empty_max": "zero"}),
+    PolicyVariant("empty_max=nan", "empty_max", "a window wholly in padding gives NaN (padding read as NaN)",
+                  {"empty_max": "nan"}),
     PolicyVariant("divisor=padded", "divisor", "divisor = the window clipped to the padded input (padding counted)",
                   {"divisor": "padded"}),
     PolicyVariant("divisor=full", "divisor", "divisor = the full kernel size", {"divisor": "full"}),
     PolicyVariant("divisor=valid", "divisor", "divisor = the input elements only (padding not counted)",
                   {"divisor": "valid"}),
     PolicyVariant("empty_avg=nan", "empty_avg", "an average over no element is NaN", {"empty_avg": "nan"}),
+    PolicyVariant("empty_avg=signed-divisor", "empty_avg",
+                  "a window past the padded input divides 0 by its unclipped size: NaN where an axis has no tap "
+                  "left (0/0), -0 where the size is negative",
+                  {"empty_avg": "signed-divisor"}),
+    PolicyVariant("avg=nan-skipped", "avg_nan",
+                  "NaN elements left out of the average like padding (neither summed nor counted)",
+                  {"nan": "avg-skip"}),
     PolicyVariant("avg=input-type-sum", "accumulate",
                   "the average's sum accumulated in the input type (it overflows where float64 does not)",
                   {"nan": "sum-in-input-type"}),
@@ -258,12 +304,15 @@ def _policy_applies(v: PolicyVariant, spec: PoolSpec, x: np.ndarray, geom: Geome
     if v.group == "empty_max":
         if spec.op != "max" or w.empty_windows(geom) is None:
             return False
-        return not (v.key == "empty_max=lowest" and x.dtype.kind != "f")  # -inf is "lowest" for integers
+        # -inf is "lowest" for integers, which have no NaN
+        return x.dtype.kind == "f" or v.key not in ("empty_max=lowest", "empty_max=nan")
     if v.group == "divisor":
         own = "valid" if spec.exclude_pad else "padded"
         return spec.op == "avg" and v.change["divisor"] != own
     if v.group == "empty_avg":
         return spec.op == "avg" and w.empty_windows(geom) is not None
+    if v.group == "avg_nan":
+        return spec.op == "avg" and spec.exclude_pad and x.dtype.kind == "f" and bool(np.isnan(x).any())
     if v.group == "accumulate":
         return spec.op == "avg" and x.dtype in (np.float16, np.float32)
     return False
@@ -288,11 +337,14 @@ def encode_indices(canon: np.ndarray, shape: tuple[int, ...], order: str, modulu
             sizes = tuple(s + b + e for s, b, e in zip(spatial, pads[0], pads[1]))
         sp = np.ravel_multi_index(tuple(coords), sizes, order=order)  # type: ignore[call-overload]
     full = nc * math.prod(sizes) + sp
+    whole = math.prod(shape)
     if pads is not None:
         # the same scope (whole tensor, or from ``axis`` on) measured in the padded shape
         first = next((i for i in range(len(shape)) if math.prod(shape[i:]) == modulus), 0)
         modulus = math.prod((*shape[:2], *sizes)[first:])
-    return np.where(valid, full % modulus, canon)
+        whole = math.prod((*shape[:2], *sizes))
+    # a whole-tensor index is not wrapped (an empty window's index may lie past the input)
+    return np.where(valid, full % modulus if modulus != whole else full, canon)
 
 
 @dataclass(frozen=True)
@@ -329,6 +381,60 @@ INDEX_VARIANTS: tuple[IndexVariant, ...] = (
 EMPTY_INDEX_TEXT = "a window wholly in padding reports index 0 (of its (n, c) plane)"
 EMPTY_INDEX_MINUS_TEXT = ("a window wholly in padding reports the index of coordinate -1 on every spatial axis "
                           "(negative for the first plane)")
+EMPTY_INDEX_TAP_TEXT = ("a window wholly in padding reports the index of its first tap at or after coordinate 0 on "
+                        "every spatial axis (the scan's start, which may lie past the input)")
+#: What a max window holding no element reports as its index, per rule (tried in this order).
+EMPTY_INDEX_VARIANTS: tuple[tuple[str, str], ...] = (
+    ("empty_index=0", EMPTY_INDEX_TEXT),
+    ("empty_index=-1-per-axis", EMPTY_INDEX_MINUS_TEXT),
+    ("empty_index=first-tap", EMPTY_INDEX_TAP_TEXT),
+)
+
+
+def empty_index_fill(key: str, out_shape: tuple[int, ...], shape: tuple[int, ...], geom: Geometry,
+                     crop: tuple[tuple[int, int], ...] | None = None, order: str = "C") -> np.ndarray:
+    """Whole-tensor index an empty-window rule reports at every output position, flattened in
+    ``order`` (used only where the reference has no element): per-axis coordinates, flattened
+    without a bounds check. ``-1-per-axis`` is ONNX Runtime's (coordinate -1 on every axis);
+    ``first-tap`` is PyTorch's scan start ``o * stride - pad_begin``, moved up by whole dilations
+    while negative."""
+    start = _plane_start(out_shape, shape)
+    spatial = shape[2:]
+    if key == "empty_index=0":
+        return start
+    n = len(spatial)
+    strides = [math.prod(spatial[i + 1:]) if order == "C" else math.prod(spatial[:i]) for i in range(n)]
+    if key == "empty_index=-1-per-axis":
+        return start - sum(strides)
+    total = np.zeros((1, 1) + (1,) * n, dtype=np.int64)
+    for i, a in enumerate(geom.axes):
+        first = np.arange(a.out, dtype=np.int64) * a.stride - a.pad_begin
+        first = np.where(first < 0, first + (-first + a.dilation - 1) // a.dilation * a.dilation, first)
+        if crop is not None:
+            first = first + crop[i][0]
+        total = total + w.broadcast_axis(first * strides[i], i, n)
+    return start + total
+
+
+def encode_with_fill(canon: np.ndarray, shape: tuple[int, ...], order: str, modulus: int,
+                     pads: tuple[tuple[int, ...], tuple[int, ...]] | None, fill: str | None, geom: Geometry,
+                     crop: tuple[tuple[int, int], ...] | None = None) -> np.ndarray:
+    """:func:`encode_indices`, with the windows holding no element (``canon < 0``) reporting what
+    the empty-window rule ``fill`` gives, in the same ``order`` and ``modulus`` (a negative index
+    is not wrapped)."""
+    encoded = encode_indices(canon, shape, order, modulus, pads)
+    if fill is None or not (canon < 0).any():
+        return encoded
+    if fill == "empty_index=first-tap":
+        # PyTorch flattens row-major per plane; that number then goes through the same layout
+        # conversion as any index (storage order, axis)
+        f = np.broadcast_to(empty_index_fill(fill, canon.shape, shape, geom, crop, "C"), canon.shape)
+        return np.where(canon < 0, encode_indices(f, shape, order, modulus, pads), encoded)
+    # ONNX Runtime flattens the coordinates -1 in its own storage order
+    f = np.broadcast_to(empty_index_fill(fill, canon.shape, shape, geom, crop, order), canon.shape)
+    if modulus != math.prod(shape):
+        f = np.where(f >= 0, f % modulus, f)
+    return np.where(canon < 0, f, encoded)
 
 
 # --------------------------------------------------------------------------- diagnosis of outputs
@@ -375,7 +481,28 @@ def _run(engine: ModuleType, spec: PoolSpec, x: np.ndarray, geom: Geometry, poli
     if 0 in geom.output_shape:  # an empty output: nothing to compute
         empty = np.zeros(geom.output_shape, dtype=dtype)
         return Outputs(empty, np.zeros(geom.output_shape, dtype=np.int64) if spec.op == "max" else None)
-    if policy.nan == "sum-in-input-type" and spec.op == "avg":
+    if policy.empty_max == "nan":  # diagnosis-only: an empty max window is NaN (padding read as NaN)
+        out = _run(engine, spec, x, geom, policy.replace(empty_max="-inf"), out_dtype)
+        empty = w.empty_windows(geom)
+        if empty is None or spec.op != "max" or out.values.dtype.kind != "f":
+            return out
+        return Outputs(np.where(np.broadcast_to(empty, out.values.shape), np.nan, out.values).astype(
+            out.values.dtype), out.indices)
+    if policy.empty_avg == "signed-divisor":  # diagnosis-only: see _signed_divisor_empty
+        out = _run(engine, spec, x, geom, policy.replace(empty_avg="zero"), out_dtype)
+        if spec.op != "avg" or out.values.dtype.kind != "f":
+            return out
+        return Outputs(np.where(_signed_divisor_empty(geom, out.values.shape), np.nan, out.values).astype(
+            out.values.dtype))
+    if policy.nan == "avg-skip" and spec.op == "avg":  # diagnosis-only: NaN neither summed nor counted
+        nan = np.isnan(x) if x.dtype.kind == "f" else np.zeros(x.shape, dtype=bool)
+        full = Policy(divisor="full")
+        total = run_reference(engine, np.where(nan, 0, x).astype(np.float64), geom, "avg", policy=full).values
+        count = run_reference(engine, (~nan).astype(np.float64), geom, "avg", policy=full).values
+        with np.errstate(all="ignore"):
+            mean = np.where(count > 0, total / np.where(count > 0, count, 1), np.nan)
+        out = Outputs(mean.astype(x.dtype))
+    elif policy.nan == "sum-in-input-type" and spec.op == "avg":
         out = Outputs(_avg_in_input_type(x, geom, spec.exclude_pad, policy.replace(nan="propagate")))
     elif policy.nan == "seeded" and spec.op == "max":
         low = np.asarray(_lowest(x.dtype), dtype=x.dtype)
@@ -389,6 +516,16 @@ def _run(engine: ModuleType, spec: PoolSpec, x: np.ndarray, geom: Geometry, poli
     elif policy.nan == "-inf" and spec.op == "max" and x.dtype.kind == "f":
         out = run_reference(engine, np.where(np.isnan(x), -np.inf, x).astype(x.dtype), geom, "max", layout=layout,
                             policy=policy.replace(nan="propagate"))
+    elif policy.nan == "last-index" and spec.op == "max" and x.dtype.kind == "f":
+        out = run_reference(engine, x, geom, "max", layout=layout, policy=policy.replace(nan="propagate"))
+        nan = np.isnan(x)
+        # the largest whole-tensor position among a window's NaNs is the last one scanned
+        pos = np.where(nan, np.arange(x.size, dtype=np.float64).reshape(x.shape), -1.0)
+        last = run_reference(engine, pos, geom, "max", policy=Policy(empty_max="lowest")).values
+        assert out.indices is not None
+        with np.errstate(all="ignore"):
+            last_i = np.where(last >= 0, last, 0).astype(np.int64)
+        out = Outputs(out.values, np.where(last >= 0, last_i, out.indices))
     elif policy.nan == "skip" and spec.op == "max" and x.dtype.kind == "f":
         nan = np.isnan(x)
         base = policy.replace(nan="propagate")
@@ -403,8 +540,34 @@ def _run(engine: ModuleType, spec: PoolSpec, x: np.ndarray, geom: Geometry, poli
         out = run_reference(engine, x, geom, spec.op, exclude_pad=spec.exclude_pad, layout=layout, policy=policy)
     if out.values.dtype != dtype:
         with np.errstate(all="ignore"):
-            out = Outputs(out.values.astype(dtype), out.indices)
+            values = out.values.astype(dtype)
+        if x.dtype == np.float32 and dtype == np.float64:  # a float32 stand-in: the result converted back
+            values = _saturate(values)
+        out = Outputs(values, out.indices)
     return out
+
+
+def _signed_divisor_empty(geom: Geometry, shape: tuple[int, ...]) -> np.ndarray:
+    """Windows holding no input element whose per-axis size ``min(start + span, size + pad_end) -
+    start`` is 0 on some axis (so 0 / 0 = NaN when the sizes are multiplied unclipped; a negative
+    size gives -0). OpenVINO's average under SAME with ceil rounding, measured."""
+    n = len(geom.axes)
+    zero = np.zeros((1, 1) + (1,) * n, dtype=bool)
+    for i, a in enumerate(geom.axes):
+        start = np.arange(a.out, dtype=np.int64) * a.stride - a.pad_begin
+        size = np.minimum(start + (a.kernel - 1) * a.dilation + 1, a.size + a.pad_end) - start
+        zero = zero | w.broadcast_axis(size == 0, i, n)
+    empty = w.empty_windows(geom)
+    if empty is None:
+        return np.zeros(shape, dtype=bool)
+    return np.broadcast_to(empty & zero, shape)
+
+
+def _saturate(values: np.ndarray) -> np.ndarray:
+    """float64 values as a float32 computation hands them back through a saturating conversion
+    (OpenVINO, measured: an average overflowing to inf in float32 comes back as FLT_MAX)."""
+    fmax = float(np.finfo(np.float32).max)
+    return np.where(np.isnan(values), values, np.clip(values, -fmax, fmax))
 
 
 #: Computation types a runtime may silently use instead of the input's (OpenVINO's CPU plugin,
@@ -412,7 +575,8 @@ def _run(engine: ModuleType, spec: PoolSpec, x: np.ndarray, geom: Geometry, poli
 NARROWER: dict[str, str] = {"float16": "float32", "float64": "float32", "int16": "int32", "uint16": "int32",
                             "uint32": "int32", "int64": "int32", "uint64": "int32"}
 PRECISION_TEXT = {
-    "float32": "computed in float32 (float64 saturated to the float32 range, float16 widened)",
+    "float32": "computed in float32 (float64 saturated to the float32 range on the way in and out, float16 "
+               "widened)",
     "int32": "computed in int32 (the integers converted to 32 bits with wrap-around, and back)",
 }
 
@@ -519,7 +683,9 @@ def _explain_values(engine: ModuleType, spec: PoolSpec, x: np.ndarray, geom: Geo
         chosen.append(v)
         remaining &= ~f
     if not chosen:  # the values agree already: a variant may still account for the indices
-        better = [(sc, -i, v) for i, (v, _f, sc) in enumerate(candidates) if sc > base_score]
+        # (not the seeded scan: where values agree its index effect is empty_index=0's, an index rule)
+        better = [(sc, -i, v) for i, (v, _f, sc) in enumerate(candidates)
+                  if sc > base_score and v.key != "max=seeded-scan"]
         if better:
             chosen.append(max(better, key=lambda t: t[:2])[2])
     policy = SPEC
@@ -531,7 +697,8 @@ def _explain_values(engine: ModuleType, spec: PoolSpec, x: np.ndarray, geom: Geo
 
 
 def _explain_indices(spec: PoolSpec, x: np.ndarray, geom: Geometry, ref: Outputs, values: np.ndarray,
-                     indices: np.ndarray) -> tuple[list[tuple[str, str]], np.ndarray]:
+                     indices: np.ndarray, crop: tuple[tuple[int, int], ...] | None = None,
+                     prefer: Mapping[str, int] | None = None) -> tuple[list[tuple[str, str]], np.ndarray]:
     """Index variants (at most one per group) that reproduce the peer's indices where the
     values agree."""
     shape = tuple(x.shape)
@@ -541,28 +708,29 @@ def _explain_indices(spec: PoolSpec, x: np.ndarray, geom: Geometry, ref: Outputs
     order, modulus = _spec_order_modulus(spec, shape)
     where = close_values(ref.values, values, None)
 
-    def differs(canon_: np.ndarray, order_: str, modulus_: int, pads: tuple | None) -> np.ndarray:
-        return (encode_indices(canon_, shape, order_, modulus_, pads) != peer) & where
+    fill: str | None = None
+
+    def differs(canon_: np.ndarray, order_: str, modulus_: int, pads: tuple | None,
+                fill_: str | None = None) -> np.ndarray:
+        return (encode_with_fill(canon_, shape, order_, modulus_, pads, fill_, geom, crop) != peer) & where
 
     bad0 = differs(canon, order, modulus, None)
     if not bad0.any():
         return [], bad0
     chosen: list[tuple[str, str]] = []
     # A window wholly in padding: the spec's -1, or index 0 of the plane (OpenVINO), or the
-    # coordinates -1 on every axis flattened (ONNX Runtime: row-major with h = w = ... = -1).
+    # coordinates -1 on every axis flattened (ONNX Runtime), or the first tap at or after
+    # coordinate 0 on every axis flattened (PyTorch).
     if (canon < 0).any():
-        start = _plane_start(canon.shape, shape)
-        spatial = shape[2:]
-        minus_ones = -sum(math.prod(spatial[i + 1:]) for i in range(len(spatial)))
-        for key, text, fill in (("empty_index=0", EMPTY_INDEX_TEXT, start),
-                                ("empty_index=-1-per-axis", EMPTY_INDEX_MINUS_TEXT, start + minus_ones)):
-            trial = np.where(canon < 0, fill, canon)
-            after = differs(trial, order, modulus, None)
+        fills = []
+        for rank, (key, text) in enumerate(EMPTY_INDEX_VARIANTS):
+            after = differs(canon, order, modulus, None, key)
             if not (after & ~bad0).any() and (bad0 & ~after).any():
-                canon = trial
-                chosen.append((key, text))
-                bad0 = after
-                break
+                fills.append((int(after.sum()), -(prefer or {}).get(key, 0), rank, key, text, after))
+        if fills:  # the rule that reproduces the most indices (two may agree on a few windows), then
+            # the one this peer showed before
+            _n, _p, _rank, fill, text, bad0 = min(fills, key=lambda t: t[:3])
+            chosen.append((fill, text))
     if bad0.any():
         layout_order, layout_mod, layout_pads = order, modulus, None
         for group in ("index_scope", "index_order", "index_coords"):
@@ -573,7 +741,7 @@ def _explain_indices(spec: PoolSpec, x: np.ndarray, geom: Geometry, ref: Outputs
                 trial = (o if group == "index_order" else layout_order,
                          m if group == "index_scope" else layout_mod,
                          p if group == "index_coords" else layout_pads)
-                bad = differs(canon, *trial)
+                bad = differs(canon, *trial, fill)
                 if int(bad.sum()) < int(bad0.sum()) and not (bad & ~bad0).any():
                     layout_order, layout_mod, layout_pads = trial
                     chosen.append((v.key, v.text))
@@ -605,7 +773,7 @@ def _explain_on(engine: ModuleType, spec: PoolSpec, x: np.ndarray, placement: Pl
         assert ref.indices is not None
         ref = Outputs(ref.values, _uncrop_indices(ref.indices.astype(np.int64), tuple(xc.shape), tuple(x.shape),
                                                   placement.crop))
-        idx_chosen, index_mask = _explain_indices(spec, x, geom, ref, values, indices)
+        idx_chosen, index_mask = _explain_indices(spec, x, geom, ref, values, indices, placement.crop, prefer)
         keys += [k for k, _ in idx_chosen]
         texts += [t for _, t in idx_chosen]
     return _Explained(keys, texts, value_mask, index_mask, ambiguous, xc, geom)
@@ -648,7 +816,7 @@ def diagnose_output(engine: ModuleType, spec: PoolSpec, x: np.ndarray, values: n
         return Diagnosis(
             "shape: unexplained",
             f"output shape {list(values.shape)}, expected {list(base.output_shape)}; no known variant gives it",
-            False, atoms=("shape: unexplained",),
+            False, atoms=("shape: unexplained",), severity=UNEXPLAINED_SEVERITY,
         )
     full: list[tuple[tuple[int, int, int], _Explained]] = []
     best: _Explained | None = None
@@ -676,28 +844,141 @@ def diagnose_output(engine: ModuleType, spec: PoolSpec, x: np.ndarray, values: n
         if best is None or (ex.remaining_values, ex.remaining_indices) < (best.remaining_values,
                                                                           best.remaining_indices):
             best = ex
-    if full:
-        full.sort(key=lambda t: t[0], reverse=True)
-        ex = full[0][1]
-        return Diagnosis("+".join(ex.keys), "; ".join(ex.texts), True, tuple(ex.keys),
-                         ambiguous=ex.ambiguous or len(full) > 1, atoms=tuple(ex.keys))
+    full.sort(key=lambda t: t[0], reverse=True)
+    deadline = time.monotonic() + DIAGNOSIS_SECONDS
+    # every full explanation is verified by replaying the case under exactly the named variants
+    for _key, ex in full[:MAX_VERIFIED]:
+        found = _verified(engine, spec, x, ex.keys, values, indices, ambiguous=ex.ambiguous or len(full) > 1)
+        if found is not None:
+            return found
+    # the greedy cover found no full explanation: search combinations (cheap ones first, bounded)
+    found = _combinations(engine, spec, x, candidates, reps, values, indices, prefer, deadline)
+    if found is not None:
+        return found
     if best is None:
-        return Diagnosis("unexplained", "no variant could be evaluated", False)
+        return Diagnosis("unexplained", "no variant could be evaluated", False, severity=UNEXPLAINED_SEVERITY)
+    return _partial(engine, spec, x, best, values, indices)
+
+
+#: Bounds of the search: full explanations verified, variants combined, seconds per finding.
+MAX_VERIFIED = 6
+MAX_DEPTH = 3
+DIAGNOSIS_SECONDS = 2.0
+
+
+def _verified(engine: ModuleType, spec: PoolSpec, x: np.ndarray, keys: list[str], values: np.ndarray,
+              indices: np.ndarray | None, ambiguous: bool = False) -> Diagnosis | None:
+    """A diagnosis naming ``keys`` if replaying the case under them reproduces the peer exactly
+    (averages within the tolerance), with the unneeded variants dropped; else None."""
+    kept, rep, attribution = settle(engine, spec, x, list(keys), values, indices)
+    if rep is None or not rep.exact:
+        return None
+    if not kept:
+        return Diagnosis("same", "no difference", True)
+    texts = {k: variant_text(k) for k in kept}
+    text = attribution_text(attribution, texts) if len(kept) > 1 else texts[kept[0]]
+    return Diagnosis("+".join(kept), text, True, tuple(kept), ambiguous=ambiguous, atoms=tuple(kept),
+                     severity=severity_of(kept, spec), attribution=tuple(attribution))
+
+
+def _combinations(engine: ModuleType, spec: PoolSpec, x: np.ndarray,
+                  candidates: list[tuple[GeometryVariant | None, Placement | None]], reps: list[np.dtype | None],
+                  values: np.ndarray, indices: np.ndarray | None, prefer: Mapping[str, int],
+                  deadline: float) -> Diagnosis | None:
+    """Combinations of 0 to :data:`MAX_DEPTH` policy variants (one per group) on every placement
+    and computation type, fewest variants first; each variant must change the reference
+    somewhere the peer differs (pruning), and the indices are then explained greedily. The first
+    combination whose replay reproduces the peer wins."""
+    for rep in reps:
+        for gv, p in candidates:
+            assert p is not None
+            xc = _crop(_narrow(x, rep) if rep is not None else x, p.crop)
+            base = [*([f"precision:{rep.name}"] if rep is not None else []), *([gv.key] if gv is not None else [])]
+            start = replay(engine, spec, x, base, values, indices)
+            if start is None:
+                continue
+            useful, alone = [], {}
+            rest = []
+            for v in POLICY_VARIANTS:
+                if not _policy_applies(v, spec, xc, p.geom):
+                    continue
+                r = replay(engine, spec, x, [*base, v.key], values, indices)
+                if r is not None and (r.value_ok & ~start.value_ok).any():
+                    useful.append(v)
+                    alone[v.key] = r
+                else:
+                    rest.append(v)
+            # a variant that matters only together with another (NaN for an empty average only once
+            # the divisor ignores padding) is kept if it changes what that other one reproduces
+            for v in rest:
+                for u in list(useful):
+                    if u.group == v.group or u.key not in alone:
+                        continue
+                    r = replay(engine, spec, x, [*base, u.key, v.key], values, indices)
+                    if r is not None and (r.value_ok & ~alone[u.key].value_ok).any():
+                        useful.append(v)
+                        break
+            useful.sort(key=lambda v: -prefer.get(v.key, 0))
+            for depth in range(0, MAX_DEPTH + 1):
+                for combo in itertools.combinations(useful, depth):
+                    if time.monotonic() > deadline:
+                        return None
+                    if len({v.group for v in combo}) < depth:
+                        continue
+                    keys = [*base, *(v.key for v in combo)]
+                    r = replay(engine, spec, x, keys, values, indices)
+                    if r is None or not r.value_ok.all():
+                        continue
+                    if r.index_ok is not None and not r.index_ok.all():
+                        ref = _run(engine, spec, r.x, r.geom, SPEC.replace(
+                            **{k: val for v in combo for k, val in v.change.items()}), x.dtype)
+                        assert ref.indices is not None and indices is not None
+                        ref = Outputs(ref.values, _uncrop_indices(ref.indices.astype(np.int64), tuple(r.x.shape),
+                                                                  tuple(x.shape), p.crop))
+                        idx, _mask = _explain_indices(spec, x, p.geom, ref, values, indices, p.crop, prefer)
+                        keys += [k for k, _t in idx]
+                    found = _verified(engine, spec, x, keys, values, indices)
+                    if found is not None:
+                        return found
+    return None
+
+
+def _partial(engine: ModuleType, spec: PoolSpec, x: np.ndarray, best: _Explained, values: np.ndarray,
+             indices: np.ndarray | None) -> Diagnosis:
+    """No verified combination reproduces the peer: the class names no variant (a partial match
+    may be a coincidence, and a wrong name is worse than none), only ``unexplained values/indices``
+    kept apart by the kind of window the differing elements lie in. The closest partial match,
+    verified element by element, is mentioned in the text as a lead."""
+    _kept, rep, attribution = settle(engine, spec, x, list(best.keys), values, indices)
+    attribution = [a for a in attribution if a[1] or a[2]] if rep is not None else []
+    raw = replay(engine, spec, x, [], values, indices)
+    # the elements the closest match leaves over (its per-element agreement is verified; only its
+    # name is withheld), else every differing element of the spec's own windows
+    where = rep if rep is not None and attribution else raw if raw is not None else rep
+    if where is not None:
+        value_mask = ~where.value_ok
+        index_mask = None if where.index_ok is None else ~where.index_ok
+        ex = _Explained([], [], value_mask, index_mask, x=where.x, geom=where.geom)
+    else:
+        ex = _Explained([], [], best.value_mask, best.index_mask, x=best.x, geom=best.geom)
     rest = []
-    if best.remaining_values:
+    if ex.remaining_values:
         rest.append("values")
-    if best.remaining_indices:
+    if ex.remaining_indices:
         rest.append("indices")
-    unexplained = f"unexplained {'+'.join(rest)}"
-    keys = [*best.keys, unexplained]
-    text = "; ".join([*best.texts, f"{unexplained} ({best.remaining} element(s) no known variant reproduces)"])
+    unexplained = f"unexplained {'+'.join(rest) or 'output'}"
+    text = f"{unexplained} ({ex.remaining} element(s) that no verified combination of known variants reproduces)"
+    if attribution:
+        text += "; closest, not a full explanation: " + attribution_text(
+            attribution, {k: variant_text(k) for k, _v, _i in attribution})
     # what stays unexplained is kept apart by the kind of window it happens in, so one class does
     # not hide the others
-    atoms = [*best.keys]
-    for what, mask in (("values", best.value_mask), ("indices", best.index_mask)):
+    atoms = []
+    for what, mask in (("values", ex.value_mask), ("indices", ex.index_mask)):
         if mask is not None and mask.any():
-            atoms.append(f"unexplained {what} ({_window_kind(spec, best, mask)})")
-    return Diagnosis("+".join(keys), text, False, tuple(best.keys), ambiguous=True, atoms=tuple(atoms))
+            atoms.append(f"unexplained {what} ({_window_kind(spec, ex, mask)})")
+    return Diagnosis(unexplained, text, False, (), ambiguous=True, atoms=tuple(atoms) or (unexplained,),
+                     severity=UNEXPLAINED_SEVERITY, attribution=tuple(attribution))
 
 
 def _window_kind(spec: PoolSpec, ex: _Explained, mask: np.ndarray) -> str:
@@ -786,6 +1067,8 @@ def normalise_message(message: str, limit: int = 80) -> str:
     """A message with numbers and paths blanked, so one cause gives one class."""
     text = re.sub(r"0x[0-9a-fA-F]+", "#", message)
     text = re.sub(r"\d+", "#", text)
+    # a tuple or list of numbers (a shape) is one blank, however many axes or signs it has
+    text = re.sub(r"[\(\[][-#,\s]*[\)\]]", "#", text)
     text = re.sub(r"\s+", " ", text).strip()
     return text[:limit]
 
@@ -794,7 +1077,8 @@ def diagnose_rejection(spec: PoolSpec, x: np.ndarray, message: str) -> Diagnosis
     """A peer refused a configuration the engine accepts: name the condition it trips on."""
     if "NOT_IMPLEMENTED" in message or "Could not find an implementation" in message:
         key = f"no {spec.op} kernel for {x.dtype.name}"
-        return Diagnosis(f"rejects: {key}", f"has no kernel for {x.dtype.name} ({message[:120]})", True, (key,))
+        return Diagnosis(f"rejects: {key}", f"has no kernel for {x.dtype.name} ({message[:120]})", True, (key,),
+                         severity=REJECTION_SEVERITY)
 
     def holds(rule: RejectRule) -> bool:
         try:
@@ -805,7 +1089,8 @@ def diagnose_rejection(spec: PoolSpec, x: np.ndarray, message: str) -> Diagnosis
     # 1. a named condition the message itself points at
     for rule in REJECT_RULES:
         if rule.needs and re.search(rule.needs, message) and holds(rule):
-            return Diagnosis(f"rejects: {rule.key}", f"{rule.text} ({message[:160]})", True, (rule.key,))
+            return Diagnosis(f"rejects: {rule.key}", f"{rule.text} ({message[:160]})", True, (rule.key,),
+                             severity=REJECTION_SEVERITY)
     # 2. a SAME-padding variant under which the configuration has no output
     try:
         options = placements(spec, tuple(int(v) for v in x.shape))
@@ -815,6 +1100,313 @@ def diagnose_rejection(spec: PoolSpec, x: np.ndarray, message: str) -> Diagnosis
         if gv is not None and p is None and gv.key in REJECTING_VARIANTS:
             key = f"{gv.key} gives no output"
             return Diagnosis(f"rejects: {key}", f"rejects it: {gv.text}, and then the output size is negative "
-                             f"({message[:160]})", True, (gv.key,))
+                             f"({message[:160]})", True, (gv.key,), severity=REJECTION_SEVERITY)
     norm = normalise_message(message)
-    return Diagnosis(f"rejects: {norm}", f"rejects the configuration: {message[:200]}", False)
+    return Diagnosis(f"rejects: {norm}", f"rejects the configuration: {message[:200]}", False,
+                     severity=REJECTION_SEVERITY)
+
+
+# --------------------------------------------------------------------------- severity
+
+_OV_MAXPOOL = "OpenVINO MaxPool-8"
+_OV_SHAPES = "OpenVINO Shape Calculation Rules for Pooling Operators"
+_ONNX_AVG = "ONNX AveragePool-19"
+_ONNX_MAX = "ONNX MaxPool-22 (attribute storage_order)"
+_Q_DIVISOR = ("The output of each pooling window is divided by the number of elements (exclude pad when "
+              "attribute count_include_pad is zero).")
+_Q_FLOOR = ("H_out = floor((H + pads_begin[0] + pads_end[0] - ((kernel[0] - 1) * dilations[0] + 1)) / strides[0] "
+            "+ 1)")
+_Q_CEIL = "H_out = ceil((H + pads_begin[0] + pads_end[0] - ((kernel[0] - 1) * dilations[0] + 1)) / strides[0] + 1)"
+_Q_CEIL_TORCH = ("If rounding_type is set to ceil_torch, the last pooling operation within a dimension cannot start "
+                 "in the padding area.")
+_Q_SAME_PADS = ("pad_shape[i] = (output_spatial_shape[i] - 1) * strides_spatial_shape[i] + "
+                "((kernel_spatial_shape[i] - 1) * dilations[i] + 1) - input_spatial_shape[i]")
+_Q_SAME_SPLIT = ("same_upper (same_lower) the input is padded to match the output size. In case of odd padding value, "
+                 "an extra padding is added at the end (at the beginning).")
+_Q_SAME_ONNX = ("SAME_UPPER or SAME_LOWER: output_spatial_shape[i] = floor((input_spatial_shape[i] - 1) / "
+                "strides_spatial_shape[i]) + 1")
+_Q_PADS_BEGIN = ("pads_begin is a number of pixels to add to the beginning along each axis. For example, pads_begin "
+                 "equal to \u201c1,2\u201d means adding 1 pixel to the top of the input and 2 to the left of the input.")
+_Q_VALID = ("VALID: output_spatial_shape[i] = ceil((input_spatial_shape[i] - ((kernel_spatial_shape[i] - 1) * "
+            "dilations[i] + 1) + 1) / strides_spatial_shape[i])")
+_Q_DILATIONS = ("dilations specify the index of the next pixel to select when pooling. [...] A value of 2 indicates "
+                "that one pixel is skipped and every other pixel is considered.")
+_Q_INDEX = "Values are computed as indices in a tensor flattened to 1D, not considering padding."
+_Q_AXIS = ("The upper bound is the product of dimensions starting from the one pointed by the \u2018axis\u2019 "
+           "attribute until the end of the input shape.")
+_Q_STORAGE = "The storage order of the tensor. 0 is row major, and 1 is column major."
+_Q_MAX = ("The max pooling operation involves sliding a filter over each channel of a feature map and downsampling "
+          "by choosing the largest value within the region covered by the filter.")
+
+
+@dataclass(frozen=True)
+class SeverityRule:
+    """The weight of one named behaviour. A ``violation`` quotes the sentence it contradicts;
+    ``when`` (optional) restricts the row to configurations where that sentence applies (the first
+    matching row of a key wins)."""
+
+    key: str
+    severity: Severity
+    why: str  # for ``unspecified``/``limitation``: what the spec leaves open; else the source document
+    quote: str = ""
+    when: Callable[[PoolSpec], bool] | None = None
+
+
+_V, _U, _L = Severity.VIOLATION, Severity.UNSPECIFIED, Severity.LIMITATION
+_onnx: Callable[[PoolSpec], bool] = lambda s: s.convention == "onnx"  # noqa: E731
+_excl: Callable[[PoolSpec], bool] = lambda s: s.exclude_pad  # noqa: E731
+_incl: Callable[[PoolSpec], bool] = lambda s: not s.exclude_pad  # noqa: E731
+_maxop: Callable[[PoolSpec], bool] = lambda s: s.op == "max"  # noqa: E731
+
+#: Severity of every class the diagnosis names (data: the quoted sentences are the reason).
+SEVERITY_RULES: tuple[SeverityRule, ...] = (
+    # geometry
+    SeverityRule("valid:ceil_mode-applied", _V, _ONNX_AVG, _Q_VALID),
+    SeverityRule("rounding:ceil_torch->ceil", _V, _OV_SHAPES, _Q_CEIL_TORCH),
+    SeverityRule("rounding:ceil->ceil_torch", _V, _OV_SHAPES, _Q_CEIL),
+    SeverityRule("rounding:ceil->floor", _V, _OV_SHAPES, _Q_CEIL),
+    SeverityRule("rounding:floor->ceil", _V, _OV_SHAPES, _Q_FLOOR),
+    SeverityRule("same:rounding-applied", _V, _ONNX_AVG, _Q_SAME_ONNX, _onnx),
+    SeverityRule("same:rounding-applied", _U, "the OpenVINO page gives H_out = H for SAME (it ignores the stride) "
+                 "and says only that an uneven division is rounded with rounding_type"),
+    SeverityRule("same:swapped", _V, _OV_MAXPOOL, _Q_SAME_SPLIT),
+    SeverityRule("same:undilated-kernel", _V, _ONNX_AVG, _Q_SAME_PADS),
+    SeverityRule("same:undilated-kernel-cropped", _V, _ONNX_AVG, _Q_SAME_PADS),
+    SeverityRule("same:negative-pads", _U, "whether a negative SAME pad total (stride larger than the dilated "
+                 "kernel) is applied or clamped at 0 (the ONNX formula as written goes negative; OpenVINO's page "
+                 "gives no pad formula)"),
+    SeverityRule("same:negative-pads-floor-split", _U, "how a negative odd SAME pad total is split between the "
+                 "two ends (the spec's rule for the odd element speaks of adding padding)"),
+    SeverityRule("same:negative-pads-cropped", _U, "as same:negative-pads; a negative end pad also shortens the "
+                 "windows (and the divisor)"),
+    SeverityRule("pads:swapped", _V, _OV_MAXPOOL, _Q_PADS_BEGIN),
+    SeverityRule("pads:begin-both-ends", _V, _OV_MAXPOOL, _Q_PADS_BEGIN),
+    SeverityRule("pads:end-both-ends", _V, _OV_MAXPOOL, _Q_PADS_BEGIN),
+    SeverityRule("pads:ignored", _V, _OV_MAXPOOL, _Q_PADS_BEGIN),
+    SeverityRule("auto_pad:ignored", _V, _OV_MAXPOOL, _Q_SAME_SPLIT),
+    SeverityRule("dilations:ignored", _V, _OV_MAXPOOL, _Q_DILATIONS),
+    # policy
+    SeverityRule("nan=ignore", _U, "NaN handling in max pooling"),
+    SeverityRule("nan=first", _U, "NaN handling in max pooling"),
+    SeverityRule("nan=-inf", _U, "NaN handling in max pooling"),
+    SeverityRule("nan=skip", _U, "NaN handling in max pooling"),
+    SeverityRule("nan=last-index", _U, "which index a window holding several NaNs reports"),
+    SeverityRule("max=seeded-scan", _U, "NaN handling and the value/index of a window wholly in padding"),
+    SeverityRule("empty_max=lowest", _U, "the value of a max window wholly in padding"),
+    SeverityRule("empty_max=zero", _U, "the value of a max window wholly in padding"),
+    SeverityRule("empty_max=nan", _U, "the value of a max window wholly in padding"),
+    SeverityRule("divisor=padded", _V, _ONNX_AVG, _Q_DIVISOR, _excl),
+    SeverityRule("divisor=full", _V, _ONNX_AVG, _Q_DIVISOR, _excl),
+    SeverityRule("divisor=full", _U, "whether taps past the padded input (ceil rounding) count in the divisor "
+                 "when padding is counted"),
+    SeverityRule("divisor=valid", _V, _ONNX_AVG, _Q_DIVISOR, _incl),
+    SeverityRule("empty_avg=nan", _U, "the average of a window holding no element"),
+    SeverityRule("empty_avg=signed-divisor", _U, "the average of a window holding no element"),
+    SeverityRule("avg=input-type-sum", _U, "the accumulation type of the average"),
+    SeverityRule("avg=nan-skipped", _U, "NaN handling in average pooling"),
+    # computation type: a max that is not one of the input's values contradicts "choosing the largest value"
+    SeverityRule("precision:float32", _V, _OV_MAXPOOL, _Q_MAX, _maxop),
+    SeverityRule("precision:int32", _V, _OV_MAXPOOL, _Q_MAX, _maxop),
+    SeverityRule("precision:float32", _U, "the computation type of the average"),
+    SeverityRule("precision:int32", _U, "the computation type of the average"),
+    # indices
+    SeverityRule("empty_index=0", _U, "the index of a max window wholly in padding"),
+    SeverityRule("empty_index=-1-per-axis", _U, "the index of a max window wholly in padding"),
+    SeverityRule("empty_index=first-tap", _U, "the index of a max window wholly in padding"),
+    SeverityRule("index:axis-ignored", _V, _OV_MAXPOOL, _Q_AXIS),
+    SeverityRule("index:per-plane", _V, _OV_MAXPOOL, _Q_AXIS),
+    SeverityRule("index:storage_order-ignored", _V, _ONNX_MAX, _Q_STORAGE),
+    SeverityRule("index:column-major", _V, _OV_MAXPOOL, _Q_INDEX),
+    SeverityRule("index:padded-coordinates", _V, _OV_MAXPOOL, _Q_INDEX),
+)
+#: Classes outside the table: a rejection of a valid configuration is a limitation; what no
+#: variant reproduces is a violation until explained (the reference implements the spec text).
+REJECTION_SEVERITY = Severity.LIMITATION
+UNEXPLAINED_SEVERITY = Severity.VIOLATION
+#: A peer that crashes or hangs on a valid configuration gives no output the spec defines.
+STATUS_SEVERITY: dict[str, Severity] = {"crash": Severity.VIOLATION, "timeout": Severity.VIOLATION}
+_RANK = (Severity.VIOLATION, Severity.LIMITATION, Severity.UNSPECIFIED, Severity.ERRATUM)
+
+
+def severity_rule(key: str, spec: PoolSpec) -> SeverityRule | None:
+    """The table row that weighs ``key`` for ``spec`` (None: not a named variant)."""
+    for rule in SEVERITY_RULES:
+        if rule.key == key and (rule.when is None or rule.when(spec)):
+            return rule
+    return None
+
+
+def severity_of(atoms: tuple[str, ...] | list[str], spec: PoolSpec) -> Severity:
+    """The most severe weight among a diagnosis's atoms."""
+    found = []
+    for atom in atoms:
+        if atom.startswith("rejects: "):
+            found.append(REJECTION_SEVERITY)
+            continue
+        rule = severity_rule(atom, spec)
+        found.append(rule.severity if rule is not None else UNEXPLAINED_SEVERITY)
+    return min(found, key=_RANK.index) if found else UNEXPLAINED_SEVERITY
+
+
+# --------------------------------------------------------------------------- replay and verification
+
+_GEOMETRY_BY_KEY = {gv.key: gv for gv in GEOMETRY_VARIANTS}
+_POLICY_BY_KEY = {v.key: v for v in POLICY_VARIANTS}
+_INDEX_BY_KEY = {v.key: v for v in INDEX_VARIANTS}
+_EMPTY_INDEX_KEYS = {k for k, _ in EMPTY_INDEX_VARIANTS}
+
+
+@dataclass
+class Replay:
+    """The reference re-run under a set of named variants, in the peer's own terms: values in the
+    input type, indices in the spec's layout (the peer's), and the per-element agreement."""
+
+    values: np.ndarray
+    indices: np.ndarray | None
+    value_ok: np.ndarray  # elements whose value the replay reproduces (within the average tolerance)
+    index_ok: np.ndarray | None  # ... whose index (where the values agree)
+    x: np.ndarray  # the input the windows ran on (narrowed, cropped)
+    geom: Geometry
+
+    @property
+    def exact(self) -> bool:
+        return bool(self.value_ok.all()) and (self.index_ok is None or bool(self.index_ok.all()))
+
+
+def replay(engine: ModuleType, spec: PoolSpec, x: np.ndarray, keys: tuple[str, ...] | list[str],
+           values: np.ndarray, indices: np.ndarray | None) -> Replay | None:
+    """Re-run the reference under ``keys`` (any mix of precision, geometry, policy and index
+    variants) and compare with the peer's ``values``/``indices``. None: the keys give no output of
+    the peer's shape (or name something unknown)."""
+    shape = tuple(int(v) for v in x.shape)
+    compute: np.dtype | None = None
+    placement = Placement(resolve(spec, shape))
+    changes: dict[str, object] = {}
+    index_keys: list[str] = []
+    for key in keys:
+        if key.startswith("precision:"):
+            compute = np.dtype(key.split(":", 1)[1])
+        elif key in _GEOMETRY_BY_KEY:
+            try:
+                placement = _GEOMETRY_BY_KEY[key].build(spec, shape)
+            except (AttributeValueError, ValueError, ZeroDivisionError):
+                return None
+        elif key in _POLICY_BY_KEY:
+            changes.update(_POLICY_BY_KEY[key].change)
+        elif key in _INDEX_BY_KEY or key in _EMPTY_INDEX_KEYS:
+            index_keys.append(key)
+        else:
+            return None
+    values = np.asarray(values)
+    if placement.output_shape != tuple(values.shape):
+        return None
+    policy = SPEC.replace(**changes)
+    xc = _crop(_narrow(x, compute) if compute is not None else x, placement.crop)
+    geom = placement.geom
+    try:
+        ref = _run(engine, spec, xc, geom, policy, x.dtype)
+    except (PoolcheckError, ValueError):
+        return None
+    value_ok = close_values(ref.values, values, _tolerance(engine, spec, xc, geom, policy, ref.values))
+    if spec.op != "max" or indices is None or ref.indices is None or np.shape(indices) != values.shape:
+        return Replay(ref.values, None, value_ok, None, xc, geom)
+    canon = _uncrop_indices(ref.indices.astype(np.int64), tuple(xc.shape), shape, placement.crop)
+    order, modulus = _spec_order_modulus(spec, shape)
+    pads = None
+    fill = None
+    for key in index_keys:
+        if key in _EMPTY_INDEX_KEYS:
+            fill = key
+            continue
+        v = _INDEX_BY_KEY[key]
+        o, m, p = v.layout(spec, shape, geom)
+        if v.group == "index_order":
+            order = o
+        elif v.group == "index_scope":
+            modulus = m
+        else:
+            pads = p
+    encoded = encode_with_fill(canon, shape, order, modulus, pads, fill, geom, placement.crop)
+    where = close_values(ref.values, values, None)
+    index_ok = (encoded == np.asarray(indices).astype(np.int64)) | ~where
+    return Replay(ref.values, encoded, value_ok, index_ok, xc, geom)
+
+
+def _covers(a: Replay | None, b: Replay) -> bool:
+    """``a`` reproduces at least every element ``b`` does."""
+    if a is None:
+        return False
+    if (b.value_ok & ~a.value_ok).any():
+        return False
+    if b.index_ok is not None and (a.index_ok is None or (b.index_ok & ~a.index_ok).any()):
+        return False
+    return True
+
+
+def settle(engine: ModuleType, spec: PoolSpec, x: np.ndarray, keys: list[str], values: np.ndarray,
+           indices: np.ndarray | None) -> tuple[list[str], Replay | None, list[tuple[str, int, int]]]:
+    """Verify ``keys`` by replay, drop every variant the replay does not need (one that changes
+    nothing relevant), and attribute to each remaining variant the elements that stop agreeing
+    without it: ``(key, values, indices)``."""
+    full = replay(engine, spec, x, keys, values, indices)
+    if full is None:
+        return keys, None, []
+    kept = list(keys)
+    for key in list(kept):
+        trial = [k for k in kept if k != key]
+        if _covers(replay(engine, spec, x, trial, values, indices), full):
+            kept = trial
+    # the elements each variant is needed for; an element several are needed for goes to the most
+    # specific one (the variant needed for the fewest elements), so the counts add up
+    lost: list[tuple[str, np.ndarray, np.ndarray]] = []
+    for key in kept:
+        without = replay(engine, spec, x, [k for k in kept if k != key], values, indices)
+        if without is None or without.value_ok.shape != full.value_ok.shape:
+            lost_v = full.value_ok.copy()
+            lost_i = np.zeros_like(lost_v) if full.index_ok is None else full.index_ok & ~lost_v
+        else:
+            lost_v = full.value_ok & ~without.value_ok
+            lost_i = np.zeros_like(lost_v)
+            if full.index_ok is not None and without.index_ok is not None:
+                lost_i = full.index_ok & ~without.index_ok & without.value_ok
+        lost.append((key, lost_v, lost_i))
+    sizes = {key: int(v.sum() + i.sum()) for key, v, i in lost}
+    attribution = []
+    for key, lost_v, lost_i in lost:
+        mine_v, mine_i = lost_v.copy(), lost_i.copy()
+        for other, ov, oi in lost:
+            if other != key and (sizes[other], kept.index(other)) < (sizes[key], kept.index(key)):
+                mine_v &= ~ov
+                mine_i &= ~oi
+        attribution.append((key, int(mine_v.sum()), int(mine_i.sum())))
+    return kept, full, attribution
+
+
+def attribution_text(attribution: list[tuple[str, int, int]] | tuple[tuple[str, int, int], ...],
+                     texts: Mapping[str, str]) -> str:
+    """``values at 12 positions: <variant>; indices at 3 positions: <variant>`` (output shape:
+    a geometry variant moves every window)."""
+    parts = []
+    for key, nv, ni in attribution:
+        what = []
+        if nv:
+            what.append(f"values at {nv} position{'s' if nv != 1 else ''}")
+        if ni:
+            what.append(f"indices at {ni} position{'s' if ni != 1 else ''}")
+        where = " and ".join(what) or "the output shape"
+        parts.append(f"{where}: {texts.get(key, key)}")
+    return "; ".join(parts)
+
+
+def variant_text(key: str) -> str:
+    """The sentence for a variant key."""
+    if key.startswith("precision:"):
+        return PRECISION_TEXT.get(key.split(":", 1)[1], key)
+    if key in _GEOMETRY_BY_KEY:
+        return _GEOMETRY_BY_KEY[key].text
+    if key in _POLICY_BY_KEY:
+        return _POLICY_BY_KEY[key].text
+    if key in _INDEX_BY_KEY:
+        return _INDEX_BY_KEY[key].text
+    return dict(EMPTY_INDEX_VARIANTS).get(key, key)
+

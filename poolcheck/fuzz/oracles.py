@@ -36,7 +36,7 @@ from poolcheck.fuzz.compare import (
     mismatch,
     run_reference,
 )
-from poolcheck.fuzz.diagnosis import Diagnosis, diagnose_output, diagnose_rejection
+from poolcheck.fuzz.diagnosis import STATUS_SEVERITY, Diagnosis, diagnose_output, diagnose_rejection, severity_of
 from poolcheck.fuzz.strategies import FuzzCase
 from poolcheck.peers.base import PeerResult
 from poolcheck.report.model import Severity
@@ -77,7 +77,10 @@ class Finding:
         """One copy per behaviour named by the diagnosis: an example where a peer both ignores NaN
         and gives -FLT_MAX for an empty window evidences two divergences, each deduplicated and
         shrunk on its own."""
-        return [dataclasses.replace(self, atom=a) for a in (self.atoms or (self.klass,))]
+        def weight(atom: str) -> Severity | None:  # each behaviour keeps its own severity
+            return severity_of((atom,), self.case.spec) if self.status == "ok" and self.severity else self.severity
+
+        return [dataclasses.replace(self, atom=a, severity=weight(a)) for a in (self.atoms or (self.klass,))]
 
     @property
     def size(self) -> tuple[int, int]:
@@ -437,11 +440,11 @@ def check_peer(case: FuzzCase, peer: str, result: PeerResult, engine: ModuleType
                        False, result.status, version, actual)
     if result.status in ("crash", "timeout"):
         return Finding("peer", case.op, peer, result.status, f"{result.status}: {result.message}", result.message,
-                       case, False, result.status, version)
+                       case, False, result.status, version, severity=STATUS_SEVERITY.get(result.status))
     if result.status == "rejects":
         d = diagnose_rejection(case.spec, case.x, result.message)
         return Finding("peer", case.op, peer, d.klass, d.text, result.message, case, d.explained, "rejects", version,
-                       atoms=d.atoms)
+                       atoms=d.atoms, severity=d.severity)
     out = result.output
     assert out is not None
     values = np.asarray(out.values)
@@ -455,4 +458,5 @@ def check_peer(case: FuzzCase, peer: str, result: PeerResult, engine: ModuleType
         return None
     return Finding("peer", case.op, peer, d.klass, d.text, first_difference(base, values, indices, mm), case,
                    d.explained, "ok", version, {"values": values, "indices": indices},
-                   {"variants": d.variants, "ambiguous": d.ambiguous}, d.atoms)
+                   {"variants": d.variants, "ambiguous": d.ambiguous, "attribution": d.attribution}, d.atoms,
+                   severity=d.severity)
