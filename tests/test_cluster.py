@@ -307,7 +307,7 @@ def test_ctrl_c_stops_the_shards_and_writes_the_reports(cluster: Callable[[int],
             time.sleep(3)
             proc.send_signal(signal.SIGINT)
             out, _ = proc.communicate(timeout=60)
-            assert proc.returncode == 130, out[-3000:]
+            assert proc.returncode in (1, 130), out[-3000:]
             deadline = time.monotonic() + 30
             while any(client.processing().values()):  # the workers' tasks end too
                 assert time.monotonic() < deadline, client.processing()
@@ -318,6 +318,8 @@ def test_ctrl_c_stops_the_shards_and_writes_the_reports(cluster: Callable[[int],
             proc.wait(10)
     result = json.loads((tmp_path / "rep" / "result.json").read_text())
     assert result["interrupted"] is True
+    # 130 after Ctrl-C, unless something new was found (then 1, as on one machine)
+    assert proc.returncode == (1 if result["extra"]["fuzz"]["new"] else 130)
     shards = result["extra"]["cluster"]["shards"]
     assert [s["state"] for s in shards] == ["done", "done"] and all(s["examples"] > 0 for s in shards)
 

@@ -398,6 +398,11 @@ class ClusterDriver:
                 stop_var.delete()
             with contextlib.suppress(Exception):
                 client.close(timeout=5)
+        failed = [s for s in self.run.shards if s.state == "failed"]
+        if failed and len(failed) == len(self.run.shards) and not self.run.interrupted:
+            # every shard raised (as with --jobs): an error, not a partial result
+            errors = "\n".join(f"shard {s.job} on {s.worker}: {s.error}" for s in failed)
+            raise PoolcheckError(f"every shard of the cluster campaign failed:\n{errors}")
         results = []
         for s in self.run.shards:
             if s.result is not None:
@@ -406,7 +411,7 @@ class ClusterDriver:
                 # rebuilt from what the shard streamed; its examples so far stand for its rounds
                 # (the replay command counts examples)
                 results.append(SessionResult(dict(s.found), set(s.shrunk), dict(s.detected_at), dict(s.shrunk_at),
-                                             s.progress, {}, {}, True, rounds=[(-1, s.progress.examples)]))
+                                             s.progress, {}, {}, False, rounds=[(-1, s.progress.examples)]))
         if not results:
             errors = "; ".join(f"shard {s.job} on {s.worker}: {s.state} {s.error}".strip() for s in self.run.shards)
             raise PoolcheckError(f"no shard of the cluster campaign returned anything ({errors})")
