@@ -396,8 +396,10 @@ def _check_peer_output(case: Case, peer_name: str, version: str | None, result: 
         shape_diffs = []
         if isinstance(raw_values, np.ndarray) and raw_values.shape != ref_values.shape:
             shape_diffs.append(Diff("shape", None, list(ref_values.shape), list(raw_values.shape)))
-        return Check(peer_name, "peer", "fail", contract, shape_diffs, len(shape_diffs), version=version,
-                     severity=Severity.VIOLATION.value, diagnosis="output contract")
+        notes = "; ".join(str(n) for n in (getattr(out, "notes", []) or []))
+        return Check(peer_name, "peer", "fail", contract + (f" ({notes})" if notes else ""), shape_diffs,
+                     len(shape_diffs), version=version, severity=Severity.VIOLATION.value,
+                     diagnosis="output contract")
     values = raw_values
     indices = None if raw_indices is None else raw_indices.astype(np.int64)
     rtol, atol = peer_tolerance(case)

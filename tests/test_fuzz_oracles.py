@@ -163,9 +163,15 @@ def test_onnxruntime_same_padding_model() -> None:
     assert place.crop is None
     out = run_reference(ENGINE, x, place.geom, "max")
     assert out.values.ravel().tolist() == [1.0, 5.0]
-    # The spec (clamped pads): windows at 0 and 4; a peer at 1 and 5 is diagnosed.
-    d = diagnose_output(ENGINE, spec, x, np.asarray([[[2.0, 6.0]]], np.float32), None)
-    assert d.klass == "same:negative-pads"
+    # The spec (pad_shape as written, -2 split -1/-1): windows at 1 and 5 for both modes, so ONNX
+    # Runtime's SAME_UPPER agrees; its SAME_LOWER (C division: 0/-2, windows at 0 and 4) is diagnosed.
+    assert run_reference(ENGINE, x, resolve(spec, x.shape), "max").values.ravel().tolist() == [2.0, 6.0]
+    d = diagnose_output(ENGINE, lower, x, np.asarray([[[1.0, 5.0]]], np.float32), None)
+    # here C division (0/-2) and clamping (0/0) place the windows alike: either name reproduces it
+    assert d.klass in ("same:negative-pads", "same:clamped")
+    # A peer that clamps the ONNX pad_shape at 0 (windows at 0 and 4 for SAME_UPPER) is named too.
+    d = diagnose_output(ENGINE, spec, x, np.asarray([[[1.0, 5.0]]], np.float32), None)
+    assert d.klass == "same:clamped"
 
 
 def test_rejection_diagnosis() -> None:

@@ -207,9 +207,15 @@ GEOMETRY_VARIANTS: tuple[GeometryVariant, ...] = (
                     "SAME pads computed from the undilated kernel, not clamped at 0, output size from the "
                     "explicit formula",
                     lambda s: _is_same(s) and any(d > 1 for d in s.dilations), _legacy_same(dilated=False)),
+    GeometryVariant("same:clamped",
+                    "ONNX SAME pad_shape clamped at 0: with a stride larger than the dilated kernel the formula "
+                    "as written is negative and the windows should start inside the input",
+                    lambda s: _is_same(s) and s.convention == "onnx" and any(
+                        st > (k - 1) * d + 1 for st, k, d in zip(s.strides, s.kernel, s.dilations)),
+                    lambda s, shape: Placement(resolve(s.replace(convention="openvino"), shape))),
     GeometryVariant("same:negative-pads",
-                    "SAME pads not clamped at 0: with a stride larger than the kernel the windows start "
-                    "inside the input",
+                    "SAME pads as ONNX Runtime computes them: not clamped at 0 and split with C integer division "
+                    "(pad_head = need / 2, or (need + 1) / 2 for SAME_LOWER, truncated toward zero)",
                     lambda s: _is_same(s) and any(st > (k - 1) * d + 1
                                                   for st, k, d in zip(s.strides, s.kernel, s.dilations)),
                     _legacy_same(dilated=True)),
@@ -1172,6 +1178,7 @@ SEVERITY_RULES: tuple[SeverityRule, ...] = (
     SeverityRule("same:swapped", _V, _OV_MAXPOOL, _Q_SAME_SPLIT),
     SeverityRule("same:undilated-kernel", _V, _ONNX_AVG, _Q_SAME_PADS),
     SeverityRule("same:undilated-kernel-cropped", _V, _ONNX_AVG, _Q_SAME_PADS),
+    SeverityRule("same:clamped", _V, _ONNX_AVG, _Q_SAME_PADS),
     SeverityRule("same:negative-pads", _U, "whether a negative SAME pad total (stride larger than the dilated "
                  "kernel) is applied or clamped at 0 (the ONNX formula as written goes negative; OpenVINO's page "
                  "gives no pad formula)"),
