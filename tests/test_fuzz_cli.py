@@ -116,3 +116,39 @@ def test_the_example_database_replays_a_find_first(tmp_path: Path) -> None:
     second = json.loads((tmp_path / "r2" / "result.json").read_text())["extra"]["fuzz"]
     assert code == 1 and second["new"] == first["new"]
     assert second["examples"] < first["examples"] and second["examples"] <= 5
+
+
+def test_fail_on_chooses_which_severities_exit_1(tmp_path: Path) -> None:
+    """NaN handling is a policy point (the spec is silent): a peer that ignores NaN is a new
+    `unspecified` divergence, which fails the run only when --fail-on names it."""
+    args = ["--peers", str(PLANTED / "nan_ignored.py"), "--ops", "maxpool", "--oracles", "peers", "--max-examples",
+            "400", "--seed", "0", "--no-isolation", "--no-bundled-known"]
+    code, out = fuzz(*args, "--save-cases", str(tmp_path / "a"), "--database", str(tmp_path / "db-a"),
+                     "--report-dir", str(tmp_path / "ra"))
+    assert code == 0, out
+    assert "new divergence(s) (0 of a --fail-on severity: violation)" in out
+    data = json.loads((tmp_path / "ra" / "result.json").read_text())
+    severities = {c["checks"][0]["severity"] for c in data["cases"] if "new" in c["tags"]}
+    assert severities == {"unspecified"}
+    code, out = fuzz(*args, "--save-cases", str(tmp_path / "b"), "--database", str(tmp_path / "db-b"),
+                     "--fail-on", "unspecified,violation")
+    assert code == 1, out
+    code, out = fuzz(*args, "--fail-on", "severe")
+    assert code == 2 and "--fail-on" in out
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "nan", "inf", "soon"])
+def test_peer_timeout_must_be_a_positive_finite_duration(value: str) -> None:
+    code, out = fuzz("--peer-timeout", value, "--max-examples", "1", "--peers", "none")
+    assert code == 2 and "--peer-timeout" in out and "Traceback" not in out
+
+
+def test_jobs_and_output_folders_are_checked_before_any_work(tmp_path: Path) -> None:
+    code, out = fuzz("--jobs", "100000", "--max-examples", "1", "--peers", "none")
+    assert code == 2 and "--jobs" in out
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    code, out = fuzz("--save-cases", str(blocker / "sub"), "--max-examples", "1", "--peers", "none")
+    assert code == 2 and "--save-cases" in out
+    code, out = fuzz("--known", str(tmp_path / "missing"), "--max-examples", "1", "--peers", "none")
+    assert code == 2 and "--known" in out

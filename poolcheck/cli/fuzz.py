@@ -28,6 +28,7 @@ from poolcheck.cli.common import (
     err_console,
     fail,
     parse_duration,
+    parse_fail_on,
     user_errors,
     writable_dir,
 )
@@ -122,32 +123,35 @@ def progress_view(p: Progress, budget: float | None, max_examples: int | None) -
 
 
 def summary(c: Campaign) -> Table:
+    """One row per divergence class seen; readable at 80 columns (the diagnosis and the case file
+    of each new one follow in its panel)."""
     res = c.result
     fz = res.extra["fuzz"]
     table = Table(title="poolcheck fuzz: divergences", show_lines=False)
-    table.add_column("status")
-    table.add_column("subject")
-    table.add_column("op")
-    table.add_column("class / diagnosis", overflow="fold")
-    table.add_column("configs", justify="right")
-    table.add_column("first seen", justify="right")
-    table.add_column("case file", overflow="fold", style="dim")
+    table.add_column("status", no_wrap=True)
+    table.add_column("subject", overflow="ellipsis", no_wrap=True, max_width=16)
+    table.add_column("op", no_wrap=True)
+    table.add_column("class", overflow="fold", min_width=16, ratio=1)
+    table.add_column("configs", justify="right", no_wrap=True)
+    table.add_column("first", justify="right", no_wrap=True)
     divergent = fz["divergent_configurations"]
     for case in res.cases:
         sig = next((t.split(":", 1)[1] for t in case.tags if t.startswith("signature:")), "")
         if "new" not in case.tags or not sig:
             continue  # the registry's own re-checks are summarised below the table
         _kind, op, subject, klass = sig.split("|", 3)
-        status = Text("NEW", style="bold red") if "new" in case.tags else Text("known", style="dim")
         check = case.checks[0]
+        status = Text("NEW", style="bold red" if sig in c.failing else "bold yellow")
+        if check.severity:
+            status.append(f"\n{check.severity}", style="")
         first = fz["detected_at_s"].get(sig)
-        table.add_row(status, subject, op, Text(f"{klass}\n", style="bold").append(check.diagnosis or "", style="cyan"),
-                      str(divergent.get(sig, 1)), f"{first:.1f} s" if first is not None else "-", case.source)
+        table.add_row(status, subject, op, Text(klass, style="bold"), str(divergent.get(sig, 1)),
+                      f"{first:.1f} s" if first is not None else "-")
     for sig, n in sorted(fz["known_seen"].items()):
         _kind, op, subject, klass = sig.split("|", 3)
         first = fz["detected_at_s"].get(sig)
         table.add_row(Text("known", style="dim"), subject, op, klass, str(n),
-                      f"{first:.1f} s" if first is not None else "-", "cases/known")
+                      f"{first:.1f} s" if first is not None else "-")
     return table
 
 
@@ -188,6 +192,7 @@ def fuzz(
     exit_first: Annotated[bool, typer.Option("--exit-first", help="Stop as soon as the first new divergence is shrunk.")] = False,
     shrink: Annotated[bool, typer.Option("--shrink/--no-shrink", help="Shrink each new divergence to a minimal case (--no-shrink: explore only, keep first reproducers).")] = True,
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Live progress display.")] = True,
+    fail_on: Annotated[str, typer.Option("--fail-on", metavar="SEVERITIES", help="Severities of new divergences that make the exit code 1 (comma-separated: violation, unspecified, limitation, erratum; or all).")] = "violation",
 ) -> None:
     """Fuzz pooling configurations against the peers; shrink, diagnose and save each new divergence."""
     with user_errors():
@@ -213,6 +218,7 @@ def fuzz(
         if engine_checks not in ("first", "all"):
             raise AttributeValueError("--engine-checks", f"expected first or all, got {engine_checks!r}")
         check_jobs(jobs)
+        severities = parse_fail_on(fail_on)
         timeout_s = parse_duration("--peer-timeout", peer_timeout)
         if not 1 <= batch <= 256:
             raise AttributeValueError("--batch", f"must lie in [1, 256], got {batch}")
@@ -280,10 +286,10 @@ def fuzz(
 
                 campaign = run_cluster_campaign(options, cluster, on_event=on_phase, max_workers=jobs,
                                                 known_paths=known_paths, save_dir=save_dir, command=command,
-                                                on_progress=on_progress, on_phase=on_phase)
+                                                on_progress=on_progress, on_phase=on_phase, fail_on=severities)
             else:
                 campaign = run_campaign(options, known_paths=known_paths, save_dir=save_dir, command=command,
-                                        on_progress=on_progress, on_phase=on_phase)
+                                        on_progress=on_progress, on_phase=on_phase, fail_on=severities)
             from poolcheck.fuzz.cluster import annotate_fingerprint
 
             annotate_fingerprint(campaign.result, options, campaign.session)
@@ -316,7 +322,9 @@ def fuzz(
     for w in fz["warnings"]:
         console.print(Text(f"warning: {w}", style="yellow"))
     line = Text()
-    line.append(f"{len(campaign.new)} new divergence(s)", style="bold red" if campaign.new else "bold green")
+    line.append(f"{len(campaign.new)} new divergence(s)", style="bold red" if campaign.failing else "bold green")
+    if campaign.new:
+        line.append(f" ({len(campaign.failing)} of a --fail-on severity: {', '.join(sorted(campaign.fail_on))})")
     line.append(f", {len(fz['known_seen'])} known class(es) seen; registry: {reproduced} reproduce, "
                 f"{len(campaign.fixed)} fixed upstream, {skipped} not re-checked")
     if campaign.result.interrupted:

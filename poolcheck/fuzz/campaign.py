@@ -40,7 +40,7 @@ from poolcheck.fuzz.runner import (
     run_sessions,
 )
 from poolcheck.peers.base import Peer
-from poolcheck.report.model import CaseResult, Check, Diff, RunResult
+from poolcheck.report.model import DEFAULT_FAIL_ON, CaseResult, Check, Diff, RunResult
 from poolcheck.runner import MAX_DIFFS, _scalar, _tensor, new_result, window_cells
 from poolcheck.spec.indices import index_layout
 from poolcheck.spec.shape import resolve
@@ -68,10 +68,28 @@ class Campaign:
     saved: dict[str, Path] = field(default_factory=dict)
     replay: str = ""
     known_errors: list[CaseFileError] = field(default_factory=list)
+    #: Severities (values) of new divergences that make the exit code 1 (``--fail-on``).
+    fail_on: frozenset[str] = frozenset(s.value for s in DEFAULT_FAIL_ON)
+
+    def finding(self, signature: str) -> O.Finding | None:
+        f = self.session.findings.get(signature)
+        if f is None:
+            f = next((k.finding for k in self.known_checks if k.finding and k.finding.signature == signature), None)
+        return f
+
+    @property
+    def failing(self) -> list[str]:
+        """New divergences whose severity is one ``fail_on`` names."""
+        out = []
+        for sig in self.new:
+            f = self.finding(sig)
+            if (f.weight.value if f is not None else "violation") in self.fail_on:
+                out.append(sig)
+        return out
 
     @property
     def exit_code(self) -> int:
-        return 1 if self.new else 0
+        return 1 if self.failing else 0
 
     @property
     def fixed(self) -> list[KnownCheck]:
@@ -216,6 +234,7 @@ def finding_result(finding: O.Finding, *, new: bool, replay: str, source: str = 
         finding.subject, kind, verdict, message, diffs, total, finding.text, finding.version,
         expected={k: _tensor(np.asarray(v)) for k, v in expected.items() if k != "shape" and v is not None},
         actual={k: _tensor(np.asarray(v)) for k, v in finding.actual.items() if v is not None},
+        severity=finding.weight.value,
     )
     tags = ["fuzz", "new" if new else "known", finding.kind, f"signature:{finding.signature}"]
     if not shrunk:
@@ -236,7 +255,8 @@ def known_result(k: KnownCheck) -> CaseResult:
     c = k.entry.case
     runner = k.entry.peer or k.entry.signature.split("|")[2]
     check = Check(runner, "peer" if k.entry.peer else "document", verdict, k.message,
-                  diagnosis=k.finding.text if k.finding else None, version=k.version)
+                  diagnosis=k.finding.text if k.finding else None, version=k.version,
+                  severity=k.finding.weight.value if k.finding is not None and verdict != "pass" else None)
     return CaseResult(
         case_id=c.id, verdict=verdict, title=c.title, source=c.location, convention=c.convention, op=c.op,
         spec={"op": c.op, **c.attributes}, input_shape=list(c.input.shape), dtype=c.dtype.name, checks=[check],
@@ -277,6 +297,7 @@ def run_campaign(
     command: str = "poolcheck fuzz",
     on_progress: Callable[[Progress], None] | None = None,
     on_phase: Callable[[str], None] | None = None,
+    fail_on: frozenset[str] | None = None,
     sessions: Callable[[FuzzOptions, Callable[[Progress], None] | None], list[SessionResult]] = run_sessions,
 ) -> Campaign:
     """Re-check the registry, fuzz, write a case per new divergence, and build the result."""
@@ -369,7 +390,12 @@ def run_campaign(
         "warnings": session.warnings,
         "replay": replay,
     }
-    return Campaign(result, session, new, known_checks, saved, replay, known_errors)
+    campaign = Campaign(result, session, new, known_checks, saved, replay, known_errors)
+    if fail_on is not None:
+        campaign.fail_on = frozenset(fail_on)
+    result.extra["fuzz"]["fail_on"] = sorted(campaign.fail_on)
+    result.extra["fuzz"]["failing"] = campaign.failing
+    return campaign
 
 
 def _save(f: O.Finding, save_dir: str | Path, options: FuzzOptions, command: str,

@@ -70,6 +70,15 @@ class Finding:
     severity: Severity | None = None
 
     @property
+    def weight(self) -> Severity:
+        """The severity: the diagnosis's, else by kind (a written shape rule that the runtimes
+        contradict is an erratum; engines disagreeing or a broken metamorphic property is a
+        violation; so is a peer accepting an invalid configuration)."""
+        if self.severity is not None:
+            return self.severity
+        return Severity.ERRATUM if self.kind == "document" else Severity.VIOLATION
+
+    @property
     def signature(self) -> str:
         return f"{self.kind}|{self.op}|{self.subject}|{self.atom or self.klass}"
 
