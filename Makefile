@@ -56,7 +56,7 @@ test: $(STAMP) browser redis
 	$(PY) -m pytest -q
 
 bench: $(STAMP)
-	$(VENV)/bin/poolcheck bench
+	$(VENV)/bin/poolcheck bench --write-docs docs/benchmarks.md
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check poolcheck tests

@@ -202,7 +202,7 @@ def test_workload_selection() -> None:
 
 
 def test_cli_rejects_unknown_workload() -> None:
-    result = CliRunner().invoke(app, ["bench", "--workloads", "W1,W9", "--no-docs"])
+    result = CliRunner().invoke(app, ["bench", "--workloads", "W1,W9"])
     assert result.exit_code == 2
     assert "unknown workload 'W9'" in result.output
 
@@ -220,8 +220,20 @@ def test_cli_json_and_docs(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> N
 
 def test_cli_table(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(workloads.BY_NAME, "T4", TINY[4])
-    result = CliRunner().invoke(app, ["bench", "--workloads", "T4", "--reps", "3", "--budget", "0.1", "--no-docs"],
+    result = CliRunner().invoke(app, ["bench", "--workloads", "T4", "--reps", "3", "--time-budget", "0.1s"],
                                 env={"COLUMNS": "160"})
     assert result.exit_code == 0, result.output
     assert "T4  tiny MaxPool3D" in result.output
     assert "poolcheck numpy" in result.output and "Targets (issue 3)" in result.output
+
+
+def test_cli_writes_no_docs_unless_asked(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """`bench` never rewrites the tracked docs/benchmarks.md by itself (issue 9): only --write-docs."""
+    monkeypatch.setitem(workloads.BY_NAME, "T4", TINY[4])
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "docs").mkdir()
+    result = CliRunner().invoke(app, ["bench", "--workloads", "T4", "--reps", "3", "--time-budget", "100ms"])
+    assert result.exit_code == 0, result.output
+    assert list((tmp_path / "docs").iterdir()) == []
+    result = CliRunner().invoke(app, ["bench", "--workloads", "T4", "--time-budget", "0"])
+    assert result.exit_code == 2 and "--time-budget" in result.output

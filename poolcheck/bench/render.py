@@ -156,7 +156,7 @@ def to_markdown(run: BenchRun, command: str = "poolcheck bench") -> str:
         f"- CPU: {m.get('cpu', '?')} ({m.get('logical_cpus', '?')} logical CPUs); {m.get('platform', '')}",
         f"- Python {m.get('python')}, NumPy {m.get('numpy')}; C engine AVX-512 kernels: {avx}",
         f"- Load average (1 min) at the start and end of the run: {m.get('load_start', '?')} / "
-        f"{m.get('load_end', '?')} (other processes share this machine's cores)",
+        f"{m.get('load_end', '?')} (other processes shared the cores)",
         f"- Every contender single-threaded (ONNX Runtime intra/inter-op threads 1; OpenVINO "
         f"INFERENCE_NUM_THREADS 1, INFERENCE_PRECISION_HINT f32; torch.set_num_threads(1)); "
         f"reference engine for the checks: poolcheck {run.settings.get('reference_engine')}",

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from poolcheck.cli.common import EXIT_OK, console, err_console, fail, user_errors
+from poolcheck.cli.common import EXIT_OK, console, err_console, fail, parse_duration, user_errors
 
 DEFAULT_DOCS = "docs/benchmarks.md"
 
@@ -21,13 +21,15 @@ def bench(
     workloads: Annotated[str | None, typer.Option(
         "--workloads", "-w", help="Comma-separated workload names (W1,W1i,W2,W3,W4,W5,W6); default: all.")] = None,
     reps: Annotated[int, typer.Option("--reps", min=3, help="Timed calls per contender and workload.")] = 200,
-    budget: Annotated[float, typer.Option(
-        "--budget", min=0.0, help="Seconds of timed calls per contender and workload before it stops early.")] = 3.0,
+    time_budget: Annotated[str, typer.Option(
+        "--time-budget", metavar="DURATION",
+        help="Timed calls per contender and workload stop early after this long (e.g. 3s).")] = "3s",
+    budget_alias: Annotated[str | None, typer.Option("--budget", hidden=True)] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the results as JSON (schema poolcheck.bench/1).")] = False,
     write_docs: Annotated[str | None, typer.Option(
         "--write-docs", metavar="PATH",
-        help=f"Write the Markdown report here. Default: {DEFAULT_DOCS} when every workload runs.")] = None,
-    no_docs: Annotated[bool, typer.Option("--no-docs", help="Do not write the Markdown report.")] = False,
+        help=f"Also write the Markdown report to PATH (the repository keeps it in {DEFAULT_DOCS}). Nothing is "
+             "written without it.")] = None,
 ) -> None:
     """Time poolcheck's engines against ONNX Runtime, OpenVINO and PyTorch on named pooling
     workloads, one thread each. Every contender's output is checked against poolcheck's engine
@@ -39,7 +41,8 @@ def bench(
     with user_errors():
         names = [n for n in workloads.split(",") if n.strip()] if workloads else None
         chosen = select(names)
-        docs_path = None if no_docs else (write_docs or (DEFAULT_DOCS if names is None else None))
+        budget = parse_duration("--time-budget", budget_alias if budget_alias is not None else time_budget)
+        docs_path = write_docs
         with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(), TimeElapsedColumn(),
                       console=err_console, transient=True, disable=not err_console.is_terminal) as progress:
             task = progress.add_task("preparing", total=None)
@@ -54,7 +57,8 @@ def bench(
             console.print(renderable(run))
         if docs_path is not None:
             command = "poolcheck bench" + (f" --workloads {workloads}" if workloads else "") + \
-                (f" --reps {reps}" if reps != 200 else "")
+                (f" --reps {reps}" if reps != 200 else "") + \
+                f" --write-docs {docs_path}"
             try:
                 written = write_text_atomic(docs_path, to_markdown(run, command))
             except OSError as exc:
