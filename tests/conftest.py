@@ -39,4 +39,10 @@ def engine(request: pytest.FixtureRequest) -> str:
 import tempfile  # noqa: E402
 
 os.environ.setdefault("POOLCHECK_DATA_DIR", tempfile.mkdtemp(prefix="poolcheck-test-data-"))
+
+
+@pytest.fixture(autouse=True)
+def _own_data_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test its own data folder: no example database or find leaks from one test to another."""
+    monkeypatch.setenv("POOLCHECK_DATA_DIR", str(tmp_path_factory.mktemp("poolcheck-data")))
 # --- end per-user data folder --------------------------------------------------------------------
