@@ -207,12 +207,6 @@ GEOMETRY_VARIANTS: tuple[GeometryVariant, ...] = (
                     "SAME pads computed from the undilated kernel, not clamped at 0, output size from the "
                     "explicit formula",
                     lambda s: _is_same(s) and any(d > 1 for d in s.dilations), _legacy_same(dilated=False)),
-    GeometryVariant("same:clamped",
-                    "ONNX SAME pad_shape clamped at 0: with a stride larger than the dilated kernel the formula "
-                    "as written is negative and the windows should start inside the input",
-                    lambda s: _is_same(s) and s.convention == "onnx" and any(
-                        st > (k - 1) * d + 1 for st, k, d in zip(s.strides, s.kernel, s.dilations)),
-                    lambda s, shape: Placement(resolve(s.replace(convention="openvino"), shape))),
     GeometryVariant("same:negative-pads",
                     "SAME pads as ONNX Runtime computes them: not clamped at 0 and split with C integer division "
                     "(pad_head = need / 2, or (need + 1) / 2 for SAME_LOWER, truncated toward zero)",
@@ -236,6 +230,12 @@ GEOMETRY_VARIANTS: tuple[GeometryVariant, ...] = (
                     lambda s: _is_same(s) and s.op == "avg" and any(
                         st > (k - 1) * d + 1 for st, k, d in zip(s.strides, s.kernel, s.dilations)),
                     _legacy_same(dilated=True, crop_tail=True)),
+    GeometryVariant("same:clamped",
+                    "ONNX SAME pad_shape clamped at 0: with a stride larger than the dilated kernel the formula "
+                    "as written is negative and the windows should start inside the input",
+                    lambda s: _is_same(s) and s.convention == "onnx" and any(
+                        st > (k - 1) * d + 1 for st, k, d in zip(s.strides, s.kernel, s.dilations)),
+                    lambda s, shape: Placement(resolve(s.replace(convention="openvino"), shape))),
     GeometryVariant("pads:swapped", "pads_begin and pads_end swapped", _explicit_asym,
                     lambda s, shape: Placement(resolve(s.replace(pads_begin=s.pads_end, pads_end=s.pads_begin),
                                                        shape))),
