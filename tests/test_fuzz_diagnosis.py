@@ -403,3 +403,13 @@ def test_torch_first_tap_index_goes_through_the_storage_order_conversion() -> No
     idx = np.asarray([1, 4]).reshape(2, 1, 1, 1)  # measured with torch 2.13 through poolcheck's adapter
     d = diagnose_output(ENGINE, spec, x, vals, idx)
     assert d.atoms == ("empty_index=first-tap",), d
+
+
+def test_an_element_equal_to_the_lowest_value_keeps_index_0_under_the_seeded_scan() -> None:
+    """OpenVINO CPU (measured, 2026.4.1): int8 [1, -128], kernel 1 -> indices [0, 0]: the scan starts
+    from (lowest, index 0) with a strict '>', so -128 never replaces the seed. Values agree; the
+    index difference is the seeded scan's own (no window is empty here)."""
+    spec = A.openvino_max_pool([1], [1], [0], [0])
+    x = np.array([[[1, -128]]], np.int8)
+    d = diagnose_output(ENGINE, spec, x, x.copy(), np.array([[[0, 0]]], np.int64))
+    assert d.atoms == ("max=seeded-scan",)

@@ -689,9 +689,12 @@ def _explain_values(engine: ModuleType, spec: PoolSpec, x: np.ndarray, geom: Geo
         chosen.append(v)
         remaining &= ~f
     if not chosen:  # the values agree already: a variant may still account for the indices
-        # (not the seeded scan: where values agree its index effect is empty_index=0's, an index rule)
+        # (the seeded scan only when it explains more than any other: where values agree, its index
+        # effect on an empty window is empty_index=0's, an index rule; on an element equal to the
+        # lowest value -- which keeps index 0 -- it is its own)
+        no_empty = w.empty_windows(geom) is None
         better = [(sc, -i, v) for i, (v, _f, sc) in enumerate(candidates)
-                  if sc > base_score and v.key != "max=seeded-scan"]
+                  if sc > base_score and (v.key != "max=seeded-scan" or no_empty)]
         if better:
             chosen.append(max(better, key=lambda t: t[:2])[2])
     policy = SPEC
