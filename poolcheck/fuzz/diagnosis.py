@@ -692,9 +692,13 @@ def _explain_values(engine: ModuleType, spec: PoolSpec, x: np.ndarray, geom: Geo
         # (the seeded scan only when it explains more than any other: where values agree, its index
         # effect on an empty window is empty_index=0's, an index rule; on an element equal to the
         # lowest value -- which keeps index 0 -- it is its own)
-        no_empty = w.empty_windows(geom) is None
+        # the seeded scan only where it reproduces more indices than index 0 for empty windows
+        # alone would (an element equal to the lowest value keeps index 0: its own effect)
+        seeded_floor = base_score
+        if w.empty_windows(geom) is not None and index_score is not None:
+            seeded_floor = index_score(_run(engine, spec, x, geom, SPEC.replace(empty_index=0), out_dtype))
         better = [(sc, -i, v) for i, (v, _f, sc) in enumerate(candidates)
-                  if sc > base_score and (v.key != "max=seeded-scan" or no_empty)]
+                  if sc > base_score and (v.key != "max=seeded-scan" or sc > seeded_floor)]
         if better:
             chosen.append(max(better, key=lambda t: t[:2])[2])
     policy = SPEC
