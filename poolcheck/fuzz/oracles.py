@@ -425,6 +425,28 @@ def check_metamorphic(case: FuzzCase, engine: ModuleType, engine_name: str, base
 # --------------------------------------------------------------------------- peers
 
 
+def output_contract(case: FuzzCase, values: Any, indices: Any) -> tuple[str, str] | None:
+    """The output's element types against the attributes: (class, text) when they break the
+    contract, None otherwise. Values are a real array of the input's type ("T"); OpenVINO:
+    "index_element_type ... the type of output tensor with indices" (i32/i64); ONNX MaxPool:
+    "Indices ... T2 = tensor(int64)". A wrong type is its own divergence, never cast away."""
+    for name, arr in (("values", values), ("indices", indices)):
+        if arr is None:
+            continue
+        if not isinstance(arr, np.ndarray) or arr.dtype.kind not in "fiu":
+            kind = type(arr).__name__ if not isinstance(arr, np.ndarray) else str(arr.dtype)
+            return f"output:{name}-not-real-numbers", f"{name} are {kind}, not a real numeric array"
+    if values is not None and values.dtype != case.x.dtype:
+        return (f"dtype:values-{values.dtype}-for-{case.x.dtype}",
+                f"values are {values.dtype}, the input (and so the output) is {case.x.dtype}")
+    if indices is not None and case.spec.op == "max":
+        want = index_layout(case.spec, case.x.shape).dtype
+        if indices.dtype != want:
+            return (f"dtype:indices-{indices.dtype}-for-{np.dtype(want)}",
+                    f"indices are {indices.dtype}; the attributes ask for {np.dtype(want)}")
+    return None
+
+
 def check_peer(case: FuzzCase, peer: str, result: PeerResult, engine: ModuleType, base: Outputs | None,
                geom: Geometry | None, version: str | None = None,
                prefer: Mapping[str, int] | None = None) -> Finding | None:
@@ -456,6 +478,12 @@ def check_peer(case: FuzzCase, peer: str, result: PeerResult, engine: ModuleType
                        atoms=d.atoms, severity=d.severity)
     out = result.output
     assert out is not None
+    contract = output_contract(case, out.values, out.indices)
+    if contract is not None:
+        klass, text = contract
+        return Finding("peer", case.op, peer, klass, text, text, case, True, "ok", version,
+                       {"values": out.values if isinstance(out.values, np.ndarray) and out.values.dtype.kind in "fiu"
+                        else None}, severity=Severity.VIOLATION)
     values = np.asarray(out.values)
     indices = None if out.indices is None else np.asarray(out.indices)
     tol = _tol(engine, case, geom, base) if values.shape == base.values.shape else None
