@@ -326,3 +326,21 @@ def test_write_reports_into_a_file_is_an_error(result: RunResult, tmp_path: Path
     f.write_text("x")
     with pytest.raises(writers.ReportWriteError, match="not a folder"):
         writers.write_reports(result, f)
+
+
+def test_every_report_names_the_machine() -> None:
+    """Issue 13: the machine fingerprint is in every report format, not only in the JSON."""
+    from poolcheck.fingerprint import machine_fingerprint
+    from poolcheck.report.jsonfmt import to_json
+    from poolcheck.report.junit import to_junit
+    from poolcheck.report.markdown import to_markdown
+    from poolcheck.report.model import CaseResult, Check, RunResult, machine_label
+
+    fp = machine_fingerprint().to_dict()
+    result = RunResult(command="poolcheck run x", extra={"fingerprint": fp},
+                       cases=[CaseResult("c", "pass", checks=[Check("numpy", "engine", "pass")])])
+    label = machine_label(result)
+    assert label and fp["host"] in label
+    assert label in to_markdown(result)
+    assert fp["host"] in to_junit(result)
+    assert fp["host"] in to_json(result)

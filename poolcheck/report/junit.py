@@ -23,7 +23,7 @@ import re
 import xml.etree.ElementTree as ET
 from pathlib import PurePath
 
-from poolcheck.report.model import CaseResult, Check, RunResult
+from poolcheck.report.model import CaseResult, Check, RunResult, machine_label
 from poolcheck.report.text import safe
 
 FAILURE_VERDICTS = frozenset({"fail"})
@@ -162,6 +162,8 @@ def to_junit(result: RunResult) -> str:
             ET.SubElement(props, "property", {"name": f"{name}.version", "value": _clean(v)})
         for key, value in result.versions.items():
             ET.SubElement(props, "property", {"name": f"version.{_clean(key)}", "value": _clean(str(value))})
+        if machine_label(result):
+            ET.SubElement(props, "property", {"name": "machine", "value": _clean(machine_label(result) or "")})
         verdicts = [_testcase_or_error(suite, case, name, check) for case, check in items]
         for k, v in _counts(verdicts).items():
             suite.set(k, v)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from poolcheck.report.model import VERDICTS, CaseResult, Check, RunResult
+from poolcheck.report.model import VERDICTS, CaseResult, Check, RunResult, machine_label
 from poolcheck.report.text import safe
 
 MAX_CHARS = 60_000
@@ -192,7 +192,8 @@ def to_markdown(result: RunResult, *, max_chars: int = MAX_CHARS) -> str:
     head += _errata_table(result)
     listed = sorted((c for c in result.cases if c.verdict in LISTED), key=lambda c: LISTED.index(c.verdict))
     foot = ["", f"<sub>{_code(result.command)}" + (f" · {_cell(result.created)}" if result.created else "")
-            + "".join(f" · {_cell(k)} {_cell(v)}" for k, v in result.versions.items()) + "</sub>", ""]
+            + "".join(f" · {_cell(k)} {_cell(v)}" for k, v in result.versions.items())
+            + (f" · machine {_cell(machine_label(result))}" if machine_label(result) else "") + "</sub>", ""]
     if not listed:
         return "\n".join([*head, "Every case passed.", *foot])
 

@@ -37,6 +37,18 @@ class Severity(str, Enum):
 DEFAULT_FAIL_ON: frozenset[Severity] = frozenset({Severity.VIOLATION})
 
 
+def machine_label(result: RunResult) -> str | None:
+    """``host (cpu model, top ISA level)`` of the machine a result was made on, when it says
+    (``extra["fingerprint"]``, written by poolcheck/fingerprint.py); merged results list several."""
+    prints = result.extra.get("fingerprints") or ([result.extra["fingerprint"]] if "fingerprint" in result.extra else [])
+    labels = []
+    for fp in prints:
+        if isinstance(fp, dict) and fp.get("host"):
+            isa = fp.get("isa") or []
+            labels.append(f"{fp['host']} ({fp.get('cpu', '?')}, {isa[-1] if isa else fp.get('machine', '?')})")
+    return "; ".join(labels) or None
+
+
 def worst(verdicts: list[str]) -> str:
     if not verdicts:
         return "skip"

@@ -110,6 +110,16 @@
     return names;
   }
 
+  // The machines a result was made on (extra.fingerprint, or extra.fingerprints when merged).
+  function machines() {
+    var extra = result.extra || {};
+    var prints = extra.fingerprints || (extra.fingerprint ? [extra.fingerprint] : []);
+    return prints.filter(function (fp) { return fp && fp.host; }).map(function (fp) {
+      var isa = fp.isa || [];
+      return fp.host + " (" + (fp.cpu || "?") + ", " + (isa.length ? isa[isa.length - 1] : (fp.machine || "?")) + ")";
+    });
+  }
+
   // ------------------------------------------------------------------ header and summary
   function renderHeader() {
     var h = document.getElementById("header");
@@ -117,7 +127,8 @@
     var meta = el("div", { "class": "meta" },
       el("span", null, "command ", el("code", { text: result.command || "" })),
       result.created ? el("span", { text: "created " + result.created }) : null,
-      Object.keys(result.versions || {}).map(function (k) { return el("span", { text: k + " " + result.versions[k] }); }));
+      Object.keys(result.versions || {}).map(function (k) { return el("span", { text: k + " " + result.versions[k] }); }),
+      machines().map(function (m) { return el("span", { "class": "machine", text: "machine " + m }); }));
     append(h, [el("h1", { text: "poolcheck " + (result.kind || "run") + " report" }), meta]);
     if (result.interrupted) {
       append(h, el("div", { "class": "banner", id: "interrupted", text: "Interrupted: this is a partial result; not every case ran." }));
