@@ -30,7 +30,7 @@ run: $(STAMP)
 
 # The committed conformance report: every case on the engines and every peer (exit 1 = some
 # case fails somewhere, which is what the report is for; exit 2 = bad input still stops make).
-REPORT_PEERS ?= onnxruntime,openvino,torch,onnx_reference
+REPORT_PEERS ?= onnxruntime,openvino,torch,onnx_reference,tract,jax,openvino-onnx,torch-onnx
 reports: $(STAMP)
 	$(VENV)/bin/poolcheck run cases/ --peers $(REPORT_PEERS) --quiet --report-dir reports || [ $$? -eq 1 ]
 

@@ -344,3 +344,20 @@ def test_every_report_names_the_machine() -> None:
     assert label in to_markdown(result)
     assert fp["host"] in to_junit(result)
     assert fp["host"] in to_json(result)
+
+
+def test_markdown_has_a_conformance_matrix_by_case_group() -> None:
+    """Issue 11: every runner x every case group (the folder of the case file)."""
+    from poolcheck.report.markdown import to_markdown
+    from poolcheck.report.model import CaseResult, Check, RunResult
+
+    def case(cid: str, folder: str, peer_verdict: str) -> CaseResult:
+        return CaseResult(cid, peer_verdict, source=f"cases/{folder}/x.yaml:3",
+                          checks=[Check("numpy", "engine", "pass"), Check("tract", "peer", peer_verdict)])
+
+    result = RunResult(command="poolcheck run cases", cases=[
+        case("a", "seeds", "pass"), case("b", "seeds", "fail"), case("c", "known", "fail"), case("d", "known", "skip")])
+    md = to_markdown(result)
+    assert "Conformance matrix" in md
+    assert "| numpy | 2 / 2 | 2 / 2 |" in md.replace("| known | seeds |", "")
+    assert "| tract | 0 / 1 | 1 / 2 |" in md

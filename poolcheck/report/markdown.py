@@ -74,6 +74,32 @@ def _runner_table(result: RunResult, runners: list[str]) -> list[str]:
     return lines
 
 
+def case_group(case: CaseResult) -> str:
+    """The corpus group of a case: the folder its file lies in (seeds, edge, known, ...)."""
+    path = case.source.rsplit(":", 1)[0] if case.source else ""
+    parts = path.replace("\\", "/").split("/")
+    return parts[-2] if len(parts) >= 2 and parts[-2] else "other"
+
+
+def _matrix(result: RunResult, runners: list[str]) -> list[str]:
+    """The conformance matrix: runner x case group, conformant checks (pass, or the recorded
+    erratum) of all checks that ran (skips left out)."""
+    groups = sorted({case_group(c) for c in result.cases})
+    if len(groups) < 2 or not runners:
+        return []
+    lines = ["### Conformance matrix (conformant / run; a skip is not counted)", "",
+             "| runner | " + " | ".join(_cell(g) for g in groups) + " |", "|---|" + "---:|" * len(groups)]
+    for r in runners:
+        cells = []
+        for g in groups:
+            checks = [k for c in result.cases if case_group(c) == g for k in c.checks
+                      if k.runner == r and k.verdict != "skip"]
+            good = sum(1 for k in checks if k.verdict in ("pass", "erratum"))
+            cells.append(f"{good} / {len(checks)}" if checks else "-")
+        lines.append(f"| {_cell(r)} | " + " | ".join(cells) + " |")
+    return [*lines, ""]
+
+
 def _errata_table(result: RunResult) -> list[str]:
     """Documented examples that are wrong, as recorded (an engine check has verdict erratum)."""
     rows = [c for c in result.cases if c.erratum and any(k.verdict == "erratum" for k in c.checks)]
@@ -189,6 +215,7 @@ def to_markdown(result: RunResult, *, max_chars: int = MAX_CHARS) -> str:
     table = _runner_table(result, runners)
     if table:
         head += [*table, ""]
+    head += _matrix(result, runners)
     head += _errata_table(result)
     listed = sorted((c for c in result.cases if c.verdict in LISTED), key=lambda c: LISTED.index(c.verdict))
     foot = ["", f"<sub>{_code(result.command)}" + (f" · {_cell(result.created)}" if result.created else "")
