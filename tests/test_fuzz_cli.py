@@ -152,3 +152,13 @@ def test_jobs_and_output_folders_are_checked_before_any_work(tmp_path: Path) -> 
     assert code == 2 and "--save-cases" in out
     code, out = fuzz("--known", str(tmp_path / "missing"), "--max-examples", "1", "--peers", "none")
     assert code == 2 and "--known" in out
+
+
+def test_a_wrong_index_type_is_its_own_divergence(tmp_path: Path) -> None:
+    """Issue 9: int64 indices where index_element_type is i32 are never cast away."""
+    code, out = fuzz("--peers", str(PLANTED / "wide_indices.py"), "--ops", "maxpool", "--conventions", "openvino",
+                     "--oracles", "peers", "--max-examples", "300", "--seed", "0", "--no-isolation",
+                     "--no-bundled-known", "--save-cases", str(tmp_path / "f"), "--report-dir", str(tmp_path / "r"))
+    assert code == 1, out
+    data = json.loads((tmp_path / "r" / "result.json").read_text())
+    assert data["extra"]["fuzz"]["new"] == ["peer|max|planted-wide-indices|dtype:indices-int64-for-int32"]
