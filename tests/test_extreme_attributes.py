@@ -9,6 +9,7 @@ engine fails this test instead of killing pytest.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -18,7 +19,9 @@ import pytest
 
 import poolcheck
 from poolcheck.engines import available_engines
+from poolcheck.spec import attributes as A
 from poolcheck.spec.limits import MAX_ELEMENTS, MAX_EXTENT
+from poolcheck.spec.shape import resolve
 
 DRIVER = textwrap.dedent(
     r'''
@@ -138,3 +141,66 @@ def test_c_engine_checks_its_own_bounds() -> None:
             lib.max_pool(x, out, None, geo, 0, 0, fill, -1, 0, 1)
         with pytest.raises(ValueError):
             lib.avg_pool(x, out, geo, 0, 1, 0.0)
+
+
+@pytest.mark.skipif("c" not in available_engines(), reason="the C engine is not built")
+@pytest.mark.parametrize("auto_pad", ["SAME_UPPER", "SAME_LOWER"])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int8"])
+def test_onnx_same_negative_pads_wide_rows_c_equals_numpy(auto_pad: str, dtype: str) -> None:
+    """Rows of 16+ windows reach the C engine's vectorised and border-block kernels."""
+    rng = np.random.default_rng(7)
+    x = rng.integers(-50, 50, size=(2, 3, 37, 203)).astype(dtype)
+    for kernel, strides, dil in (([1, 2], [3, 5], [1, 1]), ([2, 3], [5, 7], [2, 1]), ([1, 1], [4, 4], [1, 1])):
+        kw = dict(kernel_shape=kernel, strides=strides, dilations=dil, auto_pad=auto_pad)
+        g = resolve(A.onnx_max_pool(kernel_shape=kw["kernel_shape"], strides=kw["strides"], dilations=kw["dilations"], auto_pad=kw["auto_pad"]), x.shape)
+        assert any(p < 0 for p in g.pads_begin + g.pads_end)
+        v_np, i_np = poolcheck.onnx_max_pool(x, engine="numpy", **kw)
+        v_c, i_c = poolcheck.onnx_max_pool(x, engine="c", **kw)
+        np.testing.assert_array_equal(v_c, v_np)
+        np.testing.assert_array_equal(i_c, i_np)
+        if dtype != "int8":
+            for cip in (0, 1):
+                a_np = poolcheck.onnx_average_pool(x, count_include_pad=cip, engine="numpy", **kw)
+                a_c = poolcheck.onnx_average_pool(x, count_include_pad=cip, engine="c", **kw)
+                np.testing.assert_array_equal(a_c, a_np)
+
+
+_C_INTERRUPT = textwrap.dedent('''
+    import signal, sys
+    import numpy as np
+    from poolcheck import spec as S
+    from poolcheck.engines import c_engine
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    x = np.ones((1, 64, 40, 40, 40), np.float32)
+    geom = S.resolve(S.openvino_max_pool([12, 12, 12], [1, 1, 1]), x.shape)
+    out = np.full(geom.output_shape, np.nan, np.float32)
+    print("start", flush=True)
+    try:  # NaN policy "first" on float32: the direct row-major scan, one plane at a time
+        c_engine._cpool.max_pool(x, out, None, c_engine._geometry_args(geom), 0, 2,
+                                 np.float32(-np.inf).tobytes(), -1, 0, 1)
+    except KeyboardInterrupt:
+        print("interrupted", int(np.isnan(out).sum()), "of", out.size, "outputs unwritten", flush=True)
+        sys.exit(130)
+    print("completed", flush=True)
+''')
+
+
+@pytest.mark.skipif("c" not in available_engines(), reason="the C engine is not built")
+def test_c_engine_stops_on_ctrl_c_mid_computation() -> None:
+    """SIGINT during a long C call raises KeyboardInterrupt from inside the call: the kernel stops
+    with outputs still unwritten (not after finishing the whole computation)."""
+    import signal
+    import time
+
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.path.dirname(os.path.dirname(poolcheck.__file__))
+    proc = subprocess.Popen([sys.executable, "-c", _C_INTERRUPT], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=env)
+    assert proc.stdout is not None
+    assert proc.stdout.readline().strip() == "start"
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, out + err
+    words = out.split()
+    assert words[0] == "interrupted" and int(words[1]) > 0, out

@@ -50,6 +50,20 @@
 #define INLINE static inline
 #endif
 
+/* Ctrl-C: the kernels run without the GIL; between chunks of planes they take it back for a
+ * moment to let Python run its signal handlers. A handler that raises (KeyboardInterrupt)
+ * leaves its exception set; the kernel stops and the entry point returns it. */
+static _Thread_local int tls_interrupted;
+static _Thread_local int64_t tls_poll_count;
+static int poll_interrupt(void) {
+    if (tls_interrupted) return 1;
+    if ((++tls_poll_count & 15) != 0) return 0;
+    PyGILState_STATE st = PyGILState_Ensure();
+    if (PyErr_CheckSignals() < 0) tls_interrupted = 1;
+    PyGILState_Release(st);
+    return tls_interrupted;
+}
+
 /* Bytes of intermediate results one chunk of planes may use (kept within L2). */
 #define CHUNK_BYTES (256 * 1024)
 
@@ -185,7 +199,7 @@ static int geo_prepare(geo_t *g) {
             if (lo >= hi) a->has_empty = 1;
         }
         /* Interior: st >= 0 and st + (k - 1) d <= n - 1. */
-        int64_t lo = (a->pb + a->s - 1) / a->s;
+        int64_t lo = a->pb <= 0 ? 0 : (a->pb + a->s - 1) / a->s; /* pb < 0: every window starts inside */
         int64_t num = a->n - 1 - (a->k - 1) * a->d + a->pb;
         int64_t hi = num < 0 ? 0 : num / a->s + 1;
         if (lo > a->o) lo = a->o;
@@ -198,11 +212,17 @@ static int geo_prepare(geo_t *g) {
          * +0.0 + (valid taps). Starting from +0.0 only changes a -0.0 sum into +0.0, so it is
          * reproduced by adding +0.0 after the valid taps. */
         int64_t seen = 0, full = 0;
-        for (int64_t j = 0; j < a->k && seen < 2; j++) {
+        /* Taps before the first one that can reach the input for the last window never land in it. */
+        int64_t j0 = a->pb - (a->o - 1) * a->s;
+        j0 = j0 <= 0 ? 0 : (j0 + a->d - 1) / a->d;
+        for (int64_t j = j0; j < a->k && seen < 2; j++) {
             int64_t first = j * a->d - a->pb, last = (a->o - 1) * a->s + first;
             int any = 0;
             for (int64_t o = 0; o < a->o && !any; o++) any = a->jlo[o] <= j && j < a->jhi[o];
-            if (!any) continue;
+            if (!any) {
+                if (first > a->n - 1) break; /* later taps start even further right */
+                continue;
+            }
             seen++;
             full += first >= 0 && last < a->n;
         }
@@ -510,6 +530,7 @@ static int64_t ring_rows(const ax_t *h) {
                                   int64_t chunk, const int withpos) {                          \
         const int r = g->r;                                                                    \
         for (int64_t p = 0; p < g->nc; p += chunk) {                                           \
+            if (poll_interrupt()) break;                                                       \
             const int64_t np = (g->nc - p < chunk) ? g->nc - p : chunk;                        \
             const T *src = x + p * g->plane_in;                                                \
             const int64_t *qsrc = NULL;                                                        \
@@ -557,6 +578,7 @@ static int64_t ring_rows(const ax_t *h) {
         const int64_t OD = D ? D->o : 1, OH = H ? H->o : 1;                                    \
         const int64_t NH = H ? H->n : 1;                                                       \
         for (int64_t p = 0; p < g->nc; p++) {                                                  \
+            if (poll_interrupt()) break;                                                       \
             const T *xp = x + p * g->plane_in;                                                 \
             for (int64_t od = 0; od < OD; od++) {                                              \
                 const int64_t dl = D ? D->jlo[od] : 0, dh = D ? D->jhi[od] : 1;                \
@@ -751,6 +773,7 @@ DEF_MAX_DIRECT(f64f, double, BETTER_INT)
         const int r = g->r;                                                                    \
         const int64_t po = g->plane_out;                                                       \
         for (int64_t p = 0; p < g->nc; p += chunk) {                                           \
+            if (poll_interrupt()) break;                                                       \
             const int64_t np = (g->nc - p < chunk) ? g->nc - p : chunk;                        \
             const double *src = NULL;                                                          \
             double *dst = NULL;                                                                \
@@ -1166,6 +1189,7 @@ T512 static void maxsep_f32_512(const float *x, float *out, int64_t *pos, const 
                                 int64_t chunk, int ign) {
     const int r = g->r, withpos = pos != NULL;
     for (int64_t p = 0; p < g->nc; p += chunk) {
+        if (poll_interrupt()) break;
         const int64_t np = (g->nc - p < chunk) ? g->nc - p : chunk;
         const float *src = x + p * g->plane_in;
         const int64_t *qsrc = NULL;
@@ -1445,6 +1469,7 @@ T512 __attribute__((noinline)) static void avg_f32_512(const float *x, float *ou
     const int r = g->r;
     const int64_t po = g->plane_out;
     for (int64_t p = 0; p < g->nc; p += chunk) {
+        if (poll_interrupt()) break;
         const int64_t np = (g->nc - p < chunk) ? g->nc - p : chunk;
         const double *src = NULL;
         double *dst = NULL;
@@ -1508,6 +1533,7 @@ T512 static inline __attribute__((always_inline)) void avg2d_512_body(
     const int64_t R = ring_rows(H), RS = (OW + 7) & ~(int64_t)7;
     const __m512d zh = _mm512_set1_pd(H->zinit ? 0.0 : -0.0);
     for (int64_t p = 0; p < g->nc; p++) {
+        if (poll_interrupt()) break;
         const float *xp = x + p * g->plane_in;
         float *op = out + p * g->plane_out;
         for (int64_t r = 0; r < R; r++) tags[r] = -1;
@@ -1647,6 +1673,7 @@ T512 static inline __attribute__((always_inline)) void max2d_512_body(
     const int64_t R = ring_rows(H), RS = (OW + 15) & ~(int64_t)15;
     int64_t *restrict snan = tags + R; /* per slot: its row holds a NaN */
     for (int64_t p = 0; p < g->nc; p++) {
+        if (poll_interrupt()) break;
         const float *xp = x + p * g->plane_in;
         for (int64_t r = 0; r < R; r++) tags[r] = -1;
         for (int64_t oh = 0; oh < OH; oh++) {
@@ -1725,6 +1752,7 @@ HOT static void finish_indices(const int64_t *pos, void *idx, int idx64, const g
                                int64_t modulus, int64_t empty_index, const uint8_t *empty) {
     const int64_t po = g->plane_out, S = g->plane_in;
     for (int64_t p = 0; p < g->nc; p++) {
+        if (poll_interrupt()) break;
         const int64_t *restrict q = pos + p * po;
         /* (p * S) % modulus without overflow: p * S < N * C * S fits in int64. */
         const int64_t base = (p * S) % modulus;
@@ -1798,27 +1826,8 @@ enum { T_F32, T_F64, T_I8, T_U8, T_I16, T_U16, T_I32, T_U32, T_I64, T_U64, T_COU
 static const int64_t ITEMSIZE[T_COUNT] = {4, 8, 1, 1, 2, 2, 4, 4, 8, 8};
 enum { NAN_PROPAGATE, NAN_IGNORE, NAN_FIRST };
 
-#define GEO_MAX_EXTENT ((int64_t)INT32_MAX)
-/* Largest element count of any buffer (input, output, per-window tables): 2^40 elements keeps
- * every byte count (x 8) and every flat index far below int64 and size_t overflow. */
-#define GEO_MAX_ELEMENTS ((int64_t)1 << 40)
-
-/* Overflow-checked plane sizes and extents: nc * prod(n) and nc * prod(o) must stay below
- * GEO_MAX_ELEMENTS, and each axis' last window must end inside int64 with room to spare. */
-static int geo_check(const geo_t *g) {
-    int64_t pin = g->nc > 0 ? g->nc : 1, pout = pin;
-    for (int i = 0; i < g->r; i++) {
-        const ax_t *a = &g->a[i];
-        int64_t end;
-        if (__builtin_mul_overflow(pin, a->n, &pin) || __builtin_mul_overflow(pout, a->o, &pout) ||
-            pin > GEO_MAX_ELEMENTS || pout > GEO_MAX_ELEMENTS ||
-            __builtin_mul_overflow(a->o - 1, a->s, &end) || __builtin_add_overflow(end, (a->k - 1) * a->d, &end)) {
-            PyErr_SetString(PyExc_ValueError, "geometry too large: a buffer would exceed 2^40 elements");
-            return -1;
-        }
-    }
-    return 0;
-}
+/* Largest magnitude of any geometry value (the spec layer's MAX_EXTENT). */
+#define GEO_MAX ((int64_t)2147483647)
 
 /* geometry tuple: (nc, n0, k0, s0, d0, pb0, pe0, o0, n1, ...) */
 static int parse_geo(PyObject *tup, geo_t *g) {
@@ -1839,26 +1848,34 @@ static int parse_geo(PyObject *tup, geo_t *g) {
     }
     g->r = (int)((len - 1) / 7);
     g->nc = v[0];
-    if (g->nc < 0) goto bad;
+    if (g->nc < 0 || g->nc > GEO_MAX) goto bad;
+    int64_t plane_in = 1, plane_out = 1, tmp;
     for (int i = 0; i < g->r; i++) {
         ax_t *a = &g->a[i];
         const int64_t *q = v + 1 + 7 * i;
         a->n = q[0]; a->k = q[1]; a->s = q[2]; a->d = q[3]; a->pb = q[4]; a->pe = q[5]; a->o = q[6];
-        if (a->n < 1 || a->k < 1 || a->s < 1 || a->d < 1 || a->pb < 0 || a->pe < 0 || a->o < 1) goto bad;
-        /* Defence in depth (the spec layer already refuses these, poolcheck/spec/limits.py): every
-         * value below 2^31, so each window expression o*s - pb + j*d below stays far from
-         * int64 overflow; the plane products are checked in geo_check below. */
-        for (int j = 0; j < 7; j++)
-            if (q[j] > GEO_MAX_EXTENT) goto big;
+        /* Defence in depth (the spec layer refuses these first): every value within +-(2^31 - 1),
+         * so that every index expression below (o * s - pb + j * d, products of two values plus a
+         * third) stays far below 2^63. Pads may be negative (ONNX same_* with a stride larger
+         * than the dilated kernel: the windows start inside the input). */
+        if (a->n < 1 || a->k < 1 || a->s < 1 || a->d < 1 || a->o < 1) goto bad;
+        if (a->n > GEO_MAX || a->k > GEO_MAX || a->s > GEO_MAX || a->d > GEO_MAX || a->o > GEO_MAX ||
+            a->pb > GEO_MAX || a->pe > GEO_MAX || a->pb < -GEO_MAX || a->pe < -GEO_MAX)
+            goto bad;
+        /* The dilated kernel and every window must fit the positions [-pb, n + pe + overhang). */
+        if ((a->k - 1) * a->d + 1 > GEO_MAX || (a->o - 1) * a->s > GEO_MAX) goto bad;
+        if (__builtin_mul_overflow(plane_in, a->n, &tmp)) goto bad;
+        plane_in = tmp;
+        if (__builtin_mul_overflow(plane_out, a->o, &tmp)) goto bad;
+        plane_out = tmp;
     }
-    if (g->nc > GEO_MAX_EXTENT) goto big;
-    return geo_check(g);
+    /* Buffers are addressed with int64 offsets: nc * plane (times 8 bytes) must not overflow. */
+    if (__builtin_mul_overflow(g->nc, plane_in, &tmp) || __builtin_mul_overflow(tmp, (int64_t)8, &tmp)) goto bad;
+    if (__builtin_mul_overflow(g->nc, plane_out, &tmp) || __builtin_mul_overflow(tmp, (int64_t)8, &tmp)) goto bad;
+    return 0;
 bad:
-    PyErr_SetString(PyExc_ValueError, "invalid geometry values");
-    return -1;
-big:
-    PyErr_SetString(PyExc_ValueError, "geometry value out of range (every size, kernel, stride, dilation, "
-                                      "pad and output size must be below 2^31)");
+    PyErr_SetString(PyExc_ValueError,
+                    "invalid geometry values (each within 2^31 - 1, buffer sizes within 2^63 bytes)");
     return -1;
 }
 
@@ -1996,6 +2013,7 @@ static PyObject *py_max_pool(PyObject *self, PyObject *args) {
             goto done;
         }
     }
+    tls_interrupted = 0;
     Py_BEGIN_ALLOW_THREADS
     if (direct) {
         if (tcode == T_F32)
@@ -2037,6 +2055,13 @@ static PyObject *py_max_pool(PyObject *self, PyObject *args) {
     if (empty) fill_empty((char *)ob.buf, isz, &g, empty, (const char *)fb.buf);
     if (have_ib) finish_indices(pos, ib.buf, idx64, &g, modulus, empty_index, empty);
     Py_END_ALLOW_THREADS
+    if (tls_interrupted || PyErr_Occurred()) {
+        free(tags);
+        free(hrow);
+        free(sl);
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_KeyboardInterrupt, "");
+        goto done;
+    }
     free(tags);
     free(hrow);
     free(sl);
@@ -2100,12 +2125,13 @@ static PyObject *py_avg_pool(PyObject *self, PyObject *args) {
             if (rule == DIV_VALID) {
                 cnt[i][o] = a->jhi[o] > a->jlo[o] ? a->jhi[o] - a->jlo[o] : 0;
             } else if (rule == DIV_PADDED) {
-                int64_t c = 0;
-                for (int64_t j = 0; j < a->k; j++) {
-                    int64_t q = o * a->s - a->pb + j * a->d;
-                    c += (q >= -a->pb) && (q < a->n + a->pe);
-                }
-                cnt[i][o] = c;
+                /* taps j in [0, k) with -pb <= st + j * d < n + pe, in closed form */
+                const int64_t st = o * a->s - a->pb, lo = -a->pb - st, hi = a->n + a->pe - st;
+                int64_t jl = lo <= 0 ? 0 : (lo + a->d - 1) / a->d;
+                int64_t jh = hi <= 0 ? 0 : (hi + a->d - 1) / a->d;
+                if (jl > a->k) jl = a->k;
+                if (jh > a->k) jh = a->k;
+                cnt[i][o] = jh > jl ? jh - jl : 0;
             } else {
                 cnt[i][o] = a->k;
             }
@@ -2117,11 +2143,11 @@ static PyObject *py_avg_pool(PyObject *self, PyObject *args) {
     if (cnt_ok) {
         int64_t o[3] = {0, 0, 0};
         for (int64_t i = 0; i < g.plane_out; i++) {
-            int64_t v = 1;
-            for (int a = 0; a < g.r; a++) v *= cnt[a][o[a]];
-            dtab[i] = (double)v;
+            double v = 1.0; /* exact: a product of counts below 2^53 (the spec layer's work cap) */
+            for (int a = 0; a < g.r; a++) v *= (double)cnt[a][o[a]];
+            dtab[i] = v;
             rtab[i] = 1.0 / (double)v; /* correctly rounded reciprocal (inf for 0) */
-            zeros |= v == 0;
+            zeros |= v == 0.0;
             for (int a = g.r - 1; a >= 0; a--) {
                 if (++o[a] < g.a[a].o) break;
                 o[a] = 0;
@@ -2150,6 +2176,7 @@ static PyObject *py_avg_pool(PyObject *self, PyObject *args) {
         PyErr_NoMemory();
         goto done;
     }
+    tls_interrupted = 0;
     Py_BEGIN_ALLOW_THREADS
     if (kind == A_F32)
 #if POOLCHECK_AVX512
@@ -2166,6 +2193,10 @@ static PyObject *py_avg_pool(PyObject *self, PyObject *args) {
     else
         avg_f32to64((const float *)xb.buf, (double *)ob.buf, &g, dtab, zeros, efill, t0, t1, chunk);
     Py_END_ALLOW_THREADS
+    if (tls_interrupted || PyErr_Occurred()) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_KeyboardInterrupt, "");
+        goto done;
+    }
     Py_INCREF(Py_None);
     result = Py_None;
 done:

@@ -80,13 +80,6 @@ def _fill_bytes(dtype: np.dtype, run_dtype: np.dtype, policy: Policy) -> bytes:
     return np.asarray(np.asarray(empty_max_value(dtype, policy), dtype=dtype), dtype=run_dtype).tobytes()
 
 
-def _negative_pads(geom: Geometry) -> bool:
-    """ONNX SAME with a stride larger than the dilated kernel gives negative pads (windows start
-    inside the input). The C kernels take pads >= 0 only; these rare geometries run on the NumPy
-    engine, so both engines agree by construction."""
-    return any(a.pad_begin < 0 or a.pad_end < 0 for a in geom.axes)
-
-
 def _require() -> ModuleType:
     if _cpool is None:
         from poolcheck.errors import EngineUnavailableError
@@ -104,10 +97,6 @@ def max_pool(
     """Max pooling; ``layout=None`` skips the index output. Same contract as
     :func:`poolcheck.engines.numpy_engine.max_pool`."""
     lib = _require()
-    if _negative_pads(geom):
-        from poolcheck.engines import numpy_engine
-
-        return numpy_engine.max_pool(x, geom, layout, policy)
     dtype = x.dtype
     run = np.ascontiguousarray(x)
     if dtype == np.float16:
@@ -133,10 +122,6 @@ def avg_pool(x: np.ndarray, geom: Geometry, exclude_pad: bool, policy: Policy = 
     """Average pooling. Same contract as :func:`poolcheck.engines.numpy_engine.avg_pool`:
     float64 sums (last spatial axis first, taps in order), one division, one rounding."""
     lib = _require()
-    if _negative_pads(geom):
-        from poolcheck.engines import numpy_engine
-
-        return numpy_engine.avg_pool(x, geom, exclude_pad, policy)
     dtype = x.dtype
     run = np.ascontiguousarray(x)
     if dtype == np.float32:
