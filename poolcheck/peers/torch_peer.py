@@ -115,7 +115,8 @@ class TorchPeer(RuntimePeer):
         ((i, kwargs, arr),) = group  # batch_limit 1: one functional call per configuration
         spec = items[i][0]
         n = spec.spatial_rank
-        t = torch.from_numpy(arr)
+        # Peers get read-only inputs; PyTorch wants writable memory (it never writes a pool input).
+        t = torch.from_numpy(arr if arr.flags.writeable else arr.copy())
         with torch.no_grad():
             if spec.op == "avg":
                 return [PeerOutput(getattr(F, f"avg_pool{n}d")(t, **kwargs).numpy().copy())]
