@@ -41,7 +41,7 @@ def run(
         else:
             get_engine(engine)  # raises a clear error for unknown / unavailable engines
             engines = [engine]
-        peer_list = resolve_peers([p.strip() for p in peers.split(",") if p.strip()]) if peers else []
+        peer_list = resolve_peers(peers, load_timeout=peer_timeout) if peers else []
         cases, errors = load_paths(paths)
     selected = select_cases(cases, k)
     if k and not selected and not errors:

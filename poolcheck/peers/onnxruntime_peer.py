@@ -33,7 +33,7 @@ class OnnxRuntimePeer(RuntimePeer):
         PeerOption("opt", "all", "graph optimization level (disable = ORT_DISABLE_ALL)",
                    ("disable", "basic", "extended", "all")),
         PeerOption("ep", "CPU", "execution provider, e.g. CUDA for CUDAExecutionProvider; no fallback to CPU",
-                   examples=("CPU", "CUDA", "TensorRT", "OpenVINO", "DML", "CoreML")),
+                   examples=("CPU", "CUDA", "TensorRT")),
     )
 
     def __init__(self, *, optimization: str = "all", cache_size: int = 256, batch_limit: int = 64) -> None:

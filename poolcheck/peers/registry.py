@@ -229,6 +229,10 @@ SPECIAL_PEERS: dict[str, Callable[[PeerRef], Peer]] = {
 }
 
 
+#: What ``doctor`` lists for the peers that take an argument (their worked examples).
+SPECIAL_EXAMPLES: tuple[str, ...] = ("onnx-backend:onnxruntime.backend",)
+
+
 class FailedPeer:
     """A plugin that crashed, exited or hung while loading: every call gets ``load_failure``
     (``crash`` or ``timeout`` with the reason), so the run goes on and its exit code shows it."""
@@ -466,6 +470,7 @@ def all_peers() -> list[Peer]:
     """Every built-in peer, then every installed plugin (a plugin that fails to load appears as
     an unavailable peer carrying the error)."""
     peers: list[Peer] = [factory() for factory in BUILTIN_PEERS.values()]
+    peers += [resolve_peer(example) for example in SPECIAL_EXAMPLES]
     for ep in _entry_points():
         try:
             peers.append(_load_entry_point(ep))
@@ -476,4 +481,5 @@ def all_peers() -> list[Peer]:
 
 def peer_kind(peer: Peer) -> str:
     """``built-in`` or ``plugin``."""
-    return "built-in" if getattr(peer, "ref", None) in BUILTIN_PEERS else "plugin"
+    base = str(getattr(peer, "ref", None)).partition(":")[0]
+    return "built-in" if base in BUILTIN_PEERS or base in SPECIAL_PEERS else "plugin"
