@@ -81,8 +81,8 @@ def _check_array(what: str, value: Any, rank: int, kinds: str) -> np.ndarray:
             raise InvalidPeerOutput(f"{what} is a {type(value).__name__} that is no array ({exc})") from None
     if arr.dtype.fields is not None or arr.dtype.kind not in kinds:
         described = "a structured array" if arr.dtype.fields is not None else f"dtype {arr.dtype}"
-        wanted = "integer" if kinds == "iu" else "real numeric"
-        raise InvalidPeerOutput(f"{what} has {described}, not a {wanted} dtype")
+        wanted = "an integer" if kinds == "iu" else "a real numeric"
+        raise InvalidPeerOutput(f"{what} has {described}, not {wanted} dtype")
     if arr.ndim != rank:
         raise InvalidPeerOutput(f"{what} has rank {arr.ndim} (shape {arr.shape}), expected rank {rank} like the input")
     return arr

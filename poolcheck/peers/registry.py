@@ -456,7 +456,9 @@ def resolve_peers(names: str | Iterable[str | PeerRef], *, load_timeout: float =
         try:
             peer = resolve_peer(ref, load_timeout=load_timeout)
         except PeerLoadError as exc:
-            peer = FailedPeer(str(ref), str(ref), "crash", str(exc))
+            name = os.path.splitext(os.path.basename(ref.name))[0] if _looks_like_file(ref.name) else str(ref)
+            full = os.path.abspath(ref.name) if _looks_like_file(ref.name) else str(ref)
+            peer = FailedPeer(name, full, "crash", str(exc))
         same = next((p for p in peers if p.name == peer.name), None)
         if same is not None:
             if getattr(same, "ref", None) == getattr(peer, "ref", None):
