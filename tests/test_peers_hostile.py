@@ -104,7 +104,7 @@ def test_a_plugin_that_writes_into_its_input_is_reported(tmp_path: Path) -> None
         (res,) = call_peer_many(peer, [(A.openvino_max_pool([2, 2], [1, 1]), x)], isolated=isolated, timeout=60)
         assert res.status == "rejects" and "read-only" in res.message, res.verdict
     np.testing.assert_array_equal(x, before)  # the caller's array is untouched
-    proc, doc = _run(tmp_path, path)
+    _, doc = _run(tmp_path, path)
     assert all(c["verdict"] == "rejects" and "read-only" in c["message"] for c in _peer_checks(doc, "scribbler"))
 
 
