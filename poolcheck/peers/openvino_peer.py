@@ -110,7 +110,8 @@ class OpenVinoPeer(RuntimePeer):
             except Exception as exc:
                 caps = []
                 why = f"cannot read {device} OPTIMIZATION_CAPABILITIES: {exc}"
-            if why is None and precision.upper() not in caps:
+            capability = {"bf16": "BF16", "f16": "FP16"}[precision]
+            if why is None and capability not in caps:
                 why = (f"OpenVINO {device} has no {precision} inference precision here "
                        f"(capabilities: {', '.join(caps) or 'none'})")
         self._unusable = why
