@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import warnings
 from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
@@ -58,7 +59,9 @@ class OnnxBackendPeer(RuntimePeer):
         self._backend: Any = None
 
     def available(self) -> tuple[bool, str]:
-        ok, why = super().available()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)  # backends import old onnx names
+            ok, why = super().available()
         if not ok:
             return ok, why
         try:
@@ -99,7 +102,9 @@ class OnnxBackendPeer(RuntimePeer):
 
     def _get_backend(self) -> Any:
         if self._backend is None:
-            self._backend = find_backend(importlib.import_module(self.module))
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DeprecationWarning)
+                self._backend = find_backend(importlib.import_module(self.module))
         return self._backend
 
     def _rep(self, nodes: tuple[OnnxNode, ...]) -> Any:
