@@ -82,8 +82,10 @@ def test_unknown_options_and_values_are_usage_errors() -> None:
         resolve_peers("onnxruntime:device=CPU")
     with pytest.raises(PeerSpecError, match="expected one of disable, basic, extended, all"):
         resolve_peers("onnxruntime:opt=fast")
-    with pytest.raises(PeerSpecError, match="peer 'torch' has no option 'layout'"):
+    with pytest.raises(PeerSpecError, match="torch:layout=nchw: expected one of contiguous, channels_last"):
         resolve_peers("torch:layout=nchw")
+    with pytest.raises(PeerSpecError, match="peer 'onnx_reference' has no option 'opt' \\(it accepts: none\\)"):
+        resolve_peers("onnx_reference:opt=all")
     with pytest.raises(PeerSpecError, match="takes no argument"):
         resolve_peers("torch:cuda")
     with pytest.raises(PeerSpecError, match="onnx-backend needs a module"):
@@ -101,12 +103,14 @@ def test_canonical_names_drop_defaults_and_spell_values_as_declared() -> None:
 
 
 def _items() -> list:
-    x = np.random.default_rng(3).standard_normal((1, 2, 6, 5)).astype(np.float32)
-    return [(A.openvino_max_pool([2, 2], [2, 1], [1, 0], [0, 1], rounding_type="ceil"), x),
-            (A.onnx_average_pool([3, 2], [1, 2], [1, 1, 1, 0], count_include_pad=1), x)]
+    x = np.random.default_rng(3).standard_normal((2, 3, 6, 5)).astype(np.float32)
+    return [(A.openvino_max_pool([2, 2], [2, 1], [1, 0], [1, 0], rounding_type="ceil_torch", axis=1), x),
+            (A.onnx_average_pool([3, 2], [1, 2], [1, 1, 1, 1], count_include_pad=1), x),
+            (A.onnx_max_pool([3, 3], [2, 1], [1, 1, 1, 1], [1, 1], ceil_mode=1), x)]
 
 
-@pytest.mark.parametrize("name", ["onnxruntime:opt=disable", "onnxruntime:opt=basic", "openvino:precision=f32"])
+@pytest.mark.parametrize("name", ["onnxruntime:opt=disable", "onnxruntime:opt=basic", "openvino:precision=f32",
+                                  "torch:layout=channels_last"])
 def test_configured_peers_agree_with_the_engine(name: str) -> None:
     _available(name.partition(":")[0])
     (peer,) = resolve_peers(name)
@@ -165,6 +169,7 @@ def test_doctor_lists_options(tmp_path: Path) -> None:
     peers = {p["name"]: p for p in json.loads(proc.stdout)["peers"]}
     assert "opt=disable|basic|extended|all (default all)" in peers["onnxruntime"]["options"]
     assert "precision=f32|bf16|f16 (default f32)" in peers["openvino"]["options"]
-    assert peers["torch"]["options"] == []
+    assert peers["torch"]["options"] == ["layout=contiguous|channels_last (default contiguous)"]
+    assert peers["onnx_reference"]["options"] == []
     example = peers["onnx-backend:onnxruntime.backend"]
     assert example["kind"] == "built-in" and any(o.startswith("device=") for o in example["options"])
