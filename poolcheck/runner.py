@@ -345,7 +345,7 @@ PEER_RTOL = {"float16": 2e-3, "float32": 1e-5, "float64": 1e-12}
 PEER_ATOL = {"float16": 1e-3, "float32": 1e-6, "float64": 1e-12}
 
 STATUS_VERDICT = {"rejects": "rejects", "crash": "crash", "timeout": "timeout", "declined": "skip",
-                  "unavailable": "skip"}
+                  "unavailable": "skip", "invalid": "fail"}
 
 
 def peer_tolerance(case: Case) -> tuple[float, float]:

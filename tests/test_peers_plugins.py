@@ -108,10 +108,15 @@ def test_unknown_names_raise_clear_errors(plugin_dir: Path) -> None:
     with pytest.raises(PeerNotFoundError, match="no such file"):
         resolve_peers(["missing/dir/peer.py"])
     with pytest.raises(PeerLoadError, match="defines neither max_pool nor avg_pool"):
-        resolve_peers(["acme_kernels.empty"])
+        resolve_peer("acme_kernels.empty")
     # A missing dependency inside an existing module is a load error, not "unknown peer".
     with pytest.raises(PeerLoadError, match="acme_missing_dependency"):
-        resolve_peers(["acme_kernels.broken"])
+        resolve_peer("acme_kernels.broken")
+    # In a list, a plugin that fails to load becomes that peer's crash; the others still run.
+    (empty, broken, ort) = resolve_peers(["acme_kernels.empty", "acme_kernels.broken", "onnxruntime"])
+    assert empty.load_failure[0] == "crash" and "defines neither" in empty.load_failure[1]
+    assert broken.load_failure[0] == "crash" and "acme_missing_dependency" in broken.load_failure[1]
+    assert ort.name == "onnxruntime"
     assert issubclass(PeerNotFoundError, PoolcheckError) and issubclass(PeerLoadError, PoolcheckError)
 
 
@@ -140,7 +145,9 @@ def test_entry_point_plugins(plugin_dir: Path) -> None:
     ok, why = listed["acme_broken"].available()
     assert not ok and "acme_missing_dependency" in why
     with pytest.raises(PeerLoadError, match="failed to load"):
-        resolve_peers(["acme_broken"])
+        resolve_peer("acme_broken")
+    (failed,) = resolve_peers(["acme_broken"])
+    assert failed.load_failure[0] == "crash" and "failed to load" in failed.load_failure[1]
 
 
 def test_worked_example_agrees_with_engine() -> None:

@@ -23,7 +23,7 @@ def environment_report() -> dict[str, Any]:
 
     import poolcheck
     from poolcheck.engines import c_engine_status
-    from poolcheck.peers.registry import all_peers, peer_kind
+    from poolcheck.peers.registry import all_peers, peer_kind, peer_options
 
     engines: list[dict[str, Any]] = [
         {"name": "numpy", "available": True, "version": np.__version__, "reason": ""},
@@ -46,7 +46,8 @@ def environment_report() -> dict[str, Any]:
         except Exception:
             version = None
         peers.append({"name": peer.name, "kind": peer_kind(peer), "available": bool(ok),
-                      "version": version, "reason": reason})
+                      "version": version, "reason": reason,
+                      "options": [o.describe() for o in peer_options(peer)]})
     return {
         "poolcheck": poolcheck.__version__,
         "python": platform.python_version(),
@@ -70,10 +71,13 @@ def doctor(
     table = Table(show_lines=False)
     for col in ("kind", "name", "status", "version"):
         table.add_column(col, no_wrap=True)
-    table.add_column("note", overflow="fold")
+    table.add_column("options / note", overflow="fold")
     for kind, rows in (("engine", report["engines"]), ("peer", report["peers"])):
         for row in rows:
             status = Text("available", "green") if row["available"] else Text("unavailable", "bold red")
             label = kind if kind == "engine" else f"peer ({row['kind']})"
-            table.add_row(label, row["name"], status, row["version"] or "-", row["reason"])
+            options = row.get("options") or []
+            note = "\n".join((list(options) if kind == "peer" else [])
+                             + ([row["reason"]] if row["reason"] else []))
+            table.add_row(Text(label), Text(row["name"]), status, Text(row["version"] or "-"), Text(note))
     console.print(table)

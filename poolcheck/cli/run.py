@@ -103,13 +103,12 @@ def stdout_to_stderr(active: bool = True) -> Iterator[None]:
         os.close(saved)
 
 
-def load_peers(peers: str) -> list[Any]:
-    """The ``--peers`` list; a plugin that exits or prints while it loads never ends the run
-    nor mixes with the JSON output."""
-    names = [p.strip() for p in peers.split(",") if p.strip()]
+def load_peers(peers: str, timeout: float) -> list[Any]:
+    """The ``--peers`` list (``name:key=value,...`` options allowed); a plugin that exits or
+    prints while it loads never ends the run nor mixes with the JSON output."""
     try:
         with stdout_to_stderr():
-            return resolve_peers(names)
+            return resolve_peers(peers, load_timeout=timeout)
     except SystemExit as exc:
         raise PeerLoadError(f"--peers: a plugin called exit({exc.code!r}) while loading") from None
 
@@ -136,7 +135,7 @@ def run(
         engines = engines_for(engine)
         if report_dir is not None:
             check_report_dir(report_dir)  # before any work: an unwritable folder is a usage error
-        peer_list = load_peers(peers) if peers else []
+        peer_list = load_peers(peers, timeout) if peers else []
         files, wanted = split_targets(list(paths) if paths else [CORPUS_DIR])
         cases, errors = load_paths(files)
     selected = select_cases(cases, k)

@@ -469,7 +469,7 @@ def check_peer(case: FuzzCase, peer: str, result: PeerResult, engine: ModuleType
             actual = {"values": result.output.values, "indices": result.output.indices}
         return Finding("invalid", case.op, peer, klass, f"{text} ({case.mutation})", result.message or text, case,
                        False, result.status, version, actual)
-    if result.status in ("crash", "timeout"):
+    if result.status in ("crash", "timeout", "invalid"):
         return Finding("peer", case.op, peer, result.status, f"{result.status}: {result.message}", result.message,
                        case, False, result.status, version, severity=STATUS_SEVERITY.get(result.status))
     if result.status == "rejects":

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from poolcheck.peers._convert import PeerDeclined
-from poolcheck.peers.base import BatchItem, PeerOutput
+from poolcheck.peers.base import BatchItem, PeerOption, PeerOutput
 from poolcheck.spec.attributes import PoolSpec
 
 #: One translated item of a batch: its position in the batch, the runtime's node, the input.
@@ -35,6 +35,26 @@ class RuntimePeer:
     install_hint: str = ""
     #: Most configurations packed into one model by :meth:`run_many`.
     batch_limit: int = 1
+    #: Options this peer accepts in its name (``onnxruntime:opt=disable``); none by default.
+    accepted_options: tuple[PeerOption, ...] = ()
+
+    def configure(self, options: dict[str, str]) -> None:
+        """Apply validated options (defaults already dropped); subclasses read ``self.options``
+        (see :meth:`option`) and may override this to rebuild their state."""
+        self.options = dict(options)
+
+    def option(self, key: str) -> str:
+        """The value of option ``key``: the one given in the peer's name, else its default."""
+        given = getattr(self, "options", {}) or {}
+        if key in given:
+            return given[key]
+        return next(o.default for o in self.accepted_options if o.key == key)
+
+    def unusable(self) -> str | None:
+        """Why no configuration can run here with these options (a device, provider or precision
+        absent on this machine), or None. Checked before every translation: the peer declines
+        everything with this reason rather than fall back to another device."""
+        return None
 
     # ------------------------------------------------------------------ for subclasses
 
@@ -74,6 +94,9 @@ class RuntimePeer:
         return str(getattr(mod, "__version__", "unknown"))
 
     def supports(self, spec: PoolSpec, shape: tuple[int, ...], dtype: np.dtype) -> tuple[bool, str]:
+        why = self.unusable()
+        if why:
+            return False, why
         try:
             self.translate(spec, tuple(int(v) for v in shape), np.dtype(dtype))
         except PeerDeclined as exc:
@@ -90,6 +113,9 @@ class RuntimePeer:
         """Compute every item, packing up to ``batch_limit`` of them per model."""
         results: list[PeerOutput | Exception | None] = [None] * len(items)
         todo: list[Translated] = []
+        why = self.unusable()
+        if why:
+            return [PeerDeclined(self.name, why) for _ in items]
         for i, (spec, x) in enumerate(items):
             arr = np.ascontiguousarray(x)
             try:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -46,7 +46,9 @@ class Peer(Protocol):
 #: What became of one peer call. ``rejects``: the peer raised (it refuses the configuration);
 #: ``crash``: the worker process died; ``timeout``: no answer in time; ``declined``: the peer
 #: cannot express the configuration (``supports`` said no); ``unavailable``: not installed.
-PEER_STATUSES: tuple[str, ...] = ("ok", "rejects", "crash", "timeout", "declined", "unavailable")
+#: ``invalid``: the peer answered with something that is not a pooling output (complex, strings,
+#: objects, a structured array, the wrong rank), see :func:`validate_output`.
+PEER_STATUSES: tuple[str, ...] = ("ok", "rejects", "crash", "timeout", "declined", "unavailable", "invalid")
 
 #: One item of a batched call: a configuration and its input.
 BatchItem = tuple[PoolSpec, np.ndarray]
@@ -66,6 +68,67 @@ class PeerResult:
         if self.status == "ok" or not self.message:
             return self.status
         return f"{self.status}: {self.message}"
+
+
+def _check_array(what: str, value: Any, rank: int, kinds: str) -> np.ndarray:
+    """``value`` as an ndarray of ``rank`` dimensions and a dtype kind in ``kinds``, or raise."""
+    if isinstance(value, np.ndarray):
+        arr = value
+    else:
+        try:
+            arr = np.asarray(value)
+        except Exception as exc:  # ragged nested lists and the like
+            raise InvalidPeerOutput(f"{what} is a {type(value).__name__} that is no array ({exc})") from None
+    if arr.dtype.fields is not None or arr.dtype.kind not in kinds:
+        described = "a structured array" if arr.dtype.fields is not None else f"dtype {arr.dtype}"
+        wanted = "an integer" if kinds == "iu" else "a real numeric"
+        raise InvalidPeerOutput(f"{what} has {described}, not {wanted} dtype")
+    if arr.ndim != rank:
+        raise InvalidPeerOutput(f"{what} has rank {arr.ndim} (shape {arr.shape}), expected rank {rank} like the input")
+    return arr
+
+
+class InvalidPeerOutput(ValueError):
+    """A peer answered with something that is not a pooling output (status ``invalid``)."""
+
+
+def validate_output(out: PeerOutput, x: np.ndarray) -> PeerOutput:
+    """Check a peer's answer for input ``x`` before anything compares it: values a real numeric
+    ndarray (integer, float; bool only for a bool input) of the input's rank, indices (when
+    given) an integer ndarray of the same rank. Raises :class:`InvalidPeerOutput`; returns the
+    output with plain ndarrays (a plugin may return lists)."""
+    rank = np.ndim(x)
+    kinds = "iuf" + ("b" if np.asarray(x).dtype.kind == "b" else "")
+    values = _check_array("values", out.values, rank, kinds)
+    indices = None if out.indices is None else _check_array("indices", out.indices, rank, "iu")
+    notes = out.notes if isinstance(out.notes, list) else [str(n) for n in (out.notes or ())]
+    if values is out.values and indices is out.indices and notes is out.notes:
+        return out
+    return PeerOutput(values, indices, notes)
+
+
+# --------------------------------------------------------------------------- peer options
+
+
+@dataclass(frozen=True)
+class PeerOption:
+    """One option a peer accepts in its name (``onnxruntime:opt=disable``).
+
+    ``choices`` lists every accepted value (matched case-insensitively, written as listed), or
+    is empty for an open set (a device or provider name: any identifier, checked when the peer
+    runs -- one absent here makes the peer decline every configuration, never fall back).
+    """
+
+    key: str
+    default: str
+    help: str
+    choices: tuple[str, ...] = ()
+    examples: tuple[str, ...] = ()
+
+    def describe(self) -> str:
+        """``opt=disable|basic|extended|all (default all)``."""
+        values = "|".join(self.choices) if self.choices else "|".join(self.examples) + "|..."
+        return f"{self.key}={values} (default {self.default})"
 
 
 @runtime_checkable

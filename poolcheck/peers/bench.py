@@ -19,7 +19,7 @@ from poolcheck.api import run_spec
 from poolcheck.errors import AttributeValueError
 from poolcheck.peers.base import BatchItem
 from poolcheck.peers.isolation import call_peer_many, close_workers
-from poolcheck.peers.registry import resolve_peers
+from poolcheck.peers.registry import PeerSpecError, parse_peer_list, resolve_peers
 from poolcheck.spec.attributes import PoolSpec, openvino_avg_pool, openvino_max_pool
 from poolcheck.spec.shape import resolve
 
@@ -92,12 +92,16 @@ MODES = [(False, False), (False, True), (True, False), (True, True)]
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--peers", default="onnxruntime", help="comma-separated peer names")
+    parser.add_argument("--peers", default="onnxruntime", help="peers as in poolcheck --peers (options allowed)")
     parser.add_argument("--cases", type=int, default=2000)
     parser.add_argument("--batch", type=int, default=50)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
-    for name in args.peers.split(","):
+    try:
+        names = [str(ref) for ref in parse_peer_list(args.peers)]
+    except PeerSpecError as exc:
+        parser.error(str(exc))
+    for name in names:
         for mode_no, (isolated, with_engine) in enumerate(MODES):
             # A new seed per mode: the isolated worker outlives a mode and must not meet a
             # configuration it has already cached.

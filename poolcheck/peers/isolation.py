@@ -12,16 +12,19 @@ worker serves every call to its peer until it dies, is killed after a timeout, o
 from __future__ import annotations
 
 import atexit
+import contextlib
 import multiprocessing
+import os
 import signal
-from collections.abc import Sequence
+import sys
+from collections.abc import Iterator, Sequence
 from multiprocessing.connection import Connection
 from typing import Any
 
 import numpy as np
 
 from poolcheck.peers._convert import PeerDeclined, short_message
-from poolcheck.peers.base import BatchItem, Peer, PeerOutput, PeerResult
+from poolcheck.peers.base import BatchItem, InvalidPeerOutput, Peer, PeerOutput, PeerResult, validate_output
 
 #: Seconds a peer call may take before it is recorded as ``timeout``.
 DEFAULT_TIMEOUT = 30.0
@@ -32,8 +35,50 @@ STARTUP_TIMEOUT = 120.0
 # --------------------------------------------------------------------------- in-process calls
 
 
+@contextlib.contextmanager
+def stdout_to_stderr() -> Iterator[None]:
+    """Send everything written to stdout -- ``print`` and native code writing to fd 1 alike --
+    to stderr, so a peer's chatter never mixes with poolcheck's machine-readable output."""
+    try:
+        sys.stdout.flush()
+    except Exception:
+        pass
+    saved: int | None = None
+    try:
+        saved = os.dup(1)
+        os.dup2(2, 1)
+    except OSError:  # no fd 1 / fd 2 (embedded interpreters): Python-level redirect only
+        saved = None
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    finally:
+        try:
+            sys.stderr.flush()
+        except Exception:
+            pass
+        if saved is not None:
+            os.dup2(saved, 1)
+            os.close(saved)
+
+
+def _read_only(x: np.ndarray) -> np.ndarray:
+    """A private read-only copy of ``x``: a peer that writes into its input raises (and is
+    reported) instead of changing what the engines and the other peers see."""
+    arr = np.array(x, copy=True)
+    arr.setflags(write=False)
+    return arr
+
+
 def run_in_process(peer: Peer, items: Sequence[BatchItem]) -> list[PeerResult]:
-    """Check availability and support, then run every item; exceptions become ``rejects``."""
+    """Check availability and support, then run every item on a read-only copy of its input,
+    with stdout sent to stderr; exceptions become ``rejects``, malformed answers ``invalid``."""
+    items = [(spec, _read_only(x)) for spec, x in items]
+    with stdout_to_stderr():
+        return _run_in_process(peer, items)
+
+
+def _run_in_process(peer: Peer, items: Sequence[BatchItem]) -> list[PeerResult]:
     try:
         ok, why = peer.available()
     except Exception as exc:
@@ -68,18 +113,23 @@ def run_in_process(peer: Peer, items: Sequence[BatchItem]) -> list[PeerResult]:
                 except Exception as exc:
                     outs.append(exc)
         for i, out in zip(runnable, outs):
-            results[i] = _as_result(out)
+            results[i] = _as_result(out, items[i][1])
     return [r if r is not None else PeerResult("rejects", None, "internal: no result") for r in results]
 
 
-def _as_result(out: Any) -> PeerResult:
+def _as_result(out: Any, x: np.ndarray) -> PeerResult:
     if isinstance(out, PeerDeclined):
         return PeerResult("declined", None, out.reason)
+    if isinstance(out, InvalidPeerOutput):
+        return PeerResult("invalid", None, str(out))
     if isinstance(out, BaseException):
         return PeerResult("rejects", None, short_message(out))
     if not isinstance(out, PeerOutput):
-        return PeerResult("rejects", None, f"run() returned {type(out).__name__}, not a PeerOutput")
-    return PeerResult("ok", out, "")
+        return PeerResult("invalid", None, f"run() returned {type(out).__name__}, not a PeerOutput")
+    try:
+        return PeerResult("ok", validate_output(out, x), "")
+    except InvalidPeerOutput as exc:
+        return PeerResult("invalid", None, f"the peer's output is not a pooling result: {exc}")
 
 
 # --------------------------------------------------------------------------- the worker process
@@ -94,15 +144,28 @@ def _peer_reference(peer: Peer) -> tuple[str, Any]:
 
 
 def _worker_main(conn: Connection, reference: tuple[str, Any]) -> None:
-    """Worker loop: build the peer once, then answer ``("run", items)`` until ``("stop",)``."""
+    """Worker loop: build the peer once, then answer ``("run", items)`` until ``("stop",)``.
+
+    The worker's stdout is stderr for its whole life (a peer that prints, at import or when
+    called, never reaches the parent's machine-readable output)."""
+    try:
+        os.dup2(2, 1)
+    except OSError:
+        pass
+    sys.stdout = sys.stderr
+    conn.send(("booted", None))
     try:
         if reference[0] == "ref":
-            from poolcheck.peers.registry import resolve_peer
+            from poolcheck.peers import registry
 
-            peer = resolve_peer(reference[1])
+            registry.LOAD_IN_PROCESS = True  # this process IS the isolation: no nested probe
+            peer = registry.resolve_peer(reference[1])
         else:
             peer = reference[1]
-    except Exception as exc:
+    except SystemExit as exc:
+        conn.send(("failed", f"the plugin called sys.exit({exc.code!r}) while loading"))
+        return
+    except BaseException as exc:
         conn.send(("failed", short_message(exc)))
         return
     conn.send(("ready", None))
@@ -139,8 +202,10 @@ class _Outcome(Exception):
 class PeerWorker:
     """One warm worker process serving one peer."""
 
-    def __init__(self, peer: Peer) -> None:
+    def __init__(self, peer: Peer, load_timeout: float = STARTUP_TIMEOUT) -> None:
         self.peer = peer
+        #: Seconds the worker may take to build its peer once Python and poolcheck are up.
+        self.load_timeout = load_timeout
         self.reference = _peer_reference(peer)
         self._ctx = multiprocessing.get_context("spawn")
         self._proc: Any = None
@@ -186,14 +251,19 @@ class PeerWorker:
             raise _Outcome("unavailable", f"cannot start a worker for {self.peer.name}: {why}") from exc
         child.close()
         self._proc, self._conn = proc, parent
-        if not parent.poll(STARTUP_TIMEOUT):
-            self.stop()
-            raise _Outcome("timeout", f"worker for {self.peer.name} did not start within {STARTUP_TIMEOUT:g} s")
-        try:
-            kind, detail = parent.recv()
-        except (EOFError, OSError):
-            code = self._reap()
-            raise _Outcome("crash", f"{_describe_exit(code)} while loading {self.peer.name}") from None
+        kind, detail = "", None
+        for stage, limit in (("booted", STARTUP_TIMEOUT), ("ready", self.load_timeout)):
+            if not parent.poll(limit):
+                self.stop()
+                what = "start" if stage == "booted" else "load"
+                raise _Outcome("timeout", f"worker for {self.peer.name} did not {what} it within {limit:g} s")
+            try:
+                kind, detail = parent.recv()
+            except (EOFError, OSError):
+                code = self._reap()
+                raise _Outcome("crash", f"{_describe_exit(code)} while loading {self.peer.name}") from None
+            if kind != "booted":
+                break
         if kind != "ready":
             self._reap()
             raise _Outcome("unavailable", f"worker could not load {self.peer.name}: {detail}")
@@ -292,6 +362,9 @@ def call_peer_many(
     items = list(items)
     if not items:
         return []
+    failure = getattr(peer, "load_failure", None)
+    if failure is not None:  # a plugin that crashed, exited or hung while loading
+        return [PeerResult(failure[0], None, failure[1]) for _ in items]
     if not isolated:
         return run_in_process(peer, items)
     worker = _worker_for(peer)
@@ -307,6 +380,31 @@ def call_peer_many(
         except _Outcome as outcome:
             results.append(PeerResult(outcome.status, None, outcome.message))
     return results
+
+
+class _Ref:
+    """A stand-in peer for :func:`probe_load`: just a name and a reference."""
+
+    def __init__(self, name: str, ref: str) -> None:
+        self.name = name
+        self.ref = ref
+
+
+def probe_load(name: str, ref: str, timeout: float) -> tuple[str, str] | None:
+    """Load plugin ``ref`` in a throw-away worker first: None if it loads (or raises an ordinary
+    error, reported again by the in-process load), else ``(status, reason)`` when it killed its
+    process (``crash``), called ``sys.exit`` (``crash``) or hung (``timeout``) while loading."""
+    worker = PeerWorker(_Ref(name, ref), load_timeout=timeout)  # type: ignore[arg-type]
+    try:
+        worker._spawn()
+    except _Outcome as outcome:
+        if outcome.status == "unavailable" and "sys.exit(" not in outcome.message:
+            return None
+        status = "crash" if outcome.status == "unavailable" else outcome.status
+        return status, f"loading the plugin: {outcome.message}"
+    finally:
+        worker.stop()
+    return None
 
 
 def call_peer(

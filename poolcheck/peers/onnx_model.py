@@ -96,8 +96,11 @@ def to_onnx(spec: PoolSpec, shape: Sequence[int], dtype: np.dtype, peer: str) ->
     return OnnxNode(op_type, tuple(sorted(attrs.items())), shape, dt.str, spec.op == "max")
 
 
-def build_model(nodes: Sequence[OnnxNode]) -> Any:
-    """One ONNX model holding every node: inputs ``x{i}``, outputs ``y{i}`` (and ``i{i}``)."""
+def build_model(nodes: Sequence[OnnxNode], *, output_ranks: bool = False) -> Any:
+    """One ONNX model holding every node: inputs ``x{i}``, outputs ``y{i}`` (and ``i{i}``).
+
+    ``output_ranks`` declares each output's rank with symbolic dimensions (the strict checker
+    some ONNX backends run requires a shape on every output); otherwise outputs have no shape."""
     from onnx import TensorProto, helper
 
     graph_nodes = []
@@ -106,10 +109,12 @@ def build_model(nodes: Sequence[OnnxNode]) -> Any:
     for i, node in enumerate(nodes):
         elem = helper.np_dtype_to_tensor_dtype(np.dtype(node.dtype))
         outs = [f"y{i}"]
-        outputs.append(helper.make_tensor_value_info(f"y{i}", elem, None))
+        out_shape = [f"y{i}_d{k}" for k in range(len(node.shape))] if output_ranks else None
+        outputs.append(helper.make_tensor_value_info(f"y{i}", elem, out_shape))
         if node.with_indices:
             outs.append(f"i{i}")
-            outputs.append(helper.make_tensor_value_info(f"i{i}", TensorProto.INT64, None))
+            idx_shape = [f"i{i}_d{k}" for k in range(len(node.shape))] if output_ranks else None
+            outputs.append(helper.make_tensor_value_info(f"i{i}", TensorProto.INT64, idx_shape))
         graph_nodes.append(helper.make_node(node.op_type, [f"x{i}"], outs, name=f"pool{i}", **node.attrs()))
         inputs.append(helper.make_tensor_value_info(f"x{i}", elem, list(node.shape)))
     graph = helper.make_graph(graph_nodes, "poolcheck", inputs, outputs)

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from poolcheck.peers.adapter import RuntimePeer, Translated
-from poolcheck.peers.base import BatchItem, PeerOutput
+from poolcheck.peers.base import BatchItem, PeerOption, PeerOutput
 from poolcheck.peers.onnx_model import OnnxNode, build_model, onnx_outputs, to_onnx
 from poolcheck.spec.attributes import PoolSpec
 
@@ -29,6 +29,12 @@ class OnnxRuntimePeer(RuntimePeer):
     name = "onnxruntime"
     ref = "onnxruntime"
     module = "onnxruntime"
+    accepted_options = (
+        PeerOption("opt", "all", "graph optimization level (disable = ORT_DISABLE_ALL)",
+                   ("disable", "basic", "extended", "all")),
+        PeerOption("ep", "CPU", "execution provider, e.g. CUDA for CUDAExecutionProvider; no fallback to CPU",
+                   examples=("CPU", "CUDA", "TensorRT")),
+    )
 
     def __init__(self, *, optimization: str = "all", cache_size: int = 256, batch_limit: int = 64) -> None:
         if optimization not in ("all", "extended", "basic", "none"):
@@ -41,6 +47,29 @@ class OnnxRuntimePeer(RuntimePeer):
         # items fail at once instead of breaking a whole packed model.
         self._missing_kernels: dict[tuple[str, str, bool], str] = {}
         self._options: Any = None
+        self.options: dict[str, str] = {}
+
+    def configure(self, options: dict[str, str]) -> None:
+        super().configure(options)
+        level = self.option("opt")
+        self.optimization = "none" if level == "disable" else level
+        self._options = None
+        self._sessions.clear()
+
+    @property
+    def provider(self) -> str:
+        """The execution provider's full name, e.g. ``CUDAExecutionProvider``."""
+        ep = self.option("ep")
+        return ep if ep.endswith("ExecutionProvider") else f"{ep}ExecutionProvider"
+
+    def unusable(self) -> str | None:
+        import onnxruntime as ort
+
+        available = ort.get_available_providers()
+        if self.provider not in available:
+            return (f"execution provider {self.provider} is not available here "
+                    f"(this onnxruntime has: {', '.join(available)})")
+        return None
 
     def translate(self, spec: PoolSpec, shape: tuple[int, ...], dtype: np.dtype) -> OnnxNode:
         return to_onnx(spec, shape, dtype, self.name)
@@ -68,6 +97,9 @@ class OnnxRuntimePeer(RuntimePeer):
             so.intra_op_num_threads = 1
             so.inter_op_num_threads = 1
             so.log_severity_level = 4  # fatal only: rejections are reported, not logged
+            # Never let a node fall back to the CPU provider when another one was asked for.
+            if self.provider != "CPUExecutionProvider":
+                so.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
             so.graph_optimization_level = {
                 "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
                 "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
@@ -86,7 +118,7 @@ class OnnxRuntimePeer(RuntimePeer):
 
         model = build_model(nodes)
         session = ort.InferenceSession(
-            model.SerializeToString(), self._session_options(), providers=["CPUExecutionProvider"]
+            model.SerializeToString(), self._session_options(), providers=[self.provider]
         )
         self._sessions[nodes] = session
         while len(self._sessions) > self.cache_size:

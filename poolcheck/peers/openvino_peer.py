@@ -17,7 +17,7 @@ import numpy as np
 
 from poolcheck.peers._convert import PeerDeclined, convert_flat_indices, negative_same_pads
 from poolcheck.peers.adapter import RuntimePeer, Translated
-from poolcheck.peers.base import BatchItem, PeerOutput
+from poolcheck.peers.base import BatchItem, PeerOption, PeerOutput
 from poolcheck.spec.attributes import PoolSpec
 
 #: Compile configuration: f32 inference precision forced, one thread.
@@ -71,12 +71,54 @@ class OpenVinoPeer(RuntimePeer):
     ref = "openvino"
     module = "openvino.opset14"
     install_hint = "pip install 'poolcheck[openvino]'"
+    accepted_options = (
+        PeerOption("device", "CPU", "OpenVINO device; one absent here declines everything",
+                   examples=("CPU", "GPU", "NPU")),
+        PeerOption("precision", "f32", "INFERENCE_PRECISION_HINT; one the device lacks declines everything",
+                   ("f32", "bf16", "f16")),
+    )
 
     def __init__(self, *, cache_size: int = 64, batch_limit: int = 32) -> None:
         self.cache_size = cache_size
         self.batch_limit = batch_limit
         self._compiled: OrderedDict[tuple[OvNode, ...], Any] = OrderedDict()
         self._core: Any = None
+        self.options: dict[str, str] = {}
+        self._unusable: str | bool | None = False  # False: not checked yet
+
+    def configure(self, options: dict[str, str]) -> None:
+        super().configure(options)
+        self._compiled.clear()
+        self._unusable = False
+
+    def _get_core(self) -> Any:
+        if self._core is None:
+            import openvino as ov
+
+            self._core = ov.Core()
+        return self._core
+
+    def unusable(self) -> str | None:
+        if self._unusable is not False:
+            return self._unusable  # type: ignore[return-value]
+        device, precision = self.option("device"), self.option("precision")
+        why: str | None = None
+        core = self._get_core()
+        devices = list(core.available_devices)
+        if device not in devices:
+            why = f"OpenVINO device {device} is not available here (available: {', '.join(devices) or 'none'})"
+        elif precision != "f32":
+            try:
+                caps = [str(c).upper() for c in core.get_property(device, "OPTIMIZATION_CAPABILITIES")]
+            except Exception as exc:
+                caps = []
+                why = f"cannot read {device} OPTIMIZATION_CAPABILITIES: {exc}"
+            capability = {"bf16": "BF16", "f16": "FP16"}[precision]
+            if why is None and capability not in caps:
+                why = (f"OpenVINO {device} has no {precision} inference precision here "
+                       f"(capabilities: {', '.join(caps) or 'none'})")
+        self._unusable = why
+        return why
 
     def version(self) -> str | None:
         version = super().version()
@@ -118,8 +160,7 @@ class OpenVinoPeer(RuntimePeer):
         import openvino as ov
         import openvino.opset14 as ops
 
-        if self._core is None:
-            self._core = ov.Core()
+        core = self._get_core()
         params = []
         outputs = []
         for k, node in enumerate(nodes):
@@ -133,7 +174,10 @@ class OpenVinoPeer(RuntimePeer):
                 outputs.append(pool.output(0))
             params.append(param)
         model = ov.Model(outputs, params, "poolcheck")
-        compiled = self._core.compile_model(model, "CPU", COMPILE_CONFIG)
+        config = dict(COMPILE_CONFIG, INFERENCE_PRECISION_HINT=self.option("precision"))
+        if self.option("device") != "CPU":
+            config.pop("INFERENCE_NUM_THREADS")
+        compiled = core.compile_model(model, self.option("device"), config)
         entry = (compiled, compiled.create_infer_request())
         self._compiled[nodes] = entry
         while len(self._compiled) > self.cache_size:

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from poolcheck.peers._convert import PeerDeclined, negative_same_pads
-from poolcheck.peers.base import PeerOutput
+from poolcheck.peers.base import InvalidPeerOutput, PeerOutput
 from poolcheck.spec.attributes import PoolSpec
 
 
@@ -91,7 +91,7 @@ def _function(module: ModuleType, name: str) -> Callable[..., Any] | None:
 def _array(what: str, value: Any) -> np.ndarray:
     arr = np.asarray(value)
     if arr.dtype == object:
-        raise TypeError(f"{what} returned {type(value).__name__}, not a numeric array")
+        raise InvalidPeerOutput(f"{what} returned {type(value).__name__} of dtype object, not a numeric array")
     return arr
 
 

@@ -16,7 +16,7 @@ import numpy as np
 
 from poolcheck.peers._convert import PeerDeclined, ceil_as_ceil_torch, check_expressible, convert_flat_indices
 from poolcheck.peers.adapter import RuntimePeer, Translated
-from poolcheck.peers.base import BatchItem, PeerOutput
+from poolcheck.peers.base import BatchItem, PeerOption, PeerOutput
 from poolcheck.spec.attributes import PoolSpec
 
 
@@ -88,9 +88,14 @@ class TorchPeer(RuntimePeer):
     ref = "torch"
     module = "torch"
     install_hint = "pip install 'poolcheck[torch]'"
+    accepted_options = (
+        PeerOption("layout", "contiguous", "memory format of the input tensor: channels_last runs PyTorch's "
+                   "NHWC / NDHWC kernels (2-D and 3-D pooling only)", ("contiguous", "channels_last")),
+    )
 
     def __init__(self) -> None:
         self._ready = False
+        self.options: dict[str, str] = {}
 
     def _setup(self) -> Any:
         import torch
@@ -102,6 +107,8 @@ class TorchPeer(RuntimePeer):
 
     def translate(self, spec: PoolSpec, shape: tuple[int, ...], dtype: np.dtype) -> dict[str, Any]:
         kwargs = to_torch(spec, shape, self.name)
+        if self.option("layout") == "channels_last" and spec.spatial_rank not in (2, 3):
+            raise PeerDeclined(self.name, f"layout=channels_last needs 2-D or 3-D pooling (got {spec.spatial_rank}-D)")
         self._setup()
         err = _kernel_error(spec.op, spec.spatial_rank, np.dtype(dtype).str)
         if err is not None:
@@ -115,7 +122,10 @@ class TorchPeer(RuntimePeer):
         ((i, kwargs, arr),) = group  # batch_limit 1: one functional call per configuration
         spec = items[i][0]
         n = spec.spatial_rank
-        t = torch.from_numpy(arr)
+        # Peers get read-only inputs; PyTorch wants writable memory (it never writes a pool input).
+        t = torch.from_numpy(arr if arr.flags.writeable else arr.copy())
+        if self.option("layout") == "channels_last":
+            t = t.contiguous(memory_format=torch.channels_last if n == 2 else torch.channels_last_3d)
         with torch.no_grad():
             if spec.op == "avg":
                 return [PeerOutput(getattr(F, f"avg_pool{n}d")(t, **kwargs).numpy().copy())]
