@@ -244,7 +244,10 @@ def fuzz(
         elif peers.strip() == "none":
             peer_names = []
         else:
-            peer_names = _split(peers)
+            from poolcheck.peers.registry import parse_peer_list
+
+            # name:key=value options may hold commas; each peer by its canonical name
+            peer_names = [str(r) for r in parse_peer_list(peers)]
         from poolcheck.fuzz.runner import resolve_peer_list
 
         resolve_peer_list(peer_names)  # unknown names are usage errors, before anything runs
