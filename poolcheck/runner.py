@@ -364,7 +364,8 @@ def check_peer_output(case: Case, peer_name: str, version: str | None, result: A
 
 #: Peer statuses and the severity of the verdict they give: refusing a valid configuration is a
 #: limitation; crashing or hanging on one is a violation (the spec promises an output).
-STATUS_SEVERITY = {"rejects": Severity.LIMITATION, "crash": Severity.VIOLATION, "timeout": Severity.VIOLATION}
+STATUS_SEVERITY = {"rejects": Severity.LIMITATION, "crash": Severity.VIOLATION, "timeout": Severity.VIOLATION,
+                   "invalid": Severity.VIOLATION}
 
 
 def _as_output_array(value: Any) -> Any:

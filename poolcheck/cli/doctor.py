@@ -69,15 +69,17 @@ def doctor(
     console.print(Text.assemble(("poolcheck ", "bold"), report["poolcheck"],
                                 f"  (Python {report['python']}, {report['platform']})"))
     table = Table(show_lines=False)
-    for col in ("kind", "name", "status", "version"):
-        table.add_column(col, no_wrap=True)
-    table.add_column("options / note", overflow="fold")
+    table.add_column("kind", no_wrap=True)
+    table.add_column("name", overflow="fold", min_width=13, ratio=1)
+    table.add_column("status", no_wrap=True, min_width=11)
+    table.add_column("version", overflow="fold", max_width=12)
+    table.add_column("options / note", overflow="fold", ratio=2)
     for kind, rows in (("engine", report["engines"]), ("peer", report["peers"])):
         for row in rows:
             status = Text("available", "green") if row["available"] else Text("unavailable", "bold red")
-            label = kind if kind == "engine" else f"peer ({row['kind']})"
+            label = kind if kind == "engine" else ("peer" if row["kind"] == "built-in" else row["kind"])
             options = row.get("options") or []
-            note = "\n".join((list(options) if kind == "peer" else [])
+            note = "\n".join(([str(o).replace("|", " | ") for o in options] if kind == "peer" else [])
                              + ([row["reason"]] if row["reason"] else []))
             table.add_row(Text(label), Text(row["name"]), status, Text(row["version"] or "-"), Text(note))
     console.print(table)
