@@ -26,7 +26,6 @@ from poolcheck.cli.common import (
 )
 from poolcheck.cli.run import exit_code, load_peers, stdout_to_stderr
 from poolcheck.corpus import KNOWN_DIR
-from poolcheck.report.jsonfmt import to_json
 from poolcheck.report.writers import check_report_dir, write_reports
 from poolcheck.runner import new_result, peer_checks, run_case
 

@@ -15,6 +15,7 @@ from poolcheck.cases.model import OPS, Case
 from poolcheck.models.onnx_import import PoolNode
 from poolcheck.models.risk import KnownMatch, Risk, known_matches, risk_classes
 from poolcheck.report.model import CaseResult
+from poolcheck.runner import POLICY_SEARCH_LIMIT
 from poolcheck.spec.shape import axis_rules, resolve
 
 #: Seed of the audit inputs: the same model gives the same inputs (and verdicts) everywhere.
@@ -79,12 +80,26 @@ def convention_shapes(node: PoolNode) -> dict[str, list[int | None]]:
     return out
 
 
+def audit_shape(shape: Sequence[int], limit: int = POLICY_SEARCH_LIMIT) -> tuple[int, ...]:
+    """The node's input shape with batch and channels cut so the input stays within ``limit``
+    elements (every plane is pooled alone: the geometry is unchanged), so a peer's divergence can
+    still be weighed under the open policies (the runner re-runs inputs up to that size)."""
+    n, c, *spatial = (int(v) for v in shape)
+    plane = int(np.prod(spatial))
+    if n * c * plane <= limit:
+        return tuple(int(v) for v in shape)
+    n = 1
+    c = max(1, min(c, limit // max(plane, 1)))
+    return (n, c, *spatial)
+
+
 def audit_inputs(node: PoolNode, seed: int = AUDIT_SEED) -> dict[str, np.ndarray]:
-    """A random input and an adversarial one (NaN, ties, -inf/+inf, extremes) of the node's shape."""
+    """A random input and an adversarial one (NaN, ties, -inf/+inf, extremes) of the node's shape
+    (batch and channels cut to :func:`audit_shape`)."""
     assert node.input_shape is not None
     dtype = np.dtype(node.dtype)
     rng = np.random.default_rng(seed)
-    shape = node.input_shape
+    shape = audit_shape(node.input_shape)
     if dtype.kind in "iu":
         info = np.iinfo(dtype)
         rnd = rng.integers(info.min, int(info.max) + 1, size=shape).astype(dtype)
