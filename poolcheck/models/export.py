@@ -46,7 +46,7 @@ def dir_name(case_id: str, taken: set[str]) -> str:
 def export_case(case: Case, out: Path, name: str) -> Path:
     """Write one case as a backend test directory; raises :class:`PoolcheckError` (or
     ``PeerDeclined``) with the reason when ONNX cannot express it exactly."""
-    from onnx import numpy_helper, save
+    from onnx import helper, numpy_helper, save
 
     node = to_onnx(case.spec, case.input.shape, case.dtype, peer="onnx-tests")
     # Values only: poolcheck's indices follow its own layout, ONNX's Indices another; a stored
@@ -65,7 +65,11 @@ def export_case(case: Case, out: Path, name: str) -> Path:
         shutil.rmtree(target)
     data = target / "test_data_set_0"
     data.mkdir(parents=True)
-    save(build_model([node]), str(target / "model.onnx"))
+    model = build_model([node])
+    # The output's type with its shape (ONNX's checker requires the shape field on graph outputs).
+    model.graph.output[0].CopyFrom(helper.make_tensor_value_info(
+        "y0", helper.np_dtype_to_tensor_dtype(values.dtype), list(values.shape)))
+    save(model, str(target / "model.onnx"))
     (data / "input_0.pb").write_bytes(numpy_helper.from_array(np.ascontiguousarray(case.input), "x0")
                                       .SerializeToString())
     (data / "output_0.pb").write_bytes(numpy_helper.from_array(np.ascontiguousarray(values), "y0")
