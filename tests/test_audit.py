@@ -109,7 +109,8 @@ def test_no_pooling_node(tmp_path: Path) -> None:
     assert proc.returncode == 0 and "no pooling node" in proc.stdout
 
 
-@pytest.mark.parametrize("kind", ["missing", "text", "truncated", "folder", "bad-shape-option", "unknown-input"])
+@pytest.mark.parametrize("kind", ["missing", "text", "truncated", "folder", "bad-shape-option", "unknown-input",
+                                  "bad-xml"])
 def test_bad_models_exit_2_with_one_line(kind: str, two_pools: Path, tmp_path: Path) -> None:
     args: list[str] = []
     if kind == "missing":
@@ -122,6 +123,9 @@ def test_bad_models_exit_2_with_one_line(kind: str, two_pools: Path, tmp_path: P
         target.write_bytes(two_pools.read_bytes()[:60])
     elif kind == "folder":
         target = tmp_path
+    elif kind == "bad-xml":
+        target = tmp_path / "m.xml"
+        target.write_text("<net><layers><layer id='0' type='MaxPool'/></layers></net>\n")
     else:
         target = two_pools
         args = ["--input-shape", "x=1,a" if kind == "bad-shape-option" else "y=1,2,3,3"]
@@ -165,3 +169,32 @@ def test_light_models(name: str) -> None:
         # onnx's own shape inference is the oracle for the output shape under the ONNX rule
         assert node["output_shapes"]["onnx"] == shapes[onnx_node.output[0]]
         assert node["cases"] and all("onnxruntime" in c["checks"] for c in node["cases"])
+
+
+def test_missing_external_weights_and_unmodelled_attribute(tmp_path: Path) -> None:
+    """A model whose weights live in a missing external file is still audited (only shapes and
+    attributes matter); a pooling node with an attribute poolcheck does not model is exit 2."""
+    import numpy as np
+    from onnx import numpy_helper
+
+    w = numpy_helper.from_array(np.ones((4, 3, 3, 3), np.float32), "w")
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    graph = helper.make_graph([helper.make_node("Conv", ["x", "w"], ["c"]),
+                               helper.make_node("MaxPool", ["c"], ["y"], name="mp", kernel_shape=[2, 2],
+                                                strides=[2, 2])], "g", [x], [y], initializer=[w])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 22)])
+    model.ir_version = 10
+    path = tmp_path / "ext.onnx"
+    onnx.save(model, str(path), save_as_external_data=True, all_tensors_to_one_file=True, location="w.bin",
+              size_threshold=0)
+    (tmp_path / "w.bin").unlink()
+    proc, doc = audit_json(str(path), "--peers", str(PLANTED / "correct.py"))
+    assert proc.returncode == 0, proc.stderr
+    (node,) = doc["nodes"]
+    assert node["input_shape"] == [1, 4, 6, 6] and node["output_shapes"]["onnx"] == [1, 4, 3, 3]
+    odd = save_model(tmp_path / "odd.onnx", [helper.make_node("MaxPool", ["x"], ["y"], name="mp", kernel_shape=[2, 2],
+                                                              foo=3)], [1, 1, 4, 4])
+    proc = cli("audit", str(odd), "--peers", str(PLANTED / "correct.py"))
+    assert proc.returncode == 2 and proc.stderr.strip().splitlines() == [
+        f"error: {odd}: node 'mp': attribute 'foo' is not modelled"]

@@ -171,3 +171,12 @@ def test_onnxruntime_reads_every_exported_directory(exported: tuple[Path, dict[s
                                                 equal_nan=True):
             agree += 1
     assert loaded > refused and agree > len(doc["written"]) // 2
+
+
+def test_export_usage_errors(tmp_path: Path) -> None:
+    for args in (["cases/seeds", str(tmp_path / "o"), "--format", "tflite"], ["cases/seeds"],
+                 [str(tmp_path / "missing.yaml"), str(tmp_path / "o")]):
+        proc = cli("export", *args)
+        assert proc.returncode == 2, args
+        assert proc.stderr.strip().startswith("error:") and "Traceback" not in proc.stderr
+    assert not (tmp_path / "o").exists() or not any((tmp_path / "o").iterdir())

@@ -26,6 +26,7 @@ from poolcheck.cli.common import (
 )
 from poolcheck.cli.run import exit_code, load_peers, stdout_to_stderr
 from poolcheck.corpus import KNOWN_DIR
+from poolcheck.report.model import CaseResult
 from poolcheck.report.writers import check_report_dir, write_reports
 from poolcheck.runner import new_result, peer_checks, run_case
 
@@ -81,6 +82,9 @@ def audit(
         with stdout_to_stderr(as_json):
             by_case = peer_checks(cases, peer_list, timeout=timeout) if peer_list and cases else {}
             for a in audits:
+                if a.node.problem:  # a node poolcheck cannot model is not judged: an error verdict (exit 2)
+                    result.cases.append(CaseResult(case_id=a.node.name, verdict="error", source=f"{model}:{a.node.name}",
+                                                   op=a.node.op_type, message=f"{model}: node {a.node.name!r}: {a.node.problem}"))
                 for case in a.cases:
                     r = run_case(case, engines, by_case.get(case.id, []))
                     r.replay = replay
@@ -105,6 +109,10 @@ def audit(
         sys.stdout.write(json.dumps(doc, indent=2, default=str) + "\n")
     else:
         _render(model, audits, [p.name for p in peer_list])
+    for a in audits:
+        if a.node.problem:
+            err_console.print(f"error: {safe(str(model))}: node {safe(a.node.name)!r}: {safe(a.node.problem)}",
+                              soft_wrap=True, markup=False, highlight=False)
     if not audits:
         raise typer.Exit(EXIT_OK)
     raise typer.Exit(exit_code(result, severities))
