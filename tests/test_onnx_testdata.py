@@ -180,3 +180,17 @@ def test_export_usage_errors(tmp_path: Path) -> None:
         assert proc.returncode == 2, args
         assert proc.stderr.strip().startswith("error:") and "Traceback" not in proc.stderr
     assert not (tmp_path / "o").exists() or not any((tmp_path / "o").iterdir())
+
+
+def test_replay_of_a_backend_case_reruns_exactly_it(tmp_path: Path) -> None:
+    x = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
+    node = helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[2, 2], strides=[2, 2])
+    y = x.reshape(1, 1, 2, 2, 2, 2).max(axis=(3, 5))  # by hand: 2x2 blocks
+    backend_dir(tmp_path, "test_a", node, x, y)
+    backend_dir(tmp_path, "test_b", node, x, y)
+    _, doc = run_json(str(tmp_path))
+    assert [c["verdict"] for c in doc["cases"]] == ["pass", "pass"]
+    replay = doc["cases"][1]["replay"].split()
+    assert replay[:2] == ["poolcheck", "run"]
+    proc, again = run_json(*replay[2:])
+    assert proc.returncode == 0 and [c["case_id"] for c in again["cases"]] == ["test_b/test_data_set_0"]
