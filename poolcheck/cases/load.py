@@ -635,6 +635,9 @@ def iter_case_files(paths: Iterable[str | Path]) -> Iterator[Path]:
         p = Path(raw)
         if p.is_dir():
             yield from sorted(f for f in p.rglob("*") if f.suffix in CASE_SUFFIXES and f.is_file())
+            if any(p.rglob("model.onnx")):  # ONNX backend test directories (poolcheck/models)
+                from poolcheck.models.onnx_import import find_backend_dirs
+                yield from find_backend_dirs(p)
         elif p.is_file():
             yield p
         else:
@@ -656,7 +659,9 @@ def load_paths(paths: Iterable[str | Path]) -> tuple[list[Case], list[CaseFileEr
         except OSError as exc:
             errors.append(CaseFileError(f"cannot list: {exc.strerror or exc}", path=str(raw)))
     for f in files:
-        loaded, file_errors = _load(f)
+        if f.is_dir():  # an ONNX backend test directory
+            from poolcheck.models.onnx_import import load_backend_dir
+        loaded, file_errors = load_backend_dir(f) if f.is_dir() else _load(f)
         errors.extend(file_errors)
         for c in loaded:
             if c.id in ids:

@@ -1,0 +1,150 @@
+"""``poolcheck audit MODEL``: the pooling nodes of an ONNX or OpenVINO IR model, their risk
+classes, and their exact configurations run on the engines and peers."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+from rich.text import Text
+
+from poolcheck.cli.common import (
+    ENGINE_HELP,
+    EXIT_OK,
+    console,
+    engines_for,
+    err_console,
+    parse_duration,
+    parse_fail_on,
+    safe,
+    user_errors,
+)
+from poolcheck.cli.run import exit_code, load_peers, stdout_to_stderr
+from poolcheck.corpus import KNOWN_DIR
+from poolcheck.report.model import CaseResult
+from poolcheck.report.writers import check_report_dir, write_reports
+from poolcheck.runner import new_result, peer_checks, run_case
+
+#: Peers ``audit`` runs by default (those installed here).
+DEFAULT_PEERS = ("onnxruntime", "openvino")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("audit")(audit)
+
+
+def audit(
+    model: Annotated[Path, typer.Argument(metavar="MODEL", help="An ONNX model (.onnx) or OpenVINO IR (.xml).", show_default=False)],
+    input_shape: Annotated[list[str] | None, typer.Option("--input-shape", metavar="NAME=DIMS", help="Shape of a dynamic model input, e.g. data=1,3,224,224 (repeatable).")] = None,
+    peers: Annotated[str | None, typer.Option("--peers", metavar="PEERS", help="Peers to run every pooling node on (comma-separated). Default: onnxruntime and openvino where installed.")] = None,
+    engine: Annotated[str, typer.Option(metavar="ENGINE", help=ENGINE_HELP)] = "all",
+    as_json: Annotated[bool, typer.Option("--json", help="Print the audit as JSON.")] = False,
+    report_dir: Annotated[Path | None, typer.Option("--report-dir", metavar="DIR", help="Also write result.json, junit.xml, summary.md and report.html here.")] = None,
+    fail_on: Annotated[str, typer.Option("--fail-on", metavar="SEVERITIES", help="Severities that make the exit code 1 (comma-separated: violation, unspecified, limitation, erratum; or all).")] = "violation",
+    peer_timeout: Annotated[str, typer.Option("--peer-timeout", metavar="DURATION", help="How long a peer may take per batch (e.g. 500ms, 20s, 2m).")] = "60s",
+) -> None:
+    """Audit every pooling node of a model: canonical attributes, output shape under each
+    convention, risk classes (and the known divergences they point at), and a run of the node's
+    exact configuration with random and adversarial inputs on the engines and peers.
+
+    Exit codes: 0 no node diverges, 1 a node diverges on a peer (per --fail-on), 2 unreadable
+    model, shapes not inferable (give --input-shape) or bad options.
+    """
+    from poolcheck.fuzz.registry import known_entries
+    from poolcheck.models.audit import audit_nodes
+    from poolcheck.models.onnx_import import model_pool_nodes, parse_input_shapes
+
+    with user_errors():
+        timeout = parse_duration("--peer-timeout", peer_timeout)
+        severities = parse_fail_on(fail_on)
+        engines = engines_for(engine)
+        if report_dir is not None:
+            check_report_dir(report_dir)
+        shapes = parse_input_shapes(list(input_shape or []))
+        nodes = model_pool_nodes(model, shapes)
+        if peers:
+            peer_list = load_peers(peers)
+        else:
+            peer_list = [p for p in load_peers(",".join(DEFAULT_PEERS)) if p.available()[0]]
+    entries, _ = known_entries([KNOWN_DIR])
+    audits = audit_nodes(nodes, model, entries)
+    result = new_result("poolcheck " + " ".join(shlex.quote(a) for a in sys.argv[1:]), kind="run")
+    replay = " ".join(["poolcheck", "audit", shlex.quote(str(model.resolve())),
+                       *(f"--input-shape={shlex.quote(s)}" for s in input_shape or []),
+                       *(["--peers", ",".join(p.name for p in peer_list)] if peer_list else [])])
+    cases = [c for a in audits for c in a.cases]
+    try:
+        with stdout_to_stderr(as_json):
+            by_case = peer_checks(cases, peer_list, timeout=timeout) if peer_list and cases else {}
+            for a in audits:
+                if a.node.problem:  # a node poolcheck cannot model is not judged: an error verdict (exit 2)
+                    result.cases.append(CaseResult(case_id=a.node.name, verdict="error", source=f"{model}:{a.node.name}",
+                                                   op=a.node.op_type, message=f"{model}: node {a.node.name!r}: {a.node.problem}"))
+                for case in a.cases:
+                    r = run_case(case, engines, by_case.get(case.id, []))
+                    r.replay = replay
+                    r.source = f"{model}:{a.node.name}"
+                    a.results.append(r)
+                    result.cases.append(r)
+            for peer in peer_list:
+                try:
+                    result.versions[peer.name] = peer.version() or "unavailable"
+                except Exception:
+                    result.versions[peer.name] = "unavailable"
+    except KeyboardInterrupt:
+        result.interrupted = True
+    if report_dir is not None:
+        with user_errors():
+            write_reports(result, report_dir)
+        (err_console if as_json else console).print(f"reports written to {safe(str(report_dir))}", markup=False,
+                                                    highlight=False, soft_wrap=True)
+    if as_json:
+        doc = {"schema": "poolcheck.audit/1", "model": str(model), "peers": [p.name for p in peer_list],
+               "nodes": [a.to_dict() for a in audits]}
+        sys.stdout.write(json.dumps(doc, indent=2, default=str) + "\n")
+    else:
+        _render(model, audits, [p.name for p in peer_list])
+    for a in audits:
+        if a.node.problem:
+            err_console.print(f"error: {safe(str(model))}: node {safe(a.node.name)!r}: {safe(a.node.problem)}",
+                              soft_wrap=True, markup=False, highlight=False)
+    if not audits:
+        raise typer.Exit(EXIT_OK)
+    raise typer.Exit(exit_code(result, severities))
+
+
+def _render(model: Path, audits: list, peer_names: list[str]) -> None:
+    if not audits:
+        console.print(f"{safe(str(model))}: no pooling node (MaxPool, AveragePool, GlobalMaxPool, GlobalAveragePool)",
+                      markup=False)
+        return
+    table = Table(title=f"{model.name}: {len(audits)} pooling node(s)", show_lines=True)
+    table.add_column("node / op", overflow="fold")
+    table.add_column("shape", overflow="fold")
+    table.add_column("config", overflow="fold")
+    table.add_column("risk classes", overflow="fold")
+    table.add_column("differs", overflow="fold")
+    for a in audits:
+        n = a.node
+        out = a.output_shapes.get("openvino-runtime")
+        shape = f"{'x'.join(map(str, n.input_shape or []))}\n-> {'x'.join(map(str, out)) if out else '?'}"
+        differs = a.peer_severities()
+        known_peers = sorted({k.peer for k in a.known if k.peer in peer_names})
+        risk_text = Text(", ".join(r.value for r in a.risks) or "-")
+        if known_peers:
+            risk_text.append(f"\n{len(a.known)} known ({', '.join(known_peers)})", style="dim")
+        table.add_row(f"{n.name}\n{n.op_type}", shape, n.spec.describe() if n.spec else Text(n.problem, style="red"),
+                      risk_text, Text("\n".join(f"{p}:\n {s}" for p, s in differs.items()),
+                                      style="bold red" if "violation" in differs.values() else "yellow")
+                      if differs else Text("none", style="green"))
+    console.print(table)
+    disagree = [a.node.name for a in audits if len({tuple(v) for v in a.output_shapes.values() if None not in v}) > 1]
+    if disagree:
+        console.print(Text(f"output shape differs between conventions for: {', '.join(disagree)}", style="yellow"))
+    console.print(f"peers: {', '.join(peer_names) or 'none'}; each node ran with a random and an adversarial input "
+                  "(NaN, ties, -inf/+inf, extremes)", markup=False, highlight=False)

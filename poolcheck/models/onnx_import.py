@@ -1,0 +1,361 @@
+"""Reading models: the pooling nodes of an ONNX model (with their inferred input shapes), the
+pooling ops of an OpenVINO IR model, and ONNX backend test directories as cases.
+
+The backend test layout: a folder holding ``model.onnx`` and ``test_data_set_N/input_K.pb``,
+``output_K.pb`` (serialized ``TensorProto``), one data set per input/output example.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from poolcheck.cases.load import build_spec
+from poolcheck.cases.model import OPS, Case
+from poolcheck.errors import CaseFileError, PoolcheckError
+from poolcheck.spec.attributes import PoolSpec
+from poolcheck.spec.shape import resolve
+
+#: ONNX pooling operators and the poolcheck op each maps to (Global* are the degenerate case:
+#: "GlobalMaxPool consumes an input tensor X and applies max pooling across the values in the
+#: same channel. This is equivalent to MaxPool with kernel size equal to the spatial dimension").
+ONNX_POOL_OPS = {"MaxPool": "MaxPool-22", "AveragePool": "AveragePool-22",
+                 "GlobalMaxPool": "MaxPool-22", "GlobalAveragePool": "AveragePool-22"}
+#: OpenVINO IR pooling ops and the case op each maps to.
+OV_POOL_OPS = {"MaxPool": "MaxPool-14", "AvgPool": "AvgPool-14"}
+#: Attributes of an ONNX pooling node poolcheck models (anything else is reported, not judged).
+ONNX_ATTRS = {"MaxPool": {"kernel_shape", "strides", "pads", "dilations", "ceil_mode", "auto_pad", "storage_order"},
+              "AveragePool": {"kernel_shape", "strides", "pads", "dilations", "ceil_mode", "count_include_pad",
+                              "auto_pad"}}
+#: The onnx backend test runner's own tolerance (onnx/backend/test/runner: rtol=1e-3, atol=1e-7).
+BACKEND_RTOL = 1e-3
+BACKEND_ATOL = 1e-7
+#: Tight tolerance a stored output must meet before it is called exact (float32 rounding).
+TIGHT_RTOL = 1e-6
+TIGHT_ATOL = 1e-7
+
+
+class ModelError(PoolcheckError):
+    """A model poolcheck cannot read or resolve (exit 2, one line)."""
+
+
+@dataclass
+class PoolNode:
+    """One pooling node of a model, resolved against its inferred input shape."""
+
+    name: str
+    op_type: str  # as in the model: MaxPool, AveragePool, GlobalMaxPool, AvgPool ...
+    case_op: str  # poolcheck op: MaxPool-22, AveragePool-22, MaxPool-14, AvgPool-14
+    attributes: dict[str, Any]  # as poolcheck's case format writes them (for build_spec)
+    input_name: str
+    input_shape: tuple[int, ...] | None
+    dtype: str
+    spec: PoolSpec | None = None
+    problem: str = ""  # why the node cannot be judged (unknown attribute, shape not inferable ...)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _load_onnx(path: Path) -> Any:
+    import onnx
+
+    if not path.exists():
+        raise ModelError(f"{path}: no such file")
+    if path.is_dir():
+        raise ModelError(f"{path}: is a folder, not a model file")
+    try:
+        # External weights need not be present: only attributes and shapes matter here.
+        return onnx.load(str(path), load_external_data=False)
+    except Exception as exc:
+        reason = " ".join(str(exc).split())[:200] or type(exc).__name__
+        raise ModelError(f"{path}: not a readable ONNX model ({reason})") from None
+
+
+def _dims(value_type: Any) -> tuple[int | str, ...] | None:
+    tt = value_type.tensor_type
+    if not tt.HasField("shape"):
+        return None
+    return tuple(d.dim_value if d.HasField("dim_value") else (d.dim_param or "?") for d in tt.shape.dim)
+
+
+def parse_input_shapes(items: list[str]) -> dict[str, tuple[int, ...]]:
+    """``["data=1,3,224,224"]`` -> ``{"data": (1, 3, 224, 224)}``; a bad item is an error."""
+    out: dict[str, tuple[int, ...]] = {}
+    for item in items:
+        name, sep, dims = item.partition("=")
+        try:
+            shape = tuple(int(v) for v in dims.split(",") if v.strip())
+        except ValueError:
+            shape = ()
+        if not sep or not name or not shape or any(v < 1 for v in shape):
+            raise ModelError(f"--input-shape: expected NAME=D1,D2,... with positive dims, got {item!r}")
+        out[name] = shape
+    return out
+
+
+def _attr_dict(node: Any) -> dict[str, Any]:
+    from onnx import helper
+
+    out = {}
+    for a in node.attribute:
+        v = helper.get_attribute_value(a)
+        out[a.name] = v.decode() if isinstance(v, bytes) else (list(v) if isinstance(v, (list, tuple)) else v)
+    return out
+
+
+def onnx_pool_nodes(path: Path, input_shapes: dict[str, tuple[int, ...]] | None = None) -> list[PoolNode]:
+    """Every pooling node of the ONNX model at ``path`` with its inferred input shape. Raises
+    :class:`ModelError` for an unreadable model or a pooling input whose shape stays unknown
+    (naming the model input to give with ``--input-shape``)."""
+    import onnx
+    from onnx import helper
+
+    model = _load_onnx(path)
+    input_shapes = dict(input_shapes or {})
+    graph_inputs = {i.name: i for i in model.graph.input}
+    for name, shape in input_shapes.items():
+        if name not in graph_inputs:
+            raise ModelError(f"--input-shape: the model has no input {name!r} (inputs: {', '.join(graph_inputs)})")
+        tt = graph_inputs[name].type.tensor_type
+        tt.shape.ClearField("dim")
+        for v in shape:
+            tt.shape.dim.add().dim_value = v
+    if not any(n.op_type in ONNX_POOL_OPS and n.domain in ("", "ai.onnx") for n in model.graph.node):
+        return []
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model, data_prop=True)
+    except Exception as exc:
+        raise ModelError(f"{path}: shape inference failed ({' '.join(str(exc).split())[:200]})") from None
+    types = {}
+    for v in list(inferred.graph.input) + list(inferred.graph.value_info) + list(inferred.graph.output):
+        types[v.name] = v.type
+    for init in inferred.graph.initializer:
+        types.setdefault(init.name, helper.make_tensor_type_proto(init.data_type, list(init.dims)))
+    initializers = {i.name for i in inferred.graph.initializer}
+    dynamic = [i.name for i in inferred.graph.input if i.name not in initializers and _dims(i.type) is not None
+               and any(not isinstance(d, int) or d == 0 for d in _dims(i.type) or ())]
+    nodes = []
+    for i, node in enumerate(inferred.graph.node):
+        if node.op_type not in ONNX_POOL_OPS or node.domain not in ("", "ai.onnx"):
+            continue
+        name = node.name or f"{node.op_type}#{i}"
+        vtype = types.get(node.input[0])
+        dims = _dims(vtype) if vtype is not None else None
+        elem = vtype.tensor_type.elem_type if vtype is not None else 0
+        dtype = helper.tensor_dtype_to_np_dtype(elem).name if elem else "float32"
+        if dims is None or any(not isinstance(d, int) or d < 1 for d in dims):
+            hint = f" (give --input-shape for {', '.join(dynamic)})" if dynamic else ""
+            raise ModelError(f"{path}: node {name!r} ({node.op_type}): the shape of its input {node.input[0]!r} "
+                             f"cannot be inferred{hint}")
+        shape = tuple(int(d) for d in dims)
+        attrs = _attr_dict(node)
+        case_op = ONNX_POOL_OPS[node.op_type]
+        if node.op_type.startswith("Global"):
+            attrs = {"kernel_shape": list(shape[2:])}
+        pn = PoolNode(name, node.op_type, case_op, attrs, node.input[0], shape, dtype)
+        base = "MaxPool" if "Max" in node.op_type else "AveragePool"
+        unknown = sorted(set(attrs) - ONNX_ATTRS[base])
+        if len(node.output) > 1 and node.output[1]:
+            pn.extra["indices"] = True
+        if unknown:
+            pn.problem = f"attribute {unknown[0]!r} is not modelled"
+        else:
+            try:
+                pn.spec = build_spec(case_op, attrs)
+            except PoolcheckError as exc:
+                pn.problem = str(exc)
+        nodes.append(pn)
+    return nodes
+
+
+@contextmanager
+def _native_stderr_silenced() -> Iterator[None]:
+    """Native code's own logging on file descriptor 2 goes to the null device meanwhile."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(null)
+
+
+def openvino_pool_nodes(path: Path, input_shapes: dict[str, tuple[int, ...]] | None = None) -> list[PoolNode]:
+    """The MaxPool / AvgPool ops of an OpenVINO IR model (``.xml`` + ``.bin``)."""
+    if not path.exists():
+        raise ModelError(f"{path}: no such file")
+    try:
+        import openvino as ov
+    except ImportError:
+        raise ModelError(f"{path}: reading OpenVINO IR needs the openvino package (pip install openvino)") from None
+    try:
+        with _native_stderr_silenced():  # the IR reader logs to fd 2; the reason comes back in the exception
+            model = ov.Core().read_model(str(path))
+    except Exception as exc:
+        raise ModelError(f"{path}: not a readable OpenVINO IR model ({' '.join(str(exc).split())[:200]})") from None
+    if input_shapes:
+        try:
+            model.reshape({k: ov.PartialShape(list(v)) for k, v in input_shapes.items()})
+        except Exception as exc:
+            raise ModelError(f"--input-shape: {' '.join(str(exc).split())[:200]}") from None
+    nodes = []
+    for op in model.get_ordered_ops():
+        kind = op.get_type_name()
+        if kind not in OV_POOL_OPS:
+            continue
+        a = op.get_attributes()
+        attrs: dict[str, Any] = {"kernel": list(a["kernel"]), "strides": list(a["strides"]),
+                                 "pads_begin": list(a["pads_begin"]), "pads_end": list(a["pads_end"]),
+                                 "rounding_type": str(a.get("rounding_type", "floor")).lower(),
+                                 "auto_pad": str(a.get("auto_pad", "explicit")).lower()}
+        if kind == "MaxPool":
+            attrs["dilations"] = list(a.get("dilations", [1] * len(attrs["kernel"])))
+            attrs["axis"] = int(a.get("axis", 0))
+            attrs["index_element_type"] = str(a.get("index_element_type", "i64"))
+        else:
+            attrs["exclude_pad"] = bool(a.get("exclude-pad", a.get("exclude_pad", False)))
+        if attrs["auto_pad"] == "notset":
+            attrs["auto_pad"] = "explicit"
+        ps = op.input(0).get_partial_shape()
+        name = op.get_friendly_name()
+        if ps.is_dynamic:
+            raise ModelError(f"{path}: node {name!r} ({kind}): its input shape {ps} is dynamic (give --input-shape)")
+        shape = tuple(int(d) for d in ps.to_shape())
+        dtype = np.dtype(op.input(0).get_element_type().to_dtype()).name
+        pn = PoolNode(name, kind, OV_POOL_OPS[kind], attrs, op.input(0).get_source_output().get_any_name()
+                      if op.input(0).get_source_output().get_names() else "", shape, dtype)
+        try:
+            pn.spec = build_spec(pn.case_op, attrs)
+        except PoolcheckError as exc:
+            pn.problem = str(exc)
+        nodes.append(pn)
+    return nodes
+
+
+def model_pool_nodes(path: Path, input_shapes: dict[str, tuple[int, ...]] | None = None) -> list[PoolNode]:
+    """Pooling nodes of an ONNX (``.onnx``) or OpenVINO IR (``.xml``) model."""
+    if path.suffix.lower() == ".xml":
+        return openvino_pool_nodes(path, input_shapes)
+    return onnx_pool_nodes(path, input_shapes)
+
+
+# --------------------------------------------------------------------------- backend test dirs
+
+
+def is_backend_dir(path: Path) -> bool:
+    """A folder holding ``model.onnx`` and at least one ``test_data_set_*`` folder."""
+    return path.is_dir() and (path / "model.onnx").is_file() and any(path.glob("test_data_set_*"))
+
+
+def holds_pooling(path: Path) -> bool:
+    """Whether the backend test directory's model has a pooling node (cheap: no inference)."""
+    try:
+        model = _load_onnx(path / "model.onnx")
+    except ModelError:
+        return True  # let the loader report it
+    return any(n.op_type in ONNX_POOL_OPS for n in model.graph.node)
+
+
+def find_backend_dirs(root: Path) -> list[Path]:
+    """Backend test directories under ``root`` (itself included) whose model has a pooling node."""
+    if is_backend_dir(root):
+        return [root]
+    return sorted(m.parent for m in root.rglob("model.onnx") if is_backend_dir(m.parent) and holds_pooling(m.parent))
+
+
+def _read_tensor(path: Path) -> np.ndarray:
+    from onnx import TensorProto, numpy_helper
+
+    t = TensorProto()
+    try:
+        t.ParseFromString(path.read_bytes())
+        return numpy_helper.to_array(t)
+    except Exception as exc:
+        raise CaseFileError(f"not a readable TensorProto ({' '.join(str(exc).split())[:120]})", path=str(path)) from None
+
+
+def rounding_note(spec: PoolSpec, x: np.ndarray, stored: np.ndarray) -> str:
+    """A note when the stored output differs from the reference beyond a tight tolerance but
+    within the onnx backend runner's own (rtol 1e-3, atol 1e-7): rounded, not wrong."""
+    if stored.dtype.kind != "f":
+        return ""
+    try:
+        from poolcheck.api import run_spec
+
+        ref, _ = run_spec(spec, x, engine="numpy")
+    except Exception:
+        return ""  # the engine check reports it
+    if ref.shape != stored.shape:
+        return ""
+    r, v = ref.astype(np.float64), stored.astype(np.float64)
+    if np.allclose(v, r, rtol=TIGHT_RTOL, atol=TIGHT_ATOL, equal_nan=True):
+        return ""
+    if not np.allclose(v, r, rtol=BACKEND_RTOL, atol=BACKEND_ATOL, equal_nan=True):
+        return ""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel = np.nanmax(np.where(r != 0, np.abs(v - r) / np.abs(r), 0.0))
+    return (f"stored outputs rounded (largest relative error {rel:.2g}, beyond rtol {TIGHT_RTOL:g}, within the "
+            f"backend test's rtol {BACKEND_RTOL:g})")
+
+
+def load_backend_dir(path: Path) -> tuple[list[Case], list[CaseFileError]]:
+    """The cases of one backend test directory: one per ``test_data_set_N``; the stored outputs
+    are the documented expectation, judged within the onnx backend runner's own tolerance."""
+    model_path = path / "model.onnx"
+    try:
+        nodes = onnx_pool_nodes(model_path)
+        import onnx
+
+        graph = onnx.load(str(model_path), load_external_data=False).graph
+    except (ModelError, PoolcheckError) as exc:
+        return [], [CaseFileError(str(exc), path=str(path))]
+    # Reshaping wrappers (pytorch's 1-D pools are exported as Unsqueeze -> pool -> Squeeze) only
+    # move unit axes: the pool sees the same elements, so the data is reshaped to its shapes.
+    real = [n for n in graph.node if n.op_type not in ("Constant", "Identity", "Unsqueeze", "Squeeze", "Reshape")]
+    if len(nodes) != 1 or len(real) != 1:
+        return [], [CaseFileError(f"holds {len(real)} node(s) ({', '.join(n.op_type for n in real[:4])}); "
+                                  "poolcheck judges a single pooling node", path=str(path))]
+    node = nodes[0]
+    if node.spec is None:
+        return [], [CaseFileError(f"node {node.name!r}: {node.problem}", path=str(path))]
+    convention, _ = OPS[node.case_op]
+    cases, errors = [], []
+    for ds in sorted(path.glob("test_data_set_*")):
+        try:
+            x = _read_tensor(ds / "input_0.pb")
+            expected: dict[str, Any] = {"values": _read_tensor(ds / "output_0.pb")}
+            if (ds / "output_1.pb").exists():
+                expected["indices"] = _read_tensor(ds / "output_1.pb")
+            if node.input_shape is not None and x.shape != node.input_shape and x.size == int(np.prod(node.input_shape)):
+                x = x.reshape(node.input_shape)
+                out_shape = (*x.shape[:2], *(a.out for a in resolve(node.spec, x.shape).axes))
+                expected = {k: v.reshape(out_shape) if v.size == int(np.prod(out_shape)) else v
+                            for k, v in expected.items()}
+        except CaseFileError as exc:
+            errors.append(exc)
+            continue
+        except OSError as exc:
+            errors.append(CaseFileError(f"cannot read: {exc.strerror or exc}", path=str(ds)))
+            continue
+        cid = f"{path.name}/{ds.name}"
+        title = f"onnx backend test {path.name} ({node.op_type})"
+        tags = ["onnx-backend-test"]
+        rounded = rounding_note(node.spec, x, expected["values"])
+        if rounded:
+            title += f"; note: {rounded}"
+            tags.append("note:stored-output-rounded")
+        cases.append(Case(id=cid, op=node.case_op, convention=convention, spec=node.spec,
+                          attributes=dict(node.attributes), dtype=x.dtype, input=x, expected=expected,
+                          path=str(path), title=title, notes=rounded,
+                          source={"document": "onnx backend test data", "path": str(path)},
+                          rtol=BACKEND_RTOL, atol=BACKEND_ATOL, tags=tags))
+    return cases, errors
