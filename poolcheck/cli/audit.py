@@ -68,9 +68,9 @@ def audit(
         shapes = parse_input_shapes(list(input_shape or []))
         nodes = model_pool_nodes(model, shapes)
         if peers:
-            peer_list = load_peers(peers)
+            peer_list = load_peers(peers, timeout)
         else:
-            peer_list = [p for p in load_peers(",".join(DEFAULT_PEERS)) if p.available()[0]]
+            peer_list = [p for p in load_peers(",".join(DEFAULT_PEERS), timeout) if p.available()[0]]
     entries, _ = known_entries([KNOWN_DIR])
     audits = audit_nodes(nodes, model, entries)
     result = new_result("poolcheck " + " ".join(shlex.quote(a) for a in sys.argv[1:]), kind="run")
