@@ -297,7 +297,8 @@ def test_ctrl_c_stops_the_shards_and_writes_the_reports(cluster: Callable[[int],
         [sys.executable, "-m", "poolcheck", "fuzz", "--cluster", c.address, "--peers", str(PLANTED / "correct.py"),
          "--oracles", "peers", "--time-budget", "120s", "--no-progress", "--no-bundled-known",
          "--save-cases", str(tmp_path / "cases"), "--report", str(tmp_path / "rep")],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=tmp_path)
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=tmp_path,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         with distributed.Client(c.address, timeout=30, set_as_default=False) as client:
             deadline = time.monotonic() + 90

@@ -21,7 +21,13 @@ def _start(tmp_path: Path, *extra: str) -> subprocess.Popen[str]:
         [sys.executable, "-m", "poolcheck", "fuzz", "--peers", str(PLANTED / "pads_swapped.py"), "--ops", "maxpool",
          "--oracles", "peers", "--time-budget", "300s", "--seed", "0", "--no-progress", "--no-bundled-known",
          "--save-cases", str(tmp_path / "finds"), "--report-dir", str(tmp_path / "report"), *extra],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=tmp_path)
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=tmp_path, preexec_fn=_default_sigint)
+
+
+def _default_sigint() -> None:
+    """A shell's background job inherits SIGINT as ignored, and Python then installs no
+    KeyboardInterrupt handler: give the child the default, as an interactive terminal would."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _wait_for_a_find(proc: subprocess.Popen[str], finds: Path, limit: float = 120.0) -> list[Path]:

@@ -487,9 +487,11 @@ def _job_main(options: FuzzOptions, job: int, deadline: float | None, max_exampl
         result = session.run()
         out.put(("done", job, result))
     except KeyboardInterrupt:
-        out.put(("error", job, "interrupted"))
+        with contextlib.suppress(Exception):
+            out.put(("error", job, "interrupted"))
     except BaseException:  # reported to the parent, which raises it
-        out.put(("error", job, traceback.format_exc()))
+        with contextlib.suppress(Exception):  # the parent may be gone already
+            out.put(("error", job, traceback.format_exc()))
     finally:
         from poolcheck.peers.isolation import close_workers
 

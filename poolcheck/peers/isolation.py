@@ -172,11 +172,11 @@ def _worker_main(conn: Connection, reference: tuple[str, Any]) -> None:
     while True:
         try:
             message = conn.recv()
-        except (EOFError, OSError):
+            if message[0] != "run":
+                return
+            conn.send(("done", run_in_process(peer, message[1])))
+        except (EOFError, OSError):  # the caller is gone (stopped or killed): leave quietly
             return
-        if message[0] != "run":
-            return
-        conn.send(("done", run_in_process(peer, message[1])))
 
 
 def _describe_exit(code: int | None) -> str:
