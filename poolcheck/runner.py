@@ -305,6 +305,15 @@ def _plain(v: Any) -> Any:
     return v
 
 
+def record_peer_versions(result: RunResult, peers: Sequence[Any]) -> None:
+    """Each peer's version in ``result.versions`` ("unavailable" when it cannot say)."""
+    for peer in peers:
+        try:
+            result.versions[peer.name] = peer.version() or "unavailable"
+        except Exception:
+            result.versions[peer.name] = "unavailable"
+
+
 def environment_versions() -> dict[str, str]:
     return {"poolcheck": poolcheck.__version__, "python": sys.version.split()[0], "numpy": np.__version__}
 

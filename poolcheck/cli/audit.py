@@ -23,12 +23,13 @@ from poolcheck.cli.common import (
     parse_fail_on,
     safe,
     user_errors,
+    write_report_set,
 )
 from poolcheck.cli.run import exit_code, load_peers, stdout_to_stderr
 from poolcheck.corpus import KNOWN_DIR
 from poolcheck.report.model import CaseResult
-from poolcheck.report.writers import check_report_dir, write_reports
-from poolcheck.runner import new_result, peer_checks, run_case
+from poolcheck.report.writers import check_report_dir
+from poolcheck.runner import new_result, peer_checks, record_peer_versions, run_case
 
 #: Peers ``audit`` runs by default (those installed here).
 DEFAULT_PEERS = ("onnxruntime", "openvino")
@@ -91,18 +92,11 @@ def audit(
                     r.source = f"{model}:{a.node.name}"
                     a.results.append(r)
                     result.cases.append(r)
-            for peer in peer_list:
-                try:
-                    result.versions[peer.name] = peer.version() or "unavailable"
-                except Exception:
-                    result.versions[peer.name] = "unavailable"
+            record_peer_versions(result, peer_list)
     except KeyboardInterrupt:
         result.interrupted = True
     if report_dir is not None:
-        with user_errors():
-            write_reports(result, report_dir)
-        (err_console if as_json else console).print(f"reports written to {safe(str(report_dir))}", markup=False,
-                                                    highlight=False, soft_wrap=True)
+        write_report_set(result, report_dir, to_stderr=as_json)
     if as_json:
         doc = {"schema": "poolcheck.audit/1", "model": str(model), "peers": [p.name for p in peer_list],
                "nodes": [a.to_dict() for a in audits]}

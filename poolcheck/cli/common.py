@@ -17,6 +17,7 @@ from rich.text import Text
 from poolcheck.errors import AttributeValueError, PoolcheckError
 from poolcheck.report.model import DEFAULT_FAIL_ON, Severity
 from poolcheck.report.text import safe
+from poolcheck.report.writers import write_reports
 
 EXIT_OK = 0
 EXIT_FAILURES = 1
@@ -129,3 +130,11 @@ def engines_for(engine: str) -> list[str]:
         raise AttributeValueError("--engine", f"expected numpy, c or all, got {engine!r}")
     get_engine(engine)  # a clear error when the C engine is not built here
     return [engine]
+
+
+def write_report_set(result: object, report_dir: Path, *, to_stderr: bool = False) -> None:
+    """Write the report set (replaced as a whole) and say where, on stderr when stdout carries JSON."""
+    with user_errors():
+        write_reports(result, report_dir)  # type: ignore[arg-type]
+    (err_console if to_stderr else console).print(f"reports written to {safe(str(report_dir))}", markup=False,
+                                                  highlight=False, soft_wrap=True)

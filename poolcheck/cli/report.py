@@ -20,6 +20,7 @@ from poolcheck.cli.common import (
     parse_duration,
     safe,
     user_errors,
+    write_report_set,
 )
 from poolcheck.errors import AttributeValueError, CaseFileError
 from poolcheck.report import console as console_report
@@ -57,10 +58,7 @@ def report(
                                                           "re-render one result with --format and --output")
             result = merge_command(more or [])
             if report_dir is not None:
-                from poolcheck.report.writers import write_reports
-
-                write_reports(result, report_dir)
-                err_console.print(f"reports written to {safe(str(report_dir))}", highlight=False, markup=False)
+                write_report_set(result, report_dir, to_stderr=True)
         else:
             result = load_result(file)
         if fmt == "console":

@@ -26,14 +26,15 @@ from poolcheck.cli.common import (
     parse_fail_on,
     safe,
     user_errors,
+    write_report_set,
 )
 from poolcheck.corpus import CORPUS_DIR
 from poolcheck.peers.registry import PeerLoadError, resolve_peers
 from poolcheck.report import console as console_report
 from poolcheck.report.jsonfmt import to_json
 from poolcheck.report.model import CaseResult, RunResult
-from poolcheck.report.writers import check_report_dir, write_reports
-from poolcheck.runner import new_result, peer_checks, run_case, select_cases
+from poolcheck.report.writers import check_report_dir
+from poolcheck.runner import new_result, peer_checks, record_peer_versions, run_case, select_cases
 
 #: Default of ``--peer-timeout`` (CLI decision: 60 s on every command).
 DEFAULT_PEER_TIMEOUT = 60.0
@@ -162,18 +163,11 @@ def run(
             by_case = peer_checks(selected, peer_list, timeout=timeout) if peer_list else {}
             for case in selected:
                 result.cases.append(run_case(case, engines, by_case.get(case.id, []), replay_options))
-            for peer in peer_list:
-                try:
-                    result.versions[peer.name] = peer.version() or "unavailable"
-                except Exception:
-                    result.versions[peer.name] = "unavailable"
+            record_peer_versions(result, peer_list)
     except KeyboardInterrupt:
         result.interrupted = True
     if report_dir is not None:
-        with user_errors():
-            write_reports(result, report_dir)
-        (err_console if as_json else console).print(f"reports written to {safe(str(report_dir))}", markup=False,
-                                                    highlight=False, soft_wrap=True)
+        write_report_set(result, report_dir, to_stderr=as_json)
 
     if as_json:
         sys.stdout.write(to_json(result))
