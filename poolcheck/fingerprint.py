@@ -17,6 +17,7 @@ AVX-512 F + CD + BW + DQ + VL, the Skylake-server subset)::
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 import os
 import platform
@@ -96,7 +97,7 @@ def fingerprint_id(data: Mapping[str, Any]) -> str:
 
 def _cpuinfo(path: str = "/proc/cpuinfo") -> tuple[str, set[str]]:
     """CPU model name and flags from ``/proc/cpuinfo`` (Linux; x86 ``flags``, ARM ``Features``)."""
-    model, flags = "", set()
+    model, flags = "", set[str]()
     try:
         with open(path, encoding="utf-8", errors="replace") as fh:
             for line in fh:
@@ -112,13 +113,15 @@ def _cpuinfo(path: str = "/proc/cpuinfo") -> tuple[str, set[str]]:
 
 
 def _numpy_flags() -> set[str]:
-    try:
-        from numpy._core._multiarray_umath import __cpu_features__ as feats  # numpy >= 2
-    except ImportError:
+    feats: dict[str, bool] | None = None
+    for name in ("numpy._core._multiarray_umath", "numpy.core._multiarray_umath"):  # numpy >= 2, 1.x
         try:
-            from numpy.core._multiarray_umath import __cpu_features__ as feats  # numpy 1.x
-        except ImportError:
-            return set()
+            feats = importlib.import_module(name).__cpu_features__
+            break
+        except (ImportError, AttributeError):
+            continue
+    if feats is None:
+        return set()
     return {_NUMPY_FLAGS[k] for k, on in feats.items() if on and k in _NUMPY_FLAGS}
 
 
