@@ -279,7 +279,8 @@ def test_same_pads_hand_checked() -> None:
 def test_onnx_valid_with_ceil_mode_is_floor() -> None:
     # ONNX VALID with ceil_mode: ceil((5 - 2 + 1) / 3) = 2 == floor((5 - 2) / 3) + 1; explicit ceil: ceil(3 / 3 + 1) = 2
     spec = S.onnx_max_pool([2], [3], ceil_mode=1, auto_pad="VALID")
-    assert spec.rounding_type == "floor"
+    # the spec keeps what was written (one rounding: ceil_mode=1 is ceil_torch); the rule applies floor
+    assert (spec.rounding_type, spec.ceil_mode, spec.applied_rounding) == ("ceil_torch", 1, "floor")
     assert S.resolve(spec, (1, 1, 5)).output_shape == (1, 1, 2)
     # size 7: VALID with ceil_mode -> ceil((7 - 2 + 1) / 3) = 2; NOTSET with ceil_mode -> ceil(5 / 3 + 1) = 3
     # (the last window starts at 6 < 7 + 0: kept)

@@ -18,7 +18,7 @@ import numpy as np
 
 from poolcheck.peers._convert import PeerDeclined
 from poolcheck.peers.base import BatchItem, PeerOption, PeerOutput
-from poolcheck.spec.attributes import PoolSpec
+from poolcheck.spec.poolspec import PoolSpec
 
 #: One translated item of a batch: its position in the batch, the runtime's node, the input.
 Translated = tuple[int, Any, np.ndarray]

@@ -17,7 +17,7 @@ import numpy as np
 from poolcheck.peers._convert import PeerDeclined, ceil_as_ceil_torch, check_expressible, convert_flat_indices
 from poolcheck.peers.adapter import RuntimePeer, Translated
 from poolcheck.peers.base import BatchItem, PeerOption, PeerOutput
-from poolcheck.spec.attributes import PoolSpec
+from poolcheck.spec.poolspec import PoolSpec
 
 
 def to_torch(spec: PoolSpec, shape: Sequence[int], peer: str = "torch") -> dict[str, Any]:
@@ -51,7 +51,7 @@ def to_torch(spec: PoolSpec, shape: Sequence[int], peer: str = "torch") -> dict[
         "kernel_size": tuple(spec.kernel),
         "stride": tuple(spec.strides),
         "padding": tuple(padding),
-        "ceil_mode": spec.rounding_type != "floor",
+        "ceil_mode": spec.applied_rounding != "floor",
     }
     if spec.op == "max":
         kwargs["dilation"] = tuple(spec.dilations)
