@@ -8,8 +8,9 @@ compile; compiled models are cached by their nodes.
 
 from __future__ import annotations
 
+import dataclasses
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,6 +34,8 @@ class OvNode:
     kwargs: tuple[tuple[str, Any], ...]
     shape: tuple[int, ...]
     dtype: str
+    #: Max pooling: whether the model outputs the indices too.
+    with_indices: bool = True
 
 
 def to_openvino(spec: PoolSpec, shape: Sequence[int], dtype: np.dtype, peer: str = "openvino") -> OvNode:
@@ -126,7 +129,7 @@ class OpenVinoPeer(RuntimePeer):
             pos += 1
             indices = None
             notes: list[str] = []
-            if node.op == "max":
+            if node.op == "max" and node.with_indices:
                 spec = items[i][0]
                 if spec.convention == "onnx":
                     # OpenVINO (axis 0) reports row-major flat indices; storage_order=1 wants
@@ -137,6 +140,19 @@ class OpenVinoPeer(RuntimePeer):
                 pos += 1
             outputs.append(PeerOutput(values, indices, notes))
         return outputs
+
+    def without_indices(self, node: OvNode) -> OvNode:
+        return dataclasses.replace(node, with_indices=False)
+
+    def warm(self, node: OvNode) -> None:
+        self._compile((node,))
+
+    def bind(self, node: OvNode, spec: PoolSpec, arr: np.ndarray) -> Callable[[], object]:
+        import openvino as ov
+
+        _, request = self._compile((node,))
+        tensor = ov.Tensor(arr, shared_memory=True)
+        return lambda: request.infer({0: tensor}, share_inputs=True, share_outputs=True)
 
     # ------------------------------------------------------------------ internals
 
@@ -156,7 +172,7 @@ class OpenVinoPeer(RuntimePeer):
             kw = {key: list(v) if isinstance(v, tuple) else v for key, v in node.kwargs}
             if node.op == "max":
                 pool = ops.max_pool(param, **kw)
-                outputs += [pool.output(0), pool.output(1)]
+                outputs += [pool.output(0), pool.output(1)] if node.with_indices else [pool.output(0)]
             else:
                 pool = ops.avg_pool(param, **kw)
                 outputs.append(pool.output(0))
