@@ -348,7 +348,7 @@ def invalid_configs(
     choices = [m for m in MUTATIONS if _mutation_applies(m, case)]
     mutation = draw(_pick(tuple(choices)), label="mutation")
     attrs = {k: (list(v) if isinstance(v, list) else v) for k, v in case.attributes.items()}
-    kname = "kernel" if spec.convention == "openvino" else "kernel_shape"
+    kname = operators.operator(case.op_name).attribute_names[0]  # the kernel, as the row spells it
     x = case.x
 
     def put(values: tuple[int, ...], value: int) -> tuple[int, ...]:
