@@ -17,6 +17,7 @@ from poolcheck.api import run_spec
 from poolcheck.engines import available_engines
 from poolcheck.spec import attributes as A
 from poolcheck.spec.shape import axis_rules, resolve
+from poolcheck.spec.shape_report import only_runtime_rule, shape_report, symbolic_report
 
 ROUNDINGS = ("floor", "ceil", "ceil_torch")
 AUTO_PADS = ("explicit", "valid", "same_upper", "same_lower")
@@ -279,7 +280,8 @@ def test_same_pads_hand_checked() -> None:
 def test_onnx_valid_with_ceil_mode_is_floor() -> None:
     # ONNX VALID with ceil_mode: ceil((5 - 2 + 1) / 3) = 2 == floor((5 - 2) / 3) + 1; explicit ceil: ceil(3 / 3 + 1) = 2
     spec = S.onnx_max_pool([2], [3], ceil_mode=1, auto_pad="VALID")
-    assert spec.rounding_type == "floor"
+    # the spec keeps what was written (one rounding: ceil_mode=1 is ceil_torch); the rule applies floor
+    assert (spec.rounding_type, spec.ceil_mode, spec.applied_rounding) == ("ceil_torch", 1, "floor")
     assert S.resolve(spec, (1, 1, 5)).output_shape == (1, 1, 2)
     # size 7: VALID with ceil_mode -> ceil((7 - 2 + 1) / 3) = 2; NOTSET with ceil_mode -> ceil(5 / 3 + 1) = 3
     # (the last window starts at 6 < 7 + 0: kept)
@@ -318,3 +320,16 @@ def test_onnx_same_applies_negative_pads_as_written(size, kernel, stride, dilati
         expected = [max(p for p in (s + j * dilation for j in range(kernel)) if 0 <= p < size) for s in starts]
         assert values.ravel().tolist() == expected
         assert indices.ravel().tolist() == expected
+
+
+def test_shape_report_is_computed_in_the_spec_layer() -> None:
+    report = shape_report([7], [2], [3], None, None, None, "ceil_torch", "explicit")
+    # ceil((7 - 2) / 3 + 1) = 3; the last window starts at 6 < 7: kept
+    assert report["output"] == [3]
+    [axis] = report["axes"]
+    outs = {r["convention"]: r["out"] for r in axis["rules"]}
+    assert outs["openvino-runtime"] == outs["onnx"] == 3
+    assert axis["agree"] == (len({v for v in outs.values() if v is not None}) == 1)
+    assert [r["convention"] for r in only_runtime_rule(report)["axes"][0]["rules"]] == ["openvino-runtime"]
+    sym = symbolic_report([2], [3], None, None, None, "floor", "valid")
+    assert sym["axes"][0]["formula"] == "H_out = floor((H - 2) / 3 + 1)  (pads 0)"

@@ -3,7 +3,8 @@ one thread.
 
 A contender is prepared once per workload (model built, session compiled, geometry resolved),
 outside the timing; what is timed is one call on an input that is already in the contender's
-own form (an ONNX Runtime feed, an OpenVINO tensor, a torch tensor in its memory format).
+own form (an ONNX Runtime feed, an OpenVINO tensor, a torch tensor in its memory format). The
+runtimes are the peers themselves (:meth:`RuntimePeer.prepare`): this module only times them.
 """
 
 from __future__ import annotations
@@ -12,18 +13,23 @@ import importlib
 import importlib.metadata
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from poolcheck.bench.workloads import Workload
-from poolcheck.spec.attributes import PoolSpec
+from poolcheck.peers._convert import PeerDeclined
+from poolcheck.peers.adapter import RuntimePeer
+from poolcheck.peers.onnx_reference_peer import OnnxReferencePeer
+from poolcheck.peers.onnxruntime_peer import OnnxRuntimePeer
+from poolcheck.peers.openvino_peer import OpenVinoPeer
+from poolcheck.peers.torch_peer import TorchPeer
 from poolcheck.spec.indices import IndexLayout
 from poolcheck.spec.policy import SPEC
 
 #: How a contender numbers the elements its indices point at.
 INDEX_GLOBAL = "global"  # flat over (N, C, *spatial): ONNX MaxPool Indices, OpenVINO axis=0
 INDEX_PLANE = "plane"  # flat within each (n, c) plane: torch return_indices, OpenVINO axis=2
+INDEX_CANONICAL = "canonical"  # poolcheck's own layout for the spec (what peers convert to)
 
 
 class Unsupported(Exception):
@@ -107,163 +113,37 @@ def _poolcheck(engine_name: str) -> Callable[[Workload, np.ndarray], Prepared]:
     return prepare
 
 
-# --------------------------------------------------------------------------- ONNX
+# --------------------------------------------------------------------------- runtimes, through the peers
 
 
-def _check_simple(spec: PoolSpec, who: str) -> None:
-    """The runtimes' adapters here cover explicit pads with floor rounding (all the workloads)."""
-    if spec.auto_pad != "explicit" or spec.rounding_type != "floor":
-        raise Unsupported(f"{who}: only explicit pads with floor rounding are set up for benchmarking")
+def _peer(make: Callable[[], RuntimePeer]) -> Callable[[Workload, np.ndarray], Prepared]:
+    """A runtime contender: the peer's own prepared session (the same translation, model and
+    session the conformance runs use), timed on its bare runtime call."""
 
-
-def onnx_model(w: Workload) -> Any:
-    """A one-node ONNX model (opset 22) for the workload: input X, output Y (and Indices)."""
-    from onnx import TensorProto, helper
-
-    spec = w.spec
-    _check_simple(spec, "onnx")
-    attrs: dict[str, Any] = {
-        "kernel_shape": list(spec.kernel),
-        "strides": list(spec.strides),
-        # "pads ... format should be as follow [x1_begin, x2_begin...x1_end, x2_end,...]"
-        "pads": list(spec.pads_begin) + list(spec.pads_end),
-    }
-    outputs = ["Y"]
-    if spec.op == "max":
-        op = "MaxPool"
-        attrs["dilations"] = list(spec.dilations)
-        if w.with_indices:
-            outputs.append("Indices")
-    else:
-        op = "AveragePool"
-        attrs["count_include_pad"] = 0 if spec.exclude_pad else 1
-    node = helper.make_node(op, ["X"], outputs, **attrs)
-    out_info = [helper.make_tensor_value_info("Y", TensorProto.FLOAT, list(w.geometry.output_shape))]
-    if len(outputs) == 2:
-        out_info.append(helper.make_tensor_value_info("Indices", TensorProto.INT64, list(w.geometry.output_shape)))
-    graph = helper.make_graph([node], w.name, [helper.make_tensor_value_info("X", TensorProto.FLOAT, list(w.shape))],
-                              out_info)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 22)])
-    model.ir_version = 10
-    return model
-
-
-def _onnxruntime(w: Workload, x: np.ndarray) -> Prepared:
-    import onnxruntime as ort
-
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = 1
-    so.inter_op_num_threads = 1
-    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    session = ort.InferenceSession(onnx_model(w).SerializeToString(), so, providers=["CPUExecutionProvider"])
-    feed = {"X": x}
-
-    def outputs() -> tuple[np.ndarray, np.ndarray | None]:
-        res = session.run(None, feed)
-        return res[0], (res[1] if len(res) > 1 else None)
-
-    return Prepared(lambda: session.run(None, feed), outputs)
-
-
-def _onnx_reference(w: Workload, x: np.ndarray) -> Prepared:
-    from onnx.reference import ReferenceEvaluator
-
-    ev = ReferenceEvaluator(onnx_model(w))
-    feed = {"X": x}
-
-    def outputs() -> tuple[np.ndarray, np.ndarray | None]:
-        res = ev.run(None, feed)
-        return np.asarray(res[0]), (np.asarray(res[1]) if len(res) > 1 else None)
-
-    return Prepared(lambda: ev.run(None, feed), outputs)
-
-
-# --------------------------------------------------------------------------- OpenVINO
-
-
-def _openvino(w: Workload, x: np.ndarray) -> Prepared:
-    import openvino as ov
-    import openvino.opset14 as ops
-
-    spec = w.spec
-    _check_simple(spec, "openvino")
-    param = ops.parameter(list(w.shape), ov.Type.f32, name="X")
-    if spec.op == "max":
-        node = ops.max_pool(param, list(spec.strides), list(spec.dilations), list(spec.pads_begin),
-                            list(spec.pads_end), list(spec.kernel), rounding_type="floor", auto_pad="explicit",
-                            index_element_type="i64", axis=0)
-        results = [node.output(0), node.output(1)] if w.with_indices else [node.output(0)]
-    else:
-        node = ops.avg_pool(param, list(spec.strides), list(spec.pads_begin), list(spec.pads_end),
-                            list(spec.kernel), spec.exclude_pad, rounding_type="floor", auto_pad="explicit")
-        results = [node.output(0)]
-    model = ov.Model(results, [param], w.name)
-    config = {"INFERENCE_NUM_THREADS": 1, "INFERENCE_PRECISION_HINT": "f32", "NUM_STREAMS": 1,
-              "PERFORMANCE_HINT": "LATENCY"}
-    compiled = ov.Core().compile_model(model, "CPU", config)
-    request = compiled.create_infer_request()
-    tensor = ov.Tensor(x, shared_memory=True)
-
-    def call() -> object:
-        return request.infer({0: tensor}, share_inputs=True, share_outputs=True)
-
-    def outputs() -> tuple[np.ndarray, np.ndarray | None]:
-        res = request.infer({0: tensor})
-        values = np.array(res[0], copy=True)
-        return values, (np.array(res[1], copy=True) if w.with_indices else None)
-
-    return Prepared(call, outputs)
-
-
-# --------------------------------------------------------------------------- torch
-
-
-def _torch(channels_last: bool) -> Callable[[Workload, np.ndarray], Prepared]:
     def prepare(w: Workload, x: np.ndarray) -> Prepared:
-        import torch
-        import torch.nn.functional as F
-
-        spec = w.spec
-        _check_simple(spec, "torch")
-        r = spec.spatial_rank
-        if spec.pads_begin != spec.pads_end:
-            raise Unsupported("torch: pooling pads are symmetric only")
-        t = torch.from_numpy(x)
-        if channels_last:
-            if r == 1:
-                raise Unsupported("torch: no channels_last memory format for 1-D (3-D tensor) inputs")
-            t = t.contiguous(memory_format=torch.channels_last if r == 2 else torch.channels_last_3d)
-        kw: dict[str, Any] = {"kernel_size": spec.kernel, "stride": spec.strides, "padding": spec.pads_begin}
-        pre_pad: list[int] | None = None
-        if any(2 * p > k for p, k in zip(spec.pads_begin, spec.kernel)):
-            # torch rejects "pad should be smaller than or equal to half of kernel size"; for max
-            # pooling the pads are -inf, so pad explicitly first (inside the timed call).
-            if spec.op != "max" or w.with_indices:
-                raise Unsupported("torch: pads larger than half the kernel are not expressible")
-            pre_pad = [v for p in reversed(spec.pads_begin) for v in (p, p)]
-            kw["padding"] = 0
-        if spec.op == "max":
-            fn = (F.max_pool1d, F.max_pool2d, F.max_pool3d)[r - 1]
-            kw.update(dilation=spec.dilations, return_indices=w.with_indices)
-        else:
-            fn = (F.avg_pool1d, F.avg_pool2d, F.avg_pool3d)[r - 1]
-            kw.update(count_include_pad=not spec.exclude_pad)
-
-        def call() -> object:
-            with torch.no_grad():
-                if pre_pad is not None:
-                    return fn(F.pad(t, pre_pad, value=float("-inf")), **kw)
-                return fn(t, **kw)
+        peer = make()
+        try:
+            session = peer.prepare(w.spec, w.shape, x.dtype, indices=w.with_indices)
+        except PeerDeclined as exc:
+            raise Unsupported(exc.reason) from None
 
         def outputs() -> tuple[np.ndarray, np.ndarray | None]:
-            res = call()
-            if isinstance(res, tuple):
-                return res[0].contiguous().numpy().copy(), res[1].contiguous().numpy().copy()
-            return res.contiguous().numpy().copy(), None  # type: ignore[union-attr]
+            out = session.run(x)
+            return np.asarray(out.values), (None if out.indices is None else np.asarray(out.indices))
 
-        return Prepared(call, outputs, index_kind=INDEX_PLANE)
+        # The peers convert indices to poolcheck's own layout.
+        return Prepared(session.bind(x), outputs, index_kind=INDEX_CANONICAL)
 
     return prepare
+
+
+def _torch(layout: str) -> Callable[[], RuntimePeer]:
+    def make() -> RuntimePeer:
+        peer = TorchPeer()
+        peer.configure({"layout": layout} if layout != "contiguous" else {})
+        return peer
+
+    return make
 
 
 def all_contenders() -> list[Contender]:
@@ -271,12 +151,12 @@ def all_contenders() -> list[Contender]:
     return [
         Contender("c", "poolcheck c", "NCHW", None, _poolcheck("c"), is_poolcheck=True),
         Contender("numpy", "poolcheck numpy", "NCHW", None, _poolcheck("numpy"), is_poolcheck=True),
-        Contender("onnxruntime", "onnxruntime", "NCHW", "onnxruntime", _onnxruntime),
-        Contender("openvino", "openvino", "NCHW", "openvino", _openvino),
-        Contender("torch", "torch", "NCHW", "torch", _torch(False)),
-        Contender("torch-cl", "torch channels_last", "channels_last", "torch", _torch(True)),
-        Contender("onnx-reference", "onnx.reference", "NCHW", "onnx.reference", _onnx_reference, max_reps=3,
-                  only=("W1",)),
+        Contender("onnxruntime", "onnxruntime", "NCHW", "onnxruntime", _peer(OnnxRuntimePeer)),
+        Contender("openvino", "openvino", "NCHW", "openvino", _peer(OpenVinoPeer)),
+        Contender("torch", "torch", "NCHW", "torch", _peer(_torch("contiguous"))),
+        Contender("torch-cl", "torch channels_last", "channels_last", "torch", _peer(_torch("channels_last"))),
+        Contender("onnx-reference", "onnx.reference", "NCHW", "onnx.reference", _peer(OnnxReferencePeer),
+                  max_reps=3, only=("W1",)),
     ]
 
 
@@ -285,6 +165,8 @@ def reference_layout(w: Workload, index_kind: str) -> IndexLayout:
     from poolcheck.spec.indices import index_layout
 
     layout = index_layout(w.spec, w.shape)
+    if index_kind == INDEX_CANONICAL:
+        return layout
     if index_kind == INDEX_PLANE:
         return IndexLayout("C", int(np.prod(w.shape[2:])), np.dtype(np.int64))
     return IndexLayout(layout.order, layout.modulus, np.dtype(np.int64))

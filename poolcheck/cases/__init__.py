@@ -2,7 +2,7 @@
 
 from poolcheck.cases.dump import dump_cases, write_cases, write_text_atomic
 from poolcheck.cases.load import build_spec, iter_case_files, load_file, load_paths
-from poolcheck.cases.model import OPS, Case
+from poolcheck.cases.model import Case
 
-__all__ = ["OPS", "Case", "build_spec", "dump_cases", "iter_case_files", "load_file", "load_paths",
+__all__ = ["Case", "build_spec", "dump_cases", "iter_case_files", "load_file", "load_paths",
            "write_cases", "write_text_atomic"]

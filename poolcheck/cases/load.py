@@ -15,9 +15,9 @@ from typing import Any
 import numpy as np
 import yaml
 
-from poolcheck.cases.model import OPS, Case
+from poolcheck.cases.model import Case
 from poolcheck.errors import AttributeValueError, CaseFileError
-from poolcheck.spec import attributes as A
+from poolcheck.spec import operators
 
 CASE_SUFFIXES = (".yaml", ".yml")
 
@@ -29,54 +29,9 @@ CASE_KEYS = {
 EXPECTED_KEYS = {"values", "indices", "shape"}
 RECIPES = ("arange", "zeros", "ones", "random", "randint", "constant")
 
-#: Attribute names accepted per op; anything else is an error naming the attribute.
-OP_ATTRIBUTES: dict[str, set[str]] = {
-    "MaxPool-8": {"kernel", "strides", "pads_begin", "pads_end", "dilations", "rounding_type", "auto_pad",
-                  "axis", "index_element_type"},
-    "AvgPool-14": {"kernel", "strides", "pads_begin", "pads_end", "exclude_pad", "rounding_type", "auto_pad"},
-    "MaxPool-22": {"kernel_shape", "strides", "pads", "dilations", "ceil_mode", "auto_pad", "storage_order"},
-    "AveragePool-19": {"kernel_shape", "strides", "pads", "dilations", "ceil_mode", "count_include_pad", "auto_pad"},
-}
-OP_ATTRIBUTES["MaxPool-14"] = OP_ATTRIBUTES["MaxPool-8"]
-OP_ATTRIBUTES["AveragePool-22"] = OP_ATTRIBUTES["AveragePool-19"]
-
-
-def build_spec(op: str, attrs: dict[str, Any]) -> A.PoolSpec:
-    """Validate ``attrs`` for ``op`` (e.g. ``"MaxPool-14"``) and return the canonical spec."""
-    if op not in OPS:
-        raise AttributeValueError("op", f"expected one of {', '.join(OPS)}, got {op!r}")
-    unknown = sorted(set(attrs) - OP_ATTRIBUTES[op])
-    if unknown:
-        raise AttributeValueError(unknown[0], f"not an attribute of {op} (allowed: {', '.join(sorted(OP_ATTRIBUTES[op]))})")
-    a = dict(attrs)
-    if op in ("MaxPool-8", "MaxPool-14"):
-        for req in ("kernel", "strides"):
-            if req not in a:
-                raise AttributeValueError(req, f"required by {op}")
-        return A.openvino_max_pool(
-            a["kernel"], a["strides"], a.get("pads_begin"), a.get("pads_end"), a.get("dilations"),
-            a.get("rounding_type", "floor"), a.get("auto_pad", "explicit"), a.get("axis", 0),
-            a.get("index_element_type", "i64"), version=int(op.split("-")[1]),
-        )
-    if op == "AvgPool-14":
-        for req in ("kernel", "strides"):
-            if req not in a:
-                raise AttributeValueError(req, f"required by {op}")
-        return A.openvino_avg_pool(
-            a["kernel"], a["strides"], a.get("pads_begin"), a.get("pads_end"), a.get("exclude_pad", False),
-            a.get("rounding_type", "floor"), a.get("auto_pad", "explicit"),
-        )
-    if "kernel_shape" not in a:
-        raise AttributeValueError("kernel_shape", f"required by {op}")
-    if op == "MaxPool-22":
-        return A.onnx_max_pool(
-            a["kernel_shape"], a.get("strides"), a.get("pads"), a.get("dilations"), a.get("ceil_mode", 0),
-            a.get("auto_pad", "NOTSET"), a.get("storage_order", 0),
-        )
-    return A.onnx_average_pool(
-        a["kernel_shape"], a.get("strides"), a.get("pads"), a.get("dilations"), a.get("ceil_mode", 0),
-        a.get("count_include_pad", 0), a.get("auto_pad", "NOTSET"),
-    )
+#: Validate attributes for an operator version (e.g. ``"MaxPool-14"``) into the canonical spec:
+#: the catalogue's :func:`~poolcheck.spec.operators.parse`, under the name callers know.
+build_spec = operators.parse
 
 
 #: Most elements an input (inline or from a recipe) may hold.
@@ -404,10 +359,7 @@ def _short(v: Any, limit: int = 40) -> str:
 
 def supported_dtypes(op: str) -> tuple[str, ...]:
     """The element types ``op`` allows (the spec's lists; anything else is refused at load)."""
-    convention, kind = OPS[op]
-    if kind == "avg":
-        return A.AVG_DTYPES
-    return A.ONNX_MAX_DTYPES if convention == "onnx" else A.OPENVINO_MAX_DTYPES
+    return operators.operator(op).dtypes
 
 
 def _non_string_key(raw: dict[Any, Any]) -> tuple[Any, Any] | None:
@@ -452,9 +404,9 @@ def parse_case(raw: Any, *, path: str, index: int, lines: dict[tuple[Any, ...], 
     if unknown:
         raise err(unknown[0], f"unknown key (allowed: {', '.join(sorted(CASE_KEYS))})")
     op = raw.get("op")
-    if not isinstance(op, str) or op not in OPS:
-        raise err("op", f"expected one of {', '.join(OPS)}, got {_short(op)}")
-    convention, _ = OPS[op]
+    if not isinstance(op, str) or op not in operators.OPERATORS:
+        raise err("op", f"expected one of {', '.join(operators.OPERATORS)}, got {_short(op)}")
+    convention = operators.OPERATORS[op].convention
     if "convention" in raw and raw["convention"] != convention:
         raise err("convention", f"{op} is an {convention} operator, got convention {raw['convention']!r}")
     attrs = raw.get("attributes")
@@ -487,7 +439,7 @@ def parse_case(raw: Any, *, path: str, index: int, lines: dict[tuple[Any, ...], 
             x = _array(raw_input, dtype, "input").astype(dtype)
         else:
             raise AttributeValueError("input", "expected a nested list or {shape, recipe}")
-        A.check_input(spec, x.shape, dtype)
+        operators.check_input(spec, x.shape, dtype)
     except AttributeValueError as exc:
         if exc.attribute.startswith("input."):
             raise err("input", exc.reason, exc.attribute.split(".", 1)[1]) from None

@@ -7,17 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from poolcheck.spec.attributes import PoolSpec
-
-#: Operator names a case may use, with their convention and op.
-OPS: dict[str, tuple[str, str]] = {
-    "MaxPool-8": ("openvino", "max"),
-    "MaxPool-14": ("openvino", "max"),
-    "AvgPool-14": ("openvino", "avg"),
-    "MaxPool-22": ("onnx", "max"),
-    "AveragePool-19": ("onnx", "avg"),
-    "AveragePool-22": ("onnx", "avg"),
-}
+from poolcheck.spec.poolspec import PoolSpec
 
 
 @dataclass

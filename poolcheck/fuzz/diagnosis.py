@@ -180,24 +180,25 @@ def _zero_pads(spec: PoolSpec, shape: tuple[int, ...]) -> Placement:
     return Placement(resolve(spec.replace(pads_begin=(0,) * n, pads_end=(0,) * n), shape))
 
 
+# The rounding variants model a peer applying rounding_type the OpenVINO way (also under valid).
 GEOMETRY_VARIANTS: tuple[GeometryVariant, ...] = (
     GeometryVariant("valid:ceil_mode-applied",
                     "ceil_mode applied under VALID (the ONNX VALID formula has no ceil_mode: floor)",
                     lambda s: s.convention == "onnx" and s.auto_pad == "valid" and s.ceil_mode == 1, _valid_ceil),
     GeometryVariant("rounding:ceil_torch->ceil",
                     "ceil_torch treated as ceil (a last window starting in the end padding is kept)",
-                    lambda s: s.rounding_type == "ceil_torch" and s.auto_pad in ("explicit", "valid"),
-                    _respec(rounding_type="ceil")),
+                    lambda s: s.applied_rounding == "ceil_torch" and s.auto_pad in ("explicit", "valid"),
+                    _respec(rounding_type="ceil", convention="openvino")),
     GeometryVariant("rounding:ceil->ceil_torch",
                     "ceil treated as ceil_torch (a last window starting in the end padding is dropped)",
-                    lambda s: s.rounding_type == "ceil" and s.auto_pad in ("explicit", "valid"),
-                    _respec(rounding_type="ceil_torch")),
+                    lambda s: s.applied_rounding == "ceil" and s.auto_pad in ("explicit", "valid"),
+                    _respec(rounding_type="ceil_torch", convention="openvino")),
     GeometryVariant("rounding:ceil->floor", "ceil rounding ignored (floor used)",
-                    lambda s: s.rounding_type != "floor" and s.auto_pad in ("explicit", "valid"),
-                    _respec(rounding_type="floor")),
+                    lambda s: s.applied_rounding != "floor" and s.auto_pad in ("explicit", "valid"),
+                    _respec(rounding_type="floor", convention="openvino")),
     GeometryVariant("rounding:floor->ceil", "floor treated as ceil",
-                    lambda s: s.rounding_type == "floor" and s.auto_pad in ("explicit", "valid"),
-                    _respec(rounding_type="ceil")),
+                    lambda s: s.applied_rounding == "floor" and s.auto_pad in ("explicit", "valid"),
+                    _respec(rounding_type="ceil", convention="openvino")),
     GeometryVariant("same:rounding-applied",
                     "rounding_type applied to the SAME-padded size (ceil may add a window past the input)",
                     lambda s: _is_same(s) and s.rounding_type != "floor", _same_rounded),
@@ -1040,7 +1041,7 @@ def _empty_windows(spec: PoolSpec, x: np.ndarray) -> bool:
 
 
 def _starts_in_pad(spec: PoolSpec, x: np.ndarray) -> bool:
-    if spec.rounding_type == "floor" or spec.auto_pad not in ("explicit", "valid"):
+    if spec.applied_rounding == "floor" or spec.auto_pad not in ("explicit", "valid"):
         return False
     try:
         g = resolve(spec.replace(rounding_type="ceil"), x.shape)

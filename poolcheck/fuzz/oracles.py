@@ -170,12 +170,12 @@ def check_shape_rules(case: FuzzCase, geom: Geometry) -> list[Finding]:
     rule_name = "openvino-written" if spec.convention == "openvino" else "onnx"
     for i, a in enumerate(geom.axes):
         rules = _axis_rules(a.size, spec.kernel[i], spec.strides[i], spec.dilations[i], spec.pads_begin[i],
-                            spec.pads_end[i], spec.rounding_type, spec.auto_pad)
+                            spec.pads_end[i], spec.applied_rounding, spec.auto_pad)
         written = next((r for r in rules if r.convention == rule_name), None)
         if written is None or written.out == a.out:
             continue
         family = "same_*" if spec.auto_pad.startswith("same") else spec.auto_pad
-        rounding = "any rounding" if family == "same_*" else spec.rounding_type
+        rounding = "any rounding" if family == "same_*" else spec.applied_rounding
         klass = f"{family}, {rounding}"
         written_shape = list(geom.output_shape)
         written_shape[2 + i] = written.out if written.out is not None else -1

@@ -1,8 +1,8 @@
 """Hypothesis strategies for pooling configurations and their inputs.
 
 Shape first, then attributes consistent with it: every draw is labelled, every configuration is
-built through the validating constructors of :mod:`poolcheck.spec.attributes` (so the fuzzer
-exercises the same parsing a case file does), and an example is a LIST of configurations so a
+spelled in its operator's vocabulary and parsed back through the catalogue
+(:mod:`poolcheck.spec.operators`, so the fuzzer exercises the same parsing a case file does), and an example is a LIST of configurations so a
 batch amortises a peer's session cost while shrinking reduces it to the one that matters.
 
 Inputs are not drawn element by element (far too slow for hundreds of cases per second): a
@@ -22,24 +22,10 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
-from poolcheck.cases.load import build_spec
 from poolcheck.errors import AttributeValueError
-from poolcheck.spec.attributes import (
-    AVG_DTYPES,
-    INT_DTYPES,
-    ONNX_MAX_DTYPES,
-    OPENVINO_MAX_DTYPES,
-    PoolSpec,
-)
+from poolcheck.spec import operators
+from poolcheck.spec.poolspec import INT_DTYPES, PoolSpec
 
-#: Operators the fuzzer drives, by (op, convention). The case-file operator names the newest
-#: version of each (MaxPool-14 adds ceil_torch to MaxPool-8; AveragePool-22 equals -19).
-OPERATORS: dict[tuple[str, str], str] = {
-    ("max", "openvino"): "MaxPool-14",
-    ("avg", "openvino"): "AvgPool-14",
-    ("max", "onnx"): "MaxPool-22",
-    ("avg", "onnx"): "AveragePool-22",
-}
 OP_NAMES: dict[str, str] = {"maxpool": "max", "avgpool": "avg"}
 CONVENTIONS: tuple[str, ...] = ("openvino", "onnx")
 #: float32 first: shrinking moves towards the first choice, the most common type.
@@ -149,7 +135,7 @@ def check_arguments(
     _check_choice("dtypes", dtypes, ALL_DTYPES)
     if not ranks or any(isinstance(r, bool) or r not in (3, 4, 5) for r in ranks):
         raise AttributeValueError("ranks", f"ranks={list(ranks)!r}: every rank must be 3, 4 or 5")
-    if "max" not in ops and not set(dtypes) & set(AVG_DTYPES):
+    if "max" not in ops and not any(set(dtypes) & set(operators.allowed_dtypes("avg", c)) for c in CONVENTIONS):
         raise AttributeValueError(
             "dtypes", f"dtypes={list(dtypes)!r} has no floating type, and average pooling needs one "
             "(add float16, float32 or float64, or fuzz maxpool)"
@@ -157,12 +143,8 @@ def check_arguments(
 
 
 def allowed_dtypes(op: str, convention: str, dtypes: Sequence[str]) -> list[str]:
-    if op == "avg":
-        allowed = AVG_DTYPES
-    elif convention == "onnx":
-        allowed = ONNX_MAX_DTYPES
-    else:
-        allowed = OPENVINO_MAX_DTYPES
+    """The members of ``dtypes`` that the newest ``op`` of ``convention`` allows (the catalogue's)."""
+    allowed = operators.allowed_dtypes(op, convention)
     return [d for d in dtypes if d in allowed]
 
 
@@ -243,38 +225,6 @@ def inputs(draw: st.DrawFn, shape: Sequence[int], dtype: str, limits: Limits = D
 # --------------------------------------------------------------------------- configurations
 
 
-def native_attributes(op: str, convention: str, kernel: list[int], strides: list[int], pads_begin: list[int],
-                      pads_end: list[int], dilations: list[int], rounding: str, auto_pad: str,
-                      exclude_pad: bool, axis: int, index_type: str, storage_order: int) -> dict[str, Any]:
-    """Spell a configuration in its operator's own attribute names (the case-file form)."""
-    if convention == "openvino":
-        attrs: dict[str, Any] = {"kernel": kernel, "strides": strides, "pads_begin": pads_begin,
-                                 "pads_end": pads_end}
-        if op == "max":
-            attrs["dilations"] = dilations
-        attrs["rounding_type"] = rounding
-        attrs["auto_pad"] = auto_pad
-        if op == "max":
-            attrs["axis"] = axis
-            attrs["index_element_type"] = index_type
-        else:
-            attrs["exclude_pad"] = exclude_pad
-        return attrs
-    onnx_pad = {"explicit": "NOTSET", "valid": "VALID", "same_upper": "SAME_UPPER", "same_lower": "SAME_LOWER"}
-    attrs = {"kernel_shape": kernel, "strides": strides}
-    if auto_pad == "explicit":
-        # "pads ... format should be as follow [x1_begin, x2_begin...x1_end, x2_end,...]"
-        attrs["pads"] = pads_begin + pads_end
-    attrs["dilations"] = dilations
-    attrs["ceil_mode"] = 0 if rounding == "floor" else 1
-    attrs["auto_pad"] = onnx_pad[auto_pad]
-    if op == "max":
-        attrs["storage_order"] = storage_order
-    else:
-        attrs["count_include_pad"] = 0 if exclude_pad else 1
-    return attrs
-
-
 @st.composite
 def pool_configs(
     draw: st.DrawFn,
@@ -305,7 +255,8 @@ def pool_configs(
     batch, channels = 1 + shape_digits[0], 1 + shape_digits[1]
     sizes = [1 + d for d in shape_digits[2:]]
 
-    rounding_choices = ("floor", "ceil", "ceil_torch") if convention == "openvino" else ("floor", "ceil_torch")
+    row = operators.newest(op, convention)  # the case-file operator: the newest version of each
+    rounding_choices = tuple(row.rounding.values())
     axis_choices = (*range(rank), *range(-1, -rank - 1, -1)) if (op, convention) == ("max", "openvino") else (0,)
     # pad range: 0-2 keep every pad below the kernel, 3 lets pads reach the kernel and beyond
     # (windows wholly in padding; ONNX Runtime rejects such pads, so they stay a minority)
@@ -350,10 +301,13 @@ def pool_configs(
 
     if auto_pad != "explicit" and convention == "onnx":
         pads_begin, pads_end = [0] * n, [0] * n
-    attrs = native_attributes(op, convention, kernel, strides, pads_begin, pads_end, dilations, rounding,
-                              auto_pad, exclude_pad, axis, index_type, storage_order)
-    op_name = OPERATORS[(op, convention)]
-    spec = build_spec(op_name, attrs)
+    drawn = PoolSpec(op, tuple(kernel), tuple(strides), tuple(pads_begin), tuple(pads_end),  # type: ignore[arg-type]
+                     tuple(dilations), rounding, auto_pad, exclude_pad, axis, index_type,  # type: ignore[arg-type]
+                     storage_order, convention)  # type: ignore[arg-type]
+    # Spelled in the operator's own vocabulary, then parsed back as a case file is.
+    attrs = operators.spell(drawn, row.name)
+    op_name = row.name
+    spec = operators.parse(op_name, attrs)
     shape = (batch, channels, *sizes)
     x, recipe = draw_input(draw, shape, dtype, limits)
     return FuzzCase(op_name, attrs, spec, x, recipe)
@@ -394,7 +348,7 @@ def invalid_configs(
     choices = [m for m in MUTATIONS if _mutation_applies(m, case)]
     mutation = draw(_pick(tuple(choices)), label="mutation")
     attrs = {k: (list(v) if isinstance(v, list) else v) for k, v in case.attributes.items()}
-    kname = "kernel" if spec.convention == "openvino" else "kernel_shape"
+    kname = operators.operator(case.op_name).attribute_names[0]  # the kernel, as the row spells it
     x = case.x
 
     def put(values: tuple[int, ...], value: int) -> tuple[int, ...]:

@@ -11,11 +11,12 @@ from typing import Any
 
 import numpy as np
 
-from poolcheck.cases.model import OPS, Case
+from poolcheck.cases.model import Case
 from poolcheck.models.onnx_import import PoolNode
 from poolcheck.models.risk import KnownMatch, Risk, known_matches, risk_classes
 from poolcheck.report.model import CaseResult
 from poolcheck.runner import POLICY_SEARCH_LIMIT
+from poolcheck.spec.operators import operator
 from poolcheck.spec.shape import axis_rules, resolve
 
 #: Seed of the audit inputs: the same model gives the same inputs (and verdicts) everywhere.
@@ -75,7 +76,7 @@ def convention_shapes(node: PoolNode) -> dict[str, list[int | None]]:
     for i, a in enumerate(geom.axes):
         pb, pe = (spec.pads_begin[i], spec.pads_end[i])
         for r in axis_rules(a.size, spec.kernel[i], spec.strides[i], spec.dilations[i], pb, pe,
-                            spec.rounding_type, spec.auto_pad):
+                            spec.applied_rounding, spec.auto_pad):
             out.setdefault(r.convention, list(shape[:2])).append(r.out)
     return out
 
@@ -126,7 +127,7 @@ def node_cases(node: PoolNode, model: Path) -> list[Case]:
     engines and peers are judged against the reference)."""
     if node.spec is None or node.input_shape is None:
         return []
-    convention, _ = OPS[node.case_op]
+    convention = operator(node.case_op).convention
     out = []
     for kind, x in audit_inputs(node).items():
         out.append(Case(id=f"{node.name}/{kind}", op=node.case_op, convention=convention, spec=node.spec,

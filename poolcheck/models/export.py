@@ -14,10 +14,10 @@ from pathlib import Path
 import numpy as np
 
 from poolcheck.api import run_spec
-from poolcheck.cases.load import build_spec
 from poolcheck.cases.model import Case
 from poolcheck.errors import PoolcheckError
 from poolcheck.peers.onnx_model import OPSET, build_model, to_onnx
+from poolcheck.spec.operators import parse
 
 #: Operator of each exported node, as poolcheck's case format names it (MaxPool-22 / AveragePool-22).
 EXPORT_OPS = {"MaxPool": f"MaxPool-{OPSET}", "AveragePool": f"AveragePool-{OPSET}"}
@@ -54,7 +54,7 @@ def export_case(case: Case, out: Path, name: str) -> Path:
     node = dataclasses.replace(node, with_indices=False)
     values, _ = run_spec(case.spec, case.input, engine="numpy")
     # The written attributes must mean the same configuration: judge them by ONNX's own rules.
-    onnx_spec = build_spec(EXPORT_OPS[node.op_type], node.attrs())
+    onnx_spec = parse(EXPORT_OPS[node.op_type], node.attrs())
     again, _ = run_spec(onnx_spec, case.input, engine="numpy")
     if again.shape != values.shape or not np.array_equal(again, values, equal_nan=True):
         what = f"shape {again.shape}, not {values.shape}" if again.shape != values.shape else "different values"

@@ -17,10 +17,10 @@ from typing import Any
 
 import numpy as np
 
-from poolcheck.cases.load import build_spec
-from poolcheck.cases.model import OPS, Case
+from poolcheck.cases.model import Case
 from poolcheck.errors import CaseFileError, PoolcheckError
-from poolcheck.spec.attributes import PoolSpec
+from poolcheck.spec.operators import Attribute, operator, parse
+from poolcheck.spec.poolspec import PoolSpec
 from poolcheck.spec.shape import resolve
 
 #: ONNX pooling operators and the poolcheck op each maps to (Global* are the degenerate case:
@@ -31,9 +31,7 @@ ONNX_POOL_OPS = {"MaxPool": "MaxPool-22", "AveragePool": "AveragePool-22",
 #: OpenVINO IR pooling ops and the case op each maps to.
 OV_POOL_OPS = {"MaxPool": "MaxPool-14", "AvgPool": "AvgPool-14"}
 #: Attributes of an ONNX pooling node poolcheck models (anything else is reported, not judged).
-ONNX_ATTRS = {"MaxPool": {"kernel_shape", "strides", "pads", "dilations", "ceil_mode", "auto_pad", "storage_order"},
-              "AveragePool": {"kernel_shape", "strides", "pads", "dilations", "ceil_mode", "count_include_pad",
-                              "auto_pad"}}
+ONNX_ATTRS = {op_type: set(operator(ONNX_POOL_OPS[op_type]).attribute_names) for op_type in ("MaxPool", "AveragePool")}
 #: The onnx backend test runner's own tolerance (onnx/backend/test/runner: rtol=1e-3, atol=1e-7).
 BACKEND_RTOL = 1e-3
 BACKEND_ATOL = 1e-7
@@ -53,7 +51,7 @@ class PoolNode:
     name: str
     op_type: str  # as in the model: MaxPool, AveragePool, GlobalMaxPool, AvgPool ...
     case_op: str  # poolcheck op: MaxPool-22, AveragePool-22, MaxPool-14, AvgPool-14
-    attributes: dict[str, Any]  # as poolcheck's case format writes them (for build_spec)
+    attributes: dict[str, Any]  # as the catalogue row spells them (for operators.parse)
     input_name: str
     input_shape: tuple[int, ...] | None
     dtype: str
@@ -167,7 +165,7 @@ def onnx_pool_nodes(path: Path, input_shapes: dict[str, tuple[int, ...]] | None 
             pn.problem = f"attribute {unknown[0]!r} is not modelled"
         else:
             try:
-                pn.spec = build_spec(case_op, attrs)
+                pn.spec = parse(case_op, attrs)
             except PoolcheckError as exc:
                 pn.problem = str(exc)
         nodes.append(pn)
@@ -213,17 +211,10 @@ def openvino_pool_nodes(path: Path, input_shapes: dict[str, tuple[int, ...]] | N
         if kind not in OV_POOL_OPS:
             continue
         a = op.get_attributes()
-        attrs: dict[str, Any] = {"kernel": list(a["kernel"]), "strides": list(a["strides"]),
-                                 "pads_begin": list(a["pads_begin"]), "pads_end": list(a["pads_end"]),
-                                 "rounding_type": str(a.get("rounding_type", "floor")).lower(),
-                                 "auto_pad": str(a.get("auto_pad", "explicit")).lower()}
-        if kind == "MaxPool":
-            attrs["dilations"] = list(a.get("dilations", [1] * len(attrs["kernel"])))
-            attrs["axis"] = int(a.get("axis", 0))
-            attrs["index_element_type"] = str(a.get("index_element_type", "i64"))
-        else:
-            attrs["exclude_pad"] = bool(a.get("exclude-pad", a.get("exclude_pad", False)))
-        if attrs["auto_pad"] == "notset":
+        # The IR spells attributes as the catalogue row does (AvgPool's "exclude-pad" with a dash).
+        attrs = {at.name: _ir_value(at, a[key]) for at in operator(OV_POOL_OPS[kind]).attributes
+                 for key in (at.name, at.name.replace("_", "-")) if key in a}
+        if attrs.get("auto_pad") == "notset":
             attrs["auto_pad"] = "explicit"
         ps = op.input(0).get_partial_shape()
         name = op.get_friendly_name()
@@ -234,11 +225,22 @@ def openvino_pool_nodes(path: Path, input_shapes: dict[str, tuple[int, ...]] | N
         pn = PoolNode(name, kind, OV_POOL_OPS[kind], attrs, op.input(0).get_source_output().get_any_name()
                       if op.input(0).get_source_output().get_names() else "", shape, dtype)
         try:
-            pn.spec = build_spec(pn.case_op, attrs)
+            pn.spec = parse(pn.case_op, attrs)
         except PoolcheckError as exc:
             pn.problem = str(exc)
         nodes.append(pn)
     return nodes
+
+
+def _ir_value(attribute: Attribute, raw: Any) -> Any:
+    """An OpenVINO IR attribute value in the case-file form of its catalogue type."""
+    if attribute.type == "ints":
+        return [int(v) for v in raw]
+    if attribute.type == "bool":
+        return bool(raw)
+    if attribute.type == "int":
+        return int(raw)
+    return str(raw).lower()
 
 
 def model_pool_nodes(path: Path, input_shapes: dict[str, tuple[int, ...]] | None = None) -> list[PoolNode]:
@@ -327,7 +329,7 @@ def load_backend_dir(path: Path) -> tuple[list[Case], list[CaseFileError]]:
     node = nodes[0]
     if node.spec is None:
         return [], [CaseFileError(f"node {node.name!r}: {node.problem}", path=str(path))]
-    convention, _ = OPS[node.case_op]
+    convention = operator(node.case_op).convention
     cases, errors = [], []
     for ds in sorted(path.glob("test_data_set_*")):
         try:

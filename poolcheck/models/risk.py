@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 
-from poolcheck.spec.attributes import PoolSpec
+from poolcheck.spec.poolspec import PoolSpec
 from poolcheck.spec.shape import Geometry, resolve
 
 
@@ -51,7 +51,7 @@ def risk_classes(spec: PoolSpec, input_shape: Sequence[int], dtype: str = "float
     for i, a in enumerate(geom.axes):
         dk = a.dilated_kernel
         span = a.size + a.pad_begin + a.pad_end - dk
-        if spec.rounding_type != "floor" and not same and span >= 0 and span % a.stride:
+        if spec.applied_rounding != "floor" and not same and span >= 0 and span % a.stride:
             out.append(Risk.CEIL_OVERHANG)
             ceil_out = -(-span // a.stride) + 1
             # "ceil": the last window starts at (out - 1) * stride; past size + pad_begin it

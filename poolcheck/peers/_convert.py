@@ -8,8 +8,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from poolcheck.errors import AttributeValueError, PoolcheckError
-from poolcheck.spec.attributes import AUTO_PADS, ROUNDING_TYPES, PoolSpec
 from poolcheck.spec.indices import index_layout
+from poolcheck.spec.poolspec import AUTO_PADS, ROUNDING_TYPES, PoolSpec
 from poolcheck.spec.shape import resolve
 
 
@@ -61,13 +61,6 @@ def check_expressible(spec: PoolSpec, shape: Sequence[int], peer: str, runtime: 
     if spec.op == "max" and not -rank <= spec.axis < rank:
         raise PeerDeclined(peer, f"axis={spec.axis} is outside [-{rank}, {rank - 1}]; {runtime} has no axis "
                                  "attribute, and its indices cannot be converted to it")
-
-
-def rounding_to_ceil_mode(spec: PoolSpec, shape: Sequence[int]) -> tuple[int, str | None]:
-    """``ceil_mode`` for ``spec`` on ``shape``, and the reason it cannot be expressed (or None)."""
-    if spec.rounding_type == "floor":
-        return 0, None
-    return 1, ceil_as_ceil_torch(spec, shape)
 
 
 def convert_flat_indices(

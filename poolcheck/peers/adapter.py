@@ -5,23 +5,50 @@ An adapter only says how to translate a :class:`PoolSpec` into its runtime's ter
 it) and how to execute a group of translated configurations in one model
 (:meth:`RuntimePeer.execute`). Availability, versions, ``supports``, ``run`` and the batched
 ``run_many`` -- with a failing group bisected until each failing configuration carries its own
-error -- live here once.
+error -- live here once, and so does :meth:`RuntimePeer.prepare`: one configuration made ready
+once (:class:`PreparedSession`) and run on many inputs (the benchmark times its ``bind`` call).
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from poolcheck.peers._convert import PeerDeclined
 from poolcheck.peers.base import BatchItem, PeerOption, PeerOutput
-from poolcheck.spec.attributes import PoolSpec
+from poolcheck.spec.poolspec import PoolSpec
 
 #: One translated item of a batch: its position in the batch, the runtime's node, the input.
 Translated = tuple[int, Any, np.ndarray]
+
+
+class PreparedSession:
+    """One configuration of one peer, made ready once (translated, model built, session
+    compiled) for inputs of one shape and element type; :meth:`run` it on as many as needed."""
+
+    def __init__(self, peer: RuntimePeer, spec: PoolSpec, shape: tuple[int, ...], dtype: np.dtype,
+                 node: Any) -> None:
+        self.peer, self.spec, self.shape, self.dtype, self.node = peer, spec, shape, dtype, node
+
+    def _input(self, x: np.ndarray) -> np.ndarray:
+        arr = np.ascontiguousarray(x)
+        if arr.shape != self.shape or arr.dtype != self.dtype:
+            raise ValueError(f"{self.peer.name}: prepared for {self.dtype.name}{list(self.shape)}, "
+                             f"got {arr.dtype.name}{list(arr.shape)}")
+        return arr
+
+    def run(self, x: np.ndarray) -> PeerOutput:
+        """The peer's output for ``x``, in poolcheck's terms (indices converted)."""
+        arr = self._input(x)
+        return self.peer.execute([(0, self.node, arr)], [(self.spec, arr)])[0]
+
+    def bind(self, x: np.ndarray) -> Callable[[], object]:
+        """The runtime's own call on ``x``, with ``x`` already in the runtime's input form: what a
+        benchmark times (no conversion of inputs or outputs inside it)."""
+        return self.peer.bind(self.node, self.spec, self._input(x))
 
 
 class RuntimePeer:
@@ -73,6 +100,36 @@ class RuntimePeer:
     def known_refusal(self, node: Any) -> Exception | None:
         """An error to report without running ``node`` (e.g. a kernel the runtime lacks)."""
         return None
+
+    def without_indices(self, node: Any) -> Any:
+        """``node`` computing values only (max pooling), where the runtime can leave indices out."""
+        return node
+
+    def warm(self, node: Any) -> None:
+        """Build ``node``'s model and session now (kept for later calls); nothing by default."""
+
+    def bind(self, node: Any, spec: PoolSpec, arr: np.ndarray) -> Callable[[], object]:
+        """A call running ``node`` on ``arr`` (see :meth:`PreparedSession.bind`). The default runs
+        :meth:`execute`; adapters override it with their runtime's bare call."""
+        return lambda: self.execute([(0, node, arr)], [(spec, arr)])
+
+    def prepare(self, spec: PoolSpec, shape: Sequence[int], dtype: Any, *, indices: bool = True) -> PreparedSession:
+        """Make ``spec`` ready once for inputs of ``shape``/``dtype`` (``indices=False``: values
+        only). Raises :class:`PeerDeclined` when the peer cannot express it, or the runtime's error
+        when it refuses the model."""
+        why = self.unusable()
+        if why:
+            raise PeerDeclined(self.name, why)
+        shape = tuple(int(v) for v in shape)
+        dt = np.dtype(dtype)
+        node = self.translate(spec, shape, dt)
+        if not indices:
+            node = self.without_indices(node)
+        known = self.known_refusal(node)
+        if known is not None:
+            raise known
+        self.warm(node)
+        return PreparedSession(self, spec, shape, dt, node)
 
     # ------------------------------------------------------------------ Peer protocol
 

@@ -7,7 +7,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from poolcheck.spec.attributes import PoolSpec
+from poolcheck.spec.poolspec import PoolSpec
 
 
 @dataclass

@@ -32,7 +32,8 @@ from poolcheck.errors import PoolcheckError
 from poolcheck.peers._convert import PeerDeclined, check_expressible
 from poolcheck.peers.adapter import RuntimePeer, Translated
 from poolcheck.peers.base import BatchItem, PeerOutput
-from poolcheck.spec.attributes import AVG_DTYPES, PoolSpec
+from poolcheck.spec.operators import allowed_dtypes
+from poolcheck.spec.poolspec import PoolSpec
 from poolcheck.spec.shape import resolve
 
 
@@ -64,7 +65,7 @@ def to_jax(spec: PoolSpec, shape: Sequence[int], dtype: np.dtype, peer: str = "j
     shape = tuple(int(v) for v in shape)
     dt = np.dtype(dtype)
     check_expressible(spec, shape, peer, "XLA")
-    if spec.op == "avg" and dt.name not in AVG_DTYPES:
+    if spec.op == "avg" and dt.name not in allowed_dtypes("avg", spec.convention):
         raise PeerDeclined(peer, f"averages are computed for floating-point inputs only, not {dt.name}")
     base = dict(op=spec.op, shape=shape, dtype=dt.str, window=tuple(spec.kernel), strides=tuple(spec.strides),
                 dilations=tuple(spec.dilations))

@@ -13,16 +13,15 @@ from typing import Any
 
 import numpy as np
 
-from poolcheck.peers._convert import PeerDeclined, check_expressible, convert_flat_indices, rounding_to_ceil_mode
+from poolcheck.peers._convert import PeerDeclined, ceil_as_ceil_torch, check_expressible, convert_flat_indices
 from poolcheck.peers.base import PeerOutput
-from poolcheck.spec.attributes import AVG_DTYPES, ONNX_MAX_DTYPES, PoolSpec
+from poolcheck.spec.operators import operator, spell
+from poolcheck.spec.poolspec import PoolSpec
 
 #: MaxPool-22 and AveragePool-22 are the newest versions of both operators.
 OPSET = 22
 #: IR version 10 is the first that allows opset 22.
 IR_VERSION = 10
-
-_ONNX_AUTO_PAD = {"explicit": "NOTSET", "valid": "VALID", "same_upper": "SAME_UPPER", "same_lower": "SAME_LOWER"}
 
 
 @dataclass(frozen=True)
@@ -45,54 +44,21 @@ def to_onnx(spec: PoolSpec, shape: Sequence[int], dtype: np.dtype, peer: str) ->
     dt = np.dtype(dtype)
     shape = tuple(int(v) for v in shape)
     check_expressible(spec, shape, peer, "ONNX")
-    if spec.op == "max":
-        op_type = "MaxPool"
-        # MaxPool-22 "T: tensor(bfloat16), tensor(double), tensor(float), tensor(float16),
-        # tensor(int8), tensor(uint8)"
-        if dt.name not in ONNX_MAX_DTYPES:
-            raise PeerDeclined(peer, f"ONNX MaxPool-22 has no {dt.name} type (allowed: {', '.join(ONNX_MAX_DTYPES)})")
-    else:
-        op_type = "AveragePool"
-        if dt.name not in AVG_DTYPES:
-            raise PeerDeclined(peer, f"ONNX AveragePool-22 has no {dt.name} type (allowed: {', '.join(AVG_DTYPES)})")
-    n = spec.spatial_rank
-    attrs: dict[str, Any] = {
-        "kernel_shape": spec.kernel,
-        "strides": spec.strides,
-        "dilations": spec.dilations,
-    }
-    auto_pad = spec.auto_pad
-    if auto_pad in ("same_upper", "same_lower"):
-        # "SAME_UPPER or SAME_LOWER: output_spatial_shape[i] = ceil(input_spatial_shape[i] /
-        # strides_spatial_shape[i])" -- rounding plays no part, as in OpenVINO.
-        attrs["auto_pad"] = _ONNX_AUTO_PAD[auto_pad]
-        ceil_mode = 0
-    else:
-        ceil_mode, why_not = rounding_to_ceil_mode(spec, shape)
+    op_type = "MaxPool" if spec.op == "max" else "AveragePool"
+    allowed = operator(f"{op_type}-{OPSET}").dtypes
+    if dt.name not in allowed:
+        raise PeerDeclined(peer, f"ONNX {op_type}-{OPSET} has no {dt.name} type (allowed: {', '.join(allowed)})")
+    if spec.auto_pad not in ("same_upper", "same_lower"):
+        why_not = ceil_as_ceil_torch(spec, shape)
         if why_not:
             raise PeerDeclined(peer, f"{why_not}; ONNX has no equivalent")
-        if auto_pad == "valid" and ceil_mode == 0:
-            attrs["auto_pad"] = "VALID"
-        else:
-            # Explicit pads; OpenVINO "valid" with ceil rounding is "no padding, rounded up",
-            # which ONNX writes as NOTSET, pads 0, ceil_mode 1 (its VALID ignores ceil_mode).
-            pb, pe = (spec.pads_begin, spec.pads_end) if auto_pad == "explicit" else ((0,) * n, (0,) * n)
-            attrs["auto_pad"] = "NOTSET"
-            # "pads ... format should be as follow [x1_begin, x2_begin...x1_end, x2_end,...]"
-            attrs["pads"] = tuple(pb) + tuple(pe)
-    attrs["ceil_mode"] = ceil_mode
-    if spec.convention == "onnx":
-        # An ONNX-convention spec goes out exactly as written: the canonical rounding absorbs
-        # ceil_mode under VALID (the ONNX formula makes it a no-op), but the runtime must see it.
-        attrs["ceil_mode"] = spec.ceil_mode
-        if auto_pad == "valid":
-            attrs["auto_pad"] = "VALID"
-            attrs.pop("pads", None)
-    if spec.op == "max":
-        attrs["storage_order"] = spec.storage_order if spec.convention == "onnx" else 0
-    else:
-        # "count_include_pad: Whether include pad pixels when calculating values for the edges."
-        attrs["count_include_pad"] = 0 if spec.exclude_pad else 1
+    # The catalogue spells it: an ONNX-convention spec exactly as written (ceil_mode under VALID
+    # too: the ONNX formula makes it a no-op, but the runtime must see it); an OpenVINO one by
+    # its meaning (a rounded "valid" becomes NOTSET, pads 0, ceil_mode 1).
+    spelled = spell(spec, f"{op_type}-{OPSET}")
+    if spelled["auto_pad"] != "NOTSET":
+        spelled.pop("pads", None)
+    attrs = {k: tuple(v) if isinstance(v, list) else v for k, v in spelled.items()}
     return OnnxNode(op_type, tuple(sorted(attrs.items())), shape, dt.str, spec.op == "max")
 
 

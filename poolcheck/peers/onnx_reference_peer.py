@@ -3,9 +3,10 @@ same single-node MaxPool-22 / AveragePool-22 models the ONNX Runtime peer builds
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -13,7 +14,7 @@ import numpy as np
 from poolcheck.peers.adapter import RuntimePeer, Translated
 from poolcheck.peers.base import BatchItem, PeerOutput
 from poolcheck.peers.onnx_model import OnnxNode, build_model, onnx_outputs, to_onnx
-from poolcheck.spec.attributes import PoolSpec
+from poolcheck.spec.poolspec import PoolSpec
 
 
 class OnnxReferencePeer(RuntimePeer):
@@ -37,6 +38,16 @@ class OnnxReferencePeer(RuntimePeer):
             warnings.simplefilter("ignore", RuntimeWarning)
             raw = self._evaluator(node).run(None, {"x0": arr})
         return onnx_outputs(group, items, raw)
+
+    def without_indices(self, node: OnnxNode) -> OnnxNode:
+        return dataclasses.replace(node, with_indices=False)
+
+    def warm(self, node: OnnxNode) -> None:
+        self._evaluator(node)
+
+    def bind(self, node: OnnxNode, spec: PoolSpec, arr: np.ndarray) -> Callable[[], object]:
+        evaluator, feed = self._evaluator(node), {"x0": arr}
+        return lambda: evaluator.run(None, feed)
 
     def _evaluator(self, node: OnnxNode) -> Any:
         ev = self._evaluators.get(node)

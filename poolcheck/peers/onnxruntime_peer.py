@@ -7,8 +7,9 @@ input and one or two outputs per configuration, so a batch pays for a single ses
 
 from __future__ import annotations
 
+import dataclasses
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -16,7 +17,7 @@ import numpy as np
 from poolcheck.peers.adapter import RuntimePeer, Translated
 from poolcheck.peers.base import BatchItem, PeerOption, PeerOutput
 from poolcheck.peers.onnx_model import OnnxNode, build_model, onnx_outputs, to_onnx
-from poolcheck.spec.attributes import PoolSpec
+from poolcheck.spec.poolspec import PoolSpec
 
 
 class OnnxRuntimePeer(RuntimePeer):
@@ -86,6 +87,16 @@ class OnnxRuntimePeer(RuntimePeer):
         session = self._session(tuple(node for _, node, _ in group))
         raw = session.run(None, {f"x{k}": arr for k, (_, _, arr) in enumerate(group)})
         return onnx_outputs(group, items, raw)
+
+    def without_indices(self, node: OnnxNode) -> OnnxNode:
+        return dataclasses.replace(node, with_indices=False)
+
+    def warm(self, node: OnnxNode) -> None:
+        self._session((node,))
+
+    def bind(self, node: OnnxNode, spec: PoolSpec, arr: np.ndarray) -> Callable[[], object]:
+        session, feed = self._session((node,)), {"x0": arr}
+        return lambda: session.run(None, feed)
 
     # ------------------------------------------------------------------ internals
 

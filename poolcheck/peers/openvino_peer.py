@@ -8,8 +8,9 @@ compile; compiled models are cached by their nodes.
 
 from __future__ import annotations
 
+import dataclasses
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,7 +19,8 @@ import numpy as np
 from poolcheck.peers._convert import PeerDeclined, convert_flat_indices, negative_same_pads
 from poolcheck.peers.adapter import RuntimePeer, Translated
 from poolcheck.peers.base import BatchItem, PeerOption, PeerOutput
-from poolcheck.spec.attributes import PoolSpec
+from poolcheck.spec.operators import spell
+from poolcheck.spec.poolspec import PoolSpec
 
 #: Compile configuration: f32 inference precision forced, one thread.
 COMPILE_CONFIG = {"INFERENCE_PRECISION_HINT": "f32", "INFERENCE_NUM_THREADS": 1}
@@ -32,6 +34,8 @@ class OvNode:
     kwargs: tuple[tuple[str, Any], ...]
     shape: tuple[int, ...]
     dtype: str
+    #: Max pooling: whether the model outputs the indices too.
+    with_indices: bool = True
 
 
 def to_openvino(spec: PoolSpec, shape: Sequence[int], dtype: np.dtype, peer: str = "openvino") -> OvNode:
@@ -41,25 +45,12 @@ def to_openvino(spec: PoolSpec, shape: Sequence[int], dtype: np.dtype, peer: str
     why = negative_same_pads(spec, shape)
     if why:
         raise PeerDeclined(peer, why)
-    common: dict[str, Any] = {
-        "kernel_shape": list(spec.kernel),
-        "strides": list(spec.strides),
-        # ONNX "pads [x1_begin, x2_begin...x1_end, x2_end,...]" are already split in PoolSpec.
-        "pads_begin": list(spec.pads_begin),
-        "pads_end": list(spec.pads_end),
-        # ONNX ceil_mode=1 is canonically ceil_torch (OpenVINO-14's name for it).
-        "rounding_type": spec.rounding_type,
-        "auto_pad": spec.auto_pad,
-    }
-    if spec.op == "avg":
-        if any(d != 1 for d in spec.dilations):
-            raise PeerDeclined(peer, f"OpenVINO AvgPool-14 has no dilations (got {list(spec.dilations)})")
-        # ONNX count_include_pad=1 is exclude_pad=false.
-        common["exclude_pad"] = bool(spec.exclude_pad)
-    else:
-        common["dilations"] = list(spec.dilations)
-        common["axis"] = spec.axis
-        common["index_element_type"] = spec.index_element_type
+    if spec.op == "avg" and any(d != 1 for d in spec.dilations):
+        raise PeerDeclined(peer, f"OpenVINO AvgPool-14 has no dilations (got {list(spec.dilations)})")
+    # The catalogue spells it as opset14 does (an ONNX spec by its meaning: ceil_mode=1 is
+    # ceil_torch, and floor under VALID, which ONNX's formula ignores it for).
+    common = spell(spec, "MaxPool-14" if spec.op == "max" else "AvgPool-14")
+    common["kernel_shape"] = common.pop("kernel")  # opset14's keyword for it
     return OvNode(spec.op, tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in common.items())),
                   shape, dt.str)
 
@@ -138,7 +129,7 @@ class OpenVinoPeer(RuntimePeer):
             pos += 1
             indices = None
             notes: list[str] = []
-            if node.op == "max":
+            if node.op == "max" and node.with_indices:
                 spec = items[i][0]
                 if spec.convention == "onnx":
                     # OpenVINO (axis 0) reports row-major flat indices; storage_order=1 wants
@@ -149,6 +140,19 @@ class OpenVinoPeer(RuntimePeer):
                 pos += 1
             outputs.append(PeerOutput(values, indices, notes))
         return outputs
+
+    def without_indices(self, node: OvNode) -> OvNode:
+        return dataclasses.replace(node, with_indices=False)
+
+    def warm(self, node: OvNode) -> None:
+        self._compile((node,))
+
+    def bind(self, node: OvNode, spec: PoolSpec, arr: np.ndarray) -> Callable[[], object]:
+        import openvino as ov
+
+        _, request = self._compile((node,))
+        tensor = ov.Tensor(arr, shared_memory=True)
+        return lambda: request.infer({0: tensor}, share_inputs=True, share_outputs=True)
 
     # ------------------------------------------------------------------ internals
 
@@ -168,7 +172,7 @@ class OpenVinoPeer(RuntimePeer):
             kw = {key: list(v) if isinstance(v, tuple) else v for key, v in node.kwargs}
             if node.op == "max":
                 pool = ops.max_pool(param, **kw)
-                outputs += [pool.output(0), pool.output(1)]
+                outputs += [pool.output(0), pool.output(1)] if node.with_indices else [pool.output(0)]
             else:
                 pool = ops.avg_pool(param, **kw)
                 outputs.append(pool.output(0))

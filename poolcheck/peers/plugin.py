@@ -21,7 +21,8 @@ import numpy as np
 
 from poolcheck.peers._convert import PeerDeclined, negative_same_pads
 from poolcheck.peers.base import InvalidPeerOutput, PeerOutput
-from poolcheck.spec.attributes import PoolSpec
+from poolcheck.spec.operators import spell
+from poolcheck.spec.poolspec import PoolSpec
 
 
 class ModulePeer:
@@ -61,23 +62,14 @@ class ModulePeer:
         ok, why = self.supports(spec, tuple(np.shape(x)), np.asarray(x).dtype)
         if not ok:
             raise PeerDeclined(self.name, why)
-        common = {
-            "kernel": list(spec.kernel),
-            "strides": list(spec.strides),
-            "pads_begin": list(spec.pads_begin),
-            "pads_end": list(spec.pads_end),
-            "rounding_type": spec.rounding_type,
-            "auto_pad": spec.auto_pad,
-        }
+        # The OpenVINO-shaped keywords, spelled by the catalogue (an ONNX spec by its meaning;
+        # it reaches max_pool as axis 0, i64: exactly ONNX's flat indices).
         if spec.op == "avg":
             assert self._avg is not None
-            values = self._avg(x, exclude_pad=spec.exclude_pad, **common)
+            values = self._avg(x, **spell(spec, "AvgPool-14"))
             return PeerOutput(_array("avg_pool", values))
         assert self._max is not None
-        # ONNX-convention specs reach max_pool as axis 0, i64: exactly ONNX's flat indices.
-        result = self._max(
-            x, dilations=list(spec.dilations), axis=spec.axis, index_element_type=spec.index_element_type, **common
-        )
+        result = self._max(x, **spell(spec, "MaxPool-14"))
         if isinstance(result, (tuple, list)) and len(result) == 2:
             return PeerOutput(_array("max_pool", result[0]), _array("max_pool indices", result[1]))
         return PeerOutput(_array("max_pool", result), None, ["max_pool returned no indices"])

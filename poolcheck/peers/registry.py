@@ -19,7 +19,7 @@ import numpy as np
 from poolcheck.errors import PoolcheckError
 from poolcheck.peers.base import Peer, PeerOption, PeerOutput
 from poolcheck.peers.plugin import ModulePeer, is_plugin_module
-from poolcheck.spec.attributes import PoolSpec
+from poolcheck.spec.poolspec import PoolSpec
 
 #: Entry-point group under which installed packages register peers.
 ENTRY_POINT_GROUP = "poolcheck.peers"

@@ -27,7 +27,7 @@ from poolcheck.peers._convert import PeerDeclined, convert_flat_indices
 from poolcheck.peers.adapter import RuntimePeer, Translated
 from poolcheck.peers.base import BatchItem, PeerOutput
 from poolcheck.peers.torch_peer import _kernel_error, to_torch
-from poolcheck.spec.attributes import PoolSpec
+from poolcheck.spec.poolspec import PoolSpec
 
 STEP = "torch.onnx.export"
 #: The opset the exporter is asked for (AveragePool-19, MaxPool-12 semantics at 18; pinned so a

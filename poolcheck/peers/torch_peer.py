@@ -9,7 +9,7 @@ poolcheck's whole-tensor flat indices (then to ``axis`` / ``storage_order`` / in
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -17,7 +17,7 @@ import numpy as np
 from poolcheck.peers._convert import PeerDeclined, ceil_as_ceil_torch, check_expressible, convert_flat_indices
 from poolcheck.peers.adapter import RuntimePeer, Translated
 from poolcheck.peers.base import BatchItem, PeerOption, PeerOutput
-from poolcheck.spec.attributes import PoolSpec
+from poolcheck.spec.poolspec import PoolSpec
 
 
 def to_torch(spec: PoolSpec, shape: Sequence[int], peer: str = "torch") -> dict[str, Any]:
@@ -51,7 +51,7 @@ def to_torch(spec: PoolSpec, shape: Sequence[int], peer: str = "torch") -> dict[
         "kernel_size": tuple(spec.kernel),
         "stride": tuple(spec.strides),
         "padding": tuple(padding),
-        "ceil_mode": spec.rounding_type != "floor",
+        "ceil_mode": spec.applied_rounding != "floor",
     }
     if spec.op == "max":
         kwargs["dilation"] = tuple(spec.dilations)
@@ -115,20 +115,38 @@ class TorchPeer(RuntimePeer):
             raise PeerDeclined(self.name, f"no PyTorch CPU kernel: {err}")
         return kwargs
 
-    def execute(self, group: Sequence[Translated], items: Sequence[BatchItem]) -> list[PeerOutput]:
+    def _tensor(self, arr: np.ndarray, rank: int) -> Any:
+        """``arr`` as a torch tensor in the configured memory format."""
         torch = self._setup()
-        import torch.nn.functional as F
-
-        ((i, kwargs, arr),) = group  # batch_limit 1: one functional call per configuration
-        spec = items[i][0]
-        n = spec.spatial_rank
         # Peers get read-only inputs; PyTorch wants writable memory (it never writes a pool input).
         t = torch.from_numpy(arr if arr.flags.writeable else arr.copy())
         if self.option("layout") == "channels_last":
-            t = t.contiguous(memory_format=torch.channels_last if n == 2 else torch.channels_last_3d)
-        with torch.no_grad():
-            if spec.op == "avg":
-                return [PeerOutput(getattr(F, f"avg_pool{n}d")(t, **kwargs).numpy().copy())]
-            values, plane_idx = getattr(F, f"max_pool{n}d")(t, **kwargs)
+            t = t.contiguous(memory_format=torch.channels_last if rank == 2 else torch.channels_last_3d)
+        return t
+
+    def without_indices(self, node: dict[str, Any]) -> dict[str, Any]:
+        return {**node, "return_indices": False} if "return_indices" in node else node
+
+    def bind(self, node: dict[str, Any], spec: PoolSpec, arr: np.ndarray) -> Callable[[], object]:
+        torch = self._setup()
+        import torch.nn.functional as F
+
+        n = spec.spatial_rank
+        fn = getattr(F, f"{spec.op}_pool{n}d")
+        t = self._tensor(arr, n)
+
+        def call() -> object:
+            with torch.no_grad():
+                return fn(t, **node)
+
+        return call
+
+    def execute(self, group: Sequence[Translated], items: Sequence[BatchItem]) -> list[PeerOutput]:
+        ((i, kwargs, arr),) = group  # batch_limit 1: one functional call per configuration
+        spec = items[i][0]
+        result = self.bind(kwargs, spec, arr)()
+        if not isinstance(result, tuple):
+            return [PeerOutput(result.numpy().copy())]  # type: ignore[attr-defined]
+        values, plane_idx = result
         indices, notes = convert_flat_indices(plane_idx.numpy(), spec, arr.shape, per_plane=True)
         return [PeerOutput(values.numpy().copy(), indices, notes)]

@@ -20,7 +20,7 @@ import numpy as np
 from poolcheck.peers.adapter import RuntimePeer, Translated
 from poolcheck.peers.base import BatchItem, PeerOutput
 from poolcheck.peers.onnx_model import OnnxNode, build_model, onnx_outputs, to_onnx
-from poolcheck.spec.attributes import PoolSpec
+from poolcheck.spec.poolspec import PoolSpec
 
 
 class TractPeer(RuntimePeer):

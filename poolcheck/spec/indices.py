@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from poolcheck.spec.attributes import INDEX_ELEMENT_TYPES, PoolSpec
+from poolcheck.spec.poolspec import INDEX_ELEMENT_TYPES, PoolSpec
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from poolcheck.errors import AttributeValueError
-from poolcheck.spec.attributes import PoolSpec
 from poolcheck.spec.limits import MAX_ELEMENTS, MAX_EXTENT, MAX_TAPS
+from poolcheck.spec.poolspec import PoolSpec
 
 
 def _ceil_div(a: int, b: int) -> int:
@@ -174,7 +174,7 @@ def resolve(spec: PoolSpec, input_shape: Sequence[int]) -> Geometry:
             spec.dilations[i],
             spec.pads_begin[i],
             spec.pads_end[i],
-            spec.rounding_type,
+            spec.applied_rounding,
             spec.auto_pad,
             axis_index=i,
             convention=spec.convention,

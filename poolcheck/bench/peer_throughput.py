@@ -1,4 +1,4 @@
-"""Throughput of the batched peers: ``python -m poolcheck.peers.bench [--peers ...] [--cases N]``.
+"""Throughput of the batched peers: ``python -m poolcheck.bench.peer_throughput [--peers ...] [--cases N]``.
 
 Draws random, distinct, valid configurations (ranks 3-5, both ops, every rounding and auto_pad
 mode, dilations, asymmetric pads below the kernel) with small float32 inputs, and reports
@@ -20,7 +20,8 @@ from poolcheck.errors import AttributeValueError
 from poolcheck.peers.base import BatchItem
 from poolcheck.peers.isolation import call_peer_many, close_workers
 from poolcheck.peers.registry import PeerSpecError, parse_peer_list, resolve_peers
-from poolcheck.spec.attributes import PoolSpec, openvino_avg_pool, openvino_max_pool
+from poolcheck.spec.attributes import openvino_avg_pool, openvino_max_pool
+from poolcheck.spec.poolspec import PoolSpec
 from poolcheck.spec.shape import resolve
 
 
