@@ -137,7 +137,7 @@ class _Open:
 
     __slots__ = ("anchor", "key", "key_line", "merged", "path", "size", "value")
 
-    def __init__(self, value: Any, path: tuple[Any, ...], anchor: str | None) -> None:
+    def __init__(self, value: Any, path: tuple[Any, ...] | None, anchor: str | None) -> None:
         self.value = value
         self.path = path
         self.key: Any = _Open  # _Open itself marks "no key yet"
@@ -396,7 +396,7 @@ def parse_case(raw: Any, *, path: str, index: int, lines: dict[tuple[Any, ...], 
     bad_key = _non_string_key(raw)
     if bad_key is not None:
         where, key = bad_key
-        sub = () if where == key else (key,)
+        sub: tuple[Any, ...] = () if where == key else (key,)
         raise CaseFileError(f"keys must be strings, got {_short(key)}", path=path,
                             line=lines.get((*base, where, *sub), lines.get((*base, where), line)),
                             case_id=case_id, field=str(where))
@@ -466,8 +466,8 @@ def parse_case(raw: Any, *, path: str, index: int, lines: dict[tuple[Any, ...], 
                 raise AttributeValueError("expected.shape", f"expected a list of integers, got {shp!r}")
             expected["shape"] = tuple(shp)
     except AttributeValueError as exc:
-        sub = exc.attribute.split(".")[-1]
-        raise err("expected", exc.reason, sub) from None
+        field_name = exc.attribute.split(".")[-1]
+        raise err("expected", exc.reason, field_name) from None
 
     tol = raw.get("tolerance", {}) or {}
     if not isinstance(tol, dict) or set(tol) - {"rtol", "atol"}:
