@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import functools
 import itertools
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -79,31 +82,163 @@ def _reduce_axis(src: np.ndarray, a: AxisGeometry, axis: int, ufunc: np.ufunc, i
     return out
 
 
-def _separable(x: np.ndarray, geom: Geometry, ufunc: np.ufunc, init: float | int, dtype: np.dtype) -> np.ndarray:
-    """Reduce every window, one spatial axis at a time (last axis first), in cache-sized chunks
-    of (n, c) planes. A Python loop runs over chunks and taps, never over output elements."""
+#: Edge outputs (windows with a tap outside the input) per axis that the flat path fixes one by one.
+MAX_EDGE_OUTPUTS = 16
+#: Rows of at least this many elements are combined in place; shorter ones are gathered first.
+CONTIGUOUS_ROW = 32
+
+
+@dataclass(frozen=True)
+class _FlatPlan:
+    """How :func:`_reduce_axis_flat` combines the taps along one axis (see there)."""
+
+    stride: int
+    out: int
+    lo: int  #: windows [lo, hi) have every tap inside the input
+    hi: int
+    taps: tuple[tuple[int, int], ...]  #: (phase, row shift) of each tap that is ever inside, in order
+    phases: tuple[int, ...]
+    edges: tuple[tuple[int, tuple[int, ...]], ...]  #: (window, input positions of its taps inside)
+
+
+@functools.lru_cache(maxsize=512)
+def _flat_plan(a: AxisGeometry) -> _FlatPlan | None:
+    """The plan of the flat path for axis ``a``, or None where it does not apply: the axis is
+    not ``stride * out`` long, or no window or too many windows lie wholly inside the input."""
+    if a.size != a.stride * a.out:
+        return None
+    ranges = [(lo, hi, j * a.dilation - a.pad_begin) for j in range(a.kernel)
+              for lo, hi, _ in [_tap_range(a, j)] if hi > lo]
+    if not ranges:
+        return None
+    lo, hi = max(r[0] for r in ranges), min(r[1] for r in ranges)
+    edges = tuple((o, tuple(o * a.stride + off for t_lo, t_hi, off in ranges if t_lo <= o < t_hi))
+                  for o in range(a.out) if not lo <= o < hi)
+    if hi <= lo or len(edges) > MAX_EDGE_OUTPUTS:
+        return None
+    taps = tuple((off % a.stride, off // a.stride) for _, _, off in ranges)
+    return _FlatPlan(a.stride, a.out, lo, hi, taps, tuple(sorted({p for p, _ in taps})), edges)
+
+
+def _combine(ufunc: np.ufunc, values: list[np.ndarray], dst: np.ndarray, init: float | int) -> None:
+    """``dst = values[0] (op) values[1] (op) ...`` left to right; ``init`` when there are none."""
+    if not values:
+        dst[...] = init
+    elif len(values) == 1:
+        np.copyto(dst, values[0])
+    else:
+        ufunc(values[0], values[1], out=dst)
+        for v in values[2:]:
+            ufunc(dst, v, out=dst)
+
+
+def _reduce_axis_flat(src: np.ndarray, plan: _FlatPlan, ufunc: np.ufunc, init: float | int,
+                      out: np.ndarray | None = None) -> np.ndarray:
+    """Combine the taps of every window along the middle axis of a C-contiguous ``(R, size, inner)``
+    array into ``out`` (C-contiguous ``(R, plan.out, inner)``, allocated when None).
+
+    With ``size == stride * out``, tap ``j`` of window ``o`` reads input position
+    ``o * stride + offset_j``: row ``o + offset_j // stride`` of *phase* ``offset_j % stride``
+    (the positions congruent to it modulo the stride). So one 1-D contiguous ufunc call per tap
+    covers every interior window of every plane at once. Each phase in use is first copied to a
+    contiguous array when the stride is above one (a strided copy is far cheaper than a strided
+    ufunc) and the rows are short; longer rows are combined where they lie. The few windows that overhang the input, where that flat pass read a neighbouring
+    plane, are then recomputed from their valid taps, in tap order.
+    """
+    rows, _, inner = src.shape
+    s, n = plan.stride, plan.out
+    if out is None:
+        out = np.empty((rows, n, inner), dtype=src.dtype)
+    first, last = plan.lo, (rows - 1) * n + plan.hi  # flat output rows holding every interior window
+    if s == 1:
+        flat = src.reshape(-1)
+        views = [flat[(first + q) * inner:(last + q) * inner] for _, q in plan.taps]
+        dst = out.reshape(-1)[first * inner:last * inner]
+    elif inner < CONTIGUOUS_ROW:
+        grouped = src.reshape(rows * n, s, inner)
+        phases = {p: np.ascontiguousarray(grouped[:, p, :]).reshape(-1) for p in plan.phases}
+        views = [phases[p][(first + q) * inner:(last + q) * inner] for p, q in plan.taps]
+        dst = out.reshape(-1)[first * inner:last * inner]
+    else:  # rows long enough that a ufunc over (rows, inner) views runs at full speed
+        windows = src.reshape(rows * n, s * inner)  # one row per window start: its s phases
+        views = [windows[first + q:last + q, p * inner:(p + 1) * inner] for p, q in plan.taps]
+        dst = out.reshape(rows * n, inner)[first:last]
+    _combine(ufunc, views, dst, init)
+    for o, positions in plan.edges:
+        _combine(ufunc, [src[:, q, :] for q in positions], out[:, o, :], init)
+    return out
+
+
+def _starts_from_zero(a: AxisGeometry) -> bool:
+    """Whether :func:`_reduce_axis` starts this axis's sums from the ``init`` fill (+0.0) rather
+    than from its first two taps (which it does only when both cover every window)."""
+    ranges = [r for r in (_tap_range(a, j) for j in range(a.kernel)) if r[1] > r[0]]
+    return not (len(ranges) >= 2 and ranges[0][:2] == ranges[1][:2] == (0, a.out))
+
+
+def _is_global(geom: Geometry) -> bool:
+    """Whether one window covers each whole plane (and nothing else)."""
+    return all(a.out == 1 and a.dilation == 1 and a.pad_begin >= 0 and a.kernel - a.pad_begin >= a.size
+               for a in geom.axes)
+
+
+def _separable(x: np.ndarray, geom: Geometry, ufunc: np.ufunc, init: float | int, dtype: np.dtype,
+               out: np.ndarray, finish: Callable[[np.ndarray, slice], None] | None = None) -> None:
+    """Reduce every window in ``dtype``, one spatial axis at a time, in cache-sized chunks of
+    (n, c) planes, into ``out`` (``(N * C, *out)``, C-contiguous); or, given ``finish``, call
+    ``finish(chunk_result, planes)`` for each chunk of planes, which writes ``out[planes]``.
+    A Python loop runs over chunks, taps and overhanging windows, never over output elements.
+
+    Sums go last axis first, taps in order. They come out as if each axis's sums started from
+    +0.0 wherever :func:`_reduce_axis` would start them so, whichever path computed them:
+    ``0 + a + b + ...`` equals ``a + b + ...`` except that it is +0.0 where the latter is -0.0
+    (a round-to-nearest sum is -0.0 only when both operands are), so the caller adds +0.0 to the
+    result once (see :func:`avg_pool`)."""
     planes = geom.batch * geom.channels
-    if all(a.out == 1 and a.dilation == 1 and a.pad_begin >= 0 and a.kernel - a.pad_begin >= a.size
-           for a in geom.axes):
+    if _is_global(geom):
         # Global pooling: one window covers each whole plane; a single reduction per plane.
         flat = x.reshape(planes, -1).astype(dtype, copy=False)
-        return ufunc.reduce(flat, axis=1).reshape(geom.output_shape)
+        result = ufunc.reduce(flat, axis=1).reshape(out.shape)
+        if finish is None:
+            out[...] = result
+        else:
+            finish(result, slice(0, planes))
+        return
     src = x.reshape((planes, *x.shape[2:]))
-    out = np.empty((planes, *geom.output_shape[2:]), dtype=dtype)
-    plane_bytes = dtype.itemsize * int(np.prod([max(a.size, a.out) for a in geom.axes]))
+    plans = [_flat_plan(a) for a in geom.axes]
+    # Sums go last axis first (the documented order), and so does a float16 max (whose scalar
+    # np.maximum keeps the first of tied zeros: the row-major scan's pick). An integer max, or a
+    # float32/float64 one (whose SIMD np.maximum picks either tied zero anyway), goes first axis
+    # first: the long-row passes shrink the data before the short-row ones.
+    any_order = ufunc is np.maximum and (dtype.kind in "iub" or dtype in (np.float32, np.float64))
+    order = list(range(len(geom.axes)))[::1 if any_order else -1]
+    direct = finish is None and out.dtype == dtype and plans[order[-1]] is not None
+    plane_bytes = dtype.itemsize * math.prod(max(a.size, a.out) for a in geom.axes)
     step = max(1, CHUNK_BYTES // max(1, plane_bytes))
     for lo in range(0, planes, step):
+        chunk = slice(lo, min(planes, lo + step))
         # Widen once per chunk (a fast contiguous cast) rather than inside every tap's ufunc.
-        acc = src[lo:lo + step].astype(dtype, copy=False)
-        for i in reversed(range(len(geom.axes))):
-            acc = _reduce_axis(acc, geom.axes[i], 1 + i, ufunc, init, dtype)
-        out[lo:lo + step] = acc
-    return out.reshape(geom.output_shape)
+        acc = np.ascontiguousarray(src[chunk], dtype=dtype)
+        for i in order:
+            a, plan, shape = geom.axes[i], plans[i], acc.shape
+            if plan is None:
+                acc = _reduce_axis(acc, a, 1 + i, ufunc, init, dtype)
+                continue
+            rows = math.prod(shape[:1 + i])
+            # The last pass writes the output directly where it can.
+            dst = out[chunk].reshape(rows, a.out, -1) if direct and i == order[-1] else None
+            view = acc.reshape(rows, shape[1 + i], -1)
+            acc = _reduce_axis_flat(view, plan, ufunc, init, dst).reshape(*shape[:1 + i], a.out, *shape[2 + i:])
+        if finish is not None:
+            finish(acc, chunk)
+        elif not direct:
+            out[chunk] = acc
 
 
 def max_values(x: np.ndarray, geom: Geometry, policy: Policy = SPEC) -> np.ndarray:
     """Max pooling values only (NaN propagates, as under the ``propagate`` policy)."""
-    acc = _separable(x, geom, np.maximum, _pad_fill(x.dtype), x.dtype)
+    acc = np.empty(geom.output_shape, dtype=x.dtype)
+    _separable(x, geom, np.maximum, _pad_fill(x.dtype), x.dtype, acc.reshape(-1, *acc.shape[2:]))
     empty = w.empty_windows(geom)
     if empty is not None:
         fill = empty_max_value(x.dtype, policy)
@@ -219,13 +354,24 @@ def _float_divisor(geom: Geometry, exclude_pad: bool, policy: Policy) -> np.ndar
 
 def avg_pool(x: np.ndarray, geom: Geometry, exclude_pad: bool, policy: Policy = SPEC) -> np.ndarray:
     """Average pooling. Sums accumulate in float64 from +0.0 (last spatial axis first, taps in
-    order, taps outside the input skipped), are divided once, and rounded once to the input type."""
-    with np.errstate(invalid="ignore", over="ignore"):  # inf + -inf is NaN, as IEEE-754 says
-        acc = _separable(x, geom, np.add, 0.0, np.dtype(np.float64))
+    order, taps outside the input skipped), are divided once, and rounded once to the input type.
+    (Each chunk of planes is divided and rounded while it is still in cache.)"""
     div = _float_divisor(geom, exclude_pad, policy)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        np.divide(acc, div, out=acc)
+    per_plane = div.reshape(div.shape[1:])
+    out = np.empty(geom.output_shape, dtype=x.dtype)
+    out_planes = out.reshape(geom.batch * geom.channels, *geom.output_shape[2:])
+    from_zero = not _is_global(geom) and any(_starts_from_zero(a) for a in geom.axes)
+
+    def finish(sums: np.ndarray, planes: slice) -> None:
+        np.divide(sums, per_plane, out=sums)
+        if from_zero:
+            np.add(sums, 0.0, out=sums)  # -0.0 -> +0.0, as a sum started from +0.0 (see _separable)
+        out_planes[planes] = sums
+
+    # inf + -inf is NaN, as IEEE-754 says; x / 0 is replaced below
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        _separable(x, geom, np.add, 0.0, np.dtype(np.float64), out_planes, finish)
     zero = div == 0
     if zero.any():
-        acc[np.broadcast_to(zero, acc.shape)] = 0.0 if policy.empty_avg == "zero" else np.nan
-    return acc.astype(x.dtype)
+        out[np.broadcast_to(zero, out.shape)] = 0.0 if policy.empty_avg == "zero" else np.nan
+    return out
