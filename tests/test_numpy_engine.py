@@ -133,3 +133,45 @@ def test_non_contiguous_and_chunked(monkeypatch: pytest.MonkeyPatch) -> None:
     want = oracle.openvino_avg_pool(q, kernel=[3, 3], strides=[1, 1], pads_begin=[1, 1], pads_end=[1, 1],
                                     exclude_pad=True)
     assert same_bits(numpy_engine.avg_pool(q, geom, True), np.asarray(want))
+
+
+@pytest.mark.parametrize("geometry", GEOMETRIES, ids=lambda g: f"{g[0]}-k{g[1]}-s{g[2]}")
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int8", "uint8"])
+@pytest.mark.parametrize("kind", ["distinct", "ties", "lowest"])
+def test_indices_scan_matches_oracle(geometry: tuple[Any, ...], dtype: str, kind: str) -> None:
+    """Max pooling with indices: the masked-copy-free scan where it decides (distinct values, and
+    ties away from zero), the general scan where it does not (zeros, NaN, the lowest value at the
+    border, which the padding equals): values and indices bit for bit, every index layout."""
+    spatial, kernel, strides, pb, pe, dil, rounding = geometry
+    rng = np.random.default_rng(sum(spatial) + len(kind))
+    shape = (2, 3, *spatial)
+    if kind == "distinct":
+        x = (rng.permutation(int(np.prod(shape))) % 100 + 1).reshape(shape).astype(dtype)
+    elif kind == "ties":
+        x = rng.integers(1, 4, size=shape).astype(dtype)
+    else:
+        x = rng.integers(1, 4, size=shape).astype(dtype)
+        low = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
+        x[..., :2] = low  # border windows whose elements all equal the padding
+        if x.dtype.kind == "f":
+            x.reshape(-1)[::7] = 0.0
+            x.reshape(-1)[5] = np.nan
+    spec = S.openvino_max_pool(kernel, strides, pb, pe, dil, rounding)
+    geom = S.resolve(spec, x.shape)
+    decided = numpy_engine._max_pool_scan(x, geom, S.index_layout(spec, x.shape))
+    if kind != "lowest" and numpy_engine.w.empty_windows(geom) is None:
+        assert decided is not None  # the fast scan is what these inputs exercise
+    for axis in (0, 2):
+        attrs = dict(kernel=kernel, strides=strides, pads_begin=pb, pads_end=pe, dilations=dil,
+                     rounding_type=rounding, axis=axis)
+        got = poolcheck.max_pool(x, **attrs, engine="numpy")
+        want = oracle.openvino_max_pool(x, **attrs)
+        assert same_bits(np.asarray(got[0]), np.asarray(want[0]))
+        assert np.array_equal(np.asarray(got[1]), np.asarray(want[1])) and got[1].dtype == want[1].dtype
+    onnx = dict(kernel_shape=kernel, strides=strides, pads=pb + pe, dilations=dil, ceil_mode=int(rounding == "ceil"),
+                storage_order=1)
+    if len(spatial) >= 2 and rounding == "floor":
+        got = poolcheck.onnx_max_pool(x, **onnx, engine="numpy")
+        want = oracle.onnx_max_pool(x, **onnx)
+        assert same_bits(np.asarray(got[0]), np.asarray(want[0]))
+        assert np.array_equal(np.asarray(got[1]), np.asarray(want[1]))

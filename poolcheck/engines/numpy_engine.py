@@ -282,6 +282,9 @@ def max_pool(
     """
     if layout is None and policy.nan == "propagate":
         return max_values(x, geom, policy), None
+    fast = _max_pool_scan(x, geom, layout)
+    if fast is not None:
+        return fast
     n = len(geom.axes)
     is_float = x.dtype.kind == "f"
     xp = w.padded_input(x, geom, 0)
@@ -338,6 +341,71 @@ def max_pool(
     index = (nc * plane + where) % layout.modulus
     index[~found] = policy.empty_index
     return best, index.astype(layout.dtype)
+
+
+def _max_pool_scan(x: np.ndarray, geom: Geometry,
+                   layout: IndexLayout | None) -> tuple[np.ndarray, np.ndarray | None] | None:
+    """The row-major strict ``>`` scan without masked copies, or None where it cannot decide.
+
+    Over the input padded with the type's lowest value, a running ``np.maximum`` and, per tap in
+    row-major order, ``better = v > best`` give the scan's choices wherever no NaN and no zero is
+    involved: the chosen tap is the last one that was better, and since tap numbers only grow,
+    it is the running maximum of ``better * tap``. It returns None, for the general scan to
+    decide, where a NaN reached any window (the policies differ there), where the maximum is a
+    zero (np.maximum may return either of tied zeros), where the choice fell on padding (a window
+    whose elements all equal the lowest value), or where a window has no element at all.
+    """
+    kernel = [a.kernel for a in geom.axes]
+    if w.empty_windows(geom) is not None or x.dtype.kind not in "fiu" or math.prod(kernel) > 255:
+        return None
+    xp = w.padded_input(x, geom, _pad_fill(x.dtype))
+    best = np.empty(geom.output_shape, dtype=x.dtype)
+    chosen = np.zeros(geom.output_shape, dtype=np.uint8)
+    better = np.empty(geom.output_shape, dtype=bool)
+    step = np.empty(geom.output_shape, dtype=np.uint8)
+    for j, offsets in enumerate(itertools.product(*(range(k) for k in kernel))):
+        v = xp[(slice(None), slice(None)) + tuple(w.tap_slice(a, o) for a, o in zip(geom.axes, offsets))]
+        if j == 0:
+            np.copyto(best, v)
+            continue
+        np.greater(v, best, out=better)
+        np.maximum(best, v, out=best)
+        np.multiply(better.view(np.uint8), np.uint8(j), out=step)
+        np.maximum(chosen, step, out=chosen)
+    if (x.dtype.kind == "f" and np.isnan(best).any()) or (best == 0).any():
+        return None
+    n = len(geom.axes)
+    order = layout.order if layout is not None else "C"
+    weights = [0] * n
+    weight = 1
+    for i in (reversed(range(n)) if order == "C" else range(n)):
+        weights[i] = weight
+        weight *= geom.axes[i].size
+    index = np.zeros(geom.output_shape, dtype=np.int64)
+    term = np.empty(geom.output_shape, dtype=np.int64)
+    base = np.arange(geom.batch * geom.channels, dtype=np.int64).reshape((geom.batch, geom.channels) + (1,) * n) * weight
+    rest = chosen
+    for i in reversed(range(n)):  # tap numbers are row-major: the last axis varies fastest
+        a = geom.axes[i]
+        tap = rest % np.uint8(a.kernel)
+        rest = rest // np.uint8(a.kernel)
+        start = np.arange(a.out, dtype=np.int64) * a.stride - a.pad_begin
+        # Windows with a tap outside the input: is the chosen tap inside?
+        outside = (start < 0) | (start + (a.kernel - 1) * a.dilation >= a.size)
+        if outside.any():
+            where = (slice(None), slice(None)) + (slice(None),) * i + (np.flatnonzero(outside),)
+            pos = w.broadcast_axis(start[outside], i, n) + tap[where].astype(np.int64) * a.dilation
+            if pos.min() < 0 or pos.max() >= a.size:
+                return None
+        np.multiply(tap, np.int64(a.dilation * weights[i]), out=term)
+        np.add(index, term, out=index)
+        base = base + w.broadcast_axis(start * weights[i], i, n)
+    np.add(index, base, out=index)
+    if layout is None:
+        return best, None
+    if layout.modulus < x.size:
+        np.remainder(index, layout.modulus, out=index)
+    return best, index.astype(layout.dtype, copy=False)
 
 
 @functools.lru_cache(maxsize=256)
