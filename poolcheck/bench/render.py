@@ -137,13 +137,16 @@ def _md_row(cells: list[str]) -> str:
 ACCURACY = """\
 ## What the engines compute (accuracy contract)
 
-| | NumPy engine | C engine |
-| --- | --- | --- |
-| Max values, all dtypes (float16/32/64, int8..uint64) | exact (an input element or the empty-window value) | identical bits |
-| Max indices (int32/int64, C or F order, any `axis` modulus) | the element a row-major strict `>` scan picks | identical |
-| Average, float64 input | float64 sums, last spatial axis first, taps in order; one division; result float64 | identical bits |
-| Average, float32 input | the same float64 sums; one division; rounded once to float32 | identical bits |
-| Average, float16 input | widened exactly; float64 sums; rounded once to float16 by NumPy | identical bits |
+| | NumPy engine | C engine | error against the exact result |
+| --- | --- | --- | --- |
+| Max values, all dtypes (float16/32/64, int8..uint64) | exact (an input element or the empty-window value) | identical bits | none |
+| Max indices (int32/int64, C or F order, any `axis` modulus) | the element a row-major strict `>` scan picks | identical | none |
+| Average, float64 input | float64 sums, last spatial axis first, taps in order; one division; result float64 | identical bits | at most `(m - 1) 2^-53 sum(abs(x)) / divisor` + 1 ulp (float64) for a window of m elements |
+| Average, float32 input | the same float64 sums; one division; rounded once to float32 | identical bits | at most `(m - 1) 2^-53 sum(abs(x)) / divisor` + 1/2 ulp (float32) + 1/2 ulp (float64) (the float64 sum of a few float32 values is usually exact) |
+| Average, float16 input | widened exactly; float64 sums; rounded once to float16 by NumPy | identical bits | every float16 is a multiple of 2^-24 below 2^16, so the float64 sum of up to 8192 of them is exact: within 1/2 ulp (float16) + 1/2 ulp (float64) |
+
+Accumulation is float64 for every input type in both engines; no result is computed in a
+narrower type than the one above, whatever the speed.
 
 Exceptions, both tested in `tests/test_c_engine.py`:
 
