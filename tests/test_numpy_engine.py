@@ -8,6 +8,7 @@ are exact, bit for bit; both also against the C engine's bits where it is built.
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import numpy as np
@@ -175,3 +176,36 @@ def test_indices_scan_matches_oracle(geometry: tuple[Any, ...], dtype: str, kind
         want = oracle.onnx_max_pool(x, **onnx)
         assert same_bits(np.asarray(got[0]), np.asarray(want[0]))
         assert np.array_equal(np.asarray(got[1]), np.asarray(want[1]))
+
+
+def test_threads_keep_their_own_scratch() -> None:
+    """Scratch buffers are kept between calls per thread: concurrent calls on different inputs
+    and geometries still give each caller its own answer."""
+    rng = np.random.default_rng(11)
+    jobs = []
+    for i, geometry in enumerate(GEOMETRIES[:5]):
+        spatial, kernel, strides, pb, pe, dil, rounding = geometry
+        x = rng.standard_normal((3, 4, *spatial)).astype(np.float32)
+        if i % 2:
+            spec = S.openvino_avg_pool(kernel, strides, pb, pe, True, rounding)
+            geom = S.resolve(spec, x.shape)
+            jobs.append(lambda x=x, geom=geom: numpy_engine.avg_pool(x, geom, True))
+        else:
+            spec = S.openvino_max_pool(kernel, strides, pb, pe, dil, rounding)
+            geom = S.resolve(spec, x.shape)
+            jobs.append(lambda x=x, geom=geom: numpy_engine.max_pool(x, geom, None)[0])
+    expected = [job() for job in jobs]
+    failures: list[int] = []
+
+    def worker(k: int) -> None:
+        for _ in range(20):
+            for i, job in enumerate(jobs[k:] + jobs[:k]):
+                if not np.array_equal(job(), expected[(i + k) % len(jobs)]):
+                    failures.append(i)
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert failures == []

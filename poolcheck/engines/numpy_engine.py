@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -157,7 +158,13 @@ def _reduce_axis_flat(src: np.ndarray, plan: _FlatPlan, ufunc: np.ufunc, init: f
         dst = out.reshape(-1)[first * inner:last * inner]
     elif inner < CONTIGUOUS_ROW:
         grouped = src.reshape(rows * n, s, inner)
-        phases = {p: np.ascontiguousarray(grouped[:, p, :]).reshape(-1) for p in plan.phases}
+        phases = {}
+        for p in plan.phases:
+            phase = _scratch(2 + p, rows * n * inner, src.dtype)
+            # (1-D when rows are single elements: a copy over (k, 1) arrays goes row by row)
+            np.copyto(phase.reshape(rows * n, inner) if inner > 1 else phase, grouped[:, p, :] if inner > 1
+                      else grouped[:, p, 0])
+            phases[p] = phase
         views = [phases[p][(first + q) * inner:(last + q) * inner] for p, q in plan.taps]
         dst = out.reshape(-1)[first * inner:last * inner]
     else:  # rows long enough that a ufunc over (rows, inner) views runs at full speed
@@ -222,7 +229,7 @@ def _separable(x: np.ndarray, geom: Geometry, ufunc: np.ufunc, init: float | int
     for i in order:
         extent[i] = geom.axes[i].out
         biggest = max(biggest, math.prod(extent))
-    buffers = [np.empty(min(step, planes) * biggest, dtype=dtype) for _ in range(2)]
+    buffers = [_scratch(slot, min(step, planes) * biggest, dtype) for slot in range(2)]
     for lo in range(0, planes, step):
         chunk = slice(lo, min(planes, lo + step))
         acc = src[chunk]
@@ -249,6 +256,25 @@ def _separable(x: np.ndarray, geom: Geometry, ufunc: np.ufunc, init: float | int
             finish(acc, chunk)
         elif not direct:
             out[chunk] = acc
+
+
+#: Scratch buffers up to this size are kept per thread between calls (fresh large arrays cost
+#: page faults on every call, which dominated the passes themselves).
+SCRATCH_KEEP_BYTES = 1 << 23
+_kept = threading.local()
+
+
+def _scratch(slot: int, size: int, dtype: np.dtype) -> np.ndarray:
+    """A 1-D scratch array of ``size`` elements for ``slot``, reused by later calls in this thread
+    (callers never hand one out: results are always fresh arrays)."""
+    dtype = np.dtype(dtype)
+    if size * dtype.itemsize > SCRATCH_KEEP_BYTES:
+        return np.empty(size, dtype=dtype)
+    kept: dict[tuple[int, np.dtype], np.ndarray] = _kept.__dict__.setdefault("buffers", {})
+    buffer = kept.get((slot, dtype))
+    if buffer is None or buffer.size < size:
+        buffer = kept[(slot, dtype)] = np.empty(size, dtype=dtype)
+    return buffer[:size]
 
 
 def _take(buffer: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
