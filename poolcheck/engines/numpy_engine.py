@@ -1,8 +1,12 @@
 """The vectorised NumPy reference engine.
 
-No Python loop runs over output elements: values-only max pooling and average pooling are
-separable reductions (one strided slice per tap per axis); max pooling with indices loops over
-kernel offsets in row-major order and updates the whole output at once.
+No Python loop runs over output elements. Values-only max pooling and average pooling are
+separable reductions, one axis at a time over cache-sized chunks of planes: where an axis is
+``stride * out`` long, one contiguous 1-D ufunc call per tap covers every window of every plane
+(:func:`_reduce_axis_flat`), else one strided slice per tap (:func:`_reduce_axis`). Max pooling
+with indices scans the kernel offsets in row-major order over the whole output at once, with
+running maxima where no NaN, zero or padding pick is involved (:func:`_max_pool_scan`), else
+with the general masked scan.
 """
 
 from __future__ import annotations
