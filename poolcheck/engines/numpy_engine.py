@@ -146,10 +146,11 @@ def _reduce_axis_flat(src: np.ndarray, plan: _FlatPlan, ufunc: np.ufunc, init: f
     With ``size == stride * out``, tap ``j`` of window ``o`` reads input position
     ``o * stride + offset_j``: row ``o + offset_j // stride`` of *phase* ``offset_j % stride``
     (the positions congruent to it modulo the stride). So one 1-D contiguous ufunc call per tap
-    covers every interior window of every plane at once. Each phase in use is first copied to a
-    contiguous array when the stride is above one (a strided copy is far cheaper than a strided
-    ufunc) and the rows are short; longer rows are combined where they lie. The few windows that overhang the input, where that flat pass read a neighbouring
-    plane, are then recomputed from their valid taps, in tap order.
+    covers every interior window of every plane at once. With a stride above one, each phase in
+    use is first gathered into a contiguous scratch array when rows are short (a strided copy is
+    far cheaper than a strided ufunc); long rows are combined where they lie. The few windows
+    that overhang the input, where the flat pass read a neighbouring plane, are then recomputed
+    from their valid taps, in tap order.
     """
     rows, _, inner = src.shape
     s, n = plan.stride, plan.out
@@ -165,9 +166,10 @@ def _reduce_axis_flat(src: np.ndarray, plan: _FlatPlan, ufunc: np.ufunc, init: f
         phases = {}
         for p in plan.phases:
             phase = _scratch(2 + p, rows * n * inner, src.dtype)
-            # (1-D when rows are single elements: a copy over (k, 1) arrays goes row by row)
-            np.copyto(phase.reshape(rows * n, inner) if inner > 1 else phase, grouped[:, p, :] if inner > 1
-                      else grouped[:, p, 0])
+            if inner == 1:  # 1-D: NumPy copies a (k, 1) array row by row
+                np.copyto(phase, grouped[:, p, 0])
+            else:
+                np.copyto(phase.reshape(rows * n, inner), grouped[:, p, :])
             phases[p] = phase
         views = [phases[p][(first + q) * inner:(last + q) * inner] for p, q in plan.taps]
         dst = out.reshape(-1)[first * inner:last * inner]
