@@ -389,7 +389,7 @@ def _max_pool_scan(x: np.ndarray, geom: Geometry,
     involved: the chosen tap is the last one that was better, and since tap numbers only grow,
     it is the running maximum of ``better * tap``. It returns None, for the general scan to
     decide, where a NaN reached any window (the policies differ there), where the maximum is a
-    zero (np.maximum may return either of tied zeros), where the choice fell on padding (a window
+    floating-point zero (np.maximum may return either of tied zeros), where the choice fell on padding (a window
     whose elements all equal the lowest value), or where a window has no element at all.
     """
     kernel = [a.kernel for a in geom.axes]
@@ -409,7 +409,7 @@ def _max_pool_scan(x: np.ndarray, geom: Geometry,
         np.maximum(best, v, out=best)
         np.multiply(better.view(np.uint8), np.uint8(j), out=step)
         np.maximum(chosen, step, out=chosen)
-    if (x.dtype.kind == "f" and np.isnan(best).any()) or (best == 0).any():
+    if x.dtype.kind == "f" and (np.isnan(best).any() or (best == 0).any()):  # integers have one zero
         return None
     n = len(geom.axes)
     order = layout.order if layout is not None else "C"
