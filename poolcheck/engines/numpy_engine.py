@@ -385,12 +385,12 @@ def _max_pool_scan(x: np.ndarray, geom: Geometry,
     """The row-major strict ``>`` scan without masked copies, or None where it cannot decide.
 
     Over the input padded with the type's lowest value, a running ``np.maximum`` and, per tap in
-    row-major order, ``better = v > best`` give the scan's choices wherever no NaN and no zero is
-    involved: the chosen tap is the last one that was better, and since tap numbers only grow,
-    it is the running maximum of ``better * tap``. It returns None, for the general scan to
+    row-major order, ``better = v > best`` give the scan's choices wherever no NaN and no float
+    zero is involved: the chosen tap is the last one that was better, and since tap numbers only
+    grow, it is the running maximum of ``better * tap``. It returns None, for the general scan to
     decide, where a NaN reached any window (the policies differ there), where the maximum is a
-    floating-point zero (np.maximum may return either of tied zeros), where the choice fell on padding (a window
-    whose elements all equal the lowest value), or where a window has no element at all.
+    float zero (np.maximum may return either of tied zeros), where the choice fell on padding (a
+    window whose elements all equal the lowest value), or where a window has no element at all.
     """
     kernel = [a.kernel for a in geom.axes]
     if w.empty_windows(geom) is not None or x.dtype.kind not in "fiu" or math.prod(kernel) > 255:
