@@ -19,6 +19,10 @@ $(PY):
 $(STAMP): $(PY) pyproject.toml setup.py constraints.txt
 	$(PIP) install --quiet "torch==2.13.0"
 	$(PIP) install --quiet -c constraints.txt -e ".[openvino,torch,tract,jax,cluster,dev]"
+	@# A fresh install (no stamp yet) records its wall time, from the environment's creation, for
+	@# `poolcheck bench` to report as the set-up time.
+	@[ -e $(STAMP) ] || $(PY) -c "import os, time; print(round(time.time() - os.path.getmtime('$(VENV)/pyvenv.cfg')))" \
+	    > $(VENV)/.install-seconds
 	touch $(STAMP)
 
 install: $(STAMP)

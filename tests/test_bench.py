@@ -5,14 +5,18 @@ and Markdown have their structure. No timing is ever asserted."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from rich.console import Console
 from typer.testing import CliRunner
 
 from poolcheck import spec as S
-from poolcheck.bench import measure, render, workloads
+from poolcheck.bench import measure, render, summary, workloads
 from poolcheck.bench.contenders import Contender, Prepared, Unsupported, all_contenders
 from poolcheck.bench.measure import STATUSES, run_bench
 from poolcheck.bench.targets import evaluate
@@ -237,3 +241,112 @@ def test_cli_writes_no_docs_unless_asked(monkeypatch: pytest.MonkeyPatch, tmp_pa
     assert list((tmp_path / "docs").iterdir()) == []
     result = CliRunner().invoke(app, ["bench", "--workloads", "T4", "--time-budget", "0"])
     assert result.exit_code == 2 and "--time-budget" in result.output
+
+
+# --------------------------------------------------------------------------- headline ratios (issue 14)
+
+
+def fixed_run(setup: dict[str, object] | None = None) -> measure.BenchRun:
+    """A run with made-up medians (no timing happens): the ratios are then known exactly."""
+    def res(key: str, ms: float | None, fmt: str = "NCHW", status: str = "ok") -> measure.Result:
+        timing = None if ms is None else measure.Timing(ms, ms * 0.9, ms * 1.5, 10)
+        return measure.Result(key, f"label {key}", fmt, None, status, "" if status == "ok" else "why", timing)
+
+    def wl(name: str, results: list[measure.Result]) -> measure.WorkloadResult:
+        return measure.WorkloadResult(name, f"title {name}", (1, 2, 8, 8), (1, 2, 4, 4), "max", False, 1000,
+                                      10.0, 0.0001, results)
+
+    workloads_ = [
+        # C 0.5x ORT; NumPy 4x ORT; fastest NCHW contender is openvino (0.16 ms), not torch-cl (0.1, channels_last)
+        wl("A", [res("c", 0.1), res("numpy", 0.8), res("onnxruntime", 0.2), res("openvino", 0.16),
+                 res("torch-cl", 0.1, "channels_last"), res("torch", None, status="wrong")]),
+        # C 1.2x behind ORT, which is the fastest NCHW contender; NumPy 6x: two missed targets
+        wl("B", [res("c", 0.3), res("numpy", 1.5), res("onnxruntime", 0.25), res("torch", 0.4)]),
+        # no ONNX Runtime timed: only C / fastest NCHW is known
+        wl("C", [res("c", 0.2), res("numpy", 0.4), res("onnxruntime", None, status="absent"), res("torch", 0.19)]),
+        # nothing but poolcheck's engines: no NCHW contender to compare with
+        wl("D", [res("c", 0.2), res("numpy", 0.4)]),
+    ]
+    machine: dict[str, object] = {"cpu": "test", "load_start": 0.5, "load_end": 0.6}
+    machine.update(setup or {})
+    return measure.BenchRun(workloads_, machine, {"reps": 10, "reference_engine": "c"})
+
+
+def test_ratios_from_fixed_measurements() -> None:
+    by_name = {r.workload: r for r in summary.ratios(fixed_run())}
+    a, b, c, d = (by_name[k] for k in "ABCD")
+    assert a.c_ort == pytest.approx(0.5) and a.numpy_ort == pytest.approx(4.0)
+    assert a.fastest_nchw == "label openvino" and a.c_fastest_nchw == pytest.approx(0.1 / 0.16)
+    assert a.met() == {"c_ort": True, "numpy_ort": True, "c_fastest_nchw": True}
+    assert b.c_ort == pytest.approx(1.2) and b.numpy_ort == pytest.approx(6.0)
+    assert b.fastest_nchw == "label onnxruntime" and b.c_fastest_nchw == pytest.approx(1.2)
+    assert b.met() == {"c_ort": False, "numpy_ort": False, "c_fastest_nchw": False}
+    assert c.c_ort is None and c.numpy_ort is None and c.met()["c_ort"] is None
+    assert c.fastest_nchw == "label torch" and c.c_fastest_nchw == pytest.approx(0.2 / 0.19)
+    assert c.met()["c_fastest_nchw"] is True  # 5% behind: within the 10% allowed
+    assert d == summary.Ratios("D", None, None, None, None)
+
+
+def test_ratios_rendered_side_by_side() -> None:
+    run = fixed_run(summary.SetupTime(83.4, "2026-01-02 03:04 UTC", "fresh `make install`").machine_fields())
+    console = Console(record=True, width=200)
+    console.print(render.renderable(run))
+    text = console.export_text()
+    assert "Ratios of medians, this run (issue 14)" in text
+    table = text[text.index("Ratios of medians"):text.index("Set-up time")]
+    rows = {line.split("│")[1].strip(): [c.strip() for c in line.split("│")[2:6]]
+            for line in table.splitlines() if line.startswith("│")}
+    assert rows["A"] == ["0.50x", "4.00x", "0.62x", "label openvino"]
+    assert rows["B"] == ["1.20x", "6.00x", "1.20x", "label onnxruntime"]
+    assert rows["C"] == ["n/a", "n/a", "1.05x", "label torch"]
+    assert rows["D"] == ["n/a", "n/a", "n/a", "none timed"]
+    assert "Set-up time of the last fresh install: 83 s (fresh `make install`, recorded 2026-01-02 03:04 UTC)" in text
+    md = render.to_markdown(run, "poolcheck bench --test")
+    assert "| B | **1.20x** | **6.00x** | **1.20x** | label onnxruntime |" in md
+    assert "| A | 0.50x | 4.00x | 0.62x | label openvino |" in md
+    assert "install`, from creating the virtual environment to the end of the install): 83 s" in md
+    data = json.loads(render.to_json(run))
+    assert data["machine"]["setup_seconds"] == 83.4
+    ratio_b = next(r for r in data["ratios"] if r["workload"] == "B")
+    assert ratio_b["c_ort"] == pytest.approx(1.2) and ratio_b["met"]["numpy_ort"] is False
+
+
+def test_setup_time_unknown_unless_recorded(tmp_path: Path) -> None:
+    assert "unknown" in render.to_markdown(fixed_run())  # a run that never read a record
+    unknown = summary.read_setup_time(tmp_path)
+    assert unknown.seconds is None and unknown.text().startswith("unknown (no fresh `make install` recorded")
+    record = tmp_path / summary.INSTALL_RECORD
+    record.write_text("71\n", encoding="utf-8")
+    known = summary.read_setup_time(tmp_path)
+    assert known.seconds == 71.0 and known.text().startswith("71 s (fresh `make install`, recorded ")
+    assert summary.setup_time_of(fixed_run(known.machine_fields())) == known
+    for garbage in ("", "soon", "-3", "nan", "inf"):
+        record.write_text(garbage, encoding="utf-8")
+        bad = summary.read_setup_time(tmp_path)
+        assert bad.seconds is None and "unreadable install record" in bad.text()
+
+
+def test_real_command_reports_the_ratios(tmp_path: Path) -> None:
+    """`python -m poolcheck bench` itself, on the smallest real workload with a tiny repeat count:
+    the ratio table and the set-up line are there, and the JSON holds the same ratios."""
+    env = dict(os.environ, COLUMNS="200", PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    args = [sys.executable, "-m", "poolcheck", "bench", "--workloads", "W2", "--reps", "3", "--time-budget", "0.05s"]
+    table = subprocess.run(args, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+    assert table.returncode == 0, table.stderr
+    assert "Ratios of medians, this run (issue 14)" in table.stdout
+    assert "Set-up time of the last fresh install: " in table.stdout
+    ratios_part = table.stdout[table.stdout.index("Ratios of medians"):]
+    row = [c.strip() for c in next(ln for ln in ratios_part.splitlines() if ln.startswith("│ W2 ")).split("│")[2:6]]
+    assert all(c.endswith("x") or c == "n/a" for c in row[:3]) and row[3]
+    as_json = subprocess.run([*args, "--json"], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+    assert as_json.returncode == 0, as_json.stderr
+    data = json.loads(as_json.stdout)
+    assert [r["workload"] for r in data["ratios"]] == ["W2"]
+    medians = {r["contender"]: r.get("median_ms") for r in data["workloads"][0]["results"]}
+    for key, engine in (("c_ort", "c"), ("numpy_ort", "numpy")):
+        if medians.get(engine) and medians.get("onnxruntime"):
+            assert data["ratios"][0][key] == pytest.approx(medians[engine] / medians["onnxruntime"])
+        else:
+            assert data["ratios"][0][key] is None
+    assert "setup_note" in data["machine"]
+    assert list(tmp_path.iterdir()) == []  # writes nothing without --write-docs

@@ -14,6 +14,7 @@ from rich.text import Text
 
 from poolcheck.bench import measure
 from poolcheck.bench.measure import BenchRun, Result, WorkloadResult
+from poolcheck.bench.summary import C_VS_FASTEST_NCHW, C_VS_ORT, NUMPY_VS_ORT, Ratios, ratios, setup_time_of
 from poolcheck.bench.targets import Target, evaluate
 
 STATUS_STYLE = {"ok": "green", "wrong": "bold red", "error": "red", "n/a": "dim", "absent": "yellow"}
@@ -85,8 +86,33 @@ def targets_table(targets: list[Target]) -> Table:
     return table
 
 
+RATIO_HEADERS = ["workload", f"C / ORT (≤ {C_VS_ORT:g})", f"NumPy / ORT (≤ {NUMPY_VS_ORT:g})",
+                 f"C / fastest NCHW (≤ {C_VS_FASTEST_NCHW:g})", "fastest NCHW contender"]
+
+
+def ratio_cells(r: Ratios) -> list[tuple[str, bool | None]]:
+    """The cells of one row of the headline ratios, each with whether it meets its target."""
+    met = r.met()
+    return [(r.workload, None), (fmt_ratio(r.c_ort) or "n/a", met["c_ort"]),
+            (fmt_ratio(r.numpy_ort) or "n/a", met["numpy_ort"]),
+            (fmt_ratio(r.c_fastest_nchw) or "n/a", met["c_fastest_nchw"]), (r.fastest_nchw or "none timed", None)]
+
+
+def ratios_table(run: BenchRun) -> Table:
+    """The headline ratios of issue 14, side by side from this one run, and the set-up time."""
+    table = Table(title="Ratios of medians, this run (issue 14)", title_justify="left", caption_justify="left",
+                  caption=f"Set-up time of the last fresh install: {setup_time_of(run).text()}")
+    for i, h in enumerate(RATIO_HEADERS):
+        table.add_column(h, justify="right" if 0 < i < 4 else "left", no_wrap=True)
+    for r in ratios(run):
+        table.add_row(*(Text(text, style="" if ok is None else ("green" if ok else "red"))
+                        for text, ok in ratio_cells(r)))
+    return table
+
+
 def renderable(run: BenchRun) -> Group:
     parts: list[Any] = [workload_table(w) for w in run.workloads]
+    parts.append(ratios_table(run))
     parts.append(targets_table(evaluate(run)))
     extra = notes(run)
     if extra:
@@ -96,6 +122,7 @@ def renderable(run: BenchRun) -> Group:
 
 def to_json(run: BenchRun) -> str:
     data = run.to_dict()
+    data["ratios"] = [r.__dict__ | {"met": r.met()} for r in ratios(run)]
     data["targets"] = [t.__dict__ for t in evaluate(run)]
     return json.dumps(data, indent=2)
 
@@ -110,13 +137,16 @@ def _md_row(cells: list[str]) -> str:
 ACCURACY = """\
 ## What the engines compute (accuracy contract)
 
-| | NumPy engine | C engine |
-| --- | --- | --- |
-| Max values, all dtypes (float16/32/64, int8..uint64) | exact (an input element or the empty-window value) | identical bits |
-| Max indices (int32/int64, C or F order, any `axis` modulus) | the element a row-major strict `>` scan picks | identical |
-| Average, float64 input | float64 sums, last spatial axis first, taps in order; one division; result float64 | identical bits |
-| Average, float32 input | the same float64 sums; one division; rounded once to float32 | identical bits |
-| Average, float16 input | widened exactly; float64 sums; rounded once to float16 by NumPy | identical bits |
+| | NumPy engine | C engine | error against the exact result |
+| --- | --- | --- | --- |
+| Max values, all dtypes (float16/32/64, int8..uint64) | exact (an input element or the empty-window value) | identical bits | none |
+| Max indices (int32/int64, C or F order, any `axis` modulus) | the element a row-major strict `>` scan picks | identical | none |
+| Average, float64 input | float64 sums, last spatial axis first, taps in order; one division; result float64 | identical bits | at most `(m - 1) 2^-53 sum(abs(x)) / divisor` + 1 ulp (float64) for a window of m elements |
+| Average, float32 input | the same float64 sums; one division; rounded once to float32 | identical bits | at most `(m - 1) 2^-53 sum(abs(x)) / divisor` + 1/2 ulp (float32) + 1/2 ulp (float64) (the float64 sum of a few float32 values is usually exact) |
+| Average, float16 input | widened exactly; float64 sums; rounded once to float16 by NumPy | identical bits | every float16 is a multiple of 2^-24 below 2^16, so the float64 sum of up to 8192 of them is exact: within 1/2 ulp (float16) + 1/2 ulp (float64) |
+
+Accumulation is float64 for every input type in both engines; no result is computed in a
+narrower type than the one above, whatever the speed.
 
 Exceptions, both tested in `tests/test_c_engine.py`:
 
@@ -163,6 +193,18 @@ def to_markdown(run: BenchRun, command: str = "poolcheck bench") -> str:
         f"- Up to {run.settings.get('reps')} timed calls per contender (time budget "
         f"{run.settings.get('budget_s')} s each, at least 3), after {run.settings.get('warmup')} warm-up calls, "
         f"interleaved in blocks of {run.settings.get('block')}",
+        f"- Set-up time of the last fresh install (`make install`, from creating the virtual environment "
+        f"to the end of the install): {setup_time_of(run).text()}",
+        "",
+        "## Ratios of medians (this run)",
+        "",
+        "Lower is faster. Targets: C engine at most ONNX Runtime's time, NumPy engine within "
+        f"{NUMPY_VS_ORT:g}x of it, C engine at most {round((C_VS_FASTEST_NCHW - 1) * 100)}% behind the fastest "
+        "NCHW contender other than poolcheck's engines; a missed target is in bold.",
+        "",
+        _md_row(RATIO_HEADERS),
+        _md_row(["---"] + ["---:"] * 3 + ["---"]),
+        *(_md_row([text if ok is not False else f"**{text}**" for text, ok in ratio_cells(r)]) for r in ratios(run)),
         "",
         "## Method",
         "",

@@ -33,9 +33,12 @@ def bench(
 ) -> None:
     """Time poolcheck's engines against ONNX Runtime, OpenVINO and PyTorch on named pooling
     workloads, one thread each. Every contender's output is checked against poolcheck's engine
-    before it is timed; a wrong one is shown as wrong, an absent one as absent."""
+    before it is timed; a wrong one is shown as wrong, an absent one as absent. The headline
+    ratios (C / ORT, NumPy / ORT, C / fastest NCHW contender) come side by side from this one run,
+    with the set-up time of the last fresh `make install` where it was recorded."""
     from poolcheck.bench import run_bench, select
     from poolcheck.bench.render import renderable, to_json, to_markdown
+    from poolcheck.bench.summary import read_setup_time
     from poolcheck.cases.dump import write_text_atomic
 
     with user_errors():
@@ -51,6 +54,7 @@ def bench(
                 progress.update(task, description=message, completed=step, total=total)
 
             run = run_bench(chosen, reps=reps, budget_s=budget, progress=on_progress)
+        run.machine.update(read_setup_time().machine_fields())
         if as_json:
             sys.stdout.write(to_json(run) + "\n")
         else:

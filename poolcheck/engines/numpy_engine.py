@@ -1,14 +1,22 @@
 """The vectorised NumPy reference engine.
 
-No Python loop runs over output elements: values-only max pooling and average pooling are
-separable reductions (one strided slice per tap per axis); max pooling with indices loops over
-kernel offsets in row-major order and updates the whole output at once.
+No Python loop runs over output elements. Values-only max pooling and average pooling are
+separable reductions, one axis at a time over cache-sized chunks of planes: where an axis is
+``stride * out`` long, one contiguous 1-D ufunc call per tap covers every window of every plane
+(:func:`_reduce_axis_flat`), else one strided slice per tap (:func:`_reduce_axis`). Max pooling
+with indices scans the kernel offsets in row-major order over the whole output at once, with
+running maxima where no NaN, zero or padding pick is involved (:func:`_max_pool_scan`), else
+with the general masked scan.
 """
 
 from __future__ import annotations
 
 import functools
 import itertools
+import math
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -39,8 +47,9 @@ def empty_max_value(dtype: np.dtype, policy: Policy) -> float | int:
     return float("-inf")
 
 
-#: Bytes of accumulator per chunk of (n, c) planes: small enough to stay in cache.
-CHUNK_BYTES = 1 << 19
+#: Bytes of accumulator per chunk of (n, c) planes: about one core's L2 cache (measured best
+#: among 32 KiB..2 MiB on the benchmark workloads; smaller chunks pay per-call overhead).
+CHUNK_BYTES = 1 << 20
 
 
 def _tap_range(a: AxisGeometry, j: int) -> tuple[int, int, int]:
@@ -79,31 +88,215 @@ def _reduce_axis(src: np.ndarray, a: AxisGeometry, axis: int, ufunc: np.ufunc, i
     return out
 
 
-def _separable(x: np.ndarray, geom: Geometry, ufunc: np.ufunc, init: float | int, dtype: np.dtype) -> np.ndarray:
-    """Reduce every window, one spatial axis at a time (last axis first), in cache-sized chunks
-    of (n, c) planes. A Python loop runs over chunks and taps, never over output elements."""
+#: Edge outputs (windows with a tap outside the input) per axis that the flat path fixes one by one.
+MAX_EDGE_OUTPUTS = 16
+#: Rows of at least this many elements are combined in place; shorter ones are gathered first.
+CONTIGUOUS_ROW = 32
+
+
+@dataclass(frozen=True)
+class _FlatPlan:
+    """How :func:`_reduce_axis_flat` combines the taps along one axis (see there)."""
+
+    stride: int
+    out: int
+    lo: int  #: windows [lo, hi) have every tap inside the input
+    hi: int
+    taps: tuple[tuple[int, int], ...]  #: (phase, row shift) of each tap that is ever inside, in order
+    phases: tuple[int, ...]
+    edges: tuple[tuple[int, tuple[int, ...]], ...]  #: (window, input positions of its taps inside)
+
+
+@functools.lru_cache(maxsize=512)
+def _flat_plan(a: AxisGeometry) -> _FlatPlan | None:
+    """The plan of the flat path for axis ``a``, or None where it does not apply: the axis is
+    not ``stride * out`` long, or no window or too many windows lie wholly inside the input."""
+    if a.size != a.stride * a.out:
+        return None
+    ranges = [(lo, hi, j * a.dilation - a.pad_begin) for j in range(a.kernel)
+              for lo, hi, _ in [_tap_range(a, j)] if hi > lo]
+    if not ranges:
+        return None
+    lo, hi = max(r[0] for r in ranges), min(r[1] for r in ranges)
+    edges = tuple((o, tuple(o * a.stride + off for t_lo, t_hi, off in ranges if t_lo <= o < t_hi))
+                  for o in range(a.out) if not lo <= o < hi)
+    if hi <= lo or len(edges) > MAX_EDGE_OUTPUTS:
+        return None
+    taps = tuple((off % a.stride, off // a.stride) for _, _, off in ranges)
+    return _FlatPlan(a.stride, a.out, lo, hi, taps, tuple(sorted({p for p, _ in taps})), edges)
+
+
+def _combine(ufunc: np.ufunc, values: list[np.ndarray], dst: np.ndarray, init: float | int) -> None:
+    """``dst = values[0] (op) values[1] (op) ...`` left to right; ``init`` when there are none."""
+    if not values:
+        dst[...] = init
+    elif len(values) == 1:
+        np.copyto(dst, values[0])
+    else:
+        ufunc(values[0], values[1], out=dst)
+        for v in values[2:]:
+            ufunc(dst, v, out=dst)
+
+
+def _reduce_axis_flat(src: np.ndarray, plan: _FlatPlan, ufunc: np.ufunc, init: float | int,
+                      out: np.ndarray | None = None) -> np.ndarray:
+    """Combine the taps of every window along the middle axis of a C-contiguous ``(R, size, inner)``
+    array into ``out`` (C-contiguous ``(R, plan.out, inner)``, allocated when None).
+
+    With ``size == stride * out``, tap ``j`` of window ``o`` reads input position
+    ``o * stride + offset_j``: row ``o + offset_j // stride`` of *phase* ``offset_j % stride``
+    (the positions congruent to it modulo the stride). So one 1-D contiguous ufunc call per tap
+    covers every interior window of every plane at once. With a stride above one, each phase in
+    use is first gathered into a contiguous scratch array when rows are short (a strided copy is
+    far cheaper than a strided ufunc); long rows are combined where they lie. The few windows
+    that overhang the input, where the flat pass read a neighbouring plane, are then recomputed
+    from their valid taps, in tap order.
+    """
+    rows, _, inner = src.shape
+    s, n = plan.stride, plan.out
+    if out is None:
+        out = np.empty((rows, n, inner), dtype=src.dtype)
+    first, last = plan.lo, (rows - 1) * n + plan.hi  # flat output rows holding every interior window
+    if s == 1:
+        flat = src.reshape(-1)
+        views = [flat[(first + q) * inner:(last + q) * inner] for _, q in plan.taps]
+        dst = out.reshape(-1)[first * inner:last * inner]
+    elif inner < CONTIGUOUS_ROW:
+        grouped = src.reshape(rows * n, s, inner)
+        phases = {}
+        for p in plan.phases:
+            phase = _scratch(2 + p, rows * n * inner, src.dtype)
+            if inner == 1:  # 1-D: NumPy copies a (k, 1) array row by row
+                np.copyto(phase, grouped[:, p, 0])
+            else:
+                np.copyto(phase.reshape(rows * n, inner), grouped[:, p, :])
+            phases[p] = phase
+        views = [phases[p][(first + q) * inner:(last + q) * inner] for p, q in plan.taps]
+        dst = out.reshape(-1)[first * inner:last * inner]
+    else:  # rows long enough that a ufunc over (rows, inner) views runs at full speed
+        windows = src.reshape(rows * n, s * inner)  # one row per window start: its s phases
+        views = [windows[first + q:last + q, p * inner:(p + 1) * inner] for p, q in plan.taps]
+        dst = out.reshape(rows * n, inner)[first:last]
+    _combine(ufunc, views, dst, init)
+    for o, positions in plan.edges:
+        _combine(ufunc, [src[:, q, :] for q in positions], out[:, o, :], init)
+    return out
+
+
+def _starts_from_zero(a: AxisGeometry) -> bool:
+    """Whether :func:`_reduce_axis` starts this axis's sums from the ``init`` fill (+0.0) rather
+    than from its first two taps (which it does only when both cover every window)."""
+    ranges = [r for r in (_tap_range(a, j) for j in range(a.kernel)) if r[1] > r[0]]
+    return not (len(ranges) >= 2 and ranges[0][:2] == ranges[1][:2] == (0, a.out))
+
+
+def _is_global(geom: Geometry) -> bool:
+    """Whether one window covers each whole plane (and nothing else)."""
+    return all(a.out == 1 and a.dilation == 1 and a.pad_begin >= 0 and a.kernel - a.pad_begin >= a.size
+               for a in geom.axes)
+
+
+def _chunk_planes(geom: Geometry, dtype: np.dtype) -> int:
+    """How many (n, c) planes :func:`_separable` reduces at a time."""
+    plane_bytes = dtype.itemsize * math.prod(max(a.size, a.out) for a in geom.axes)
+    return max(1, CHUNK_BYTES // max(1, plane_bytes))
+
+
+def _separable(x: np.ndarray, geom: Geometry, ufunc: np.ufunc, init: float | int, dtype: np.dtype,
+               out: np.ndarray, finish: Callable[[np.ndarray, slice], None] | None = None) -> None:
+    """Reduce every window in ``dtype``, one spatial axis at a time, in cache-sized chunks of
+    (n, c) planes, into ``out`` (``(N * C, *out)``, C-contiguous); or, given ``finish``, call
+    ``finish(chunk_result, planes)`` for each chunk of planes, which writes ``out[planes]``.
+    A Python loop runs over chunks, taps and overhanging windows, never over output elements.
+
+    Sums go last axis first, taps in order. They come out as if each axis's sums started from
+    +0.0 wherever :func:`_reduce_axis` would start them so, whichever path computed them:
+    ``0 + a + b + ...`` equals ``a + b + ...`` except that it is +0.0 where the latter is -0.0
+    (a round-to-nearest sum is -0.0 only when both operands are), so the caller adds +0.0 to the
+    result once (see :func:`avg_pool`)."""
     planes = geom.batch * geom.channels
-    if all(a.out == 1 and a.dilation == 1 and a.pad_begin >= 0 and a.kernel - a.pad_begin >= a.size
-           for a in geom.axes):
+    if _is_global(geom):
         # Global pooling: one window covers each whole plane; a single reduction per plane.
         flat = x.reshape(planes, -1).astype(dtype, copy=False)
-        return ufunc.reduce(flat, axis=1).reshape(geom.output_shape)
+        result = ufunc.reduce(flat, axis=1).reshape(out.shape)
+        if finish is None:
+            out[...] = result
+        else:
+            finish(result, slice(0, planes))
+        return
     src = x.reshape((planes, *x.shape[2:]))
-    out = np.empty((planes, *geom.output_shape[2:]), dtype=dtype)
-    plane_bytes = dtype.itemsize * int(np.prod([max(a.size, a.out) for a in geom.axes]))
-    step = max(1, CHUNK_BYTES // max(1, plane_bytes))
+    plans = [_flat_plan(a) for a in geom.axes]
+    # Sums go last axis first (the documented order), and so does a float16 max (whose scalar
+    # np.maximum keeps the first of tied zeros: the row-major scan's pick). An integer max, or a
+    # float32/float64 one (whose SIMD np.maximum picks either tied zero anyway), goes first axis
+    # first: the long-row passes shrink the data before the short-row ones.
+    any_order = ufunc is np.maximum and (dtype.kind in "iub" or dtype in (np.float32, np.float64))
+    order = list(range(len(geom.axes)))[::1 if any_order else -1]
+    direct = finish is None and out.dtype == dtype and plans[order[-1]] is not None
+    step = _chunk_planes(geom, dtype)
+    # Two scratch buffers that the passes of every chunk use in turn: a small cache footprint,
+    # and no fresh pages to fault in for each pass.
+    extent, biggest = list(x.shape[2:]), math.prod(x.shape[2:])
+    for i in order:
+        extent[i] = geom.axes[i].out
+        biggest = max(biggest, math.prod(extent))
+    buffers = [_scratch(slot, min(step, planes) * biggest, dtype) for slot in range(2)]
     for lo in range(0, planes, step):
-        # Widen once per chunk (a fast contiguous cast) rather than inside every tap's ufunc.
-        acc = src[lo:lo + step].astype(dtype, copy=False)
-        for i in reversed(range(len(geom.axes))):
-            acc = _reduce_axis(acc, geom.axes[i], 1 + i, ufunc, init, dtype)
-        out[lo:lo + step] = acc
-    return out.reshape(geom.output_shape)
+        chunk = slice(lo, min(planes, lo + step))
+        acc = src[chunk]
+        turn = 0
+        if acc.dtype != dtype or not acc.flags.c_contiguous:
+            # Widen once per chunk (a fast contiguous cast) rather than inside every tap's ufunc.
+            widened = _take(buffers[0], acc.shape)
+            np.copyto(widened, acc, casting="unsafe")
+            acc, turn = widened, 1
+        for i in order:
+            a, plan, shape = geom.axes[i], plans[i], acc.shape
+            if plan is None:
+                acc = _reduce_axis(acc, a, 1 + i, ufunc, init, dtype)
+                continue
+            rows = math.prod(shape[:1 + i])
+            if direct and i == order[-1]:  # the last pass writes the output directly
+                dst = out[chunk].reshape(rows, a.out, -1)
+            else:
+                dst = _take(buffers[turn], (rows, a.out, math.prod(shape[2 + i:])))
+                turn ^= 1
+            view = acc.reshape(rows, shape[1 + i], -1)
+            acc = _reduce_axis_flat(view, plan, ufunc, init, dst).reshape(*shape[:1 + i], a.out, *shape[2 + i:])
+        if finish is not None:
+            finish(acc, chunk)
+        elif not direct:
+            out[chunk] = acc
+
+
+#: Scratch buffers up to this size are kept per thread between calls (fresh large arrays cost
+#: page faults on every call, which dominated the passes themselves).
+SCRATCH_KEEP_BYTES = 1 << 23
+_kept = threading.local()
+
+
+def _scratch(slot: int, size: int, dtype: np.dtype) -> np.ndarray:
+    """A 1-D scratch array of ``size`` elements for ``slot``, reused by later calls in this thread
+    (callers never hand one out: results are always fresh arrays)."""
+    dtype = np.dtype(dtype)
+    if size * dtype.itemsize > SCRATCH_KEEP_BYTES:
+        return np.empty(size, dtype=dtype)
+    kept: dict[tuple[int, np.dtype], np.ndarray] = _kept.__dict__.setdefault("buffers", {})
+    buffer = kept.get((slot, dtype))
+    if buffer is None or buffer.size < size:
+        buffer = kept[(slot, dtype)] = np.empty(size, dtype=dtype)
+    return buffer[:size]
+
+
+def _take(buffer: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """The first elements of a 1-D scratch buffer, as a C-contiguous array of ``shape``."""
+    return buffer[:math.prod(shape)].reshape(shape)
 
 
 def max_values(x: np.ndarray, geom: Geometry, policy: Policy = SPEC) -> np.ndarray:
     """Max pooling values only (NaN propagates, as under the ``propagate`` policy)."""
-    acc = _separable(x, geom, np.maximum, _pad_fill(x.dtype), x.dtype)
+    acc = np.empty(geom.output_shape, dtype=x.dtype)
+    _separable(x, geom, np.maximum, _pad_fill(x.dtype), x.dtype, acc.reshape(-1, *acc.shape[2:]))
     empty = w.empty_windows(geom)
     if empty is not None:
         fill = empty_max_value(x.dtype, policy)
@@ -126,6 +319,9 @@ def max_pool(
     """
     if layout is None and policy.nan == "propagate":
         return max_values(x, geom, policy), None
+    fast = _max_pool_scan(x, geom, layout)
+    if fast is not None:
+        return fast
     n = len(geom.axes)
     is_float = x.dtype.kind == "f"
     xp = w.padded_input(x, geom, 0)
@@ -184,6 +380,71 @@ def max_pool(
     return best, index.astype(layout.dtype)
 
 
+def _max_pool_scan(x: np.ndarray, geom: Geometry,
+                   layout: IndexLayout | None) -> tuple[np.ndarray, np.ndarray | None] | None:
+    """The row-major strict ``>`` scan without masked copies, or None where it cannot decide.
+
+    Over the input padded with the type's lowest value, a running ``np.maximum`` and, per tap in
+    row-major order, ``better = v > best`` give the scan's choices wherever no NaN and no float
+    zero is involved: the chosen tap is the last one that was better, and since tap numbers only
+    grow, it is the running maximum of ``better * tap``. It returns None, for the general scan to
+    decide, where a NaN reached any window (the policies differ there), where the maximum is a
+    float zero (np.maximum may return either of tied zeros), where the choice fell on padding (a
+    window whose elements all equal the lowest value), or where a window has no element at all.
+    """
+    kernel = [a.kernel for a in geom.axes]
+    if w.empty_windows(geom) is not None or x.dtype.kind not in "fiu" or math.prod(kernel) > 255:
+        return None
+    xp = w.padded_input(x, geom, _pad_fill(x.dtype))
+    best = np.empty(geom.output_shape, dtype=x.dtype)
+    chosen = np.zeros(geom.output_shape, dtype=np.uint8)
+    better = np.empty(geom.output_shape, dtype=bool)
+    step = np.empty(geom.output_shape, dtype=np.uint8)
+    for j, offsets in enumerate(itertools.product(*(range(k) for k in kernel))):
+        v = xp[(slice(None), slice(None)) + tuple(w.tap_slice(a, o) for a, o in zip(geom.axes, offsets))]
+        if j == 0:
+            np.copyto(best, v)
+            continue
+        np.greater(v, best, out=better)
+        np.maximum(best, v, out=best)
+        np.multiply(better.view(np.uint8), np.uint8(j), out=step)
+        np.maximum(chosen, step, out=chosen)
+    if x.dtype.kind == "f" and (np.isnan(best).any() or (best == 0).any()):  # integers have one zero
+        return None
+    n = len(geom.axes)
+    order = layout.order if layout is not None else "C"
+    weights = [0] * n
+    weight = 1
+    for i in (reversed(range(n)) if order == "C" else range(n)):
+        weights[i] = weight
+        weight *= geom.axes[i].size
+    index = np.zeros(geom.output_shape, dtype=np.int64)
+    term = np.empty(geom.output_shape, dtype=np.int64)
+    base = np.arange(geom.batch * geom.channels, dtype=np.int64).reshape((geom.batch, geom.channels) + (1,) * n) * weight
+    rest = chosen
+    for i in reversed(range(n)):  # tap numbers are row-major: the last axis varies fastest
+        a = geom.axes[i]
+        tap = rest % np.uint8(a.kernel)
+        rest = rest // np.uint8(a.kernel)
+        start = np.arange(a.out, dtype=np.int64) * a.stride - a.pad_begin
+        # Windows with a tap outside the input: is the chosen tap inside?
+        outside = (start < 0) | (start + (a.kernel - 1) * a.dilation >= a.size)
+        if outside.any():
+            where = (slice(None), slice(None)) + (slice(None),) * i + (np.flatnonzero(outside),)
+            pos = w.broadcast_axis(start[outside], i, n) + tap[where].astype(np.int64) * a.dilation
+            if pos.min() < 0 or pos.max() >= a.size:
+                return None
+        np.multiply(tap, np.int64(a.dilation * weights[i]), out=term)
+        np.add(index, term, out=index)
+        base = base + w.broadcast_axis(start * weights[i], i, n)
+    np.add(index, base, out=index)
+    if layout is None:
+        return best, None
+    if layout.modulus < x.size:
+        np.remainder(index, layout.modulus, out=index)
+    return best, index.astype(layout.dtype, copy=False)
+
+
 @functools.lru_cache(maxsize=256)
 def divisor(geom: Geometry, exclude_pad: bool, policy: Policy = SPEC) -> np.ndarray:
     """The per-window divisor of average pooling, broadcastable to the output.
@@ -217,15 +478,43 @@ def _float_divisor(geom: Geometry, exclude_pad: bool, policy: Policy) -> np.ndar
     return div
 
 
+@functools.lru_cache(maxsize=4)
+def _chunk_divisor(geom: Geometry, exclude_pad: bool, policy: Policy, planes: int) -> np.ndarray:
+    """The divisor repeated for ``planes`` planes, contiguous (a division by a broadcast operand
+    runs about 1.5x slower in NumPy's loops)."""
+    div = _float_divisor(geom, exclude_pad, policy)
+    full = np.ascontiguousarray(np.broadcast_to(div.reshape(div.shape[1:]), (planes, *div.shape[2:])))
+    full.flags.writeable = False
+    return full
+
+
 def avg_pool(x: np.ndarray, geom: Geometry, exclude_pad: bool, policy: Policy = SPEC) -> np.ndarray:
     """Average pooling. Sums accumulate in float64 from +0.0 (last spatial axis first, taps in
-    order, taps outside the input skipped), are divided once, and rounded once to the input type."""
-    with np.errstate(invalid="ignore", over="ignore"):  # inf + -inf is NaN, as IEEE-754 says
-        acc = _separable(x, geom, np.add, 0.0, np.dtype(np.float64))
+    order, taps outside the input skipped), are divided once, and rounded once to the input type.
+    (Each chunk of planes is divided and rounded while it is still in cache.)"""
     div = _float_divisor(geom, exclude_pad, policy)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        np.divide(acc, div, out=acc)
+    step = min(_chunk_planes(geom, np.dtype(np.float64)), geom.batch * geom.channels)
+    per_plane: np.ndarray = div[0]  # (1, *out): broadcasts over any number of planes
+    per_chunk = per_plane
+    if step > 1 and step * div.size * 8 <= SCRATCH_KEEP_BYTES:
+        per_chunk = _chunk_divisor(geom, exclude_pad, policy, step)
+    out = np.empty(geom.output_shape, dtype=x.dtype)
+    out_planes = out.reshape(geom.batch * geom.channels, *geom.output_shape[2:])
+    from_zero = not _is_global(geom) and any(_starts_from_zero(a) for a in geom.axes)
+
+    def finish(sums: np.ndarray, planes: slice) -> None:
+        np.divide(sums, per_chunk[:len(sums)] if len(sums) <= len(per_chunk) else per_plane, out=sums)
+        result = out_planes[planes]
+        result[...] = sums
+        if from_zero and out.dtype.kind == "f":
+            # -0.0 -> +0.0, as for a sum started from +0.0 (see _separable); rounding to the
+            # output type keeps the sign, so this may as well run on the smaller rounded result.
+            np.add(result, 0, out=result)
+
+    # inf + -inf is NaN, as IEEE-754 says; x / 0 is replaced below
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        _separable(x, geom, np.add, 0.0, np.dtype(np.float64), out_planes, finish)
     zero = div == 0
     if zero.any():
-        acc[np.broadcast_to(zero, acc.shape)] = 0.0 if policy.empty_avg == "zero" else np.nan
-    return acc.astype(x.dtype)
+        out[np.broadcast_to(zero, out.shape)] = 0.0 if policy.empty_avg == "zero" else np.nan
+    return out
