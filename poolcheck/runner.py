@@ -25,7 +25,7 @@ from poolcheck.api import run_spec
 from poolcheck.cases.model import Case
 from poolcheck.errors import PoolcheckError
 from poolcheck.fingerprint import machine_fingerprint
-from poolcheck.report.model import CaseResult, Check, Diff, RunResult, Severity, WindowCell, worst
+from poolcheck.results import CaseResult, Check, Diff, RunResult, Severity, WindowCell, worst
 from poolcheck.spec.policy import Policy
 
 MAX_DIFFS = 16

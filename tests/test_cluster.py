@@ -24,7 +24,7 @@ import pytest
 distributed = pytest.importorskip("distributed", reason="needs Dask distributed (pip install 'poolcheck[cluster]')")
 
 from poolcheck.fuzz.cluster import ClusterDriver, check_address  # noqa: E402
-from poolcheck.fuzz.runner import FuzzOptions, merge_results  # noqa: E402
+from poolcheck.fuzz.session import FuzzOptions, merge_results  # noqa: E402
 
 PLANTED = Path(__file__).parent / "planted_peers"
 DASK = Path(sys.executable).parent / "dask"
@@ -332,7 +332,7 @@ def test_summary_says_only_on_when_machines_differ() -> None:
 
     from poolcheck.fingerprint import isa_levels
     from poolcheck.fuzz.cluster import Shard
-    from poolcheck.fuzz.runner import Progress
+    from poolcheck.fuzz.session import Progress
 
     driver = ClusterDriver("tcp://127.0.0.1:1")
     skx = {"id": "skx", "host": "skx", "isa": isa_levels("sse4_2 avx avx2 fma avx512f avx512cd avx512bw avx512dq "

@@ -18,8 +18,8 @@ import pytest
 from poolcheck.cases import load_file
 from poolcheck.engines import get_engine
 from poolcheck.fuzz import oracles as O
-from poolcheck.fuzz.registry import finding_case, fuzz_case_from, write_finding
-from poolcheck.fuzz.runner import FuzzOptions, SessionResult, expected_outputs, run_sessions
+from poolcheck.fuzz.known import finding_case, fuzz_case_from, write_finding
+from poolcheck.fuzz.session import FuzzOptions, SessionResult, expected_outputs, run_sessions
 from poolcheck.peers.isolation import call_peer_many
 from poolcheck.peers.registry import resolve_peer
 from poolcheck.runner import run_case

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from poolcheck.fuzz.runner import FuzzOptions, run_sessions
+from poolcheck.fuzz.session import FuzzOptions, run_sessions
 from poolcheck.peers.isolation import call_peer_many
 
 sys.path.insert(0, str(Path(__file__).parent))

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 import poolcheck.cli.run as run_module
 from poolcheck.cli import app
 from poolcheck.report.jsonfmt import load_result, to_json
-from poolcheck.report.model import RunResult
+from poolcheck.results import RunResult
 
 runner = CliRunner()
 

@@ -19,7 +19,7 @@ from poolcheck.report.html import to_html
 from poolcheck.report.jsonfmt import from_json, to_json
 from poolcheck.report.junit import to_junit
 from poolcheck.report.markdown import to_markdown
-from poolcheck.report.model import CaseResult, Check, Diff, RunResult
+from poolcheck.results import CaseResult, Check, Diff, RunResult
 from poolcheck.report.text import safe
 
 #: Markup, an ANSI colour and title sequence, BEL, NUL, a C1 CSI and DEL.

@@ -17,7 +17,7 @@ import pytest
 
 from poolcheck.fingerprint import fingerprint_id, isa_levels
 from poolcheck.report.merge import merge_results
-from poolcheck.report.model import RunResult
+from poolcheck.results import RunResult
 
 PLANTED = Path(__file__).parent / "planted_peers"
 SIG = "peer|max|planted-pads-swapped|pads:swapped"

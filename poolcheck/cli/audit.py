@@ -27,7 +27,7 @@ from poolcheck.cli.common import (
 )
 from poolcheck.cli.run import exit_code, load_peers, stdout_to_stderr
 from poolcheck.corpus import KNOWN_DIR
-from poolcheck.report.model import CaseResult
+from poolcheck.results import CaseResult
 from poolcheck.report.writers import check_report_dir
 from poolcheck.runner import new_result, peer_checks, record_peer_versions, run_case
 
@@ -56,7 +56,7 @@ def audit(
     Exit codes: 0 no node diverges, 1 a node diverges on a peer (per --fail-on), 2 unreadable
     model, shapes not inferable (give --input-shape) or bad options.
     """
-    from poolcheck.fuzz.registry import known_entries
+    from poolcheck.fuzz.known import known_entries
     from poolcheck.models.audit import audit_nodes
     from poolcheck.models.onnx_import import model_pool_nodes, parse_input_shapes
 

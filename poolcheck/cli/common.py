@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.text import Text
 
 from poolcheck.errors import AttributeValueError, PoolcheckError
-from poolcheck.report.model import DEFAULT_FAIL_ON, Severity
+from poolcheck.results import DEFAULT_FAIL_ON, Severity
 from poolcheck.report.text import safe
 from poolcheck.report.writers import write_reports
 

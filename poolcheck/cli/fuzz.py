@@ -35,7 +35,7 @@ from poolcheck.cli.common import (
 from poolcheck.corpus import KNOWN_DIR
 from poolcheck.errors import AttributeValueError
 from poolcheck.fuzz.campaign import Campaign, run_campaign
-from poolcheck.fuzz.runner import ORACLES, FuzzOptions, Progress
+from poolcheck.fuzz.session import ORACLES, FuzzOptions, Progress
 from poolcheck.fuzz.strategies import ALL_DTYPES, CONVENTIONS, OP_NAMES, check_arguments
 from poolcheck.report import console as console_report
 
@@ -248,7 +248,7 @@ def fuzz(
 
             # name:key=value options may hold commas; each peer by its canonical name
             peer_names = [str(r) for r in parse_peer_list(peers)]
-        from poolcheck.fuzz.runner import resolve_peer_list
+        from poolcheck.fuzz.session import resolve_peer_list
 
         resolve_peer_list(peer_names)  # unknown names are usage errors, before anything runs
         if seed is None:

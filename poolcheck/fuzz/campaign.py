@@ -22,7 +22,7 @@ from poolcheck.corpus import KNOWN_DIR
 from poolcheck.engines import get_engine
 from poolcheck.errors import CaseFileError, PoolcheckError
 from poolcheck.fuzz import oracles as O
-from poolcheck.fuzz.registry import (
+from poolcheck.fuzz.known import (
     KnownEntry,
     case_id,
     finding_case,
@@ -30,7 +30,7 @@ from poolcheck.fuzz.registry import (
     known_entries,
     write_finding,
 )
-from poolcheck.fuzz.runner import (
+from poolcheck.fuzz.session import (
     ORACLES,
     FuzzOptions,
     Progress,
@@ -40,7 +40,7 @@ from poolcheck.fuzz.runner import (
     run_sessions,
 )
 from poolcheck.peers.base import Peer
-from poolcheck.report.model import DEFAULT_FAIL_ON, CaseResult, Check, Diff, RunResult
+from poolcheck.results import DEFAULT_FAIL_ON, CaseResult, Check, Diff, RunResult
 from poolcheck.runner import MAX_DIFFS, _scalar, _tensor, new_result, window_cells
 from poolcheck.spec.indices import index_layout
 from poolcheck.spec.shape import resolve
@@ -301,7 +301,7 @@ def run_campaign(
     sessions: Callable[[FuzzOptions, Callable[[Progress], None] | None], list[SessionResult]] = run_sessions,
 ) -> Campaign:
     """Re-check the registry, fuzz, write a case per new divergence, and build the result."""
-    from poolcheck.fuzz.runner import resolve_peer_list
+    from poolcheck.fuzz.session import resolve_peer_list
 
     phase = on_phase or (lambda _s: None)
     entries, known_errors = known_entries(list(known_paths))
@@ -411,7 +411,7 @@ def _save(f: O.Finding, save_dir: str | Path, options: FuzzOptions, command: str
 
 def _peer_ref(options: FuzzOptions, name: str) -> str:
     """What to pass to ``--peers`` to get the peer called ``name`` again."""
-    from poolcheck.fuzz.runner import resolve_peer_list
+    from poolcheck.fuzz.session import resolve_peer_list
 
     for p in options.peers:
         if isinstance(p, str):

@@ -3,7 +3,7 @@
 How a cluster campaign runs:
 
 1. The client (the ``poolcheck fuzz`` process) connects to the scheduler and submits one *shard*
-   per worker process, pinned to it: a :class:`~poolcheck.fuzz.runner.Session` with its own seed
+   per worker process, pinned to it: a :class:`~poolcheck.fuzz.session.Session` with its own seed
    stream (``--seed`` and the shard number, exactly as ``--jobs`` derives them) and its own peer
    workers. Budgets are split as ``--jobs`` splits them.
 2. Every shard streams events through one ``distributed.Queue`` held by the scheduler: its machine
@@ -47,7 +47,7 @@ from typing import Any
 from poolcheck.errors import AttributeValueError, PoolcheckError
 from poolcheck.fingerprint import machine_fingerprint, only_on
 from poolcheck.fuzz import oracles as O
-from poolcheck.fuzz.runner import (
+from poolcheck.fuzz.session import (
     PROGRESS_INTERVAL,
     Divergence,
     FuzzOptions,

@@ -46,7 +46,7 @@ from poolcheck.engines import numpy_engine as _NUMPY
 from poolcheck.engines.numpy_engine import empty_max_value
 from poolcheck.errors import AttributeValueError, PoolcheckError
 from poolcheck.fuzz.compare import Outputs, avg_tolerance, canonical_layout, close_values, run_reference
-from poolcheck.report.model import Severity
+from poolcheck.results import Severity
 from poolcheck.spec.attributes import PoolSpec
 from poolcheck.spec.indices import index_layout
 from poolcheck.spec.policy import SPEC, Policy

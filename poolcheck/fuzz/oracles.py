@@ -39,7 +39,7 @@ from poolcheck.fuzz.compare import (
 from poolcheck.fuzz.diagnosis import STATUS_SEVERITY, Diagnosis, diagnose_output, diagnose_rejection, severity_of
 from poolcheck.fuzz.strategies import FuzzCase
 from poolcheck.peers.base import PeerResult
-from poolcheck.report.model import Severity
+from poolcheck.results import Severity
 from poolcheck.spec import attributes as A
 from poolcheck.spec.indices import index_layout
 from poolcheck.spec.policy import SPEC

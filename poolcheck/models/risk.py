@@ -92,7 +92,7 @@ class KnownMatch:
 
 
 def known_matches(op: str, risks: Sequence[Risk], entries: Sequence[object]) -> list[KnownMatch]:
-    """Registry entries (:class:`poolcheck.fuzz.registry.KnownEntry`) of the same op (max/avg)
+    """Registry entries (:class:`poolcheck.fuzz.known.KnownEntry`) of the same op (max/avg)
     whose signature falls in one of ``risks``."""
     out = []
     for e in entries:

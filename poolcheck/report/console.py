@@ -8,7 +8,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from poolcheck.report.model import VERDICTS, CaseResult, Check, Diff, RunResult
+from poolcheck.results import VERDICTS, CaseResult, Check, Diff, RunResult
 from poolcheck.report.text import safe
 
 STYLES = {

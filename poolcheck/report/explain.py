@@ -23,7 +23,7 @@ from poolcheck.api import run_spec
 from poolcheck.cases.model import Case
 from poolcheck.engines.numpy_engine import divisor
 from poolcheck.errors import AttributeValueError, PoolcheckError
-from poolcheck.report.model import WindowCell
+from poolcheck.results import WindowCell
 from poolcheck.report.text import safe
 from poolcheck.runner import compare, window_cells
 

@@ -17,7 +17,7 @@ import re
 from importlib import resources
 
 from poolcheck.report.jsonfmt import result_document
-from poolcheck.report.model import VERDICTS, RunResult
+from poolcheck.results import VERDICTS, RunResult
 
 
 def asset(name: str) -> str:

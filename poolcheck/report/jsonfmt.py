@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from poolcheck.errors import PoolcheckError
-from poolcheck.report.model import SCHEMA, RunResult
+from poolcheck.results import SCHEMA, RunResult
 
 #: Objects whose one-line form is at most this long are written on one line.
 INLINE_WIDTH = 120

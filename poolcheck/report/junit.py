@@ -23,7 +23,7 @@ import re
 import xml.etree.ElementTree as ET
 from pathlib import PurePath
 
-from poolcheck.report.model import CaseResult, Check, RunResult, machine_label
+from poolcheck.results import CaseResult, Check, RunResult, machine_label
 from poolcheck.report.text import safe
 
 FAILURE_VERDICTS = frozenset({"fail"})

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from poolcheck.report.model import VERDICTS, CaseResult, Check, RunResult, machine_label
+from poolcheck.results import VERDICTS, CaseResult, Check, RunResult, machine_label
 from poolcheck.report.text import safe
 
 MAX_CHARS = 60_000

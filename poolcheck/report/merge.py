@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from poolcheck.fingerprint import fingerprint_id, only_on
-from poolcheck.report.model import FAILING, VERDICTS, CaseResult, RunResult, worst
+from poolcheck.results import FAILING, VERDICTS, CaseResult, RunResult, worst
 
 #: Verdicts that count as "the divergence showed here" (an erratum is a known divergence seen).
 SHOWN: frozenset[str] = frozenset(FAILING | {"error", "rejects", "erratum"})
