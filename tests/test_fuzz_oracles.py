@@ -17,7 +17,7 @@ import pytest
 
 from poolcheck.engines import get_engine, numpy_engine
 from poolcheck.fuzz import oracles as O
-from poolcheck.fuzz.compare import Outputs, canonical_layout, run_reference
+from poolcheck.fuzz.reference import Outputs, canonical_layout, run_reference
 from poolcheck.fuzz.diagnosis import (
     Placement,
     _legacy_same,

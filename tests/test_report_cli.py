@@ -210,7 +210,7 @@ def test_explain_matches_the_engine_output(case_file: Path) -> None:
     """The value explain reports for the reference engine is the engine's output at that element."""
     from poolcheck.api import run_spec
     from poolcheck.cases import load_file
-    from poolcheck.report.explain import explain_element
+    from poolcheck.explain import explain_element
 
     case = next(c for c in load_file(case_file) if c.id == "max3d-peer-crash")
     values, indices = run_spec(case.spec, case.input)

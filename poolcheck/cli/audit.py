@@ -27,8 +27,8 @@ from poolcheck.cli.common import (
 )
 from poolcheck.cli.run import exit_code, load_peers, stdout_to_stderr
 from poolcheck.corpus import KNOWN_DIR
-from poolcheck.results import CaseResult
 from poolcheck.report.writers import check_report_dir
+from poolcheck.results import CaseResult
 from poolcheck.runner import new_result, peer_checks, record_peer_versions, run_case
 
 #: Peers ``audit`` runs by default (those installed here).

@@ -15,9 +15,9 @@ from rich.console import Console
 from rich.text import Text
 
 from poolcheck.errors import AttributeValueError, PoolcheckError
-from poolcheck.results import DEFAULT_FAIL_ON, Severity
 from poolcheck.report.text import safe
 from poolcheck.report.writers import write_reports
+from poolcheck.results import DEFAULT_FAIL_ON, Severity
 
 EXIT_OK = 0
 EXIT_FAILURES = 1

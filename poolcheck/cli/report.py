@@ -23,8 +23,9 @@ from poolcheck.cli.common import (
     write_report_set,
 )
 from poolcheck.errors import AttributeValueError, CaseFileError
+from poolcheck.explain import explain_element, parse_position
 from poolcheck.report import console as console_report
-from poolcheck.report.explain import explain_element, explanation_view, parse_position
+from poolcheck.report.explain import explanation_view
 from poolcheck.report.jsonfmt import load_result
 from poolcheck.report.writers import FORMATS, render, write_text
 

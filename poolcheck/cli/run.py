@@ -32,8 +32,8 @@ from poolcheck.corpus import CORPUS_DIR
 from poolcheck.peers.registry import PeerLoadError, resolve_peers
 from poolcheck.report import console as console_report
 from poolcheck.report.jsonfmt import to_json
-from poolcheck.results import CaseResult, RunResult
 from poolcheck.report.writers import check_report_dir
+from poolcheck.results import CaseResult, RunResult
 from poolcheck.runner import new_result, peer_checks, record_peer_versions, run_case, select_cases
 
 #: Default of ``--peer-timeout`` (CLI decision: 60 s on every command).

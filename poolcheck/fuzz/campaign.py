@@ -39,9 +39,10 @@ from poolcheck.fuzz.session import (
     merge_results,
     run_sessions,
 )
+from poolcheck.judgement import judge, tensor, tolerance_for
 from poolcheck.peers.base import Peer
 from poolcheck.results import DEFAULT_FAIL_ON, CaseResult, Check, Diff, RunResult
-from poolcheck.runner import MAX_DIFFS, _scalar, _tensor, new_result, window_cells
+from poolcheck.runner import new_result
 from poolcheck.spec.indices import index_layout
 from poolcheck.spec.shape import resolve
 
@@ -171,6 +172,7 @@ def recheck_known(entries: Sequence[KnownEntry], peers: Sequence[Peer], *, isola
 
 
 def _diffs(finding: O.Finding, expected: dict[str, Any]) -> tuple[list[Diff], int]:
+    """The finding's outputs against the reference, judged as everywhere (:mod:`poolcheck.judgement`)."""
     case = finding.case
     actual = finding.actual
     if not expected or actual.get("values") is None:
@@ -179,33 +181,20 @@ def _diffs(finding: O.Finding, expected: dict[str, Any]) -> tuple[list[Diff], in
     act_v = np.asarray(actual["values"])
     if exp_v.shape != act_v.shape:
         return [Diff("shape", None, list(exp_v.shape), list(act_v.shape))], 1
-    from poolcheck.fuzz.compare import close_values
-
     geom = resolve(case.spec, case.x.shape)
     layout = index_layout(case.spec, case.x.shape) if case.op == "max" else None
-    diffs: list[Diff] = []
-    total = 0
-    tol = None
-    if case.op == "avg":
-        from poolcheck.fuzz.compare import avg_tolerance
-
-        tol = avg_tolerance(case.x, geom, case.spec.exclude_pad, O.SPEC, exp_v, get_engine("auto"))
-    outputs = [("values", exp_v, act_v, ~close_values(exp_v, act_v, tol))]
+    outputs: list[tuple[str, np.ndarray, np.ndarray, np.ndarray | None]] = [
+        ("values", exp_v, act_v, tolerance_for(case.spec, case.x, geom, exp_v, get_engine("auto")))]
+    chosen = None
     if expected.get("indices") is not None and actual.get("indices") is not None:
         ei = np.asarray(expected["indices"]).astype(np.int64)
         ai = np.asarray(actual["indices"]).astype(np.int64)
         if ei.shape == ai.shape:
-            outputs.append(("indices", ei, ai, ei != ai))
-    for name, e, a, mask in outputs:
-        positions = [tuple(int(v) for v in p) for p in np.argwhere(mask)]
-        total += len(positions)
-        for p in positions[:MAX_DIFFS]:
-            chosen = None
-            if actual.get("indices") is not None and np.asarray(actual["indices"]).shape == e.shape:
-                chosen = int(np.asarray(actual["indices"])[p])
-            diffs.append(Diff(name, list(p), _scalar(e[p]), _scalar(a[p]),
-                              window_cells(case.x, geom, p, chosen, layout)))
-    return diffs, total
+            outputs.append(("indices", ei, ai, None))
+    if actual.get("indices") is not None:
+        chosen = np.asarray(actual["indices"])
+    judged = judge(case.x, geom, layout, outputs, chosen=chosen)
+    return judged.diffs, judged.total
 
 
 def _verdict(finding: O.Finding, new: bool) -> str:
@@ -232,8 +221,8 @@ def finding_result(finding: O.Finding, *, new: bool, replay: str, source: str = 
         message = f"rejects: {finding.detail}"
     check = Check(
         finding.subject, kind, verdict, message, diffs, total, finding.text, finding.version,
-        expected={k: _tensor(np.asarray(v)) for k, v in expected.items() if k != "shape" and v is not None},
-        actual={k: _tensor(np.asarray(v)) for k, v in finding.actual.items() if v is not None},
+        expected={k: tensor(np.asarray(v)) for k, v in expected.items() if k != "shape" and v is not None},
+        actual={k: tensor(np.asarray(v)) for k, v in finding.actual.items() if v is not None},
         severity=finding.weight.value,
     )
     tags = ["fuzz", "new" if new else "known", finding.kind, f"signature:{finding.signature}"]

@@ -28,16 +28,18 @@ import numpy as np
 from poolcheck.cases.load import build_spec
 from poolcheck.engines import _windows as w
 from poolcheck.errors import PoolcheckError
-from poolcheck.fuzz.compare import (
+from poolcheck.fuzz.diagnosis import STATUS_SEVERITY, Diagnosis, diagnose_output, diagnose_rejection, severity_of
+from poolcheck.fuzz.reference import run_reference
+from poolcheck.fuzz.strategies import FuzzCase
+from poolcheck.judgement import (
     Outputs,
     avg_tolerance,
     close_values,
     first_difference,
     mismatch,
-    run_reference,
+    tolerance_for,
 )
-from poolcheck.fuzz.diagnosis import STATUS_SEVERITY, Diagnosis, diagnose_output, diagnose_rejection, severity_of
-from poolcheck.fuzz.strategies import FuzzCase
+from poolcheck.judgement import output_contract as judge_contract
 from poolcheck.peers.base import PeerResult
 from poolcheck.results import Severity
 from poolcheck.spec import attributes as A
@@ -119,32 +121,21 @@ def reference(engine: ModuleType, case: FuzzCase) -> tuple[Outputs, Geometry]:
     return run_reference(engine, case.x, geom, case.op, exclude_pad=case.spec.exclude_pad, layout=layout), geom
 
 
-def _tol(engine: ModuleType, case: FuzzCase, geom: Geometry, expected: Outputs,
-         dtype: np.dtype | None = None) -> np.ndarray | None:
-    if case.op != "avg":
-        return None
-    return avg_tolerance(case.x, geom, case.spec.exclude_pad, SPEC, expected.values, engine, dtype)
-
-
 # --------------------------------------------------------------------------- engines
 
 
 def check_engines(case: FuzzCase, engines: dict[str, ModuleType], base: Outputs, geom: Geometry) -> list[Finding]:
-    """Every other engine against the reference engine: max bit-exact; averages (both sum in
-    float64 and round once) within one unit in the last place of the result type, plus the
-    float64 summation-order error ``taps * eps64 * max|x|`` for float64 results."""
+    """Every other engine against the reference engine under the average rule of
+    :mod:`poolcheck.judgement` (max bit-exact; both engines sum in float64 and round once into
+    the result type, so both sides err: the float64 bound counts twice)."""
     names = list(engines)
     findings = []
     for name in names[1:]:
         other, _ = reference(engines[name], case)
         tol = None
-        if case.op == "avg":
-            e = np.abs(base.values.astype(np.float64))
-            with np.errstate(all="ignore"):
-                ulp = np.spacing(np.where(np.isfinite(e), e, 0).astype(case.x.dtype)).astype(np.float64)
-            finite = case.x[np.isfinite(case.x)]
-            scale = float(np.abs(finite).max()) if finite.size else 0.0
-            tol = ulp + math.prod(geom_kernel(geom)) * float(np.finfo(np.float64).eps) * scale
+        if case.op == "avg" and case.x.dtype.kind == "f":
+            tol = avg_tolerance(case.x, geom, case.spec.exclude_pad, SPEC, base.values, engines[names[0]],
+                                np.dtype(np.float64), result=case.x.dtype, both_float64=True)
         mm = mismatch(base, other.values, other.indices, tol)
         if mm:
             findings.append(Finding("engine", case.op, f"{names[0]} vs {name}", mm.what(),
@@ -296,7 +287,8 @@ def _flip(case: FuzzCase, engine: ModuleType, engine_name: str, base: Outputs, g
         want = np.flip(base.values, axis=2 + i)
         tol = None
         if spec.op == "avg":
-            tol = avg_tolerance(x, geom, spec.exclude_pad, SPEC, base.values, engine, np.dtype(np.float64))
+            tol = avg_tolerance(x, geom, spec.exclude_pad, SPEC, base.values, engine, np.dtype(np.float64),
+                                result=x.dtype, both_float64=True)
             tol = np.flip(tol, axis=2 + i)
         if not close_values(want, out.values, tol).all():
             return _violation(case, engine_name, "flip symmetry",
@@ -338,7 +330,8 @@ def _explicit_padding(case: FuzzCase, engine: ModuleType, engine_name: str, base
     out = run_reference(engine, xp, g2, spec.op, exclude_pad=False)
     tol = None
     if spec.op == "avg":
-        tol = avg_tolerance(x, geom, False, SPEC, base.values, engine, np.dtype(np.float64))
+        tol = avg_tolerance(x, geom, False, SPEC, base.values, engine, np.dtype(np.float64),
+                            result=x.dtype, both_float64=True)
     if not close_values(base.values, out.values, tol).all():
         return _violation(case, engine_name, "explicit padding",
                           "padding by hand and pooling without padding differs from padded pooling",
@@ -426,25 +419,10 @@ def check_metamorphic(case: FuzzCase, engine: ModuleType, engine_name: str, base
 
 
 def output_contract(case: FuzzCase, values: Any, indices: Any) -> tuple[str, str] | None:
-    """The output's element types against the attributes: (class, text) when they break the
-    contract, None otherwise. Values are a real array of the input's type ("T"); OpenVINO:
-    "index_element_type ... the type of output tensor with indices" (i32/i64); ONNX MaxPool:
-    "Indices ... T2 = tensor(int64)". A wrong type is its own divergence, never cast away."""
-    for name, arr in (("values", values), ("indices", indices)):
-        if arr is None:
-            continue
-        if not isinstance(arr, np.ndarray) or arr.dtype.kind not in "fiu":
-            kind = type(arr).__name__ if not isinstance(arr, np.ndarray) else str(arr.dtype)
-            return f"output:{name}-not-real-numbers", f"{name} are {kind}, not a real numeric array"
-    if values is not None and values.dtype != case.x.dtype:
-        return (f"dtype:values-{values.dtype}-for-{case.x.dtype}",
-                f"values are {values.dtype}, the input (and so the output) is {case.x.dtype}")
-    if indices is not None and case.spec.op == "max":
-        want = index_layout(case.spec, case.x.shape).dtype
-        if indices.dtype != want:
-            return (f"dtype:indices-{indices.dtype}-for-{np.dtype(want)}",
-                    f"indices are {indices.dtype}; the attributes ask for {np.dtype(want)}")
-    return None
+    """The output's element types against the attributes (:func:`poolcheck.judgement.output_contract`;
+    the shape is judged with the values): (class, text) of the first breach, or None."""
+    breaches = judge_contract(case.spec, case.x.shape, case.x.dtype, values, indices, check_shape=False)
+    return (breaches[0].klass, breaches[0].message) if breaches else None
 
 
 def check_peer(case: FuzzCase, peer: str, result: PeerResult, engine: ModuleType, base: Outputs | None,
@@ -486,7 +464,7 @@ def check_peer(case: FuzzCase, peer: str, result: PeerResult, engine: ModuleType
                         else None}, severity=Severity.VIOLATION)
     values = np.asarray(out.values)
     indices = None if out.indices is None else np.asarray(out.indices)
-    tol = _tol(engine, case, geom, base) if values.shape == base.values.shape else None
+    tol = tolerance_for(case.spec, case.x, geom, base.values, engine) if values.shape == base.values.shape else None
     mm = mismatch(base, values, indices, tol)
     if not mm:
         return None

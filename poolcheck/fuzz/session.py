@@ -41,8 +41,8 @@ from hypothesis.configuration import set_hypothesis_home_dir
 from poolcheck.engines import available_engines, get_engine
 from poolcheck.errors import AttributeValueError, PoolcheckError
 from poolcheck.fuzz import oracles as O
-from poolcheck.fuzz.compare import Outputs
 from poolcheck.fuzz.strategies import ALL_DTYPES, CONVENTIONS, FuzzCase, config_batches
+from poolcheck.judgement import Outputs
 from poolcheck.peers.base import Peer, PeerResult
 from poolcheck.spec.shape import Geometry
 from poolcheck.userdata import hypothesis_home

@@ -8,8 +8,8 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from poolcheck.results import VERDICTS, CaseResult, Check, Diff, RunResult
 from poolcheck.report.text import safe
+from poolcheck.results import VERDICTS, CaseResult, Check, Diff, RunResult
 
 STYLES = {
     "pass": "green",
