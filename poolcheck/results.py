@@ -1,23 +1,129 @@
-"""One result model. ``poolcheck run`` and ``poolcheck fuzz`` produce it; every renderer only
-reads it. ``to_dict``/``from_dict`` round-trip through JSON (schema: docs/report-format.md).
+"""One result model, on the ground floor: ``poolcheck run``, ``poolcheck fuzz`` and ``poolcheck
+audit`` produce it; every renderer only reads it. Verdicts, severities, kinds, statuses and
+divergence signatures are enums and dataclasses; ``to_dict``/``from_dict`` round-trip through
+JSON (schema ``poolcheck.result/2``, docs/report-format.md). ``from_dict`` also reads version 1
+(whose fuzz summary lived in ``extra["fuzz"]``).
 """
 
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
-SCHEMA = "poolcheck.result/1"
+SCHEMA = "poolcheck.result/2"
+#: Earlier versions this model still reads (``poolcheck report``, ``report merge``).
+READABLE_SCHEMAS = ("poolcheck.result/1", SCHEMA)
+
+
+class Verdict(StrEnum):
+    """A check's (and a case's) verdict; declared most severe first."""
+
+    ERROR = "error"
+    FAIL = "fail"
+    CRASH = "crash"
+    TIMEOUT = "timeout"
+    REJECTS = "rejects"
+    ERRATUM = "erratum"
+    SKIP = "skip"
+    PASS = "pass"
+
 
 #: Verdicts, most severe first. A case's verdict is the most severe of its checks.
-VERDICTS: tuple[str, ...] = ("error", "fail", "crash", "timeout", "rejects", "erratum", "skip", "pass")
+VERDICTS: tuple[str, ...] = tuple(v.value for v in Verdict)
 #: Verdicts that make ``poolcheck run`` exit 1.
-FAILING: frozenset[str] = frozenset({"fail", "crash", "timeout"})
+FAILING: frozenset[str] = frozenset({Verdict.FAIL, Verdict.CRASH, Verdict.TIMEOUT})
 
 
-class Severity(str, Enum):
+class CheckKind(StrEnum):
+    """Who a check judges: an engine (against the document), a peer (against the reference
+    engine) or a document (a written rule against the runtimes)."""
+
+    ENGINE = "engine"
+    PEER = "peer"
+    DOCUMENT = "document"
+
+
+class PeerStatus(StrEnum):
+    """How a peer's call ended (:class:`poolcheck.peers.base.PeerResult` ``status``)."""
+
+    OK = "ok"
+    REJECTS = "rejects"
+    CRASH = "crash"
+    TIMEOUT = "timeout"
+    DECLINED = "declined"
+    UNAVAILABLE = "unavailable"
+    INVALID = "invalid"
+
+
+class FindingKind(StrEnum):
+    """Which oracle found a divergence (the first part of its signature)."""
+
+    PEER = "peer"
+    ENGINE = "engine"
+    DOCUMENT = "document"
+    METAMORPHIC = "metamorphic"
+    INVALID = "invalid"
+
+
+class KnownState(StrEnum):
+    """A known divergence re-checked today."""
+
+    REPRODUCES = "reproduces"
+    FIXED = "fixed"
+    CHANGED = "changed"
+    SKIPPED = "skipped"
+
+
+@dataclass(frozen=True, order=True)
+class Signature:
+    """What deduplicates divergences: the oracle, the operator, the subject (a peer, ``numpy vs
+    c``, a written rule, an engine) and the one behaviour (the diagnosis class or atom). Written
+    as ``kind|op|subject|detail`` (case tags ``signature:...``, the fuzz summary's keys, case
+    files); :meth:`parse` is the only reader of that text."""
+
+    kind: FindingKind
+    op: str
+    subject: str
+    detail: str
+
+    def __str__(self) -> str:
+        return f"{self.kind.value}|{self.op}|{self.subject}|{self.detail}"
+
+    @property
+    def key(self) -> str:
+        return str(self)
+
+    @classmethod
+    def parse(cls, text: str) -> Signature:
+        """``kind|op|subject|detail`` (the detail may itself hold ``|``); ValueError otherwise."""
+        parts = str(text).split("|", 3)
+        if len(parts) != 4:
+            raise ValueError(f"not a divergence signature (kind|op|subject|detail): {text!r}")
+        return cls(FindingKind(parts[0]), parts[1], parts[2], parts[3])
+
+
+#: The case tag that carries a divergence's signature.
+SIGNATURE_TAG = "signature:"
+
+
+def signature_tag(sig: Signature | str) -> str:
+    return f"{SIGNATURE_TAG}{sig}"
+
+
+def tagged_signature(tags: list[str]) -> Signature | None:
+    """The signature a case's tags carry (``signature:kind|op|subject|detail``), if any."""
+    for t in tags:
+        if t.startswith(SIGNATURE_TAG):
+            try:
+                return Signature.parse(t[len(SIGNATURE_TAG):])
+            except ValueError:
+                return None
+    return None
+
+
+class Severity(StrEnum):
     """How much a divergence weighs (issue 9). Every non-passing check of a peer, an engine or a
     document carries one; ``--fail-on`` chooses which severities make exit 1.
 
@@ -49,10 +155,22 @@ def machine_label(result: RunResult) -> str | None:
     return "; ".join(labels) or None
 
 
-def worst(verdicts: list[str]) -> str:
+def worst(verdicts: list[str]) -> Verdict:
+    """The most severe verdict (``skip`` for none)."""
     if not verdicts:
-        return "skip"
-    return min(verdicts, key=VERDICTS.index)
+        return Verdict.SKIP
+    return Verdict(min(verdicts, key=VERDICTS.index))
+
+
+def _enum(kind: Any, value: Any) -> Any:
+    """``value`` as the enum ``kind`` when it names a member (unknown text stays text, so a
+    newer document with a new value still reads)."""
+    if value is None or isinstance(value, kind):
+        return value
+    try:
+        return kind(value)
+    except ValueError:
+        return value
 
 
 @dataclass
@@ -82,8 +200,8 @@ class Check:
     """One runner (engine or peer) on one case."""
 
     runner: str
-    kind: str  # "engine" | "peer" | "document"
-    verdict: str
+    kind: CheckKind
+    verdict: Verdict
     message: str = ""
     diffs: list[Diff] = field(default_factory=list)
     n_diffs: int = 0  # total differing elements (``diffs`` may hold only the first few)
@@ -92,15 +210,19 @@ class Check:
     # Full outputs for small tensors (renderers show expected/actual side by side).
     expected: dict[str, Any] | None = None
     actual: dict[str, Any] | None = None
-    # Added compatibly within poolcheck.result/1: the weight of a non-passing check (a
-    # :class:`Severity` value); None for a pass or a skip.
-    severity: str | None = None
+    #: The weight of a non-passing check; None for a pass or a skip.
+    severity: Severity | None = None
+
+    def __post_init__(self) -> None:
+        self.kind = _enum(CheckKind, self.kind)
+        self.verdict = _enum(Verdict, self.verdict)
+        self.severity = _enum(Severity, self.severity)
 
 
 @dataclass
 class CaseResult:
     case_id: str
-    verdict: str
+    verdict: Verdict
     title: str = ""
     source: str = ""  # "cases/seeds/foo.yaml:12"
     convention: str = ""
@@ -119,6 +241,47 @@ class CaseResult:
     geometry: list[dict[str, int]] | None = None
     input: Any = None
 
+    def __post_init__(self) -> None:
+        self.verdict = _enum(Verdict, self.verdict)
+
+    @property
+    def signature(self) -> Signature | None:
+        """The divergence this case stands for (fuzz finds and known divergences), if any."""
+        return tagged_signature(self.tags)
+
+
+@dataclass
+class FuzzSummary:
+    """What a ``poolcheck fuzz`` run did beside its cases (``RunResult.fuzz``). Keys of the
+    per-signature maps are signatures written out (``kind|op|subject|detail``)."""
+
+    seed: int | None = None
+    jobs: int = 1
+    examples: int = 0
+    cases: int = 0
+    elapsed_s: float = 0.0
+    cases_per_s: float = 0.0
+    compared: dict[str, int] = field(default_factory=dict)
+    compared_per_s: dict[str, float] = field(default_factory=dict)
+    peer_status: dict[str, dict[str, int]] = field(default_factory=dict)
+    divergent_configurations: dict[str, int] = field(default_factory=dict)
+    new: list[str] = field(default_factory=list)
+    known_seen: dict[str, int] = field(default_factory=dict)
+    fixed_upstream: list[str] = field(default_factory=list)
+    detected_at_s: dict[str, float] = field(default_factory=dict)
+    shrunk_at_s: dict[str, float] = field(default_factory=dict)
+    unshrunk: list[str] = field(default_factory=list)
+    saved: dict[str, str] = field(default_factory=dict)
+    unavailable_peers: dict[str, str] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    replay: str = ""
+    fail_on: list[str] = field(default_factory=list)
+    failing: list[str] = field(default_factory=list)
+
+    def signatures(self, keys: Any) -> list[Signature]:
+        """``keys`` (any of the maps or lists above) as typed signatures."""
+        return [Signature.parse(k) for k in keys]
+
 
 @dataclass
 class RunResult:
@@ -130,6 +293,8 @@ class RunResult:
     kind: str = "run"  # "run" | "fuzz"
     interrupted: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
+    #: A fuzz run's summary (``kind == "fuzz"``); None for other runs.
+    fuzz: FuzzSummary | None = None
 
     def counts(self) -> dict[str, int]:
         out = {v: 0 for v in VERDICTS}
@@ -149,10 +314,18 @@ class RunResult:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunResult:
-        """Rebuild a result; keys this version does not know are ignored (readers of
-        ``poolcheck.result/1`` must accept fields added later within the same version)."""
-        if data.get("schema") != SCHEMA:
-            raise ValueError(f"not a {SCHEMA} document (schema={data.get('schema')!r})")
+        """Rebuild a result from version 2 or 1; keys this version does not know are ignored
+        (readers must accept fields added later within the same version). Version 1 kept the
+        fuzz summary in ``extra["fuzz"]``: it moves to ``fuzz``."""
+        if data.get("schema") not in READABLE_SCHEMAS:
+            raise ValueError(f"not a {SCHEMA} (or poolcheck.result/1) document (schema={data.get('schema')!r})")
+        data = dict(data)
+        extra = dict(data.get("extra") or {})
+        summary = data.get("fuzz")
+        if summary is None and isinstance(extra.get("fuzz"), dict):
+            summary = extra.pop("fuzz")
+        data["extra"] = extra
+        data["fuzz"] = _known(FuzzSummary, summary) if isinstance(summary, dict) else None
         cases = []
         for c in data.get("cases", []):
             checks = []

@@ -72,7 +72,7 @@ def load(path: Path) -> RunResult:
 
 def test_same_divergence_from_two_machines_is_one_case(results: dict[str, Path]) -> None:
     a, b = load(results["avx512-a"]), load(results["avx512-b"])
-    assert SIG in a.extra["fuzz"]["new"] and SIG in b.extra["fuzz"]["new"]
+    assert SIG in a.fuzz["new"] and SIG in b.fuzz["new"]
     merged = merge_results([("a.json", a), ("b.json", b)])
     cases = [c for c in merged.cases if f"signature:{SIG}" in c.tags]
     assert len(cases) == 1
@@ -96,8 +96,8 @@ def _size(case: object) -> int:
 
 def test_only_on_avx512_core(results: dict[str, Path]) -> None:
     a, c = load(results["avx512-a"]), load(results["avx2"])
-    assert SIG not in c.extra["fuzz"]["divergent_configurations"]  # the AVX2 machine ran it and saw nothing
-    assert "planted-pads-swapped" in c.extra["fuzz"]["compared"]
+    assert SIG not in c.fuzz["divergent_configurations"]  # the AVX2 machine ran it and saw nothing
+    assert "planted-pads-swapped" in c.fuzz["compared"]
     merged = merge_results([("skx.json", a), ("hsw.json", c)])
     case = next(k for k in merged.cases if f"signature:{SIG}" in k.tags)
     assert "only-on:planted-pads-swapped: only on avx512_core" in case.tags

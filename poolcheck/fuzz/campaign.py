@@ -41,7 +41,7 @@ from poolcheck.fuzz.session import (
 )
 from poolcheck.judgement import judge, tensor, tolerance_for
 from poolcheck.peers.base import Peer
-from poolcheck.results import DEFAULT_FAIL_ON, CaseResult, Check, Diff, RunResult
+from poolcheck.results import DEFAULT_FAIL_ON, CaseResult, Check, Diff, FuzzSummary, RunResult
 from poolcheck.runner import new_result
 from poolcheck.spec.indices import index_layout
 from poolcheck.spec.shape import resolve
@@ -148,7 +148,7 @@ def recheck_known(entries: Sequence[KnownEntry], peers: Sequence[Peer], *, isola
             base, geom = O.reference(eng, case)
             # ties between equally good explanations go to the recorded one: the question is
             # whether the recorded behaviour still explains the peer
-            atom = e.signature.split("|", 3)[3]
+            atom = e.sig.detail
             found = O.check_peer(case, name, res, eng, base, geom, version, {atom: 1_000_000})
             focused = found.focused() if found is not None else []
             f = next((ff for ff in focused if ff.signature == e.signature), focused[0] if focused else None)
@@ -242,7 +242,7 @@ def finding_result(finding: O.Finding, *, new: bool, replay: str, source: str = 
 def known_result(k: KnownCheck) -> CaseResult:
     verdict = {"reproduces": "erratum", "fixed": "pass", "changed": "fail", "skipped": "skip"}[k.state]
     c = k.entry.case
-    runner = k.entry.peer or k.entry.signature.split("|")[2]
+    runner = k.entry.peer or k.entry.sig.subject
     check = Check(runner, "peer" if k.entry.peer else "document", verdict, k.message,
                   diagnosis=k.finding.text if k.finding else None, version=k.version,
                   severity=k.finding.weight.value if k.finding is not None and verdict != "pass" else None)
@@ -357,33 +357,33 @@ def run_campaign(
     prog = session.progress
     seen_known = {s: n for s, n in prog.divergent.items() if s in known_sigs}
     result.interrupted = session.interrupted
-    result.extra["fuzz"] = {
-        "seed": options.seed,
-        "jobs": options.jobs,
-        "examples": prog.examples,
-        "cases": prog.cases,
-        "elapsed_s": round(elapsed, 3),
-        "cases_per_s": round(prog.cases / elapsed, 1) if elapsed > 0 else 0.0,
-        "compared": dict(prog.compared),
-        "compared_per_s": {p: round(n / elapsed, 1) for p, n in prog.compared.items()} if elapsed > 0 else {},
-        "peer_status": {p: dict(c) for p, c in prog.peer_status.items()},
-        "divergent_configurations": dict(prog.divergent),
-        "new": new,
-        "known_seen": seen_known,
-        "fixed_upstream": [k.entry.case.id for k in known_checks if k.state == "fixed"],
-        "detected_at_s": {s: round(t, 3) for s, t in session.detected_at.items()},
-        "shrunk_at_s": {s: round(t, 3) for s, t in session.shrunk_at.items()},
-        "unshrunk": [s for s in new if s in session.findings and s not in session.shrunk],
-        "saved": {s: str(p) for s, p in saved.items()},
-        "unavailable_peers": session.unavailable,
-        "warnings": session.warnings,
-        "replay": replay,
-    }
+    result.fuzz = FuzzSummary(
+        seed=options.seed,
+        jobs=options.jobs,
+        examples=prog.examples,
+        cases=prog.cases,
+        elapsed_s=round(elapsed, 3),
+        cases_per_s=round(prog.cases / elapsed, 1) if elapsed > 0 else 0.0,
+        compared=dict(prog.compared),
+        compared_per_s={p: round(n / elapsed, 1) for p, n in prog.compared.items()} if elapsed > 0 else {},
+        peer_status={p: dict(c) for p, c in prog.peer_status.items()},
+        divergent_configurations=dict(prog.divergent),
+        new=new,
+        known_seen=seen_known,
+        fixed_upstream=[k.entry.case.id for k in known_checks if k.state == "fixed"],
+        detected_at_s={s: round(t, 3) for s, t in session.detected_at.items()},
+        shrunk_at_s={s: round(t, 3) for s, t in session.shrunk_at.items()},
+        unshrunk=[s for s in new if s in session.findings and s not in session.shrunk],
+        saved={s: str(p) for s, p in saved.items()},
+        unavailable_peers=session.unavailable,
+        warnings=session.warnings,
+        replay=replay,
+    )
     campaign = Campaign(result, session, new, known_checks, saved, replay, known_errors)
     if fail_on is not None:
         campaign.fail_on = frozenset(fail_on)
-    result.extra["fuzz"]["fail_on"] = sorted(campaign.fail_on)
-    result.extra["fuzz"]["failing"] = campaign.failing
+    result.fuzz.fail_on = sorted(campaign.fail_on)
+    result.fuzz.failing = campaign.failing
     return campaign
 
 
