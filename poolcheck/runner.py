@@ -14,6 +14,7 @@ import datetime as _dt
 import shlex
 import sys
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,9 +23,10 @@ import numpy as np
 import poolcheck
 from poolcheck import spec as S
 from poolcheck.api import run_spec
+from poolcheck.cases import load_paths
 from poolcheck.cases.model import Case
 from poolcheck.engines import numpy_engine
-from poolcheck.errors import PoolcheckError
+from poolcheck.errors import CaseFileError, PoolcheckError
 from poolcheck.fingerprint import machine_fingerprint
 from poolcheck.judgement import (
     Judgement,
@@ -38,7 +40,7 @@ from poolcheck.judgement import (
     within_accumulation,
 )
 from poolcheck.judgement import output_contract as judge_contract
-from poolcheck.results import CaseResult, Check, Diff, RunResult, Severity, worst
+from poolcheck.results import CaseResult, Check, Diff, RunResult, Severity, Verdict, worst
 from poolcheck.spec.policy import Policy
 
 
@@ -388,3 +390,109 @@ def peer_checks(cases: Sequence[Case], peers: Sequence[Any], *, isolated: bool =
         for case, result in zip(cases, results):
             out[case.id].append(check_peer_output(case, peer.name, version, result))
     return out
+
+
+# --------------------------------------------------------------------------- a whole run
+
+#: Default per-batch peer timeout (the same on every command).
+DEFAULT_PEER_TIMEOUT = 60.0
+
+
+def split_targets(paths: Sequence[Path]) -> tuple[list[Path], dict[Path, set[str] | None]]:
+    """``FILE::ID`` selects one case of FILE by exact id (as printed in replay commands). Returns
+    the paths to load (each once) and, per resolved file, the ids wanted (None: every case)."""
+    files: list[Path] = []
+    wanted: dict[Path, set[str] | None] = {}
+    for p in paths:
+        text = str(p)
+        file, case_id = (Path(text.rsplit("::", 1)[0]), text.rsplit("::", 1)[1]) if "::" in text else (Path(p), None)
+        key = file.resolve()
+        if key not in wanted:
+            files.append(file)
+            wanted[key] = set() if case_id is not None else None
+        if case_id is None:
+            wanted[key] = None
+        elif wanted[key] is not None:
+            wanted[key].add(case_id)  # type: ignore[union-attr]
+    return files, wanted
+
+
+def _selected_by_target(case_path: str, case_id: str, wanted: dict[Path, set[str] | None]) -> bool:
+    resolved = Path(case_path).resolve()
+    for key in (resolved, *resolved.parents):
+        if key in wanted:
+            ids = wanted[key]
+            return ids is None or case_id in ids
+    return True
+
+
+def peer_replay_items(peers: str) -> list[str]:
+    """The ``--peers`` items with plugin files made absolute, so a replay works from anywhere."""
+    items = []
+    for item in (p.strip() for p in peers.split(",")):
+        if not item:
+            continue
+        head, sep, rest = item.partition(":")
+        if head.endswith(".py") and Path(head).is_file():
+            head = str(Path(head).resolve())
+        items.append(head + sep + rest)
+    return items
+
+
+class SelectionError(PoolcheckError):
+    """``-k`` or ``FILE::ID`` selects no case (a usage error)."""
+
+
+@dataclass
+class Selection:
+    """The cases a run will judge, and the case files that could not be loaded."""
+
+    cases: list[Case]
+    errors: list[CaseFileError]
+
+
+def select(paths: Sequence[Path], pattern: str | None = None) -> Selection:
+    """Load ``paths`` (``FILE::ID`` picks one case) and keep the cases ``pattern`` (``-k``)
+    selects. Selecting nothing from files that loaded is a usage error (AttributeValueError)."""
+    files, wanted = split_targets(paths)
+    cases, errors = load_paths(files)
+    selected = select_cases(cases, pattern)
+    exact_ids = sorted({i for ids in wanted.values() if ids for i in ids})
+    if exact_ids:
+        selected = [c for c in selected if _selected_by_target(c.path, c.id, wanted)]
+    if (pattern or exact_ids) and not selected and not errors:
+        what = f"-k {pattern!r}" if pattern else ", ".join(exact_ids)
+        raise SelectionError(f"{what} selects none of the {len(cases)} case(s)")
+    return Selection(selected, errors)
+
+
+def replay_options_for(engine: str, peers: str | None, peer_timeout: float) -> list[str]:
+    """The options a case's replay command repeats (engine, peers, a non-default timeout)."""
+    options: list[str] = []
+    if engine != "all":
+        options += ["--engine", engine]
+    if peers:
+        options += ["--peers", ",".join(peer_replay_items(peers))]
+        if peer_timeout != DEFAULT_PEER_TIMEOUT:
+            options += ["--peer-timeout", f"{peer_timeout:g}s"]
+    return options
+
+
+def run_selection(selection: Selection, engines: Sequence[str], peers: Sequence[Any] = (), *,
+                  peer_timeout: float = DEFAULT_PEER_TIMEOUT, replay_options: Sequence[str] = (),
+                  command: str = "poolcheck run") -> RunResult:
+    """``poolcheck run``: every selected case on every engine and peer. A case file that did not
+    load is an ``error`` case; Ctrl-C ends the run with the cases judged so far (``interrupted``)."""
+    result = new_result(command)
+    for err in selection.errors:
+        result.cases.append(CaseResult(case_id=err.case_id or (err.path or "?"), verdict=Verdict.ERROR,
+                                       source=f"{err.path}:{err.line}" if err.line else (err.path or ""),
+                                       message=str(err)))
+    try:
+        by_case = peer_checks(selection.cases, peers, timeout=peer_timeout) if peers else {}
+        for case in selection.cases:
+            result.cases.append(run_case(case, engines, by_case.get(case.id, []), replay_options))
+        record_peer_versions(result, peers)
+    except KeyboardInterrupt:
+        result.interrupted = True
+    return result

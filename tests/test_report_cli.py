@@ -72,7 +72,7 @@ def test_report_console_view(saved) -> None:
 @pytest.mark.parametrize("content, message", [
     (None, "cannot read"),
     ("{oops", "not JSON"),
-    ('{"schema": "poolcheck.case/1"}', "not a poolcheck.result/1 document"),
+    ('{"schema": "poolcheck.case/1"}', "not a poolcheck.result/2 (or poolcheck.result/1) document"),
     ('{"schema": "poolcheck.result/1", "command": "x", "cases": [{"case_id": 3, "verdict": "pass"}]}', "case_id"),
 ])
 def test_report_bad_file_is_a_one_line_error(tmp_path: Path, content: str | None, message: str) -> None:

@@ -55,7 +55,7 @@ def test_json_validates_against_the_schema_and_round_trips(result: RunResult, va
     text = to_json(result)
     data = _strict_loads(text)
     validator.validate(data)
-    assert data["schema"] == "poolcheck.result/1"
+    assert data["schema"] == "poolcheck.result/2"
     assert data["counts"] == result.counts()
     assert [c["case_id"] for c in data["cases"]] == [c.case_id for c in result.cases]
     back = from_json(text)

@@ -19,13 +19,15 @@ from poolcheck.cli.common import (
     console,
     engines_for,
     err_console,
+    exit_code,
+    load_peers,
     parse_duration,
     parse_fail_on,
     safe,
+    stdout_to_stderr,
     user_errors,
     write_report_set,
 )
-from poolcheck.cli.run import exit_code, load_peers, stdout_to_stderr
 from poolcheck.corpus import KNOWN_DIR
 from poolcheck.report.writers import check_report_dir
 from poolcheck.results import CaseResult
