@@ -12,7 +12,7 @@ import pytest
 from report_sample import sample_case_file, sample_result
 from typer.testing import CliRunner
 
-import poolcheck.cli.run as run_module
+import poolcheck.runner as run_module
 from poolcheck.cli import app
 from poolcheck.report.jsonfmt import load_result, to_json
 from poolcheck.results import RunResult
