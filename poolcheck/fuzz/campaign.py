@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -36,15 +37,18 @@ from poolcheck.fuzz.session import (
     Progress,
     SessionResult,
     expected_outputs,
+    judge_peer,
     merge_results,
+    resolve_peer_list,
     run_sessions,
 )
+from poolcheck.fuzz.strategies import FuzzCase
 from poolcheck.judgement import judge, tensor, tolerance_for
 from poolcheck.peers.base import Peer
-from poolcheck.results import DEFAULT_FAIL_ON, CaseResult, Check, Diff, FuzzSummary, RunResult
+from poolcheck.results import DEFAULT_FAIL_ON, CaseResult, Check, Diff, FuzzSummary, KnownState, RunResult, Verdict
 from poolcheck.runner import new_result
 from poolcheck.spec.indices import index_layout
-from poolcheck.spec.shape import resolve
+from poolcheck.spec.shape import Geometry, resolve
 
 OP_FLAGS = {"max": "maxpool", "avg": "avgpool"}
 
@@ -54,7 +58,7 @@ class KnownCheck:
     """A known divergence re-checked against today's peer."""
 
     entry: KnownEntry
-    state: str  # "reproduces" | "fixed" | "changed" | "skipped"
+    state: KnownState
     message: str
     finding: O.Finding | None = None
     version: str | None = None
@@ -94,7 +98,7 @@ class Campaign:
 
     @property
     def fixed(self) -> list[KnownCheck]:
-        return [k for k in self.known_checks if k.state == "fixed"]
+        return [k for k in self.known_checks if k.state == KnownState.FIXED]
 
 
 # --------------------------------------------------------------------------- known divergences
@@ -103,9 +107,8 @@ class Campaign:
 def recheck_known(entries: Sequence[KnownEntry], peers: Sequence[Peer], *, isolated: bool = True,
                   timeout: float = 30.0, engine: str = "auto") -> list[KnownCheck]:
     """Run every registry entry whose peer is in this session; document entries re-check the
-    written rule. One batched call per peer."""
-    from poolcheck.peers.isolation import call_peer_many
-
+    written rule. One batched call per peer, judged on the fuzzer's own path
+    (:func:`~poolcheck.fuzz.session.judge_peer`)."""
     eng = get_engine(engine)
     by_name = {p.name: p for p in peers}
     checks: list[KnownCheck | None] = [None] * len(entries)
@@ -116,22 +119,22 @@ def recheck_known(entries: Sequence[KnownEntry], peers: Sequence[Peer], *, isola
             try:
                 found = O.check_shape_rules(case, resolve(case.spec, case.x.shape))
             except PoolcheckError as exc:
-                checks[i] = KnownCheck(e, "changed", f"the engine now rejects it: {exc}")
+                checks[i] = KnownCheck(e, KnownState.CHANGED, f"the engine now rejects it: {exc}")
                 continue
             focused = [ff for f in found for ff in f.focused()]
             sigs = [f.signature for f in focused]
             if e.signature in sigs:
-                checks[i] = KnownCheck(e, "reproduces", "the written rule still differs from the runtime",
+                checks[i] = KnownCheck(e, KnownState.REPRODUCES, "the written rule still differs from the runtime",
                                        focused[sigs.index(e.signature)])
             elif sigs:
-                checks[i] = KnownCheck(e, "changed", f"now {sigs[0]}", focused[0])
+                checks[i] = KnownCheck(e, KnownState.CHANGED, f"now {sigs[0]}", focused[0])
             else:
-                checks[i] = KnownCheck(e, "fixed", "the written rule and the runtime now agree")
+                checks[i] = KnownCheck(e, KnownState.FIXED, "the written rule and the runtime now agree")
         elif e.peer is not None and e.peer in by_name:
             per_peer.setdefault(e.peer, []).append(i)
         else:
             why = f"peer {e.peer!r} is not in this session" if e.peer else f"{e.kind} entries are not re-checked"
-            checks[i] = KnownCheck(e, "skipped", why)
+            checks[i] = KnownCheck(e, KnownState.SKIPPED, why)
     for name, idxs in per_peer.items():
         peer = by_name[name]
         try:
@@ -139,33 +142,42 @@ def recheck_known(entries: Sequence[KnownEntry], peers: Sequence[Peer], *, isola
         except Exception:
             version = "unknown"
         cases = [fuzz_case_from(entries[i].case) for i in idxs]
-        results = call_peer_many(peer, [(c.spec, c.x) for c in cases], isolated=isolated, timeout=timeout)
-        for i, case, res in zip(idxs, cases, results):
+        refs = [_reference_or_none(eng, c) for c in cases]
+        # ties between equally good explanations go to the recorded one: the question is
+        # whether the recorded behaviour still explains the peer
+        prefer = [{entries[i].sig.detail: 1_000_000} for i in idxs]
+        judged = judge_peer(peer, cases, refs, eng, version=version, prefer=prefer.__getitem__,
+                            isolated=isolated, timeout=timeout)
+        for i, (_case, res, found) in zip(idxs, judged):
             e = entries[i]
             if res.status in ("declined", "unavailable"):
-                checks[i] = KnownCheck(e, "skipped", f"{res.status}: {res.message}", version=version)
+                checks[i] = KnownCheck(e, KnownState.SKIPPED, f"{res.status}: {res.message}", version=version)
                 continue
-            base, geom = O.reference(eng, case)
-            # ties between equally good explanations go to the recorded one: the question is
-            # whether the recorded behaviour still explains the peer
-            atom = e.sig.detail
-            found = O.check_peer(case, name, res, eng, base, geom, version, {atom: 1_000_000})
             focused = found.focused() if found is not None else []
             f = next((ff for ff in focused if ff.signature == e.signature), focused[0] if focused else None)
             recorded = next((t.split("=", 1)[1] for t in e.case.tags if t.startswith(f"version:{name}=")), None)
             if f is None:
                 msg = (f"no longer reproduces: {name} {version} agrees with the reference"
                        + (f" (recorded with {recorded})" if recorded else "") + " -- fixed upstream?")
-                checks[i] = KnownCheck(e, "fixed", msg, version=version)
+                checks[i] = KnownCheck(e, KnownState.FIXED, msg, version=version)
             elif f.signature == e.signature:
-                checks[i] = KnownCheck(e, "reproduces", f"reproduces with {name} {version}: {f.text}", f, version)
+                checks[i] = KnownCheck(e, KnownState.REPRODUCES, f"reproduces with {name} {version}: {f.text}", f, version)
             else:
-                checks[i] = KnownCheck(e, "changed", f"diverges differently with {name} {version}: {f.klass}", f,
+                checks[i] = KnownCheck(e, KnownState.CHANGED, f"diverges differently with {name} {version}: {f.klass}", f,
                                        version)
             if f is not None and f.signature == e.signature and len(focused) > 1:
                 others = ", ".join(ff.atom for ff in focused if ff.signature != e.signature)
                 checks[i].message += f" (it also shows {others})"
     return [c for c in checks if c is not None]
+
+
+def _reference_or_none(engine: ModuleType, case: FuzzCase) -> tuple[O.Outputs, Geometry] | None:
+    """The reference for a known case, or None when the engine now rejects it (then a peer that
+    computes an output accepts an invalid configuration)."""
+    try:
+        return O.reference(engine, case)
+    except PoolcheckError:
+        return None
 
 
 # --------------------------------------------------------------------------- result building
@@ -240,7 +252,8 @@ def finding_result(finding: O.Finding, *, new: bool, replay: str, source: str = 
 
 
 def known_result(k: KnownCheck) -> CaseResult:
-    verdict = {"reproduces": "erratum", "fixed": "pass", "changed": "fail", "skipped": "skip"}[k.state]
+    verdict = {KnownState.REPRODUCES: Verdict.ERRATUM, KnownState.FIXED: Verdict.PASS,
+               KnownState.CHANGED: Verdict.FAIL, KnownState.SKIPPED: Verdict.SKIP}[k.state]
     c = k.entry.case
     runner = k.entry.peer or k.entry.sig.subject
     check = Check(runner, "peer" if k.entry.peer else "document", verdict, k.message,
@@ -290,8 +303,6 @@ def run_campaign(
     sessions: Callable[[FuzzOptions, Callable[[Progress], None] | None], list[SessionResult]] = run_sessions,
 ) -> Campaign:
     """Re-check the registry, fuzz, write a case per new divergence, and build the result."""
-    from poolcheck.fuzz.session import resolve_peer_list
-
     phase = on_phase or (lambda _s: None)
     entries, known_errors = known_entries(list(known_paths))
     peers = resolve_peer_list(options.peers)
@@ -306,7 +317,7 @@ def run_campaign(
     known_checks = recheck_known(entries, available, isolated=options.isolated, timeout=options.peer_timeout,
                                  engine=options.engine)
     known_sigs = {e.signature for e in entries}
-    changed = [k for k in known_checks if k.state == "changed" and k.finding is not None]
+    changed = [k for k in known_checks if k.state == KnownState.CHANGED and k.finding is not None]
     options = replace(options, known_signatures=frozenset(known_sigs))
     phase("fuzzing")
     saved: dict[str, Path] = {}
@@ -370,7 +381,7 @@ def run_campaign(
         divergent_configurations=dict(prog.divergent),
         new=new,
         known_seen=seen_known,
-        fixed_upstream=[k.entry.case.id for k in known_checks if k.state == "fixed"],
+        fixed_upstream=[k.entry.case.id for k in known_checks if k.state == KnownState.FIXED],
         detected_at_s={s: round(t, 3) for s, t in session.detected_at.items()},
         shrunk_at_s={s: round(t, 3) for s, t in session.shrunk_at.items()},
         unshrunk=[s for s in new if s in session.findings and s not in session.shrunk],
@@ -400,8 +411,6 @@ def _save(f: O.Finding, save_dir: str | Path, options: FuzzOptions, command: str
 
 def _peer_ref(options: FuzzOptions, name: str) -> str:
     """What to pass to ``--peers`` to get the peer called ``name`` again."""
-    from poolcheck.fuzz.session import resolve_peer_list
-
     for p in options.peers:
         if isinstance(p, str):
             try:
