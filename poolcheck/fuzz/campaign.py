@@ -45,7 +45,17 @@ from poolcheck.fuzz.session import (
 from poolcheck.fuzz.strategies import FuzzCase
 from poolcheck.judgement import judge, tensor, tolerance_for
 from poolcheck.peers.base import Peer
-from poolcheck.results import DEFAULT_FAIL_ON, CaseResult, Check, Diff, FuzzSummary, KnownState, RunResult, Verdict
+from poolcheck.results import (
+    DEFAULT_FAIL_ON,
+    CaseResult,
+    Check,
+    Diff,
+    FuzzSummary,
+    KnownState,
+    RunResult,
+    Verdict,
+    signature_tag,
+)
 from poolcheck.runner import new_result
 from poolcheck.spec.indices import index_layout
 from poolcheck.spec.shape import Geometry, resolve
@@ -237,7 +247,7 @@ def finding_result(finding: O.Finding, *, new: bool, replay: str, source: str = 
         actual={k: tensor(np.asarray(v)) for k, v in finding.actual.items() if v is not None},
         severity=finding.weight.value,
     )
-    tags = ["fuzz", "new" if new else "known", finding.kind, f"signature:{finding.signature}"]
+    tags = ["fuzz", "new" if new else "known", finding.kind.value, signature_tag(finding.sig)]
     if not shrunk:
         tags.append("unshrunk")
     title = f"{finding.subject}: {finding.text}"

@@ -88,7 +88,7 @@ def finding_case(finding: Finding, expected: dict[str, Any], *, command: str = "
     if finding.kind == "invalid":
         return None
     case = finding.case
-    tags = ["fuzz", finding.kind]
+    tags = ["fuzz", finding.kind.value]
     if finding.kind == "peer":
         tags.append(f"{KNOWN_TAG_PEER}{finding.subject}")
         if finding.version and finding.version != "unknown":

@@ -41,20 +41,20 @@ from poolcheck.judgement import (
 )
 from poolcheck.judgement import output_contract as judge_contract
 from poolcheck.peers.base import PeerResult
-from poolcheck.results import Severity
+from poolcheck.results import FindingKind, PeerStatus, Severity, Signature
 from poolcheck.spec import attributes as A
 from poolcheck.spec.indices import index_layout
 from poolcheck.spec.policy import SPEC
 from poolcheck.spec.shape import Geometry, axis_rules, resolve
 
-KINDS = ("peer", "engine", "document", "metamorphic", "invalid")
+KINDS = tuple(k.value for k in FindingKind)
 
 
 @dataclass
 class Finding:
     """One divergence on one configuration."""
 
-    kind: str  # one of KINDS
+    kind: FindingKind
     op: str  # "max" | "avg"
     subject: str  # peer name, "numpy vs c", "openvino-written", engine name
     klass: str  # diagnosis class (stable; part of the signature)
@@ -62,7 +62,7 @@ class Finding:
     detail: str  # the first difference, or the peer's message
     case: FuzzCase
     explained: bool = True
-    status: str = "ok"  # the peer's status: ok | rejects | crash | timeout
+    status: PeerStatus = PeerStatus.OK  # the peer's status
     version: str | None = None
     actual: dict[str, Any] = field(default_factory=dict)  # the subject's outputs (arrays)
     extra: dict[str, Any] = field(default_factory=dict)
@@ -80,9 +80,19 @@ class Finding:
             return self.severity
         return Severity.ERRATUM if self.kind == "document" else Severity.VIOLATION
 
+    def __post_init__(self) -> None:
+        self.kind = FindingKind(self.kind)
+        self.status = PeerStatus(self.status)
+
+    @property
+    def sig(self) -> Signature:
+        """What deduplicates this divergence (kind, op, subject, the one behaviour)."""
+        return Signature(self.kind, self.op, self.subject, self.atom or self.klass)
+
     @property
     def signature(self) -> str:
-        return f"{self.kind}|{self.op}|{self.subject}|{self.atom or self.klass}"
+        """:attr:`sig` written out (``kind|op|subject|detail``): the key of maps and tags."""
+        return self.sig.key
 
     def focused(self) -> list[Finding]:
         """One copy per behaviour named by the diagnosis: an example where a peer both ignores NaN
