@@ -100,7 +100,7 @@ def _index_tap(cells: list[WindowCell], index: int, case: Case, geom: S.Geometry
     for cell in cells:
         if cell.kind != "input":
             continue
-        flat = int(np.ravel_multi_index(cell.coords, sizes, order=layout.order))
+        flat = int(np.ravel_multi_index(cell.coords, sizes, order=layout.order))  # type: ignore[call-overload]
         if (nc * plane + flat) % layout.modulus == index:
             return list(cell.coords)
     return None

@@ -325,7 +325,7 @@ def window_cells(case_input: np.ndarray, geom: Geometry, position: Sequence[int]
         is_chosen = False
         if chosen is not None and kind == "input" and layout is not None:
             sizes = [a.size for a in geom.axes]
-            flat = int(np.ravel_multi_index(coords, sizes, order=layout.order))
+            flat = int(np.ravel_multi_index(coords, sizes, order=layout.order))  # type: ignore[call-overload]
             nc = n * geom.channels + c
             is_chosen = (nc * int(np.prod(sizes)) + flat) % layout.modulus == chosen
         cells.append(WindowCell(list(coords), kind, value, is_chosen))

@@ -40,7 +40,7 @@ from poolcheck.judgement import (
     within_accumulation,
 )
 from poolcheck.judgement import output_contract as judge_contract
-from poolcheck.results import CaseResult, Check, Diff, RunResult, Severity, Verdict, worst
+from poolcheck.results import CaseResult, Check, CheckKind, Diff, PeerStatus, RunResult, Severity, Verdict, worst
 from poolcheck.spec.policy import Policy
 
 
@@ -64,7 +64,7 @@ def check_engine(case: Case, engine: str) -> Check:
     try:
         return _check_engine(case, engine)
     except Exception as exc:  # the per-case boundary: the reason is kept, the run goes on
-        return Check(engine, "engine", "error", f"{_reason(exc)} [engine={engine}]")
+        return Check(engine, CheckKind.ENGINE, Verdict.ERROR, f"{_reason(exc)} [engine={engine}]")
 
 
 def _reason(exc: BaseException) -> str:
@@ -86,10 +86,10 @@ def _check_engine(case: Case, engine: str) -> Check:
         values, indices = run_spec(case.spec, case.input, engine=engine)
         geom = S.resolve(case.spec, case.input.shape)
     except PoolcheckError as exc:
-        return Check(engine, "engine", "error", f"{exc} {where}")
+        return Check(engine, CheckKind.ENGINE, Verdict.ERROR, f"{exc} {where}")
     contract = output_contract(case, values, indices, peer=False)
     if contract:
-        return Check(engine, "engine", "fail", f"{contract} {where}", severity=Severity.VIOLATION.value,
+        return Check(engine, CheckKind.ENGINE, Verdict.FAIL, f"{contract} {where}", severity=Severity.VIOLATION,
                      diagnosis="output contract")
     layout = S.index_layout(case.spec, case.input.shape) if case.spec.op == "max" else None
     if indices is not None:
@@ -102,24 +102,24 @@ def _check_engine(case: Case, engine: str) -> Check:
     diffs, total, messages = judged.diffs, judged.total, judged.messages
     if not diffs:
         if case.erratum is not None:
-            return Check(engine, "engine", "fail",
+            return Check(engine, CheckKind.ENGINE, Verdict.FAIL,
                          "the case records an erratum, but the document agrees with the engine (stale erratum?)",
-                         expected=expected, actual=actual, severity=Severity.VIOLATION.value)
-        return Check(engine, "engine", "pass", expected=expected, actual=actual)
+                         expected=expected, actual=actual, severity=Severity.VIOLATION)
+        return Check(engine, CheckKind.ENGINE, Verdict.PASS, expected=expected, actual=actual)
     if case.erratum is not None:
         # Outputs the erratum corrects must match its correction; the rest must match the document.
         corrected = {**case.expected, **case.erratum["correct"]}
         again = _against(case, corrected, values, indices, geom, layout)
         still, still_total, still_msgs = again.diffs, again.total, again.messages
         if not still:
-            return Check(engine, "engine", "erratum", "; ".join(messages) + " (the document is wrong as the case's erratum records)",
-                         diffs, total, expected=expected, actual=actual, severity=Severity.ERRATUM.value)
-        return Check(engine, "engine", "fail",
+            return Check(engine, CheckKind.ENGINE, Verdict.ERRATUM, "; ".join(messages) + " (the document is wrong as the case's erratum records)",
+                         diffs, total, expected=expected, actual=actual, severity=Severity.ERRATUM)
+        return Check(engine, CheckKind.ENGINE, Verdict.FAIL,
                      "differs from the document and from the recorded erratum: " + "; ".join(still_msgs)
                      + f" {where}", still, still_total, expected=expected, actual=actual,
-                     severity=Severity.VIOLATION.value)
-    return Check(engine, "engine", "fail", "; ".join(messages) + f" {where}", diffs, total,
-                 expected=expected, actual=actual, severity=Severity.VIOLATION.value)
+                     severity=Severity.VIOLATION)
+    return Check(engine, CheckKind.ENGINE, Verdict.FAIL, "; ".join(messages) + f" {where}", diffs, total,
+                 expected=expected, actual=actual, severity=Severity.VIOLATION)
 
 
 def spec_dict(case: Case) -> dict[str, Any]:
@@ -135,7 +135,7 @@ def replay_command(case: Case, options: Sequence[str] = ()) -> str:
 
 def error_result(case: Case, reason: str, replay: str = "") -> CaseResult:
     """A case that could not be judged: verdict ``error`` with where and why."""
-    return CaseResult(case_id=case.id, verdict="error", title=case.title, source=case.location,
+    return CaseResult(case_id=case.id, verdict=Verdict.ERROR, title=case.title, source=case.location,
                       convention=case.convention, op=case.op, dtype=getattr(case.dtype, "name", ""),
                       tags=list(case.tags), replay=replay, message=f"{case.location}: {reason}")
 
@@ -248,8 +248,9 @@ def select_cases(cases: list[Case], pattern: str | None) -> list[Case]:
 
 # --------------------------------------------------------------------------- peers
 
-STATUS_VERDICT = {"rejects": "rejects", "crash": "crash", "timeout": "timeout", "declined": "skip",
-                  "unavailable": "skip", "invalid": "fail"}
+STATUS_VERDICT = {PeerStatus.REJECTS: Verdict.REJECTS, PeerStatus.CRASH: Verdict.CRASH,
+                  PeerStatus.TIMEOUT: Verdict.TIMEOUT, PeerStatus.DECLINED: Verdict.SKIP,
+                  PeerStatus.UNAVAILABLE: Verdict.SKIP, PeerStatus.INVALID: Verdict.FAIL}
 
 
 def check_peer_output(case: Case, peer_name: str, version: str | None, result: Any) -> Check:
@@ -257,7 +258,7 @@ def check_peer_output(case: Case, peer_name: str, version: str | None, result: A
     try:
         return _check_peer_output(case, peer_name, version, result)
     except Exception as exc:  # the per-case boundary: a peer's oddity never ends the run
-        return Check(peer_name, "peer", "error", f"{_reason(exc)} [peer={peer_name}]", version=version)
+        return Check(peer_name, CheckKind.PEER, Verdict.ERROR, f"{_reason(exc)} [peer={peer_name}]", version=version)
 
 
 #: Peer statuses and the severity of the verdict they give: refusing a valid configuration is a
@@ -278,10 +279,10 @@ def _as_output_array(value: Any) -> Any:
 
 def _check_peer_output(case: Case, peer_name: str, version: str | None, result: Any) -> Check:
     if result.status != "ok":
-        verdict = STATUS_VERDICT.get(result.status, "rejects")
+        verdict = STATUS_VERDICT.get(result.status, Verdict.REJECTS)
         sev = STATUS_SEVERITY.get(result.status)
-        return Check(peer_name, "peer", verdict, f"{result.status}: {result.message}".rstrip(": "),
-                     version=version, severity=sev.value if sev and verdict != "skip" else None)
+        return Check(peer_name, CheckKind.PEER, verdict, f"{result.status}: {result.message}".rstrip(": "),
+                     version=version, severity=sev if sev and verdict != Verdict.SKIP else None)
     ref_values, ref_indices = run_spec(case.spec, case.input, engine="numpy")
     geom = S.resolve(case.spec, case.input.shape)
     layout = S.index_layout(case.spec, case.input.shape) if case.spec.op == "max" else None
@@ -296,8 +297,8 @@ def _check_peer_output(case: Case, peer_name: str, version: str | None, result: 
         if isinstance(raw_values, np.ndarray) and raw_values.shape != ref_values.shape:
             shape_diffs.append(Diff("shape", None, list(ref_values.shape), list(raw_values.shape)))
         notes = "; ".join(str(n) for n in (getattr(out, "notes", []) or []))
-        return Check(peer_name, "peer", "fail", contract + (f" ({notes})" if notes else ""), shape_diffs,
-                     len(shape_diffs), version=version, severity=Severity.VIOLATION.value,
+        return Check(peer_name, CheckKind.PEER, Verdict.FAIL, contract + (f" ({notes})" if notes else ""), shape_diffs,
+                     len(shape_diffs), version=version, severity=Severity.VIOLATION,
                      diagnosis="output contract")
     values = raw_values
     indices = None if raw_indices is None else raw_indices.astype(np.int64)
@@ -317,10 +318,10 @@ def _check_peer_output(case: Case, peer_name: str, version: str | None, result: 
         actual["indices"] = tensor(indices)
     notes = "; ".join(str(n) for n in (getattr(out, "notes", []) or []))
     if not diffs:
-        return Check(peer_name, "peer", "pass", notes, version=version, expected=expected, actual=actual)
+        return Check(peer_name, CheckKind.PEER, Verdict.PASS, notes, version=version, expected=expected, actual=actual)
     severity, why = peer_severity(case, values, indices)
-    return Check(peer_name, "peer", "fail", "; ".join(messages) + (f" ({notes})" if notes else ""), diffs, total,
-                 version=version, expected=expected, actual=actual, severity=severity.value, diagnosis=why)
+    return Check(peer_name, CheckKind.PEER, Verdict.FAIL, "; ".join(messages) + (f" ({notes})" if notes else ""), diffs, total,
+                 version=version, expected=expected, actual=actual, severity=severity, diagnosis=why)
 
 
 #: Policy points the specs leave open (poolcheck/spec/policy.py): a peer whose output matches
@@ -384,7 +385,7 @@ def peer_checks(cases: Sequence[Case], peers: Sequence[Any], *, isolated: bool =
                                      timeout=timeout)
         except Exception as exc:  # a peer layer failure is every case's error on this peer, not the run's end
             for case in cases:
-                out[case.id].append(Check(peer.name, "peer", "error", f"{_reason(exc)} [peer={peer.name}]",
+                out[case.id].append(Check(peer.name, CheckKind.PEER, Verdict.ERROR, f"{_reason(exc)} [peer={peer.name}]",
                                           version=version))
             continue
         for case, result in zip(cases, results):

@@ -30,7 +30,7 @@ from poolcheck.cli.common import (
 )
 from poolcheck.corpus import KNOWN_DIR
 from poolcheck.report.writers import check_report_dir
-from poolcheck.results import CaseResult
+from poolcheck.results import CaseResult, Verdict
 from poolcheck.runner import new_result, peer_checks, record_peer_versions, run_case
 
 #: Peers ``audit`` runs by default (those installed here).
@@ -86,7 +86,7 @@ def audit(
             by_case = peer_checks(cases, peer_list, timeout=timeout) if peer_list and cases else {}
             for a in audits:
                 if a.node.problem:  # a node poolcheck cannot model is not judged: an error verdict (exit 2)
-                    result.cases.append(CaseResult(case_id=a.node.name, verdict="error", source=f"{model}:{a.node.name}",
+                    result.cases.append(CaseResult(case_id=a.node.name, verdict=Verdict.ERROR, source=f"{model}:{a.node.name}",
                                                    op=a.node.op_type, message=f"{model}: node {a.node.name!r}: {a.node.problem}"))
                 for case in a.cases:
                     r = run_case(case, engines, by_case.get(case.id, []))

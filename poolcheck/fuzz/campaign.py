@@ -49,9 +49,12 @@ from poolcheck.results import (
     DEFAULT_FAIL_ON,
     CaseResult,
     Check,
+    CheckKind,
     Diff,
+    FindingKind,
     FuzzSummary,
     KnownState,
+    PeerStatus,
     RunResult,
     Verdict,
     signature_tag,
@@ -219,12 +222,12 @@ def _diffs(finding: O.Finding, expected: dict[str, Any]) -> tuple[list[Diff], in
     return judged.diffs, judged.total
 
 
-def _verdict(finding: O.Finding, new: bool) -> str:
+def _verdict(finding: O.Finding, new: bool) -> Verdict:
     if not new:
-        return "erratum"
-    if finding.status in ("crash", "timeout"):
-        return finding.status
-    return "fail"
+        return Verdict.ERRATUM
+    if finding.status in (PeerStatus.CRASH, PeerStatus.TIMEOUT):
+        return Verdict(finding.status.value)
+    return Verdict.FAIL
 
 
 def finding_result(finding: O.Finding, *, new: bool, replay: str, source: str = "",
@@ -237,7 +240,8 @@ def finding_result(finding: O.Finding, *, new: bool, replay: str, source: str = 
         expected = {}
     diffs, total = _diffs(finding, expected)
     verdict = _verdict(finding, new)
-    kind = {"peer": "peer", "invalid": "peer", "document": "document"}.get(finding.kind, "engine")
+    kind = {FindingKind.PEER: CheckKind.PEER, FindingKind.INVALID: CheckKind.PEER,
+            FindingKind.DOCUMENT: CheckKind.DOCUMENT}.get(finding.kind, CheckKind.ENGINE)
     message = finding.detail
     if finding.status == "rejects":
         message = f"rejects: {finding.detail}"
@@ -245,7 +249,7 @@ def finding_result(finding: O.Finding, *, new: bool, replay: str, source: str = 
         finding.subject, kind, verdict, message, diffs, total, finding.text, finding.version,
         expected={k: tensor(np.asarray(v)) for k, v in expected.items() if k != "shape" and v is not None},
         actual={k: tensor(np.asarray(v)) for k, v in finding.actual.items() if v is not None},
-        severity=finding.weight.value,
+        severity=finding.weight,
     )
     tags = ["fuzz", "new" if new else "known", finding.kind.value, signature_tag(finding.sig)]
     if not shrunk:
@@ -266,9 +270,9 @@ def known_result(k: KnownCheck) -> CaseResult:
                KnownState.CHANGED: Verdict.FAIL, KnownState.SKIPPED: Verdict.SKIP}[k.state]
     c = k.entry.case
     runner = k.entry.peer or k.entry.sig.subject
-    check = Check(runner, "peer" if k.entry.peer else "document", verdict, k.message,
+    check = Check(runner, CheckKind.PEER if k.entry.peer else CheckKind.DOCUMENT, verdict, k.message,
                   diagnosis=k.finding.text if k.finding else None, version=k.version,
-                  severity=k.finding.weight.value if k.finding is not None and verdict != "pass" else None)
+                  severity=k.finding.weight if k.finding is not None and verdict != Verdict.PASS else None)
     return CaseResult(
         case_id=c.id, verdict=verdict, title=c.title, source=c.location, convention=c.convention, op=c.op,
         spec={"op": c.op, **c.attributes}, input_shape=list(c.input.shape), dtype=c.dtype.name, checks=[check],

@@ -148,7 +148,7 @@ def check_engines(case: FuzzCase, engines: dict[str, ModuleType], base: Outputs,
                                 np.dtype(np.float64), result=case.x.dtype, both_float64=True)
         mm = mismatch(base, other.values, other.indices, tol)
         if mm:
-            findings.append(Finding("engine", case.op, f"{names[0]} vs {name}", mm.what(),
+            findings.append(Finding(FindingKind.ENGINE, case.op, f"{names[0]} vs {name}", mm.what(),
                                     f"the {name} engine differs from the {names[0]} engine ({mm.what()})",
                                     first_difference(base, other.values, other.indices, mm), case, False,
                                     actual={"values": other.values, "indices": other.indices}))
@@ -181,7 +181,7 @@ def check_shape_rules(case: FuzzCase, geom: Geometry) -> list[Finding]:
         written_shape = list(geom.output_shape)
         written_shape[2 + i] = written.out if written.out is not None else -1
         return [Finding(
-            "document", spec.op, f"{rule_name} rule", klass,
+            FindingKind.DOCUMENT, spec.op, f"{rule_name} rule", klass,
             f"the written {spec.convention} shape rule ({family}, {rounding}) gives {written.out} on axis {i}, "
             f"the runtimes and the engine {a.out}",
             f"axis {i}: written: {written.working}; runtime: {a.out}", case,
@@ -195,7 +195,7 @@ def check_shape_rules(case: FuzzCase, geom: Geometry) -> list[Finding]:
 
 
 def _violation(case: FuzzCase, engine_name: str, prop: str, text: str, detail: str) -> Finding:
-    return Finding("metamorphic", case.op, engine_name, prop, text, detail, case, False)
+    return Finding(FindingKind.METAMORPHIC, case.op, engine_name, prop, text, detail, case, False)
 
 
 def _gather_back(case: FuzzCase, engine_name: str, base: Outputs, geom: Geometry) -> Finding | None:
@@ -455,21 +455,21 @@ def check_peer(case: FuzzCase, peer: str, result: PeerResult, engine: ModuleType
         actual = {}
         if result.output is not None:
             actual = {"values": result.output.values, "indices": result.output.indices}
-        return Finding("invalid", case.op, peer, klass, f"{text} ({case.mutation})", result.message or text, case,
-                       False, result.status, version, actual)
+        return Finding(FindingKind.INVALID, case.op, peer, klass, f"{text} ({case.mutation})", result.message or text, case,
+                       False, PeerStatus(result.status), version, actual)
     if result.status in ("crash", "timeout", "invalid"):
-        return Finding("peer", case.op, peer, result.status, f"{result.status}: {result.message}", result.message,
-                       case, False, result.status, version, severity=STATUS_SEVERITY.get(result.status))
+        return Finding(FindingKind.PEER, case.op, peer, result.status, f"{result.status}: {result.message}", result.message,
+                       case, False, PeerStatus(result.status), version, severity=STATUS_SEVERITY.get(result.status))
     if result.status == "rejects":
         d = diagnose_rejection(case.spec, case.x, result.message)
-        return Finding("peer", case.op, peer, d.klass, d.text, result.message, case, d.explained, "rejects", version,
+        return Finding(FindingKind.PEER, case.op, peer, d.klass, d.text, result.message, case, d.explained, PeerStatus.REJECTS, version,
                        atoms=d.atoms, severity=d.severity)
     out = result.output
     assert out is not None
     contract = output_contract(case, out.values, out.indices)
     if contract is not None:
         klass, text = contract
-        return Finding("peer", case.op, peer, klass, text, text, case, True, "ok", version,
+        return Finding(FindingKind.PEER, case.op, peer, klass, text, text, case, True, PeerStatus.OK, version,
                        {"values": out.values if isinstance(out.values, np.ndarray) and out.values.dtype.kind in "fiu"
                         else None}, severity=Severity.VIOLATION)
     values = np.asarray(out.values)
@@ -481,7 +481,7 @@ def check_peer(case: FuzzCase, peer: str, result: PeerResult, engine: ModuleType
     d: Diagnosis = diagnose_output(engine, case.spec, case.x, values, indices, prefer)
     if d.klass == "same":  # the diagnosis tolerance is the comparison's: cannot happen, but be safe
         return None
-    return Finding("peer", case.op, peer, d.klass, d.text, first_difference(base, values, indices, mm), case,
-                   d.explained, "ok", version, {"values": values, "indices": indices},
+    return Finding(FindingKind.PEER, case.op, peer, d.klass, d.text, first_difference(base, values, indices, mm), case,
+                   d.explained, PeerStatus.OK, version, {"values": values, "indices": indices},
                    {"variants": d.variants, "ambiguous": d.ambiguous, "attribution": d.attribution}, d.atoms,
                    severity=d.severity)

@@ -283,7 +283,7 @@ class Session:
         for case in batch:
             ok, _why = O.engine_accepts(case)
             if case.mutation and ok:
-                findings.append(O.Finding("engine", case.op, "validation", f"accepts invalid: {case.mutation}",
+                findings.append(O.Finding(FindingKind.ENGINE, case.op, "validation", f"accepts invalid: {case.mutation}",
                                           "poolcheck accepts a configuration it should reject", case.describe(),
                                           case, False))
                 refs.append(None)
@@ -294,7 +294,7 @@ class Session:
             try:
                 base, geom = O.reference(self.engine, case)
             except PoolcheckError as exc:
-                findings.append(O.Finding("engine", case.op, self.engine.NAME, "error", "the engine raised", str(exc),
+                findings.append(O.Finding(FindingKind.ENGINE, case.op, self.engine.NAME, "error", "the engine raised", str(exc),
                                           case, False))
                 refs.append(None)
                 continue
@@ -316,8 +316,12 @@ class Session:
         for peer in self.peers if "peers" in oracles else ():
             status = self.progress.peer_status.setdefault(peer.name, Counter())
             prefer = self.preference.setdefault(peer.name, Counter())
+
+            def history(_i: int, p: Counter[str] = prefer) -> Mapping[str, int]:
+                return p  # one history per peer, updated as its items are judged
+
             for _case, result, f in judge_peer(peer, batch, refs, self.engine, version=self.versions.get(peer.name),
-                                               prefer=lambda _i, p=prefer: p, isolated=self.options.isolated,
+                                               prefer=history, isolated=self.options.isolated,
                                                timeout=self.options.peer_timeout, call=self._call):
                 status[result.status] += 1
                 if result.status in ("ok", "rejects"):
