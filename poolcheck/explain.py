@@ -11,15 +11,17 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from poolcheck import spec as S
 from poolcheck.api import run_spec
+from poolcheck.cases import load_file
 from poolcheck.cases.model import Case
 from poolcheck.engines.numpy_engine import divisor
-from poolcheck.errors import AttributeValueError, PoolcheckError
+from poolcheck.errors import AttributeValueError, CaseFileError, PoolcheckError
 from poolcheck.judgement import differing, window_cells
 from poolcheck.peers.isolation import call_peer_many
 from poolcheck.results import WindowCell
@@ -52,6 +54,43 @@ class Explanation:
     @property
     def is_max(self) -> bool:
         return self.case.spec.op == "max"
+
+
+def split_case_ref(ref: str, k: str | None) -> tuple[str, str | None]:
+    """``path::id`` -> (path, id); a plain path keeps ``-k``. Both at once is a usage error."""
+    if "::" in ref:
+        path, case_id = ref.rsplit("::", 1)
+        if k is not None and k != case_id:
+            raise AttributeValueError("-k", f"the case is named twice ({case_id!r} in {ref!r} and -k {k!r})")
+        return path, case_id
+    return ref, k
+
+
+def pick_case(cases: list[Case], case_id: str | None, path: str) -> Case:
+    """The case with id ``case_id`` (exact, else the only one containing it)."""
+    if case_id is None:
+        if len(cases) == 1:
+            return cases[0]
+        ids = ", ".join(c.id for c in cases[:8]) + (", ..." if len(cases) > 8 else "")
+        raise AttributeValueError("-k", f"{path} holds {len(cases)} cases; name one with -k ID or {path}::ID ({ids})")
+    exact = [c for c in cases if c.id == case_id]
+    if exact:
+        return exact[0]
+    partial = [c for c in cases if case_id in c.id]
+    if len(partial) == 1:
+        return partial[0]
+    if not partial:
+        raise AttributeValueError("-k", f"no case in {path} has the id {case_id!r}")
+    raise AttributeValueError("-k", f"{case_id!r} matches {len(partial)} cases in {path}: "
+                                    + ", ".join(c.id for c in partial[:8]))
+
+
+def find_case(ref: str, k: str | None = None) -> Case:
+    """``FILE::ID`` or ``FILE`` with ``-k ID``: the one case to explain (errors name ``-k``)."""
+    path, case_id = split_case_ref(ref, k)
+    if not Path(path).is_file():
+        raise CaseFileError("no such case file", path=path)
+    return pick_case(load_file(path), case_id, path)
 
 
 def parse_position(text: str, case: Case) -> list[int]:

@@ -40,6 +40,7 @@ from poolcheck.judgement import (
     within_accumulation,
 )
 from poolcheck.judgement import output_contract as judge_contract
+from poolcheck.peers.isolation import call_peer_many
 from poolcheck.results import CaseResult, Check, CheckKind, Diff, PeerStatus, RunResult, Severity, Verdict, worst
 from poolcheck.spec.policy import Policy
 
@@ -372,8 +373,6 @@ def _read_only(x: np.ndarray) -> np.ndarray:
 def peer_checks(cases: Sequence[Case], peers: Sequence[Any], *, isolated: bool = True,
                 timeout: float = 30.0) -> dict[str, list[Check]]:
     """Run every case on every peer (one batched call per peer); checks keyed by case id."""
-    from poolcheck.peers.isolation import call_peer_many
-
     out: dict[str, list[Check]] = {c.id: [] for c in cases}
     for peer in peers:
         try:

@@ -41,10 +41,12 @@ from hypothesis.configuration import set_hypothesis_home_dir
 from poolcheck.engines import available_engines, get_engine
 from poolcheck.errors import AttributeValueError, PoolcheckError
 from poolcheck.fuzz import oracles as O
+from poolcheck.fuzz.database import example_database
 from poolcheck.fuzz.strategies import ALL_DTYPES, CONVENTIONS, FuzzCase, config_batches
 from poolcheck.judgement import Outputs
 from poolcheck.peers.base import Peer, PeerResult
-from poolcheck.peers.isolation import call_peer_many
+from poolcheck.peers.isolation import call_peer_many, close_workers
+from poolcheck.peers.registry import resolve_peer
 from poolcheck.results import FindingKind, Signature
 from poolcheck.spec.shape import Geometry
 from poolcheck.userdata import hypothesis_home
@@ -392,8 +394,6 @@ class Session:
         phases = [Phase.explicit, Phase.generate, Phase.shrink]
         db = None
         if self.options.database:
-            from poolcheck.fuzz.database import example_database  # a folder or redis://HOST:PORT/DB
-
             db = example_database(self.options.database)
             if index == 0:
                 phases.insert(1, Phase.reuse)
@@ -479,8 +479,6 @@ class Session:
 
 def resolve_peer_list(peers: Sequence[Any]) -> list[Peer]:
     """Names -> peers (built-ins, plugins, modules, files); Peer objects pass through."""
-    from poolcheck.peers.registry import resolve_peer
-
     return [resolve_peer(p) if isinstance(p, str) else p for p in peers]
 
 
@@ -511,8 +509,6 @@ def _job_main(options: FuzzOptions, job: int, deadline: float | None, max_exampl
         with contextlib.suppress(Exception):  # the parent may be gone already
             out.put(("error", job, traceback.format_exc()))
     finally:
-        from poolcheck.peers.isolation import close_workers
-
         close_workers()
 
 

@@ -15,12 +15,15 @@ from __future__ import annotations
 
 import copy
 import math
+import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from poolcheck.errors import AttributeValueError
 from poolcheck.fingerprint import fingerprint_id, only_on
+from poolcheck.report.jsonfmt import load_result
 from poolcheck.results import FAILING, VERDICTS, CaseResult, RunResult, Signature, worst
 
 #: Verdicts that count as "the divergence showed here" (an erratum is a known divergence seen).
@@ -165,11 +168,6 @@ __all__ = ["SHOWN", "merge_command", "merge_results"]
 
 def merge_command(files: Sequence[Path]) -> RunResult:
     """``poolcheck report merge``: load the files and merge them."""
-    import shlex
-
-    from poolcheck.errors import AttributeValueError
-    from poolcheck.report.jsonfmt import load_result
-
     if len(files) < 2:
         raise AttributeValueError("merge", f"expected two or more result files, got {len(files)}")
     command = "poolcheck report merge " + " ".join(shlex.quote(str(f)) for f in files)
