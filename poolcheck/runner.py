@@ -14,6 +14,7 @@ import datetime as _dt
 import shlex
 import sys
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,112 +23,41 @@ import numpy as np
 import poolcheck
 from poolcheck import spec as S
 from poolcheck.api import run_spec
+from poolcheck.cases import load_paths
 from poolcheck.cases.model import Case
-from poolcheck.errors import PoolcheckError
+from poolcheck.engines import numpy_engine
+from poolcheck.errors import CaseFileError, PoolcheckError
 from poolcheck.fingerprint import machine_fingerprint
-from poolcheck.report.model import CaseResult, Check, Diff, RunResult, Severity, WindowCell, worst
+from poolcheck.judgement import (
+    Judgement,
+    contract_message,
+    differing,
+    judge,
+    label,
+    should_be,
+    tensor,
+    tolerance_for,
+    within_accumulation,
+)
+from poolcheck.judgement import output_contract as judge_contract
+from poolcheck.peers.isolation import call_peer_many
+from poolcheck.results import CaseResult, Check, CheckKind, Diff, PeerStatus, RunResult, Severity, Verdict, worst
 from poolcheck.spec.policy import Policy
-
-MAX_DIFFS = 16
-#: Tensors up to this many elements are stored whole in the result (for side-by-side views).
-FULL_OUTPUT_LIMIT = 4096
-
-
-def _scalar(v: Any) -> Any:
-    if isinstance(v, np.generic):
-        v = v.item()
-    if isinstance(v, float) and not np.isfinite(v):
-        return repr(v)  # "nan", "inf", "-inf" survive JSON
-    return v
-
-
-def _tensor(a: np.ndarray | None) -> Any:
-    if a is None or a.size > FULL_OUTPUT_LIMIT:
-        return None
-    return [_scalar(v) for v in a.reshape(-1)] if a.ndim == 0 else _nested(a)
-
-
-def _nested(a: np.ndarray) -> Any:
-    if a.ndim == 0:
-        return _scalar(a[()])
-    return [_nested(sub) for sub in a]
-
-
-def window_cells(case_input: np.ndarray, geom: S.Geometry, position: Sequence[int],
-                 chosen: int | None, layout: S.IndexLayout | None) -> list[WindowCell]:
-    """The window of one output element over the padded input, with values and the chosen tap."""
-    n, c = int(position[0]), int(position[1])
-    plane = case_input[n, c]
-    cells = []
-    for coords, kind in S.window_taps(geom, position):
-        value = _scalar(plane[coords]) if kind == "input" else None
-        is_chosen = False
-        if chosen is not None and kind == "input" and layout is not None:
-            sizes = [a.size for a in geom.axes]
-            flat = int(np.ravel_multi_index(coords, sizes, order=layout.order))
-            nc = n * geom.channels + c
-            is_chosen = (nc * int(np.prod(sizes)) + flat) % layout.modulus == chosen
-        cells.append(WindowCell(list(coords), kind, value, is_chosen))
-    return cells
-
-
-def compare(
-    name: str,
-    expected: np.ndarray,
-    actual: np.ndarray,
-    *,
-    rtol: float = 0.0,
-    atol: float = 0.0,
-) -> tuple[list[tuple[int, ...]], str]:
-    """Positions where ``actual`` differs from ``expected`` (NaN equals NaN), and a shape message."""
-    if tuple(expected.shape) != tuple(actual.shape):
-        return [], f"{name}: shape {tuple(actual.shape)}, but should be {tuple(expected.shape)}"
-    if expected.dtype.kind == "f" or actual.dtype.kind == "f":
-        e = expected.astype(np.float64)
-        a = actual.astype(np.float64)
-        same = np.isclose(a, e, rtol=rtol, atol=atol, equal_nan=True) | (a == e)
-    else:
-        same = expected.astype(np.int64) == actual.astype(np.int64)
-    bad = np.argwhere(~same)
-    return [tuple(int(i) for i in p) for p in bad], ""
-
-
-def _diffs_for(case: Case, geom: S.Geometry, layout: S.IndexLayout | None, output: str,
-               positions: list[tuple[int, ...]], expected: np.ndarray, actual: np.ndarray,
-               indices: np.ndarray | None) -> list[Diff]:
-    diffs = []
-    for p in positions[:MAX_DIFFS]:
-        chosen = int(indices[p]) if indices is not None else None
-        diffs.append(Diff(output, list(p), _scalar(expected[p]), _scalar(actual[p]),
-                          window_cells(case.input, geom, p, chosen, layout)))
-    return diffs
 
 
 def _against(case: Case, target: dict[str, Any], values: np.ndarray, indices: np.ndarray | None,
-             geom: S.Geometry, layout: S.IndexLayout | None) -> tuple[list[Diff], int, list[str]]:
-    """Compare engine outputs with a set of documented outputs (values / indices / shape)."""
-    diffs: list[Diff] = []
-    total = 0
-    messages: list[str] = []
+             geom: S.Geometry, layout: S.IndexLayout | None) -> Judgement:
+    """Engine outputs against a set of documented outputs (values / indices / shape), under the
+    case's own tolerance for numbers written by hand."""
+    pre = Judgement()
     if "shape" in target and tuple(target["shape"]) != tuple(values.shape):
-        diffs.append(Diff("shape", None, list(target["shape"]), list(values.shape)))
-        total += 1
-        messages.append(f"out.shape={tuple(values.shape)}, but the document says {tuple(target['shape'])}")
-    for output, actual in (("values", values), ("indices", indices)):
-        if output not in target or actual is None:
-            continue
-        exp = np.asarray(target[output])
-        positions, shape_msg = compare(output, exp, actual, rtol=case.rtol, atol=case.atol)
-        if shape_msg:
-            diffs.append(Diff("shape", None, list(exp.shape), list(actual.shape)))
-            total += 1
-            messages.append(shape_msg)
-            continue
-        if positions:
-            total += len(positions)
-            diffs.extend(_diffs_for(case, geom, layout, output, positions, exp, actual, indices))
-            messages.append(f"{output}: {len(positions)} of {actual.size} elements differ")
-    return diffs, total, messages
+        pre.diffs.append(Diff("shape", None, list(target["shape"]), list(values.shape)))
+        pre.total += 1
+        pre.messages.append(should_be("out.shape", tuple(values.shape), tuple(target["shape"])))
+    outputs = [(name, np.asarray(target[name]), actual, None) for name, actual in (("values", values), ("indices", indices))
+               if name in target and actual is not None]
+    j = judge(case.input, geom, layout, outputs, rtol=case.rtol, atol=case.atol, chosen=indices)
+    return Judgement(pre.diffs + j.diffs, pre.total + j.total, pre.messages + j.messages)
 
 
 def check_engine(case: Case, engine: str) -> Check:
@@ -135,7 +65,7 @@ def check_engine(case: Case, engine: str) -> Check:
     try:
         return _check_engine(case, engine)
     except Exception as exc:  # the per-case boundary: the reason is kept, the run goes on
-        return Check(engine, "engine", "error", f"{_reason(exc)} [engine={engine}]")
+        return Check(engine, CheckKind.ENGINE, Verdict.ERROR, f"{_reason(exc)} [engine={engine}]")
 
 
 def _reason(exc: BaseException) -> str:
@@ -147,78 +77,50 @@ def _reason(exc: BaseException) -> str:
 
 
 def output_contract(case: Case, values: Any, indices: Any, *, peer: bool) -> str:
-    """What is wrong with an output's types and shape, or "" (issue 9: values dtype = input dtype,
-    indices dtype as the attributes say, the resolved output shape).
-
-    OpenVINO MaxPool: "index_element_type ... the type of output tensor with indices" (i32/i64);
-    ONNX MaxPool: "Indices tensor from max pooling across the input tensor ... T2 = tensor(int64)".
-    A peer's output must also be a real numeric array (no complex, strings, objects, records).
-    """
-    out_shape = tuple(a.out for a in S.resolve(case.spec, case.input.shape).axes)
-    want_shape = (case.input.shape[0], case.input.shape[1], *out_shape)
-    problems = []
-    for name, arr in (("values", values), ("indices", indices)):
-        if arr is None:
-            continue
-        if not isinstance(arr, np.ndarray):
-            problems.append(f"{name}: not an array ({type(arr).__name__})")
-            continue
-        if arr.dtype.kind not in "fiu":
-            problems.append(f"{name}: element type {arr.dtype} is not a real number type")
-            continue
-        if tuple(arr.shape) != want_shape:
-            problems.append(f"shape: {name} are {tuple(arr.shape)}, the attributes give {want_shape}")
-    if problems:
-        return "; ".join(problems)
-    if isinstance(values, np.ndarray) and values.dtype != case.dtype:
-        problems.append(f"dtype: values are {values.dtype}, the input is {case.dtype}")
-    if isinstance(indices, np.ndarray) and case.spec.op == "max":
-        want = S.index_layout(case.spec, case.input.shape).dtype
-        if indices.dtype != want:
-            rule = (f"index_element_type {case.spec.index_element_type} requires {want}"
-                    if case.spec.convention == "openvino" else f"ONNX MaxPool requires {want}")
-            problems.append(f"dtype: indices are {indices.dtype}, {rule}")
-    return "; ".join(problems)
+    """What is wrong with an output's types and shape, or "" (:func:`poolcheck.judgement.output_contract`)."""
+    return contract_message(judge_contract(case.spec, case.input.shape, case.dtype, values, indices))
 
 
 def _check_engine(case: Case, engine: str) -> Check:
-    label = f"{case.spec.describe()} engine={engine}"
+    where = label(case.spec, f"engine={engine}")
     try:
         values, indices = run_spec(case.spec, case.input, engine=engine)
         geom = S.resolve(case.spec, case.input.shape)
     except PoolcheckError as exc:
-        return Check(engine, "engine", "error", f"{exc} [{label}]")
+        return Check(engine, CheckKind.ENGINE, Verdict.ERROR, f"{exc} {where}")
     contract = output_contract(case, values, indices, peer=False)
     if contract:
-        return Check(engine, "engine", "fail", f"{contract} [{label}]", severity=Severity.VIOLATION.value,
+        return Check(engine, CheckKind.ENGINE, Verdict.FAIL, f"{contract} {where}", severity=Severity.VIOLATION,
                      diagnosis="output contract")
     layout = S.index_layout(case.spec, case.input.shape) if case.spec.op == "max" else None
     if indices is not None:
         indices = indices.astype(np.int64)
-    expected = {k: _tensor(np.asarray(v)) for k, v in case.expected.items() if k != "shape"}
-    actual = {"values": _tensor(values)}
+    expected = {k: tensor(np.asarray(v)) for k, v in case.expected.items() if k != "shape"}
+    actual = {"values": tensor(values)}
     if indices is not None:
-        actual["indices"] = _tensor(indices)
-    diffs, total, messages = _against(case, case.expected, values, indices, geom, layout)
+        actual["indices"] = tensor(indices)
+    judged = _against(case, case.expected, values, indices, geom, layout)
+    diffs, total, messages = judged.diffs, judged.total, judged.messages
     if not diffs:
         if case.erratum is not None:
-            return Check(engine, "engine", "fail",
+            return Check(engine, CheckKind.ENGINE, Verdict.FAIL,
                          "the case records an erratum, but the document agrees with the engine (stale erratum?)",
-                         expected=expected, actual=actual, severity=Severity.VIOLATION.value)
-        return Check(engine, "engine", "pass", expected=expected, actual=actual)
+                         expected=expected, actual=actual, severity=Severity.VIOLATION)
+        return Check(engine, CheckKind.ENGINE, Verdict.PASS, expected=expected, actual=actual)
     if case.erratum is not None:
         # Outputs the erratum corrects must match its correction; the rest must match the document.
         corrected = {**case.expected, **case.erratum["correct"]}
-        still, still_total, still_msgs = _against(case, corrected, values, indices, geom, layout)
+        again = _against(case, corrected, values, indices, geom, layout)
+        still, still_total, still_msgs = again.diffs, again.total, again.messages
         if not still:
-            return Check(engine, "engine", "erratum", "; ".join(messages) + " (the document is wrong as the case's erratum records)",
-                         diffs, total, expected=expected, actual=actual, severity=Severity.ERRATUM.value)
-        return Check(engine, "engine", "fail",
+            return Check(engine, CheckKind.ENGINE, Verdict.ERRATUM, "; ".join(messages) + " (the document is wrong as the case's erratum records)",
+                         diffs, total, expected=expected, actual=actual, severity=Severity.ERRATUM)
+        return Check(engine, CheckKind.ENGINE, Verdict.FAIL,
                      "differs from the document and from the recorded erratum: " + "; ".join(still_msgs)
-                     + f" [{label}]", still, still_total, expected=expected, actual=actual,
-                     severity=Severity.VIOLATION.value)
-    return Check(engine, "engine", "fail", "; ".join(messages) + f" [{label}]", diffs, total,
-                 expected=expected, actual=actual, severity=Severity.VIOLATION.value)
+                     + f" {where}", still, still_total, expected=expected, actual=actual,
+                     severity=Severity.VIOLATION)
+    return Check(engine, CheckKind.ENGINE, Verdict.FAIL, "; ".join(messages) + f" {where}", diffs, total,
+                 expected=expected, actual=actual, severity=Severity.VIOLATION)
 
 
 def spec_dict(case: Case) -> dict[str, Any]:
@@ -234,7 +136,7 @@ def replay_command(case: Case, options: Sequence[str] = ()) -> str:
 
 def error_result(case: Case, reason: str, replay: str = "") -> CaseResult:
     """A case that could not be judged: verdict ``error`` with where and why."""
-    return CaseResult(case_id=case.id, verdict="error", title=case.title, source=case.location,
+    return CaseResult(case_id=case.id, verdict=Verdict.ERROR, title=case.title, source=case.location,
                       convention=case.convention, op=case.op, dtype=getattr(case.dtype, "name", ""),
                       tags=list(case.tags), replay=replay, message=f"{case.location}: {reason}")
 
@@ -280,7 +182,7 @@ def _run_case(case: Case, engines: Sequence[str], extra_checks: list[Check], rep
         tags=list(case.tags),
         replay=replay,
         geometry=geometry_dicts(case),
-        input=_tensor(case.input),
+        input=tensor(case.input),
     )
 
 
@@ -299,7 +201,7 @@ def _plain(v: Any) -> Any:
     if isinstance(v, dict):
         return {k: _plain(x) for k, x in v.items()}
     if isinstance(v, np.ndarray):
-        return _tensor(v)
+        return tensor(v)
     if isinstance(v, tuple):
         return list(v)
     return v
@@ -347,20 +249,9 @@ def select_cases(cases: list[Case], pattern: str | None) -> list[Case]:
 
 # --------------------------------------------------------------------------- peers
 
-#: Tolerances for comparing a peer's averages with the reference (float64-accumulated). Runtimes
-#: accumulate in the input type, so a few units in the last place are expected; max pooling is
-#: compared exactly.
-PEER_RTOL = {"float16": 2e-3, "float32": 1e-5, "float64": 1e-12}
-PEER_ATOL = {"float16": 1e-3, "float32": 1e-6, "float64": 1e-12}
-
-STATUS_VERDICT = {"rejects": "rejects", "crash": "crash", "timeout": "timeout", "declined": "skip",
-                  "unavailable": "skip", "invalid": "fail"}
-
-
-def peer_tolerance(case: Case) -> tuple[float, float]:
-    if case.spec.op == "max":
-        return 0.0, 0.0
-    return PEER_RTOL.get(case.dtype.name, 0.0), PEER_ATOL.get(case.dtype.name, 0.0)
+STATUS_VERDICT = {PeerStatus.REJECTS: Verdict.REJECTS, PeerStatus.CRASH: Verdict.CRASH,
+                  PeerStatus.TIMEOUT: Verdict.TIMEOUT, PeerStatus.DECLINED: Verdict.SKIP,
+                  PeerStatus.UNAVAILABLE: Verdict.SKIP, PeerStatus.INVALID: Verdict.FAIL}
 
 
 def check_peer_output(case: Case, peer_name: str, version: str | None, result: Any) -> Check:
@@ -368,7 +259,7 @@ def check_peer_output(case: Case, peer_name: str, version: str | None, result: A
     try:
         return _check_peer_output(case, peer_name, version, result)
     except Exception as exc:  # the per-case boundary: a peer's oddity never ends the run
-        return Check(peer_name, "peer", "error", f"{_reason(exc)} [peer={peer_name}]", version=version)
+        return Check(peer_name, CheckKind.PEER, Verdict.ERROR, f"{_reason(exc)} [peer={peer_name}]", version=version)
 
 
 #: Peer statuses and the severity of the verdict they give: refusing a valid configuration is a
@@ -389,10 +280,10 @@ def _as_output_array(value: Any) -> Any:
 
 def _check_peer_output(case: Case, peer_name: str, version: str | None, result: Any) -> Check:
     if result.status != "ok":
-        verdict = STATUS_VERDICT.get(result.status, "rejects")
+        verdict = STATUS_VERDICT.get(result.status, Verdict.REJECTS)
         sev = STATUS_SEVERITY.get(result.status)
-        return Check(peer_name, "peer", verdict, f"{result.status}: {result.message}".rstrip(": "),
-                     version=version, severity=sev.value if sev and verdict != "skip" else None)
+        return Check(peer_name, CheckKind.PEER, verdict, f"{result.status}: {result.message}".rstrip(": "),
+                     version=version, severity=sev if sev and verdict != Verdict.SKIP else None)
     ref_values, ref_indices = run_spec(case.spec, case.input, engine="numpy")
     geom = S.resolve(case.spec, case.input.shape)
     layout = S.index_layout(case.spec, case.input.shape) if case.spec.op == "max" else None
@@ -407,42 +298,31 @@ def _check_peer_output(case: Case, peer_name: str, version: str | None, result: 
         if isinstance(raw_values, np.ndarray) and raw_values.shape != ref_values.shape:
             shape_diffs.append(Diff("shape", None, list(ref_values.shape), list(raw_values.shape)))
         notes = "; ".join(str(n) for n in (getattr(out, "notes", []) or []))
-        return Check(peer_name, "peer", "fail", contract + (f" ({notes})" if notes else ""), shape_diffs,
-                     len(shape_diffs), version=version, severity=Severity.VIOLATION.value,
+        return Check(peer_name, CheckKind.PEER, Verdict.FAIL, contract + (f" ({notes})" if notes else ""), shape_diffs,
+                     len(shape_diffs), version=version, severity=Severity.VIOLATION,
                      diagnosis="output contract")
     values = raw_values
     indices = None if raw_indices is None else raw_indices.astype(np.int64)
-    rtol, atol = peer_tolerance(case)
-    diffs: list[Diff] = []
-    total = 0
-    messages: list[str] = []
-    outputs = [("values", ref_values, values)]
+    # the average rule of poolcheck/judgement.py (a runtime accumulates in the input type)
+    tol = tolerance_for(case.spec, case.input, geom, ref_values, numpy_engine) \
+        if values.shape == ref_values.shape else None
+    outputs = [("values", ref_values, values, tol)]
     if ref_indices is not None and indices is not None:
-        outputs.append(("indices", ref_indices.astype(np.int64), indices))
-    for output, exp, act in outputs:
-        positions, shape_msg = compare(output, exp, act, rtol=rtol, atol=atol)
-        if shape_msg:
-            diffs.append(Diff("shape", None, list(exp.shape), list(act.shape)))
-            total += 1
-            messages.append(shape_msg)
-            break
-        if positions:
-            total += len(positions)
-            diffs.extend(_diffs_for(case, geom, layout, output, positions, exp, act,
-                                    indices if indices is not None and indices.shape == exp.shape else None))
-            messages.append(f"{output}: {len(positions)} of {exp.size} elements differ from the reference")
-    expected = {"values": _tensor(ref_values)}
-    actual = {"values": _tensor(values)}
+        outputs.append(("indices", ref_indices.astype(np.int64), indices, None))
+    judged = judge(case.input, geom, layout, outputs, chosen=indices, against="the reference", stop_at_shape=True)
+    diffs, total, messages = judged.diffs, judged.total, judged.messages
+    expected = {"values": tensor(ref_values)}
+    actual = {"values": tensor(values)}
     if ref_indices is not None:
-        expected["indices"] = _tensor(ref_indices)
+        expected["indices"] = tensor(ref_indices)
     if indices is not None:
-        actual["indices"] = _tensor(indices)
+        actual["indices"] = tensor(indices)
     notes = "; ".join(str(n) for n in (getattr(out, "notes", []) or []))
     if not diffs:
-        return Check(peer_name, "peer", "pass", notes, version=version, expected=expected, actual=actual)
+        return Check(peer_name, CheckKind.PEER, Verdict.PASS, notes, version=version, expected=expected, actual=actual)
     severity, why = peer_severity(case, values, indices)
-    return Check(peer_name, "peer", "fail", "; ".join(messages) + (f" ({notes})" if notes else ""), diffs, total,
-                 version=version, expected=expected, actual=actual, severity=severity.value, diagnosis=why)
+    return Check(peer_name, CheckKind.PEER, Verdict.FAIL, "; ".join(messages) + (f" ({notes})" if notes else ""), diffs, total,
+                 version=version, expected=expected, actual=actual, severity=severity, diagnosis=why)
 
 
 #: Policy points the specs leave open (poolcheck/spec/policy.py): a peer whose output matches
@@ -457,11 +337,6 @@ OPEN_POLICIES: tuple[tuple[str, Policy], ...] = (
 )
 #: Largest input re-run under every open policy to classify a peer's divergence.
 POLICY_SEARCH_LIMIT = 1_000_000
-#: Accumulating an average in the input type (the specs name no accumulation type): a peer within
-#: this tolerance of the float64-accumulated reference is unspecified, not a violation.
-ACCUMULATION_RTOL = {"float16": 2e-2, "float32": 1e-4}
-
-
 def peer_severity(case: Case, values: np.ndarray, indices: np.ndarray | None) -> tuple[Severity, str | None]:
     """How much a peer's divergence weighs: ``unspecified`` when the case is tagged so, when the
     peer matches the reference under a policy the spec leaves open (NaN, empty windows), or when
@@ -470,19 +345,19 @@ def peer_severity(case: Case, values: np.ndarray, indices: np.ndarray | None) ->
         return Severity.UNSPECIFIED, "the case is tagged unspecified"
     if case.input.size > POLICY_SEARCH_LIMIT:
         return Severity.VIOLATION, f"input too large to re-run under the open policies (> {POLICY_SEARCH_LIMIT:,})"
-    for label, policy in OPEN_POLICIES:
+    for name, policy in OPEN_POLICIES:
         try:
             v, i = run_spec(case.spec, case.input, engine="numpy", policy=policy)
         except Exception:
             continue
-        same_v = not compare("values", v, values)[0] and v.shape == values.shape
-        same_i = indices is None or i is None or (i.shape == indices.shape and not compare("indices", i, indices)[0])
+        same_v = v.shape == values.shape and not differing("values", v, values)[0]
+        same_i = indices is None or i is None or (i.shape == indices.shape and not differing("indices", i, indices)[0])
         if same_v and same_i:
-            return Severity.UNSPECIFIED, f"matches the reference under {label} (the spec leaves it open)"
-    rtol = ACCUMULATION_RTOL.get(case.dtype.name)
-    if case.spec.op == "avg" and rtol is not None:
+            return Severity.UNSPECIFIED, f"matches the reference under {name} (the spec leaves it open)"
+    if case.spec.op == "avg":
         ref, _ = run_spec(case.spec, case.input, engine="numpy")
-        if ref.shape == values.shape and not compare("values", ref, values, rtol=rtol, atol=rtol)[0]:
+        rtol = within_accumulation(case.dtype, ref, values)
+        if rtol is not None:
             return Severity.UNSPECIFIED, f"within accumulation precision of {case.dtype.name} (rtol {rtol:g})"
     return Severity.VIOLATION, None
 
@@ -498,8 +373,6 @@ def _read_only(x: np.ndarray) -> np.ndarray:
 def peer_checks(cases: Sequence[Case], peers: Sequence[Any], *, isolated: bool = True,
                 timeout: float = 30.0) -> dict[str, list[Check]]:
     """Run every case on every peer (one batched call per peer); checks keyed by case id."""
-    from poolcheck.peers.isolation import call_peer_many
-
     out: dict[str, list[Check]] = {c.id: [] for c in cases}
     for peer in peers:
         try:
@@ -511,9 +384,115 @@ def peer_checks(cases: Sequence[Case], peers: Sequence[Any], *, isolated: bool =
                                      timeout=timeout)
         except Exception as exc:  # a peer layer failure is every case's error on this peer, not the run's end
             for case in cases:
-                out[case.id].append(Check(peer.name, "peer", "error", f"{_reason(exc)} [peer={peer.name}]",
+                out[case.id].append(Check(peer.name, CheckKind.PEER, Verdict.ERROR, f"{_reason(exc)} [peer={peer.name}]",
                                           version=version))
             continue
         for case, result in zip(cases, results):
             out[case.id].append(check_peer_output(case, peer.name, version, result))
     return out
+
+
+# --------------------------------------------------------------------------- a whole run
+
+#: Default per-batch peer timeout (the same on every command).
+DEFAULT_PEER_TIMEOUT = 60.0
+
+
+def split_targets(paths: Sequence[Path]) -> tuple[list[Path], dict[Path, set[str] | None]]:
+    """``FILE::ID`` selects one case of FILE by exact id (as printed in replay commands). Returns
+    the paths to load (each once) and, per resolved file, the ids wanted (None: every case)."""
+    files: list[Path] = []
+    wanted: dict[Path, set[str] | None] = {}
+    for p in paths:
+        text = str(p)
+        file, case_id = (Path(text.rsplit("::", 1)[0]), text.rsplit("::", 1)[1]) if "::" in text else (Path(p), None)
+        key = file.resolve()
+        if key not in wanted:
+            files.append(file)
+            wanted[key] = set() if case_id is not None else None
+        if case_id is None:
+            wanted[key] = None
+        elif wanted[key] is not None:
+            wanted[key].add(case_id)  # type: ignore[union-attr]
+    return files, wanted
+
+
+def _selected_by_target(case_path: str, case_id: str, wanted: dict[Path, set[str] | None]) -> bool:
+    resolved = Path(case_path).resolve()
+    for key in (resolved, *resolved.parents):
+        if key in wanted:
+            ids = wanted[key]
+            return ids is None or case_id in ids
+    return True
+
+
+def peer_replay_items(peers: str) -> list[str]:
+    """The ``--peers`` items with plugin files made absolute, so a replay works from anywhere."""
+    items = []
+    for item in (p.strip() for p in peers.split(",")):
+        if not item:
+            continue
+        head, sep, rest = item.partition(":")
+        if head.endswith(".py") and Path(head).is_file():
+            head = str(Path(head).resolve())
+        items.append(head + sep + rest)
+    return items
+
+
+class SelectionError(PoolcheckError):
+    """``-k`` or ``FILE::ID`` selects no case (a usage error)."""
+
+
+@dataclass
+class Selection:
+    """The cases a run will judge, and the case files that could not be loaded."""
+
+    cases: list[Case]
+    errors: list[CaseFileError]
+
+
+def select(paths: Sequence[Path], pattern: str | None = None) -> Selection:
+    """Load ``paths`` (``FILE::ID`` picks one case) and keep the cases ``pattern`` (``-k``)
+    selects. Selecting nothing from files that loaded is a usage error (AttributeValueError)."""
+    files, wanted = split_targets(paths)
+    cases, errors = load_paths(files)
+    selected = select_cases(cases, pattern)
+    exact_ids = sorted({i for ids in wanted.values() if ids for i in ids})
+    if exact_ids:
+        selected = [c for c in selected if _selected_by_target(c.path, c.id, wanted)]
+    if (pattern or exact_ids) and not selected and not errors:
+        what = f"-k {pattern!r}" if pattern else ", ".join(exact_ids)
+        raise SelectionError(f"{what} selects none of the {len(cases)} case(s)")
+    return Selection(selected, errors)
+
+
+def replay_options_for(engine: str, peers: str | None, peer_timeout: float) -> list[str]:
+    """The options a case's replay command repeats (engine, peers, a non-default timeout)."""
+    options: list[str] = []
+    if engine != "all":
+        options += ["--engine", engine]
+    if peers:
+        options += ["--peers", ",".join(peer_replay_items(peers))]
+        if peer_timeout != DEFAULT_PEER_TIMEOUT:
+            options += ["--peer-timeout", f"{peer_timeout:g}s"]
+    return options
+
+
+def run_selection(selection: Selection, engines: Sequence[str], peers: Sequence[Any] = (), *,
+                  peer_timeout: float = DEFAULT_PEER_TIMEOUT, replay_options: Sequence[str] = (),
+                  command: str = "poolcheck run") -> RunResult:
+    """``poolcheck run``: every selected case on every engine and peer. A case file that did not
+    load is an ``error`` case; Ctrl-C ends the run with the cases judged so far (``interrupted``)."""
+    result = new_result(command)
+    for err in selection.errors:
+        result.cases.append(CaseResult(case_id=err.case_id or (err.path or "?"), verdict=Verdict.ERROR,
+                                       source=f"{err.path}:{err.line}" if err.line else (err.path or ""),
+                                       message=str(err)))
+    try:
+        by_case = peer_checks(selection.cases, peers, timeout=peer_timeout) if peers else {}
+        for case in selection.cases:
+            result.cases.append(run_case(case, engines, by_case.get(case.id, []), replay_options))
+        record_peer_versions(result, peers)
+    except KeyboardInterrupt:
+        result.interrupted = True
+    return result

@@ -17,7 +17,7 @@ import yaml
 from poolcheck.api import run_spec
 from poolcheck.cases import build_spec, load_file
 from poolcheck.peers.base import PeerOutput
-from poolcheck.report.model import CaseResult, Check, RunResult
+from poolcheck.results import CaseResult, Check, RunResult
 from poolcheck.runner import check_peer_output, new_result, run_case
 
 PEER = "fakert"

@@ -24,7 +24,7 @@ import pytest
 distributed = pytest.importorskip("distributed", reason="needs Dask distributed (pip install 'poolcheck[cluster]')")
 
 from poolcheck.fuzz.cluster import ClusterDriver, check_address  # noqa: E402
-from poolcheck.fuzz.runner import FuzzOptions, merge_results  # noqa: E402
+from poolcheck.fuzz.session import FuzzOptions, merge_results  # noqa: E402
 
 PLANTED = Path(__file__).parent / "planted_peers"
 DASK = Path(sys.executable).parent / "dask"
@@ -120,7 +120,7 @@ def test_planted_peer_found_through_the_cluster(cluster: Callable[[int], Cluster
         capture_output=True, text=True, timeout=240, cwd=tmp_path)
     assert out.returncode == 1, out.stdout[-3000:] + out.stderr[-3000:]
     result = json.loads((tmp_path / "rep" / "result.json").read_text())
-    fz, cl = result["extra"]["fuzz"], result["extra"]["cluster"]
+    fz, cl = result["fuzz"], result["extra"]["cluster"]
     sig = "peer|max|planted-pads-swapped|pads:swapped"
     assert sig in fz["new"] and sig not in fz["unshrunk"]
     # both workers fuzzed, each with its own fingerprint record; the find names its worker;
@@ -247,7 +247,7 @@ def test_two_clients_share_a_redis_database(redis_url: str, tmp_path: Path) -> N
     db = ["--database", redis_url]
     # client A finds and shrinks one bug; the shared database keeps the reproducer
     a = _fuzz(tmp_path, "a", swapped, *db, "--seed", "1", "--exit-first", "--time-budget", "30s")
-    assert s_swapped in a["extra"]["fuzz"]["new"] and s_swapped not in a["extra"]["fuzz"]["unshrunk"]
+    assert s_swapped in a["fuzz"]["new"] and s_swapped not in a["fuzz"]["unshrunk"]
     assert redis.Redis.from_url(redis_url).keys(b"poolcheck-fuzz:*"), "nothing was stored in the shared database"
     # client B (another process, another seed), two examples: the first it checks is A's find
     b = _fuzz(tmp_path, "b", swapped, *db, "--seed", "2", "--max-examples", "2")
@@ -258,7 +258,7 @@ def test_two_clients_share_a_redis_database(redis_url: str, tmp_path: Path) -> N
     # and back: B finds another bug (replaying A's first, which that peer does not show: A's find
     # must survive it), and A's next run replays B's find
     b2 = _fuzz(tmp_path, "b2", dilations, *db, "--seed", "3", "--exit-first", "--time-budget", "30s")
-    assert s_dilations in b2["extra"]["fuzz"]["new"]
+    assert s_dilations in b2["fuzz"]["new"]
     a2 = _fuzz(tmp_path, "a2", dilations, *db, "--seed", "4", "--max-examples", "3")
     assert _find(a2, s_dilations) == _find(b2, s_dilations) is not None
     a3 = _fuzz(tmp_path, "a3", swapped, *db, "--seed", "5", "--max-examples", "3")
@@ -320,7 +320,7 @@ def test_ctrl_c_stops_the_shards_and_writes_the_reports(cluster: Callable[[int],
     result = json.loads((tmp_path / "rep" / "result.json").read_text())
     assert result["interrupted"] is True
     # 130 after Ctrl-C, unless something new was found (then 1, as on one machine)
-    assert proc.returncode == (1 if result["extra"]["fuzz"]["new"] else 130)
+    assert proc.returncode == (1 if result["fuzz"]["new"] else 130)
     shards = result["extra"]["cluster"]["shards"]
     assert [s["state"] for s in shards] == ["done", "done"] and all(s["examples"] > 0 for s in shards)
 
@@ -332,7 +332,7 @@ def test_summary_says_only_on_when_machines_differ() -> None:
 
     from poolcheck.fingerprint import isa_levels
     from poolcheck.fuzz.cluster import Shard
-    from poolcheck.fuzz.runner import Progress
+    from poolcheck.fuzz.session import Progress
 
     driver = ClusterDriver("tcp://127.0.0.1:1")
     skx = {"id": "skx", "host": "skx", "isa": isa_levels("sse4_2 avx avx2 fma avx512f avx512cd avx512bw avx512dq "

@@ -75,7 +75,7 @@ def test_new_divergence_exits_1_saves_a_case_and_reports(tmp_path: Path) -> None
     assert ran.exit_code == 0, ran.output
     data = json.loads((report / "result.json").read_text())
     assert data["kind"] == "fuzz"
-    assert data["extra"]["fuzz"]["new"] == ["peer|max|planted-pads-swapped|pads:swapped"]
+    assert data["fuzz"]["new"] == ["peer|max|planted-pads-swapped|pads:swapped"]
     assert (report / "junit.xml").exists() and (report / "report.html").exists()
 
     # Filed as a known divergence: the same run now exits 0, and the registry entry reproduces.
@@ -110,10 +110,10 @@ def test_the_example_database_replays_a_find_first(tmp_path: Path) -> None:
             "--no-bundled-known", "--save-cases", str(tmp_path / "finds")]
     code, _ = fuzz(*args, "--seed", "1", "--report", str(tmp_path / "r1"))
     assert code == 1 and any((tmp_path / "db").iterdir())
-    first = json.loads((tmp_path / "r1" / "result.json").read_text())["extra"]["fuzz"]
+    first = json.loads((tmp_path / "r1" / "result.json").read_text())["fuzz"]
     # another seed: the saved example replays before any generation
     code, _ = fuzz(*args, "--seed", "2", "--report", str(tmp_path / "r2"))
-    second = json.loads((tmp_path / "r2" / "result.json").read_text())["extra"]["fuzz"]
+    second = json.loads((tmp_path / "r2" / "result.json").read_text())["fuzz"]
     assert code == 1 and second["new"] == first["new"]
     assert second["examples"] < first["examples"] and second["examples"] <= 5
 
@@ -161,4 +161,4 @@ def test_a_wrong_index_type_is_its_own_divergence(tmp_path: Path) -> None:
                      "--no-bundled-known", "--save-cases", str(tmp_path / "f"), "--report-dir", str(tmp_path / "r"))
     assert code == 1, out
     data = json.loads((tmp_path / "r" / "result.json").read_text())
-    assert data["extra"]["fuzz"]["new"] == ["peer|max|planted-wide-indices|dtype:indices-int64-for-int32"]
+    assert data["fuzz"]["new"] == ["peer|max|planted-wide-indices|dtype:indices-int64-for-int32"]

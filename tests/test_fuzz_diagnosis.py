@@ -15,7 +15,7 @@ import pytest
 from poolcheck.engines import get_engine
 from poolcheck.fuzz import diagnosis as D
 from poolcheck.fuzz.diagnosis import diagnose_output, diagnose_rejection, replay, severity_of
-from poolcheck.report.model import Severity
+from poolcheck.results import Severity
 from poolcheck.spec import attributes as A
 from poolcheck.spec.shape import resolve
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from poolcheck.fuzz.campaign import recheck_known
-from poolcheck.fuzz.registry import known_entries
+from poolcheck.fuzz.known import known_entries
 from poolcheck.peers.registry import resolve_peer
 from poolcheck.runner import run_case
 

@@ -17,7 +17,6 @@ import pytest
 
 from poolcheck.engines import get_engine, numpy_engine
 from poolcheck.fuzz import oracles as O
-from poolcheck.fuzz.compare import Outputs, canonical_layout, run_reference
 from poolcheck.fuzz.diagnosis import (
     Placement,
     _legacy_same,
@@ -25,6 +24,7 @@ from poolcheck.fuzz.diagnosis import (
     diagnose_rejection,
     encode_indices,
 )
+from poolcheck.fuzz.reference import Outputs, canonical_layout, run_reference
 from poolcheck.fuzz.strategies import FuzzCase
 from poolcheck.peers.base import PeerOutput, PeerResult
 from poolcheck.spec import attributes as A

@@ -18,10 +18,11 @@ import pytest
 from poolcheck.cases import load_file
 from poolcheck.engines import get_engine
 from poolcheck.fuzz import oracles as O
-from poolcheck.fuzz.registry import finding_case, fuzz_case_from, write_finding
-from poolcheck.fuzz.runner import FuzzOptions, SessionResult, expected_outputs, run_sessions
+from poolcheck.fuzz.known import finding_case, fuzz_case_from, write_finding
+from poolcheck.fuzz.session import FuzzOptions, SessionResult, expected_outputs, run_sessions
 from poolcheck.peers.isolation import call_peer_many
 from poolcheck.peers.registry import resolve_peer
+from poolcheck.results import Signature
 from poolcheck.runner import run_case
 
 PLANTED = Path(__file__).parent / "planted_peers"
@@ -51,7 +52,7 @@ def fuzz(peer: object, ops: tuple[str, ...], **kw: object) -> SessionResult:
 
 
 def assert_found_and_replays(result: SessionResult, peer: Any, classes: tuple[str, ...], tmp_path: Path) -> None:
-    shrunk = [s for s in result.shrunk if s.split("|")[2] == peer.name and s.split("|")[3] in classes]
+    shrunk = [s for s in result.shrunk if Signature.parse(s).subject == peer.name and Signature.parse(s).detail in classes]
     assert shrunk, sorted(result.findings)
     sig = shrunk[0]
     f = result.findings[sig]
@@ -83,7 +84,7 @@ def test_planted_bug_is_found_shrunk_and_named(module: str, ops: tuple[str, ...]
     peer = resolve_peer(str(PLANTED / f"{module}.py"))
     result = fuzz(peer, ops)
     assert_found_and_replays(result, peer, classes, tmp_path)
-    assert all(s.split("|")[2] == peer.name for s in result.findings)
+    assert all(Signature.parse(s).subject == peer.name for s in result.findings)
 
 
 def test_storage_order_ignored_peer_object(tmp_path: Path) -> None:
@@ -124,7 +125,7 @@ def test_engine_agrees_on_generated_cases() -> None:
     options = FuzzOptions(peers=(), seed=1, max_examples=150, oracles=frozenset({"engines", "shapes", "metamorphic"}),
                           engine_checks="all", shrink=False)
     result = run_sessions(options)[0]
-    kinds = {s.split("|")[0] for s in result.findings}
+    kinds = {Signature.parse(s).kind for s in result.findings}
     assert kinds <= {"document"}, sorted(result.findings)
     assert result.progress.cases > 150
     assert np.all([f.explained for f in result.findings.values()])

@@ -62,5 +62,5 @@ def test_a_stopped_campaign_keeps_its_finds_and_writes_reports(tmp_path: Path, s
         assert "poolcheck.case/1" in f.read_text()
     data = json.loads((tmp_path / "report" / "result.json").read_text())
     assert data["interrupted"] is True
-    assert data["extra"]["fuzz"]["new"], "the interrupted result lists the divergences found"
+    assert data["fuzz"]["new"], "the interrupted result lists the divergences found"
     assert not list(tmp_path.glob(".hypothesis")) and not (tmp_path / "fuzz-cases").exists()

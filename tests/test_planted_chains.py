@@ -11,8 +11,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from poolcheck.fuzz.runner import FuzzOptions, run_sessions
+from poolcheck.fuzz.session import FuzzOptions, run_sessions
 from poolcheck.peers.isolation import call_peer_many
+from poolcheck.results import Signature
 
 sys.path.insert(0, str(Path(__file__).parent))
 
@@ -42,7 +43,7 @@ def test_fuzzer_finds_the_converter_step_bug_and_names_the_step(kind: str, ops: 
     options = FuzzOptions(peers=(peer,), ops=ops, seed=0, isolated=False, oracles=frozenset({"peers"}),
                           exit_first=True, time_budget=30.0, max_examples=3000, dtypes=("float32",))
     result = run_sessions(options)[0]
-    found = [f for sig, f in result.findings.items() if sig.split("|")[2] == peer.name]
+    found = [f for sig, f in result.findings.items() if Signature.parse(sig).subject == peer.name]
     assert found, sorted(result.findings)
     items = [(f.case.spec, f.case.x) for f in found]
     replays = call_peer_many(peer, items, isolated=False)

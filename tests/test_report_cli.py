@@ -12,10 +12,10 @@ import pytest
 from report_sample import sample_case_file, sample_result
 from typer.testing import CliRunner
 
-import poolcheck.cli.run as run_module
+import poolcheck.runner as run_module
 from poolcheck.cli import app
 from poolcheck.report.jsonfmt import load_result, to_json
-from poolcheck.report.model import RunResult
+from poolcheck.results import RunResult
 
 runner = CliRunner()
 
@@ -72,7 +72,7 @@ def test_report_console_view(saved) -> None:
 @pytest.mark.parametrize("content, message", [
     (None, "cannot read"),
     ("{oops", "not JSON"),
-    ('{"schema": "poolcheck.case/1"}', "not a poolcheck.result/1 document"),
+    ('{"schema": "poolcheck.case/1"}', "not a poolcheck.result/2 (or poolcheck.result/1) document"),
     ('{"schema": "poolcheck.result/1", "command": "x", "cases": [{"case_id": 3, "verdict": "pass"}]}', "case_id"),
 ])
 def test_report_bad_file_is_a_one_line_error(tmp_path: Path, content: str | None, message: str) -> None:
@@ -210,7 +210,7 @@ def test_explain_matches_the_engine_output(case_file: Path) -> None:
     """The value explain reports for the reference engine is the engine's output at that element."""
     from poolcheck.api import run_spec
     from poolcheck.cases import load_file
-    from poolcheck.report.explain import explain_element
+    from poolcheck.explain import explain_element
 
     case = next(c for c in load_file(case_file) if c.id == "max3d-peer-crash")
     values, indices = run_spec(case.spec, case.input)

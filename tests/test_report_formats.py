@@ -17,7 +17,7 @@ from poolcheck.report.html import to_html
 from poolcheck.report.jsonfmt import ReportError, from_json, load_result, plain, to_json
 from poolcheck.report.junit import to_junit
 from poolcheck.report.markdown import to_markdown
-from poolcheck.report.model import VERDICTS, CaseResult, Check, Diff, RunResult
+from poolcheck.results import VERDICTS, CaseResult, Check, Diff, RunResult
 
 SCHEMA_PATH = Path(__file__).resolve().parent.parent / "docs" / "report-schema.json"
 
@@ -55,7 +55,7 @@ def test_json_validates_against_the_schema_and_round_trips(result: RunResult, va
     text = to_json(result)
     data = _strict_loads(text)
     validator.validate(data)
-    assert data["schema"] == "poolcheck.result/1"
+    assert data["schema"] == "poolcheck.result/2"
     assert data["counts"] == result.counts()
     assert [c["case_id"] for c in data["cases"]] == [c.case_id for c in result.cases]
     back = from_json(text)
@@ -334,7 +334,7 @@ def test_every_report_names_the_machine() -> None:
     from poolcheck.report.jsonfmt import to_json
     from poolcheck.report.junit import to_junit
     from poolcheck.report.markdown import to_markdown
-    from poolcheck.report.model import CaseResult, Check, RunResult, machine_label
+    from poolcheck.results import CaseResult, Check, RunResult, machine_label
 
     fp = machine_fingerprint().to_dict()
     result = RunResult(command="poolcheck run x", extra={"fingerprint": fp},
@@ -349,7 +349,7 @@ def test_every_report_names_the_machine() -> None:
 def test_markdown_has_a_conformance_matrix_by_case_group() -> None:
     """Issue 11: every runner x every case group (the folder of the case file)."""
     from poolcheck.report.markdown import to_markdown
-    from poolcheck.report.model import CaseResult, Check, RunResult
+    from poolcheck.results import CaseResult, Check, RunResult
 
     def case(cid: str, folder: str, peer_verdict: str) -> CaseResult:
         return CaseResult(cid, peer_verdict, source=f"cases/{folder}/x.yaml:3",

@@ -19,8 +19,8 @@ from poolcheck.report.html import to_html
 from poolcheck.report.jsonfmt import from_json, to_json
 from poolcheck.report.junit import to_junit
 from poolcheck.report.markdown import to_markdown
-from poolcheck.report.model import CaseResult, Check, Diff, RunResult
 from poolcheck.report.text import safe
+from poolcheck.results import CaseResult, Check, Diff, RunResult
 
 #: Markup, an ANSI colour and title sequence, BEL, NUL, a C1 CSI and DEL.
 HOSTILE = "x[/red][bold]id\x1b[31m\x1b]0;owned\x07\x00\x9b2J\x7f<script>|*_`"

@@ -30,7 +30,7 @@ from report_sample import DIAGNOSIS, PEER, sample_result
 
 from poolcheck.report.html import embed_json, to_html
 from poolcheck.report.jsonfmt import result_document
-from poolcheck.report.model import VERDICTS, CaseResult, Check, RunResult
+from poolcheck.results import VERDICTS, CaseResult, Check, RunResult
 
 TIMEOUT = 20.0
 

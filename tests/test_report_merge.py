@@ -17,7 +17,7 @@ import pytest
 
 from poolcheck.fingerprint import fingerprint_id, isa_levels
 from poolcheck.report.merge import merge_results
-from poolcheck.report.model import RunResult
+from poolcheck.results import RunResult
 
 PLANTED = Path(__file__).parent / "planted_peers"
 SIG = "peer|max|planted-pads-swapped|pads:swapped"
@@ -72,7 +72,7 @@ def load(path: Path) -> RunResult:
 
 def test_same_divergence_from_two_machines_is_one_case(results: dict[str, Path]) -> None:
     a, b = load(results["avx512-a"]), load(results["avx512-b"])
-    assert SIG in a.extra["fuzz"]["new"] and SIG in b.extra["fuzz"]["new"]
+    assert SIG in a.fuzz.new and SIG in b.fuzz.new
     merged = merge_results([("a.json", a), ("b.json", b)])
     cases = [c for c in merged.cases if f"signature:{SIG}" in c.tags]
     assert len(cases) == 1
@@ -96,8 +96,8 @@ def _size(case: object) -> int:
 
 def test_only_on_avx512_core(results: dict[str, Path]) -> None:
     a, c = load(results["avx512-a"]), load(results["avx2"])
-    assert SIG not in c.extra["fuzz"]["divergent_configurations"]  # the AVX2 machine ran it and saw nothing
-    assert "planted-pads-swapped" in c.extra["fuzz"]["compared"]
+    assert SIG not in c.fuzz.divergent_configurations  # the AVX2 machine ran it and saw nothing
+    assert "planted-pads-swapped" in c.fuzz.compared
     merged = merge_results([("skx.json", a), ("hsw.json", c)])
     case = next(k for k in merged.cases if f"signature:{SIG}" in k.tags)
     assert "only-on:planted-pads-swapped: only on avx512_core" in case.tags
@@ -112,7 +112,7 @@ def test_cli_merge(results: dict[str, Path], tmp_path: Path) -> None:
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
     assert f"reports written to {tmp_path / 'rep'}" in out.stderr.replace("\n", "")
     merged = json.loads((tmp_path / "merged.json").read_text())
-    assert merged["schema"] == "poolcheck.result/1" and len(merged["extra"]["merge"]["inputs"]) == 3
+    assert merged["schema"] == "poolcheck.result/2" and len(merged["extra"]["merge"]["inputs"]) == 3
     assert sum(f"signature:{SIG}" in c["tags"] for c in merged["cases"]) == 1
     assert {p.name for p in (tmp_path / "rep").iterdir()} >= {"result.json", "report.html", "junit.xml", "summary.md"}
     # the merged file is a result like any other: it renders, and merges again

@@ -21,7 +21,7 @@ import pytest
 
 from poolcheck.cases import load_paths
 from poolcheck.cases.load import parse_yaml
-from poolcheck.report.model import Severity
+from poolcheck.results import Severity
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -505,8 +505,8 @@ def test_file_id_targets_select_per_file(tmp_path: Path) -> None:
 
 
 def test_report_dir_through_a_symlink_keeps_the_link(tmp_path: Path) -> None:
-    from poolcheck.report.model import RunResult
     from poolcheck.report.writers import write_reports
+    from poolcheck.results import RunResult
 
     real = tmp_path / "real"
     real.mkdir()

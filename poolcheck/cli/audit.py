@@ -19,16 +19,18 @@ from poolcheck.cli.common import (
     console,
     engines_for,
     err_console,
+    exit_code,
+    load_peers,
     parse_duration,
     parse_fail_on,
     safe,
+    stdout_to_stderr,
     user_errors,
     write_report_set,
 )
-from poolcheck.cli.run import exit_code, load_peers, stdout_to_stderr
 from poolcheck.corpus import KNOWN_DIR
-from poolcheck.report.model import CaseResult
 from poolcheck.report.writers import check_report_dir
+from poolcheck.results import CaseResult, Verdict
 from poolcheck.runner import new_result, peer_checks, record_peer_versions, run_case
 
 #: Peers ``audit`` runs by default (those installed here).
@@ -56,7 +58,7 @@ def audit(
     Exit codes: 0 no node diverges, 1 a node diverges on a peer (per --fail-on), 2 unreadable
     model, shapes not inferable (give --input-shape) or bad options.
     """
-    from poolcheck.fuzz.registry import known_entries
+    from poolcheck.fuzz.known import known_entries
     from poolcheck.models.audit import audit_nodes
     from poolcheck.models.onnx_import import model_pool_nodes, parse_input_shapes
 
@@ -84,7 +86,7 @@ def audit(
             by_case = peer_checks(cases, peer_list, timeout=timeout) if peer_list and cases else {}
             for a in audits:
                 if a.node.problem:  # a node poolcheck cannot model is not judged: an error verdict (exit 2)
-                    result.cases.append(CaseResult(case_id=a.node.name, verdict="error", source=f"{model}:{a.node.name}",
+                    result.cases.append(CaseResult(case_id=a.node.name, verdict=Verdict.ERROR, source=f"{model}:{a.node.name}",
                                                    op=a.node.op_type, message=f"{model}: node {a.node.name!r}: {a.node.problem}"))
                 for case in a.cases:
                     r = run_case(case, engines, by_case.get(case.id, []))

@@ -1,4 +1,5 @@
-"""Shared CLI plumbing: the console, exit codes, and error-to-exit mapping."""
+"""Shared CLI plumbing: the console, exit codes (the one place a result or an error becomes
+one), option parsing shared by several commands, and loading ``--peers``."""
 
 from __future__ import annotations
 
@@ -7,17 +8,20 @@ import os
 import re
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, redirect_stdout
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.console import Console
 from rich.text import Text
 
+from poolcheck.engines import available_engines, get_engine
 from poolcheck.errors import AttributeValueError, PoolcheckError
-from poolcheck.report.model import DEFAULT_FAIL_ON, Severity
+from poolcheck.peers.registry import PeerLoadError, resolve_peers
 from poolcheck.report.text import safe
 from poolcheck.report.writers import write_reports
+from poolcheck.results import DEFAULT_FAIL_ON, FAILING, RunResult, Severity, Verdict
 
 EXIT_OK = 0
 EXIT_FAILURES = 1
@@ -122,8 +126,6 @@ ENGINE_HELP = "Reference engine: numpy, c, or all (every engine built here)."
 def engines_for(engine: str) -> list[str]:
     """``--engine``: numpy, c, or all (every engine built here); anything else is a usage error
     worded as the help."""
-    from poolcheck.engines import available_engines, get_engine
-
     if engine == "all":
         return available_engines()
     if engine not in ("numpy", "c"):
@@ -138,3 +140,49 @@ def write_report_set(result: object, report_dir: Path, *, to_stderr: bool = Fals
         write_reports(result, report_dir)  # type: ignore[arg-type]
     (err_console if to_stderr else console).print(f"reports written to {safe(str(report_dir))}", markup=False,
                                                   highlight=False, soft_wrap=True)
+
+
+@contextmanager
+def stdout_to_stderr(active: bool = True) -> Iterator[None]:
+    """With ``--json``, standard output carries the document only: anything a peer or plugin
+    prints meanwhile (Python or native code) goes to standard error."""
+    if not active:
+        yield
+        return
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        os.dup2(2, 1)
+        with redirect_stdout(sys.stderr):
+            yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+def load_peers(peers: str, timeout: float) -> list[Any]:
+    """The ``--peers`` list (``name:key=value,...`` options allowed); a plugin that exits or
+    prints while it loads never ends the run nor mixes with the JSON output."""
+    try:
+        with stdout_to_stderr():
+            return resolve_peers(peers, load_timeout=timeout)
+    except SystemExit as exc:
+        raise PeerLoadError(f"--peers: a plugin called exit({exc.code!r}) while loading") from None
+
+
+def exit_code(result: RunResult, fail_on: frozenset[str]) -> int:
+    """2 when a case could not be judged (verdict error), 130 when interrupted, 1 when a check has
+    a --fail-on severity, else 0."""
+    if any(c.verdict == Verdict.ERROR for c in result.cases):
+        return EXIT_USAGE
+    if result.interrupted:
+        return EXIT_INTERRUPTED
+    for case in result.cases:
+        for check in case.checks:
+            if check.verdict in (Verdict.PASS, Verdict.SKIP):
+                continue
+            if check.severity in fail_on or (check.severity is None and check.verdict in FAILING
+                                             and Severity.VIOLATION in fail_on):
+                return EXIT_FAILURES
+    return EXIT_OK

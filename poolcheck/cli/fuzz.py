@@ -15,13 +15,12 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Group
 from rich.live import Live
-from rich.table import Table
 from rich.text import Text
 
 from poolcheck.cli.common import (
     EXIT_FAILURES,
+    EXIT_INTERRUPTED,
     EXIT_OK,
     check_jobs,
     console,
@@ -34,10 +33,13 @@ from poolcheck.cli.common import (
 )
 from poolcheck.corpus import KNOWN_DIR
 from poolcheck.errors import AttributeValueError
-from poolcheck.fuzz.campaign import Campaign, run_campaign
-from poolcheck.fuzz.runner import ORACLES, FuzzOptions, Progress
+from poolcheck.fuzz.cluster import check_address, run_fuzz
+from poolcheck.fuzz.session import ORACLES, FuzzOptions, Progress, resolve_peer_list
 from poolcheck.fuzz.strategies import ALL_DTYPES, CONVENTIONS, OP_NAMES, check_arguments
+from poolcheck.peers.registry import BUILTIN_PEERS, parse_peer_list
 from poolcheck.report import console as console_report
+from poolcheck.report.writers import write_reports
+from poolcheck.userdata import examples_dir, finds_dir
 
 
 def register(app: typer.Typer) -> None:
@@ -59,8 +61,6 @@ DEFAULT_FUZZ_PEERS = ("onnxruntime", "openvino", "torch", "onnx_reference")
 
 def default_peers() -> list[str]:
     """Every default peer that is available here."""
-    from poolcheck.peers.registry import BUILTIN_PEERS
-
     names = []
     for name, factory in BUILTIN_PEERS.items():
         if name not in DEFAULT_FUZZ_PEERS:
@@ -71,99 +71,6 @@ def default_peers() -> list[str]:
         except Exception:
             continue
     return names
-
-
-# --------------------------------------------------------------------------- live display
-
-
-def _short(sig: str) -> str:
-    _kind, op, subject, klass = sig.split("|", 3)
-    return f"{subject} {op}: {klass}"
-
-
-def progress_view(p: Progress, budget: float | None, max_examples: int | None) -> Group:
-    head = Text()
-    head.append("poolcheck fuzz  ", style="bold")
-    limit = []
-    if budget:
-        limit.append(f"{p.elapsed:5.1f} / {budget:g} s")
-    else:
-        limit.append(f"{p.elapsed:5.1f} s")
-    if max_examples:
-        limit.append(f"{p.examples} / {max_examples} examples")
-    else:
-        limit.append(f"{p.examples} examples")
-    head.append("  ".join(limit))
-    rate = p.cases / p.elapsed if p.elapsed > 0 else 0.0
-    head.append(f"   {p.cases} configurations ({rate:,.0f}/s)", style="cyan")
-    head.append(f"   {p.phase}", style="dim")
-    peers = Table(box=None, show_header=True, header_style="bold", pad_edge=False)
-    peers.add_column("peer")
-    peers.add_column("compared/s", justify="right")
-    for status in ("ok", "rejects", "declined", "crash", "timeout"):
-        peers.add_column(status, justify="right")
-    for name, counts in sorted(p.peer_status.items()):
-        r = p.compared.get(name, 0) / p.elapsed if p.elapsed > 0 else 0.0
-        peers.add_row(name, f"{r:,.0f}", *(str(counts.get(s, 0)) for s in ("ok", "rejects", "declined", "crash",
-                                                                              "timeout")))
-    classes = Table(box=None, show_header=True, header_style="bold", pad_edge=False)
-    classes.add_column("divergence class", overflow="fold")
-    classes.add_column("configs", justify="right")
-    classes.add_column("", justify="left")
-    for sig, n in sorted(p.divergent.items(), key=lambda t: (-t[1], t[0]))[:14]:
-        mark = Text("known", style="dim") if sig in p.known else (
-            Text("new, shrunk", style="bold red") if sig in p.new else Text("new", style="red"))
-        classes.add_row(_short(sig), str(n), mark)
-    if len(p.divergent) > 14:
-        classes.add_row(Text(f"... {len(p.divergent) - 14} more", style="dim"), "", "")
-    return Group(head, peers, classes)
-
-
-# --------------------------------------------------------------------------- summary
-
-
-def summary(c: Campaign) -> Table:
-    """One row per divergence class seen; readable at 80 columns (the diagnosis and the case file
-    of each new one follow in its panel)."""
-    res = c.result
-    fz = res.extra["fuzz"]
-    table = Table(title="poolcheck fuzz: divergences", show_lines=False)
-    table.add_column("status", no_wrap=True)
-    table.add_column("subject", overflow="ellipsis", no_wrap=True, max_width=16)
-    table.add_column("op", no_wrap=True)
-    table.add_column("class", overflow="fold", min_width=16, ratio=1)
-    table.add_column("configs", justify="right", no_wrap=True)
-    table.add_column("first", justify="right", no_wrap=True)
-    divergent = fz["divergent_configurations"]
-    for case in res.cases:
-        sig = next((t.split(":", 1)[1] for t in case.tags if t.startswith("signature:")), "")
-        if "new" not in case.tags or not sig:
-            continue  # the registry's own re-checks are summarised below the table
-        _kind, op, subject, klass = sig.split("|", 3)
-        check = case.checks[0]
-        status = Text("NEW", style="bold red" if sig in c.failing else "bold yellow")
-        if check.severity:
-            status.append(f"\n{check.severity}", style="")
-        first = fz["detected_at_s"].get(sig)
-        table.add_row(status, subject, op, Text(klass, style="bold"), str(divergent.get(sig, 1)),
-                      f"{first:.1f} s" if first is not None else "-")
-    for sig, n in sorted(fz["known_seen"].items()):
-        _kind, op, subject, klass = sig.split("|", 3)
-        first = fz["detected_at_s"].get(sig)
-        table.add_row(Text("known", style="dim"), subject, op, klass, str(n),
-                      f"{first:.1f} s" if first is not None else "-")
-    return table
-
-
-def throughput_line(c: Campaign) -> Text:
-    fz = c.result.extra["fuzz"]
-    t = Text()
-    t.append(f"{fz['examples']} examples, {fz['cases']} configurations in {fz['elapsed_s']:.1f} s "
-             f"({fz['cases_per_s']:,.0f} configurations/s")
-    for peer, r in sorted(fz["compared_per_s"].items()):
-        t.append(f"; {peer} {r:,.0f}/s")
-    t.append(")")
-    return t
 
 
 def fuzz(
@@ -225,8 +132,6 @@ def fuzz(
         if max_examples is not None and max_examples < 1:
             raise AttributeValueError("--max-examples", f"must be >= 1, got {max_examples}")
         budget = parse_duration("--time-budget", time_budget) if time_budget else (None if max_examples else 60.0)
-        from poolcheck.userdata import examples_dir, finds_dir
-
         report = report_dir if report_dir is not None else report_alias
         save_dir = writable_dir("--save-cases", save_cases if save_cases is not None else finds_dir())
         if database is None:
@@ -244,12 +149,8 @@ def fuzz(
         elif peers.strip() == "none":
             peer_names = []
         else:
-            from poolcheck.peers.registry import parse_peer_list
-
             # name:key=value options may hold commas; each peer by its canonical name
             peer_names = [str(r) for r in parse_peer_list(peers)]
-        from poolcheck.fuzz.runner import resolve_peer_list
-
         resolve_peer_list(peer_names)  # unknown names are usage errors, before anything runs
         if seed is None:
             seed = int.from_bytes(os.urandom(4), "big") % 1_000_000
@@ -261,8 +162,6 @@ def fuzz(
             exit_first=exit_first, max_configs=batch,
         )
         if cluster:
-            from poolcheck.fuzz.cluster import check_address
-
             cluster = check_address(cluster)
             options.jobs = 1  # one shard per Dask worker instead
     command = "poolcheck " + " ".join(shlex.quote(a) for a in sys.argv[1:])
@@ -270,7 +169,7 @@ def fuzz(
 
     def on_progress(p: Progress) -> None:
         if live is not None:
-            live.update(progress_view(p, budget, max_examples))
+            live.update(console_report.fuzz_progress_view(p, budget, max_examples))
 
     def on_phase(text: str) -> None:
         if progress and live is None:
@@ -284,61 +183,19 @@ def fuzz(
             live = Live(Text("starting ..."), console=console, refresh_per_second=4, transient=False)
             live.start()
         try:
-            if cluster:  # the sessions run on Dask workers (poolcheck/fuzz/cluster.py)
-                from poolcheck.fuzz.cluster import run_cluster_campaign
-
-                campaign = run_cluster_campaign(options, cluster, on_event=on_phase, max_workers=jobs,
-                                                known_paths=known_paths, save_dir=save_dir, command=command,
-                                                on_progress=on_progress, on_phase=on_phase, fail_on=severities)
-            else:
-                campaign = run_campaign(options, known_paths=known_paths, save_dir=save_dir, command=command,
-                                        on_progress=on_progress, on_phase=on_phase, fail_on=severities)
-            from poolcheck.fuzz.cluster import annotate_fingerprint
-
-            annotate_fingerprint(campaign.result, options, campaign.session)
+            campaign = run_fuzz(options, cluster=cluster, max_workers=jobs, known_paths=known_paths,
+                                save_dir=save_dir, command=command, on_progress=on_progress, on_phase=on_phase,
+                                fail_on=severities)
         finally:
             if live is not None:
                 live.stop()
         if report is not None:
-            from poolcheck.report.writers import write_reports
-
             write_reports(campaign.result, report)
 
     for err in campaign.known_errors:
         err_console.print(f"[bold yellow]warning:[/] known-divergence registry: {err}", soft_wrap=True)
-    console.print(summary(campaign))
-    for case in campaign.result.cases:
-        if "new" in case.tags:
-            console.print(console_report.case_detail(case, with_replay=False))
-            if case.replay:  # outside the panel, never wrapped: it pastes as one command
-                console.print(Text(f"replay: {case.replay}", style="dim"), soft_wrap=True)
-    for k in campaign.known_checks:
-        if k.state in ("fixed", "changed"):
-            style = "bold green" if k.state == "fixed" else "bold red"
-            console.print(Text(f"known {k.entry.case.id}: {k.message}", style=style))
-    reproduced = sum(1 for k in campaign.known_checks if k.state == "reproduces")
-    skipped = sum(1 for k in campaign.known_checks if k.state == "skipped")
-    console.print(throughput_line(campaign))
-    fz = campaign.result.extra["fuzz"]
-    for peer, why in fz["unavailable_peers"].items():
-        console.print(Text(f"peer {peer} unavailable: {why}", style="yellow"))
-    for w in fz["warnings"]:
-        console.print(Text(f"warning: {w}", style="yellow"))
-    line = Text()
-    line.append(f"{len(campaign.new)} new divergence(s)", style="bold red" if campaign.failing else "bold green")
-    if campaign.new:
-        line.append(f" ({len(campaign.failing)} of a --fail-on severity: {', '.join(sorted(campaign.fail_on))})")
-    line.append(f", {len(fz['known_seen'])} known class(es) seen; registry: {reproduced} reproduce, "
-                f"{len(campaign.fixed)} fixed upstream, {skipped} not re-checked")
-    if campaign.result.interrupted:
-        line.append("  (interrupted: partial result)", style="bold yellow")
-    console.print(line)
-    if campaign.saved:
-        console.print(f"case files written to {save_dir}", soft_wrap=True)
-    if report is not None:
-        console.print(f"reports written to {report}", soft_wrap=True)
-    console.print(Text(f"replay: {campaign.replay}", style="dim"), soft_wrap=True)
+    console_report.render_fuzz(campaign.result, console, saved_to=str(save_dir),
+                               reports_to=str(report) if report is not None else None)
     if campaign.result.interrupted and not campaign.new:
-        raise typer.Exit(130)
+        raise typer.Exit(EXIT_INTERRUPTED)
     raise typer.Exit(EXIT_FAILURES if campaign.exit_code else EXIT_OK)
-

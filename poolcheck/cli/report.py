@@ -9,22 +9,22 @@ from typing import Annotated
 
 import typer
 
-from poolcheck.cases import load_file
-from poolcheck.cases.model import Case
 from poolcheck.cli.common import (
     ENGINE_HELP,
     EXIT_OK,
     console,
     engines_for,
     err_console,
+    load_peers,
     parse_duration,
     safe,
     user_errors,
     write_report_set,
 )
-from poolcheck.errors import AttributeValueError, CaseFileError
+from poolcheck.errors import AttributeValueError
+from poolcheck.explain import explain_element, find_case, parse_position
 from poolcheck.report import console as console_report
-from poolcheck.report.explain import explain_element, explanation_view, parse_position
+from poolcheck.report.explain import explanation_view
 from poolcheck.report.jsonfmt import load_result
 from poolcheck.report.writers import FORMATS, render, write_text
 
@@ -75,35 +75,6 @@ def report(
     raise typer.Exit(EXIT_OK)
 
 
-def split_case_ref(ref: str, k: str | None) -> tuple[str, str | None]:
-    """``path::id`` -> (path, id); a plain path keeps ``-k``. Both at once is a usage error."""
-    if "::" in ref:
-        path, case_id = ref.rsplit("::", 1)
-        if k is not None and k != case_id:
-            raise AttributeValueError("-k", f"the case is named twice ({case_id!r} in {ref!r} and -k {k!r})")
-        return path, case_id
-    return ref, k
-
-
-def pick_case(cases: list[Case], case_id: str | None, path: str) -> Case:
-    """The case with id ``case_id`` (exact, else the only one containing it)."""
-    if case_id is None:
-        if len(cases) == 1:
-            return cases[0]
-        ids = ", ".join(c.id for c in cases[:8]) + (", ..." if len(cases) > 8 else "")
-        raise AttributeValueError("-k", f"{path} holds {len(cases)} cases; name one with -k ID or {path}::ID ({ids})")
-    exact = [c for c in cases if c.id == case_id]
-    if exact:
-        return exact[0]
-    partial = [c for c in cases if case_id in c.id]
-    if len(partial) == 1:
-        return partial[0]
-    if not partial:
-        raise AttributeValueError("-k", f"no case in {path} has the id {case_id!r}")
-    raise AttributeValueError("-k", f"{case_id!r} matches {len(partial)} cases in {path}: "
-                                    + ", ".join(c.id for c in partial[:8]))
-
-
 def explain(
     case_ref: Annotated[str, typer.Argument(metavar="CASE", help="A case file (with -k ID) or FILE::ID.")],
     k: Annotated[str | None, typer.Option("-k", help="The case id (exact, or a substring matching one case).")] = None,
@@ -115,17 +86,10 @@ def explain(
     """Take one output element apart: its window over the padded input, every engine's and peer's
     value and index, the documented value, and the implied argmax or divisor."""
     with user_errors():
-        path, case_id = split_case_ref(case_ref, k)
-        if not Path(path).is_file():
-            raise CaseFileError("no such case file", path=path)
-        case = pick_case(load_file(path), case_id, path)
+        case = find_case(case_ref, k)
         engines = engines_for(engine)
-        peer_list = []
-        if peers:
-            from poolcheck.peers.registry import resolve_peers
-
-            peer_list = resolve_peers([p for p in peers.split(",") if p.strip()])
         timeout = parse_duration("--peer-timeout", peer_timeout)
+        peer_list = load_peers(peers, timeout) if peers else []
         position = parse_position(at, case) if at is not None else None
         ex = explain_element(case, position, engines, peer_list, peer_timeout=timeout)
         console.print(explanation_view(ex))

@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -22,7 +23,7 @@ from poolcheck.corpus import KNOWN_DIR
 from poolcheck.engines import get_engine
 from poolcheck.errors import CaseFileError, PoolcheckError
 from poolcheck.fuzz import oracles as O
-from poolcheck.fuzz.registry import (
+from poolcheck.fuzz.known import (
     KnownEntry,
     case_id,
     finding_case,
@@ -30,20 +31,37 @@ from poolcheck.fuzz.registry import (
     known_entries,
     write_finding,
 )
-from poolcheck.fuzz.runner import (
+from poolcheck.fuzz.session import (
     ORACLES,
     FuzzOptions,
     Progress,
     SessionResult,
     expected_outputs,
+    judge_peer,
     merge_results,
+    resolve_peer_list,
     run_sessions,
 )
+from poolcheck.fuzz.strategies import FuzzCase
+from poolcheck.judgement import judge, tensor, tolerance_for
 from poolcheck.peers.base import Peer
-from poolcheck.report.model import DEFAULT_FAIL_ON, CaseResult, Check, Diff, RunResult
-from poolcheck.runner import MAX_DIFFS, _scalar, _tensor, new_result, window_cells
+from poolcheck.results import (
+    DEFAULT_FAIL_ON,
+    CaseResult,
+    Check,
+    CheckKind,
+    Diff,
+    FindingKind,
+    FuzzSummary,
+    KnownState,
+    PeerStatus,
+    RunResult,
+    Verdict,
+    signature_tag,
+)
+from poolcheck.runner import new_result
 from poolcheck.spec.indices import index_layout
-from poolcheck.spec.shape import resolve
+from poolcheck.spec.shape import Geometry, resolve
 
 OP_FLAGS = {"max": "maxpool", "avg": "avgpool"}
 
@@ -53,7 +71,7 @@ class KnownCheck:
     """A known divergence re-checked against today's peer."""
 
     entry: KnownEntry
-    state: str  # "reproduces" | "fixed" | "changed" | "skipped"
+    state: KnownState
     message: str
     finding: O.Finding | None = None
     version: str | None = None
@@ -93,7 +111,7 @@ class Campaign:
 
     @property
     def fixed(self) -> list[KnownCheck]:
-        return [k for k in self.known_checks if k.state == "fixed"]
+        return [k for k in self.known_checks if k.state == KnownState.FIXED]
 
 
 # --------------------------------------------------------------------------- known divergences
@@ -102,9 +120,8 @@ class Campaign:
 def recheck_known(entries: Sequence[KnownEntry], peers: Sequence[Peer], *, isolated: bool = True,
                   timeout: float = 30.0, engine: str = "auto") -> list[KnownCheck]:
     """Run every registry entry whose peer is in this session; document entries re-check the
-    written rule. One batched call per peer."""
-    from poolcheck.peers.isolation import call_peer_many
-
+    written rule. One batched call per peer, judged on the fuzzer's own path
+    (:func:`~poolcheck.fuzz.session.judge_peer`)."""
     eng = get_engine(engine)
     by_name = {p.name: p for p in peers}
     checks: list[KnownCheck | None] = [None] * len(entries)
@@ -115,22 +132,22 @@ def recheck_known(entries: Sequence[KnownEntry], peers: Sequence[Peer], *, isola
             try:
                 found = O.check_shape_rules(case, resolve(case.spec, case.x.shape))
             except PoolcheckError as exc:
-                checks[i] = KnownCheck(e, "changed", f"the engine now rejects it: {exc}")
+                checks[i] = KnownCheck(e, KnownState.CHANGED, f"the engine now rejects it: {exc}")
                 continue
             focused = [ff for f in found for ff in f.focused()]
             sigs = [f.signature for f in focused]
             if e.signature in sigs:
-                checks[i] = KnownCheck(e, "reproduces", "the written rule still differs from the runtime",
+                checks[i] = KnownCheck(e, KnownState.REPRODUCES, "the written rule still differs from the runtime",
                                        focused[sigs.index(e.signature)])
             elif sigs:
-                checks[i] = KnownCheck(e, "changed", f"now {sigs[0]}", focused[0])
+                checks[i] = KnownCheck(e, KnownState.CHANGED, f"now {sigs[0]}", focused[0])
             else:
-                checks[i] = KnownCheck(e, "fixed", "the written rule and the runtime now agree")
+                checks[i] = KnownCheck(e, KnownState.FIXED, "the written rule and the runtime now agree")
         elif e.peer is not None and e.peer in by_name:
             per_peer.setdefault(e.peer, []).append(i)
         else:
             why = f"peer {e.peer!r} is not in this session" if e.peer else f"{e.kind} entries are not re-checked"
-            checks[i] = KnownCheck(e, "skipped", why)
+            checks[i] = KnownCheck(e, KnownState.SKIPPED, why)
     for name, idxs in per_peer.items():
         peer = by_name[name]
         try:
@@ -138,28 +155,28 @@ def recheck_known(entries: Sequence[KnownEntry], peers: Sequence[Peer], *, isola
         except Exception:
             version = "unknown"
         cases = [fuzz_case_from(entries[i].case) for i in idxs]
-        results = call_peer_many(peer, [(c.spec, c.x) for c in cases], isolated=isolated, timeout=timeout)
-        for i, case, res in zip(idxs, cases, results):
+        refs = [_reference_or_none(eng, c) for c in cases]
+        # ties between equally good explanations go to the recorded one: the question is
+        # whether the recorded behaviour still explains the peer
+        prefer = [{entries[i].sig.detail: 1_000_000} for i in idxs]
+        judged = judge_peer(peer, cases, refs, eng, version=version, prefer=prefer.__getitem__,
+                            isolated=isolated, timeout=timeout)
+        for i, (_case, res, found) in zip(idxs, judged):
             e = entries[i]
             if res.status in ("declined", "unavailable"):
-                checks[i] = KnownCheck(e, "skipped", f"{res.status}: {res.message}", version=version)
+                checks[i] = KnownCheck(e, KnownState.SKIPPED, f"{res.status}: {res.message}", version=version)
                 continue
-            base, geom = O.reference(eng, case)
-            # ties between equally good explanations go to the recorded one: the question is
-            # whether the recorded behaviour still explains the peer
-            atom = e.signature.split("|", 3)[3]
-            found = O.check_peer(case, name, res, eng, base, geom, version, {atom: 1_000_000})
             focused = found.focused() if found is not None else []
             f = next((ff for ff in focused if ff.signature == e.signature), focused[0] if focused else None)
             recorded = next((t.split("=", 1)[1] for t in e.case.tags if t.startswith(f"version:{name}=")), None)
             if f is None:
                 msg = (f"no longer reproduces: {name} {version} agrees with the reference"
                        + (f" (recorded with {recorded})" if recorded else "") + " -- fixed upstream?")
-                checks[i] = KnownCheck(e, "fixed", msg, version=version)
+                checks[i] = KnownCheck(e, KnownState.FIXED, msg, version=version)
             elif f.signature == e.signature:
-                checks[i] = KnownCheck(e, "reproduces", f"reproduces with {name} {version}: {f.text}", f, version)
+                checks[i] = KnownCheck(e, KnownState.REPRODUCES, f"reproduces with {name} {version}: {f.text}", f, version)
             else:
-                checks[i] = KnownCheck(e, "changed", f"diverges differently with {name} {version}: {f.klass}", f,
+                checks[i] = KnownCheck(e, KnownState.CHANGED, f"diverges differently with {name} {version}: {f.klass}", f,
                                        version)
             if f is not None and f.signature == e.signature and len(focused) > 1:
                 others = ", ".join(ff.atom for ff in focused if ff.signature != e.signature)
@@ -167,10 +184,20 @@ def recheck_known(entries: Sequence[KnownEntry], peers: Sequence[Peer], *, isola
     return [c for c in checks if c is not None]
 
 
+def _reference_or_none(engine: ModuleType, case: FuzzCase) -> tuple[O.Outputs, Geometry] | None:
+    """The reference for a known case, or None when the engine now rejects it (then a peer that
+    computes an output accepts an invalid configuration)."""
+    try:
+        return O.reference(engine, case)
+    except PoolcheckError:
+        return None
+
+
 # --------------------------------------------------------------------------- result building
 
 
 def _diffs(finding: O.Finding, expected: dict[str, Any]) -> tuple[list[Diff], int]:
+    """The finding's outputs against the reference, judged as everywhere (:mod:`poolcheck.judgement`)."""
     case = finding.case
     actual = finding.actual
     if not expected or actual.get("values") is None:
@@ -179,41 +206,28 @@ def _diffs(finding: O.Finding, expected: dict[str, Any]) -> tuple[list[Diff], in
     act_v = np.asarray(actual["values"])
     if exp_v.shape != act_v.shape:
         return [Diff("shape", None, list(exp_v.shape), list(act_v.shape))], 1
-    from poolcheck.fuzz.compare import close_values
-
     geom = resolve(case.spec, case.x.shape)
     layout = index_layout(case.spec, case.x.shape) if case.op == "max" else None
-    diffs: list[Diff] = []
-    total = 0
-    tol = None
-    if case.op == "avg":
-        from poolcheck.fuzz.compare import avg_tolerance
-
-        tol = avg_tolerance(case.x, geom, case.spec.exclude_pad, O.SPEC, exp_v, get_engine("auto"))
-    outputs = [("values", exp_v, act_v, ~close_values(exp_v, act_v, tol))]
+    outputs: list[tuple[str, np.ndarray, np.ndarray, np.ndarray | None]] = [
+        ("values", exp_v, act_v, tolerance_for(case.spec, case.x, geom, exp_v, get_engine("auto")))]
+    chosen = None
     if expected.get("indices") is not None and actual.get("indices") is not None:
         ei = np.asarray(expected["indices"]).astype(np.int64)
         ai = np.asarray(actual["indices"]).astype(np.int64)
         if ei.shape == ai.shape:
-            outputs.append(("indices", ei, ai, ei != ai))
-    for name, e, a, mask in outputs:
-        positions = [tuple(int(v) for v in p) for p in np.argwhere(mask)]
-        total += len(positions)
-        for p in positions[:MAX_DIFFS]:
-            chosen = None
-            if actual.get("indices") is not None and np.asarray(actual["indices"]).shape == e.shape:
-                chosen = int(np.asarray(actual["indices"])[p])
-            diffs.append(Diff(name, list(p), _scalar(e[p]), _scalar(a[p]),
-                              window_cells(case.x, geom, p, chosen, layout)))
-    return diffs, total
+            outputs.append(("indices", ei, ai, None))
+    if actual.get("indices") is not None:
+        chosen = np.asarray(actual["indices"])
+    judged = judge(case.x, geom, layout, outputs, chosen=chosen)
+    return judged.diffs, judged.total
 
 
-def _verdict(finding: O.Finding, new: bool) -> str:
+def _verdict(finding: O.Finding, new: bool) -> Verdict:
     if not new:
-        return "erratum"
-    if finding.status in ("crash", "timeout"):
-        return finding.status
-    return "fail"
+        return Verdict.ERRATUM
+    if finding.status in (PeerStatus.CRASH, PeerStatus.TIMEOUT):
+        return Verdict(finding.status.value)
+    return Verdict.FAIL
 
 
 def finding_result(finding: O.Finding, *, new: bool, replay: str, source: str = "",
@@ -226,17 +240,18 @@ def finding_result(finding: O.Finding, *, new: bool, replay: str, source: str = 
         expected = {}
     diffs, total = _diffs(finding, expected)
     verdict = _verdict(finding, new)
-    kind = {"peer": "peer", "invalid": "peer", "document": "document"}.get(finding.kind, "engine")
+    kind = {FindingKind.PEER: CheckKind.PEER, FindingKind.INVALID: CheckKind.PEER,
+            FindingKind.DOCUMENT: CheckKind.DOCUMENT}.get(finding.kind, CheckKind.ENGINE)
     message = finding.detail
     if finding.status == "rejects":
         message = f"rejects: {finding.detail}"
     check = Check(
         finding.subject, kind, verdict, message, diffs, total, finding.text, finding.version,
-        expected={k: _tensor(np.asarray(v)) for k, v in expected.items() if k != "shape" and v is not None},
-        actual={k: _tensor(np.asarray(v)) for k, v in finding.actual.items() if v is not None},
-        severity=finding.weight.value,
+        expected={k: tensor(np.asarray(v)) for k, v in expected.items() if k != "shape" and v is not None},
+        actual={k: tensor(np.asarray(v)) for k, v in finding.actual.items() if v is not None},
+        severity=finding.weight,
     )
-    tags = ["fuzz", "new" if new else "known", finding.kind, f"signature:{finding.signature}"]
+    tags = ["fuzz", "new" if new else "known", finding.kind.value, signature_tag(finding.sig)]
     if not shrunk:
         tags.append("unshrunk")
     title = f"{finding.subject}: {finding.text}"
@@ -251,12 +266,13 @@ def finding_result(finding: O.Finding, *, new: bool, replay: str, source: str = 
 
 
 def known_result(k: KnownCheck) -> CaseResult:
-    verdict = {"reproduces": "erratum", "fixed": "pass", "changed": "fail", "skipped": "skip"}[k.state]
+    verdict = {KnownState.REPRODUCES: Verdict.ERRATUM, KnownState.FIXED: Verdict.PASS,
+               KnownState.CHANGED: Verdict.FAIL, KnownState.SKIPPED: Verdict.SKIP}[k.state]
     c = k.entry.case
-    runner = k.entry.peer or k.entry.signature.split("|")[2]
-    check = Check(runner, "peer" if k.entry.peer else "document", verdict, k.message,
+    runner = k.entry.peer or k.entry.sig.subject
+    check = Check(runner, CheckKind.PEER if k.entry.peer else CheckKind.DOCUMENT, verdict, k.message,
                   diagnosis=k.finding.text if k.finding else None, version=k.version,
-                  severity=k.finding.weight.value if k.finding is not None and verdict != "pass" else None)
+                  severity=k.finding.weight if k.finding is not None and verdict != Verdict.PASS else None)
     return CaseResult(
         case_id=c.id, verdict=verdict, title=c.title, source=c.location, convention=c.convention, op=c.op,
         spec={"op": c.op, **c.attributes}, input_shape=list(c.input.shape), dtype=c.dtype.name, checks=[check],
@@ -301,8 +317,6 @@ def run_campaign(
     sessions: Callable[[FuzzOptions, Callable[[Progress], None] | None], list[SessionResult]] = run_sessions,
 ) -> Campaign:
     """Re-check the registry, fuzz, write a case per new divergence, and build the result."""
-    from poolcheck.fuzz.runner import resolve_peer_list
-
     phase = on_phase or (lambda _s: None)
     entries, known_errors = known_entries(list(known_paths))
     peers = resolve_peer_list(options.peers)
@@ -317,7 +331,7 @@ def run_campaign(
     known_checks = recheck_known(entries, available, isolated=options.isolated, timeout=options.peer_timeout,
                                  engine=options.engine)
     known_sigs = {e.signature for e in entries}
-    changed = [k for k in known_checks if k.state == "changed" and k.finding is not None]
+    changed = [k for k in known_checks if k.state == KnownState.CHANGED and k.finding is not None]
     options = replace(options, known_signatures=frozenset(known_sigs))
     phase("fuzzing")
     saved: dict[str, Path] = {}
@@ -368,33 +382,33 @@ def run_campaign(
     prog = session.progress
     seen_known = {s: n for s, n in prog.divergent.items() if s in known_sigs}
     result.interrupted = session.interrupted
-    result.extra["fuzz"] = {
-        "seed": options.seed,
-        "jobs": options.jobs,
-        "examples": prog.examples,
-        "cases": prog.cases,
-        "elapsed_s": round(elapsed, 3),
-        "cases_per_s": round(prog.cases / elapsed, 1) if elapsed > 0 else 0.0,
-        "compared": dict(prog.compared),
-        "compared_per_s": {p: round(n / elapsed, 1) for p, n in prog.compared.items()} if elapsed > 0 else {},
-        "peer_status": {p: dict(c) for p, c in prog.peer_status.items()},
-        "divergent_configurations": dict(prog.divergent),
-        "new": new,
-        "known_seen": seen_known,
-        "fixed_upstream": [k.entry.case.id for k in known_checks if k.state == "fixed"],
-        "detected_at_s": {s: round(t, 3) for s, t in session.detected_at.items()},
-        "shrunk_at_s": {s: round(t, 3) for s, t in session.shrunk_at.items()},
-        "unshrunk": [s for s in new if s in session.findings and s not in session.shrunk],
-        "saved": {s: str(p) for s, p in saved.items()},
-        "unavailable_peers": session.unavailable,
-        "warnings": session.warnings,
-        "replay": replay,
-    }
+    result.fuzz = FuzzSummary(
+        seed=options.seed,
+        jobs=options.jobs,
+        examples=prog.examples,
+        cases=prog.cases,
+        elapsed_s=round(elapsed, 3),
+        cases_per_s=round(prog.cases / elapsed, 1) if elapsed > 0 else 0.0,
+        compared=dict(prog.compared),
+        compared_per_s={p: round(n / elapsed, 1) for p, n in prog.compared.items()} if elapsed > 0 else {},
+        peer_status={p: dict(c) for p, c in prog.peer_status.items()},
+        divergent_configurations=dict(prog.divergent),
+        new=new,
+        known_seen=seen_known,
+        fixed_upstream=[k.entry.case.id for k in known_checks if k.state == KnownState.FIXED],
+        detected_at_s={s: round(t, 3) for s, t in session.detected_at.items()},
+        shrunk_at_s={s: round(t, 3) for s, t in session.shrunk_at.items()},
+        unshrunk=[s for s in new if s in session.findings and s not in session.shrunk],
+        saved={s: str(p) for s, p in saved.items()},
+        unavailable_peers=session.unavailable,
+        warnings=session.warnings,
+        replay=replay,
+    )
     campaign = Campaign(result, session, new, known_checks, saved, replay, known_errors)
     if fail_on is not None:
         campaign.fail_on = frozenset(fail_on)
-    result.extra["fuzz"]["fail_on"] = sorted(campaign.fail_on)
-    result.extra["fuzz"]["failing"] = campaign.failing
+    result.fuzz.fail_on = sorted(campaign.fail_on)
+    result.fuzz.failing = campaign.failing
     return campaign
 
 
@@ -411,8 +425,6 @@ def _save(f: O.Finding, save_dir: str | Path, options: FuzzOptions, command: str
 
 def _peer_ref(options: FuzzOptions, name: str) -> str:
     """What to pass to ``--peers`` to get the peer called ``name`` again."""
-    from poolcheck.fuzz.runner import resolve_peer_list
-
     for p in options.peers:
         if isinstance(p, str):
             try:

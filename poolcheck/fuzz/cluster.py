@@ -3,7 +3,7 @@
 How a cluster campaign runs:
 
 1. The client (the ``poolcheck fuzz`` process) connects to the scheduler and submits one *shard*
-   per worker process, pinned to it: a :class:`~poolcheck.fuzz.runner.Session` with its own seed
+   per worker process, pinned to it: a :class:`~poolcheck.fuzz.session.Session` with its own seed
    stream (``--seed`` and the shard number, exactly as ``--jobs`` derives them) and its own peer
    workers. Budgets are split as ``--jobs`` splits them.
 2. Every shard streams events through one ``distributed.Queue`` held by the scheduler: its machine
@@ -47,7 +47,8 @@ from typing import Any
 from poolcheck.errors import AttributeValueError, PoolcheckError
 from poolcheck.fingerprint import machine_fingerprint, only_on
 from poolcheck.fuzz import oracles as O
-from poolcheck.fuzz.runner import (
+from poolcheck.fuzz.campaign import Campaign, run_campaign
+from poolcheck.fuzz.session import (
     PROGRESS_INTERVAL,
     Divergence,
     FuzzOptions,
@@ -56,6 +57,7 @@ from poolcheck.fuzz.runner import (
     SessionResult,
     resolve_peer_list,
 )
+from poolcheck.results import Signature
 
 #: Seconds the client waits past the time budget (shrinking a last find, shutting peers down)
 #: before it stops the shards, and again before it cancels them.
@@ -552,7 +554,7 @@ class ClusterDriver:
                 ran.setdefault(peer, set()).add(s.fingerprint)
         findings: dict[str, Any] = {}
         for sig, fps in sorted(seen.items()):
-            subject = sig.split("|")[2]
+            subject = Signature.parse(sig).subject
             owner = run.owner.get(sig)
             unseen = ran.get(subject, set()) - fps
             note = only_on(subject, [run.fingerprints[f] for f in sorted(fps)],
@@ -582,8 +584,8 @@ class ClusterDriver:
         result.extra["fingerprints"] = dict(self.run.fingerprints)
         result.extra["cluster"] = summary
         for case in result.cases:
-            sig = next((t.split(":", 1)[1] for t in case.tags if t.startswith("signature:")), None)
-            info = summary["findings"].get(sig or "")
+            sig = case.signature
+            info = summary["findings"].get(sig.key) if sig is not None else None
             if not info:
                 continue
             case.tags += [f"fingerprint:{fp}" for fp in info["fingerprints"]]
@@ -597,8 +599,6 @@ def run_cluster_campaign(options: FuzzOptions, address: str, *, on_event: Callab
                          connect_timeout: float = 30.0, max_workers: int | None = None, **campaign: Any) -> Any:
     """:func:`~poolcheck.fuzz.campaign.run_campaign` with the sessions on a Dask cluster
     (``max_workers``: use at most this many of the scheduler's workers; 1 or None: all)."""
-    from poolcheck.fuzz.campaign import run_campaign
-
     driver = ClusterDriver(address, connect_timeout=connect_timeout, on_event=on_event,
                            workers=max_workers if max_workers and max_workers > 1 else None)
     result = run_campaign(options, sessions=driver.sessions, **campaign)
@@ -631,6 +631,19 @@ def annotate_fingerprint(result: Any, options: FuzzOptions, session: SessionResu
             case.tags.append(f"fingerprint:{fp['id']}")
 
 
+def run_fuzz(options: FuzzOptions, *, cluster: str | None = None, max_workers: int | None = None,
+             **campaign: Any) -> Campaign:
+    """One ``poolcheck fuzz`` campaign, on this machine or (``cluster``: a Dask scheduler's
+    address) on a cluster, with the machine fingerprints recorded in its result."""
+    if cluster:
+        done = run_cluster_campaign(options, cluster, on_event=campaign.get("on_phase"), max_workers=max_workers,
+                                    **campaign)
+    else:
+        done = run_campaign(options, **campaign)
+    annotate_fingerprint(done.result, options, done.session)
+    return done
+
+
 __all__ = [
     "ClusterDriver",
     "ClusterRun",
@@ -639,5 +652,6 @@ __all__ = [
     "annotate_fingerprint",
     "check_address",
     "run_cluster_campaign",
+    "run_fuzz",
     "shard_main",
 ]

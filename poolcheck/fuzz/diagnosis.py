@@ -45,8 +45,9 @@ from poolcheck.engines import _windows as w
 from poolcheck.engines import numpy_engine as _NUMPY
 from poolcheck.engines.numpy_engine import empty_max_value
 from poolcheck.errors import AttributeValueError, PoolcheckError
-from poolcheck.fuzz.compare import Outputs, avg_tolerance, canonical_layout, close_values, run_reference
-from poolcheck.report.model import Severity
+from poolcheck.fuzz.reference import Outputs, canonical_layout, run_reference
+from poolcheck.judgement import avg_tolerance, close_values
+from poolcheck.results import Severity
 from poolcheck.spec.attributes import PoolSpec
 from poolcheck.spec.indices import index_layout
 from poolcheck.spec.policy import SPEC, Policy

@@ -28,31 +28,33 @@ import numpy as np
 from poolcheck.cases.load import build_spec
 from poolcheck.engines import _windows as w
 from poolcheck.errors import PoolcheckError
-from poolcheck.fuzz.compare import (
+from poolcheck.fuzz.diagnosis import STATUS_SEVERITY, Diagnosis, diagnose_output, diagnose_rejection, severity_of
+from poolcheck.fuzz.reference import run_reference
+from poolcheck.fuzz.strategies import FuzzCase
+from poolcheck.judgement import (
     Outputs,
     avg_tolerance,
     close_values,
     first_difference,
     mismatch,
-    run_reference,
+    tolerance_for,
 )
-from poolcheck.fuzz.diagnosis import STATUS_SEVERITY, Diagnosis, diagnose_output, diagnose_rejection, severity_of
-from poolcheck.fuzz.strategies import FuzzCase
+from poolcheck.judgement import output_contract as judge_contract
 from poolcheck.peers.base import PeerResult
-from poolcheck.report.model import Severity
+from poolcheck.results import FindingKind, PeerStatus, Severity, Signature
 from poolcheck.spec import attributes as A
 from poolcheck.spec.indices import index_layout
 from poolcheck.spec.policy import SPEC
 from poolcheck.spec.shape import Geometry, axis_rules, resolve
 
-KINDS = ("peer", "engine", "document", "metamorphic", "invalid")
+KINDS = tuple(k.value for k in FindingKind)
 
 
 @dataclass
 class Finding:
     """One divergence on one configuration."""
 
-    kind: str  # one of KINDS
+    kind: FindingKind
     op: str  # "max" | "avg"
     subject: str  # peer name, "numpy vs c", "openvino-written", engine name
     klass: str  # diagnosis class (stable; part of the signature)
@@ -60,7 +62,7 @@ class Finding:
     detail: str  # the first difference, or the peer's message
     case: FuzzCase
     explained: bool = True
-    status: str = "ok"  # the peer's status: ok | rejects | crash | timeout
+    status: PeerStatus = PeerStatus.OK  # the peer's status
     version: str | None = None
     actual: dict[str, Any] = field(default_factory=dict)  # the subject's outputs (arrays)
     extra: dict[str, Any] = field(default_factory=dict)
@@ -78,9 +80,19 @@ class Finding:
             return self.severity
         return Severity.ERRATUM if self.kind == "document" else Severity.VIOLATION
 
+    def __post_init__(self) -> None:
+        self.kind = FindingKind(self.kind)
+        self.status = PeerStatus(self.status)
+
+    @property
+    def sig(self) -> Signature:
+        """What deduplicates this divergence (kind, op, subject, the one behaviour)."""
+        return Signature(self.kind, self.op, self.subject, self.atom or self.klass)
+
     @property
     def signature(self) -> str:
-        return f"{self.kind}|{self.op}|{self.subject}|{self.atom or self.klass}"
+        """:attr:`sig` written out (``kind|op|subject|detail``): the key of maps and tags."""
+        return self.sig.key
 
     def focused(self) -> list[Finding]:
         """One copy per behaviour named by the diagnosis: an example where a peer both ignores NaN
@@ -119,35 +131,24 @@ def reference(engine: ModuleType, case: FuzzCase) -> tuple[Outputs, Geometry]:
     return run_reference(engine, case.x, geom, case.op, exclude_pad=case.spec.exclude_pad, layout=layout), geom
 
 
-def _tol(engine: ModuleType, case: FuzzCase, geom: Geometry, expected: Outputs,
-         dtype: np.dtype | None = None) -> np.ndarray | None:
-    if case.op != "avg":
-        return None
-    return avg_tolerance(case.x, geom, case.spec.exclude_pad, SPEC, expected.values, engine, dtype)
-
-
 # --------------------------------------------------------------------------- engines
 
 
 def check_engines(case: FuzzCase, engines: dict[str, ModuleType], base: Outputs, geom: Geometry) -> list[Finding]:
-    """Every other engine against the reference engine: max bit-exact; averages (both sum in
-    float64 and round once) within one unit in the last place of the result type, plus the
-    float64 summation-order error ``taps * eps64 * max|x|`` for float64 results."""
+    """Every other engine against the reference engine under the average rule of
+    :mod:`poolcheck.judgement` (max bit-exact; both engines sum in float64 and round once into
+    the result type, so both sides err: the float64 bound counts twice)."""
     names = list(engines)
     findings = []
     for name in names[1:]:
         other, _ = reference(engines[name], case)
         tol = None
-        if case.op == "avg":
-            e = np.abs(base.values.astype(np.float64))
-            with np.errstate(all="ignore"):
-                ulp = np.spacing(np.where(np.isfinite(e), e, 0).astype(case.x.dtype)).astype(np.float64)
-            finite = case.x[np.isfinite(case.x)]
-            scale = float(np.abs(finite).max()) if finite.size else 0.0
-            tol = ulp + math.prod(geom_kernel(geom)) * float(np.finfo(np.float64).eps) * scale
+        if case.op == "avg" and case.x.dtype.kind == "f":
+            tol = avg_tolerance(case.x, geom, case.spec.exclude_pad, SPEC, base.values, engines[names[0]],
+                                np.dtype(np.float64), result=case.x.dtype, both_float64=True)
         mm = mismatch(base, other.values, other.indices, tol)
         if mm:
-            findings.append(Finding("engine", case.op, f"{names[0]} vs {name}", mm.what(),
+            findings.append(Finding(FindingKind.ENGINE, case.op, f"{names[0]} vs {name}", mm.what(),
                                     f"the {name} engine differs from the {names[0]} engine ({mm.what()})",
                                     first_difference(base, other.values, other.indices, mm), case, False,
                                     actual={"values": other.values, "indices": other.indices}))
@@ -180,7 +181,7 @@ def check_shape_rules(case: FuzzCase, geom: Geometry) -> list[Finding]:
         written_shape = list(geom.output_shape)
         written_shape[2 + i] = written.out if written.out is not None else -1
         return [Finding(
-            "document", spec.op, f"{rule_name} rule", klass,
+            FindingKind.DOCUMENT, spec.op, f"{rule_name} rule", klass,
             f"the written {spec.convention} shape rule ({family}, {rounding}) gives {written.out} on axis {i}, "
             f"the runtimes and the engine {a.out}",
             f"axis {i}: written: {written.working}; runtime: {a.out}", case,
@@ -194,7 +195,7 @@ def check_shape_rules(case: FuzzCase, geom: Geometry) -> list[Finding]:
 
 
 def _violation(case: FuzzCase, engine_name: str, prop: str, text: str, detail: str) -> Finding:
-    return Finding("metamorphic", case.op, engine_name, prop, text, detail, case, False)
+    return Finding(FindingKind.METAMORPHIC, case.op, engine_name, prop, text, detail, case, False)
 
 
 def _gather_back(case: FuzzCase, engine_name: str, base: Outputs, geom: Geometry) -> Finding | None:
@@ -296,7 +297,8 @@ def _flip(case: FuzzCase, engine: ModuleType, engine_name: str, base: Outputs, g
         want = np.flip(base.values, axis=2 + i)
         tol = None
         if spec.op == "avg":
-            tol = avg_tolerance(x, geom, spec.exclude_pad, SPEC, base.values, engine, np.dtype(np.float64))
+            tol = avg_tolerance(x, geom, spec.exclude_pad, SPEC, base.values, engine, np.dtype(np.float64),
+                                result=x.dtype, both_float64=True)
             tol = np.flip(tol, axis=2 + i)
         if not close_values(want, out.values, tol).all():
             return _violation(case, engine_name, "flip symmetry",
@@ -338,7 +340,8 @@ def _explicit_padding(case: FuzzCase, engine: ModuleType, engine_name: str, base
     out = run_reference(engine, xp, g2, spec.op, exclude_pad=False)
     tol = None
     if spec.op == "avg":
-        tol = avg_tolerance(x, geom, False, SPEC, base.values, engine, np.dtype(np.float64))
+        tol = avg_tolerance(x, geom, False, SPEC, base.values, engine, np.dtype(np.float64),
+                            result=x.dtype, both_float64=True)
     if not close_values(base.values, out.values, tol).all():
         return _violation(case, engine_name, "explicit padding",
                           "padding by hand and pooling without padding differs from padded pooling",
@@ -426,25 +429,10 @@ def check_metamorphic(case: FuzzCase, engine: ModuleType, engine_name: str, base
 
 
 def output_contract(case: FuzzCase, values: Any, indices: Any) -> tuple[str, str] | None:
-    """The output's element types against the attributes: (class, text) when they break the
-    contract, None otherwise. Values are a real array of the input's type ("T"); OpenVINO:
-    "index_element_type ... the type of output tensor with indices" (i32/i64); ONNX MaxPool:
-    "Indices ... T2 = tensor(int64)". A wrong type is its own divergence, never cast away."""
-    for name, arr in (("values", values), ("indices", indices)):
-        if arr is None:
-            continue
-        if not isinstance(arr, np.ndarray) or arr.dtype.kind not in "fiu":
-            kind = type(arr).__name__ if not isinstance(arr, np.ndarray) else str(arr.dtype)
-            return f"output:{name}-not-real-numbers", f"{name} are {kind}, not a real numeric array"
-    if values is not None and values.dtype != case.x.dtype:
-        return (f"dtype:values-{values.dtype}-for-{case.x.dtype}",
-                f"values are {values.dtype}, the input (and so the output) is {case.x.dtype}")
-    if indices is not None and case.spec.op == "max":
-        want = index_layout(case.spec, case.x.shape).dtype
-        if indices.dtype != want:
-            return (f"dtype:indices-{indices.dtype}-for-{np.dtype(want)}",
-                    f"indices are {indices.dtype}; the attributes ask for {np.dtype(want)}")
-    return None
+    """The output's element types against the attributes (:func:`poolcheck.judgement.output_contract`;
+    the shape is judged with the values): (class, text) of the first breach, or None."""
+    breaches = judge_contract(case.spec, case.x.shape, case.x.dtype, values, indices, check_shape=False)
+    return (breaches[0].klass, breaches[0].message) if breaches else None
 
 
 def check_peer(case: FuzzCase, peer: str, result: PeerResult, engine: ModuleType, base: Outputs | None,
@@ -467,33 +455,33 @@ def check_peer(case: FuzzCase, peer: str, result: PeerResult, engine: ModuleType
         actual = {}
         if result.output is not None:
             actual = {"values": result.output.values, "indices": result.output.indices}
-        return Finding("invalid", case.op, peer, klass, f"{text} ({case.mutation})", result.message or text, case,
-                       False, result.status, version, actual)
+        return Finding(FindingKind.INVALID, case.op, peer, klass, f"{text} ({case.mutation})", result.message or text, case,
+                       False, PeerStatus(result.status), version, actual)
     if result.status in ("crash", "timeout", "invalid"):
-        return Finding("peer", case.op, peer, result.status, f"{result.status}: {result.message}", result.message,
-                       case, False, result.status, version, severity=STATUS_SEVERITY.get(result.status))
+        return Finding(FindingKind.PEER, case.op, peer, result.status, f"{result.status}: {result.message}", result.message,
+                       case, False, PeerStatus(result.status), version, severity=STATUS_SEVERITY.get(result.status))
     if result.status == "rejects":
         d = diagnose_rejection(case.spec, case.x, result.message)
-        return Finding("peer", case.op, peer, d.klass, d.text, result.message, case, d.explained, "rejects", version,
+        return Finding(FindingKind.PEER, case.op, peer, d.klass, d.text, result.message, case, d.explained, PeerStatus.REJECTS, version,
                        atoms=d.atoms, severity=d.severity)
     out = result.output
     assert out is not None
     contract = output_contract(case, out.values, out.indices)
     if contract is not None:
         klass, text = contract
-        return Finding("peer", case.op, peer, klass, text, text, case, True, "ok", version,
+        return Finding(FindingKind.PEER, case.op, peer, klass, text, text, case, True, PeerStatus.OK, version,
                        {"values": out.values if isinstance(out.values, np.ndarray) and out.values.dtype.kind in "fiu"
                         else None}, severity=Severity.VIOLATION)
     values = np.asarray(out.values)
     indices = None if out.indices is None else np.asarray(out.indices)
-    tol = _tol(engine, case, geom, base) if values.shape == base.values.shape else None
+    tol = tolerance_for(case.spec, case.x, geom, base.values, engine) if values.shape == base.values.shape else None
     mm = mismatch(base, values, indices, tol)
     if not mm:
         return None
     d: Diagnosis = diagnose_output(engine, case.spec, case.x, values, indices, prefer)
     if d.klass == "same":  # the diagnosis tolerance is the comparison's: cannot happen, but be safe
         return None
-    return Finding("peer", case.op, peer, d.klass, d.text, first_difference(base, values, indices, mm), case,
-                   d.explained, "ok", version, {"values": values, "indices": indices},
+    return Finding(FindingKind.PEER, case.op, peer, d.klass, d.text, first_difference(base, values, indices, mm), case,
+                   d.explained, PeerStatus.OK, version, {"values": values, "indices": indices},
                    {"variants": d.variants, "ambiguous": d.ambiguous, "attribution": d.attribution}, d.atoms,
                    severity=d.severity)

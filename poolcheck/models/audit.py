@@ -14,7 +14,7 @@ import numpy as np
 from poolcheck.cases.model import Case
 from poolcheck.models.onnx_import import PoolNode
 from poolcheck.models.risk import KnownMatch, Risk, known_matches, risk_classes
-from poolcheck.report.model import CaseResult
+from poolcheck.results import CaseResult
 from poolcheck.runner import POLICY_SEARCH_LIMIT
 from poolcheck.spec.operators import operator
 from poolcheck.spec.shape import axis_rules, resolve

@@ -92,14 +92,14 @@ class KnownMatch:
 
 
 def known_matches(op: str, risks: Sequence[Risk], entries: Sequence[object]) -> list[KnownMatch]:
-    """Registry entries (:class:`poolcheck.fuzz.registry.KnownEntry`) of the same op (max/avg)
+    """Registry entries (:class:`poolcheck.fuzz.known.KnownEntry`) of the same op (max/avg)
     whose signature falls in one of ``risks``."""
     out = []
     for e in entries:
-        parts = e.signature.split("|")  # type: ignore[attr-defined]
-        if len(parts) < 2 or parts[1] != op:
+        sig = e.sig  # type: ignore[attr-defined]
+        if sig.op != op:
             continue
-        detail = parts[-1]
+        detail = sig.detail
         for r in risks:
             if any(s in detail for s in RISK_SIGNATURES[r]):
                 out.append(KnownMatch(r, e.case.id, e.signature, e.peer))  # type: ignore[attr-defined]

@@ -1,6 +1,9 @@
-"""The terminal view (rich): a summary table, then a diff for every fail and erratum."""
+"""The terminal view (rich): a summary table, then a diff for every fail and erratum; for
+``poolcheck fuzz`` the live progress view and the divergence table."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from rich import box
 from rich.console import Console, Group
@@ -8,8 +11,8 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from poolcheck.report.model import VERDICTS, CaseResult, Check, Diff, RunResult
 from poolcheck.report.text import safe
+from poolcheck.results import VERDICTS, CaseResult, Check, Diff, FuzzSummary, KnownState, RunResult, Signature
 
 STYLES = {
     "pass": "green",
@@ -227,3 +230,123 @@ def render(result: RunResult, console: Console, *, details: bool = True) -> None
                     console.print(Text(f"{safe(case.case_id)}: cannot render this case's details "
                                        f"({type(exc).__name__}: {safe(exc)})", style="bold yellow"))
     console.print(counts_line(result))
+
+
+# --------------------------------------------------------------------------- poolcheck fuzz
+
+
+def _short(sig: Signature) -> str:
+    return f"{sig.subject} {sig.op}: {sig.detail}"
+
+
+def fuzz_progress_view(p: Any, budget: float | None, max_examples: int | None) -> Group:
+    """The live view of a running campaign (``p``: a :class:`poolcheck.fuzz.session.Progress`)."""
+    head = Text()
+    head.append("poolcheck fuzz  ", style="bold")
+    limit = [f"{p.elapsed:5.1f} / {budget:g} s" if budget else f"{p.elapsed:5.1f} s"]
+    limit.append(f"{p.examples} / {max_examples} examples" if max_examples else f"{p.examples} examples")
+    head.append("  ".join(limit))
+    rate = p.cases / p.elapsed if p.elapsed > 0 else 0.0
+    head.append(f"   {p.cases} configurations ({rate:,.0f}/s)", style="cyan")
+    head.append(f"   {p.phase}", style="dim")
+    statuses = ("ok", "rejects", "declined", "crash", "timeout")
+    peers = Table(box=None, show_header=True, header_style="bold", pad_edge=False)
+    peers.add_column("peer")
+    peers.add_column("compared/s", justify="right")
+    for status in statuses:
+        peers.add_column(status, justify="right")
+    for name, counts in sorted(p.peer_status.items()):
+        r = p.compared.get(name, 0) / p.elapsed if p.elapsed > 0 else 0.0
+        peers.add_row(safe(name), f"{r:,.0f}", *(str(counts.get(s, 0)) for s in statuses))
+    classes = Table(box=None, show_header=True, header_style="bold", pad_edge=False)
+    classes.add_column("divergence class", overflow="fold")
+    classes.add_column("configs", justify="right")
+    classes.add_column("", justify="left")
+    for sig, n in sorted(p.divergent.items(), key=lambda t: (-t[1], t[0]))[:14]:
+        mark = Text("known", style="dim") if sig in p.known else (
+            Text("new, shrunk", style="bold red") if sig in p.new else Text("new", style="red"))
+        classes.add_row(safe(_short(Signature.parse(sig))), str(n), mark)
+    if len(p.divergent) > 14:
+        classes.add_row(Text(f"... {len(p.divergent) - 14} more", style="dim"), "", "")
+    return Group(head, peers, classes)
+
+
+def fuzz_table(result: RunResult) -> Table:
+    """One row per divergence class seen; readable at 80 columns (the diagnosis and the case file
+    of each new one follow in its panel)."""
+    fz = result.fuzz or FuzzSummary()
+    table = Table(title="poolcheck fuzz: divergences", show_lines=False)
+    table.add_column("status", no_wrap=True)
+    table.add_column("subject", overflow="ellipsis", no_wrap=True, max_width=16)
+    table.add_column("op", no_wrap=True)
+    table.add_column("class", overflow="fold", min_width=16, ratio=1)
+    table.add_column("configs", justify="right", no_wrap=True)
+    table.add_column("first", justify="right", no_wrap=True)
+    for case in result.cases:
+        sig = case.signature
+        if "new" not in case.tags or sig is None:
+            continue  # the registry's own re-checks are summarised below the table
+        check = case.checks[0]
+        status = Text("NEW", style="bold red" if sig.key in fz.failing else "bold yellow")
+        if check.severity:
+            status.append(f"\n{check.severity}", style="")
+        first = fz.detected_at_s.get(sig.key)
+        table.add_row(status, safe(sig.subject), sig.op, Text(safe(sig.detail), style="bold"),
+                      str(fz.divergent_configurations.get(sig.key, 1)), f"{first:.1f} s" if first is not None else "-")
+    for key, n in sorted(fz.known_seen.items()):
+        sig = Signature.parse(key)
+        first = fz.detected_at_s.get(key)
+        table.add_row(Text("known", style="dim"), safe(sig.subject), sig.op, safe(sig.detail), str(n),
+                      f"{first:.1f} s" if first is not None else "-")
+    return table
+
+
+def fuzz_throughput(result: RunResult) -> Text:
+    fz = result.fuzz or FuzzSummary()
+    t = Text()
+    t.append(f"{fz.examples} examples, {fz.cases} configurations in {fz.elapsed_s:.1f} s "
+             f"({fz.cases_per_s:,.0f} configurations/s")
+    for peer, r in sorted(fz.compared_per_s.items()):
+        t.append(f"; {safe(peer)} {r:,.0f}/s")
+    t.append(")")
+    return t
+
+
+def render_fuzz(result: RunResult, console: Console, *, saved_to: str | None = None,
+                reports_to: str | None = None) -> None:
+    """The end of ``poolcheck fuzz``: the divergence table, a panel per new divergence (and its
+    replay command), the known divergences that changed, throughput and the closing line."""
+    fz = result.fuzz or FuzzSummary()
+    console.print(fuzz_table(result))
+    for case in result.cases:
+        if "new" in case.tags:
+            console.print(case_detail(case, with_replay=False))
+            if case.replay:  # outside the panel, never wrapped: it pastes as one command
+                console.print(Text(f"replay: {safe(case.replay)}", style="dim"), soft_wrap=True)
+    known = [c for c in result.cases if "known" in c.tags]
+    for case in known:
+        if KnownState.FIXED in case.tags or KnownState.CHANGED in case.tags:
+            style = "bold green" if KnownState.FIXED in case.tags else "bold red"
+            console.print(Text(f"known {safe(case.case_id)}: {safe(case.message)}", style=style))
+    reproduced = sum(1 for c in known if KnownState.REPRODUCES in c.tags)
+    skipped = sum(1 for c in known if KnownState.SKIPPED in c.tags)
+    fixed = sum(1 for c in known if KnownState.FIXED in c.tags)
+    console.print(fuzz_throughput(result))
+    for peer, why in fz.unavailable_peers.items():
+        console.print(Text(f"peer {safe(peer)} unavailable: {safe(why)}", style="yellow"))
+    for w in fz.warnings:
+        console.print(Text(f"warning: {safe(w)}", style="yellow"))
+    line = Text()
+    line.append(f"{len(fz.new)} new divergence(s)", style="bold red" if fz.failing else "bold green")
+    if fz.new:
+        line.append(f" ({len(fz.failing)} of a --fail-on severity: {', '.join(sorted(fz.fail_on))})")
+    line.append(f", {len(fz.known_seen)} known class(es) seen; registry: {reproduced} reproduce, "
+                f"{fixed} fixed upstream, {skipped} not re-checked")
+    if result.interrupted:
+        line.append("  (interrupted: partial result)", style="bold yellow")
+    console.print(line)
+    if fz.saved and saved_to:
+        console.print(f"case files written to {safe(saved_to)}", soft_wrap=True, markup=False)
+    if reports_to:
+        console.print(f"reports written to {safe(reports_to)}", soft_wrap=True, markup=False)
+    console.print(Text(f"replay: {safe(fz.replay)}", style="dim"), soft_wrap=True)

@@ -1,6 +1,6 @@
 """The HTML report: one self-contained file (inline CSS, JS and SVG; it loads nothing).
 
-The ``poolcheck.result/1`` document is embedded in a ``<script type="application/json">``
+The ``poolcheck.result/2`` document is embedded in a ``<script type="application/json">``
 element and drawn by vanilla JavaScript (poolcheck/report/assets/report.js): the summary by
 verdict and runner, filters and search, per case the expected and actual outputs side by side
 with a heatmap of the differing positions (a 2-D slice of N-d outputs, chosen with selectors),
@@ -17,7 +17,7 @@ import re
 from importlib import resources
 
 from poolcheck.report.jsonfmt import result_document
-from poolcheck.report.model import VERDICTS, RunResult
+from poolcheck.results import VERDICTS, RunResult
 
 
 def asset(name: str) -> str:

@@ -1,4 +1,4 @@
-"""The JSON report: the result model as a ``poolcheck.result/1`` document (docs/report-format.md,
+"""The JSON report: the result model as a ``poolcheck.result/2`` document (docs/report-format.md,
 machine-checkable schema in docs/report-schema.json), and loading a saved one back.
 
 The text is strict JSON (no NaN/Infinity tokens: non-finite floats become the strings "nan",
@@ -8,6 +8,7 @@ positions) and short objects stay on one line so a saved report diffs well in ve
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import re
@@ -15,14 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from poolcheck.errors import PoolcheckError
-from poolcheck.report.model import SCHEMA, RunResult
+from poolcheck.results import READABLE_SCHEMAS, SCHEMA, FuzzSummary, RunResult
 
 #: Objects whose one-line form is at most this long are written on one line.
 INLINE_WIDTH = 120
 
 
 class ReportError(PoolcheckError, ValueError):
-    """A saved result cannot be read (missing, not JSON, or not a poolcheck.result/1 document)."""
+    """A saved result cannot be read (missing, not JSON, or not a poolcheck.result/2 or /1 document)."""
 
 
 def plain(value: Any) -> Any:
@@ -64,7 +65,7 @@ def _encode(value: Any, indent: int) -> str:
 
 
 def result_document(result: RunResult) -> dict[str, Any]:
-    """The result as a JSON-safe ``poolcheck.result/1`` mapping (``schema`` first)."""
+    """The result as a JSON-safe ``poolcheck.result/2`` mapping (``schema`` first)."""
     data = plain(result.to_dict())
     return {"schema": data.pop("schema"), **data}
 
@@ -76,21 +77,21 @@ _INERT = re.compile("[\x7f-\x9f\u2028\u2029]")
 
 
 def to_json(result: RunResult) -> str:
-    """Render ``result`` as a ``poolcheck.result/1`` JSON text (ends with a newline)."""
+    """Render ``result`` as a ``poolcheck.result/2`` JSON text (ends with a newline)."""
     text = _encode(result_document(result), 0) + "\n"
     return _INERT.sub(lambda m: f"\\u{ord(m.group(0)):04x}", text)
 
 
 def from_json(text: str, *, name: str = "<input>") -> RunResult:
-    """Parse a ``poolcheck.result/1`` JSON text; every problem is a :class:`ReportError`."""
+    """Parse a ``poolcheck.result/2`` (or ``/1``) JSON text; every problem is a :class:`ReportError`."""
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ReportError(f"{name}: not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
     if not isinstance(data, dict):
         raise ReportError(f"{name}: expected a JSON object with schema {SCHEMA!r}, got {type(data).__name__}")
-    if data.get("schema") != SCHEMA:
-        raise ReportError(f"{name}: not a {SCHEMA} document (schema={data.get('schema')!r})")
+    if data.get("schema") not in READABLE_SCHEMAS:
+        raise ReportError(f"{name}: not a {SCHEMA} (or poolcheck.result/1) document (schema={data.get('schema')!r})")
     problem = _shape_problem(data)
     if problem:
         raise ReportError(f"{name}: malformed {SCHEMA} document: {problem}")
@@ -118,6 +119,17 @@ def _shape_problem(data: dict[str, Any]) -> str:
     cases = data.get("cases", [])
     if not isinstance(cases, list):
         return "'cases' must be a list"
+    extra = data.get("extra", {})
+    if not isinstance(extra, dict):
+        return "'extra' must be an object"
+    fuzz = data.get("fuzz", extra.get("fuzz"))
+    if fuzz is not None:
+        if not isinstance(fuzz, dict):
+            return "'fuzz' must be an object or null"
+        for f in dataclasses.fields(FuzzSummary):
+            want = dict if f.type.startswith("dict") else list if f.type.startswith("list") else None
+            if want is not None and f.name in fuzz and not isinstance(fuzz[f.name], want):
+                return f"'fuzz.{f.name}' must be {'an object' if want is dict else 'a list'}"
     for i, case in enumerate(cases):
         where = f"cases[{i}]"
         if not isinstance(case, dict):

@@ -23,8 +23,8 @@ import re
 import xml.etree.ElementTree as ET
 from pathlib import PurePath
 
-from poolcheck.report.model import CaseResult, Check, RunResult, machine_label
 from poolcheck.report.text import safe
+from poolcheck.results import CaseResult, Check, RunResult, machine_label
 
 FAILURE_VERDICTS = frozenset({"fail"})
 ERROR_VERDICTS = frozenset({"error", "crash", "timeout"})

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import re
 
-from poolcheck.report.model import VERDICTS, CaseResult, Check, RunResult, machine_label
 from poolcheck.report.text import safe
+from poolcheck.results import VERDICTS, CaseResult, Check, RunResult, machine_label
 
 MAX_CHARS = 60_000
 MAX_ROWS = 50

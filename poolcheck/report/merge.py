@@ -15,13 +15,16 @@ from __future__ import annotations
 
 import copy
 import math
+import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from poolcheck.errors import AttributeValueError
 from poolcheck.fingerprint import fingerprint_id, only_on
-from poolcheck.report.model import FAILING, VERDICTS, CaseResult, RunResult, worst
+from poolcheck.report.jsonfmt import load_result
+from poolcheck.results import FAILING, VERDICTS, CaseResult, RunResult, Signature, worst
 
 #: Verdicts that count as "the divergence showed here" (an erratum is a known divergence seen).
 SHOWN: frozenset[str] = frozenset(FAILING | {"error", "rejects", "erratum"})
@@ -47,21 +50,17 @@ def _fingerprints(name: str, result: RunResult) -> dict[str, dict[str, Any]]:
     return fps
 
 
-def _signature(case: CaseResult) -> str | None:
-    return next((t.split(":", 1)[1] for t in case.tags if t.startswith("signature:")), None)
-
-
 def _key(case: CaseResult) -> str:
-    sig = _signature(case)
-    if sig:
-        return sig
+    sig = case.signature
+    if sig is not None:
+        return sig.key
     source = case.source.rsplit(":", 1)[0] if case.source else ""  # the line may move between versions
     return f"case|{source}|{case.case_id}"
 
 
 def _subject(key: str, case: CaseResult) -> str:
     if not key.startswith("case|"):
-        return key.split("|")[2]
+        return Signature.parse(key).subject
     runners = [k.runner for k in case.checks if k.verdict in SHOWN]
     return runners[0] if runners else (case.checks[0].runner if case.checks else "")
 
@@ -72,8 +71,8 @@ def _case_fingerprints(case: CaseResult, inp: _Input) -> list[str]:
 
 
 def _ran(result: RunResult) -> set[str]:
-    fz = result.extra.get("fuzz") or {}
-    ran = set(fz.get("compared", {})) | set(fz.get("peer_status", {}))
+    fz = result.fuzz
+    ran = set(fz.compared) | set(fz.peer_status) if fz is not None else set()
     for case in result.cases:
         ran.update(k.runner for k in case.checks)
     return ran
@@ -96,7 +95,7 @@ def merge_results(results: Sequence[tuple[str, RunResult]], command: str = "pool
     # signatures seen by the fuzzer without a case of their own (known divergences re-found)
     seen_extra: dict[str, set[str]] = {}
     for inp in inputs:
-        for sig in (inp.result.extra.get("fuzz") or {}).get("divergent_configurations", {}):
+        for sig in (inp.result.fuzz.divergent_configurations if inp.result.fuzz is not None else {}):
             seen_extra.setdefault(sig, set()).update(inp.fingerprints)
 
     kinds = {inp.result.kind for inp in inputs}
@@ -169,11 +168,6 @@ __all__ = ["SHOWN", "merge_command", "merge_results"]
 
 def merge_command(files: Sequence[Path]) -> RunResult:
     """``poolcheck report merge``: load the files and merge them."""
-    import shlex
-
-    from poolcheck.errors import AttributeValueError
-    from poolcheck.report.jsonfmt import load_result
-
     if len(files) < 2:
         raise AttributeValueError("merge", f"expected two or more result files, got {len(files)}")
     command = "poolcheck report merge " + " ".join(shlex.quote(str(f)) for f in files)

@@ -24,7 +24,7 @@ from poolcheck.report.html import to_html
 from poolcheck.report.jsonfmt import to_json
 from poolcheck.report.junit import to_junit
 from poolcheck.report.markdown import to_markdown
-from poolcheck.report.model import RunResult
+from poolcheck.results import RunResult
 
 #: File name -> renderer, in the order they are written.
 REPORT_FILES: dict[str, Callable[[RunResult], str]] = {

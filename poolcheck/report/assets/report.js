@@ -1,4 +1,4 @@
-/* poolcheck HTML report: renders the embedded poolcheck.result/1 document with vanilla JS.
+/* poolcheck HTML report: renders the embedded poolcheck.result/2 document with vanilla JS.
  * No network, no libraries. Inlined into report.html by poolcheck/report/html.py. */
 (function () {
   "use strict";

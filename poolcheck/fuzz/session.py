@@ -29,7 +29,7 @@ import signal
 import time
 import traceback
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
@@ -41,9 +41,13 @@ from hypothesis.configuration import set_hypothesis_home_dir
 from poolcheck.engines import available_engines, get_engine
 from poolcheck.errors import AttributeValueError, PoolcheckError
 from poolcheck.fuzz import oracles as O
-from poolcheck.fuzz.compare import Outputs
+from poolcheck.fuzz.database import example_database
 from poolcheck.fuzz.strategies import ALL_DTYPES, CONVENTIONS, FuzzCase, config_batches
+from poolcheck.judgement import Outputs
 from poolcheck.peers.base import Peer, PeerResult
+from poolcheck.peers.isolation import call_peer_many, close_workers
+from poolcheck.peers.registry import resolve_peer
+from poolcheck.results import FindingKind, Signature
 from poolcheck.spec.shape import Geometry
 from poolcheck.userdata import hypothesis_home
 
@@ -193,6 +197,25 @@ def _shrink_limit(seconds: float) -> Iterator[None]:
         conjecture_engine.MAX_SHRINKING_SECONDS = old
 
 
+# --------------------------------------------------------------------------- judging a peer
+
+
+def judge_peer(peer: Peer, batch: Sequence[FuzzCase], refs: Sequence[tuple[Outputs, Geometry] | None],
+               engine: ModuleType, *, version: str | None, prefer: Callable[[int], Mapping[str, int]],
+               isolated: bool = True, timeout: float = 30.0,
+               call: Callable[..., list[PeerResult]] = call_peer_many) -> Iterator[tuple[FuzzCase, PeerResult,
+                                                                                     O.Finding | None]]:
+    """One batched call of ``peer`` on ``batch``, then each result judged against its reference
+    (``None``: the engine rejects the configuration) by :func:`~poolcheck.fuzz.oracles.check_peer`.
+    The one path a peer's output takes, for new findings and for re-checking known divergences.
+    Lazy: ``prefer(i)`` (the tie-breaking history for item ``i``) is read when item ``i`` is
+    judged, so a caller may update it from the items before."""
+    results = call(peer, [(c.spec, c.x) for c in batch], isolated=isolated, timeout=timeout)
+    for i, (case, ref, result) in enumerate(zip(batch, refs, results)):
+        base, geom = ref if ref is not None else (None, None)
+        yield case, result, O.check_peer(case, peer.name, result, engine, base, geom, version, prefer(i))
+
+
 # --------------------------------------------------------------------------- one session
 
 
@@ -202,8 +225,6 @@ class Session:
     def __init__(self, options: FuzzOptions, peers: Sequence[Peer], *, job: int = 0,
                  on_progress: Callable[[Progress], None] | None = None, deadline: float | None = None,
                  max_examples: int | None = None, on_find: Callable[[O.Finding], None] | None = None) -> None:
-        from poolcheck.peers.isolation import call_peer_many
-
         self.options = options
         #: Called with each new divergence as soon as it is final (shrunk, or found with
         #: --no-shrink), so a campaign can save it before the run ends or is killed.
@@ -244,10 +265,9 @@ class Session:
         # Tie-breaking history per peer, seeded with the registry: an example that several
         # explanations fit equally is named after the behaviour already on record.
         self.preference: dict[str, Counter[str]] = {}
-        for sig in options.known_signatures:
-            kind, _op, subject, klass = sig.split("|", 3)
-            if kind == "peer":
-                self.preference.setdefault(subject, Counter())[klass] += 1
+        for sig in map(Signature.parse, options.known_signatures):
+            if sig.kind == FindingKind.PEER:
+                self.preference.setdefault(sig.subject, Counter())[sig.detail] += 1
         self.started = time.monotonic()
         self._last_progress = 0.0
         self.warnings: list[str] = []
@@ -265,7 +285,7 @@ class Session:
         for case in batch:
             ok, _why = O.engine_accepts(case)
             if case.mutation and ok:
-                findings.append(O.Finding("engine", case.op, "validation", f"accepts invalid: {case.mutation}",
+                findings.append(O.Finding(FindingKind.ENGINE, case.op, "validation", f"accepts invalid: {case.mutation}",
                                           "poolcheck accepts a configuration it should reject", case.describe(),
                                           case, False))
                 refs.append(None)
@@ -276,7 +296,7 @@ class Session:
             try:
                 base, geom = O.reference(self.engine, case)
             except PoolcheckError as exc:
-                findings.append(O.Finding("engine", case.op, self.engine.NAME, "error", "the engine raised", str(exc),
+                findings.append(O.Finding(FindingKind.ENGINE, case.op, self.engine.NAME, "error", "the engine raised", str(exc),
                                           case, False))
                 refs.append(None)
                 continue
@@ -295,19 +315,19 @@ class Session:
             if self.options.engine_checks == "first":
                 break
         self.progress.cases += len(batch)
-        items = [(c.spec, c.x) for c in batch]
         for peer in self.peers if "peers" in oracles else ():
-            results: list[PeerResult] = self._call(peer, items, isolated=self.options.isolated,
-                                                   timeout=self.options.peer_timeout)
             status = self.progress.peer_status.setdefault(peer.name, Counter())
-            version = self.versions.get(peer.name)
-            for case, ref, result in zip(batch, refs, results):
+            prefer = self.preference.setdefault(peer.name, Counter())
+
+            def history(_i: int, p: Counter[str] = prefer) -> Mapping[str, int]:
+                return p  # one history per peer, updated as its items are judged
+
+            for _case, result, f in judge_peer(peer, batch, refs, self.engine, version=self.versions.get(peer.name),
+                                               prefer=history, isolated=self.options.isolated,
+                                               timeout=self.options.peer_timeout, call=self._call):
                 status[result.status] += 1
                 if result.status in ("ok", "rejects"):
                     self.progress.compared[peer.name] += 1
-                base, geom = ref if ref is not None else (None, None)
-                prefer = self.preference.setdefault(peer.name, Counter())
-                f = O.check_peer(case, peer.name, result, self.engine, base, geom, version, prefer)
                 if f is not None:
                     findings.append(f)
                     if f.explained and not f.extra.get("ambiguous", True):
@@ -374,8 +394,6 @@ class Session:
         phases = [Phase.explicit, Phase.generate, Phase.shrink]
         db = None
         if self.options.database:
-            from poolcheck.fuzz.database import example_database  # a folder or redis://HOST:PORT/DB
-
             db = example_database(self.options.database)
             if index == 0:
                 phases.insert(1, Phase.reuse)
@@ -461,8 +479,6 @@ class Session:
 
 def resolve_peer_list(peers: Sequence[Any]) -> list[Peer]:
     """Names -> peers (built-ins, plugins, modules, files); Peer objects pass through."""
-    from poolcheck.peers.registry import resolve_peer
-
     return [resolve_peer(p) if isinstance(p, str) else p for p in peers]
 
 
@@ -493,8 +509,6 @@ def _job_main(options: FuzzOptions, job: int, deadline: float | None, max_exampl
         with contextlib.suppress(Exception):  # the parent may be gone already
             out.put(("error", job, traceback.format_exc()))
     finally:
-        from poolcheck.peers.isolation import close_workers
-
         close_workers()
 
 

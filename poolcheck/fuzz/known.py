@@ -25,6 +25,7 @@ from poolcheck.cases import Case, load_paths, write_cases
 from poolcheck.errors import CaseFileError
 from poolcheck.fuzz.oracles import Finding
 from poolcheck.fuzz.strategies import FuzzCase
+from poolcheck.results import SIGNATURE_TAG, FindingKind, Signature
 
 #: Upstream reports (from the project's notes on known divergences) matched by peer and class.
 #: Each entry: (peer, substring of the class, reference, what the report is about).
@@ -50,7 +51,7 @@ UPSTREAM: tuple[tuple[str, str, str, str], ...] = (
 )
 
 KNOWN_TAG_PEER = "peer:"
-KNOWN_TAG_SIGNATURE = "signature:"
+KNOWN_TAG_SIGNATURE = SIGNATURE_TAG
 
 
 def upstream_for(peer: str, klass: str) -> list[tuple[str, str]]:
@@ -87,7 +88,7 @@ def finding_case(finding: Finding, expected: dict[str, Any], *, command: str = "
     if finding.kind == "invalid":
         return None
     case = finding.case
-    tags = ["fuzz", finding.kind]
+    tags = ["fuzz", finding.kind.value]
     if finding.kind == "peer":
         tags.append(f"{KNOWN_TAG_PEER}{finding.subject}")
         if finding.version and finding.version != "unknown":
@@ -152,8 +153,12 @@ class KnownEntry:
     peer: str | None
 
     @property
-    def kind(self) -> str:
-        return self.signature.split("|", 1)[0]
+    def sig(self) -> Signature:
+        return Signature.parse(self.signature)
+
+    @property
+    def kind(self) -> FindingKind:
+        return self.sig.kind
 
 
 def known_entries(paths: list[str | Path]) -> tuple[list[KnownEntry], list[CaseFileError]]:
@@ -166,6 +171,11 @@ def known_entries(paths: list[str | Path]) -> tuple[list[KnownEntry], list[CaseF
         if sig is None:
             errors.append(CaseFileError(f"a known divergence needs a '{KNOWN_TAG_SIGNATURE}...' tag",
                                         path=c.path, line=c.line, case_id=c.id, field="tags"))
+            continue
+        try:
+            Signature.parse(sig)
+        except ValueError as exc:
+            errors.append(CaseFileError(str(exc), path=c.path, line=c.line, case_id=c.id, field="tags"))
             continue
         peer = next((t[len(KNOWN_TAG_PEER):] for t in c.tags if t.startswith(KNOWN_TAG_PEER)), None)
         entries.append(KnownEntry(c, sig, peer))

@@ -1,0 +1,152 @@
+"""The one judgement (poolcheck/judgement.py): the average rule, the output contract and the one
+message format, as the case runner and the fuzzer both see them.
+
+The float32-accumulated averages below are computed here, element by element in float32, the
+way a runtime sums (not by poolcheck's engines); the reference is poolcheck's float64-accumulated
+engine.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from poolcheck.cases import load_paths
+from poolcheck.engines import numpy_engine
+from poolcheck.judgement import (
+    avg_tolerance,
+    close_values,
+    differing,
+    output_contract,
+    tolerance_for,
+)
+from poolcheck.runner import check_engine, check_peer_output
+from poolcheck.spec.policy import SPEC
+from poolcheck.spec.shape import resolve
+
+
+def _case(tmp_path: Path, text: str):  # type: ignore[no-untyped-def]
+    path = tmp_path / "c.yaml"
+    path.write_text("schema: poolcheck.case/1\ncases:\n" + text)
+    cases, errors = load_paths([path])
+    assert not errors, errors
+    return cases[0]
+
+
+def _float32_running_average(x: np.ndarray, kernel: int, stride: int) -> np.ndarray:
+    """Windows of one 1-D plane summed left to right in float32, then divided in float32."""
+    plane = x[0, 0]
+    out = []
+    for start in range(0, plane.size - kernel + 1, stride):
+        acc = np.float32(0)
+        for v in plane[start:start + kernel]:
+            acc = np.float32(acc + v)
+        out.append(np.float32(acc / np.float32(kernel)))
+    return np.array(out, dtype=np.float32).reshape(1, 1, -1)
+
+
+def _avg_case(tmp_path: Path, x: np.ndarray, kernel: int, stride: int):  # type: ignore[no-untyped-def]
+    return _case(tmp_path, f"""\
+  - id: avg
+    op: AvgPool-14
+    attributes: {{kernel: [{kernel}], strides: [{stride}], exclude_pad: false}}
+    dtype: float32
+    input: {x.tolist()!r}
+    expected: {{shape: [1, 1, {(x.shape[2] - kernel) // stride + 1}]}}
+""")
+
+
+finite32 = st.floats(-1e6, 1e6, width=32, allow_nan=False, allow_infinity=False)
+
+
+@settings(max_examples=60, deadline=None)
+@given(x=hnp.arrays(np.float32, st.tuples(st.just(1), st.just(1), st.integers(4, 40)), elements=finite32),
+       kernel=st.integers(1, 4), stride=st.integers(1, 3))
+def test_a_float32_accumulated_average_is_within_the_rule(x: np.ndarray, kernel: int, stride: int) -> None:
+    geom = _geom(x, kernel, stride)
+    ref = numpy_engine.avg_pool(x, geom, False, SPEC)
+    actual = _float32_running_average(x, kernel, stride)
+    tol = avg_tolerance(x, geom, False, SPEC, ref, numpy_engine)
+    assert close_values(ref, actual, tol).all(), (ref, actual, tol)
+    # the bound is not vacuous: a value past it is a difference
+    past = ref.astype(np.float64) + 2 * tol + np.spacing(np.abs(ref.astype(np.float64)) + 1.0)
+    assert not close_values(ref, past, tol).any()
+
+
+def _geom(x: np.ndarray, kernel: int, stride: int):  # type: ignore[no-untyped-def]
+    with tempfile.TemporaryDirectory() as d:
+        case = _avg_case(Path(d), x, kernel, stride)
+    return resolve(case.spec, x.shape)
+
+
+def test_the_case_runner_and_the_fuzzer_agree_on_a_peer_average(tmp_path: Path) -> None:
+    """A peer one float32 ulp-scale summation error away passes in ``poolcheck run``; twice the
+    rule's bound away it fails, with the same positions the fuzzer's comparison reports."""
+    rng = np.random.default_rng(7)
+    x = rng.uniform(-1000, 1000, size=(1, 1, 30)).astype(np.float32)
+    case = _avg_case(tmp_path, x, 3, 1)
+    geom = resolve(case.spec, x.shape)
+    ref = numpy_engine.avg_pool(x, geom, False, SPEC)
+    tol = tolerance_for(case.spec, x, geom, ref, numpy_engine)
+    assert tol is not None
+
+    class Out:
+        def __init__(self, values: np.ndarray) -> None:
+            self.values, self.indices, self.notes = values, None, []
+
+    class Result:
+        status = "ok"
+        message = ""
+
+        def __init__(self, values: np.ndarray) -> None:
+            self.output = Out(values)
+
+    good = _float32_running_average(x, 3, 1)
+    assert check_peer_output(case, "p", None, Result(good)).verdict == "pass"
+    bad = ref.copy()
+    bad[0, 0, 5] = np.float32(ref[0, 0, 5] + 4 * tol[0, 0, 5] + np.spacing(np.float32(abs(ref[0, 0, 5]))))
+    check = check_peer_output(case, "p", None, Result(bad))
+    assert check.verdict == "fail" and [d.position for d in check.diffs] == [[0, 0, 5]]
+    assert differing("values", ref, bad, tol=tol)[0] == [(0, 0, 5)]
+
+
+def test_engine_messages_have_one_format(tmp_path: Path) -> None:
+    case = _case(tmp_path, """\
+  - id: wrong-shape
+    op: MaxPool-14
+    attributes: {kernel: [2, 2], strides: [2, 2], rounding_type: ceil}
+    input: [[[[1, 2, 3], [4, 5, 6], [7, 8, 9]]]]
+    expected: {shape: [1, 1, 3, 3]}
+""")
+    check = check_engine(case, "numpy")
+    assert check.verdict == "fail"
+    assert check.message == (f"out.shape=(1, 1, 2, 2), but should be (1, 1, 3, 3) "
+                             f"[{case.spec.describe()} engine=numpy]")
+
+
+def test_the_output_contract_is_one_for_both_callers(tmp_path: Path) -> None:
+    case = _case(tmp_path, """\
+  - id: max
+    op: MaxPool-14
+    attributes: {kernel: [2], strides: [1], index_element_type: i32}
+    input: [[[1, 2, 3]]]
+    expected: {values: [[[2, 3]]], indices: [[[1, 2]]]}
+""")
+    values = np.array([[[2, 3]]], dtype=case.dtype)
+    indices = np.array([[[1, 2]]], dtype=np.int32)
+    spec, shape, dtype = case.spec, case.input.shape, case.dtype
+    assert output_contract(spec, shape, dtype, values, indices) == []
+    wide = output_contract(spec, shape, dtype, values, indices.astype(np.int64))
+    assert [(b.klass, b.what) for b in wide] == [("dtype:indices-int64-for-int32", "dtype")]
+    assert wide[0].message == "dtype: indices are int64, index_element_type i32 requires int32"
+    cplx = output_contract(spec, shape, dtype, values.astype(np.complex64), indices)
+    assert [b.klass for b in cplx] == ["output:values-not-real-numbers"]
+    short = output_contract(spec, shape, dtype, values[..., :1], indices[..., :1])
+    assert {b.what for b in short} == {"shape"}
+    # the fuzzer judges the shape with the values, not in the contract
+    assert output_contract(spec, shape, dtype, values[..., :1], indices[..., :1], check_shape=False) == []
