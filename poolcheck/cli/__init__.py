@@ -30,8 +30,8 @@ def _readable_type(param: Any, ctx: Any) -> str | None:
     return label.upper() + ("..." if param.nargs != 1 else "")
 
 
-typer.core.TyperOption.display_type_rich = _readable_type  # type: ignore[method-assign]
-typer.core.TyperArgument.display_type_rich = _readable_type  # type: ignore[method-assign]
+typer.core.TyperOption.display_type_rich = _readable_type  # type: ignore[method-assign,assignment]
+typer.core.TyperArgument.display_type_rich = _readable_type  # type: ignore[method-assign,assignment]
 
 #: One module per command group under poolcheck/cli/; each defines ``register(app)``.
 COMMAND_MODULES = ["run", "shape", "report", "doctor", "fuzz", "bench", "audit", "export"]

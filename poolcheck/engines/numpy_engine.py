@@ -365,6 +365,7 @@ def max_pool(
         else:
             found[...] = True
         np.copyto(best, v, where=update)
+        assert flat is not None  # a pooling op has at least one spatial axis
         np.copyto(where, np.broadcast_to(flat, out_shape), where=update)
 
     if not found.all():

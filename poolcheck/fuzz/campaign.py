@@ -161,26 +161,28 @@ def recheck_known(entries: Sequence[KnownEntry], peers: Sequence[Peer], *, isola
         prefer = [{entries[i].sig.detail: 1_000_000} for i in idxs]
         judged = judge_peer(peer, cases, refs, eng, version=version, prefer=prefer.__getitem__,
                             isolated=isolated, timeout=timeout)
-        for i, (_case, res, found) in zip(idxs, judged):
+        for i, (_case, res, finding) in zip(idxs, judged):
             e = entries[i]
             if res.status in ("declined", "unavailable"):
                 checks[i] = KnownCheck(e, KnownState.SKIPPED, f"{res.status}: {res.message}", version=version)
                 continue
-            focused = found.focused() if found is not None else []
-            f = next((ff for ff in focused if ff.signature == e.signature), focused[0] if focused else None)
+            focused = finding.focused() if finding is not None else []
+            match = next((ff for ff in focused if ff.signature == e.signature), focused[0] if focused else None)
             recorded = next((t.split("=", 1)[1] for t in e.case.tags if t.startswith(f"version:{name}=")), None)
-            if f is None:
+            if match is None:
                 msg = (f"no longer reproduces: {name} {version} agrees with the reference"
                        + (f" (recorded with {recorded})" if recorded else "") + " -- fixed upstream?")
                 checks[i] = KnownCheck(e, KnownState.FIXED, msg, version=version)
-            elif f.signature == e.signature:
-                checks[i] = KnownCheck(e, KnownState.REPRODUCES, f"reproduces with {name} {version}: {f.text}", f, version)
+            elif match.signature == e.signature:
+                checks[i] = KnownCheck(e, KnownState.REPRODUCES, f"reproduces with {name} {version}: {match.text}", match, version)
             else:
-                checks[i] = KnownCheck(e, KnownState.CHANGED, f"diverges differently with {name} {version}: {f.klass}", f,
+                checks[i] = KnownCheck(e, KnownState.CHANGED, f"diverges differently with {name} {version}: {match.klass}", match,
                                        version)
-            if f is not None and f.signature == e.signature and len(focused) > 1:
+            if match is not None and match.signature == e.signature and len(focused) > 1:
                 others = ", ".join(ff.atom for ff in focused if ff.signature != e.signature)
-                checks[i].message += f" (it also shows {others})"
+                checked = checks[i]
+                assert checked is not None
+                checked.message += f" (it also shows {others})"
     return [c for c in checks if c is not None]
 
 

@@ -470,17 +470,18 @@ class ClusterDriver:
                     if fut.status == "finished":
                         drain()  # the shard's last events precede its result
                         try:
-                            shards[job].result, shards[job].stats = pickle.loads(fut.result(timeout=60))
-                            shards[job].progress = shards[job].result.progress
+                            result, shards[job].stats = pickle.loads(fut.result(timeout=60))
+                            shards[job].result = result
+                            shards[job].progress = result.progress
                             shards[job].state = "done"
                         except Exception as exc:  # the result could not be fetched: keep what streamed
                             shards[job].state = "failed"
                             shards[job].error = f"its result could not be fetched: {type(exc).__name__}: {exc}"
                         pending.discard(job)
                     elif fut.status in ("error", "cancelled", "lost"):
-                        exc = fut.exception() if fut.status == "error" else None
-                        shards[job].state = "failed" if exc is not None else "lost"
-                        shards[job].error = f"{type(exc).__name__}: {exc}" if exc is not None else fut.status
+                        failure = fut.exception() if fut.status == "error" else None
+                        shards[job].state = "failed" if failure is not None else "lost"
+                        shards[job].error = f"{type(failure).__name__}: {failure}" if failure is not None else fut.status
                         if shards[job].state == "lost" and shards[job].lost_at_s is None:
                             shards[job].lost_at_s = time.monotonic() - self.run.started
                             shards[job].lost_at = _utc_now()
@@ -502,7 +503,7 @@ class ClusterDriver:
                             pending.clear()
                     for job in sorted(pending) if alive is not None else ():
                         s = shards[job]
-                        if s.worker not in alive:
+                        if alive is not None and s.worker not in alive:
                             self._lose(s, now, claims)
                             with contextlib.suppress(Exception):
                                 claims_var.set(dict(claims))

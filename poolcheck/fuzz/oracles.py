@@ -28,7 +28,7 @@ import numpy as np
 from poolcheck.cases.load import build_spec
 from poolcheck.engines import _windows as w
 from poolcheck.errors import PoolcheckError
-from poolcheck.fuzz.diagnosis import STATUS_SEVERITY, Diagnosis, diagnose_output, diagnose_rejection, severity_of
+from poolcheck.fuzz.diagnosis import STATUS_SEVERITY, diagnose_output, diagnose_rejection, severity_of
 from poolcheck.fuzz.reference import run_reference
 from poolcheck.fuzz.strategies import FuzzCase
 from poolcheck.judgement import (
@@ -461,9 +461,9 @@ def check_peer(case: FuzzCase, peer: str, result: PeerResult, engine: ModuleType
         return Finding(FindingKind.PEER, case.op, peer, result.status, f"{result.status}: {result.message}", result.message,
                        case, False, PeerStatus(result.status), version, severity=STATUS_SEVERITY.get(result.status))
     if result.status == "rejects":
-        d = diagnose_rejection(case.spec, case.x, result.message)
-        return Finding(FindingKind.PEER, case.op, peer, d.klass, d.text, result.message, case, d.explained, PeerStatus.REJECTS, version,
-                       atoms=d.atoms, severity=d.severity)
+        rejection = diagnose_rejection(case.spec, case.x, result.message)
+        return Finding(FindingKind.PEER, case.op, peer, rejection.klass, rejection.text, result.message, case,
+                       rejection.explained, PeerStatus.REJECTS, version, atoms=rejection.atoms, severity=rejection.severity)
     out = result.output
     assert out is not None
     contract = output_contract(case, out.values, out.indices)
@@ -478,7 +478,7 @@ def check_peer(case: FuzzCase, peer: str, result: PeerResult, engine: ModuleType
     mm = mismatch(base, values, indices, tol)
     if not mm:
         return None
-    d: Diagnosis = diagnose_output(engine, case.spec, case.x, values, indices, prefer)
+    d = diagnose_output(engine, case.spec, case.x, values, indices, prefer)
     if d.klass == "same":  # the diagnosis tolerance is the comparison's: cannot happen, but be safe
         return None
     return Finding(FindingKind.PEER, case.op, peer, d.klass, d.text, first_difference(base, values, indices, mm), case,

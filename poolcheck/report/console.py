@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from rich import box
-from rich.console import Console, Group
+from rich.console import Console, Group, RenderableType
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
@@ -174,7 +174,7 @@ def _same_finding(a: Check, b: Check) -> bool:
 
 
 def case_detail(case: CaseResult, *, with_replay: bool = True) -> Panel:
-    parts: list[object] = []
+    parts: list[RenderableType] = []
     if case.title:
         parts.append(Text(safe(case.title), style="italic"))
     shown: list[Check] = []

@@ -74,7 +74,7 @@ def window_grids(ex: Explanation) -> list[Text | Table]:
         rlo, rhi, rcrop = _span(axes[row_axis], [c.coords[row_axis] for c in ex.cells])
     else:
         rlo, rhi, rcrop = 0, 1, False
-    tables = []
+    tables: list[Text | Table] = []
     for lead in leads:
         lead_kinds = [_axis_kind(axes[i], p) for i, p in enumerate(lead)]
         title = ", ".join(f"axis {i} at {p} ({k})" for i, (p, k) in enumerate(zip(lead, lead_kinds)))
