@@ -331,6 +331,8 @@ def encode_indices(canon: np.ndarray, shape: tuple[int, ...], order: str, modulu
                    pads: tuple[tuple[int, ...], tuple[int, ...]] | None = None) -> np.ndarray:
     """Re-encode whole-tensor row-major indices (``-1`` = no element) in another layout:
     spatial ``order``, ``modulus``, and optionally coordinates in the padded input."""
+    if order == TRANSPOSED:
+        return _transpose_spatial(encode_indices(canon, shape, "C", modulus, pads))
     spatial = shape[2:]
     plane = math.prod(spatial)
     valid = canon >= 0
@@ -351,6 +353,24 @@ def encode_indices(canon: np.ndarray, shape: tuple[int, ...], order: str, modulu
         whole = math.prod((*shape[:2], *sizes))
     # a whole-tensor index is not wrapped (an empty window's index may lie past the input)
     return np.where(valid, full % modulus if modulus != whole else full, canon)
+
+
+#: Index "order" of a peer that writes row-major indices into a tensor whose spatial axes are
+#: reversed (OpenVINO's ONNX frontend maps storage_order=1 to a Transpose of the index output).
+TRANSPOSED = "T"
+
+
+def _palindromic(geom: Geometry) -> bool:
+    """The output's spatial shape reads the same reversed (a transposed index tensor keeps it)."""
+    out = tuple(a.out for a in geom.axes)
+    return len(out) > 1 and out == out[::-1]
+
+
+def _transpose_spatial(a: np.ndarray) -> np.ndarray:
+    """``a`` with its spatial axes reversed; where that changes the shape, no index can match
+    (the lowest int64, which no peer reports)."""
+    t = np.transpose(a, (0, 1, *range(a.ndim - 1, 1, -1)))
+    return t if t.shape == a.shape else np.full_like(a, np.iinfo(np.int64).min)
 
 
 @dataclass(frozen=True)
@@ -377,6 +397,11 @@ INDEX_VARIANTS: tuple[IndexVariant, ...] = (
     IndexVariant("index:storage_order-ignored", "index_order", "storage_order ignored (row-major indices)",
                  lambda s, shape, g: _spec_order_modulus(s, shape)[0] == "F",
                  lambda s, shape, g: ("C", _spec_order_modulus(s, shape)[1], None)),
+    IndexVariant("index:storage_order-transposed", "index_order",
+                 "storage_order=1 applied by transposing the index tensor (row-major indices, the output's spatial "
+                 "axes reversed) instead of counting column-major",
+                 lambda s, shape, g: _spec_order_modulus(s, shape)[0] == "F" and _palindromic(g),
+                 lambda s, shape, g: (TRANSPOSED, _spec_order_modulus(s, shape)[1], None)),
     IndexVariant("index:column-major", "index_order", "column-major indices where row-major is specified",
                  lambda s, shape, g: _spec_order_modulus(s, shape)[0] == "C" and s.spatial_rank > 1,
                  lambda s, shape, g: ("F", _spec_order_modulus(s, shape)[1], None)),
@@ -428,6 +453,8 @@ def encode_with_fill(canon: np.ndarray, shape: tuple[int, ...], order: str, modu
     """:func:`encode_indices`, with the windows holding no element (``canon < 0``) reporting what
     the empty-window rule ``fill`` gives, in the same ``order`` and ``modulus`` (a negative index
     is not wrapped)."""
+    if order == TRANSPOSED:
+        return _transpose_spatial(encode_with_fill(canon, shape, "C", modulus, pads, fill, geom, crop))
     encoded = encode_indices(canon, shape, order, modulus, pads)
     if fill is None or not (canon < 0).any():
         return encoded
@@ -600,14 +627,18 @@ def _narrow(x: np.ndarray, to: np.dtype) -> np.ndarray:
 def _avg_in_input_type(x: np.ndarray, geom: Geometry, exclude_pad: bool, policy: Policy) -> np.ndarray:
     """Average pooling whose sum runs in ``x.dtype`` (taps in row-major window order, padding
     adding nothing), divided once: how a runtime without a wider accumulator computes it."""
-    padded = np.zeros(tuple(x.shape[:2]) + tuple(a.pad_begin + a.size + a.pad_end + a.overhang for a in geom.axes),
-                      dtype=x.dtype)
-    padded[(slice(None), slice(None), *(slice(a.pad_begin, a.pad_begin + a.size) for a in geom.axes))] = x
+    # x sits at offset max(0, pad_begin): a negative pad_begin (ONNX SAME with a stride past the
+    # dilated kernel) starts the windows inside the input rather than before it
+    lows = [max(0, a.pad_begin) for a in geom.axes]
+    ends = [lo + max(a.size, (a.out - 1) * a.stride - a.pad_begin + a.dilated_kernel) for a, lo in zip(geom.axes, lows)]
+    padded = np.zeros(tuple(x.shape[:2]) + tuple(ends), dtype=x.dtype)
+    padded[(slice(None), slice(None), *(slice(lo, lo + a.size) for a, lo in zip(geom.axes, lows)))] = x
     acc = np.zeros(geom.output_shape, dtype=x.dtype)
     with np.errstate(all="ignore"):
         for offsets in itertools.product(*(range(a.kernel) for a in geom.axes)):
-            sl = tuple(slice(j * a.dilation, j * a.dilation + (a.out - 1) * a.stride + 1, a.stride)
-                       for a, j in zip(geom.axes, offsets))
+            sl = tuple(slice(lo - a.pad_begin + j * a.dilation,
+                             lo - a.pad_begin + j * a.dilation + (a.out - 1) * a.stride + 1, a.stride)
+                       for a, j, lo in zip(geom.axes, offsets, lows))
             acc += padded[(slice(None), slice(None), *sl)]
         div = _NUMPY.divisor(geom, exclude_pad, policy).astype(np.float64)
         mean = acc.astype(np.float64) / div
@@ -1230,6 +1261,7 @@ SEVERITY_RULES: tuple[SeverityRule, ...] = (
     SeverityRule("index:axis-ignored", _V, _OV_MAXPOOL, _Q_AXIS),
     SeverityRule("index:per-plane", _V, _OV_MAXPOOL, _Q_AXIS),
     SeverityRule("index:storage_order-ignored", _V, _ONNX_MAX, _Q_STORAGE),
+    SeverityRule("index:storage_order-transposed", _V, _ONNX_MAX, _Q_STORAGE),
     SeverityRule("index:column-major", _V, _OV_MAXPOOL, _Q_INDEX),
     SeverityRule("index:padded-coordinates", _V, _OV_MAXPOOL, _Q_INDEX),
 )
