@@ -778,6 +778,8 @@ def _explain_indices(spec: PoolSpec, x: np.ndarray, geom: Geometry, ref: Outputs
     if bad0.any():
         layout_order, layout_mod, layout_pads = order, modulus, None
         for group in ("index_scope", "index_order", "index_coords"):
+            # the variant of the group that reproduces the most indices (the first of equals)
+            pick: tuple[IndexVariant, tuple[str, int, tuple | None], np.ndarray] | None = None
             for v in INDEX_VARIANTS:
                 if v.group != group or not v.applies(spec, shape, geom):
                     continue
@@ -786,11 +788,12 @@ def _explain_indices(spec: PoolSpec, x: np.ndarray, geom: Geometry, ref: Outputs
                          m if group == "index_scope" else layout_mod,
                          p if group == "index_coords" else layout_pads)
                 bad = differs(canon, *trial, fill)
-                if int(bad.sum()) < int(bad0.sum()) and not (bad & ~bad0).any():
-                    layout_order, layout_mod, layout_pads = trial
-                    chosen.append((v.key, v.text))
-                    bad0 = bad
-                    break
+                if (int(bad.sum()) < int((bad0 if pick is None else pick[2]).sum())
+                        and not (bad & ~bad0).any()):
+                    pick = (v, trial, bad)
+            if pick is not None:
+                v, (layout_order, layout_mod, layout_pads), bad0 = pick
+                chosen.append((v.key, v.text))
     return chosen, bad0
 
 
@@ -852,6 +855,8 @@ def diagnose_output(engine: ModuleType, spec: PoolSpec, x: np.ndarray, values: n
     prefer = prefer or {}
     shape = tuple(int(v) for v in x.shape)
     values = np.asarray(values)
+    if indices is not None and spec.op == "max" and tuple(np.shape(indices)) != tuple(values.shape):
+        return _index_shape_diagnosis(engine, spec, x, values, np.asarray(indices), prefer)
     options = placements(spec, shape)
     base = options[0][1]
     assert base is not None
@@ -904,6 +909,25 @@ def diagnose_output(engine: ModuleType, spec: PoolSpec, x: np.ndarray, values: n
     return _partial(engine, spec, x, best, values, indices)
 
 
+def _index_shape_diagnosis(engine: ModuleType, spec: PoolSpec, x: np.ndarray, values: np.ndarray,
+                           indices: np.ndarray, prefer: Mapping[str, int]) -> Diagnosis:
+    """An index tensor whose shape is not the values': with storage_order=1 and the spatial axes
+    reversed, the transposition (OpenVINO's ONNX frontend) is named and the indices turned back
+    are diagnosed as usual; any other shape stays unexplained."""
+    flipped = tuple(values.shape[:2]) + tuple(values.shape[2:])[::-1]
+    if spec.storage_order == 1 and indices.ndim == values.ndim and tuple(indices.shape) == flipped:
+        back = np.transpose(indices, (0, 1, *range(indices.ndim - 1, 1, -1)))
+        inner = diagnose_output(engine, spec, x, values, back, prefer)
+        if inner.explained and "index:storage_order-ignored" in inner.atoms:
+            keys = tuple(k for k in inner.atoms if k != "index:storage_order-ignored") + (
+                "index:storage_order-transposed",)
+            text = "; ".join(variant_text(k) for k in keys)
+            return Diagnosis("+".join(keys), text, True, keys, atoms=keys, severity=severity_of(keys, spec))
+    klass = "shape: indices unexplained"
+    return Diagnosis(klass, f"indices shape {list(indices.shape)}, values shape {list(values.shape)}; no known "
+                     "variant gives it", False, atoms=(klass,), severity=UNEXPLAINED_SEVERITY)
+
+
 #: Bounds of the search: full explanations verified, variants combined, seconds per finding.
 MAX_VERIFIED = 6
 MAX_DEPTH = 3
@@ -947,7 +971,11 @@ def _combinations(engine: ModuleType, spec: PoolSpec, x: np.ndarray,
                 if not _policy_applies(v, spec, xc, p.geom):
                     continue
                 r = replay(engine, spec, x, [*base, v.key], values, indices)
-                if r is not None and (r.value_ok & ~start.value_ok).any():
+                # useful: it reproduces a value, or changes which indices agree (a scan rule whose
+                # only trace is an index, seen once an index layout variant is applied)
+                if r is not None and ((r.value_ok & ~start.value_ok).any() or (
+                        r.index_ok is not None and start.index_ok is not None
+                        and (r.value_ok == start.value_ok).all() and (r.index_ok != start.index_ok).any())):
                     useful.append(v)
                     alone[v.key] = r
                 else:
