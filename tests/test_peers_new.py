@@ -243,3 +243,23 @@ def test_run_names_the_frontend_step_in_the_verdict(tmp_path) -> None:
     assert proc.returncode == 1, proc.stderr
     assert "OpenVINO ONNX frontend wrote rounding_type=ceil for ceil_mode=1" in proc.stdout
     assert sorted(p.name for p in tmp_path.iterdir()) == ["case.yaml"]  # nothing written beside it
+
+
+def test_torch_channels_last_max_pool3d_start_index_lacks_the_depth_term() -> None:
+    # cases/known/torch.yaml::fuzz-torch-channels-last-max-lowest-value-depth-dropped: the scalar
+    # channel tail of PyTorch's channels_last max_pool3d starts from h*W + w (no d*H*W), which shows
+    # where no element beats the start value (here the only one is int8's lowest)
+    peer = _peer("torch:layout=channels_last")
+    spec = A.openvino_max_pool([1, 1, 1], [1, 1, 1], [0, 0, 0], [0, 0, 0], [1, 1, 1], "floor", "explicit")
+    x = np.arange(1, 17, dtype=np.int8).reshape(1, 2, 2, 2, 2)
+    x[0, 1, 1, 1, 1] = -128
+    out = peer.run(spec, x)
+    want_values, want_indices = run_spec(spec, x)
+    np.testing.assert_array_equal(out.values, want_values)
+    assert want_indices[0, 1, 1, 1, 1] == 15  # plane 1 starts at 8; (d, h, w) = (1, 1, 1) is 7 in it
+    assert out.indices[0, 1, 1, 1, 1] == 8 + 1 * 2 + 1  # h*W + w only
+    mask = np.ones(x.shape, dtype=bool)
+    mask[0, 1, 1, 1, 1] = False
+    np.testing.assert_array_equal(out.indices[mask], want_indices[mask])
+    # the contiguous kernel is right
+    np.testing.assert_array_equal(_peer("torch").run(spec, x).indices, want_indices)
