@@ -81,3 +81,24 @@ def test_transposed_variant_needs_a_symmetric_output() -> None:
     assert r is not None and not r.exact
     d = diagnose_output(ENGINE, spec, x, values, row_major)
     assert d.atoms == ("index:storage_order-ignored",), d.text
+
+
+def test_input_type_sum_nested_by_axis() -> None:
+    # XLA's reduce_window(add) sums each row along the last axis, then the row sums: a float16 row
+    # that overflows to inf meets a -inf from the other row as NaN (a flat row-major scan stays -inf)
+    spec = A.openvino_avg_pool([2, 2], [2, 2], [0, 0], [0, 0], False, "floor", "explicit")
+    x = np.array([[[[-np.inf, 0.0], [65504.0, 40.0]]]], dtype=np.float16)
+    with np.errstate(all="ignore"):
+        rows = [np.float16(np.float16(0) + r[0]) + r[1] for r in x[0, 0]]  # 0 + a + b per row
+        total = np.float16(np.float16(0) + rows[0]) + rows[1]
+        peer = np.full((1, 1, 1, 1), total / np.float16(4), dtype=np.float16)
+    assert np.isnan(peer).all()
+    d = diagnose_output(ENGINE, spec, x, peer, None)
+    assert d.atoms == ("avg=input-type-sum-by-axis",), d.text
+    # where both orders agree, the flat one is named (it was registered first)
+    y = np.array([[[[1.0, 2.0], [65504.0, 40.0]]]], dtype=np.float16)
+    with np.errstate(all="ignore"):
+        flat = np.full((1, 1, 1, 1), (((np.float16(0) + y[0, 0, 0, 0]) + y[0, 0, 0, 1]) + y[0, 0, 1, 0] + y[0, 0, 1, 1])
+                       / np.float16(4), dtype=np.float16)
+    assert np.isinf(flat).all()
+    assert diagnose_output(ENGINE, spec, y, flat, None).atoms == ("avg=input-type-sum",)

@@ -295,6 +295,10 @@ POLICY_VARIANTS: tuple[PolicyVariant, ...] = (
     PolicyVariant("avg=input-type-sum", "accumulate",
                   "the average's sum accumulated in the input type (it overflows where float64 does not)",
                   {"nan": "sum-in-input-type"}),
+    PolicyVariant("avg=input-type-sum-by-axis", "accumulate",
+                  "the average's sum accumulated in the input type axis by axis (each row along the last axis "
+                  "summed, then those sums): an overflow to inf in one row meets a -inf in another as NaN",
+                  {"nan": "sum-in-input-type-by-axis"}),
     PolicyVariant("max=seeded-scan", "nan",
                   "max scanned from the lowest value at index 0 with a strict '>': NaN and an element equal to "
                   "the lowest value never win, a window wholly in padding gives the lowest value and index 0",
@@ -537,6 +541,8 @@ def _run(engine: ModuleType, spec: PoolSpec, x: np.ndarray, geom: Geometry, poli
         out = Outputs(mean.astype(x.dtype))
     elif policy.nan == "sum-in-input-type" and spec.op == "avg":
         out = Outputs(_avg_in_input_type(x, geom, spec.exclude_pad, policy.replace(nan="propagate")))
+    elif policy.nan == "sum-in-input-type-by-axis" and spec.op == "avg":
+        out = Outputs(_avg_in_input_type(x, geom, spec.exclude_pad, policy.replace(nan="propagate"), by_axis=True))
     elif policy.nan == "seeded" and spec.op == "max":
         low = np.asarray(_lowest(x.dtype), dtype=x.dtype)
         xs = np.where(np.isnan(x), low, x).astype(x.dtype) if x.dtype.kind == "f" else x
@@ -624,22 +630,37 @@ def _narrow(x: np.ndarray, to: np.dtype) -> np.ndarray:
         return x.astype(to)
 
 
-def _avg_in_input_type(x: np.ndarray, geom: Geometry, exclude_pad: bool, policy: Policy) -> np.ndarray:
+def _avg_in_input_type(x: np.ndarray, geom: Geometry, exclude_pad: bool, policy: Policy,
+                       by_axis: bool = False) -> np.ndarray:
     """Average pooling whose sum runs in ``x.dtype`` (taps in row-major window order, padding
-    adding nothing), divided once: how a runtime without a wider accumulator computes it."""
+    adding nothing), divided once: how a runtime without a wider accumulator computes it. With
+    ``by_axis`` the sum nests by axis, innermost first (XLA's reduce_window on the CPU: each row
+    along the last axis from 0, then those row sums, and so on outwards)."""
     # x sits at offset max(0, pad_begin): a negative pad_begin (ONNX SAME with a stride past the
     # dilated kernel) starts the windows inside the input rather than before it
     lows = [max(0, a.pad_begin) for a in geom.axes]
     ends = [lo + max(a.size, (a.out - 1) * a.stride - a.pad_begin + a.dilated_kernel) for a, lo in zip(geom.axes, lows)]
     padded = np.zeros(tuple(x.shape[:2]) + tuple(ends), dtype=x.dtype)
     padded[(slice(None), slice(None), *(slice(lo, lo + a.size) for a, lo in zip(geom.axes, lows)))] = x
+    def tap(offsets: tuple[int, ...]) -> np.ndarray:
+        sl = tuple(slice(lo - a.pad_begin + j * a.dilation,
+                         lo - a.pad_begin + j * a.dilation + (a.out - 1) * a.stride + 1, a.stride)
+                   for a, j, lo in zip(geom.axes, offsets, lows))
+        return padded[(slice(None), slice(None), *sl)]
+
+    def nested(prefix: tuple[int, ...]) -> np.ndarray:
+        part = np.zeros(geom.output_shape, dtype=x.dtype)
+        for j in range(geom.axes[len(prefix)].kernel):
+            part += tap(prefix + (j,)) if len(prefix) + 1 == len(geom.axes) else nested(prefix + (j,))
+        return part
+
     acc = np.zeros(geom.output_shape, dtype=x.dtype)
     with np.errstate(all="ignore"):
-        for offsets in itertools.product(*(range(a.kernel) for a in geom.axes)):
-            sl = tuple(slice(lo - a.pad_begin + j * a.dilation,
-                             lo - a.pad_begin + j * a.dilation + (a.out - 1) * a.stride + 1, a.stride)
-                       for a, j, lo in zip(geom.axes, offsets, lows))
-            acc += padded[(slice(None), slice(None), *sl)]
+        if by_axis:
+            acc = nested(())
+        else:
+            for offsets in itertools.product(*(range(a.kernel) for a in geom.axes)):
+                acc += tap(offsets)
         div = _NUMPY.divisor(geom, exclude_pad, policy).astype(np.float64)
         mean = acc.astype(np.float64) / div
         empty = np.broadcast_to(div == 0, mean.shape)
@@ -1276,6 +1297,7 @@ SEVERITY_RULES: tuple[SeverityRule, ...] = (
     SeverityRule("empty_avg=nan", _U, "the average of a window holding no element"),
     SeverityRule("empty_avg=signed-divisor", _U, "the average of a window holding no element"),
     SeverityRule("avg=input-type-sum", _U, "the accumulation type of the average"),
+    SeverityRule("avg=input-type-sum-by-axis", _U, "the accumulation type and order of the average"),
     SeverityRule("avg=nan-skipped", _U, "NaN handling in average pooling"),
     # computation type: a max that is not one of the input's values contradicts "choosing the largest value"
     SeverityRule("precision:float32", _V, _OV_MAXPOOL, _Q_MAX, _maxop),
