@@ -102,3 +102,17 @@ def test_input_type_sum_nested_by_axis() -> None:
                        / np.float16(4), dtype=np.float16)
     assert np.isinf(flat).all()
     assert diagnose_output(ENGINE, spec, y, flat, None).atoms == ("avg=input-type-sum",)
+
+
+def test_transposed_index_tensor_of_another_shape() -> None:
+    # a 2x3 output: the frontend's Transpose gives a 3x2 index tensor; named, not passed silently
+    spec = A.onnx_max_pool([1, 1], [2, 1], auto_pad="VALID", storage_order=1)
+    x = np.arange(2 * 4 * 3, dtype=np.float32).reshape(1, 2, 4, 3)
+    values = x[:, :, ::2, :]
+    peer_indices = np.transpose(_row_major_argmax_2d(x, (1, 1), (2, 1)), (0, 1, 3, 2))
+    assert peer_indices.shape == (1, 2, 3, 2)
+    d = diagnose_output(ENGINE, spec, x, values, peer_indices)
+    assert d.atoms == ("index:storage_order-transposed",), d.text
+    # any other shape stays unexplained
+    d = diagnose_output(ENGINE, spec, x, values, peer_indices[:, :, :2, :])
+    assert d.atoms == ("shape: indices unexplained",) and not d.explained

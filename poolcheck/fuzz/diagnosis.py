@@ -867,7 +867,8 @@ def placements(spec: PoolSpec, shape: tuple[int, ...]) -> list[tuple[GeometryVar
 
 
 def diagnose_output(engine: ModuleType, spec: PoolSpec, x: np.ndarray, values: np.ndarray,
-                    indices: np.ndarray | None, prefer: Mapping[str, int] | None = None) -> Diagnosis:
+                    indices: np.ndarray | None, prefer: Mapping[str, int] | None = None, *,
+                    transposed_retry: bool = True) -> Diagnosis:
     """Name the variant(s) of the reference that reproduce a subject's output.
 
     Several explanations can fit one small example (NaN ignored and NaN-first agree on a window
@@ -877,7 +878,10 @@ def diagnose_output(engine: ModuleType, spec: PoolSpec, x: np.ndarray, values: n
     shape = tuple(int(v) for v in x.shape)
     values = np.asarray(values)
     if indices is not None and spec.op == "max" and tuple(np.shape(indices)) != tuple(values.shape):
-        return _index_shape_diagnosis(engine, spec, x, values, np.asarray(indices), prefer)
+        return _transposed_retry(engine, spec, x, values, np.asarray(indices), prefer) or Diagnosis(
+            "shape: indices unexplained", f"indices shape {list(np.shape(indices))}, values shape "
+            f"{list(values.shape)}; no known variant gives it", False, atoms=("shape: indices unexplained",),
+            severity=UNEXPLAINED_SEVERITY)
     options = placements(spec, shape)
     base = options[0][1]
     assert base is not None
@@ -927,26 +931,32 @@ def diagnose_output(engine: ModuleType, spec: PoolSpec, x: np.ndarray, values: n
         return found
     if best is None:
         return Diagnosis("unexplained", "no variant could be evaluated", False, severity=UNEXPLAINED_SEVERITY)
+    if transposed_retry and indices is not None:
+        found = _transposed_retry(engine, spec, x, values, np.asarray(indices), prefer)
+        if found is not None:
+            return found
     return _partial(engine, spec, x, best, values, indices)
 
 
-def _index_shape_diagnosis(engine: ModuleType, spec: PoolSpec, x: np.ndarray, values: np.ndarray,
-                           indices: np.ndarray, prefer: Mapping[str, int]) -> Diagnosis:
-    """An index tensor whose shape is not the values': with storage_order=1 and the spatial axes
-    reversed, the transposition (OpenVINO's ONNX frontend) is named and the indices turned back
-    are diagnosed as usual; any other shape stays unexplained."""
-    flipped = tuple(values.shape[:2]) + tuple(values.shape[2:])[::-1]
-    if spec.storage_order == 1 and indices.ndim == values.ndim and tuple(indices.shape) == flipped:
-        back = np.transpose(indices, (0, 1, *range(indices.ndim - 1, 1, -1)))
-        inner = diagnose_output(engine, spec, x, values, back, prefer)
-        if inner.explained and "index:storage_order-ignored" in inner.atoms:
-            keys = tuple(k for k in inner.atoms if k != "index:storage_order-ignored") + (
-                "index:storage_order-transposed",)
-            text = "; ".join(variant_text(k) for k in keys)
-            return Diagnosis("+".join(keys), text, True, keys, atoms=keys, severity=severity_of(keys, spec))
-    klass = "shape: indices unexplained"
-    return Diagnosis(klass, f"indices shape {list(indices.shape)}, values shape {list(values.shape)}; no known "
-                     "variant gives it", False, atoms=(klass,), severity=UNEXPLAINED_SEVERITY)
+def _transposed_retry(engine: ModuleType, spec: PoolSpec, x: np.ndarray, values: np.ndarray,
+                      indices: np.ndarray, prefer: Mapping[str, int]) -> Diagnosis | None:
+    """storage_order=1 honoured by transposing the index tensor (OpenVINO's ONNX frontend): the
+    peer's indices with their spatial axes reversed back are diagnosed as usual; when that fully
+    explains them as row-major (or as right), the transposition is named with the rest. None
+    when it does not apply or explain."""
+    flipped = tuple(indices.shape[:2]) + tuple(indices.shape[2:])[::-1]
+    if spec.op != "max" or spec.storage_order != 1 or indices.ndim != values.ndim or indices.ndim < 4 \
+            or flipped != tuple(values.shape):
+        return None
+    back = np.transpose(indices, (0, 1, *range(indices.ndim - 1, 1, -1)))
+    if np.array_equal(back, indices):
+        return None  # the transposition changes nothing here: nothing to tell apart
+    inner = diagnose_output(engine, spec, x, values, back, prefer, transposed_retry=False)
+    if not inner.explained:
+        return None
+    keys = tuple(k for k in inner.atoms if k != "index:storage_order-ignored") + ("index:storage_order-transposed",)
+    text = "; ".join(variant_text(k) for k in keys)
+    return Diagnosis("+".join(keys), text, True, keys, atoms=keys, severity=severity_of(keys, spec))
 
 
 #: Bounds of the search: full explanations verified, variants combined, seconds per finding.
