@@ -116,3 +116,13 @@ def test_transposed_index_tensor_of_another_shape() -> None:
     # any other shape stays unexplained
     d = diagnose_output(ENGINE, spec, x, values, peer_indices[:, :, :2, :])
     assert d.atoms == ("shape: indices unexplained",) and not d.explained
+
+
+def test_wide_sum_rounded_to_the_input_type() -> None:
+    # tract: float16 summed in float32, the sum rounded to float16 before the division
+    spec = A.openvino_avg_pool([3], [3], [0], [0], False, "floor", "explicit")
+    x = np.array([[[65504.0, 8.0, 8.0]]], dtype=np.float16)
+    with np.errstate(over="ignore"):
+        peer = np.array([[[np.float16(np.float32(65504) + 8 + 8) / np.float16(3)]]], dtype=np.float16)
+    assert np.isinf(peer).all()  # 65520 rounds to inf; a float16 running sum stays at 65504
+    assert diagnose_output(ENGINE, spec, x, peer, None).atoms == ("avg=wide-sum-rounded",)

@@ -299,6 +299,10 @@ POLICY_VARIANTS: tuple[PolicyVariant, ...] = (
                   "the average's sum accumulated in the input type axis by axis (each row along the last axis "
                   "summed, then those sums): an overflow to inf in one row meets a -inf in another as NaN",
                   {"nan": "sum-in-input-type-by-axis"}),
+    PolicyVariant("avg=wide-sum-rounded", "accumulate",
+                  "the average's sum accumulated wider (float32 for float16) but rounded to the input type before "
+                  "the division: a sum past the type's largest value is inf even where the average is not",
+                  {"nan": "sum-rounded-to-input-type"}),
     PolicyVariant("max=seeded-scan", "nan",
                   "max scanned from the lowest value at index 0 with a strict '>': NaN and an element equal to "
                   "the lowest value never win, a window wholly in padding gives the lowest value and index 0",
@@ -541,6 +545,8 @@ def _run(engine: ModuleType, spec: PoolSpec, x: np.ndarray, geom: Geometry, poli
         out = Outputs(mean.astype(x.dtype))
     elif policy.nan == "sum-in-input-type" and spec.op == "avg":
         out = Outputs(_avg_in_input_type(x, geom, spec.exclude_pad, policy.replace(nan="propagate")))
+    elif policy.nan == "sum-rounded-to-input-type" and spec.op == "avg":
+        out = Outputs(_avg_in_input_type(x, geom, spec.exclude_pad, policy.replace(nan="propagate"), rounded=True))
     elif policy.nan == "sum-in-input-type-by-axis" and spec.op == "avg":
         out = Outputs(_avg_in_input_type(x, geom, spec.exclude_pad, policy.replace(nan="propagate"), by_axis=True))
     elif policy.nan == "seeded" and spec.op == "max":
@@ -631,16 +637,19 @@ def _narrow(x: np.ndarray, to: np.dtype) -> np.ndarray:
 
 
 def _avg_in_input_type(x: np.ndarray, geom: Geometry, exclude_pad: bool, policy: Policy,
-                       by_axis: bool = False) -> np.ndarray:
+                       by_axis: bool = False, rounded: bool = False) -> np.ndarray:
     """Average pooling whose sum runs in ``x.dtype`` (taps in row-major window order, padding
     adding nothing), divided once: how a runtime without a wider accumulator computes it. With
     ``by_axis`` the sum nests by axis, innermost first (XLA's reduce_window on the CPU: each row
-    along the last axis from 0, then those row sums, and so on outwards)."""
+    along the last axis from 0, then those row sums, and so on outwards). With ``rounded`` the sum
+    runs wider (float32 for float16, float64 for float32) and is rounded to ``x.dtype`` before the
+    division (tract)."""
     # x sits at offset max(0, pad_begin): a negative pad_begin (ONNX SAME with a stride past the
     # dilated kernel) starts the windows inside the input rather than before it
     lows = [max(0, a.pad_begin) for a in geom.axes]
     ends = [lo + max(a.size, (a.out - 1) * a.stride - a.pad_begin + a.dilated_kernel) for a, lo in zip(geom.axes, lows)]
-    padded = np.zeros(tuple(x.shape[:2]) + tuple(ends), dtype=x.dtype)
+    acc_dtype = (np.dtype(np.float32) if x.dtype == np.float16 else np.dtype(np.float64)) if rounded else x.dtype
+    padded = np.zeros(tuple(x.shape[:2]) + tuple(ends), dtype=acc_dtype)
     padded[(slice(None), slice(None), *(slice(lo, lo + a.size) for a, lo in zip(geom.axes, lows)))] = x
     def tap(offsets: tuple[int, ...]) -> np.ndarray:
         sl = tuple(slice(lo - a.pad_begin + j * a.dilation,
@@ -649,18 +658,19 @@ def _avg_in_input_type(x: np.ndarray, geom: Geometry, exclude_pad: bool, policy:
         return padded[(slice(None), slice(None), *sl)]
 
     def nested(prefix: tuple[int, ...]) -> np.ndarray:
-        part = np.zeros(geom.output_shape, dtype=x.dtype)
+        part = np.zeros(geom.output_shape, dtype=acc_dtype)
         for j in range(geom.axes[len(prefix)].kernel):
             part += tap(prefix + (j,)) if len(prefix) + 1 == len(geom.axes) else nested(prefix + (j,))
         return part
 
-    acc = np.zeros(geom.output_shape, dtype=x.dtype)
+    acc = np.zeros(geom.output_shape, dtype=acc_dtype)
     with np.errstate(all="ignore"):
         if by_axis:
             acc = nested(())
         else:
             for offsets in itertools.product(*(range(a.kernel) for a in geom.axes)):
                 acc += tap(offsets)
+        acc = acc.astype(x.dtype)  # a wider sum is rounded to the input type here
         div = _NUMPY.divisor(geom, exclude_pad, policy).astype(np.float64)
         mean = acc.astype(np.float64) / div
         empty = np.broadcast_to(div == 0, mean.shape)
@@ -1308,6 +1318,7 @@ SEVERITY_RULES: tuple[SeverityRule, ...] = (
     SeverityRule("empty_avg=signed-divisor", _U, "the average of a window holding no element"),
     SeverityRule("avg=input-type-sum", _U, "the accumulation type of the average"),
     SeverityRule("avg=input-type-sum-by-axis", _U, "the accumulation type and order of the average"),
+    SeverityRule("avg=wide-sum-rounded", _U, "the accumulation type of the average"),
     SeverityRule("avg=nan-skipped", _U, "NaN handling in average pooling"),
     # computation type: a max that is not one of the input's values contradicts "choosing the largest value"
     SeverityRule("precision:float32", _V, _OV_MAXPOOL, _Q_MAX, _maxop),
