@@ -888,10 +888,16 @@ def diagnose_output(engine: ModuleType, spec: PoolSpec, x: np.ndarray, values: n
     shape = tuple(int(v) for v in x.shape)
     values = np.asarray(values)
     if indices is not None and spec.op == "max" and tuple(np.shape(indices)) != tuple(values.shape):
-        return _transposed_retry(engine, spec, x, values, np.asarray(indices), prefer) or Diagnosis(
-            "shape: indices unexplained", f"indices shape {list(np.shape(indices))}, values shape "
-            f"{list(values.shape)}; no known variant gives it", False, atoms=("shape: indices unexplained",),
-            severity=UNEXPLAINED_SEVERITY)
+        found = _transposed_retry(engine, spec, x, values, np.asarray(indices), prefer)
+        if found is not None:
+            return found
+        indices = np.asarray(indices)
+        if tuple(indices.shape[:2]) + tuple(indices.shape[2:])[::-1] != tuple(values.shape):
+            return Diagnosis("shape: indices unexplained", f"indices shape {list(indices.shape)}, values shape "
+                             f"{list(values.shape)}; no known variant gives it", False,
+                             atoms=("shape: indices unexplained",), severity=UNEXPLAINED_SEVERITY)
+        # transposed, and something else differs too: diagnose the rest on the indices turned back
+        indices = np.transpose(indices, (0, 1, *range(indices.ndim - 1, 1, -1)))
     options = placements(spec, shape)
     base = options[0][1]
     assert base is not None
