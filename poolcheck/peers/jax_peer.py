@@ -13,9 +13,15 @@ expresses every configuration through explicit padding, exactly:
   them: every input element, plus the padding when padding is counted, never the ceil overhang.
 
 A configuration with a window that holds no input element is declined (its value would be the
-init value or the 0/0 poolcheck picks, not XLA's answer). Indices are declined: XLA has no argmax window reduction (the peer returns values only, and its
-max-pooling checks compare values). Each configuration is jitted once and cached (an XLA compile
-costs tens of milliseconds; a cached configuration runs in microseconds).
+init value or the 0/0 poolcheck picks, not XLA's answer). Indices are declined: XLA has no
+argmax window reduction (the peer returns values only, and its max-pooling checks compare values).
+
+An XLA compile costs tens of milliseconds, so the input is laid out in NumPy first (see
+:func:`layout`): cropped, padded with the reduction's identity (what reduce_window's own padding
+adds), (n, c) flattened into rows, grown to a bucket size, and -- with the default option
+``windows=shared`` -- dilated axes split by residue and strided outputs picked afterwards. One
+jitted function then serves every configuration with the same window shape and element type; it
+is cached in memory and, through JAX's persistent compilation cache, in the per-user data folder.
 """
 
 from __future__ import annotations
