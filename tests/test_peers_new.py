@@ -152,6 +152,43 @@ def test_jax_expresses_ceil_rounding_through_padding_exactly() -> None:
     assert not ok and "no input element" in why
 
 
+def test_jax_one_compile_serves_every_shape_pad_stride_and_dilation_of_a_window() -> None:
+    """windows=shared: the compile depends on the reduction, the type, the window shape and the
+    block only; values stay the spec's (int8 extremes, padding, strides, dilations, ceil), and
+    windows=xla (strides and dilations in reduce_window) agrees on every one."""
+    from poolcheck.peers.jax_peer import JaxPeer
+
+    shared = JaxPeer(persistent_cache=False)
+    xla = JaxPeer(persistent_cache=False)
+    xla.configure({"windows": "xla"})
+    rng = np.random.default_rng(5)
+    items = []
+    for size in (3, 5, 8, 12):
+        for stride in (1, 2, 3):
+            for dil in (1, 2, 3):
+                for pb, pe in ((0, 0), (1, 0), (1, 1)):
+                    spec = A.openvino_max_pool([2], [stride], [pb], [pe], [dil], "ceil_torch")
+                    shape = (int(rng.integers(1, 3)), int(rng.integers(1, 4)), size)
+                    x = rng.integers(-128, 128, shape).astype(np.int8)
+                    x.flat[0] = -128
+                    if _out(spec, shape) is not None and shared.supports(spec, shape, x.dtype)[0]:
+                        items.append((spec, x))
+    assert len(items) > 60
+    got = shared.run_many(items)
+    for (spec, x), out in zip(items, got, strict=True):
+        assert not isinstance(out, Exception), (spec, out)
+        np.testing.assert_array_equal(out.values, run_spec(spec, x)[0], err_msg=str(spec))
+    assert len(shared._fns) == 1  # one window (2,), one type, one block: one compile
+    for (spec, _x), a, b in zip(items, got, xla.run_many(items), strict=True):
+        np.testing.assert_array_equal(a.values, b.values, err_msg=str(spec))
+    assert len(xla._fns) == 9  # one compile per (strides, dilations): 3 x 3
+    # averages: float16, padding counted or not, a dilated 2-D window split by residue
+    avg = A.onnx_average_pool([2, 2], [2, 1], [1, 0, 0, 1], [2, 1], 1, 0)
+    x = (rng.standard_normal((2, 3, 7, 6)) * 8).astype(np.float16)
+    np.testing.assert_allclose(shared.run(avg, x).values.astype(np.float64),
+                               run_spec(avg, x)[0].astype(np.float64), rtol=2e-3, atol=2e-3)
+
+
 def test_torch_onnx_declines_what_a_torch_module_cannot_write() -> None:
     peer = _peer("torch-onnx")
     asym = A.openvino_max_pool([3], [1], [1], [0])
@@ -243,3 +280,23 @@ def test_run_names_the_frontend_step_in_the_verdict(tmp_path) -> None:
     assert proc.returncode == 1, proc.stderr
     assert "OpenVINO ONNX frontend wrote rounding_type=ceil for ceil_mode=1" in proc.stdout
     assert sorted(p.name for p in tmp_path.iterdir()) == ["case.yaml"]  # nothing written beside it
+
+
+def test_torch_channels_last_max_pool3d_start_index_lacks_the_depth_term() -> None:
+    # cases/known/torch.yaml::fuzz-torch-channels-last-max-lowest-value-depth-dropped: the scalar
+    # channel tail of PyTorch's channels_last max_pool3d starts from h*W + w (no d*H*W), which shows
+    # where no element beats the start value (here the only one is int8's lowest)
+    peer = _peer("torch:layout=channels_last")
+    spec = A.openvino_max_pool([1, 1, 1], [1, 1, 1], [0, 0, 0], [0, 0, 0], [1, 1, 1], "floor", "explicit")
+    x = np.arange(1, 17, dtype=np.int8).reshape(1, 2, 2, 2, 2)
+    x[0, 1, 1, 1, 1] = -128
+    out = peer.run(spec, x)
+    want_values, want_indices = run_spec(spec, x)
+    np.testing.assert_array_equal(out.values, want_values)
+    assert want_indices[0, 1, 1, 1, 1] == 15  # plane 1 starts at 8; (d, h, w) = (1, 1, 1) is 7 in it
+    assert out.indices[0, 1, 1, 1, 1] == 8 + 1 * 2 + 1  # h*W + w only
+    mask = np.ones(x.shape, dtype=bool)
+    mask[0, 1, 1, 1, 1] = False
+    np.testing.assert_array_equal(out.indices[mask], want_indices[mask])
+    # the contiguous kernel is right
+    np.testing.assert_array_equal(_peer("torch").run(spec, x).indices, want_indices)

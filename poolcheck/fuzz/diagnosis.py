@@ -297,6 +297,14 @@ POLICY_VARIANTS: tuple[PolicyVariant, ...] = (
     PolicyVariant("avg=input-type-sum", "accumulate",
                   "the average's sum accumulated in the input type (it overflows where float64 does not)",
                   {"nan": "sum-in-input-type"}),
+    PolicyVariant("avg=input-type-sum-by-axis", "accumulate",
+                  "the average's sum accumulated in the input type axis by axis (each row along the last axis "
+                  "summed, then those sums): an overflow to inf in one row meets a -inf in another as NaN",
+                  {"nan": "sum-in-input-type-by-axis"}),
+    PolicyVariant("avg=wide-sum-rounded", "accumulate",
+                  "the average's sum accumulated wider (float32 for float16) but rounded to the input type before "
+                  "the division: a sum past the type's largest value is inf even where the average is not",
+                  {"nan": "sum-rounded-to-input-type"}),
     PolicyVariant("max=seeded-scan", "nan",
                   "max scanned from the lowest value at index 0 with a strict '>': NaN and an element equal to "
                   "the lowest value never win, a window wholly in padding gives the lowest value and index 0",
@@ -333,6 +341,8 @@ def encode_indices(canon: np.ndarray, shape: tuple[int, ...], order: str, modulu
                    pads: tuple[tuple[int, ...], tuple[int, ...]] | None = None) -> np.ndarray:
     """Re-encode whole-tensor row-major indices (``-1`` = no element) in another layout:
     spatial ``order``, ``modulus``, and optionally coordinates in the padded input."""
+    if order == TRANSPOSED:
+        return _transpose_spatial(encode_indices(canon, shape, "C", modulus, pads))
     spatial = shape[2:]
     plane = math.prod(spatial)
     valid = canon >= 0
@@ -353,6 +363,24 @@ def encode_indices(canon: np.ndarray, shape: tuple[int, ...], order: str, modulu
         whole = math.prod((*shape[:2], *sizes))
     # a whole-tensor index is not wrapped (an empty window's index may lie past the input)
     return np.where(valid, full % modulus if modulus != whole else full, canon)
+
+
+#: Index "order" of a peer that writes row-major indices into a tensor whose spatial axes are
+#: reversed (OpenVINO's ONNX frontend maps storage_order=1 to a Transpose of the index output).
+TRANSPOSED = "T"
+
+
+def _palindromic(geom: Geometry) -> bool:
+    """The output's spatial shape reads the same reversed (a transposed index tensor keeps it)."""
+    out = tuple(a.out for a in geom.axes)
+    return len(out) > 1 and out == out[::-1]
+
+
+def _transpose_spatial(a: np.ndarray) -> np.ndarray:
+    """``a`` with its spatial axes reversed; where that changes the shape, no index can match
+    (the lowest int64, which no peer reports)."""
+    t = np.transpose(a, (0, 1, *range(a.ndim - 1, 1, -1)))
+    return t if t.shape == a.shape else np.full_like(a, np.iinfo(np.int64).min)
 
 
 @dataclass(frozen=True)
@@ -379,6 +407,11 @@ INDEX_VARIANTS: tuple[IndexVariant, ...] = (
     IndexVariant("index:storage_order-ignored", "index_order", "storage_order ignored (row-major indices)",
                  lambda s, shape, g: _spec_order_modulus(s, shape)[0] == "F",
                  lambda s, shape, g: ("C", _spec_order_modulus(s, shape)[1], None)),
+    IndexVariant("index:storage_order-transposed", "index_order",
+                 "storage_order=1 applied by transposing the index tensor (row-major indices, the output's spatial "
+                 "axes reversed) instead of counting column-major",
+                 lambda s, shape, g: _spec_order_modulus(s, shape)[0] == "F" and _palindromic(g),
+                 lambda s, shape, g: (TRANSPOSED, _spec_order_modulus(s, shape)[1], None)),
     IndexVariant("index:column-major", "index_order", "column-major indices where row-major is specified",
                  lambda s, shape, g: _spec_order_modulus(s, shape)[0] == "C" and s.spatial_rank > 1,
                  lambda s, shape, g: ("F", _spec_order_modulus(s, shape)[1], None)),
@@ -430,6 +463,8 @@ def encode_with_fill(canon: np.ndarray, shape: tuple[int, ...], order: str, modu
     """:func:`encode_indices`, with the windows holding no element (``canon < 0``) reporting what
     the empty-window rule ``fill`` gives, in the same ``order`` and ``modulus`` (a negative index
     is not wrapped)."""
+    if order == TRANSPOSED:
+        return _transpose_spatial(encode_with_fill(canon, shape, "C", modulus, pads, fill, geom, crop))
     encoded = encode_indices(canon, shape, order, modulus, pads)
     if fill is None or not (canon < 0).any():
         return encoded
@@ -512,6 +547,10 @@ def _run(engine: ModuleType, spec: PoolSpec, x: np.ndarray, geom: Geometry, poli
         out = Outputs(mean.astype(x.dtype))
     elif policy.nan == "sum-in-input-type" and spec.op == "avg":
         out = Outputs(_avg_in_input_type(x, geom, spec.exclude_pad, policy.replace(nan="propagate")))
+    elif policy.nan == "sum-rounded-to-input-type" and spec.op == "avg":
+        out = Outputs(_avg_in_input_type(x, geom, spec.exclude_pad, policy.replace(nan="propagate"), rounded=True))
+    elif policy.nan == "sum-in-input-type-by-axis" and spec.op == "avg":
+        out = Outputs(_avg_in_input_type(x, geom, spec.exclude_pad, policy.replace(nan="propagate"), by_axis=True))
     elif policy.nan == "seeded" and spec.op == "max":
         low = np.asarray(_lowest(x.dtype), dtype=x.dtype)
         xs = np.where(np.isnan(x), low, x).astype(x.dtype) if x.dtype.kind == "f" else x
@@ -599,18 +638,41 @@ def _narrow(x: np.ndarray, to: np.dtype) -> np.ndarray:
         return x.astype(to)
 
 
-def _avg_in_input_type(x: np.ndarray, geom: Geometry, exclude_pad: bool, policy: Policy) -> np.ndarray:
+def _avg_in_input_type(x: np.ndarray, geom: Geometry, exclude_pad: bool, policy: Policy,
+                       by_axis: bool = False, rounded: bool = False) -> np.ndarray:
     """Average pooling whose sum runs in ``x.dtype`` (taps in row-major window order, padding
-    adding nothing), divided once: how a runtime without a wider accumulator computes it."""
-    padded = np.zeros(tuple(x.shape[:2]) + tuple(a.pad_begin + a.size + a.pad_end + a.overhang for a in geom.axes),
-                      dtype=x.dtype)
-    padded[(slice(None), slice(None), *(slice(a.pad_begin, a.pad_begin + a.size) for a in geom.axes))] = x
-    acc = np.zeros(geom.output_shape, dtype=x.dtype)
+    adding nothing), divided once: how a runtime without a wider accumulator computes it. With
+    ``by_axis`` the sum nests by axis, innermost first (XLA's reduce_window on the CPU: each row
+    along the last axis from 0, then those row sums, and so on outwards). With ``rounded`` the sum
+    runs wider (float32 for float16, float64 for float32) and is rounded to ``x.dtype`` before the
+    division (tract)."""
+    # x sits at offset max(0, pad_begin): a negative pad_begin (ONNX SAME with a stride past the
+    # dilated kernel) starts the windows inside the input rather than before it
+    lows = [max(0, a.pad_begin) for a in geom.axes]
+    ends = [lo + max(a.size, (a.out - 1) * a.stride - a.pad_begin + a.dilated_kernel) for a, lo in zip(geom.axes, lows)]
+    acc_dtype = (np.dtype(np.float32) if x.dtype == np.float16 else np.dtype(np.float64)) if rounded else x.dtype
+    padded = np.zeros(tuple(x.shape[:2]) + tuple(ends), dtype=acc_dtype)
+    padded[(slice(None), slice(None), *(slice(lo, lo + a.size) for a, lo in zip(geom.axes, lows)))] = x
+    def tap(offsets: tuple[int, ...]) -> np.ndarray:
+        sl = tuple(slice(lo - a.pad_begin + j * a.dilation,
+                         lo - a.pad_begin + j * a.dilation + (a.out - 1) * a.stride + 1, a.stride)
+                   for a, j, lo in zip(geom.axes, offsets, lows))
+        return padded[(slice(None), slice(None), *sl)]
+
+    def nested(prefix: tuple[int, ...]) -> np.ndarray:
+        part = np.zeros(geom.output_shape, dtype=acc_dtype)
+        for j in range(geom.axes[len(prefix)].kernel):
+            part += tap(prefix + (j,)) if len(prefix) + 1 == len(geom.axes) else nested(prefix + (j,))
+        return part
+
+    acc = np.zeros(geom.output_shape, dtype=acc_dtype)
     with np.errstate(all="ignore"):
-        for offsets in itertools.product(*(range(a.kernel) for a in geom.axes)):
-            sl = tuple(slice(j * a.dilation, j * a.dilation + (a.out - 1) * a.stride + 1, a.stride)
-                       for a, j in zip(geom.axes, offsets))
-            acc += padded[(slice(None), slice(None), *sl)]
+        if by_axis:
+            acc = nested(())
+        else:
+            for offsets in itertools.product(*(range(a.kernel) for a in geom.axes)):
+                acc += tap(offsets)
+        acc = acc.astype(x.dtype)  # a wider sum is rounded to the input type here
         div = _NUMPY.divisor(geom, exclude_pad, policy).astype(np.float64)
         mean = acc.astype(np.float64) / div
         empty = np.broadcast_to(div == 0, mean.shape)
@@ -749,6 +811,8 @@ def _explain_indices(spec: PoolSpec, x: np.ndarray, geom: Geometry, ref: Outputs
     if bad0.any():
         layout_order, layout_mod, layout_pads = order, modulus, None
         for group in ("index_scope", "index_order", "index_coords"):
+            # the variant of the group that reproduces the most indices (the first of equals)
+            pick: tuple[IndexVariant, tuple[str, int, tuple | None], np.ndarray] | None = None
             for v in INDEX_VARIANTS:
                 if v.group != group or not v.applies(spec, shape, geom):
                     continue
@@ -757,11 +821,12 @@ def _explain_indices(spec: PoolSpec, x: np.ndarray, geom: Geometry, ref: Outputs
                          m if group == "index_scope" else layout_mod,
                          p if group == "index_coords" else layout_pads)
                 bad = differs(canon, *trial, fill)
-                if int(bad.sum()) < int(bad0.sum()) and not (bad & ~bad0).any():
-                    layout_order, layout_mod, layout_pads = trial
-                    chosen.append((v.key, v.text))
-                    bad0 = bad
-                    break
+                if (int(bad.sum()) < int((bad0 if pick is None else pick[2]).sum())
+                        and not (bad & ~bad0).any()):
+                    pick = (v, trial, bad)
+            if pick is not None:
+                v, (layout_order, layout_mod, layout_pads), bad0 = pick
+                chosen.append((v.key, v.text))
     return chosen, bad0
 
 
@@ -814,7 +879,8 @@ def placements(spec: PoolSpec, shape: tuple[int, ...]) -> list[tuple[GeometryVar
 
 
 def diagnose_output(engine: ModuleType, spec: PoolSpec, x: np.ndarray, values: np.ndarray,
-                    indices: np.ndarray | None, prefer: Mapping[str, int] | None = None) -> Diagnosis:
+                    indices: np.ndarray | None, prefer: Mapping[str, int] | None = None, *,
+                    transposed_retry: bool = True) -> Diagnosis:
     """Name the variant(s) of the reference that reproduce a subject's output.
 
     Several explanations can fit one small example (NaN ignored and NaN-first agree on a window
@@ -823,6 +889,17 @@ def diagnose_output(engine: ModuleType, spec: PoolSpec, x: np.ndarray, values: n
     prefer = prefer or {}
     shape = tuple(int(v) for v in x.shape)
     values = np.asarray(values)
+    if indices is not None and spec.op == "max" and tuple(np.shape(indices)) != tuple(values.shape):
+        found = _transposed_retry(engine, spec, x, values, np.asarray(indices), prefer)
+        if found is not None:
+            return found
+        indices = np.asarray(indices)
+        if tuple(indices.shape[:2]) + tuple(indices.shape[2:])[::-1] != tuple(values.shape):
+            return Diagnosis("shape: indices unexplained", f"indices shape {list(indices.shape)}, values shape "
+                             f"{list(values.shape)}; no known variant gives it", False,
+                             atoms=("shape: indices unexplained",), severity=UNEXPLAINED_SEVERITY)
+        # transposed, and something else differs too: diagnose the rest on the indices turned back
+        indices = np.transpose(indices, (0, 1, *range(indices.ndim - 1, 1, -1)))
     options = placements(spec, shape)
     base = options[0][1]
     assert base is not None
@@ -872,7 +949,32 @@ def diagnose_output(engine: ModuleType, spec: PoolSpec, x: np.ndarray, values: n
         return found
     if best is None:
         return Diagnosis("unexplained", "no variant could be evaluated", False, severity=UNEXPLAINED_SEVERITY)
+    if transposed_retry and indices is not None:
+        found = _transposed_retry(engine, spec, x, values, np.asarray(indices), prefer)
+        if found is not None:
+            return found
     return _partial(engine, spec, x, best, values, indices)
+
+
+def _transposed_retry(engine: ModuleType, spec: PoolSpec, x: np.ndarray, values: np.ndarray,
+                      indices: np.ndarray, prefer: Mapping[str, int]) -> Diagnosis | None:
+    """storage_order=1 honoured by transposing the index tensor (OpenVINO's ONNX frontend): the
+    peer's indices with their spatial axes reversed back are diagnosed as usual; when that fully
+    explains them as row-major (or as right), the transposition is named with the rest. None
+    when it does not apply or explain."""
+    flipped = tuple(indices.shape[:2]) + tuple(indices.shape[2:])[::-1]
+    if spec.op != "max" or spec.storage_order != 1 or indices.ndim != values.ndim or indices.ndim < 4 \
+            or flipped != tuple(values.shape):
+        return None
+    back = np.transpose(indices, (0, 1, *range(indices.ndim - 1, 1, -1)))
+    if np.array_equal(back, indices):
+        return None  # the transposition changes nothing here: nothing to tell apart
+    inner = diagnose_output(engine, spec, x, values, back, prefer, transposed_retry=False)
+    if not inner.explained:
+        return None
+    keys = tuple(k for k in inner.atoms if k != "index:storage_order-ignored") + ("index:storage_order-transposed",)
+    text = "; ".join(variant_text(k) for k in keys)
+    return Diagnosis("+".join(keys), text, True, keys, atoms=keys, severity=severity_of(keys, spec))
 
 
 #: Bounds of the search: full explanations verified, variants combined, seconds per finding.
@@ -918,7 +1020,11 @@ def _combinations(engine: ModuleType, spec: PoolSpec, x: np.ndarray,
                 if not _policy_applies(v, spec, xc, p.geom):
                     continue
                 r = replay(engine, spec, x, [*base, v.key], values, indices)
-                if r is not None and (r.value_ok & ~start.value_ok).any():
+                # useful: it reproduces a value, or changes which indices agree (a scan rule whose
+                # only trace is an index, seen once an index layout variant is applied)
+                if r is not None and ((r.value_ok & ~start.value_ok).any() or (
+                        r.index_ok is not None and start.index_ok is not None
+                        and (r.value_ok == start.value_ok).all() and (r.index_ok != start.index_ok).any())):
                     useful.append(v)
                     alone[v.key] = r
                 else:
@@ -1219,6 +1325,8 @@ SEVERITY_RULES: tuple[SeverityRule, ...] = (
     SeverityRule("empty_avg=nan", _U, "the average of a window holding no element"),
     SeverityRule("empty_avg=signed-divisor", _U, "the average of a window holding no element"),
     SeverityRule("avg=input-type-sum", _U, "the accumulation type of the average"),
+    SeverityRule("avg=input-type-sum-by-axis", _U, "the accumulation type and order of the average"),
+    SeverityRule("avg=wide-sum-rounded", _U, "the accumulation type of the average"),
     SeverityRule("avg=nan-skipped", _U, "NaN handling in average pooling"),
     # computation type: a max that is not one of the input's values contradicts "choosing the largest value"
     SeverityRule("precision:float32", _V, _OV_MAXPOOL, _Q_MAX, _maxop),
@@ -1232,6 +1340,7 @@ SEVERITY_RULES: tuple[SeverityRule, ...] = (
     SeverityRule("index:axis-ignored", _V, _OV_MAXPOOL, _Q_AXIS),
     SeverityRule("index:per-plane", _V, _OV_MAXPOOL, _Q_AXIS),
     SeverityRule("index:storage_order-ignored", _V, _ONNX_MAX, _Q_STORAGE),
+    SeverityRule("index:storage_order-transposed", _V, _ONNX_MAX, _Q_STORAGE),
     SeverityRule("index:column-major", _V, _OV_MAXPOOL, _Q_INDEX),
     SeverityRule("index:padded-coordinates", _V, _OV_MAXPOOL, _Q_INDEX),
 )

@@ -48,6 +48,14 @@ UPSTREAM: tuple[tuple[str, str, str, str], ...] = (
     ("onnx_reference", "empty_max=", "onnx/onnx#4958",
      "ceil_mode + count_include_pad=0: NaN rows (AveragePool), FLT_MIN rows (MaxPool)"),
     ("onnx_reference", "dilations", "onnx/onnx#4849", "output shape with dilations in the reference"),
+    # the converter chains run the same runtimes: their runtime-step classes share the reports
+    ("openvino-onnx", "max=seeded-scan", "pytorch/pytorch#7645", "max pooling and NaN: ignored, propagated, or -FLT_MAX"),
+    ("openvino-onnx", "divisor=full", "pytorch/xla#746",
+     "count_include_pad with ceil_mode: whether the extra padding added by ceil is counted"),
+    ("openvino-onnx", "rounding:ceil_torch->ceil", "openvinotoolkit/openvino#2965",
+     "the pull request that mapped ONNX ceil_mode=1 to OpenVINO's ceil rounding (2020, before ceil_torch)"),
+    ("torch-onnx", "nan=", "pytorch/pytorch#7645", "max pooling and NaN: ignored, propagated, or -FLT_MAX"),
+    ("tract", "max=seeded-scan", "pytorch/pytorch#7645", "max pooling and NaN: ignored, propagated, or -FLT_MAX"),
 )
 
 KNOWN_TAG_PEER = "peer:"

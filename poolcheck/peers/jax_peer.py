@@ -13,13 +13,20 @@ expresses every configuration through explicit padding, exactly:
   them: every input element, plus the padding when padding is counted, never the ceil overhang.
 
 A configuration with a window that holds no input element is declined (its value would be the
-init value or the 0/0 poolcheck picks, not XLA's answer). Indices are declined: XLA has no argmax window reduction (the peer returns values only, and its
-max-pooling checks compare values). Each configuration is jitted once and cached (an XLA compile
-costs tens of milliseconds; a cached configuration runs in microseconds).
+init value or the 0/0 poolcheck picks, not XLA's answer). Indices are declined: XLA has no
+argmax window reduction (the peer returns values only, and its max-pooling checks compare values).
+
+An XLA compile costs tens of milliseconds, so the input is laid out in NumPy first (see
+:func:`layout`): cropped, padded with the reduction's identity (what reduce_window's own padding
+adds), (n, c) flattened into rows, grown to a bucket size, and -- with the default option
+``windows=shared`` -- dilated axes split by residue and strided outputs picked afterwards. One
+jitted function then serves every configuration with the same window shape and element type; it
+is cached in memory and, through JAX's persistent compilation cache, in the per-user data folder.
 """
 
 from __future__ import annotations
 
+import math
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -31,10 +38,11 @@ from poolcheck.engines._windows import empty_windows
 from poolcheck.errors import PoolcheckError
 from poolcheck.peers._convert import PeerDeclined, check_expressible
 from poolcheck.peers.adapter import RuntimePeer, Translated
-from poolcheck.peers.base import BatchItem, PeerOutput
+from poolcheck.peers.base import BatchItem, PeerOption, PeerOutput
 from poolcheck.spec.operators import allowed_dtypes
 from poolcheck.spec.poolspec import PoolSpec
 from poolcheck.spec.shape import resolve
+from poolcheck.userdata import data_dir
 
 
 @dataclass(frozen=True)
@@ -101,19 +109,152 @@ def to_jax(spec: PoolSpec, shape: Sequence[int], dtype: np.dtype, peer: str = "j
                    counted=None if spec.op == "max" or spec.exclude_pad else tuple(counted), **base)  # type: ignore[arg-type]
 
 
+#: Smallest block length per spatial axis, by spatial rank, and smallest number of rows: every
+#: input is laid out in a block at least this large (then the next power of two), so
+#: configurations differing only in shape and padding share one compiled function.
+BUCKET_FLOOR = {1: 32, 2: 16, 3: 8}
+ROWS_FLOOR = 32
+
+#: The ``windows`` option: ``shared`` (default) hands XLA stride-1, undilated windows over a
+#: block poolcheck lays out (dilated axes split by residue, strided outputs picked afterwards), so
+#: one compile serves every configuration with the same window and element type; ``xla`` passes
+#: the strides and dilations to reduce_window itself (one compile per window, strides and
+#: dilations: exact to XLA's own window arithmetic, and about ten times slower to fuzz).
+WINDOWS = ("shared", "xla")
+
+
+def _bucket(n: int, floor: int = 1) -> int:
+    return max(floor, 1 << max(0, n - 1).bit_length())
+
+
+@dataclass(frozen=True)
+class CompileKey:
+    """What an XLA compile depends on: the reduction, the element type, the window arithmetic
+    and the block's shape (the input's own shape and padding are laid out in NumPy)."""
+
+    op: str
+    dtype: str
+    window: tuple[int, ...]
+    strides: tuple[int, ...]
+    dilations: tuple[int, ...]
+    block: tuple[int, ...]  # (rows, *spatial lengths)
+
+
+@dataclass
+class Layout:
+    """A block to run and how to read the configuration's output back from the result."""
+
+    key: CompileKey
+    block: np.ndarray
+    count: np.ndarray | None  # the average's divisor layout (same shape), or None
+    rows: int  # rows of the padded input before the dilation split
+    split: tuple[int, ...]  # residues per axis (the dilations, or 1s)
+    picks: tuple[int, ...]  # stride to pick outputs with afterwards (1s when XLA strides)
+    out: tuple[int, ...]  # the configuration's output size per axis
+    shape: tuple[int, ...]  # (n, c)
+
+
+def _identity(node: JaxNode) -> Any:
+    """The reduction's init value, which XLA's reduce_window also pads with."""
+    dt = np.dtype(node.dtype)
+    if node.op == "avg":
+        return dt.type(0)
+    return dt.type(-np.inf) if dt.kind == "f" else np.iinfo(dt).min
+
+
+def _split_residues(a: np.ndarray, split: tuple[int, ...], fill: Any) -> np.ndarray:
+    """(rows, L1, ...) -> (rows * d1 * ..., ceil(L1 / d1), ...): position q*d + r of an axis goes to
+    residue row r, position q, so a window dilated by d becomes contiguous (same taps, same order)."""
+    n = len(split)
+    lengths = tuple(-(-length // d) * d for length, d in zip(a.shape[1:], split))
+    if lengths != a.shape[1:]:
+        grown = np.full((a.shape[0],) + lengths, fill, dtype=a.dtype)
+        grown[(slice(None),) + tuple(slice(0, v) for v in a.shape[1:])] = a
+        a = grown
+    a = a.reshape((a.shape[0],) + tuple(v for length, d in zip(lengths, split) for v in (length // d, d)))
+    a = a.transpose((0, *range(2, 2 * n + 1, 2), *range(1, 2 * n, 2)))  # rows, residues, positions
+    return a.reshape((-1,) + tuple(length // d for length, d in zip(lengths, split)))
+
+
+def _fit(a: np.ndarray, shape: tuple[int, ...], fill: Any) -> np.ndarray:
+    block = np.full(shape, fill, dtype=a.dtype)
+    block[tuple(slice(0, v) for v in a.shape)] = a
+    return block
+
+
+def layout(node: JaxNode, x: np.ndarray, windows: str = "shared") -> Layout:
+    """Lay ``x`` out for ``node``: cropped as the node says, padded with the reduction's identity
+    by ``node.padding`` (exactly what reduce_window's own padding does), (n, c) flattened into rows,
+    dilated axes split by residue (``shared``), and extended with the identity to the bucket sizes.
+    An average also gets its divisor's layout: 1 for every input element and every counted pad."""
+    n_sp = len(node.window)
+    starts = node.start or (0,) * n_sp
+    crop = (slice(None), slice(None)) + tuple(slice(b, b + k) for b, k in zip(starts, node.keep))
+    core = x[crop].reshape((-1,) + tuple(node.keep))
+    lengths = tuple(lo + k + hi for k, (lo, hi) in zip(node.keep, node.padding))
+    dt = np.dtype(node.dtype)
+    fill = _identity(node)
+    padded = np.full((core.shape[0],) + lengths, fill, dtype=dt)
+    inner = tuple(slice(lo, lo + k) for k, (lo, _hi) in zip(node.keep, node.padding))
+    padded[(slice(None),) + inner] = core
+    count = None
+    if node.op == "avg":
+        counted = node.counted or tuple((0, 0) for _ in node.keep)
+        count = np.zeros_like(padded)
+        count[(slice(None),) + tuple(slice(lo - c_lo, lo + k + c_hi) for k, (lo, _hi), (c_lo, c_hi)
+                                     in zip(node.keep, node.padding, counted))] = 1
+    out = tuple((length - ((w - 1) * d + 1)) // s + 1
+                for length, w, s, d in zip(lengths, node.window, node.strides, node.dilations))
+    if windows == "xla":
+        split, picks, strides, dilations = (1,) * n_sp, (1,) * n_sp, node.strides, node.dilations
+    else:
+        split, picks, strides, dilations = node.dilations, node.strides, (1,) * n_sp, (1,) * n_sp
+        padded = _split_residues(padded, split, fill)
+        if count is not None:
+            count = _split_residues(count, split, 0)
+    shape = (_bucket(padded.shape[0], ROWS_FLOOR),) + tuple(_bucket(v, BUCKET_FLOOR.get(n_sp, 1))
+                                                            for v in padded.shape[1:])
+    block = _fit(padded, shape, fill)
+    if count is not None:
+        count = _fit(count, shape, 0)
+    key = CompileKey(node.op, dt.str, node.window, strides, dilations, shape)
+    return Layout(key, block, count, core.shape[0], split, picks, out, tuple(x.shape[:2]))
+
+
+def read_back(lay: Layout, result: np.ndarray) -> np.ndarray:
+    """The configuration's output from the block's: residues merged back (output q*d + r), the
+    strided outputs picked, cropped to the output size, rows back to (n, c)."""
+    n = len(lay.split)
+    d_total = math.prod(lay.split)
+    res = result[: lay.rows * d_total]
+    q = tuple(v for v in res.shape[1:])
+    res = res.reshape((lay.rows, *lay.split, *q))
+    res = res.transpose((0, *(i for k in range(n) for i in (1 + n + k, 1 + k))))
+    res = res.reshape((lay.rows,) + tuple(qk * d for qk, d in zip(q, lay.split)))
+    res = res[(slice(None),) + tuple(slice(0, o * p, p) for o, p in zip(lay.out, lay.picks))]
+    return res.reshape(lay.shape + lay.out)
+
+
 class JaxPeer(RuntimePeer):
-    """JAX on the CPU, 64-bit types enabled, one jitted reduce_window per configuration."""
+    """JAX on the CPU, 64-bit types enabled, one jitted reduce_window per compile key."""
 
     name = "jax"
     ref = "jax"
     module = "jax"
     install_hint = "pip install 'poolcheck[jax]'"
     batch_limit = 1
+    accepted_options = (
+        PeerOption("windows", "shared", "shared: XLA runs stride-1, undilated windows over a block poolcheck "
+                   "lays out (one compile per window and type); xla: strides and dilations passed to "
+                   "reduce_window (one compile per configuration's window arithmetic, slower)", WINDOWS),
+    )
 
-    def __init__(self, *, cache_size: int = 512) -> None:
+    def __init__(self, *, cache_size: int = 4096, persistent_cache: bool = True) -> None:
         self.cache_size = cache_size
-        self._fns: OrderedDict[JaxNode, Any] = OrderedDict()
+        self.persistent_cache = persistent_cache
+        self._fns: OrderedDict[CompileKey, Any] = OrderedDict()
         self._ready = False
+        self.options: dict[str, str] = {}
 
     def version(self) -> str | None:
         version = super().version()
@@ -132,8 +273,26 @@ class JaxPeer(RuntimePeer):
         if not self._ready:
             jax.config.update("jax_platforms", "cpu")
             jax.config.update("jax_enable_x64", True)  # float64 and int64 inputs stay 64-bit
+            if self.persistent_cache:
+                self._use_persistent_cache(jax)
             self._ready = True
         return jax
+
+    @staticmethod
+    def _use_persistent_cache(jax: Any) -> None:
+        """Keep XLA's compiled functions in the per-user data folder (``POOLCHECK_DATA_DIR``
+        overrides it), so a later run does not compile them again. Skipped when the user already
+        set a cache folder, or when the folder cannot be created."""
+        if jax.config.jax_compilation_cache_dir:
+            return
+        folder = data_dir() / "jax-cache"
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError:
+            return
+        jax.config.update("jax_compilation_cache_dir", str(folder))
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+        jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
 
     def translate(self, spec: PoolSpec, shape: tuple[int, ...], dtype: np.dtype) -> JaxNode:
         return to_jax(spec, shape, dtype, self.name)
@@ -142,51 +301,41 @@ class JaxPeer(RuntimePeer):
         ((_, node, arr),) = group
         if node.invalid is not None:
             raise ValueError(f"invalid configuration: {node.invalid}")
-        fn = self._compiled(node)
-        values = np.asarray(fn(arr))
+        lay = layout(node, np.asarray(arr), self.option("windows"))
+        fn = self._compiled(lay.key)
+        result = np.asarray(fn(lay.block) if lay.count is None else fn(lay.block, lay.count))
+        values = read_back(lay, result)
         return [PeerOutput(values.copy(), None, ["values only: XLA reduce_window has no indices"]
                            if node.op == "max" else [])]
 
-    def _compiled(self, node: JaxNode) -> Any:
-        fn = self._fns.get(node)
+    def _compiled(self, key: CompileKey) -> Any:
+        fn = self._fns.get(key)
         if fn is not None:
-            self._fns.move_to_end(node)
+            self._fns.move_to_end(key)
             return fn
         jax = self._setup()
         from jax import lax
 
-        dt = np.dtype(node.dtype)
-        dims = (1, 1) + node.window
-        strides = (1, 1) + node.strides
-        dil = (1, 1) + node.dilations
-        pad = ((0, 0), (0, 0)) + node.padding
-        starts = node.start or (0,) * len(node.keep)
-        crop = (slice(None), slice(None)) + tuple(slice(b, b + k) for b, k in zip(starts, node.keep))
-        if node.op == "max":
-            init = -np.inf if dt.kind == "f" else np.iinfo(dt).min
-            init_v = np.array(init, dtype=dt)
+        dt = np.dtype(key.dtype)
+        dims = (1,) + key.window
+        strides = (1,) + key.strides
+        dil = (1,) + key.dilations
+        if key.op == "max":
+            init = np.array(-np.inf if dt.kind == "f" else np.iinfo(dt).min, dtype=dt)
 
-            def f(x: Any) -> Any:
-                return lax.reduce_window(x[crop], init_v, lax.max, dims, strides, pad, window_dilation=dil)
+            def f(block: Any) -> Any:
+                return lax.reduce_window(block, init, lax.max, dims, strides, "VALID", window_dilation=dil)
         else:
-            ones = np.ones(node.keep, dtype=dt)
-            if node.counted is not None:
-                ones = np.pad(ones, node.counted, constant_values=1)
-                rest = tuple((lo - c_lo, hi - c_hi) for (lo, hi), (c_lo, c_hi) in zip(node.padding, node.counted))
-            else:
-                rest = node.padding
-            ones = ones[None, None]
             zero = np.array(0, dtype=dt)
-            rest_pad = ((0, 0), (0, 0)) + rest
 
-            def f(x: Any) -> Any:
-                # the divisor is computed in the same jitted function: one XLA compile per config
-                count = lax.reduce_window(ones, zero, lax.add, dims, strides, rest_pad, window_dilation=dil)
-                total = lax.reduce_window(x[crop], zero, lax.add, dims, strides, pad, window_dilation=dil)
-                return total / count
+            def f(block: Any, count: Any) -> Any:  # type: ignore[misc]
+                # the divisor: the same window sum over the layout of what the spec counts
+                total = lax.reduce_window(block, zero, lax.add, dims, strides, "VALID", window_dilation=dil)
+                return total / lax.reduce_window(count, zero, lax.add, dims, strides, "VALID",
+                                                 window_dilation=dil)
 
         fn = jax.jit(f)
-        self._fns[node] = fn
+        self._fns[key] = fn
         while len(self._fns) > self.cache_size:
             self._fns.popitem(last=False)
         return fn

@@ -133,4 +133,12 @@ class OpenVinoOnnxPeer(RuntimePeer):
         pools = [p for p in pools if p.get_type_name() in ("MaxPool", "AvgPool")]
         if len(pools) != 1:
             return []  # the frontend decomposed the node: only its values can be judged
-        return attribute_mismatches(node, pools[0].get_attributes())
+        msgs = attribute_mismatches(node, pools[0].get_attributes())
+        if node.attrs().get("storage_order", 0) == 1 and len(pools[0].outputs()) > 1:
+            # ONNX: "storage_order ... 1 is column major" -- the indices themselves must count
+            # column-major; a Transpose after the pool reorders the tensor, not the numbers
+            after = [t.get_node().get_type_name() for t in pools[0].output(1).get_target_inputs()]
+            if "Transpose" in after:
+                msgs.append(f"{STEP} wrote a Transpose of the row-major index tensor for storage_order=1 "
+                            "(column-major indices asked)")
+        return msgs

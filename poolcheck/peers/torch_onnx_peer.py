@@ -15,6 +15,7 @@ one pooling call each) and runs it in one session, so a batch pays for one expor
 from __future__ import annotations
 
 import io
+import math
 import warnings
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -185,9 +186,14 @@ class TorchOnnxPeer(RuntimePeer):
             indices = None
             notes = list(msgs)
             if node.op == "max":
-                # the exported graph turns ONNX flat indices back into torch's per-plane ones
-                indices, conv = convert_flat_indices(np.asarray(raw[pos]), items[i][0], arr.shape, per_plane=True)
-                notes += conv
+                # the exported graph turns ONNX flat indices into torch's per-plane ones by
+                # subtracting each (n, c) plane's offset from EVERY index, an empty window's
+                # negative one included: adding it back to all recovers ONNX Runtime's indices
+                per_plane = np.asarray(raw[pos]).astype(np.int64)
+                planes = np.arange(arr.shape[0] * arr.shape[1], dtype=np.int64).reshape(
+                    arr.shape[:2] + (1,) * (arr.ndim - 2)) * math.prod(arr.shape[2:])
+                indices, conv = convert_flat_indices(per_plane + planes, items[i][0], arr.shape)
+                notes += ["indices converted from per-plane to whole-tensor flat indices", *conv]
                 pos += 1
             outputs.append(PeerOutput(values, indices, notes))
         return outputs
