@@ -35,7 +35,7 @@ import itertools
 import math
 import re
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import ModuleType
 
@@ -999,7 +999,7 @@ def _verified(engine: ModuleType, spec: PoolSpec, x: np.ndarray, keys: list[str]
 
 
 def _combinations(engine: ModuleType, spec: PoolSpec, x: np.ndarray,
-                  candidates: list[tuple[GeometryVariant | None, Placement | None]], reps: list[np.dtype | None],
+                  candidates: Sequence[tuple[GeometryVariant | None, Placement | None]], reps: list[np.dtype | None],
                   values: np.ndarray, indices: np.ndarray | None, prefer: Mapping[str, int],
                   deadline: float) -> Diagnosis | None:
     """Combinations of 0 to :data:`MAX_DEPTH` policy variants (one per group) on every placement

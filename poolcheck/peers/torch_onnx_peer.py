@@ -160,7 +160,9 @@ class TorchOnnxPeer(RuntimePeer):
         torch.set_num_threads(1)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            torch.onnx.export(Pools(), args, buf, dynamo=False, opset_version=OPSET,
+            # torch.onnx.export writes to "a file-like object (such that f.fileno() is not
+            # implemented)" too; its annotation only names paths.
+            torch.onnx.export(Pools(), args, buf, dynamo=False, opset_version=OPSET,  # type: ignore[arg-type]
                               input_names=[f"x{k}" for k in range(len(nodes))], do_constant_folding=True)
         return onnx.load_from_string(buf.getvalue())
 
