@@ -803,6 +803,47 @@ DEF_AVG(f32, float, float)
 DEF_AVG(f64, double, double)
 DEF_AVG(f32to64, float, double)
 
+/* Global average pooling: one window per axis covering the whole axis (dilation 1, pb >= 0,
+ * k - pb >= n), so each output is the mean of a whole plane of m elements. The plane is summed
+ * in float64 in 8 interleaved partial sums (element i into sum i mod 8, each in order, from
+ * -0.0, the identity of addition), combined pairwise, then +0.0 when the window reaches into
+ * padding (as the zero-padded sum would). Any order of m float64 additions is within
+ * (m - 1) 2^-53 sum|x| of the exact sum, the bound the NumPy engine's pairwise global sum also
+ * meets (docs/benchmarks.md); the 8 lanes vectorise without reassociating anything. */
+#define DEF_AVG_GLOBAL(SUF, TI, TO)                                                            \
+    HOT static void avgglobal_##SUF(const TI *x, TO *out, int64_t nc, int64_t m, double div,   \
+                                    double efill, double zadd) {                               \
+        const int64_t m8 = m & ~(int64_t)7;                                                    \
+        for (int64_t p = 0; p < nc; p++) {                                                     \
+            if ((p & 1023) == 0 && poll_interrupt()) break;                                    \
+            const TI *restrict xp = x + p * m;                                                 \
+            double acc[8] = {-0.0, -0.0, -0.0, -0.0, -0.0, -0.0, -0.0, -0.0};                  \
+            for (int64_t i = 0; i < m8; i += 8)                                                \
+                for (int j = 0; j < 8; j++) acc[j] += (double)xp[i + j];                       \
+            for (int64_t i = m8; i < m; i++) acc[i - m8] += (double)xp[i];                     \
+            const double sum = (((acc[0] + acc[4]) + (acc[2] + acc[6])) +                      \
+                                ((acc[1] + acc[5]) + (acc[3] + acc[7]))) + zadd;               \
+            /* "The output of each pooling window is divided by the number of elements". */    \
+            out[p] = div == 0.0 ? (TO)efill : (TO)(sum / div);                                 \
+        }                                                                                      \
+    }
+
+DEF_AVG_GLOBAL(f32, float, float)
+DEF_AVG_GLOBAL(f64, double, double)
+DEF_AVG_GLOBAL(f32to64, float, double)
+
+/* Whether every axis has a single window covering the whole axis (see DEF_AVG_GLOBAL), and
+ * whether that window reaches into padding. */
+static int geo_global(const geo_t *g, int *padded) {
+    *padded = 0;
+    for (int i = 0; i < g->r; i++) {
+        const ax_t *a = &g->a[i];
+        if (a->o != 1 || a->d != 1 || a->pb < 0 || a->k - a->pb < a->n) return 0;
+        *padded |= a->pb > 0 || a->k - a->pb > a->n;
+    }
+    return 1;
+}
+
 /* ------------------------------------------------------------------------------------------ */
 /* AVX-512 kernels for float32, chosen at run time when the CPU has AVX-512 F/BW/VL/DQ.        */
 /*                                                                                            */
@@ -2157,6 +2198,26 @@ static PyObject *py_avg_pool(PyObject *self, PyObject *args) {
     for (int i = 0; i < 3; i++) free(cnt[i]);
     if (!cnt_ok) {
         PyErr_NoMemory();
+        goto done;
+    }
+    int gpad = 0;
+    if (geo_global(&g, &gpad)) {
+        const double zadd = gpad ? 0.0 : -0.0;
+        tls_interrupted = 0;
+        Py_BEGIN_ALLOW_THREADS
+        if (kind == A_F32)
+            avgglobal_f32((const float *)xb.buf, (float *)ob.buf, g.nc, g.plane_in, dtab[0], efill, zadd);
+        else if (kind == A_F64)
+            avgglobal_f64((const double *)xb.buf, (double *)ob.buf, g.nc, g.plane_in, dtab[0], efill, zadd);
+        else
+            avgglobal_f32to64((const float *)xb.buf, (double *)ob.buf, g.nc, g.plane_in, dtab[0], efill, zadd);
+        Py_END_ALLOW_THREADS
+        if (tls_interrupted || PyErr_Occurred()) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_KeyboardInterrupt, "");
+            goto done;
+        }
+        Py_INCREF(Py_None);
+        result = Py_None;
         goto done;
     }
     const int64_t chunk = chunk_planes(&g, 8);
