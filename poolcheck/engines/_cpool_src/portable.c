@@ -1,0 +1,104 @@
+/*
+ * The portable kernels, one instance per element type, plus the index output. Compiled for
+ * the baseline and, where GCC function multiversioning is available, for x86-64-v3 (HOT).
+ */
+#include "kernels.h"
+
+DEF_MAX_SEP(f32p, float, uint32_t, BETTER_PROP, SBETTER_PROP)
+DEF_MAX_SEP(f32i, float, uint32_t, BETTER_IGN, SBETTER_IGN)
+DEF_MAX_SEP(f64p, double, uint64_t, BETTER_PROP, SBETTER_PROP)
+DEF_MAX_SEP(f64i, double, uint64_t, BETTER_IGN, SBETTER_IGN)
+DEF_MAX_SEP(i8, int8_t, uint8_t, BETTER_INT, SBETTER_INT)
+DEF_MAX_SEP(u8, uint8_t, uint8_t, BETTER_INT, SBETTER_INT)
+DEF_MAX_SEP(i16, int16_t, uint16_t, BETTER_INT, SBETTER_INT)
+DEF_MAX_SEP(u16, uint16_t, uint16_t, BETTER_INT, SBETTER_INT)
+DEF_MAX_SEP(i32, int32_t, uint32_t, BETTER_INT, SBETTER_INT)
+DEF_MAX_SEP(u32, uint32_t, uint32_t, BETTER_INT, SBETTER_INT)
+DEF_MAX_SEP(i64, int64_t, uint64_t, BETTER_INT, SBETTER_INT)
+DEF_MAX_SEP(u64, uint64_t, uint64_t, BETTER_INT, SBETTER_INT)
+DEF_MAX_DIRECT(f32f, float, BETTER_INT)
+DEF_MAX_DIRECT(f64f, double, BETTER_INT)
+
+DEF_AVG(f32, float, float)
+DEF_AVG(f64, double, double)
+DEF_AVG(f32to64, float, double)
+
+DEF_AVG_GLOBAL(f32, float, float)
+DEF_AVG_GLOBAL(f64, double, double)
+DEF_AVG_GLOBAL(f32to64, float, double)
+
+/* ------------------------------------------------------------------------------------------ */
+/* Index output                                                                               */
+
+/* index = ((n * C + c) * S + pos) % modulus, or empty_index for a window with no element;
+ * stored as int32 (wrapping, like NumPy's astype) or int64. */
+HOT void finish_indices(const int64_t *pos, void *idx, int idx64, const geo_t *g,
+                               int64_t modulus, int64_t empty_index, const uint8_t *empty) {
+    const int64_t po = g->plane_out, S = g->plane_in;
+    for (int64_t p = 0; p < g->nc; p++) {
+        if (poll_interrupt()) break;
+        const int64_t *restrict q = pos + p * po;
+        /* (p * S) % modulus without overflow: p * S < N * C * S fits in int64. */
+        const int64_t base = (p * S) % modulus;
+        const int fast = S <= modulus;
+        if (idx64) {
+            int64_t *restrict o = (int64_t *)idx + p * po;
+            if (fast) {
+                for (int64_t i = 0; i < po; i++) {
+                    int64_t v = base + q[i];
+                    o[i] = v >= modulus ? v - modulus : v;
+                }
+            } else {
+                for (int64_t i = 0; i < po; i++) o[i] = (base + q[i]) % modulus;
+            }
+            if (empty)
+                for (int64_t i = 0; i < po; i++)
+                    if (empty[i]) o[i] = empty_index;
+        } else {
+            int32_t *restrict o = (int32_t *)idx + p * po;
+            if (fast) {
+                for (int64_t i = 0; i < po; i++) {
+                    int64_t v = base + q[i];
+                    o[i] = (int32_t)(uint32_t)(uint64_t)(v >= modulus ? v - modulus : v);
+                }
+            } else {
+                for (int64_t i = 0; i < po; i++)
+                    o[i] = (int32_t)(uint32_t)(uint64_t)((base + q[i]) % modulus);
+            }
+            if (empty)
+                for (int64_t i = 0; i < po; i++)
+                    if (empty[i]) o[i] = (int32_t)(uint32_t)(uint64_t)empty_index;
+        }
+    }
+}
+
+/* Output-plane mask of windows with no valid element (NULL when there are none). */
+uint8_t *empty_mask(const geo_t *g, int *err) {
+    *err = 0;
+    int any = 0;
+    for (int i = 0; i < g->r; i++) any |= g->a[i].has_empty;
+    if (!any) return NULL;
+    uint8_t *m = (uint8_t *)malloc((size_t)g->plane_out);
+    if (!m) {
+        *err = 1;
+        return NULL;
+    }
+    int64_t o[3] = {0, 0, 0};
+    for (int64_t i = 0; i < g->plane_out; i++) {
+        uint8_t e = 0;
+        for (int a = 0; a < g->r; a++) e |= (uint8_t)(g->a[a].jlo[o[a]] >= g->a[a].jhi[o[a]]);
+        m[i] = e;
+        for (int a = g->r - 1; a >= 0; a--) {
+            if (++o[a] < g->a[a].o) break;
+            o[a] = 0;
+        }
+    }
+    return m;
+}
+
+void fill_empty(char *out, int64_t itemsize, const geo_t *g, const uint8_t *empty,
+                       const char *fill) {
+    for (int64_t p = 0; p < g->nc; p++)
+        for (int64_t i = 0; i < g->plane_out; i++)
+            if (empty[i]) memcpy(out + (p * g->plane_out + i) * itemsize, fill, (size_t)itemsize);
+}
