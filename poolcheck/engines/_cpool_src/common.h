@@ -81,7 +81,7 @@ typedef struct {
 } geo_t;
 
 /* Per-thread scratch buffers, reused from call to call (geometry.c). */
-enum { S_POS, S_T0, S_T1, S_Q0, S_Q1, S_RING, S_QRING, S_DTAB, SCRATCH_SLOTS };
+enum { S_POS, S_T0, S_T1, S_Q0, S_Q1, S_RING, S_QRING, S_DTAB, S_RTAB, SCRATCH_SLOTS };
 void *scratch_get(int slot, size_t bytes);
 void scratch_trim(void);
 int64_t *g_scratch_i64(int64_t count);
@@ -144,13 +144,16 @@ DECL_MAX_SEP(u64, uint64_t)
 void maxdirect_f32f(const float *x, float *out, int64_t *pos, const geo_t *g, const int64_t *w);
 void maxdirect_f64f(const double *x, double *out, int64_t *pos, const geo_t *g, const int64_t *w);
 #define DECL_AVG(SUF, TI, TO)                                                                  \
-    void avg_##SUF(const TI *x, TO *out, const geo_t *g, const double *dtab, int zeros,        \
-                   double efill, double *t0, double *t1, int64_t chunk);                       \
+    void avg_##SUF(const TI *x, TO *out, const geo_t *g, const double *dtab, const double *rtab,\
+                   int zeros, double efill, double *t0, double *t1, int64_t chunk);            \
     void avgglobal_##SUF(const TI *x, TO *out, int64_t nc, int64_t m, double div, double efill, \
                          double zadd);
 DECL_AVG(f32, float, float)
 DECL_AVG(f64, double, double)
 DECL_AVG(f32to64, float, double)
+
+/* Whether the CPU runs x86-64-v3 code (AVX2, FMA): the exact float32 quotient kernel. */
+int quot_fma_available(void);
 
 void finish_indices(const int64_t *pos, void *idx, int idx64, const geo_t *g, int64_t modulus,
                     int64_t empty_index, const uint8_t *empty);

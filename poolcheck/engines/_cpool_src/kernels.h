@@ -466,10 +466,12 @@
         }                                                                                      \
     }                                                                                          \
 
-#define DEF_AVG(SUF, TI, TO)                                                                   \
+/* QUOT(out, sum, dtab, rtab, n): out[i] = sum[i] / dtab[i], rounded once to TO. */            \
+#define DEF_AVG(SUF, TI, TO, QUOT)                                                             \
     DEF_AVG_ROWS(SUF, TI)                                                                      \
-    HOT void avg_##SUF(const TI *x, TO *out, const geo_t *g, const double *dtab,        \
-                              int zeros, double efill, double *t0, double *t1, int64_t chunk) { \
+    HOT void avg_##SUF(const TI *x, TO *out, const geo_t *g, const double *dtab,               \
+                       const double *rtab, int zeros, double efill, double *t0, double *t1,    \
+                       int64_t chunk) {                                                        \
         const int r = g->r;                                                                    \
         const int64_t po = g->plane_out;                                                       \
         for (int64_t p = 0; p < g->nc; p += chunk) {                                           \
@@ -491,7 +493,7 @@
             TO *restrict yo = out + p * po;                                                    \
             const double *restrict sum = dst;                                                  \
             for (int64_t q = 0; q < np; q++) {                                                 \
-                for (int64_t i = 0; i < po; i++) yo[q * po + i] = (TO)(sum[q * po + i] / dtab[i]); \
+                QUOT(yo + q * po, sum + q * po, dtab, rtab, po);                               \
                 if (zeros)                                                                     \
                     for (int64_t i = 0; i < po; i++)                                           \
                         if (dtab[i] == 0.0) yo[q * po + i] = (TO)efill;                        \

@@ -371,12 +371,22 @@ static PyObject *py_avg_pool(PyObject *self, PyObject *args) {
         }
     }
     int zeros = 0;
+    /* float32 averages divide with FMA (portable.c, quot_f32) given reciprocals: on CPUs with
+     * it and for divisors below 2^51 (each a product of counts, so any divisor then fits). */
+    double *rtab = NULL;
+    if (kind == A_F32 && quot_fma_available()) {
+        rtab = (double *)scratch_get(S_RTAB, (size_t)g.plane_out * sizeof(double));
+        cnt_ok = cnt_ok && rtab != NULL;
+    }
+    double dmax = 0.0;
     if (cnt_ok) {
         int64_t o[3] = {0, 0, 0};
         for (int64_t i = 0; i < g.plane_out; i++) {
             double v = 1.0; /* exact: a product of counts below 2^53 (the spec layer's work cap) */
             for (int a = 0; a < g.r; a++) v *= (double)cnt[a][o[a]];
             dtab[i] = v;
+            if (rtab) rtab[i] = 1.0 / v; /* correctly rounded reciprocal (inf for 0) */
+            if (v > dmax) dmax = v;
             zeros |= v == 0.0;
             for (int a = g.r - 1; a >= 0; a--) {
                 if (++o[a] < g.a[a].o) break;
@@ -389,6 +399,7 @@ static PyObject *py_avg_pool(PyObject *self, PyObject *args) {
         PyErr_NoMemory();
         goto done;
     }
+    if (dmax >= 2251799813685248.0) rtab = NULL; /* 2^51 */
     int gpad = 0;
     if (geo_global(&g, &gpad)) {
         const double zadd = gpad ? 0.0 : -0.0;
@@ -420,11 +431,11 @@ static PyObject *py_avg_pool(PyObject *self, PyObject *args) {
     pc_interrupted = 0;
     Py_BEGIN_ALLOW_THREADS
     if (kind == A_F32)
-        avg_f32((const float *)xb.buf, (float *)ob.buf, &g, dtab, zeros, efill, t0, t1, chunk);
+        avg_f32((const float *)xb.buf, (float *)ob.buf, &g, dtab, rtab, zeros, efill, t0, t1, chunk);
     else if (kind == A_F64)
-        avg_f64((const double *)xb.buf, (double *)ob.buf, &g, dtab, zeros, efill, t0, t1, chunk);
+        avg_f64((const double *)xb.buf, (double *)ob.buf, &g, dtab, rtab, zeros, efill, t0, t1, chunk);
     else
-        avg_f32to64((const float *)xb.buf, (double *)ob.buf, &g, dtab, zeros, efill, t0, t1, chunk);
+        avg_f32to64((const float *)xb.buf, (double *)ob.buf, &g, dtab, rtab, zeros, efill, t0, t1, chunk);
     Py_END_ALLOW_THREADS
     if (pc_interrupted || PyErr_Occurred()) {
         if (!PyErr_Occurred()) PyErr_SetString(PyExc_KeyboardInterrupt, "");
