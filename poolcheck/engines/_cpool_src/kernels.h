@@ -279,8 +279,10 @@
 /* its running best in `out` and the chosen position in `pos`. Per output this is exactly the */
 /* sequence of comparisons of a row-major scan of its window.                                 */
 
-#define DEF_MAX_DIRECT(SUF, T, BETTER)                                                         \
-    HOT void maxdirect_##SUF(const T *x, T *out, int64_t *pos, const geo_t *g,          \
+/* CLONES: HOT (x86-64-v3 and baseline clones) or nothing (baseline only), per element type,
+ * as measured (portable.c). */
+#define DEF_MAX_DIRECT(SUF, T, BETTER, CLONES)                                                 \
+    CLONES void maxdirect_##SUF(const T *x, T *out, int64_t *pos, const geo_t *g,          \
                                     const int64_t *w) {                                        \
         const int r = g->r;                                                                    \
         const ax_t *W = &g->a[r - 1];                                                          \
@@ -508,8 +510,8 @@
  * padding (as the zero-padded sum would). Any order of m float64 additions is within
  * (m - 1) 2^-53 sum|x| of the exact sum, the bound the NumPy engine's pairwise global sum also
  * meets (docs/benchmarks.md); the 8 lanes vectorise without reassociating anything. */
-#define DEF_AVG_GLOBAL(SUF, TI, TO)                                                            \
-    HOT void avgglobal_##SUF(const TI *x, TO *out, int64_t nc, int64_t m, double div,   \
+#define DEF_AVG_GLOBAL(SUF, TI, TO, CLONES)                                                    \
+    CLONES void avgglobal_##SUF(const TI *x, TO *out, int64_t nc, int64_t m, double div,   \
                                     double efill, double zadd) {                               \
         const int64_t m8 = m & ~(int64_t)7;                                                    \
         for (int64_t p = 0; p < nc; p++) {                                                     \
