@@ -6,7 +6,8 @@ from typing_extensions import Buffer
 
 #: 1 when the portable kernels carry x86-64-v3 clones chosen by the loader.
 MULTIVERSION: Final[int]
-#: 1 when the AVX-512 kernels are in use (CPU and build have them, POOLCHECK_NO_AVX512 unset).
+#: 1 when the AVX-512 kernels were switched on at import (CPU and build have them,
+#: POOLCHECK_NO_AVX512 unset); _set_avx512 changes the setting, not this constant.
 AVX512: Final[int]
 #: Bytes of intermediate results one chunk of planes may use.
 CHUNK_BYTES: Final[int]
