@@ -17,8 +17,8 @@ Agreement with the NumPy engine (tested in tests/test_c_engine*.py):
   order), one division, one rounding to the input type -- identical results (0 ULP) for
   float32 and float64. float16 inputs are widened to float32 (exact), accumulated in float64,
   and the float64 mean is rounded to float16 by NumPy, as the NumPy engine does. Global
-  pooling (one window covering each whole plane) sums each plane in 8 interleaved float64
-  partial sums instead: within ``(m - 1) 2^-53 sum|x|`` of the exact sum of the plane's m
+  pooling (one window covering each whole plane) sums each plane in 8 (AVX-512: 16)
+  interleaved float64 partial sums instead: within ``(m - 1) 2^-53 sum|x|`` of the exact sum of the plane's m
   elements, as the NumPy engine's pairwise global sum is (docs/benchmarks.md states the bound).
 """
 

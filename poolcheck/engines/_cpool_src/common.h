@@ -160,10 +160,13 @@ void finish_indices(const int64_t *pos, void *idx, int idx64, const geo_t *g, in
 uint8_t *empty_mask(const geo_t *g, int *err);
 void fill_empty(char *out, int64_t itemsize, const geo_t *g, const uint8_t *empty, const char *fill);
 
-#if POOLCHECK_AVX512
+#if !POOLCHECK_AVX512
+static inline int cpu_has_avx512(void) { return 0; }
+#else
 int cpu_has_avx512(void);
 void maxsep_f32_512(const float *x, float *out, int64_t *pos, const geo_t *g, const int64_t *w, float *t0,
                     float *t1, int64_t *q0, int64_t *q1, int64_t chunk, int ign);
+void avgglobal_f32_512(const float *x, float *out, int64_t nc, int64_t m, double div, double efill, double zadd);
 void max2d_512(const float *x, float *out, int64_t *pos, const geo_t *g, const int64_t *w, float *ring,
                int64_t *qring, int64_t *tags, int64_t *hrow, int64_t *sl, int ign);
 #endif

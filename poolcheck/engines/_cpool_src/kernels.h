@@ -509,7 +509,8 @@
  * -0.0, the identity of addition), combined pairwise, then +0.0 when the window reaches into
  * padding (as the zero-padded sum would). Any order of m float64 additions is within
  * (m - 1) 2^-53 sum|x| of the exact sum, the bound the NumPy engine's pairwise global sum also
- * meets (docs/benchmarks.md); the 8 lanes vectorise without reassociating anything. */
+ * meets (docs/benchmarks.md); the 8 lanes vectorise without reassociating anything (avx512.c
+ * has a 16-lane float32 version). */
 #define DEF_AVG_GLOBAL(SUF, TI, TO, CLONES)                                                    \
     CLONES void avgglobal_##SUF(const TI *x, TO *out, int64_t nc, int64_t m, double div,   \
                                     double efill, double zadd) {                               \

@@ -405,6 +405,11 @@ static PyObject *py_avg_pool(PyObject *self, PyObject *args) {
         const double zadd = gpad ? 0.0 : -0.0;
         pc_interrupted = 0;
         Py_BEGIN_ALLOW_THREADS
+#if POOLCHECK_AVX512
+        if (kind == A_F32 && use_avx512)
+            avgglobal_f32_512((const float *)xb.buf, (float *)ob.buf, g.nc, g.plane_in, dtab[0], efill, zadd);
+        else
+#endif
         if (kind == A_F32)
             avgglobal_f32((const float *)xb.buf, (float *)ob.buf, g.nc, g.plane_in, dtab[0], efill, zadd);
         else if (kind == A_F64)
