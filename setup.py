@@ -5,17 +5,23 @@ The extension is optional, as in markupsafe and msgpack: without a working C com
 the install still succeeds; ``engine="c"`` then raises EngineUnavailableError and
 ``engine="auto"`` uses the NumPy engine.
 
+The sources are in ``poolcheck/engines/_cpool_src/`` (module.c describes each file); their
+translation units compile in parallel, one compiler process per CPU.
+
 Flags: ``-O3``; ``-ffp-contract=off`` so no multiply-add is ever fused (averages must round
 exactly as the NumPy engine's float64 additions and division do); ``-fno-math-errno``;
-``-std=c11``. No ``-march=native``: the float32 kernels have AVX-512 versions chosen at import
-when the CPU has AVX-512, the other loops x86-64-v3 (AVX2) and baseline clones chosen by the
-loader (see _cpool.c), so one build runs everywhere.
+``-std=c11``; ``-fvisibility=hidden`` (only ``PyInit__cpool`` is exported). No
+``-march=native``: the portable kernels have x86-64-v3 (AVX2) and baseline clones chosen by
+the loader, and a few float32 max kernels AVX-512 versions chosen at import when the CPU has
+AVX-512, so one build runs everywhere.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
@@ -23,7 +29,11 @@ from setuptools.errors import CCompilerError, CompileError, ExecError, LinkError
 
 BUILD_ERRORS = (CCompilerError, CompileError, ExecError, LinkError, PlatformError, OSError, ValueError)
 
-UNIX_FLAGS = ["-O3", "-ffp-contract=off", "-fno-math-errno", "-std=c11", "-Wall", "-Wno-unknown-pragmas"]
+UNIX_FLAGS = ["-O3", "-ffp-contract=off", "-fno-math-errno", "-std=c11", "-fvisibility=hidden", "-Wall",
+              "-Wno-unknown-pragmas"]
+SOURCE_DIR = Path("poolcheck", "engines", "_cpool_src")
+SOURCES = sorted(str(p) for p in SOURCE_DIR.glob("*.c"))
+HEADERS = sorted(str(p) for p in SOURCE_DIR.glob("*.h"))
 
 
 def _warn(reason: str) -> None:
@@ -59,6 +69,7 @@ class OptionalBuildExt(build_ext):
                     setattr(self.compiler, attr, [a for a in cmd if a != "-g"])
             for ext in self.extensions:
                 ext.extra_compile_args = UNIX_FLAGS + list(ext.extra_compile_args or [])
+        _compile_in_parallel(self.compiler)
         super().build_extensions()
 
     def build_extension(self, ext: Extension) -> None:
@@ -68,7 +79,31 @@ class OptionalBuildExt(build_ext):
             _warn(f"{type(exc).__name__}: {exc}")
 
 
+def _compile_in_parallel(compiler) -> None:  # type: ignore[no-untyped-def]
+    """Compile an extension's sources concurrently (distutils compiles them one by one); the
+    linker still runs once, after all of them."""
+    workers = os.cpu_count() or 1
+    if workers < 2:
+        return
+
+    def compile_all(sources, output_dir=None, macros=None, include_dirs=None, debug=0,  # type: ignore[no-untyped-def]
+                    extra_preargs=None, extra_postargs=None, depends=None):
+        macros, objects, extra_postargs, pp_opts, build = compiler._setup_compile(
+            output_dir, macros, include_dirs, sources, depends, extra_postargs)
+        cc_args = compiler._get_cc_args(pp_opts, debug, extra_preargs)
+
+        def one(obj: str) -> None:
+            src, ext = build[obj]
+            compiler._compile(obj, src, ext, cc_args, extra_postargs, pp_opts)
+
+        with ThreadPoolExecutor(max_workers=min(workers, len(build))) as pool:
+            list(pool.map(one, list(build)))
+        return objects
+
+    compiler.compile = compile_all
+
+
 setup(
-    ext_modules=[Extension("poolcheck.engines._cpool", sources=["poolcheck/engines/_cpool.c"], optional=True)],
+    ext_modules=[Extension("poolcheck.engines._cpool", sources=SOURCES, depends=HEADERS, optional=True)],
     cmdclass={"build_ext": OptionalBuildExt},
 )

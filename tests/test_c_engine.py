@@ -10,8 +10,9 @@ Contract (poolcheck/engines/c_engine.py, docs/benchmarks.md):
   values-with-indices bit for bit.
 - average pooling: float64 sums in the NumPy engine's order, one division, one rounding --
   identical bits (a NaN result is NaN in both; its payload follows the operand order the
-  compiler chose for the additions, in both engines), except where the NumPy engine takes its global-pooling shortcut
-  (np.add.reduce, pairwise order); there the two float64 sums differ by at most
+  compiler chose for the additions, in both engines), except for global pooling, where the
+  NumPy engine sums each plane with np.add.reduce (pairwise order) and the C engine in 8
+  interleaved float64 lanes; there the two float64 sums differ by at most
   2 (m - 1) 2^-53 sum(|x|) for m summed elements, and the results by that over the divisor plus
   one unit in the last place of the output type.
 """
@@ -404,3 +405,87 @@ def test_engine_fixture_covers_both_engines(engine: str) -> None:
     assert indices.tolist() == [[[0, 3, 4]]]
     with pytest.raises(AttributeValueError, match="strides"):
         api.max_pool(x, [2], [0], engine=engine)
+
+
+# --------------------------------------------------------------------------- module surface
+
+
+def test_code_tables_come_from_the_extension() -> None:
+    """c_engine reads the type/NaN/divisor/average-kind codes from the extension's tables."""
+    from poolcheck.engines import _cpool
+
+    assert set(_cpool.MAX_TYPES) == {"float32", "float64", *INTS}
+    assert sorted(_cpool.MAX_TYPES.values()) == list(range(len(_cpool.MAX_TYPES)))
+    assert set(_cpool.NAN_MODES) == {"propagate", "ignore", "first"}
+    assert set(_cpool.DIVISOR_RULES) == {"full", "padded", "valid"}
+    assert set(_cpool.AVG_KINDS) == {"float32", "float64", "float32_to_float64"}
+    assert c_engine._MAX_CODES == _cpool.MAX_TYPES and c_engine._NAN_CODES == _cpool.NAN_MODES
+    for name in _cpool.MAX_TYPES:  # every name is NumPy's spelling of a dtype
+        assert np.dtype(name).name == name
+
+
+def test_multi_phase_init_gives_independent_module_objects() -> None:
+    """PEP 489: the extension loads again under another name as a separate module object."""
+    import importlib.util
+
+    from poolcheck.engines import _cpool
+
+    spec = importlib.util.spec_from_file_location("other._cpool", _cpool.__file__)
+    assert spec is not None and spec.loader is not None
+    other = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(other)
+    assert other is not _cpool and other.MAX_TYPES == _cpool.MAX_TYPES
+    x = np.arange(6, dtype=np.float32)
+    out = np.empty(5, np.float32)
+    geom = c_engine._geometry_args(S.resolve(S.openvino_max_pool([2], [1]), (1, 1, 6)))
+    other.max_pool(x, out, None, geom, other.MAX_TYPES["float32"], 0, np.float32(0).tobytes(), -1, 0, 6)
+    assert out.tolist() == [1, 2, 3, 4, 5]
+
+
+def test_avx512_switch_agrees_in_process() -> None:
+    """Where the CPU has AVX-512, the kernels kept for it and the portable ones agree bit for bit
+    on the benchmark shapes (max with and without indices), switched in one process."""
+    from poolcheck.engines import _cpool
+
+    try:
+        original = _cpool._set_avx512(True)
+    except ValueError as exc:
+        assert "not available" in str(exc)
+        pytest.skip("no AVX-512 kernels on this CPU or build")
+    rng = np.random.default_rng(7)
+    try:
+        for spec, shape in WORKLOAD_SPECS + [(S.openvino_max_pool([4], [4]), (2, 3, 260))]:
+            if spec.op != "max":
+                continue
+            geom = S.resolve(spec, shape)
+            for mode in ("normal", "ties"):
+                x = make_input(rng, shape, np.dtype(np.float32), mode)
+                for layout in (None, S.index_layout(spec, shape)):
+                    for nan in ("propagate", "ignore"):
+                        _cpool._set_avx512(True)
+                        fast = c_engine.max_pool(x, geom, layout, Policy(nan=nan))
+                        assert _cpool._set_avx512(False) is True
+                        slow = c_engine.max_pool(x, geom, layout, Policy(nan=nan))
+                        assert_same_bits(fast[0], slow[0], f"values nan={nan}")
+                        if layout is not None:
+                            assert_same_bits(fast[1], slow[1], f"indices nan={nan}")
+    finally:
+        _cpool._set_avx512(original)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+def test_global_average_within_bound_on_wide_exponents(dtype: str) -> None:
+    """Global pooling sums in 8 interleaved float64 lanes: within the documented bound of the
+    NumPy engine even where float64 sums of the plane are inexact (exponents 2^-60..2^60)."""
+    rng = np.random.default_rng(11)
+    shape = (2, 5, 9, 13)
+    dt = np.dtype(dtype)
+    top = 10 if dt == np.float16 else 60
+    x = (rng.standard_normal(shape) * np.exp2(rng.integers(-top, top, shape))).astype(dt)
+    x[0, 0] = -0.0  # an all -0.0 plane
+    for spec in (S.openvino_avg_pool([9, 13], [1, 1]), S.openvino_avg_pool([10, 14], [1, 1], [1, 1], [0, 0], False)):
+        geom = S.resolve(spec, shape)
+        assert numpy_global_path(geom)
+        c = c_engine.avg_pool(x, geom, spec.exclude_pad, Policy())
+        n = numpy_engine.avg_pool(x, geom, spec.exclude_pad, Policy())
+        assert_avg_within_bound(Case(spec, shape, geom, x, Policy(), None), c, n)

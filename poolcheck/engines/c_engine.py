@@ -16,7 +16,10 @@ Agreement with the NumPy engine (tested in tests/test_c_engine*.py):
 - Averages: float64 accumulation in the NumPy engine's order (last spatial axis first, taps in
   order), one division, one rounding to the input type -- identical results (0 ULP) for
   float32 and float64. float16 inputs are widened to float32 (exact), accumulated in float64,
-  and the float64 mean is rounded to float16 by NumPy, as the NumPy engine does.
+  and the float64 mean is rounded to float16 by NumPy, as the NumPy engine does. Global
+  pooling (one window covering each whole plane) sums each plane in 8 (AVX-512: 16)
+  interleaved float64 partial sums instead: within ``(m - 1) 2^-53 sum|x|`` of the exact sum of the plane's m
+  elements, as the NumPy engine's pairwise global sum is (docs/benchmarks.md states the bound).
 """
 
 from __future__ import annotations
@@ -52,14 +55,13 @@ else:
         )
 AVAILABLE = _cpool is not None
 
-#: Type codes of _cpool.c's max kernels. float16 runs on the float32 kernel (exact widening).
-_MAX_CODES: dict[str, int] = {
-    "float32": 0, "float64": 1, "int8": 2, "uint8": 3, "int16": 4, "uint16": 5,
-    "int32": 6, "uint32": 7, "int64": 8, "uint64": 9,
-}
-_NAN_CODES = {"propagate": 0, "ignore": 1, "first": 2}
-_DIVISOR_CODES = {"full": 0, "padded": 1, "valid": 2}
-_AVG_F32, _AVG_F64, _AVG_F32_TO_F64 = 0, 1, 2
+# The extension's code tables (its module attributes, defined once in _cpool_src/module.c):
+# element type -> max kernel, NaN policy, divisor rule, average kind (input -> output type).
+# float16 max runs on the float32 kernel (exact widening); float16 averages as float32 -> float64.
+_MAX_CODES: dict[str, int] = dict(_cpool.MAX_TYPES) if _cpool is not None else {}
+_NAN_CODES: dict[str, int] = dict(_cpool.NAN_MODES) if _cpool is not None else {}
+_DIVISOR_CODES: dict[str, int] = dict(_cpool.DIVISOR_RULES) if _cpool is not None else {}
+_AVG_KINDS: dict[str, int] = dict(_cpool.AVG_KINDS) if _cpool is not None else {}
 
 
 @functools.lru_cache(maxsize=256)
@@ -124,12 +126,13 @@ def avg_pool(x: np.ndarray, geom: Geometry, exclude_pad: bool, policy: Policy = 
     lib = _require()
     dtype = x.dtype
     run = np.ascontiguousarray(x)
+    out_dtype: np.dtype
     if dtype == np.float32:
-        kind, out_dtype = _AVG_F32, np.float32
+        kind, out_dtype = _AVG_KINDS["float32"], np.dtype(np.float32)
     elif dtype == np.float64:
-        kind, out_dtype = _AVG_F64, np.float64
+        kind, out_dtype = _AVG_KINDS["float64"], np.dtype(np.float64)
     elif dtype == np.float16:
-        run, kind, out_dtype = run.astype(np.float32), _AVG_F32_TO_F64, np.float64
+        run, kind, out_dtype = run.astype(np.float32), _AVG_KINDS["float32_to_float64"], np.dtype(np.float64)
     else:
         raise AttributeValueError("dtype", f"average pooling needs a floating-point input, got {dtype}")
     if tuple(run.shape) != geom.input_shape:

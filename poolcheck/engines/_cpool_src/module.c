@@ -1,0 +1,531 @@
+/*
+ * poolcheck.engines._cpool -- the C engine: max and average pooling over (N, C, *spatial)
+ * C-contiguous inputs with 1-3 spatial axes.
+ *
+ * The Python loader (c_engine.py) resolves every attribute into plain numbers (the Geometry of
+ * poolcheck.spec.shape: per axis size n, kernel k, stride s, dilation d, pad_begin pb, pad_end pe,
+ * output size o) and allocates the outputs; these files only compute.
+ *
+ * Semantics are those of poolcheck/engines/numpy_engine.py, bit for bit:
+ *
+ *  - Max pooling scans each window's valid taps (inside [0, n) on every axis) in row-major
+ *    order and keeps the first element that no later element beats with a strict comparison.
+ *    Under the "propagate" and "ignore" NaN policies (and for integers) that selection rule is
+ *    an associative operation, so the window is reduced one axis at a time (last axis first),
+ *    each partial result reused by every window that shares it: the result, and the element
+ *    chosen, are the ones the row-major scan picks. Under "first" (a strict '>' scan seeded
+ *    with the first element, a leading NaN sticks) the operation is not associative and the
+ *    window is scanned in row-major order directly.
+ *  - Average pooling accumulates in double, last spatial axis first, taps in order, exactly as
+ *    numpy_engine.avg_pool does on its zero-padded copy: padded taps add +0.0, which changes
+ *    nothing except the sign of a zero sum, so instead of reading a padded copy a window with
+ *    any tap outside the input adds one +0.0 after its valid taps. Then one division by the
+ *    divisor and one rounding to the output type.
+ *
+ * Nothing allocates a padded copy. Planes are processed in chunks that fit in cache. Every
+ * kernel is portable C compiled for x86-64-v3 (AVX2) and the baseline, chosen at load time
+ * (GCC function multiversioning); a few float32 max kernels also have hand-written AVX-512
+ * versions, chosen at import when the CPU has AVX-512 F/BW/VL/DQ (unless POOLCHECK_NO_AVX512
+ * is set), kept only where they measured at least 20% faster. The GIL is released while
+ * computing.
+ *
+ * Files: common.h (shared types and declarations), geometry.c (per-call geometry, scratch
+ * buffers, Ctrl-C polling), kernels.h + portable.c (the portable kernels, one instance per
+ * element type, and the index output), avx512.c (the AVX-512 kernels), module.c (this file:
+ * argument checking, dispatch, and the module with multi-phase initialisation).
+ */
+#include "common.h"
+
+/* Set at import: use the AVX-512 kernels (the CPU has them and the build has them). */
+static int use_avx512 = 0;
+
+/* ------------------------------------------------------------------------------------------ */
+/* Python entry points                                                                        */
+
+/* The type, NaN-policy, divisor-rule and average-kind codes of the entry points. These tables
+ * are exported to Python as module attributes (MAX_TYPES, NAN_MODES, DIVISOR_RULES,
+ * AVG_KINDS), so c_engine.py never mirrors them by hand. */
+enum { T_F32, T_F64, T_I8, T_U8, T_I16, T_U16, T_I32, T_U32, T_I64, T_U64, T_COUNT };
+static const int64_t ITEMSIZE[T_COUNT] = {4, 8, 1, 1, 2, 2, 4, 4, 8, 8};
+static const char *const TYPE_NAMES[T_COUNT] = {"float32", "float64", "int8",  "uint8",  "int16",
+                                                "uint16",  "int32",   "uint32", "int64", "uint64"};
+enum { NAN_PROPAGATE, NAN_IGNORE, NAN_FIRST, NAN_COUNT };
+static const char *const NAN_NAMES[NAN_COUNT] = {"propagate", "ignore", "first"};
+
+/* Largest magnitude of any geometry value (the spec layer's MAX_EXTENT). */
+#define GEO_MAX ((int64_t)2147483647)
+
+/* geometry tuple: (nc, n0, k0, s0, d0, pb0, pe0, o0, n1, ...) */
+static int parse_geo(PyObject *tup, geo_t *g) {
+    memset(g, 0, sizeof(*g));
+    if (!PyTuple_Check(tup)) {
+        PyErr_SetString(PyExc_TypeError, "geometry must be a tuple");
+        return -1;
+    }
+    Py_ssize_t len = PyTuple_GET_SIZE(tup);
+    if (len < 8 || (len - 1) % 7 != 0 || (len - 1) / 7 > 3) {
+        PyErr_SetString(PyExc_ValueError, "geometry tuple must hold nc and 7 values per axis (1-3 axes)");
+        return -1;
+    }
+    int64_t v[22];
+    for (Py_ssize_t i = 0; i < len; i++) {
+        v[i] = PyLong_AsLongLong(PyTuple_GET_ITEM(tup, i));
+        if (v[i] == -1 && PyErr_Occurred()) return -1;
+    }
+    g->r = (int)((len - 1) / 7);
+    g->nc = v[0];
+    if (g->nc < 0 || g->nc > GEO_MAX) goto bad;
+    int64_t plane_in = 1, plane_out = 1, tmp;
+    for (int i = 0; i < g->r; i++) {
+        ax_t *a = &g->a[i];
+        const int64_t *q = v + 1 + 7 * i;
+        a->n = q[0]; a->k = q[1]; a->s = q[2]; a->d = q[3]; a->pb = q[4]; a->pe = q[5]; a->o = q[6];
+        /* Defence in depth (the spec layer refuses these first): every value within +-(2^31 - 1),
+         * so that every index expression below (o * s - pb + j * d, products of two values plus a
+         * third) stays far below 2^63. Pads may be negative (ONNX same_* with a stride larger
+         * than the dilated kernel: the windows start inside the input). */
+        if (a->n < 1 || a->k < 1 || a->s < 1 || a->d < 1 || a->o < 1) goto bad;
+        if (a->n > GEO_MAX || a->k > GEO_MAX || a->s > GEO_MAX || a->d > GEO_MAX || a->o > GEO_MAX ||
+            a->pb > GEO_MAX || a->pe > GEO_MAX || a->pb < -GEO_MAX || a->pe < -GEO_MAX)
+            goto bad;
+        /* The dilated kernel and every window must fit the positions [-pb, n + pe + overhang). */
+        if ((a->k - 1) * a->d + 1 > GEO_MAX || (a->o - 1) * a->s > GEO_MAX) goto bad;
+        if (__builtin_mul_overflow(plane_in, a->n, &tmp)) goto bad;
+        plane_in = tmp;
+        if (__builtin_mul_overflow(plane_out, a->o, &tmp)) goto bad;
+        plane_out = tmp;
+    }
+    /* Buffers are addressed with int64 offsets: nc * plane (times 8 bytes) must not overflow. */
+    if (__builtin_mul_overflow(g->nc, plane_in, &tmp) || __builtin_mul_overflow(tmp, (int64_t)8, &tmp)) goto bad;
+    if (__builtin_mul_overflow(g->nc, plane_out, &tmp) || __builtin_mul_overflow(tmp, (int64_t)8, &tmp)) goto bad;
+    return 0;
+bad:
+    PyErr_SetString(PyExc_ValueError,
+                    "invalid geometry values (each within 2^31 - 1, buffer sizes within 2^63 bytes)");
+    return -1;
+}
+
+static int check_buffer(Py_buffer *b, int64_t count, int64_t itemsize, const char *name) {
+    if (b->len != count * itemsize) {
+        PyErr_Format(PyExc_ValueError, "%s: expected %lld bytes, got %lld", name,
+                     (long long)(count * itemsize), (long long)b->len);
+        return -1;
+    }
+    return 0;
+}
+
+/* Flattening weights of the spatial axes ("C" row-major or "F" column-major). */
+static void weights(const geo_t *g, int order_f, int64_t *w) {
+    int64_t acc = 1;
+    if (order_f) {
+        for (int i = 0; i < g->r; i++) {
+            w[i] = acc;
+            acc *= g->a[i].n;
+        }
+    } else {
+        for (int i = g->r - 1; i >= 0; i--) {
+            w[i] = acc;
+            acc *= g->a[i].n;
+        }
+    }
+}
+
+#define DISPATCH_SEP(SUF, T)                                                                   \
+    maxsep_##SUF((const T *)xb.buf, (T *)ob.buf, pos, &g, w, (T *)t0, (T *)t1, q0, q1, chunk)
+
+/* max_pool(x, out, indices_or_None, geometry, type_code, nan_mode, fill_bytes, empty_index,
+ *          order_f, modulus) */
+static PyObject *py_max_pool(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer xb = {0}, ob = {0}, ib = {0}, fb = {0};
+    PyObject *idx_obj, *geo_obj;
+    int tcode, nan_mode, order_f;
+    long long empty_index, modulus;
+    geo_t g;
+    memset(&g, 0, sizeof(g));
+    void *t0 = NULL, *t1 = NULL;
+    int64_t *q0 = NULL, *q1 = NULL, *pos = NULL;
+    uint8_t *empty = NULL;
+    PyObject *result = NULL;
+    int have_ib = 0;
+    if (!PyArg_ParseTuple(args, "y*w*OOiiy*LiL", &xb, &ob, &idx_obj, &geo_obj, &tcode, &nan_mode,
+                          &fb, &empty_index, &order_f, &modulus))
+        return NULL;
+    if (parse_geo(geo_obj, &g) < 0) goto done;
+    if (tcode < 0 || tcode >= T_COUNT || nan_mode < 0 || nan_mode > 2) {
+        PyErr_SetString(PyExc_ValueError, "unknown type code or NaN mode");
+        goto done;
+    }
+    if (modulus < 1) {
+        PyErr_SetString(PyExc_ValueError, "modulus must be >= 1");
+        goto done;
+    }
+    const int64_t isz = ITEMSIZE[tcode];
+    if (fb.len != isz) {
+        PyErr_SetString(PyExc_ValueError, "fill must hold one element of the input type");
+        goto done;
+    }
+    int idx64 = 0;
+    if (idx_obj != Py_None) {
+        if (PyObject_GetBuffer(idx_obj, &ib, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) goto done;
+        have_ib = 1;
+        if (ib.itemsize != 4 && ib.itemsize != 8) {
+            PyErr_SetString(PyExc_ValueError, "indices must be int32 or int64");
+            goto done;
+        }
+        idx64 = ib.itemsize == 8;
+    }
+    if (geo_prepare(&g) < 0) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (check_buffer(&xb, g.nc * g.plane_in, isz, "input") < 0) goto done;
+    if (check_buffer(&ob, g.nc * g.plane_out, isz, "output") < 0) goto done;
+    if (have_ib && check_buffer(&ib, g.nc * g.plane_out, ib.itemsize, "indices") < 0) goto done;
+    if (g.nc == 0) {
+        Py_INCREF(Py_None);
+        result = Py_None;
+        goto done;
+    }
+    int err = 0;
+    empty = empty_mask(&g, &err);
+    if (err) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    int64_t w[3] = {0, 0, 0};
+    weights(&g, order_f, w);
+    const int direct = nan_mode == NAN_FIRST && (tcode == T_F32 || tcode == T_F64);
+    const int withpos = have_ib;
+    int64_t chunk = 1;
+    if (withpos || direct) {
+        pos = (int64_t *)scratch_get(S_POS, (size_t)(g.nc * g.plane_out) * sizeof(int64_t));
+        if (!pos) {
+            PyErr_NoMemory();
+            goto done;
+        }
+    }
+    /* The AVX-512 kernels where they pay (see avx512.c): with positions, any rank (two axes
+     * with rows of at least 16 windows: the fused ring-buffer kernel); values only, one axis
+     * with windows of 4 and stride 4. */
+    const ax_t *last = &g.a[g.r - 1];
+    const int simd = POOLCHECK_AVX512 && use_avx512 && !direct && tcode == T_F32 && geo_small(&g) &&
+                     (withpos || (g.r == 1 && last->k == 4 && last->s == 4 && last->d == 1));
+    const int fused = simd && withpos && g.r == 2 && g.a[1].o >= 16;
+    void *ring = NULL;
+    int64_t *qring = NULL, *tags = NULL, *hrow = NULL, *sl = NULL;
+    if (fused) {
+        const int64_t R = ring_rows(&g.a[0]), RS = (g.a[1].o + 15) & ~(int64_t)15;
+        ring = scratch_get(S_RING, (size_t)(R * RS) * sizeof(float));
+        if (withpos) qring = (int64_t *)scratch_get(S_QRING, (size_t)(R * RS) * sizeof(int64_t));
+        tags = g_scratch_i64(2 * R);
+        hrow = g_scratch_i64(g.a[0].k);
+        sl = g_scratch_i64(g.a[0].k);
+        if (!ring || (withpos && !qring) || !tags || !hrow || !sl) {
+            free(tags);
+            free(hrow);
+            free(sl);
+            PyErr_NoMemory();
+            goto done;
+        }
+    }
+    if (!direct && !fused) {
+        chunk = chunk_planes(&g, isz + (withpos ? 8 : 0));
+        int64_t tsz = stage_max(&g) * chunk;
+        t0 = scratch_get(S_T0, (size_t)(tsz * isz));
+        t1 = scratch_get(S_T1, (size_t)(tsz * isz));
+        if (withpos) {
+            q0 = (int64_t *)scratch_get(S_Q0, (size_t)tsz * sizeof(int64_t));
+            q1 = (int64_t *)scratch_get(S_Q1, (size_t)tsz * sizeof(int64_t));
+        }
+        if (!t0 || !t1 || (withpos && (!q0 || !q1))) {
+            PyErr_NoMemory();
+            goto done;
+        }
+    }
+    pc_interrupted = 0;
+    Py_BEGIN_ALLOW_THREADS
+    if (direct) {
+        if (tcode == T_F32)
+            maxdirect_f32f((const float *)xb.buf, (float *)ob.buf, pos, &g, w);
+        else
+            maxdirect_f64f((const double *)xb.buf, (double *)ob.buf, pos, &g, w);
+    } else {
+        switch (tcode) {
+            case T_F32:
+#if POOLCHECK_AVX512
+                if (fused) {
+                    max2d_512((const float *)xb.buf, (float *)ob.buf, pos, &g, w, (float *)ring, qring,
+                              tags, hrow, sl, nan_mode == NAN_IGNORE);
+                    break;
+                }
+                if (simd) {
+                    maxsep_f32_512((const float *)xb.buf, (float *)ob.buf, pos, &g, w, (float *)t0,
+                                   (float *)t1, q0, q1, chunk, nan_mode == NAN_IGNORE);
+                    break;
+                }
+#endif
+                if (nan_mode == NAN_IGNORE) DISPATCH_SEP(f32i, float);
+                else DISPATCH_SEP(f32p, float);
+                break;
+            case T_F64:
+                if (nan_mode == NAN_IGNORE) DISPATCH_SEP(f64i, double);
+                else DISPATCH_SEP(f64p, double);
+                break;
+            case T_I8: DISPATCH_SEP(i8, int8_t); break;
+            case T_U8: DISPATCH_SEP(u8, uint8_t); break;
+            case T_I16: DISPATCH_SEP(i16, int16_t); break;
+            case T_U16: DISPATCH_SEP(u16, uint16_t); break;
+            case T_I32: DISPATCH_SEP(i32, int32_t); break;
+            case T_U32: DISPATCH_SEP(u32, uint32_t); break;
+            case T_I64: DISPATCH_SEP(i64, int64_t); break;
+            case T_U64: DISPATCH_SEP(u64, uint64_t); break;
+        }
+    }
+    if (empty) fill_empty((char *)ob.buf, isz, &g, empty, (const char *)fb.buf);
+    if (have_ib) finish_indices(pos, ib.buf, idx64, &g, modulus, empty_index, empty);
+    Py_END_ALLOW_THREADS
+    if (pc_interrupted || PyErr_Occurred()) {
+        free(tags);
+        free(hrow);
+        free(sl);
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_KeyboardInterrupt, "");
+        goto done;
+    }
+    free(tags);
+    free(hrow);
+    free(sl);
+    Py_INCREF(Py_None);
+    result = Py_None;
+done:
+    free(empty);
+    geo_free(&g);
+    scratch_trim();
+    if (have_ib) PyBuffer_Release(&ib);
+    if (fb.obj) PyBuffer_Release(&fb);
+    if (ob.obj) PyBuffer_Release(&ob);
+    if (xb.obj) PyBuffer_Release(&xb);
+    return result;
+}
+
+enum { DIV_FULL, DIV_PADDED, DIV_VALID, DIV_COUNT };
+static const char *const DIV_NAMES[DIV_COUNT] = {"full", "padded", "valid"};
+/* Average kinds by input -> output type; float16 runs as float32 -> float64. */
+enum { A_F32, A_F64, A_F32TO64, A_COUNT };
+static const char *const AVG_NAMES[A_COUNT] = {"float32", "float64", "float32_to_float64"};
+
+/* avg_pool(x, out, geometry, kind, divisor_rule, empty_avg) */
+static PyObject *py_avg_pool(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer xb = {0}, ob = {0};
+    PyObject *geo_obj;
+    int kind, rule;
+    double efill;
+    geo_t g;
+    memset(&g, 0, sizeof(g));
+    double *t0 = NULL, *t1 = NULL, *dtab = NULL;
+    PyObject *result = NULL;
+    if (!PyArg_ParseTuple(args, "y*w*Oiid", &xb, &ob, &geo_obj, &kind, &rule, &efill)) return NULL;
+    if (parse_geo(geo_obj, &g) < 0) goto done;
+    if (kind < A_F32 || kind > A_F32TO64 || rule < DIV_FULL || rule > DIV_VALID) {
+        PyErr_SetString(PyExc_ValueError, "unknown average kind or divisor rule");
+        goto done;
+    }
+    if (geo_prepare(&g) < 0) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    const int64_t isz = kind == A_F64 ? 8 : 4, osz = kind == A_F32 ? 4 : 8;
+    if (check_buffer(&xb, g.nc * g.plane_in, isz, "input") < 0) goto done;
+    if (check_buffer(&ob, g.nc * g.plane_out, osz, "output") < 0) goto done;
+    if (g.nc == 0) {
+        Py_INCREF(Py_None);
+        result = Py_None;
+        goto done;
+    }
+    /* The divisor of each output window: the product of per-axis counts (numpy_engine.divisor). */
+    dtab = (double *)scratch_get(S_DTAB, (size_t)g.plane_out * sizeof(double));
+    int64_t *cnt[3] = {NULL, NULL, NULL};
+    int cnt_ok = dtab != NULL;
+    for (int i = 0; i < g.r && cnt_ok; i++) {
+        const ax_t *a = &g.a[i];
+        cnt[i] = g_scratch_i64(a->o);
+        if (!cnt[i]) {
+            cnt_ok = 0;
+            break;
+        }
+        for (int64_t o = 0; o < a->o; o++) {
+            if (rule == DIV_VALID) {
+                cnt[i][o] = a->jhi[o] > a->jlo[o] ? a->jhi[o] - a->jlo[o] : 0;
+            } else if (rule == DIV_PADDED) {
+                /* taps j in [0, k) with -pb <= st + j * d < n + pe, in closed form */
+                const int64_t st = o * a->s - a->pb, lo = -a->pb - st, hi = a->n + a->pe - st;
+                int64_t jl = lo <= 0 ? 0 : (lo + a->d - 1) / a->d;
+                int64_t jh = hi <= 0 ? 0 : (hi + a->d - 1) / a->d;
+                if (jl > a->k) jl = a->k;
+                if (jh > a->k) jh = a->k;
+                cnt[i][o] = jh > jl ? jh - jl : 0;
+            } else {
+                cnt[i][o] = a->k;
+            }
+        }
+    }
+    int zeros = 0;
+    /* float32 averages divide with FMA (portable.c, quot_f32) given reciprocals: on CPUs with
+     * it and for divisors below 2^51 (each a product of counts, so any divisor then fits). */
+    double *rtab = NULL;
+    if (kind == A_F32 && quot_fma_available()) {
+        rtab = (double *)scratch_get(S_RTAB, (size_t)g.plane_out * sizeof(double));
+        cnt_ok = cnt_ok && rtab != NULL;
+    }
+    double dmax = 0.0;
+    if (cnt_ok) {
+        int64_t o[3] = {0, 0, 0};
+        for (int64_t i = 0; i < g.plane_out; i++) {
+            double v = 1.0; /* exact: a product of counts below 2^53 (the spec layer's work cap) */
+            for (int a = 0; a < g.r; a++) v *= (double)cnt[a][o[a]];
+            dtab[i] = v;
+            if (rtab) rtab[i] = 1.0 / v; /* correctly rounded reciprocal (inf for 0) */
+            if (v > dmax) dmax = v;
+            zeros |= v == 0.0;
+            for (int a = g.r - 1; a >= 0; a--) {
+                if (++o[a] < g.a[a].o) break;
+                o[a] = 0;
+            }
+        }
+    }
+    for (int i = 0; i < 3; i++) free(cnt[i]);
+    if (!cnt_ok) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (dmax >= 2251799813685248.0) rtab = NULL; /* 2^51 */
+    int gpad = 0;
+    if (geo_global(&g, &gpad)) {
+        const double zadd = gpad ? 0.0 : -0.0;
+        pc_interrupted = 0;
+        Py_BEGIN_ALLOW_THREADS
+#if POOLCHECK_AVX512
+        if (kind == A_F32 && use_avx512)
+            avgglobal_f32_512((const float *)xb.buf, (float *)ob.buf, g.nc, g.plane_in, dtab[0], efill, zadd);
+        else
+#endif
+        if (kind == A_F32)
+            avgglobal_f32((const float *)xb.buf, (float *)ob.buf, g.nc, g.plane_in, dtab[0], efill, zadd);
+        else if (kind == A_F64)
+            avgglobal_f64((const double *)xb.buf, (double *)ob.buf, g.nc, g.plane_in, dtab[0], efill, zadd);
+        else
+            avgglobal_f32to64((const float *)xb.buf, (double *)ob.buf, g.nc, g.plane_in, dtab[0], efill, zadd);
+        Py_END_ALLOW_THREADS
+        if (pc_interrupted || PyErr_Occurred()) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_KeyboardInterrupt, "");
+            goto done;
+        }
+        Py_INCREF(Py_None);
+        result = Py_None;
+        goto done;
+    }
+    const int64_t chunk = chunk_planes(&g, 8);
+    const int64_t tsz = stage_max(&g) * chunk;
+    t0 = (double *)scratch_get(S_T0, (size_t)tsz * sizeof(double));
+    t1 = (double *)scratch_get(S_T1, (size_t)tsz * sizeof(double));
+    if (!t0 || !t1) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    pc_interrupted = 0;
+    Py_BEGIN_ALLOW_THREADS
+    if (kind == A_F32)
+        avg_f32((const float *)xb.buf, (float *)ob.buf, &g, dtab, rtab, zeros, efill, t0, t1, chunk);
+    else if (kind == A_F64)
+        avg_f64((const double *)xb.buf, (double *)ob.buf, &g, dtab, rtab, zeros, efill, t0, t1, chunk);
+    else
+        avg_f32to64((const float *)xb.buf, (double *)ob.buf, &g, dtab, rtab, zeros, efill, t0, t1, chunk);
+    Py_END_ALLOW_THREADS
+    if (pc_interrupted || PyErr_Occurred()) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_KeyboardInterrupt, "");
+        goto done;
+    }
+    Py_INCREF(Py_None);
+    result = Py_None;
+done:
+    geo_free(&g);
+    scratch_trim();
+    if (ob.obj) PyBuffer_Release(&ob);
+    if (xb.obj) PyBuffer_Release(&xb);
+    return result;
+}
+
+/* _set_avx512(flag) -> previous: switch the AVX-512 kernels off or (where the CPU and build
+ * have them) back on, so that a benchmark can time them against the portable kernels in one
+ * process. Not for use while another thread is computing. */
+static PyObject *py_set_avx512(PyObject *self, PyObject *arg) {
+    (void)self;
+    const int flag = PyObject_IsTrue(arg);
+    if (flag < 0) return NULL;
+    const int previous = use_avx512;
+    if (flag && !(POOLCHECK_AVX512 && cpu_has_avx512())) {
+        PyErr_SetString(PyExc_ValueError, "AVX-512 kernels are not available (CPU or build)");
+        return NULL;
+    }
+    use_avx512 = flag;
+    return PyBool_FromLong(previous);
+}
+
+static PyMethodDef methods[] = {
+    {"max_pool", py_max_pool, METH_VARARGS,
+     "max_pool(x, out, indices, geometry, type_code, nan_mode, fill, empty_index, order_f, modulus)"},
+    {"avg_pool", py_avg_pool, METH_VARARGS, "avg_pool(x, out, geometry, kind, divisor_rule, empty_avg)"},
+    {"_set_avx512", py_set_avx512, METH_O, "_set_avx512(flag) -> previous (benchmarking only)"},
+    {NULL, NULL, 0, NULL},
+};
+
+/* name -> code dict of one code table. */
+static int add_table(PyObject *m, const char *attr, const char *const *names, int count) {
+    PyObject *d = PyDict_New();
+    if (!d) return -1;
+    for (int i = 0; i < count; i++) {
+        PyObject *v = PyLong_FromLong(i);
+        if (!v || PyDict_SetItemString(d, names[i], v) < 0) {
+            Py_XDECREF(v);
+            Py_DECREF(d);
+            return -1;
+        }
+        Py_DECREF(v);
+    }
+    if (PyModule_AddObject(m, attr, d) < 0) {
+        Py_DECREF(d);
+        return -1;
+    }
+    return 0;
+}
+
+/* Multi-phase initialisation (PEP 489): the module object is created by the import machinery,
+ * then this slot fills it. The module keeps no Python state (use_avx512 is a process-wide
+ * fact about the CPU), so every interpreter may import it. */
+static int cpool_exec(PyObject *m) {
+    use_avx512 = POOLCHECK_AVX512 && cpu_has_avx512() && getenv("POOLCHECK_NO_AVX512") == NULL;
+    if (PyModule_AddIntConstant(m, "MULTIVERSION", POOLCHECK_MULTIVERSION) < 0 ||
+        PyModule_AddIntConstant(m, "AVX512", use_avx512) < 0 ||
+        PyModule_AddIntConstant(m, "CHUNK_BYTES", CHUNK_BYTES) < 0)
+        return -1;
+    if (add_table(m, "MAX_TYPES", TYPE_NAMES, T_COUNT) < 0 || add_table(m, "NAN_MODES", NAN_NAMES, NAN_COUNT) < 0 ||
+        add_table(m, "DIVISOR_RULES", DIV_NAMES, DIV_COUNT) < 0 || add_table(m, "AVG_KINDS", AVG_NAMES, A_COUNT) < 0)
+        return -1;
+    return 0;
+}
+
+static PyModuleDef_Slot slots[] = {
+    {Py_mod_exec, (void *)cpool_exec},
+#ifdef Py_mod_multiple_interpreters
+    {Py_mod_multiple_interpreters, Py_MOD_PER_INTERPRETER_GIL_SUPPORTED},
+#endif
+    {0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_cpool", "poolcheck's C pooling engine (see c_engine.py).", 0, methods,
+    slots, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__cpool(void) { return PyModuleDef_Init(&module); }
