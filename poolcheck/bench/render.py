@@ -137,16 +137,28 @@ def _md_row(cells: list[str]) -> str:
 ACCURACY = """\
 ## What the engines compute (accuracy contract)
 
-| | NumPy engine | C engine | error against the exact result |
-| --- | --- | --- | --- |
-| Max values, all dtypes (float16/32/64, int8..uint64) | exact (an input element or the empty-window value) | identical bits | none |
-| Max indices (int32/int64, C or F order, any `axis` modulus) | the element a row-major strict `>` scan picks | identical | none |
-| Average, float64 input | float64 sums, last spatial axis first, taps in order; one division; result float64 | identical bits | at most `(m - 1) 2^-53 sum(abs(x)) / divisor` + 1 ulp (float64) for a window of m elements |
-| Average, float32 input | the same float64 sums; one division; rounded once to float32 | identical bits | at most `(m - 1) 2^-53 sum(abs(x)) / divisor` + 1/2 ulp (float32) + 1/2 ulp (float64) (the float64 sum of a few float32 values is usually exact) |
-| Average, float16 input | widened exactly; float64 sums; rounded once to float16 by NumPy | identical bits | every float16 is a multiple of 2^-24 below 2^16, so the float64 sum of up to 8192 of them is exact: within 1/2 ulp (float16) + 1/2 ulp (float64) |
+| | NumPy engine | C engine |
+| --- | --- | --- |
+| Max values, all dtypes (float16/32/64, int8..uint64) | exact (an input element or the empty-window value) | identical bits |
+| Max indices (int32/int64, C or F order, any `axis` modulus) | the element a row-major strict `>` scan picks | identical |
+| Average, float64 input | float64 sums, last spatial axis first, taps in order; one division; result float64 | identical bits |
+| Average, float32 input | the same float64 sums; one division; rounded once to float32 | identical bits |
+| Average, float16 input | widened exactly; float64 sums; rounded once to float16 by NumPy | identical bits |
 
-Accumulation is float64 for every input type in both engines; no result is computed in a
-narrower type than the one above, whatever the speed.
+Averages, accumulation type and error bound per input dtype (both engines; m is the number of
+elements a window sums, `sum|x|` the sum of their magnitudes, `d` the divisor). Every sum is
+a float64 sum of m exactly representable terms, within `(m - 1) 2^-53 sum|x|` of the exact
+sum whatever the order of the additions; the quotient is one float64 division (relative error
+at most `2^-53`), then one rounding to the output type:
+
+| input | accumulation | error of the result against the exact mean |
+| --- | --- | --- |
+| float64 | float64 | at most `(m - 1) 2^-53 sum|x| / d + 2^-53 |mean|` + half a float64 ULP of the result |
+| float32 | float64 (inputs widened exactly) | the same float64 terms + half a float32 ULP of the result (in practice the correctly rounded float32 mean: the float64 error is 2^29 times smaller than a float32 ULP) |
+| float16 | float64 (inputs widened exactly through float32) | the same float64 terms + half a float16 ULP of the result |
+
+The speed of the C engine does not come from a weaker rule: it accumulates in float64 as the
+NumPy engine does, in the same order (identical bits) except for global pooling, below.
 
 Exceptions, both tested in `tests/test_c_engine.py`:
 
@@ -156,10 +168,12 @@ Exceptions, both tested in `tests/test_c_engine.py`:
   row-major scan picks (as both engines do whenever indices are requested). Values are equal as
   numbers (`-0.0 == 0.0`; NaN where NaN).
 - Where a window covers each whole plane (global pooling) the NumPy engine sums with
-  `np.add.reduce` (pairwise order) instead of axis by axis. The two float64 sums of the m
-  elements then differ by at most `2 (m - 1) 2^-53 sum|x|`, so the averages differ by at most
-  that over the divisor, plus one unit in the last place of the output type (0 ULP in practice
-  for float16/float32 inputs, whose float64 sums are usually exact; a few float64 ULP for float64).
+  `np.add.reduce` (pairwise order) and the C engine in 8 interleaved float64 partial sums
+  (element i into sum i mod 8; 16 with AVX-512) combined at the end, instead of axis by axis.
+  Each sum of the m elements is within `(m - 1) 2^-53 sum|x|` of the exact sum, so the two
+  differ by at most `2 (m - 1) 2^-53 sum|x|` and the averages by at most that over the divisor,
+  plus one unit in the last place of the output type (0 ULP in practice for float16/float32
+  inputs, whose float64 sums are usually exact; a few float64 ULP for float64).
 - A NaN average is NaN in both engines; its payload follows the operand order the compiler
   chose for the additions.
 """
