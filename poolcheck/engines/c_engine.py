@@ -44,7 +44,7 @@ if os.environ.get(PURE_ENV, "") not in ("", "0"):
     UNAVAILABLE_REASON = f"{PURE_ENV} is set, forcing the pure NumPy engine"
 else:
     try:
-        from poolcheck.engines import _cpool  # type: ignore[attr-defined, no-redef]
+        from poolcheck.engines import _cpool
 
         UNAVAILABLE_REASON = ""
     except ImportError as exc:
