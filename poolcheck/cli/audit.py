@@ -13,6 +13,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
+from poolcheck.cases.onnx_import import model_pool_nodes, parse_input_shapes
 from poolcheck.cli.common import (
     ENGINE_HELP,
     EXIT_OK,
@@ -29,6 +30,8 @@ from poolcheck.cli.common import (
     write_report_set,
 )
 from poolcheck.corpus import KNOWN_DIR
+from poolcheck.fuzz.known import known_entries
+from poolcheck.models.audit import audit_nodes
 from poolcheck.report.writers import check_report_dir
 from poolcheck.results import CaseResult, Verdict
 from poolcheck.runner import new_result, peer_checks, record_peer_versions, run_case
@@ -58,9 +61,6 @@ def audit(
     Exit codes: 0 no node diverges, 1 a node diverges on a peer (per --fail-on), 2 unreadable
     model, shapes not inferable (give --input-shape) or bad options.
     """
-    from poolcheck.fuzz.known import known_entries
-    from poolcheck.models.audit import audit_nodes
-    from poolcheck.models.onnx_import import model_pool_nodes, parse_input_shapes
 
     with user_errors():
         timeout = parse_duration("--peer-timeout", peer_timeout)

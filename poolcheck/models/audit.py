@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from poolcheck.cases.model import Case
-from poolcheck.models.onnx_import import PoolNode
+from poolcheck.cases.onnx_import import PoolNode
 from poolcheck.models.risk import KnownMatch, Risk, known_matches, risk_classes
 from poolcheck.results import CaseResult
 from poolcheck.runner import POLICY_SEARCH_LIMIT
