@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from poolcheck.peers._convert import PeerDeclined, negative_same_pads
+from poolcheck.peers.adapter import prepared_input
 from poolcheck.peers.base import InvalidPeerOutput, PeerOutput
 from poolcheck.spec.operators import spell
 from poolcheck.spec.poolspec import PoolSpec
@@ -90,11 +91,7 @@ class PreparedCall:
         self.function, self.keywords, self.indices = function, keywords, indices
 
     def _input(self, x: np.ndarray) -> np.ndarray:
-        arr = np.asarray(x)
-        if arr.shape != self.shape or arr.dtype != self.dtype:
-            raise ValueError(f"{self.peer.name}: prepared for {self.dtype.name}{list(self.shape)}, "
-                             f"got {arr.dtype.name}{list(arr.shape)}")
-        return arr
+        return prepared_input(self.peer.name, self.shape, self.dtype, x)
 
     def run(self, x: np.ndarray) -> PeerOutput:
         """The plugin's output for ``x``."""
