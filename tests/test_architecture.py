@@ -65,24 +65,24 @@ class Import:
     in_function: bool
 
 
-def module_name(path: Path) -> str:
-    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+def module_name(path: Path, package: Path = PACKAGE) -> str:
+    parts = path.relative_to(package.parent).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def is_module(name: str) -> bool:
+def is_module(name: str, package: Path = PACKAGE) -> bool:
     """Whether ``name`` (dotted, under poolcheck) is a module or package file of the tree."""
     rel = Path(*name.split("."))
-    root = PACKAGE.parent
+    root = package.parent
     return (root / rel).with_suffix(".py").is_file() or (root / rel / "__init__.py").is_file()
 
 
-def poolcheck_imports(path: Path) -> Iterator[Import]:
+def poolcheck_imports(path: Path, package_dir: Path = PACKAGE) -> Iterator[Import]:
     """Every import of a poolcheck module in ``path``, resolved to the module actually imported
     (``from poolcheck import spec`` imports ``poolcheck.spec``; ``from poolcheck.spec.shape import
     resolve`` imports ``poolcheck.spec.shape``)."""
     source = path.read_text(encoding="utf-8")
-    name = module_name(path)
+    name = module_name(path, package_dir)
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
 
     def visit(node: ast.AST, in_function: bool) -> Iterator[Import]:
@@ -102,7 +102,7 @@ def poolcheck_imports(path: Path) -> Iterator[Import]:
                 if origin == "poolcheck" or origin.startswith("poolcheck."):
                     for alias in child.names:
                         sub = f"{origin}.{alias.name}"
-                        target = sub if is_module(sub) else origin
+                        target = sub if is_module(sub, package_dir) else origin
                         yield Import(name, target, child.lineno, text, in_function)
             yield from visit(child, inner)
 
@@ -163,24 +163,15 @@ def test_allowed_local_imports_still_exist() -> None:
 
 # The checker itself, on made-up sources: it must see what it is meant to catch.
 def _imports_of(tmp_path: Path, rel: str, source: str) -> list[Import]:
-    # Write under the real package name resolution by reading a temporary file as if it were
-    # ``rel`` inside poolcheck.
-    global PACKAGE
+    """The imports the checker finds in ``source`` written as ``poolcheck/<rel>`` of a made-up
+    tree that has ``poolcheck.spec.shape`` and ``poolcheck.cli``."""
     fake = tmp_path / "poolcheck"
+    (fake / "spec").mkdir(parents=True)
+    for name in ("__init__.py", "cli.py", "spec/__init__.py", "spec/shape.py"):
+        (fake / name).touch()
     target = fake / rel
-    target.parent.mkdir(parents=True, exist_ok=True)
-    for parent in [fake, *[p for p in target.parents if fake in p.parents]]:
-        (parent / "__init__.py").touch()
-    (fake / "spec").mkdir(exist_ok=True)
-    (fake / "spec" / "__init__.py").touch()
-    (fake / "spec" / "shape.py").touch()
-    (fake / "cli.py").touch()
     target.write_text(source, encoding="utf-8")
-    saved, PACKAGE = PACKAGE, fake
-    try:
-        return list(poolcheck_imports(target))
-    finally:
-        PACKAGE = saved
+    return list(poolcheck_imports(target, fake))
 
 
 def test_checker_resolves_and_locates_imports(tmp_path: Path) -> None:
