@@ -53,6 +53,12 @@ LOCAL_IMPORTS_ALLOWED: set[tuple[str, str]] = {
     # resolves the reference with the registry. To be cut by handing the worker a resolver.
     ("poolcheck.peers.registry", "poolcheck.peers.isolation"),
     ("poolcheck.peers.isolation", "poolcheck.peers.registry"),
+    # The registry builds each built-in peer lazily. Hoisting these imports (no cycle) made
+    # tests/test_cluster.py::test_two_clients_share_a_redis_database fail (a find in the shared
+    # database was not replayed); the cause is not found yet, so they stay until it is.
+    *(("poolcheck.peers.registry", f"poolcheck.peers.{name}") for name in (
+        "onnxruntime_peer", "openvino_peer", "torch_peer", "onnx_reference_peer", "tract_peer", "jax_peer",
+        "openvino_onnx_peer", "torch_onnx_peer", "onnx_backend_peer")),
 }
 
 

@@ -18,16 +18,7 @@ import numpy as np
 
 from poolcheck.errors import PoolcheckError
 from poolcheck.peers.base import Peer, PeerOption, PeerOutput
-from poolcheck.peers.jax_peer import JaxPeer
-from poolcheck.peers.onnx_backend_peer import OnnxBackendPeer
-from poolcheck.peers.onnx_reference_peer import OnnxReferencePeer
-from poolcheck.peers.onnxruntime_peer import OnnxRuntimePeer
-from poolcheck.peers.openvino_onnx_peer import OpenVinoOnnxPeer
-from poolcheck.peers.openvino_peer import OpenVinoPeer
 from poolcheck.peers.plugin import ModulePeer, is_plugin_module
-from poolcheck.peers.torch_onnx_peer import TorchOnnxPeer
-from poolcheck.peers.torch_peer import TorchPeer
-from poolcheck.peers.tract_peer import TractPeer
 from poolcheck.spec.poolspec import PoolSpec
 
 #: Entry-point group under which installed packages register peers.
@@ -192,41 +183,49 @@ def _apply_options(peer: Any, ref: PeerRef) -> Any:
 
 
 def _onnxruntime() -> Peer:
+    from poolcheck.peers.onnxruntime_peer import OnnxRuntimePeer
 
     return OnnxRuntimePeer()
 
 
 def _openvino() -> Peer:
+    from poolcheck.peers.openvino_peer import OpenVinoPeer
 
     return OpenVinoPeer()
 
 
 def _torch() -> Peer:
+    from poolcheck.peers.torch_peer import TorchPeer
 
     return TorchPeer()
 
 
 def _onnx_reference() -> Peer:
+    from poolcheck.peers.onnx_reference_peer import OnnxReferencePeer
 
     return OnnxReferencePeer()
 
 
 def _tract() -> Peer:
+    from poolcheck.peers.tract_peer import TractPeer
 
     return TractPeer()
 
 
 def _jax() -> Peer:
+    from poolcheck.peers.jax_peer import JaxPeer
 
     return JaxPeer()
 
 
 def _openvino_onnx() -> Peer:
+    from poolcheck.peers.openvino_onnx_peer import OpenVinoOnnxPeer
 
     return OpenVinoOnnxPeer()
 
 
 def _torch_onnx() -> Peer:
+    from poolcheck.peers.torch_onnx_peer import TorchOnnxPeer
 
     return TorchOnnxPeer()
 
@@ -245,6 +244,7 @@ BUILTIN_PEERS: dict[str, Callable[[], Peer]] = {
 
 
 def _onnx_backend(ref: PeerRef) -> Peer:
+    from poolcheck.peers.onnx_backend_peer import OnnxBackendPeer
 
     if not ref.arg:
         raise PeerSpecError("--peers: onnx-backend needs a module: onnx-backend:MODULE, e.g. onnx-backend:onnxruntime.backend")
