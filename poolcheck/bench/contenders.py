@@ -16,14 +16,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from poolcheck import spec as S
 from poolcheck.bench.workloads import Workload
+from poolcheck.engines import c_engine_status, get_engine
 from poolcheck.peers._convert import PeerDeclined
 from poolcheck.peers.adapter import RuntimePeer
 from poolcheck.peers.onnx_reference_peer import OnnxReferencePeer
 from poolcheck.peers.onnxruntime_peer import OnnxRuntimePeer
 from poolcheck.peers.openvino_peer import OpenVinoPeer
 from poolcheck.peers.torch_peer import TorchPeer
-from poolcheck.spec.indices import IndexLayout
+from poolcheck.spec.indices import IndexLayout, index_layout
 from poolcheck.spec.policy import SPEC
 
 #: How a contender numbers the elements its indices point at.
@@ -63,7 +65,6 @@ class Contender:
 
     def available(self) -> tuple[bool, str]:
         if self.key == "c":
-            from poolcheck.engines import c_engine_status
 
             module, reason = c_engine_status()
             return (module is not None, reason)
@@ -91,8 +92,6 @@ class Contender:
 
 def _poolcheck(engine_name: str) -> Callable[[Workload, np.ndarray], Prepared]:
     def prepare(w: Workload, x: np.ndarray) -> Prepared:
-        from poolcheck import spec as S
-        from poolcheck.engines import get_engine
 
         eng = get_engine(engine_name)
         geom = w.geometry
@@ -162,7 +161,6 @@ def all_contenders() -> list[Contender]:
 
 def reference_layout(w: Workload, index_kind: str) -> IndexLayout:
     """The poolcheck index layout that means what a contender's indices mean."""
-    from poolcheck.spec.indices import index_layout
 
     layout = index_layout(w.spec, w.shape)
     if index_kind == INDEX_CANONICAL:

@@ -32,6 +32,8 @@ import numpy as np
 
 from poolcheck.bench.contenders import Contender, Prepared, SingleThread, Unsupported, all_contenders, reference_layout
 from poolcheck.bench.workloads import Workload
+from poolcheck.engines import c_engine_status, get_engine
+from poolcheck.spec.policy import SPEC
 
 SCHEMA = "poolcheck.bench/1"
 #: Statuses, in the order the table explains them.
@@ -152,8 +154,6 @@ def check_outputs(w: Workload, x: np.ndarray, got: tuple[np.ndarray, np.ndarray 
 
 def _reference(w: Workload, x: np.ndarray) -> tuple[str, Callable[[str], tuple[np.ndarray, np.ndarray | None]]]:
     """poolcheck's engine (C when built) as the reference, per index convention, cached."""
-    from poolcheck.engines import get_engine
-    from poolcheck.spec.policy import SPEC
 
     eng = get_engine("auto")
     cache: dict[str, tuple[np.ndarray, np.ndarray | None]] = {}
@@ -241,12 +241,8 @@ def machine_info() -> dict[str, Any]:
         "cpu": cpu, "logical_cpus": os.cpu_count(), "platform": platform.platform(),
         "python": sys.version.split()[0], "numpy": np.__version__,
     }
-    try:
-        from poolcheck.engines import _cpool  # type: ignore[attr-defined]
-
-        info["c_engine_avx512"] = bool(_cpool.AVX512)
-    except ImportError:
-        info["c_engine_avx512"] = None
+    c_engine, _ = c_engine_status()  # the C extension is optional
+    info["c_engine_avx512"] = None if c_engine is None else bool(c_engine._cpool.AVX512)
     return info
 
 
@@ -352,7 +348,6 @@ def _load() -> float | None:
 
 
 def _reference_engine_name() -> str:
-    from poolcheck.engines import get_engine
 
     return str(get_engine("auto").NAME)
 

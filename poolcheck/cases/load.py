@@ -16,6 +16,7 @@ import numpy as np
 import yaml
 
 from poolcheck.cases.model import Case
+from poolcheck.cases.onnx_import import find_backend_dirs, load_backend_dir
 from poolcheck.errors import AttributeValueError, CaseFileError
 from poolcheck.spec import operators
 
@@ -587,8 +588,7 @@ def iter_case_files(paths: Iterable[str | Path]) -> Iterator[Path]:
         p = Path(raw)
         if p.is_dir():
             yield from sorted(f for f in p.rglob("*") if f.suffix in CASE_SUFFIXES and f.is_file())
-            if any(p.rglob("model.onnx")):  # ONNX backend test directories (poolcheck/models)
-                from poolcheck.models.onnx_import import find_backend_dirs
+            if any(p.rglob("model.onnx")):  # ONNX backend test directories (poolcheck/cases/onnx_import.py)
                 yield from find_backend_dirs(p)
         elif p.is_file():
             yield p
@@ -611,8 +611,7 @@ def load_paths(paths: Iterable[str | Path]) -> tuple[list[Case], list[CaseFileEr
         except OSError as exc:
             errors.append(CaseFileError(f"cannot list: {exc.strerror or exc}", path=str(raw)))
     for f in files:
-        if f.is_dir():  # an ONNX backend test directory
-            from poolcheck.models.onnx_import import load_backend_dir
+        # a directory here is an ONNX backend test directory
         loaded, file_errors = load_backend_dir(f) if f.is_dir() else _load(f)
         errors.extend(file_errors)
         for c in loaded:

@@ -9,6 +9,8 @@ from typing import Annotated, Any
 import typer
 import typer.core
 
+import poolcheck
+
 app = typer.Typer(
     name="poolcheck",
     help="Spec-conformance and differential fuzzing for pooling operators (MaxPool, AvgPool).",
@@ -42,7 +44,6 @@ for _name in COMMAND_MODULES:
 
 def _version(value: bool) -> None:
     if value:
-        import poolcheck
 
         typer.echo(f"poolcheck {poolcheck.__version__}")
         raise typer.Exit()

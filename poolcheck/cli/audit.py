@@ -13,6 +13,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
+from poolcheck.cases.onnx_import import parse_input_shapes
 from poolcheck.cli.common import (
     ENGINE_HELP,
     EXIT_OK,
@@ -28,10 +29,8 @@ from poolcheck.cli.common import (
     user_errors,
     write_report_set,
 )
-from poolcheck.corpus import KNOWN_DIR
+from poolcheck.models.audit import NodeAudit, audit_model
 from poolcheck.report.writers import check_report_dir
-from poolcheck.results import CaseResult, Verdict
-from poolcheck.runner import new_result, peer_checks, record_peer_versions, run_case
 
 #: Peers ``audit`` runs by default (those installed here).
 DEFAULT_PEERS = ("onnxruntime", "openvino")
@@ -58,9 +57,6 @@ def audit(
     Exit codes: 0 no node diverges, 1 a node diverges on a peer (per --fail-on), 2 unreadable
     model, shapes not inferable (give --input-shape) or bad options.
     """
-    from poolcheck.fuzz.known import known_entries
-    from poolcheck.models.audit import audit_nodes
-    from poolcheck.models.onnx_import import model_pool_nodes, parse_input_shapes
 
     with user_errors():
         timeout = parse_duration("--peer-timeout", peer_timeout)
@@ -69,42 +65,23 @@ def audit(
         if report_dir is not None:
             check_report_dir(report_dir)
         shapes = parse_input_shapes(list(input_shape or []))
-        nodes = model_pool_nodes(model, shapes)
         if peers:
             peer_list = load_peers(peers, timeout)
         else:
             peer_list = [p for p in load_peers(",".join(DEFAULT_PEERS), timeout) if p.available()[0]]
-    entries, _ = known_entries([KNOWN_DIR])
-    audits = audit_nodes(nodes, model, entries)
-    result = new_result("poolcheck " + " ".join(shlex.quote(a) for a in sys.argv[1:]), kind="run")
     replay = " ".join(["poolcheck", "audit", shlex.quote(str(model.resolve())),
                        *(f"--input-shape={shlex.quote(s)}" for s in input_shape or []),
                        *(["--peers", ",".join(p.name for p in peer_list)] if peer_list else [])])
-    cases = [c for a in audits for c in a.cases]
-    try:
-        with stdout_to_stderr(as_json):
-            by_case = peer_checks(cases, peer_list, timeout=timeout) if peer_list and cases else {}
-            for a in audits:
-                if a.node.problem:  # a node poolcheck cannot model is not judged: an error verdict (exit 2)
-                    result.cases.append(CaseResult(case_id=a.node.name, verdict=Verdict.ERROR, source=f"{model}:{a.node.name}",
-                                                   op=a.node.op_type, message=f"{model}: node {a.node.name!r}: {a.node.problem}"))
-                for case in a.cases:
-                    r = run_case(case, engines, by_case.get(case.id, []))
-                    r.replay = replay
-                    r.source = f"{model}:{a.node.name}"
-                    a.results.append(r)
-                    result.cases.append(r)
-            record_peer_versions(result, peer_list)
-    except KeyboardInterrupt:
-        result.interrupted = True
+    with user_errors(), stdout_to_stderr(as_json):
+        run = audit_model(model, shapes, peer_list, engines, timeout=timeout, replay=replay,
+                          command="poolcheck " + " ".join(shlex.quote(a) for a in sys.argv[1:]))
+    result, audits = run.result, run.audits
     if report_dir is not None:
         write_report_set(result, report_dir, to_stderr=as_json)
     if as_json:
-        doc = {"schema": "poolcheck.audit/1", "model": str(model), "peers": [p.name for p in peer_list],
-               "nodes": [a.to_dict() for a in audits]}
-        sys.stdout.write(json.dumps(doc, indent=2, default=str) + "\n")
+        sys.stdout.write(json.dumps(run.to_dict(), indent=2, default=str) + "\n")
     else:
-        _render(model, audits, [p.name for p in peer_list])
+        _render(model, audits, run.peers)
     for a in audits:
         if a.node.problem:
             err_console.print(f"error: {safe(str(model))}: node {safe(a.node.name)!r}: {safe(a.node.problem)}",
@@ -114,7 +91,7 @@ def audit(
     raise typer.Exit(exit_code(result, severities))
 
 
-def _render(model: Path, audits: list, peer_names: list[str]) -> None:
+def _render(model: Path, audits: list[NodeAudit], peer_names: list[str]) -> None:
     if not audits:
         console.print(f"{safe(str(model))}: no pooling node (MaxPool, AveragePool, GlobalMaxPool, GlobalAveragePool)",
                       markup=False)

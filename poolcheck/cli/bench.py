@@ -8,6 +8,10 @@ from typing import Annotated
 import typer
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
+from poolcheck.bench import run_bench, select
+from poolcheck.bench.render import renderable, to_json, to_markdown
+from poolcheck.bench.summary import read_setup_time
+from poolcheck.cases.dump import write_text_atomic
 from poolcheck.cli.common import EXIT_OK, console, err_console, fail, parse_duration, user_errors
 
 DEFAULT_DOCS = "docs/benchmarks.md"
@@ -36,10 +40,6 @@ def bench(
     before it is timed; a wrong one is shown as wrong, an absent one as absent. The headline
     ratios (C / ORT, NumPy / ORT, C / fastest NCHW contender) come side by side from this one run,
     with the set-up time of the last fresh `make install` where it was recorded."""
-    from poolcheck.bench import run_bench, select
-    from poolcheck.bench.render import renderable, to_json, to_markdown
-    from poolcheck.bench.summary import read_setup_time
-    from poolcheck.cases.dump import write_text_atomic
 
     with user_errors():
         names = [n for n in workloads.split(",") if n.strip()] if workloads else None

@@ -10,7 +10,10 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
+import poolcheck
 from poolcheck.cli.common import console
+from poolcheck.engines import c_engine_status
+from poolcheck.peers.registry import all_peers, peer_kind, peer_options
 
 
 def register(app: typer.Typer) -> None:
@@ -21,9 +24,6 @@ def environment_report() -> dict[str, Any]:
     """Engines and peers with availability, version and reason (no printing)."""
     import numpy as np
 
-    import poolcheck
-    from poolcheck.engines import c_engine_status
-    from poolcheck.peers.registry import all_peers, peer_kind, peer_options
 
     engines: list[dict[str, Any]] = [
         {"name": "numpy", "available": True, "version": np.__version__, "reason": ""},

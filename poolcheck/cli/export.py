@@ -11,6 +11,7 @@ import typer
 
 from poolcheck.cases import load_paths
 from poolcheck.cli.common import EXIT_OK, EXIT_USAGE, console, err_console, fail, safe, user_errors, writable_dir
+from poolcheck.models.export import export_cases
 
 FORMATS = ("onnx-tests",)
 
@@ -29,7 +30,6 @@ def export(
 
     Exit codes: 0 written (inexpressible cases are listed, not failures), 2 bad input or usage.
     """
-    from poolcheck.models.export import export_cases
 
     if fmt not in FORMATS:
         raise fail(f"--format: expected one of {', '.join(FORMATS)}, got {fmt!r}")

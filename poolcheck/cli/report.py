@@ -26,6 +26,7 @@ from poolcheck.explain import explain_element, find_case, parse_position
 from poolcheck.report import console as console_report
 from poolcheck.report.explain import explanation_view
 from poolcheck.report.jsonfmt import load_result
+from poolcheck.report.merge import merge_command
 from poolcheck.report.writers import FORMATS, render, write_text
 
 FORMAT_NAMES = (*FORMATS, "console")
@@ -49,7 +50,6 @@ def report(
         if fmt not in FORMAT_NAMES:
             raise AttributeValueError("--format", f"expected one of {', '.join(FORMAT_NAMES)}, got {fmt!r}")
         if str(file) == "merge" or more or report_dir is not None:  # poolcheck/report/merge.py
-            from poolcheck.report.merge import merge_command
 
             if str(file) != "merge" and more:
                 raise AttributeValueError("FILE", f"one result file at a time, or `poolcheck report merge {file} ...`")

@@ -48,6 +48,7 @@ from poolcheck.errors import AttributeValueError, PoolcheckError
 from poolcheck.fingerprint import machine_fingerprint, only_on
 from poolcheck.fuzz import oracles as O
 from poolcheck.fuzz.campaign import Campaign, run_campaign
+from poolcheck.fuzz.database import is_redis
 from poolcheck.fuzz.session import (
     PROGRESS_INTERVAL,
     Divergence,
@@ -57,6 +58,7 @@ from poolcheck.fuzz.session import (
     SessionResult,
     resolve_peer_list,
 )
+from poolcheck.peers.isolation import close_workers
 from poolcheck.results import Signature
 
 #: Seconds the client waits past the time budget (shrinking a last find, shutting peers down)
@@ -202,7 +204,6 @@ def shard_main(options: FuzzOptions, job: int, budget: float | None, max_example
     messaging counters."""
     from distributed import get_worker
 
-    from poolcheck.peers.isolation import close_workers
 
     # The worker's own threads (heartbeats, retries with jitter) draw from the ``random`` module
     # while hypothesis generates; hypothesis would blame the strategies for it.
@@ -277,7 +278,6 @@ def _utc_now() -> str:
 def _portable(options: FuzzOptions) -> FuzzOptions:
     """The options as a worker sees them: a peer file and a database folder named relative to
     this process's folder become absolute (a worker's folder is its own)."""
-    from poolcheck.fuzz.database import is_redis
 
     peers = tuple(str(Path(p).resolve()) if isinstance(p, str) and Path(p).is_file() else p for p in options.peers)
     database = options.database

@@ -25,7 +25,6 @@ from typing import Any
 
 import numpy as np
 
-from poolcheck.cases.load import build_spec
 from poolcheck.engines import _windows as w
 from poolcheck.errors import PoolcheckError
 from poolcheck.fuzz.diagnosis import STATUS_SEVERITY, diagnose_output, diagnose_rejection, severity_of
@@ -44,6 +43,7 @@ from poolcheck.peers.base import PeerResult
 from poolcheck.results import FindingKind, PeerStatus, Severity, Signature
 from poolcheck.spec import attributes as A
 from poolcheck.spec.indices import index_layout
+from poolcheck.spec.operators import parse
 from poolcheck.spec.policy import SPEC
 from poolcheck.spec.shape import Geometry, axis_rules, resolve
 
@@ -117,7 +117,7 @@ def engine_accepts(case: FuzzCase) -> tuple[bool, str]:
     valid case was built through the validating constructors already; only a deliberately broken
     one is parsed again from its attributes."""
     try:
-        spec = build_spec(case.op_name, case.attributes) if case.mutation else case.spec
+        spec = parse(case.op_name, case.attributes) if case.mutation else case.spec
         A.check_input(spec, case.x.shape, case.x.dtype)
         resolve(spec, case.x.shape)
     except PoolcheckError as exc:

@@ -12,10 +12,13 @@ from typing import Any
 import numpy as np
 
 from poolcheck.cases.model import Case
-from poolcheck.models.onnx_import import PoolNode
+from poolcheck.cases.onnx_import import PoolNode, model_pool_nodes
+from poolcheck.corpus import KNOWN_DIR
+from poolcheck.fuzz.known import known_entries
 from poolcheck.models.risk import KnownMatch, Risk, known_matches, risk_classes
-from poolcheck.results import CaseResult
-from poolcheck.runner import POLICY_SEARCH_LIMIT
+from poolcheck.peers.base import Peer
+from poolcheck.results import CaseResult, RunResult, Verdict
+from poolcheck.runner import POLICY_SEARCH_LIMIT, new_result, peer_checks, record_peer_versions, run_case
 from poolcheck.spec.operators import operator
 from poolcheck.spec.shape import axis_rules, resolve
 
@@ -149,3 +152,47 @@ def audit_nodes(nodes: Sequence[PoolNode], model: Path, entries: Sequence[object
             a.cases = node_cases(node, model)
         audits.append(a)
     return audits
+
+
+@dataclass
+class ModelAudit:
+    """A whole ``poolcheck audit``: the per-node findings and the run result they make."""
+
+    model: Path
+    audits: list[NodeAudit]
+    result: RunResult
+    peers: list[str]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``--json`` document (schema ``poolcheck.audit/1``)."""
+        return {"schema": "poolcheck.audit/1", "model": str(self.model), "peers": self.peers,
+                "nodes": [a.to_dict() for a in self.audits]}
+
+
+def audit_model(model: Path, input_shapes: dict[str, tuple[int, ...]], peers: Sequence[Peer], engines: Sequence[str],
+                *, timeout: float, command: str, replay: str) -> ModelAudit:
+    """Read every pooling node of ``model`` (raises PoolcheckError for an unreadable model or
+    shapes that cannot be inferred), then run each node's exact configuration on ``engines``
+    and ``peers``. A node poolcheck cannot model becomes an error verdict; an interrupt keeps
+    what ran (``result.interrupted``)."""
+    nodes = model_pool_nodes(model, input_shapes)
+    entries, _ = known_entries([KNOWN_DIR])
+    audits = audit_nodes(nodes, model, entries)
+    result = new_result(command, kind="run")
+    cases = [c for a in audits for c in a.cases]
+    try:
+        by_case = peer_checks(cases, list(peers), timeout=timeout) if peers and cases else {}
+        for a in audits:
+            if a.node.problem:  # a node poolcheck cannot model is not judged: an error verdict (exit 2)
+                result.cases.append(CaseResult(case_id=a.node.name, verdict=Verdict.ERROR, source=f"{model}:{a.node.name}",
+                                               op=a.node.op_type, message=f"{model}: node {a.node.name!r}: {a.node.problem}"))
+            for case in a.cases:
+                r = run_case(case, list(engines), by_case.get(case.id, []))
+                r.replay = replay
+                r.source = f"{model}:{a.node.name}"
+                a.results.append(r)
+                result.cases.append(r)
+        record_peer_versions(result, list(peers))
+    except KeyboardInterrupt:
+        result.interrupted = True
+    return ModelAudit(model, audits, result, [p.name for p in peers])

@@ -25,6 +25,15 @@ from poolcheck.spec.poolspec import PoolSpec
 Translated = tuple[int, Any, np.ndarray]
 
 
+def prepared_input(peer_name: str, shape: tuple[int, ...], dtype: np.dtype, x: np.ndarray) -> np.ndarray:
+    """``x`` as a contiguous array, if it has the shape and element type a session was prepared
+    for; else a ValueError naming both."""
+    arr = np.ascontiguousarray(x)
+    if arr.shape != shape or arr.dtype != dtype:
+        raise ValueError(f"{peer_name}: prepared for {dtype.name}{list(shape)}, got {arr.dtype.name}{list(arr.shape)}")
+    return arr
+
+
 class PreparedSession:
     """One configuration of one peer, made ready once (translated, model built, session
     compiled) for inputs of one shape and element type; :meth:`run` it on as many as needed."""
@@ -34,11 +43,7 @@ class PreparedSession:
         self.peer, self.spec, self.shape, self.dtype, self.node = peer, spec, shape, dtype, node
 
     def _input(self, x: np.ndarray) -> np.ndarray:
-        arr = np.ascontiguousarray(x)
-        if arr.shape != self.shape or arr.dtype != self.dtype:
-            raise ValueError(f"{self.peer.name}: prepared for {self.dtype.name}{list(self.shape)}, "
-                             f"got {arr.dtype.name}{list(arr.shape)}")
-        return arr
+        return prepared_input(self.peer.name, self.shape, self.dtype, x)
 
     def run(self, x: np.ndarray) -> PeerOutput:
         """The peer's output for ``x``, in poolcheck's terms (indices converted)."""

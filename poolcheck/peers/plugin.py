@@ -13,13 +13,14 @@ Optional module attributes: ``PEER_NAME`` (the name in reports) and ``__version_
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any
 
 import numpy as np
 
 from poolcheck.peers._convert import PeerDeclined, negative_same_pads
+from poolcheck.peers.adapter import prepared_input
 from poolcheck.peers.base import InvalidPeerOutput, PeerOutput
 from poolcheck.spec.operators import spell
 from poolcheck.spec.poolspec import PoolSpec
@@ -58,21 +59,55 @@ class ModulePeer:
                 return False, f"avg_pool has no dilations keyword (dilations={list(spec.dilations)})"
         return True, ""
 
-    def run(self, spec: PoolSpec, x: np.ndarray) -> PeerOutput:
-        ok, why = self.supports(spec, tuple(np.shape(x)), np.asarray(x).dtype)
+    def prepare(self, spec: PoolSpec, shape: Sequence[int], dtype: Any, *, indices: bool = True) -> PreparedCall:
+        """Make ``spec`` ready once for inputs of ``shape``/``dtype``, as a runtime peer's
+        :meth:`~poolcheck.peers.adapter.RuntimePeer.prepare` does: the keywords are spelled once
+        and the session calls the plugin's function on each input. Raises :class:`PeerDeclined`
+        when the plugin cannot express ``spec``."""
+        shape = tuple(int(v) for v in shape)
+        dt = np.dtype(dtype)
+        ok, why = self.supports(spec, shape, dt)
         if not ok:
             raise PeerDeclined(self.name, why)
         # The OpenVINO-shaped keywords, spelled by the catalogue (an ONNX spec by its meaning;
         # it reaches max_pool as axis 0, i64: exactly ONNX's flat indices).
-        if spec.op == "avg":
-            assert self._avg is not None
-            values = self._avg(x, **spell(spec, "AvgPool-14"))
-            return PeerOutput(_array("avg_pool", values))
-        assert self._max is not None
-        result = self._max(x, **spell(spec, "MaxPool-14"))
+        fn = self._avg if spec.op == "avg" else self._max
+        assert fn is not None
+        keywords = spell(spec, "AvgPool-14" if spec.op == "avg" else "MaxPool-14")
+        return PreparedCall(self, spec, shape, dt, fn, keywords, indices)
+
+    def run(self, spec: PoolSpec, x: np.ndarray) -> PeerOutput:
+        arr = np.asarray(x)
+        return self.prepare(spec, arr.shape, arr.dtype).run(arr)
+
+
+class PreparedCall:
+    """One configuration of a plugin, ready for inputs of one shape and element type: the same
+    interface as a runtime peer's :class:`~poolcheck.peers.adapter.PreparedSession`."""
+
+    def __init__(self, peer: ModulePeer, spec: PoolSpec, shape: tuple[int, ...], dtype: np.dtype,
+                 function: Callable[..., Any], keywords: dict[str, Any], indices: bool) -> None:
+        self.peer, self.spec, self.shape, self.dtype = peer, spec, shape, dtype
+        self.function, self.keywords, self.indices = function, keywords, indices
+
+    def _input(self, x: np.ndarray) -> np.ndarray:
+        return prepared_input(self.peer.name, self.shape, self.dtype, x)
+
+    def run(self, x: np.ndarray) -> PeerOutput:
+        """The plugin's output for ``x``."""
+        result = self.function(self._input(x), **self.keywords)
+        if self.spec.op == "avg":
+            return PeerOutput(_array("avg_pool", result))
         if isinstance(result, (tuple, list)) and len(result) == 2:
-            return PeerOutput(_array("max_pool", result[0]), _array("max_pool indices", result[1]))
-        return PeerOutput(_array("max_pool", result), None, ["max_pool returned no indices"])
+            indices = _array("max_pool indices", result[1]) if self.indices else None
+            return PeerOutput(_array("max_pool", result[0]), indices)
+        notes = ["max_pool returned no indices"] if self.indices else []
+        return PeerOutput(_array("max_pool", result), None, notes)
+
+    def bind(self, x: np.ndarray) -> Callable[[], object]:
+        """The plugin's own call on ``x`` (what a benchmark times)."""
+        arr = self._input(x)
+        return lambda: self.function(arr, **self.keywords)
 
 
 def _function(module: ModuleType, name: str) -> Callable[..., Any] | None:

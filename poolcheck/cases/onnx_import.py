@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from poolcheck.api import run_spec
 from poolcheck.cases.model import Case
 from poolcheck.errors import CaseFileError, PoolcheckError
 from poolcheck.spec.operators import Attribute, operator, parse
@@ -291,7 +292,6 @@ def rounding_note(spec: PoolSpec, x: np.ndarray, stored: np.ndarray) -> str:
     if stored.dtype.kind != "f":
         return ""
     try:
-        from poolcheck.api import run_spec
 
         ref, _ = run_spec(spec, x, engine="numpy")
     except Exception:
