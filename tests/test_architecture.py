@@ -43,11 +43,6 @@ FLOORS: dict[str, int] = {
 #: poolcheck imports allowed inside a function, as (importing module, imported module). Keep it
 #: to the unavoidable minimum; a lazy import of poolcheck is never the way out of a cycle.
 LOCAL_IMPORTS_ALLOWED: set[tuple[str, str]] = {
-    # poolcheck/engines/* belongs to the C-engine work in flight; these three are plain laziness
-    # (no cycle): hoist them when that work lands, then delete these lines.
-    ("poolcheck.engines", "poolcheck.engines.c_engine"),
-    ("poolcheck.engines.c_engine", "poolcheck.engines.numpy_engine"),
-    ("poolcheck.engines.c_engine", "poolcheck.errors"),
     # A real cycle, listed in docs/architecture.md's known departures: the registry loads plugins
     # through an isolated probe (isolation.probe_load, stdout_to_stderr) and the isolated worker
     # resolves the reference with the registry. To be cut by handing the worker a resolver.

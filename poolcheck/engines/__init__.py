@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from poolcheck.engines import numpy_engine
+from poolcheck.engines import c_engine, numpy_engine
 from poolcheck.errors import AttributeValueError, EngineUnavailableError
 
 ENGINE_NAMES = ("numpy", "c", "auto")
@@ -13,8 +13,6 @@ ENGINE_NAMES = ("numpy", "c", "auto")
 
 def c_engine_status() -> tuple[ModuleType | None, str]:
     """The C engine module, or None and the reason it cannot be used."""
-    from poolcheck.engines import c_engine
-
     if c_engine.AVAILABLE:
         return c_engine, ""
     return None, c_engine.UNAVAILABLE_REASON

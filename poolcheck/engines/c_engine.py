@@ -30,7 +30,8 @@ from types import ModuleType
 
 import numpy as np
 
-from poolcheck.errors import AttributeValueError
+from poolcheck.engines.numpy_engine import empty_max_value
+from poolcheck.errors import AttributeValueError, EngineUnavailableError
 from poolcheck.spec.indices import IndexLayout
 from poolcheck.spec.policy import SPEC, Policy
 from poolcheck.spec.shape import Geometry
@@ -75,8 +76,6 @@ def _geometry_args(geom: Geometry) -> tuple[int, ...]:
 
 @functools.lru_cache(maxsize=256)
 def _fill_bytes(dtype: np.dtype, run_dtype: np.dtype, policy: Policy) -> bytes:
-    from poolcheck.engines.numpy_engine import empty_max_value
-
     # The fill is chosen for the caller's dtype (float16 "lowest" is -65504) and is exactly
     # representable in the dtype the kernel runs on.
     return np.asarray(np.asarray(empty_max_value(dtype, policy), dtype=dtype), dtype=run_dtype).tobytes()
@@ -84,8 +83,6 @@ def _fill_bytes(dtype: np.dtype, run_dtype: np.dtype, policy: Policy) -> bytes:
 
 def _require() -> ModuleType:
     if _cpool is None:
-        from poolcheck.errors import EngineUnavailableError
-
         raise EngineUnavailableError(f"engine 'c' is not available: {UNAVAILABLE_REASON}")
     return _cpool
 
