@@ -553,7 +553,8 @@ T512 void max2d_512(const float *x, float *out, int64_t *pos, const geo_t *g, co
     else if (s == 2) MAX2D(WP, IG, 2, 0);                                                       \
     else if (s == 4 && k == 4) MAX2D(WP, IG, 4, 4);                                             \
     else MAX2D(WP, IG, s, 0);
-    /* With positions only: values-only 2-D pooling is faster in the portable kernels. */
+    /* With positions only: values only, windows of 3 with stride 2 have max2d_k3s2_512; other
+     * values-only 2-D pooling is faster in the portable kernels. */
     if (!ign) { MAX2D_CASES(1, 0) } else { MAX2D_CASES(1, 1) }
 #undef MAX2D_CASES
 #undef MAX2D
@@ -581,28 +582,28 @@ T512 static inline __attribute__((always_inline)) int mw512_k3s2_row(const float
     /* the masked first block: windows 0..15, all but the first reach inside (pb <= 2) */
     const int head = lo > 0 && pb <= 2 && hi >= 16;
     const int64_t vlo = head ? 0 : lo;
+    /* p[2i + 2]: the evens shifted by one lane, the last one p[32] */
+    const __m512i next = _mm512_setr_epi32(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16);
     __mmask16 nanm = 0;
     if (hi - vlo >= 16) {
-        for (int64_t o0 = vlo; o0 < hi; o0 += 16) {
+        int64_t o0 = vlo;
+        for (; o0 < hi; o0 += 16) {
             if (hi - o0 < 16) o0 = hi - 16; /* overlap: recomputes equal values */
             const float *p = xr + (2 * o0 - pb);
             /* every element read, p[0 .. 32], is a tap of one of the 16 windows */
-            __m512 a, c;
-            if (head && o0 == 0) {
-                const __m512 ninf = _mm512_set1_ps(-__builtin_inff());
-                a = _mm512_mask_loadu_ps(ninf, (__mmask16)(0xFFFFu << pb), p);
-                c = _mm512_mask_loadu_ps(ninf, (__mmask16)(0xFFFFu << (pb - 1)), p + 1);
-            } else {
-                a = _mm512_loadu_ps(p);
-                c = _mm512_loadu_ps(p + 1);
-            }
-            const __m512 b = _mm512_loadu_ps(p + 16), d = _mm512_loadu_ps(p + 17);
-            const __m512 t0 = _mm512_permutex2var_ps(a, even, b); /* p[2i] */
-            const __m512 t1 = _mm512_permutex2var_ps(a, odd, b);  /* p[2i + 1] */
-            const __m512 t2 = _mm512_permutex2var_ps(c, odd, d);  /* p[2i + 2] */
-            nanm = (__mmask16)(nanm | _mm512_cmp_ps_mask(a, b, _CMP_UNORD_Q) | _mm512_cmp_ps_mask(d, d, _CMP_UNORD_Q));
+            const __m512 a = head && o0 == 0
+                                 ? _mm512_mask_loadu_ps(_mm512_set1_ps(-__builtin_inff()), (__mmask16)(0xFFFFu << pb), p)
+                                 : _mm512_loadu_ps(p);
+            const __m512 b = _mm512_loadu_ps(p + 16);
+            const __m512 t0 = _mm512_permutex2var_ps(a, even, b);                      /* p[2i] */
+            const __m512 t1 = _mm512_permutex2var_ps(a, odd, b);                       /* p[2i + 1] */
+            const __m512 t2 = _mm512_permutex2var_ps(t0, next, _mm512_set1_ps(p[32])); /* p[2i + 2] */
+            /* NaN among p[0 .. 31]; consecutive blocks cover the row, its last p[32] below */
+            nanm = (__mmask16)(nanm | _mm512_cmp_ps_mask(a, b, _CMP_UNORD_Q));
             _mm512_storeu_ps(yr + o0, _mm512_max_ps(t2, _mm512_max_ps(t1, t0))); /* b > v ? b : v */
         }
+        const float last = xr[2 * (hi - 1) - pb + 2];
+        nanm = (__mmask16)(nanm | (last != last));
     }
     int nan = 0;
     if (__builtin_expect(nanm != 0, 0)) {
@@ -683,8 +684,7 @@ T512 void max2d_k3s2_512(const float *x, float *out, const geo_t *g, float *ring
 /* zadd; each H window's row sums in order, then its zadd), vectorised ACROSS windows: 8      */
 /* windows per vector, each lane one window's own sequence of additions, so every sum has the */
 /* same bits. Each input row is summed once into a ring of float64 rows; each output row      */
-/* adds its ring rows and is divided at once (quotients as quot_f32: bit-identical to a true  */
-/* division, then one rounding to float32).                                                   */
+/* adds its ring rows and is divided at once, then rounded once to float32.                   */
 
 /* Elements [e0, e0 + 8) of a row of n, widened to float64; those outside [0, n) read as -0.0,
  * the identity of addition (x + -0.0 and -0.0 + x are x for every x), so a window's sum over
@@ -726,12 +726,14 @@ T512 static inline __attribute__((always_inline)) void aw512_s1_row(const float 
     }
 }
 
-/* One output row: CNT ring rows (CNT constant, 0: cnt) added in order, + zadd, quotient. */
+/* One output row: CNT ring rows (CNT constant, 0: cnt) added in order, + zadd, one division
+ * (vdivpd: measured faster here than quot_f32's multiply-adds, with the same bits), one
+ * rounding to float32. */
 T512 static inline __attribute__((always_inline)) void ah512_quot_row(
     const double *restrict ring, int64_t RS, const int64_t *restrict sl, const int64_t CNT, int64_t cnt,
-    double zh, const double *restrict dt, const double *restrict rt, float *restrict yo, int64_t OW) {
+    double zh, const double *restrict dt, float *restrict yo, int64_t OW) {
     const int64_t c = CNT ? CNT : cnt;
-    const __m512d zadd = _mm512_set1_pd(zh), zero = _mm512_setzero_pd();
+    const __m512d zadd = _mm512_set1_pd(zh);
     const double *r0 = ring + sl[0] * RS, *r1 = c > 1 ? ring + sl[1] * RS : NULL;
     const double *r2 = c > 2 ? ring + sl[2] * RS : NULL;
     for (int64_t i0 = 0; i0 < OW; i0 += 8) {
@@ -742,30 +744,13 @@ T512 static inline __attribute__((always_inline)) void ah512_quot_row(
         for (int64_t j = 3; j < c; j++) v = _mm512_add_pd(v, _mm512_loadu_pd(ring + sl[j] * RS + i0));
         v = _mm512_add_pd(v, zadd);
         /* "The output of each pooling window is divided by the number of elements". */
-        __m512d q;
-        if (rt) {
-            /* quot_f32 (portable.c): q0 = RN(sum r), rem = sum - q0 d exact, q1 = RN(q0 + rem r);
-             * zeros, infinities and NaN keep q0. A finite sum of float32 values over d gives a
-             * finite q1, an infinite or NaN one a NaN q1: the lanes to keep are the zero sums
-             * and the NaN q1. */
-            const __m512d rv = _mm512_loadu_pd(rt + i0);
-            const __m512d q0 = _mm512_mul_pd(v, rv);
-            const __m512d rem = _mm512_fnmadd_pd(q0, _mm512_loadu_pd(dt + i0), v);
-            const __m512d q1 = _mm512_fmadd_pd(rem, rv, q0);
-            /* a +0.0 sum gives q1 = +0.0 = q0; a -0.0 one (only without the +0.0 zadd) keeps q0 */
-            __mmask8 keep0 = _mm512_cmp_pd_mask(q1, q1, _CMP_UNORD_Q);
-            if (zh != 0.0 || __builtin_signbit(zh)) keep0 = (__mmask8)(keep0 | _mm512_cmp_pd_mask(v, zero, _CMP_EQ_OQ));
-            q = _mm512_mask_blend_pd(keep0, q1, q0);
-        } else {
-            q = _mm512_div_pd(v, _mm512_loadu_pd(dt + i0));
-        }
-        _mm256_storeu_ps(yo + i0, _mm512_cvtpd_ps(q));
+        _mm256_storeu_ps(yo + i0, _mm512_cvtpd_ps(_mm512_div_pd(v, _mm512_loadu_pd(dt + i0))));
     }
 }
 
 T512 static inline __attribute__((always_inline)) void avg2d_s1_body(
     const float *restrict x, float *restrict out, const geo_t *g, const double *restrict dtab,
-    const double *restrict rtab, int zeros, double efill, double *restrict ring, int64_t *restrict tags,
+    int zeros, double efill, double *restrict ring, int64_t *restrict tags,
     int64_t *restrict sl, const int64_t K) {
     const ax_t *H = &g->a[0], *W = &g->a[1];
     const int64_t NW = W->n, OW = W->o, OH = H->o;
@@ -778,7 +763,7 @@ T512 static inline __attribute__((always_inline)) void avg2d_s1_body(
         for (int64_t oh = 0; oh < OH; oh++) {
             const int64_t jl = H->jlo[oh], cnt = H->jhi[oh] > jl ? H->jhi[oh] - jl : 0;
             float *restrict yo = out + p * g->plane_out + oh * OW;
-            const double *dt = dtab + oh * OW, *rt = rtab ? rtab + oh * OW : NULL;
+            const double *dt = dtab + oh * OW;
             if (cnt == 0) { /* no element: a zero sum (the divisor is 0: the fill below) */
                 for (int64_t i = 0; i < OW; i++) yo[i] = (float)(0.0 / dt[i]);
             } else {
@@ -792,9 +777,9 @@ T512 static inline __attribute__((always_inline)) void avg2d_s1_body(
                     }
                     sl[j] = slot;
                 }
-                if (cnt == 2) ah512_quot_row(ring, RS, sl, 2, cnt, zh, dt, rt, yo, OW);
-                else if (cnt == 3) ah512_quot_row(ring, RS, sl, 3, cnt, zh, dt, rt, yo, OW);
-                else ah512_quot_row(ring, RS, sl, 0, cnt, zh, dt, rt, yo, OW);
+                if (cnt == 2) ah512_quot_row(ring, RS, sl, 2, cnt, zh, dt, yo, OW);
+                else if (cnt == 3) ah512_quot_row(ring, RS, sl, 3, cnt, zh, dt, yo, OW);
+                else ah512_quot_row(ring, RS, sl, 0, cnt, zh, dt, yo, OW);
             }
             /* A zero divisor (no element counted) gives the empty_avg value instead. */
             if (zeros)
@@ -805,11 +790,11 @@ T512 static inline __attribute__((always_inline)) void avg2d_s1_body(
 }
 
 /* float32 average, two axes, W windows of 2 or 3 with stride 1 and dilation 1, rows of at
- * least 8 windows (module.c). rtab: the reciprocals of quot_f32, or NULL (a division). */
-T512 void avg2d_s1_512(const float *x, float *out, const geo_t *g, const double *dtab, const double *rtab,
-                       int zeros, double efill, double *ring, int64_t *tags, int64_t *sl) {
-    if (g->a[1].k == 3) avg2d_s1_body(x, out, g, dtab, rtab, zeros, efill, ring, tags, sl, 3);
-    else avg2d_s1_body(x, out, g, dtab, rtab, zeros, efill, ring, tags, sl, 2);
+ * least 8 windows (module.c). */
+T512 void avg2d_s1_512(const float *x, float *out, const geo_t *g, const double *dtab, int zeros, double efill,
+                       double *ring, int64_t *tags, int64_t *sl) {
+    if (g->a[1].k == 3) avg2d_s1_body(x, out, g, dtab, zeros, efill, ring, tags, sl, 3);
+    else avg2d_s1_body(x, out, g, dtab, zeros, efill, ring, tags, sl, 2);
 }
 
 /* ------------------------------------------------------------------------------------------ */

@@ -448,7 +448,7 @@ static PyObject *py_avg_pool(PyObject *self, PyObject *args) {
         }
         pc_interrupted = 0;
         Py_BEGIN_ALLOW_THREADS
-        avg2d_s1_512((const float *)xb.buf, (float *)ob.buf, &g, dtab, rtab, zeros, efill, ring, tags, tags + R);
+        avg2d_s1_512((const float *)xb.buf, (float *)ob.buf, &g, dtab, zeros, efill, ring, tags, tags + R);
         Py_END_ALLOW_THREADS
         if (pc_interrupted || PyErr_Occurred()) {
             if (!PyErr_Occurred()) PyErr_SetString(PyExc_KeyboardInterrupt, "");
