@@ -496,7 +496,7 @@ def test_global_average_within_bound_on_wide_exponents(dtype: str) -> None:
 # Two spatial axes: float32 max pooling, values only, with windows of 3 and stride 2 along the
 # last axis (rows of >= 16 windows), and float32 average pooling with windows of 2 or 3, stride
 # and dilation 1 along the last axis (rows of >= 8 windows) have fused AVX-512 kernels (avx512.c):
-# masked first blocks, overlapping last blocks, scalar borders, whole-row NaN fallbacks. These
+# masked first blocks, overlapping or 8-wide last blocks, scalar borders, whole-row NaN fallbacks. These
 # shapes reach each of those paths (and the same shapes the portable kernels, with
 # POOLCHECK_NO_AVX512 or on CPUs without AVX-512).
 
@@ -504,6 +504,7 @@ FUSED_MAX_SPECS = [
     # (kernel, strides, pads_begin, pads_end, dilations, rounding), (H, W)
     (([3, 3], [2, 2], [1, 1], [1, 1], [1, 1], "floor"), (9, 37)),   # W1's geometry, odd width
     (([3, 3], [2, 2], [1, 1], [1, 1], [1, 1], "floor"), (7, 32)),   # 16 windows exactly
+    (([3, 3], [2, 2], [1, 1], [1, 1], [1, 1], "floor"), (4, 57)),   # 12 windows after the first 16: overlap
     (([2, 3], [1, 2], [0, 2], [1, 2], [2, 1], "ceil"), (6, 41)),    # pb 2: two masked taps; right border
     (([1, 3], [3, 2], [0, 0], [0, 1], [1, 1], "ceil"), (8, 36)),    # no left border, ceil right border
     (([4, 3], [2, 2], [3, 3], [3, 3], [1, 1], "floor"), (11, 51)),  # pb 3: scalar left border; empty rows

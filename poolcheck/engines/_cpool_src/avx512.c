@@ -587,9 +587,21 @@ T512 static inline __attribute__((always_inline)) int mw512_k3s2_row(const float
     __mmask16 nanm = 0;
     if (hi - vlo >= 16) {
         int64_t o0 = vlo;
-        for (; o0 < hi; o0 += 16) {
-            if (hi - o0 < 16) o0 = hi - 16; /* overlap: recomputes equal values */
+        while (o0 < hi) {
+            if (hi - o0 < 16 && hi - o0 > 8) o0 = hi - 16; /* overlap: recomputes equal values */
             const float *p = xr + (2 * o0 - pb);
+            if (hi - o0 < 16) {
+                /* 8 windows or fewer left: a block of 8 ending at hi (p[0 .. 16], 8-wide ops) */
+                o0 = hi - 8;
+                p = xr + (2 * o0 - pb);
+                const __m256 a8 = _mm256_loadu_ps(p), b8 = _mm256_loadu_ps(p + 8);
+                const __m256 t0 = _mm256_permutex2var_ps(a8, _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14), b8);
+                const __m256 t1 = _mm256_permutex2var_ps(a8, _mm256_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15), b8);
+                const __m256 t2 = _mm256_permutex2var_ps(t0, _mm256_setr_epi32(1, 2, 3, 4, 5, 6, 7, 8), _mm256_set1_ps(p[16]));
+                nanm = (__mmask16)(nanm | _mm256_cmp_ps_mask(a8, b8, _CMP_UNORD_Q));
+                _mm256_storeu_ps(yr + o0, _mm256_max_ps(t2, _mm256_max_ps(t1, t0)));
+                break;
+            }
             /* every element read, p[0 .. 32], is a tap of one of the 16 windows */
             const __m512 a = head && o0 == 0
                                  ? _mm512_mask_loadu_ps(_mm512_set1_ps(-__builtin_inff()), (__mmask16)(0xFFFFu << pb), p)
@@ -598,9 +610,10 @@ T512 static inline __attribute__((always_inline)) int mw512_k3s2_row(const float
             const __m512 t0 = _mm512_permutex2var_ps(a, even, b);                      /* p[2i] */
             const __m512 t1 = _mm512_permutex2var_ps(a, odd, b);                       /* p[2i + 1] */
             const __m512 t2 = _mm512_permutex2var_ps(t0, next, _mm512_set1_ps(p[32])); /* p[2i + 2] */
-            /* NaN among p[0 .. 31]; consecutive blocks cover the row, its last p[32] below */
+            /* NaN among p[0 .. 31]; the blocks cover the row, its last p[32] below */
             nanm = (__mmask16)(nanm | _mm512_cmp_ps_mask(a, b, _CMP_UNORD_Q));
             _mm512_storeu_ps(yr + o0, _mm512_max_ps(t2, _mm512_max_ps(t1, t0))); /* b > v ? b : v */
+            o0 += 16;
         }
         const float last = xr[2 * (hi - 1) - pb + 2];
         nanm = (__mmask16)(nanm | (last != last));
