@@ -9,8 +9,10 @@
  *            max 1-D k4 s4, values only                                0.21 vs 0.30 ms  +28%
  *            max 1-D k4 s4 + indices / k5 s2 + indices                  +66% / +82%
  *            global average, float32 (16 float64 lanes; W2)            0.0195 vs 0.0255 ms +23%
- *            max 2-D k3 s2 values only (fused k3 s2 kernel; W1)         0.178 vs 0.225 ms  +26%
- *            average 2-D k3 s1 p1 (fused float64 kernel; W3)           0.546 vs 0.816 ms  +49%
+ *            max 2-D k3 s2 values only (fused k3 s2 kernel; W1)         0.164 vs 0.217 ms  +32%
+ *              (+35% to +64% in other rounds)
+ *            average 2-D k3 s1 p1, float32 (fused kernel, float64 sums; W3) 0.50 vs 0.77 ms +54%
+ *              (+41% to +88% in other rounds)
  *   dropped  max 2-D values only, generic ring kernel (k3 s2 p1, k3 d2 s1 p2) 37% slower / level
  *            max 3-D k2 s2 values only                                 15-35% slower
  *            max 1-D k3 s1 p1 values only                              18% slower
