@@ -24,6 +24,7 @@ import os
 import subprocess
 import sys
 import threading
+import zlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -489,3 +490,140 @@ def test_global_average_within_bound_on_wide_exponents(dtype: str) -> None:
         c = c_engine.avg_pool(x, geom, spec.exclude_pad, Policy())
         n = numpy_engine.avg_pool(x, geom, spec.exclude_pad, Policy())
         assert_avg_within_bound(Case(spec, shape, geom, x, Policy(), None), c, n)
+
+
+# --------------------------------------------------------------------------- fused 2-D kernels
+# Two spatial axes: float32 max pooling, values only, with windows of 3 and stride 2 along the
+# last axis (rows of >= 16 windows), and float32 average pooling with windows of 2 or 3, stride
+# and dilation 1 along the last axis (rows of >= 8 windows) have fused AVX-512 kernels (avx512.c):
+# masked first blocks, overlapping or 8-wide last blocks, scalar borders, whole-row NaN fallbacks. These
+# shapes reach each of those paths (and the same shapes the portable kernels, with
+# POOLCHECK_NO_AVX512 or on CPUs without AVX-512).
+
+FUSED_MAX_SPECS = [
+    # (kernel, strides, pads_begin, pads_end, dilations, rounding), (H, W)
+    (([3, 3], [2, 2], [1, 1], [1, 1], [1, 1], "floor"), (9, 37)),   # W1's geometry, odd width
+    (([3, 3], [2, 2], [1, 1], [1, 1], [1, 1], "floor"), (7, 32)),   # 16 windows exactly
+    (([3, 3], [2, 2], [1, 1], [1, 1], [1, 1], "floor"), (4, 57)),   # 12 windows after the first 16: overlap
+    (([2, 3], [1, 2], [0, 2], [1, 2], [2, 1], "ceil"), (6, 41)),    # pb 2: two masked taps; right border
+    (([1, 3], [3, 2], [0, 0], [0, 1], [1, 1], "ceil"), (8, 36)),    # no left border, ceil right border
+    (([4, 3], [2, 2], [3, 3], [3, 3], [1, 1], "floor"), (11, 51)),  # pb 3: scalar left border; empty rows
+    (([3, 3], [2, 2], [1, 1], [1, 1], [1, 1], "floor"), (5, 30)),   # 15 windows: the portable path
+]
+FUSED_AVG_SPECS = [
+    # (kernel, strides, pads_begin, pads_end, exclude_pad, rounding), (H, W)
+    (([3, 3], [1, 1], [1, 1], [1, 1], True, "floor"), (7, 13)),     # W3's geometry, odd width
+    (([3, 3], [1, 1], [1, 1], [1, 1], False, "floor"), (6, 8)),     # 8 windows exactly
+    (([2, 2], [2, 1], [1, 1], [1, 2], True, "ceil"), (7, 17)),      # windows of 2; right padding
+    (([3, 3], [1, 1], [0, 0], [0, 2], False, "floor"), (5, 12)),    # padding on the right only
+    (([4, 3], [3, 1], [2, 2], [3, 2], True, "ceil"), (9, 11)),      # windows with no element
+    (([1, 2], [1, 1], [0, 0], [0, 0], False, "floor"), (3, 9)),     # no padding at all
+    (([3, 3], [1, 1], [1, 1], [1, 1], True, "floor"), (4, 7)),      # 7 windows: the portable path
+]
+
+
+def _fused_max_spec(p: tuple) -> S.PoolSpec:  # type: ignore[type-arg]
+    kernel, strides, pb, pe, dil, rounding = p
+    return S.PoolSpec("max", tuple(kernel), tuple(strides), tuple(pb), tuple(pe), tuple(dil), rounding, "explicit")
+
+
+def _fused_avg_spec(p: tuple) -> S.PoolSpec:  # type: ignore[type-arg]
+    kernel, strides, pb, pe, excl, rounding = p
+    return S.PoolSpec("avg", tuple(kernel), tuple(strides), tuple(pb), tuple(pe), (1, 1), rounding, "explicit",
+                      exclude_pad=excl)
+
+
+def _oracle_axes(geom: S.Geometry) -> list:  # type: ignore[type-arg]
+    import oracle
+
+    return [oracle.Axis(a.size, a.kernel, a.stride, a.dilation, a.pad_begin, a.pad_end, a.out) for a in geom.axes]
+
+
+@pytest.mark.parametrize(("params", "hw"), FUSED_MAX_SPECS)
+@pytest.mark.parametrize("mode", ["normal", "ties", "finite"])
+def test_fused_max_k3s2_matches_numpy_and_oracle(params: tuple, hw: tuple[int, int], mode: str) -> None:  # type: ignore[type-arg]
+    """Values only: bit for bit the C engine's values with indices (which are the NumPy engine's
+    bit for bit), equal values to the NumPy engine and to the loop oracle."""
+    import oracle
+
+    spec = _fused_max_spec(params)
+    shape = (2, 3, *hw)
+    geom = S.resolve(spec, shape)
+    rng = np.random.default_rng(zlib.crc32(repr((params, hw, mode)).encode()))
+    x = make_input(rng, shape, np.dtype(np.float32), mode)
+    if mode == "ties":
+        x[0, 0] = np.where(rng.random(hw) < 0.5, np.float32(-0.0), np.float32(0.0))  # a plane of zeros only
+    layout = S.index_layout(spec, shape)
+    for nan in ("propagate", "ignore", "first"):
+        policy = Policy(nan=nan)
+        cv, _ = c_engine.max_pool(x, geom, None, policy)
+        wv, _ = c_engine.max_pool(x, geom, layout, policy)
+        nv, _ = numpy_engine.max_pool(x, geom, layout, policy)
+        assert_same_bits(cv, wv, f"values only vs with indices nan={nan}")
+        assert_same_bits(cv, nv, f"values nan={nan}")
+        ov, _ = oracle.max_pool_loops(x, _oracle_axes(geom), lambda n, c, pos: 0, policy)
+        assert_equal_values(cv, ov, f"oracle values nan={nan}")
+
+
+@pytest.mark.parametrize(("params", "hw"), FUSED_AVG_SPECS)
+@pytest.mark.parametrize("mode", ["normal", "ties", "finite", "wide"])
+def test_fused_avg_matches_numpy_and_oracle(params: tuple, hw: tuple[int, int], mode: str) -> None:  # type: ignore[type-arg]
+    """float64 sums in the NumPy engine's order: identical bits (NaN where NaN); the loop
+    oracle's exact sums give the same values where float64 sums are exact (small integers)."""
+    import oracle
+
+    spec = _fused_avg_spec(params)
+    shape = (2, 3, *hw)
+    geom = S.resolve(spec, shape)
+    rng = np.random.default_rng(zlib.crc32(repr((params, hw, mode)).encode()))
+    if mode == "wide":  # exponents 2^-140 .. 2^120: float64 sums round, subnormal float32 quotients
+        x = (rng.standard_normal(shape) * np.exp2(rng.integers(-140, 120, shape))).astype(np.float32)
+        x[0, 1] = -0.0
+    else:
+        x = make_input(rng, shape, np.dtype(np.float32), mode)
+    if mode == "ties":
+        x[1, 2] = np.where(rng.random(hw) < 0.5, np.float32(-0.0), np.float32(0.0))
+    for divisor in ("attribute", "full", "valid"):
+        for empty_avg in ("zero", "nan"):
+            policy = Policy(divisor=divisor, empty_avg=empty_avg)
+            c = c_engine.avg_pool(x, geom, spec.exclude_pad, policy)
+            n = numpy_engine.avg_pool(x, geom, spec.exclude_pad, policy)
+            assert_same_bits(c, n, f"averages divisor={divisor} empty={empty_avg}", any_nan=True)
+            if mode == "ties":
+                o = oracle.avg_pool_loops(x, _oracle_axes(geom), spec.exclude_pad, policy)
+                assert_equal_values(c, o, f"oracle averages divisor={divisor}")
+
+
+def test_fused_kernels_agree_with_portable_in_process() -> None:
+    """The fused AVX-512 kernels and the portable ones, switched in one process: same bits."""
+    from poolcheck.engines import _cpool
+
+    try:
+        original = _cpool._set_avx512(True)
+    except ValueError as exc:
+        assert "not available" in str(exc)
+        pytest.skip("no AVX-512 kernels on this CPU or build")
+    rng = np.random.default_rng(5)
+    try:
+        for mode in ("normal", "ties"):
+            for p, hw in FUSED_MAX_SPECS:
+                spec = _fused_max_spec(p)
+                geom = S.resolve(spec, (1, 4, *hw))
+                x = make_input(rng, (1, 4, *hw), np.dtype(np.float32), mode)
+                for nan in ("propagate", "ignore"):
+                    _cpool._set_avx512(True)
+                    fast, _ = c_engine.max_pool(x, geom, None, Policy(nan=nan))
+                    _cpool._set_avx512(False)
+                    slow, _ = c_engine.max_pool(x, geom, None, Policy(nan=nan))
+                    assert_same_bits(fast, slow, f"max {hw} nan={nan}")
+            for p, hw in FUSED_AVG_SPECS:
+                spec = _fused_avg_spec(p)
+                geom = S.resolve(spec, (1, 4, *hw))
+                x = make_input(rng, (1, 4, *hw), np.dtype(np.float32), mode)
+                _cpool._set_avx512(True)
+                fast = c_engine.avg_pool(x, geom, spec.exclude_pad, Policy())
+                _cpool._set_avx512(False)
+                slow = c_engine.avg_pool(x, geom, spec.exclude_pad, Policy())
+                assert_same_bits(fast, slow, f"avg {hw}", any_nan=True)
+    finally:
+        _cpool._set_avx512(original)

@@ -1,5 +1,5 @@
 /*
- * AVX-512 versions of float32 kernels (max pooling, global average), kept where they beat the portable kernels
+ * AVX-512 versions of float32 kernels (max pooling, averages), kept where they beat the portable kernels
  * (x86-64-v3 clones) by at least 20%, measured side by side in one process with
  * _cpool._set_avx512 (AMD EPYC, single thread, medians of 5 alternating rounds):
  *
@@ -9,10 +9,14 @@
  *            max 1-D k4 s4, values only                                0.21 vs 0.30 ms  +28%
  *            max 1-D k4 s4 + indices / k5 s2 + indices                  +66% / +82%
  *            global average, float32 (16 float64 lanes; W2)            0.0195 vs 0.0255 ms +23%
- *   dropped  max 2-D values only (k3 s2 p1, k3 d2 s1 p2)               37% slower / level
+ *            max 2-D k3 s2 values only (fused k3 s2 kernel; W1)         0.164 vs 0.217 ms  +32%
+ *              (+35% to +64% in other rounds)
+ *            average 2-D k3 s1 p1, float32 (fused kernel, float64 sums; W3) 0.50 vs 0.77 ms +54%
+ *              (+41% to +88% in other rounds)
+ *   dropped  max 2-D values only, generic ring kernel (k3 s2 p1, k3 d2 s1 p2) 37% slower / level
  *            max 3-D k2 s2 values only                                 15-35% slower
  *            max 1-D k3 s1 p1 values only                              18% slower
- *            the other average kernels: fused 2-D (W3 8-25% slower), staged
+ *            the other average kernels: an earlier fused 2-D (W3 8-25% slower), staged
  *            1-D/3-D and stride-2 (within +-10%, no consistent gain)
  *
  * The stride is a compile-time constant (1, 2, and 4 with windows of 4), the kernel size a
@@ -24,6 +28,7 @@
 #if POOLCHECK_AVX512
 DEF_MAX_BORDER(f32p, float, uint32_t, SBETTER_PROP)
 DEF_MAX_BORDER(f32i, float, uint32_t, SBETTER_IGN)
+DEF_AVG_ROWS(f32, float)
 #endif
 
 /* ------------------------------------------------------------------------------------------ */
@@ -550,11 +555,263 @@ T512 void max2d_512(const float *x, float *out, int64_t *pos, const geo_t *g, co
     else if (s == 2) MAX2D(WP, IG, 2, 0);                                                       \
     else if (s == 4 && k == 4) MAX2D(WP, IG, 4, 4);                                             \
     else MAX2D(WP, IG, s, 0);
-    /* With positions only: values-only 2-D pooling is faster in the portable kernels. */
+    /* With positions only: values only, windows of 3 with stride 2 have max2d_k3s2_512; other
+     * values-only 2-D pooling is faster in the portable kernels. */
     if (!ign) { MAX2D_CASES(1, 0) } else { MAX2D_CASES(1, 1) }
 #undef MAX2D_CASES
 #undef MAX2D
 }
+/* ------------------------------------------------------------------------------------------ */
+/* Two spatial axes, fused, values only, windows of 3 with stride 2 along W (float32 max).    */
+/* Each input row is reduced along W once into the ring (16 windows from four loads and three */
+/* vpermt2ps: the taps 2o, 2o + 1, 2o + 2 of the block), then each output row combines its    */
+/* ring rows in tap order (max2d_512_row): the staged path's operations in its order, W first */
+/* (ties between +0.0 and -0.0 resolve as in the row-major scan).                             */
+
+/* One input row -> its OW window maxima, blocks of 16 windows. When the first windows reach
+ * at most 2 elements before the row, the first block loads them masked, the missing taps read
+ * as -inf: a strict '>' scan never takes a -inf over a valid tap, and a window whose valid
+ * taps are all -inf gets -inf either way (the same bits). Any NaN in the row sends the whole
+ * row through the exact scalar code of the policy; other border windows take it too.
+ * Returns whether any result may be NaN. */
+T512 static inline __attribute__((always_inline)) int mw512_k3s2_row(const float *restrict xr,
+                                                                     float *restrict yr,
+                                                                     const ax_t *restrict A,
+                                                                     const int ign) {
+    const int64_t lo = A->lo, hi = A->hi, O = A->o, pb = A->pb;
+    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+    /* the masked first block: windows 0..15, all but the first reach inside (pb <= 2) */
+    const int head = lo > 0 && pb <= 2 && hi >= 16;
+    const int64_t vlo = head ? 0 : lo;
+    /* p[2i + 2]: the evens shifted by one lane, the last one p[32] */
+    const __m512i next = _mm512_setr_epi32(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16);
+    __mmask16 nanm = 0;
+    if (hi - vlo >= 16) {
+        int64_t o0 = vlo;
+        while (o0 < hi) {
+            if (hi - o0 < 16 && hi - o0 > 8) o0 = hi - 16; /* overlap: recomputes equal values */
+            const float *p = xr + (2 * o0 - pb);
+            if (hi - o0 < 16) {
+                /* 8 windows or fewer left: a block of 8 ending at hi (p[0 .. 16], 8-wide ops) */
+                o0 = hi - 8;
+                p = xr + (2 * o0 - pb);
+                const __m256 a8 = _mm256_loadu_ps(p), b8 = _mm256_loadu_ps(p + 8);
+                const __m256 t0 = _mm256_permutex2var_ps(a8, _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14), b8);
+                const __m256 t1 = _mm256_permutex2var_ps(a8, _mm256_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15), b8);
+                const __m256 t2 = _mm256_permutex2var_ps(t0, _mm256_setr_epi32(1, 2, 3, 4, 5, 6, 7, 8), _mm256_set1_ps(p[16]));
+                nanm = (__mmask16)(nanm | _mm256_cmp_ps_mask(a8, b8, _CMP_UNORD_Q));
+                _mm256_storeu_ps(yr + o0, _mm256_max_ps(t2, _mm256_max_ps(t1, t0)));
+                break;
+            }
+            /* every element read, p[0 .. 32], is a tap of one of the 16 windows */
+            const __m512 a = head && o0 == 0
+                                 ? _mm512_mask_loadu_ps(_mm512_set1_ps(-__builtin_inff()), (__mmask16)(0xFFFFu << pb), p)
+                                 : _mm512_loadu_ps(p);
+            const __m512 b = _mm512_loadu_ps(p + 16);
+            const __m512 t0 = _mm512_permutex2var_ps(a, even, b);                      /* p[2i] */
+            const __m512 t1 = _mm512_permutex2var_ps(a, odd, b);                       /* p[2i + 1] */
+            const __m512 t2 = _mm512_permutex2var_ps(t0, next, _mm512_set1_ps(p[32])); /* p[2i + 2] */
+            /* NaN among p[0 .. 31]; the blocks cover the row, its last p[32] below */
+            nanm = (__mmask16)(nanm | _mm512_cmp_ps_mask(a, b, _CMP_UNORD_Q));
+            _mm512_storeu_ps(yr + o0, _mm512_max_ps(t2, _mm512_max_ps(t1, t0))); /* b > v ? b : v */
+            o0 += 16;
+        }
+        const float last = xr[2 * (hi - 1) - pb + 2];
+        nanm = (__mmask16)(nanm | (last != last));
+    }
+    int nan = 0;
+    if (__builtin_expect(nanm != 0, 0)) {
+        /* a NaN among the row's taps: the whole row by the exact scan */
+        if (ign) mw_brow_f32i(xr, yr, NULL, A, 0, 0, 0, O);
+        else mw_brow_f32p(xr, yr, NULL, A, 0, 0, 0, O);
+        return 1;
+    }
+    /* the other border windows and short rows: exact scalar scan; a NaN result sends the
+     * row's output rows through the NaN-aware combine */
+    const int vec = hi - vlo >= 16;
+    for (int part = 0; part < 3; part++) {
+        const int64_t u0 = part == 0 ? 0 : part == 1 ? (vec ? hi : lo) : hi;
+        const int64_t u1 = part == 0 ? vlo : part == 1 ? hi : O;
+        if (u1 <= u0) continue;
+        if (ign) mw_brow_f32i(xr, yr, NULL, A, 0, 0, u0, u1);
+        else mw_brow_f32p(xr, yr, NULL, A, 0, 0, u0, u1);
+        for (int64_t o = u0; o < u1; o++) nan |= yr[o] != yr[o];
+    }
+    return nan;
+}
+
+T512 static inline __attribute__((always_inline)) void max2d_k3s2_body(
+    const float *restrict x, float *restrict out, const geo_t *g, float *restrict ring,
+    int64_t *restrict tags, int64_t *restrict hrow, int64_t *restrict sl, const int ign) {
+    const ax_t *H = &g->a[0], *W = &g->a[1];
+    const int64_t NW = W->n, OW = W->o, OH = H->o;
+    const int64_t R = ring_rows(H), RS = (OW + 15) & ~(int64_t)15;
+    int64_t *restrict snan = tags + R; /* per slot: its row's maxima may hold a NaN */
+    for (int64_t p = 0; p < g->nc; p++) {
+        if (poll_interrupt()) break;
+        const float *xp = x + p * g->plane_in;
+        for (int64_t r = 0; r < R; r++) tags[r] = -1;
+        for (int64_t oh = 0; oh < OH; oh++) {
+            const int64_t jl = H->jlo[oh], cnt = H->jhi[oh] > jl ? H->jhi[oh] - jl : 0;
+            float *restrict yo = out + p * g->plane_out + oh * OW;
+            if (cnt == 0) { /* no element: filled at the end */
+                memset(yo, 0, (size_t)OW * sizeof(float));
+                continue;
+            }
+            int nc = 0;
+            for (int64_t j = 0; j < cnt; j++) {
+                const int64_t h = oh * H->s - H->pb + (jl + j) * H->d;
+                const int64_t slot = h & (R - 1);
+                if (tags[slot] != h) {
+                    snan[slot] = mw512_k3s2_row(xp + h * NW, ring + slot * RS, W, ign);
+                    tags[slot] = h;
+                }
+                nc |= (int)snan[slot];
+                hrow[j] = h;
+                sl[j] = slot;
+            }
+#define MAX2D_ROW(C, NCV) max2d_512_row(ring, NULL, RS, sl, hrow, yo, NULL, OW, C, cnt, 0, 0, ign, NCV)
+            if (nc) {
+                if (cnt == 2) MAX2D_ROW(2, 1);
+                else if (cnt == 3) MAX2D_ROW(3, 1);
+                else MAX2D_ROW(0, 1);
+            } else {
+                if (cnt == 2) MAX2D_ROW(2, 0);
+                else if (cnt == 3) MAX2D_ROW(3, 0);
+                else MAX2D_ROW(0, 0);
+            }
+#undef MAX2D_ROW
+        }
+    }
+}
+
+/* Values only; W windows of 3, stride 2, dilation 1; rows of at least 16 windows (module.c). */
+T512 void max2d_k3s2_512(const float *x, float *out, const geo_t *g, float *ring, int64_t *tags, int64_t *hrow,
+                         int64_t *sl, int ign) {
+    if (ign) max2d_k3s2_body(x, out, g, ring, tags, hrow, sl, 1);
+    else max2d_k3s2_body(x, out, g, ring, tags, hrow, sl, 0);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Two spatial axes, fused, average pooling, float32 in and out, stride 1 along W. The sums   */
+/* are the staged path's float64 sums in its order (each W window's taps in order, then its   */
+/* zadd; each H window's row sums in order, then its zadd), vectorised ACROSS windows: 8      */
+/* windows per vector, each lane one window's own sequence of additions, so every sum has the */
+/* same bits. Each input row is summed once into a ring of float64 rows; each output row      */
+/* adds its ring rows and is divided at once, then rounded once to float32.                   */
+
+/* Elements [e0, e0 + 8) of a row of n, widened to float64; those outside [0, n) read as -0.0,
+ * the identity of addition (x + -0.0 and -0.0 + x are x for every x), so a window's sum over
+ * them is the sum over its valid taps in order. */
+T512 static inline __m512d wide8(const float *xr, int64_t e0, int64_t n) {
+    if (e0 >= 0 && e0 + 8 <= n) return _mm512_cvtps_pd(_mm256_loadu_ps(xr + e0));
+    const int64_t a = e0 < 0 ? (-e0 < 8 ? -e0 : 8) : 0, b = n - e0 < 8 ? (n - e0 > 0 ? n - e0 : 0) : 8;
+    const __mmask8 m = b > a ? (__mmask8)(((1u << b) - 1u) & ~((1u << a) - 1u)) : (__mmask8)0;
+    const float *p = (const float *)((uintptr_t)xr + (uintptr_t)(e0 * (int64_t)sizeof(float)));
+    return _mm512_cvtps_pd(_mm256_mask_loadu_ps(_mm256_set1_ps(-0.0f), m, p));
+}
+
+/* One input row -> its OW float64 window sums into a ring row of at least OW rounded up to 8
+ * (the lanes past OW are never read), windows of K = 2 or 3 taps with dilation 1 and stride 1:
+ * each 8 elements widened once, a window's taps in order are shifts of two such vectors.
+ * wz: add the W axis's zadd; the caller skips it when the H axis adds +0.0 at the end: +0.0
+ * only turns a -0.0 partial sum into +0.0, which changes no later nonzero sum (x + y with x a
+ * zero of either sign is y when y is nonzero), and every zero final sum becomes +0.0 by the H
+ * axis's +0.0 either way, so the final sums have the same bits. A window with no valid tap
+ * sums to -0.0 instead of the staged path's 0.0: the same argument when wz is 0; when wz is 1
+ * its zadd is +0.0 (an axis with an empty window starts its sums from +0.0, see zinit). */
+T512 static inline __attribute__((always_inline)) void aw512_s1_row(const float *restrict xr,
+                                                                    double *restrict yr,
+                                                                    const ax_t *restrict A,
+                                                                    const int64_t K, const int wz) {
+    const int64_t O = A->o, pb = A->pb, n = A->n;
+    const __m512d zadd = _mm512_set1_pd(A->zinit ? 0.0 : -0.0);
+    __m512d e0 = wide8(xr, -pb, n);
+    for (int64_t o0 = 0; o0 < O; o0 += 8) {
+        const __m512d e1 = wide8(xr, o0 + 8 - pb, n);
+        __m512d v = _mm512_add_pd(e0, _mm512_castsi512_pd(_mm512_alignr_epi64(_mm512_castpd_si512(e1),
+                                                                              _mm512_castpd_si512(e0), 1)));
+        if (K == 3)
+            v = _mm512_add_pd(v, _mm512_castsi512_pd(_mm512_alignr_epi64(_mm512_castpd_si512(e1),
+                                                                         _mm512_castpd_si512(e0), 2)));
+        if (wz) v = _mm512_add_pd(v, zadd);
+        _mm512_storeu_pd(yr + o0, v);
+        e0 = e1;
+    }
+}
+
+/* One output row: CNT ring rows (CNT constant, 0: cnt) added in order, + zadd, one division
+ * (vdivpd: measured faster here than quot_f32's multiply-adds, with the same bits), one
+ * rounding to float32. */
+T512 static inline __attribute__((always_inline)) void ah512_quot_row(
+    const double *restrict ring, int64_t RS, const int64_t *restrict sl, const int64_t CNT, int64_t cnt,
+    double zh, const double *restrict dt, float *restrict yo, int64_t OW) {
+    const int64_t c = CNT ? CNT : cnt;
+    const __m512d zadd = _mm512_set1_pd(zh);
+    const double *r0 = ring + sl[0] * RS, *r1 = c > 1 ? ring + sl[1] * RS : NULL;
+    const double *r2 = c > 2 ? ring + sl[2] * RS : NULL;
+    for (int64_t i0 = 0; i0 < OW; i0 += 8) {
+        if (OW - i0 < 8) i0 = OW - 8; /* overlap: recomputes equal values */
+        __m512d v = _mm512_loadu_pd(r0 + i0);
+        if (c > 1) v = _mm512_add_pd(v, _mm512_loadu_pd(r1 + i0));
+        if (c > 2) v = _mm512_add_pd(v, _mm512_loadu_pd(r2 + i0));
+        for (int64_t j = 3; j < c; j++) v = _mm512_add_pd(v, _mm512_loadu_pd(ring + sl[j] * RS + i0));
+        v = _mm512_add_pd(v, zadd);
+        /* "The output of each pooling window is divided by the number of elements". */
+        _mm256_storeu_ps(yo + i0, _mm512_cvtpd_ps(_mm512_div_pd(v, _mm512_loadu_pd(dt + i0))));
+    }
+}
+
+T512 static inline __attribute__((always_inline)) void avg2d_s1_body(
+    const float *restrict x, float *restrict out, const geo_t *g, const double *restrict dtab,
+    int zeros, double efill, double *restrict ring, int64_t *restrict tags,
+    int64_t *restrict sl, const int64_t K) {
+    const ax_t *H = &g->a[0], *W = &g->a[1];
+    const int64_t NW = W->n, OW = W->o, OH = H->o;
+    const int64_t R = ring_rows(H), RS = (OW + 7) & ~(int64_t)7;
+    const double zh = H->zinit ? 0.0 : -0.0;
+    for (int64_t p = 0; p < g->nc; p++) {
+        if (poll_interrupt()) break;
+        const float *xp = x + p * g->plane_in;
+        for (int64_t r = 0; r < R; r++) tags[r] = -1;
+        for (int64_t oh = 0; oh < OH; oh++) {
+            const int64_t jl = H->jlo[oh], cnt = H->jhi[oh] > jl ? H->jhi[oh] - jl : 0;
+            float *restrict yo = out + p * g->plane_out + oh * OW;
+            const double *dt = dtab + oh * OW;
+            if (cnt == 0) { /* no element: a zero sum (the divisor is 0: the fill below) */
+                for (int64_t i = 0; i < OW; i++) yo[i] = (float)(0.0 / dt[i]);
+            } else {
+                for (int64_t j = 0; j < cnt; j++) {
+                    const int64_t h = oh * H->s - H->pb + (jl + j) * H->d;
+                    const int64_t slot = h & (R - 1);
+                    if (tags[slot] != h) {
+                        if (H->zinit) aw512_s1_row(xp + h * NW, ring + slot * RS, W, K, 0);
+                        else aw512_s1_row(xp + h * NW, ring + slot * RS, W, K, 1);
+                        tags[slot] = h;
+                    }
+                    sl[j] = slot;
+                }
+                if (cnt == 2) ah512_quot_row(ring, RS, sl, 2, cnt, zh, dt, yo, OW);
+                else if (cnt == 3) ah512_quot_row(ring, RS, sl, 3, cnt, zh, dt, yo, OW);
+                else ah512_quot_row(ring, RS, sl, 0, cnt, zh, dt, yo, OW);
+            }
+            /* A zero divisor (no element counted) gives the empty_avg value instead. */
+            if (zeros)
+                for (int64_t i = 0; i < OW; i++)
+                    if (dt[i] == 0.0) yo[i] = (float)efill;
+        }
+    }
+}
+
+/* float32 average, two axes, W windows of 2 or 3 with stride 1 and dilation 1, rows of at
+ * least 8 windows (module.c). */
+T512 void avg2d_s1_512(const float *x, float *out, const geo_t *g, const double *dtab, int zeros, double efill,
+                       double *ring, int64_t *tags, int64_t *sl) {
+    if (g->a[1].k == 3) avg2d_s1_body(x, out, g, dtab, zeros, efill, ring, tags, sl, 3);
+    else avg2d_s1_body(x, out, g, dtab, zeros, efill, ring, tags, sl, 2);
+}
+
 /* ------------------------------------------------------------------------------------------ */
 /* Global average pooling, float32: each plane summed in 16 interleaved float64 lanes (two     */
 /* vectors of 8, from -0.0; the last partial block adds only its valid lanes), then reduced;    */

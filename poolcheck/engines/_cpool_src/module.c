@@ -207,14 +207,18 @@ static PyObject *py_max_pool(PyObject *self, PyObject *args) {
     }
     /* The AVX-512 kernels where they pay (see avx512.c): with positions, any rank (two axes
      * with rows of at least 16 windows: the fused ring-buffer kernel); values only, one axis
-     * with windows of 4 and stride 4. */
+     * with windows of 4 and stride 4, or two axes with windows of 3 and stride 2 along the
+     * last (the fused k3 s2 kernel). */
     const ax_t *last = &g.a[g.r - 1];
     const int simd = POOLCHECK_AVX512 && use_avx512 && !direct && tcode == T_F32 && geo_small(&g) &&
                      (withpos || (g.r == 1 && last->k == 4 && last->s == 4 && last->d == 1));
     const int fused = simd && withpos && g.r == 2 && g.a[1].o >= 16;
+    /* Values only, two axes, W windows of 3 with stride 2: the fused k3 s2 kernel. */
+    const int k3s2 = POOLCHECK_AVX512 && use_avx512 && !direct && !withpos && tcode == T_F32 && g.r == 2 &&
+                     geo_small(&g) && last->k == 3 && last->s == 2 && last->d == 1 && last->o >= 16;
     void *ring = NULL;
     int64_t *qring = NULL, *tags = NULL, *hrow = NULL, *sl = NULL;
-    if (fused) {
+    if (fused || k3s2) {
         const int64_t R = ring_rows(&g.a[0]), RS = (g.a[1].o + 15) & ~(int64_t)15;
         ring = scratch_get(S_RING, (size_t)(R * RS) * sizeof(float));
         if (withpos) qring = (int64_t *)scratch_get(S_QRING, (size_t)(R * RS) * sizeof(int64_t));
@@ -229,7 +233,7 @@ static PyObject *py_max_pool(PyObject *self, PyObject *args) {
             goto done;
         }
     }
-    if (!direct && !fused) {
+    if (!direct && !fused && !k3s2) {
         chunk = chunk_planes(&g, isz + (withpos ? 8 : 0));
         int64_t tsz = stage_max(&g) * chunk;
         t0 = scratch_get(S_T0, (size_t)(tsz * isz));
@@ -254,6 +258,11 @@ static PyObject *py_max_pool(PyObject *self, PyObject *args) {
         switch (tcode) {
             case T_F32:
 #if POOLCHECK_AVX512
+                if (k3s2) {
+                    max2d_k3s2_512((const float *)xb.buf, (float *)ob.buf, &g, (float *)ring, tags, hrow, sl,
+                                   nan_mode == NAN_IGNORE);
+                    break;
+                }
                 if (fused) {
                     max2d_512((const float *)xb.buf, (float *)ob.buf, pos, &g, w, (float *)ring, qring,
                               tags, hrow, sl, nan_mode == NAN_IGNORE);
@@ -374,7 +383,11 @@ static PyObject *py_avg_pool(PyObject *self, PyObject *args) {
     /* float32 averages divide with FMA (portable.c, quot_f32) given reciprocals: on CPUs with
      * it and for divisors below 2^51 (each a product of counts, so any divisor then fits). */
     double *rtab = NULL;
-    if (kind == A_F32 && quot_fma_available()) {
+    /* float32, two axes, W windows of 2 or 3, stride and dilation 1: the fused AVX-512 kernel
+     * (avx512.c), which divides with vdivpd and needs no reciprocals. */
+    const int fused2d = POOLCHECK_AVX512 && use_avx512 && kind == A_F32 && g.r == 2 && g.a[1].s == 1 &&
+                        g.a[1].d == 1 && (g.a[1].k == 2 || g.a[1].k == 3) && g.a[1].o >= 8 && geo_small(&g);
+    if (kind == A_F32 && !fused2d && quot_fma_available()) {
         rtab = (double *)scratch_get(S_RTAB, (size_t)g.plane_out * sizeof(double));
         cnt_ok = cnt_ok && rtab != NULL;
     }
@@ -425,6 +438,28 @@ static PyObject *py_avg_pool(PyObject *self, PyObject *args) {
         result = Py_None;
         goto done;
     }
+#if POOLCHECK_AVX512
+    if (fused2d) {
+        const int64_t R = ring_rows(&g.a[0]), RS = (g.a[1].o + 7) & ~(int64_t)7;
+        double *ring = (double *)scratch_get(S_RING, (size_t)(R * RS) * sizeof(double));
+        int64_t *tags = (int64_t *)scratch_get(S_Q0, (size_t)(R + g.a[0].k) * sizeof(int64_t));
+        if (!ring || !tags) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        pc_interrupted = 0;
+        Py_BEGIN_ALLOW_THREADS
+        avg2d_s1_512((const float *)xb.buf, (float *)ob.buf, &g, dtab, zeros, efill, ring, tags, tags + R);
+        Py_END_ALLOW_THREADS
+        if (pc_interrupted || PyErr_Occurred()) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_KeyboardInterrupt, "");
+            goto done;
+        }
+        Py_INCREF(Py_None);
+        result = Py_None;
+        goto done;
+    }
+#endif
     const int64_t chunk = chunk_planes(&g, 8);
     const int64_t tsz = stage_max(&g) * chunk;
     t0 = (double *)scratch_get(S_T0, (size_t)tsz * sizeof(double));
