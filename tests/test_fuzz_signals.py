@@ -13,6 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from poolcheck.fuzz import session
+from poolcheck.fuzz.session import FuzzOptions, request_stop, run_sessions
+
 PLANTED = Path(__file__).parent / "planted_peers"
 
 
@@ -64,3 +67,25 @@ def test_a_stopped_campaign_keeps_its_finds_and_writes_reports(tmp_path: Path, s
     assert data["interrupted"] is True
     assert data["fuzz"]["new"], "the interrupted result lists the divergences found"
     assert not list(tmp_path.glob(".hypothesis")) and not (tmp_path / "fuzz-cases").exists()
+
+
+def test_a_stop_request_ends_the_campaign_even_when_its_interrupt_was_dropped() -> None:
+    """Python drops a KeyboardInterrupt raised while a gc callback runs ("Exception ignored in:
+    ... gc_callback", hypothesis installs one), which once left a SIGTERMed campaign running to
+    its budget. The signal handler also records the stop; the session honours it at the next
+    example. Here the stop is requested with no exception at all, as if it had been dropped."""
+    requested_at: list[int] = []
+
+    def on_progress(p: session.Progress) -> None:
+        if not requested_at:
+            requested_at.append(p.examples)
+            request_stop()
+
+    options = FuzzOptions(ops=("max",), seed=0, isolated=False, max_examples=2000, oracles=frozenset({"engines"}))
+    try:
+        result = run_sessions(options, on_progress=on_progress)[0]
+    finally:
+        session._STOP.clear()
+    assert requested_at, "the session reported no progress"
+    assert result.interrupted
+    assert result.progress.examples <= requested_at[0] + 1

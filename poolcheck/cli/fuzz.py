@@ -34,7 +34,7 @@ from poolcheck.cli.common import (
 from poolcheck.corpus import KNOWN_DIR
 from poolcheck.errors import AttributeValueError
 from poolcheck.fuzz.cluster import check_address, run_fuzz
-from poolcheck.fuzz.session import ORACLES, FuzzOptions, Progress, resolve_peer_list
+from poolcheck.fuzz.session import ORACLES, FuzzOptions, Progress, request_stop, resolve_peer_list
 from poolcheck.fuzz.strategies import ALL_DTYPES, CONVENTIONS, OP_NAMES, check_arguments
 from poolcheck.peers.registry import BUILTIN_PEERS, parse_peer_list
 from poolcheck.report import console as console_report
@@ -47,6 +47,7 @@ def register(app: typer.Typer) -> None:
 
 
 def _interrupt(signum: int, frame: object) -> None:
+    request_stop()  # survives a KeyboardInterrupt that Python drops inside a gc callback
     raise KeyboardInterrupt
 
 
@@ -178,6 +179,8 @@ def fuzz(
     # SIGTERM (a CI job cancelled, `kill PID`) ends the campaign like Ctrl-C: what was found is
     # already saved, and the summary and reports are still written.
     signal.signal(signal.SIGTERM, _interrupt)
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # not where SIGINT is ignored
+        signal.signal(signal.SIGINT, _interrupt)
     with user_errors():
         if progress and console.is_terminal:
             live = Live(Text("starting ..."), console=console, refresh_per_second=4, transient=False)

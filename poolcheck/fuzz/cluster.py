@@ -56,6 +56,7 @@ from poolcheck.fuzz.session import (
     Progress,
     Session,
     SessionResult,
+    raise_if_stopped,
     resolve_peer_list,
 )
 from poolcheck.peers.isolation import close_workers
@@ -464,6 +465,8 @@ class ClusterDriver:
 
         while pending:
             try:
+                if interrupts == 0:  # a stop whose KeyboardInterrupt was dropped (see session._STOP)
+                    raise_if_stopped()
                 drain()
                 for job in sorted(pending):
                     fut = futures[job]

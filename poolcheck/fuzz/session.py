@@ -26,6 +26,7 @@ import math
 import multiprocessing
 import queue as queue_mod
 import signal
+import threading
 import time
 import traceback
 from collections import Counter
@@ -336,6 +337,7 @@ class Session:
 
     def _example(self, batch: list[FuzzCase]) -> None:
         """The hypothesis test body."""
+        raise_if_stopped()
         self.progress.examples += 1
         if not self.pending and self._out_of_budget():
             return  # nothing to shrink: let the round run out quickly
@@ -459,6 +461,7 @@ class Session:
         index = 0
         try:
             while not self._out_of_budget():
+                raise_if_stopped()
                 self._round(index)
                 index += 1
                 if self.options.exit_first and self.shrunk:
@@ -512,6 +515,24 @@ def _job_main(options: FuzzOptions, job: int, deadline: float | None, max_exampl
         close_workers()
 
 
+#: Set when the user asked the campaign to stop (Ctrl-C, SIGTERM; see :func:`request_stop`).
+#: The signal handler raises KeyboardInterrupt too, but Python drops an exception raised while a
+#: gc callback runs ("Exception ignored in: ... gc_callback": hypothesis installs one), so a
+#: session also checks this flag at every example and the parent at every wait.
+_STOP = threading.Event()
+
+
+def request_stop() -> None:
+    """Ask the running campaign in this process to stop (called from a signal handler)."""
+    _STOP.set()
+
+
+def raise_if_stopped() -> None:
+    """Raise KeyboardInterrupt when a stop was requested."""
+    if _STOP.is_set():
+        raise KeyboardInterrupt
+
+
 def _split(total: int | None, jobs: int, job: int) -> int | None:
     if total is None:
         return None
@@ -525,6 +546,7 @@ def run_sessions(options: FuzzOptions, on_progress: Callable[[Progress], None] |
     ``on_find`` receives every new divergence as soon as it is final, in this process, whatever
     the number of jobs. Ctrl-C (KeyboardInterrupt) stops the workers and returns what they had
     streamed, marked interrupted."""
+    _STOP.clear()  # a new campaign: an earlier campaign's stop request is spent
     deadline = time.time() + options.time_budget if options.time_budget else None
     if options.jobs <= 1:
         peers = resolve_peer_list(options.peers)
@@ -546,6 +568,7 @@ def run_sessions(options: FuzzOptions, on_progress: Callable[[Progress], None] |
     interrupted = False
     try:
         while len(results) + len(errors) < len(procs):
+            raise_if_stopped()
             try:
                 kind, job, payload = out.get(timeout=0.5)
             except queue_mod.Empty:
