@@ -43,11 +43,6 @@ FLOORS: dict[str, int] = {
 #: poolcheck imports allowed inside a function, as (importing module, imported module). Keep it
 #: to the unavoidable minimum; a lazy import of poolcheck is never the way out of a cycle.
 LOCAL_IMPORTS_ALLOWED: set[tuple[str, str]] = {
-    # A real cycle, listed in docs/architecture.md's known departures: the registry loads plugins
-    # through an isolated probe (isolation.probe_load, stdout_to_stderr) and the isolated worker
-    # resolves the reference with the registry. To be cut by handing the worker a resolver.
-    ("poolcheck.peers.registry", "poolcheck.peers.isolation"),
-    ("poolcheck.peers.isolation", "poolcheck.peers.registry"),
     # The registry builds each built-in peer lazily. Hoisting these imports (no cycle) made
     # tests/test_cluster.py::test_two_clients_share_a_redis_database fail (a find in the shared
     # database was not replayed); the cause is not found yet, so they stay until it is.

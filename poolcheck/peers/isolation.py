@@ -17,7 +17,7 @@ import multiprocessing
 import os
 import signal
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from multiprocessing.connection import Connection
 from typing import Any
 
@@ -135,15 +135,27 @@ def _as_result(out: Any, x: np.ndarray) -> PeerResult:
 # --------------------------------------------------------------------------- the worker process
 
 
-def _peer_reference(peer: Peer) -> tuple[str, Any]:
+#: How a worker turns a peer's name back into the peer (``peers.registry`` installs
+#: ``resolve_in_worker`` when it is imported: every peer with a name came through it). It travels
+#: to the worker pickled by reference, so this module never imports the registry.
+_resolver: Callable[[str], Peer] | None = None
+
+
+def set_resolver(resolver: Callable[[str], Peer]) -> None:
+    """Install the function a worker resolves peer names with (the registry's)."""
+    global _resolver
+    _resolver = resolver
+
+
+def _peer_reference(peer: Peer) -> tuple[Any, ...]:
     """How a worker re-creates ``peer``: by the name it was resolved from, or by pickling it."""
     ref = getattr(peer, "ref", None)
-    if isinstance(ref, str):
-        return ("ref", ref)
+    if isinstance(ref, str) and _resolver is not None:
+        return ("ref", ref, _resolver)
     return ("object", peer)
 
 
-def _worker_main(conn: Connection, reference: tuple[str, Any]) -> None:
+def _worker_main(conn: Connection, reference: tuple[Any, ...]) -> None:
     """Worker loop: build the peer once, then answer ``("run", items)`` until ``("stop",)``.
 
     The worker's stdout is stderr for its whole life (a peer that prints, at import or when
@@ -156,10 +168,7 @@ def _worker_main(conn: Connection, reference: tuple[str, Any]) -> None:
     conn.send(("booted", None))
     try:
         if reference[0] == "ref":
-            from poolcheck.peers import registry
-
-            registry.LOAD_IN_PROCESS = True  # this process IS the isolation: no nested probe
-            peer = registry.resolve_peer(reference[1])
+            peer = reference[2](reference[1])
         else:
             peer = reference[1]
     except SystemExit as exc:

@@ -18,6 +18,7 @@ import numpy as np
 
 from poolcheck.errors import PoolcheckError
 from poolcheck.peers.base import Peer, PeerOption, PeerOutput
+from poolcheck.peers.isolation import probe_load, set_resolver, stdout_to_stderr
 from poolcheck.peers.plugin import ModulePeer, is_plugin_module
 from poolcheck.spec.poolspec import PoolSpec
 
@@ -355,16 +356,12 @@ def _probe(name: str, ref: str, timeout: float) -> FailedPeer | None:
     that kills its process, calls sys.exit or hangs at import becomes a :class:`FailedPeer`."""
     if LOAD_IN_PROCESS:
         return None
-    from poolcheck.peers.isolation import probe_load
-
     failure = probe_load(name, ref, timeout)
     return None if failure is None else FailedPeer(name, ref, *failure)
 
 
 def _import_guarded(what: str, load: Callable[[], ModuleType]) -> ModuleType:
     """Run an import with stdout sent to stderr; SystemExit and friends become PeerLoadError."""
-    from poolcheck.peers.isolation import stdout_to_stderr
-
     try:
         with stdout_to_stderr():
             return load()
@@ -464,6 +461,17 @@ def _resolve_plain(name: str, load_timeout: float = DEFAULT_LOAD_TIMEOUT) -> Pee
             "and no importable module or .py file of that name"
         )
     return peer
+
+
+def resolve_in_worker(name: str) -> Peer:
+    """Resolve ``name`` inside an isolation worker: that process is the isolation, so a plugin
+    is loaded in it directly (no nested probe)."""
+    global LOAD_IN_PROCESS
+    LOAD_IN_PROCESS = True
+    return resolve_peer(name)
+
+
+set_resolver(resolve_in_worker)
 
 
 def resolve_peers(names: str | Iterable[str | PeerRef], *, load_timeout: float = DEFAULT_LOAD_TIMEOUT) -> list[Peer]:
