@@ -425,6 +425,21 @@ T512 void maxsep_f32_512(const float *x, float *out, int64_t *pos, const geo_t *
 /* intermediates.                                                                              */
 
 
+/* One output row of a fused max, with the row count (2, 3, other) and whether a NaN was seen
+ * made compile-time constants, so each of the six combinations is its own specialised loop. */
+#define MAX2D_ROWS_BY_COUNT(ring, qring, RS, sl, hrow, yo, qo, OW, cnt, wh, withpos, ign, nc)       \
+    do {                                                                                           \
+        if (nc) {                                                                                  \
+            if ((cnt) == 2) max2d_512_row(ring, qring, RS, sl, hrow, yo, qo, OW, 2, cnt, wh, withpos, ign, 1); \
+            else if ((cnt) == 3) max2d_512_row(ring, qring, RS, sl, hrow, yo, qo, OW, 3, cnt, wh, withpos, ign, 1); \
+            else max2d_512_row(ring, qring, RS, sl, hrow, yo, qo, OW, 0, cnt, wh, withpos, ign, 1); \
+        } else {                                                                                   \
+            if ((cnt) == 2) max2d_512_row(ring, qring, RS, sl, hrow, yo, qo, OW, 2, cnt, wh, withpos, ign, 0); \
+            else if ((cnt) == 3) max2d_512_row(ring, qring, RS, sl, hrow, yo, qo, OW, 3, cnt, wh, withpos, ign, 0); \
+            else max2d_512_row(ring, qring, RS, sl, hrow, yo, qo, OW, 0, cnt, wh, withpos, ign, 0); \
+        }                                                                                          \
+    } while (0)
+
 /* H combine of one output row of a fused max: CNT rows from the ring (CNT constant, 0: cnt). */
 T512 static inline __attribute__((always_inline)) void max2d_512_row(
     const float *restrict ring, const int64_t *restrict qring, int64_t RS, const int64_t *restrict sl,
@@ -531,17 +546,7 @@ T512 static inline __attribute__((always_inline)) void max2d_512_body(
                 hrow[j] = h;
                 sl[j] = slot;
             }
-#define MAX2D_ROW(C, NCV) max2d_512_row(ring, qring, RS, sl, hrow, yo, qo, OW, C, cnt, w[0], withpos, ign, NCV)
-            if (nc) {
-                if (cnt == 2) MAX2D_ROW(2, 1);
-                else if (cnt == 3) MAX2D_ROW(3, 1);
-                else MAX2D_ROW(0, 1);
-            } else {
-                if (cnt == 2) MAX2D_ROW(2, 0);
-                else if (cnt == 3) MAX2D_ROW(3, 0);
-                else MAX2D_ROW(0, 0);
-            }
-#undef MAX2D_ROW
+            MAX2D_ROWS_BY_COUNT(ring, qring, RS, sl, hrow, yo, qo, OW, cnt, w[0], withpos, ign, nc);
         }
     }
 }
@@ -671,17 +676,7 @@ T512 static inline __attribute__((always_inline)) void max2d_k3s2_body(
                 hrow[j] = h;
                 sl[j] = slot;
             }
-#define MAX2D_ROW(C, NCV) max2d_512_row(ring, NULL, RS, sl, hrow, yo, NULL, OW, C, cnt, 0, 0, ign, NCV)
-            if (nc) {
-                if (cnt == 2) MAX2D_ROW(2, 1);
-                else if (cnt == 3) MAX2D_ROW(3, 1);
-                else MAX2D_ROW(0, 1);
-            } else {
-                if (cnt == 2) MAX2D_ROW(2, 0);
-                else if (cnt == 3) MAX2D_ROW(3, 0);
-                else MAX2D_ROW(0, 0);
-            }
-#undef MAX2D_ROW
+            MAX2D_ROWS_BY_COUNT(ring, NULL, RS, sl, hrow, yo, NULL, OW, cnt, 0, 0, ign, nc);
         }
     }
 }

@@ -135,6 +135,16 @@ static void weights(const geo_t *g, int order_f, int64_t *w) {
 
 /* max_pool(x, out, indices_or_None, geometry, type_code, nan_mode, fill_bytes, empty_index,
  *          order_f, modulus) */
+/* After a kernel ran without the GIL: None, or NULL with the error set -- a KeyboardInterrupt
+ * when Ctrl-C stopped it between chunks of planes (the kernels poll for it, see geometry.c). */
+static PyObject *kernel_outcome(void) {
+    if (pc_interrupted || PyErr_Occurred()) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_KeyboardInterrupt, "");
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
 static PyObject *py_max_pool(PyObject *self, PyObject *args) {
     (void)self;
     Py_buffer xb = {0}, ob = {0}, ib = {0}, fb = {0};
@@ -294,18 +304,10 @@ static PyObject *py_max_pool(PyObject *self, PyObject *args) {
     if (empty) fill_empty((char *)ob.buf, isz, &g, empty, (const char *)fb.buf);
     if (have_ib) finish_indices(pos, ib.buf, idx64, &g, modulus, empty_index, empty);
     Py_END_ALLOW_THREADS
-    if (pc_interrupted || PyErr_Occurred()) {
-        free(tags);
-        free(hrow);
-        free(sl);
-        if (!PyErr_Occurred()) PyErr_SetString(PyExc_KeyboardInterrupt, "");
-        goto done;
-    }
     free(tags);
     free(hrow);
     free(sl);
-    Py_INCREF(Py_None);
-    result = Py_None;
+    result = kernel_outcome();
 done:
     free(empty);
     geo_free(&g);
@@ -430,12 +432,7 @@ static PyObject *py_avg_pool(PyObject *self, PyObject *args) {
         else
             avgglobal_f32to64((const float *)xb.buf, (double *)ob.buf, g.nc, g.plane_in, dtab[0], efill, zadd);
         Py_END_ALLOW_THREADS
-        if (pc_interrupted || PyErr_Occurred()) {
-            if (!PyErr_Occurred()) PyErr_SetString(PyExc_KeyboardInterrupt, "");
-            goto done;
-        }
-        Py_INCREF(Py_None);
-        result = Py_None;
+        result = kernel_outcome();
         goto done;
     }
 #if POOLCHECK_AVX512
@@ -451,12 +448,7 @@ static PyObject *py_avg_pool(PyObject *self, PyObject *args) {
         Py_BEGIN_ALLOW_THREADS
         avg2d_s1_512((const float *)xb.buf, (float *)ob.buf, &g, dtab, zeros, efill, ring, tags, tags + R);
         Py_END_ALLOW_THREADS
-        if (pc_interrupted || PyErr_Occurred()) {
-            if (!PyErr_Occurred()) PyErr_SetString(PyExc_KeyboardInterrupt, "");
-            goto done;
-        }
-        Py_INCREF(Py_None);
-        result = Py_None;
+        result = kernel_outcome();
         goto done;
     }
 #endif
@@ -477,12 +469,7 @@ static PyObject *py_avg_pool(PyObject *self, PyObject *args) {
     else
         avg_f32to64((const float *)xb.buf, (double *)ob.buf, &g, dtab, rtab, zeros, efill, t0, t1, chunk);
     Py_END_ALLOW_THREADS
-    if (pc_interrupted || PyErr_Occurred()) {
-        if (!PyErr_Occurred()) PyErr_SetString(PyExc_KeyboardInterrupt, "");
-        goto done;
-    }
-    Py_INCREF(Py_None);
-    result = Py_None;
+    result = kernel_outcome();
 done:
     geo_free(&g);
     scratch_trim();
