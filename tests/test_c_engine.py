@@ -594,6 +594,55 @@ def test_fused_avg_matches_numpy_and_oracle(params: tuple, hw: tuple[int, int], 
                 assert_equal_values(c, o, f"oracle averages divisor={divisor}")
 
 
+# Three spatial axes, float32 max pooling, values only, windows of 2 with stride 2 and dilation 1
+# along every axis and every window whole, with rows of >= 16 windows: the fused 3-D AVX-512
+# kernel (W4), which hands a tensor with a NaN back to the staged path. These shapes reach its
+# whole and overlapping blocks, a dropped last element (odd sizes, floor), and the geometries it
+# leaves to the staged path (padding, a partial ceil window, 15 windows).
+FUSED_MAX3D_SPECS = [
+    # (kernel, strides, pads_begin, pads_end, rounding), (D, H, W)
+    (([2, 2, 2], [2, 2, 2], [0, 0, 0], [0, 0, 0], "floor"), (4, 6, 32)),   # 16 windows exactly
+    (([2, 2, 2], [2, 2, 2], [0, 0, 0], [0, 0, 0], "floor"), (3, 5, 45)),   # 22 windows: overlap; odd sizes
+    (([2, 2, 2], [2, 2, 2], [0, 0, 0], [0, 0, 0], "ceil"), (2, 4, 33)),    # a partial last window: staged
+    (([2, 2, 2], [2, 2, 2], [0, 1, 0], [0, 1, 0], "floor"), (2, 4, 32)),   # padding: staged
+    (([2, 2, 2], [2, 2, 2], [0, 0, 0], [0, 0, 0], "floor"), (2, 2, 30)),   # 15 windows: staged
+]
+
+
+def _fused_max3d_spec(p: tuple) -> S.PoolSpec:  # type: ignore[type-arg]
+    kernel, strides, pb, pe, rounding = p
+    return S.PoolSpec("max", tuple(kernel), tuple(strides), tuple(pb), tuple(pe), (1, 1, 1), rounding, "explicit")
+
+
+@pytest.mark.parametrize(("params", "dhw"), FUSED_MAX3D_SPECS)
+@pytest.mark.parametrize("mode", ["normal", "zeros", "finite", "late-nan"])
+def test_fused_max3d_matches_numpy_and_oracle(params: tuple, dhw: tuple[int, int, int], mode: str) -> None:  # type: ignore[type-arg]
+    """Values only: bit for bit the NumPy engine's values (signed-zero ties keep the earlier
+    tap) and the C engine's values with indices; equal values to the loop oracle."""
+    import oracle
+
+    spec = _fused_max3d_spec(params)
+    shape = (2, 3, *dhw)
+    geom = S.resolve(spec, shape)
+    rng = np.random.default_rng(zlib.crc32(repr((params, dhw, mode)).encode()))
+    x = make_input(rng, shape, np.dtype(np.float32), "normal" if mode == "normal" else "finite")
+    if mode == "late-nan":  # the fast path runs every plane but the last, then hands back
+        x[1, 2, -1, -1, -3] = np.nan
+    if mode == "zeros":  # no NaN: the fast path on windows whose maximum is a tie of +0.0 and -0.0
+        x[0, 0] = np.where(rng.random(dhw) < 0.5, np.float32(-0.0), np.float32(0.0))
+        x[1, 1] = np.where(rng.random(dhw) < 0.3, np.float32(-1.0), x[0, 0])
+    layout = S.index_layout(spec, shape)
+    for nan in ("propagate", "ignore", "first"):
+        policy = Policy(nan=nan)
+        cv, _ = c_engine.max_pool(x, geom, None, policy)
+        wv, _ = c_engine.max_pool(x, geom, layout, policy)
+        nv, _ = numpy_engine.max_pool(x, geom, layout, policy)
+        assert_same_bits(cv, wv, f"values only vs with indices nan={nan}")
+        assert_same_bits(cv, nv, f"values nan={nan}")
+        ov, _ = oracle.max_pool_loops(x, _oracle_axes(geom), lambda n, c, pos: 0, policy)
+        assert_equal_values(cv, ov, f"oracle values nan={nan}")
+
+
 def test_fused_kernels_agree_with_portable_in_process() -> None:
     """The fused AVX-512 kernels and the portable ones, switched in one process: same bits."""
     from poolcheck.engines import _cpool
@@ -616,6 +665,17 @@ def test_fused_kernels_agree_with_portable_in_process() -> None:
                     _cpool._set_avx512(False)
                     slow, _ = c_engine.max_pool(x, geom, None, Policy(nan=nan))
                     assert_same_bits(fast, slow, f"max {hw} nan={nan}")
+            for p3, dhw in FUSED_MAX3D_SPECS:
+                spec = _fused_max3d_spec(p3)
+                geom = S.resolve(spec, (1, 4, *dhw))
+                x = make_input(rng, (1, 4, *dhw), np.dtype(np.float32), "finite" if mode == "ties" else mode)
+                x[0, 1] = np.where(rng.random(dhw) < 0.5, np.float32(-0.0), np.float32(0.0))
+                for nan in ("propagate", "ignore"):
+                    _cpool._set_avx512(True)
+                    fast, _ = c_engine.max_pool(x, geom, None, Policy(nan=nan))
+                    _cpool._set_avx512(False)
+                    slow, _ = c_engine.max_pool(x, geom, None, Policy(nan=nan))
+                    assert_same_bits(fast, slow, f"max 3-D {dhw} nan={nan}")
             for p, hw in FUSED_AVG_SPECS:
                 spec = _fused_avg_spec(p)
                 geom = S.resolve(spec, (1, 4, *hw))

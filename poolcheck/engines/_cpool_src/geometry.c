@@ -36,8 +36,10 @@ void *scratch_get(int slot, size_t bytes) {
     if (bytes < 64) bytes = 64;
     if (sc->cap < bytes) {
         free(sc->p);
-        const size_t cap = bytes + bytes / 4;
-        sc->p = malloc(cap);
+        /* 64-byte aligned: the AVX-512 kernels keep rows of float64 sums and float32 maxima
+         * here, and a 64-byte vector that straddles two cache lines costs two accesses. */
+        const size_t cap = (bytes + bytes / 4 + 63) & ~(size_t)63;
+        sc->p = aligned_alloc(64, cap);
         sc->cap = sc->p ? cap : 0;
     }
     return sc->p;

@@ -226,6 +226,14 @@ static PyObject *py_max_pool(PyObject *self, PyObject *args) {
     /* Values only, two axes, W windows of 3 with stride 2: the fused k3 s2 kernel. */
     const int k3s2 = POOLCHECK_AVX512 && use_avx512 && !direct && !withpos && tcode == T_F32 && g.r == 2 &&
                      geo_small(&g) && last->k == 3 && last->s == 2 && last->d == 1 && last->o >= 16;
+    /* Values only, three axes, windows of 2 with stride 2 and dilation 1, every window whole:
+     * the fused 3-D kernel (which hands a NaN back to the staged path below). */
+    int k2s2_3d = POOLCHECK_AVX512 && use_avx512 && !direct && !withpos && tcode == T_F32 && g.r == 3 &&
+                  geo_small(&g) && last->o >= 16;
+    for (int i = 0; i < g.r && k2s2_3d; i++) {
+        const ax_t *a = &g.a[i];
+        k2s2_3d = a->k == 2 && a->s == 2 && a->d == 1 && a->pb == 0 && a->lo == 0 && a->hi == a->o;
+    }
     void *ring = NULL;
     int64_t *qring = NULL, *tags = NULL, *hrow = NULL, *sl = NULL;
     if (fused || k3s2) {
@@ -268,6 +276,7 @@ static PyObject *py_max_pool(PyObject *self, PyObject *args) {
         switch (tcode) {
             case T_F32:
 #if POOLCHECK_AVX512
+                if (k2s2_3d && max3d_k2s2_512((const float *)xb.buf, (float *)ob.buf, &g) == 0) break;
                 if (k3s2) {
                     max2d_k3s2_512((const float *)xb.buf, (float *)ob.buf, &g, (float *)ring, tags, hrow, sl,
                                    nan_mode == NAN_IGNORE);
