@@ -594,43 +594,45 @@ def test_fused_avg_matches_numpy_and_oracle(params: tuple, hw: tuple[int, int], 
                 assert_equal_values(c, o, f"oracle averages divisor={divisor}")
 
 
-# Three spatial axes, float32 max pooling, values only, windows of 2 with stride 2 and dilation 1
-# along every axis and every window whole, with rows of >= 16 windows: the fused 3-D AVX-512
-# kernel (W4), which hands a tensor with a NaN back to the staged path. These shapes reach its
-# whole and overlapping blocks, a dropped last element (odd sizes, floor), and the geometries it
-# leaves to the staged path (padding, a partial ceil window, 15 windows).
-FUSED_MAX3D_SPECS = [
-    # (kernel, strides, pads_begin, pads_end, rounding), (D, H, W)
-    (([2, 2, 2], [2, 2, 2], [0, 0, 0], [0, 0, 0], "floor"), (4, 6, 32)),   # 16 windows exactly
-    (([2, 2, 2], [2, 2, 2], [0, 0, 0], [0, 0, 0], "floor"), (3, 5, 45)),   # 22 windows: overlap; odd sizes
-    (([2, 2, 2], [2, 2, 2], [0, 0, 0], [0, 0, 0], "ceil"), (2, 4, 33)),    # a partial last window: staged
-    (([2, 2, 2], [2, 2, 2], [0, 1, 0], [0, 1, 0], "floor"), (2, 4, 32)),   # padding: staged
-    (([2, 2, 2], [2, 2, 2], [0, 0, 0], [0, 0, 0], "floor"), (2, 2, 30)),   # 15 windows: staged
+# Float32 max pooling, values only, with two more fused AVX-512 kernels (avx512.c) that hand a
+# tensor with a NaN back to the staged path: two axes with stride 1 along the last (any window
+# and dilation; W6), and three axes with windows of 2, stride 2 and dilation 1 along every axis,
+# every window whole (W4); both need rows of >= 16 windows. These shapes reach their whole,
+# overlapping and masked blocks, windows with no element, and the geometries they leave to the
+# staged path.
+FUSED_MAX_VALUES_SPECS = [
+    # (kernel, strides, pads_begin, pads_end, dilations, rounding), spatial shape
+    (([3, 3], [1, 1], [2, 2], [2, 2], [2, 2], "floor"), (9, 37)),   # W6's geometry: masked borders
+    (([2, 2], [1, 1], [0, 0], [0, 0], [1, 1], "floor"), (5, 17)),   # 16 windows exactly, no padding
+    (([3, 5], [2, 1], [1, 2], [1, 3], [1, 1], "ceil"), (7, 40)),    # H stride 2; overlap; right pad
+    (([2, 3], [1, 1], [3, 4], [3, 4], [1, 1], "floor"), (4, 20)),   # windows with no element
+    (([1, 4], [1, 1], [0, 0], [0, 0], [1, 5], "floor"), (3, 35)),   # taps 5 apart: the tail blocks masked
+    (([3, 3], [1, 1], [1, 1], [1, 1], [1, 1], "floor"), (4, 15)),   # 15 windows: the staged path
+    (([2, 2, 2], [2, 2, 2], [0, 0, 0], [0, 0, 0], [1, 1, 1], "floor"), (4, 6, 32)),  # 3-D: 16 windows
+    (([2, 2, 2], [2, 2, 2], [0, 0, 0], [0, 0, 0], [1, 1, 1], "floor"), (3, 5, 45)),  # 22: overlap, odd sizes
+    (([2, 2, 2], [2, 2, 2], [0, 0, 0], [0, 0, 0], [1, 1, 1], "ceil"), (2, 4, 33)),   # partial window: staged
+    (([2, 2, 2], [2, 2, 2], [0, 1, 0], [0, 1, 0], [1, 1, 1], "floor"), (2, 4, 32)),  # padding: staged
+    (([2, 2, 2], [2, 2, 2], [0, 0, 0], [0, 0, 0], [1, 1, 1], "floor"), (2, 2, 30)),  # 15 windows: staged
 ]
 
 
-def _fused_max3d_spec(p: tuple) -> S.PoolSpec:  # type: ignore[type-arg]
-    kernel, strides, pb, pe, rounding = p
-    return S.PoolSpec("max", tuple(kernel), tuple(strides), tuple(pb), tuple(pe), (1, 1, 1), rounding, "explicit")
-
-
-@pytest.mark.parametrize(("params", "dhw"), FUSED_MAX3D_SPECS)
+@pytest.mark.parametrize(("params", "spatial"), FUSED_MAX_VALUES_SPECS)
 @pytest.mark.parametrize("mode", ["normal", "zeros", "finite", "late-nan"])
-def test_fused_max3d_matches_numpy_and_oracle(params: tuple, dhw: tuple[int, int, int], mode: str) -> None:  # type: ignore[type-arg]
+def test_fused_max_values_match_numpy_and_oracle(params: tuple, spatial: tuple[int, ...], mode: str) -> None:  # type: ignore[type-arg]
     """Values only: bit for bit the NumPy engine's values (signed-zero ties keep the earlier
     tap) and the C engine's values with indices; equal values to the loop oracle."""
     import oracle
 
-    spec = _fused_max3d_spec(params)
-    shape = (2, 3, *dhw)
+    spec = _fused_max_spec(params)
+    shape = (2, 3, *spatial)
     geom = S.resolve(spec, shape)
-    rng = np.random.default_rng(zlib.crc32(repr((params, dhw, mode)).encode()))
+    rng = np.random.default_rng(zlib.crc32(repr((params, spatial, mode)).encode()))
     x = make_input(rng, shape, np.dtype(np.float32), "normal" if mode == "normal" else "finite")
     if mode == "late-nan":  # the fast path runs every plane but the last, then hands back
-        x[1, 2, -1, -1, -3] = np.nan
+        x[(1, 2, *(-1 for _ in spatial))] = np.nan
     if mode == "zeros":  # no NaN: the fast path on windows whose maximum is a tie of +0.0 and -0.0
-        x[0, 0] = np.where(rng.random(dhw) < 0.5, np.float32(-0.0), np.float32(0.0))
-        x[1, 1] = np.where(rng.random(dhw) < 0.3, np.float32(-1.0), x[0, 0])
+        x[0, 0] = np.where(rng.random(spatial) < 0.5, np.float32(-0.0), np.float32(0.0))
+        x[1, 1] = np.where(rng.random(spatial) < 0.3, np.float32(-1.0), x[0, 0])
     layout = S.index_layout(spec, shape)
     for nan in ("propagate", "ignore", "first"):
         policy = Policy(nan=nan)
@@ -665,17 +667,17 @@ def test_fused_kernels_agree_with_portable_in_process() -> None:
                     _cpool._set_avx512(False)
                     slow, _ = c_engine.max_pool(x, geom, None, Policy(nan=nan))
                     assert_same_bits(fast, slow, f"max {hw} nan={nan}")
-            for p3, dhw in FUSED_MAX3D_SPECS:
-                spec = _fused_max3d_spec(p3)
-                geom = S.resolve(spec, (1, 4, *dhw))
-                x = make_input(rng, (1, 4, *dhw), np.dtype(np.float32), "finite" if mode == "ties" else mode)
-                x[0, 1] = np.where(rng.random(dhw) < 0.5, np.float32(-0.0), np.float32(0.0))
+            for pv, spatial in FUSED_MAX_VALUES_SPECS:
+                spec = _fused_max_spec(pv)
+                geom = S.resolve(spec, (1, 4, *spatial))
+                x = make_input(rng, (1, 4, *spatial), np.dtype(np.float32), "finite" if mode == "ties" else mode)
+                x[0, 1] = np.where(rng.random(spatial) < 0.5, np.float32(-0.0), np.float32(0.0))
                 for nan in ("propagate", "ignore"):
                     _cpool._set_avx512(True)
                     fast, _ = c_engine.max_pool(x, geom, None, Policy(nan=nan))
                     _cpool._set_avx512(False)
                     slow, _ = c_engine.max_pool(x, geom, None, Policy(nan=nan))
-                    assert_same_bits(fast, slow, f"max 3-D {dhw} nan={nan}")
+                    assert_same_bits(fast, slow, f"max {spatial} nan={nan}")
             for p, hw in FUSED_AVG_SPECS:
                 spec = _fused_avg_spec(p)
                 geom = S.resolve(spec, (1, 4, *hw))

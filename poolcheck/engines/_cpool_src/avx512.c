@@ -689,6 +689,101 @@ T512 void max2d_k3s2_512(const float *x, float *out, const geo_t *g, float *ring
 }
 
 /* ------------------------------------------------------------------------------------------ */
+/* Two spatial axes, fused, values only, stride 1 along W (float32 max), any window and       */
+/* dilation: each input row is reduced along W once into a ring of rows (16 windows from K     */
+/* loads at the taps' offsets, no mask inside the row, -inf outside it), then each output row  */
+/* combines its ring rows. Every combine is vmaxps(later, earlier) = "later > earlier ?        */
+/* later : earlier", the staged path's first-wins scan in its order (W taps, then H rows); a  */
+/* tap outside the row (-inf) never wins and never displaces a value (an -inf tap keeps the    */
+/* -inf it meets), so without NaN the values are every policy's, bit for bit. A NaN among the  */
+/* taps returns 1 at once and module.c runs the exact staged path instead.                     */
+T512 static inline __attribute__((always_inline)) __m512 mw512_s1_block(const float *restrict xr, const int64_t e0,
+                                                                       const int64_t n, const int64_t K,
+                                                                       const int64_t d, __mmask16 *restrict nanm) {
+    const __m512 ninf = _mm512_set1_ps(-__builtin_inff());
+    __m512 acc;
+    if (e0 >= 0 && e0 + (K - 1) * d + 16 <= n) {
+        acc = _mm512_loadu_ps(xr + e0);
+        __mmask16 m = _mm512_cmp_ps_mask(acc, acc, _CMP_UNORD_Q);
+        for (int64_t j = 1; j < K; j++) {
+            const __m512 t = _mm512_loadu_ps(xr + e0 + j * d);
+            m = (__mmask16)(m | _mm512_cmp_ps_mask(t, t, _CMP_UNORD_Q));
+            acc = _mm512_max_ps(t, acc);
+        }
+        *nanm = (__mmask16)(*nanm | m);
+        return acc;
+    }
+    acc = ninf;
+    for (int64_t j = 0; j < K; j++) {
+        const int64_t e = e0 + j * d;
+        const int64_t a = e < 0 ? (-e < 16 ? -e : 16) : 0, b = n - e < 16 ? (n - e > 0 ? n - e : 0) : 16;
+        const __mmask16 lm = b > a ? (__mmask16)(((1u << b) - 1u) & ~((1u << a) - 1u)) : (__mmask16)0;
+        const float *p = (const float *)((uintptr_t)xr + (uintptr_t)(e * (int64_t)sizeof(float)));
+        const __m512 t = _mm512_mask_loadu_ps(ninf, lm, p);
+        *nanm = (__mmask16)(*nanm | _mm512_cmp_ps_mask(t, t, _CMP_UNORD_Q));
+        acc = _mm512_max_ps(t, acc);
+    }
+    return acc;
+}
+
+T512 static inline __attribute__((always_inline)) int mw512_s1_row(const float *restrict xr, float *restrict yr,
+                                                                  const ax_t *restrict A, const int64_t K) {
+    const int64_t O = A->o, pb = A->pb, n = A->n, d = A->d;
+    __mmask16 nanm = 0;
+    int64_t o0 = 0;
+    for (; o0 + 16 <= O; o0 += 16) _mm512_storeu_ps(yr + o0, mw512_s1_block(xr, o0 - pb, n, K, d, &nanm));
+    if (o0 < O) _mm512_storeu_ps(yr + O - 16, mw512_s1_block(xr, O - 16 - pb, n, K, d, &nanm));
+    return nanm != 0;
+}
+
+T512 static inline __attribute__((always_inline)) int max2d_s1_body(const float *restrict x, float *restrict out,
+                                                                   const geo_t *g, float *restrict ring,
+                                                                   int64_t *restrict tags, int64_t *restrict sl,
+                                                                   const int64_t K) {
+    const ax_t *H = &g->a[0], *W = &g->a[1];
+    const int64_t NW = W->n, OW = W->o, OH = H->o;
+    const int64_t R = ring_rows(H), RS = (OW + 15) & ~(int64_t)15;
+    for (int64_t p = 0; p < g->nc; p++) {
+        if (poll_interrupt()) break;
+        const float *xp = x + p * g->plane_in;
+        for (int64_t r = 0; r < R; r++) tags[r] = -1;
+        for (int64_t oh = 0; oh < OH; oh++) {
+            const int64_t jl = H->jlo[oh], cnt = H->jhi[oh] > jl ? H->jhi[oh] - jl : 0;
+            float *restrict yo = out + p * g->plane_out + oh * OW;
+            if (cnt == 0) { /* no element: filled at the end */
+                memset(yo, 0, (size_t)OW * sizeof(float));
+                continue;
+            }
+            for (int64_t j = 0; j < cnt; j++) {
+                const int64_t h = oh * H->s - H->pb + (jl + j) * H->d;
+                const int64_t slot = h & (R - 1);
+                if (tags[slot] != h) {
+                    if (mw512_s1_row(xp + h * NW, ring + slot * RS, W, K)) return 1;
+                    tags[slot] = h;
+                }
+                sl[j] = slot * RS;
+            }
+            for (int64_t i0 = 0;; i0 += 16) {
+                if (i0 + 16 > OW) i0 = OW - 16; /* overlap: recomputes equal values */
+                __m512 acc = _mm512_loadu_ps(ring + sl[0] + i0);
+                for (int64_t j = 1; j < cnt; j++) acc = _mm512_max_ps(_mm512_loadu_ps(ring + sl[j] + i0), acc);
+                _mm512_storeu_ps(yo + i0, acc);
+                if (i0 + 16 >= OW) break;
+            }
+        }
+    }
+    return 0;
+}
+
+/* Values only; W stride 1; rows of at least 16 windows (module.c). Returns 1 on a NaN. */
+T512 int max2d_s1_512(const float *x, float *out, const geo_t *g, float *ring, int64_t *tags, int64_t *sl) {
+    const int64_t k = g->a[1].k;
+    if (k == 2) return max2d_s1_body(x, out, g, ring, tags, sl, 2);
+    if (k == 3) return max2d_s1_body(x, out, g, ring, tags, sl, 3);
+    return max2d_s1_body(x, out, g, ring, tags, sl, k);
+}
+
+/* ------------------------------------------------------------------------------------------ */
 /* Three spatial axes, values only, windows of 2 with stride 2 and dilation 1 along every axis, */
 /* every window whole (module.c checks): each output row reads its four input rows once and   */
 /* writes once, where the staged path writes and rereads two intermediate tensors. Per 16      */
