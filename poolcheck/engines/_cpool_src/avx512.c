@@ -13,8 +13,13 @@
  *              (+35% to +64% in other rounds)
  *            average 2-D k3 s1 p1, float32 (fused kernel, float64 sums; W3) 0.50 vs 0.77 ms +54%
  *              (+41% to +88% in other rounds)
+ *            max 3-D k2 s2 values only, fused, whole windows (W4)       0.63 vs 1.17 ms  +85%
+ *            max 2-D s1 values only, fused ring (W6: k3 d2 s1 p2)        0.31 vs 0.37 ms  +19% to +20%
+ *              (the two above measured against the staged portable path, alternating in one
+ *              process, two builds loaded side by side)
  *   dropped  max 2-D values only, generic ring kernel (k3 s2 p1, k3 d2 s1 p2) 37% slower / level
- *            max 3-D k2 s2 values only                                 15-35% slower
+ *            max 3-D k2 s2 values only, staged W and H stages            15-35% slower
+ *            non-temporal stores for the fused s1 max's output rows     5% slower
  *            max 1-D k3 s1 p1 values only                              18% slower
  *            the other average kernels: an earlier fused 2-D (W3 8-25% slower), staged
  *            1-D/3-D and stride-2 (within +-10%, no consistent gain)
