@@ -77,7 +77,7 @@ def notes(run: BenchRun) -> list[str]:
 
 
 def targets_table(targets: list[Target]) -> Table:
-    table = Table(title="Targets (issue 3)", title_justify="left")
+    table = Table(title="Other standing targets", title_justify="left")
     for h in ("workload", "target", "met", "measured"):
         table.add_column(h)
     for t in targets:
@@ -242,7 +242,7 @@ def to_markdown(run: BenchRun, command: str = "poolcheck bench") -> str:
             lines.append(_md_row([label, *cells]))
         lines.append("")
     targets = evaluate(run)
-    lines += ["## Targets", "", _md_row(["workload", "target", "met", "measured"]), _md_row(["---"] * 4)]
+    lines += ["## Other standing targets", "", _md_row(["workload", "target", "met", "measured"]), _md_row(["---"] * 4)]
     for t in targets:
         lines.append(_md_row([t.workload, t.text, "n/a" if t.met is None else ("yes" if t.met else "**no**"), t.detail]))
     extra = notes(run)

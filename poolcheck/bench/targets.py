@@ -1,4 +1,7 @@
-"""The performance targets of issue 3, evaluated on a measured run (never asserted in tests)."""
+"""The standing targets beyond the headline ratios, evaluated on a measured run (never asserted
+in tests): the C engine within 2x of the bandwidth bound, W1i under 1.5 ms, and the NumPy engine
+far ahead of onnx.reference. The ratio targets (C and NumPy against ONNX Runtime, C against the
+fastest NCHW contender) live with the ratios, in :mod:`poolcheck.bench.summary`."""
 
 from __future__ import annotations
 
@@ -11,9 +14,7 @@ BOUND_WORKLOADS = ("W1", "W3", "W4", "W5", "W6")
 BOUND_FACTOR = 2.0
 #: W1i (MaxPool with int64 indices) must take less than this, in ms.
 W1I_LIMIT_MS = 1.5
-#: The NumPy engine within this factor of ONNX Runtime on values-only workloads...
-NUMPY_VS_ORT = 5.0
-#: ...and at least this much faster than onnx.reference (on W1).
+#: The NumPy engine at least this much faster than onnx.reference (on W1).
 NUMPY_VS_REFERENCE = 200.0
 
 
@@ -39,24 +40,8 @@ def _missing(r: Result | None, who: str) -> str:
 
 def _targets_for(w: WorkloadResult) -> list[Target]:
     out: list[Target] = []
-    c, ort, numpy = w.result("c"), w.result("onnxruntime"), w.result("numpy")
-    cm, om, nm = _med(c), _med(ort), _med(numpy)
-
-    text = "C engine faster than ONNX Runtime"
-    if cm is None or om is None:
-        out.append(Target(w.name, text, None, _missing(c if cm is None else ort, "C engine" if cm is None else "onnxruntime")))
-    else:
-        out.append(Target(w.name, text, cm < om, f"{cm:.4g} ms vs {om:.4g} ms ({cm / om:.2f}x)"))
-
-    nchw = [r for r in w.results if r.memory_format == "NCHW" and r.key != "c" and _med(r) is not None]
-    text = "C engine faster than every NCHW contender"
-    if cm is None or not nchw:
-        out.append(Target(w.name, text, None, "C engine or NCHW contenders not timed"))
-    else:
-        slower_than = [r.label for r in nchw if (_med(r) or 0.0) <= cm]
-        out.append(Target(w.name, text, not slower_than,
-                          "fastest of " + ", ".join(r.label for r in nchw) if not slower_than
-                          else "not faster than " + ", ".join(slower_than)))
+    c, numpy = w.result("c"), w.result("numpy")
+    cm, nm = _med(c), _med(numpy)
 
     if w.name in BOUND_WORKLOADS:
         text = f"C engine within {BOUND_FACTOR:g}x of the bandwidth bound"
@@ -70,12 +55,6 @@ def _targets_for(w: WorkloadResult) -> list[Target]:
         text = f"C engine under {W1I_LIMIT_MS:g} ms"
         out.append(Target(w.name, text, None if cm is None else cm < W1I_LIMIT_MS,
                           "not measured" if cm is None else f"{cm:.4g} ms"))
-    if not w.with_indices:
-        text = f"NumPy engine within {NUMPY_VS_ORT:g}x of ONNX Runtime"
-        if nm is None or om is None:
-            out.append(Target(w.name, text, None, "not measured"))
-        else:
-            out.append(Target(w.name, text, nm <= NUMPY_VS_ORT * om, f"{nm / om:.2f}x"))
     ref = w.result("onnx-reference")
     if _med(ref) is not None:
         text = f"NumPy engine at least {NUMPY_VS_REFERENCE:g}x faster than onnx.reference"

@@ -1,4 +1,4 @@
-"""The named benchmark workloads (issue 3): common pooling layers at realistic sizes."""
+"""The named benchmark workloads W1-W6: common pooling layers at realistic sizes."""
 
 from __future__ import annotations
 
