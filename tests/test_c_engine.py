@@ -539,21 +539,12 @@ def _oracle_axes(geom: S.Geometry) -> list:  # type: ignore[type-arg]
     return [oracle.Axis(a.size, a.kernel, a.stride, a.dilation, a.pad_begin, a.pad_end, a.out) for a in geom.axes]
 
 
-@pytest.mark.parametrize(("params", "hw"), FUSED_MAX_SPECS)
-@pytest.mark.parametrize("mode", ["normal", "ties", "finite"])
-def test_fused_max_k3s2_matches_numpy_and_oracle(params: tuple, hw: tuple[int, int], mode: str) -> None:  # type: ignore[type-arg]
-    """Values only: bit for bit the C engine's values with indices (which are the NumPy engine's
-    bit for bit), equal values to the NumPy engine and to the loop oracle."""
+def _check_values_only(spec: S.PoolSpec, geom: S.Geometry, x: np.ndarray) -> None:
+    """The C engine's values-only max under every NaN policy: bit for bit its values with
+    indices and the NumPy engine's values; equal values to the loop oracle."""
     import oracle
 
-    spec = _fused_max_spec(params)
-    shape = (2, 3, *hw)
-    geom = S.resolve(spec, shape)
-    rng = np.random.default_rng(zlib.crc32(repr((params, hw, mode)).encode()))
-    x = make_input(rng, shape, np.dtype(np.float32), mode)
-    if mode == "ties":
-        x[0, 0] = np.where(rng.random(hw) < 0.5, np.float32(-0.0), np.float32(0.0))  # a plane of zeros only
-    layout = S.index_layout(spec, shape)
+    layout = S.index_layout(spec, x.shape)
     for nan in ("propagate", "ignore", "first"):
         policy = Policy(nan=nan)
         cv, _ = c_engine.max_pool(x, geom, None, policy)
@@ -563,6 +554,22 @@ def test_fused_max_k3s2_matches_numpy_and_oracle(params: tuple, hw: tuple[int, i
         assert_same_bits(cv, nv, f"values nan={nan}")
         ov, _ = oracle.max_pool_loops(x, _oracle_axes(geom), lambda n, c, pos: 0, policy)
         assert_equal_values(cv, ov, f"oracle values nan={nan}")
+
+
+@pytest.mark.parametrize(("params", "hw"), FUSED_MAX_SPECS)
+@pytest.mark.parametrize("mode", ["normal", "ties", "finite"])
+def test_fused_max_k3s2_matches_numpy_and_oracle(params: tuple, hw: tuple[int, int], mode: str) -> None:  # type: ignore[type-arg]
+    """Values only: bit for bit the C engine's values with indices (which are the NumPy engine's
+    bit for bit), equal values to the NumPy engine and to the loop oracle."""
+
+    spec = _fused_max_spec(params)
+    shape = (2, 3, *hw)
+    geom = S.resolve(spec, shape)
+    rng = np.random.default_rng(zlib.crc32(repr((params, hw, mode)).encode()))
+    x = make_input(rng, shape, np.dtype(np.float32), mode)
+    if mode == "ties":
+        x[0, 0] = np.where(rng.random(hw) < 0.5, np.float32(-0.0), np.float32(0.0))  # a plane of zeros only
+    _check_values_only(spec, geom, x)
 
 
 @pytest.mark.parametrize(("params", "hw"), FUSED_AVG_SPECS)
@@ -621,7 +628,6 @@ FUSED_MAX_VALUES_SPECS = [
 def test_fused_max_values_match_numpy_and_oracle(params: tuple, spatial: tuple[int, ...], mode: str) -> None:  # type: ignore[type-arg]
     """Values only: bit for bit the NumPy engine's values (signed-zero ties keep the earlier
     tap) and the C engine's values with indices; equal values to the loop oracle."""
-    import oracle
 
     spec = _fused_max_spec(params)
     shape = (2, 3, *spatial)
@@ -633,16 +639,7 @@ def test_fused_max_values_match_numpy_and_oracle(params: tuple, spatial: tuple[i
     if mode == "zeros":  # no NaN: the fast path on windows whose maximum is a tie of +0.0 and -0.0
         x[0, 0] = np.where(rng.random(spatial) < 0.5, np.float32(-0.0), np.float32(0.0))
         x[1, 1] = np.where(rng.random(spatial) < 0.3, np.float32(-1.0), x[0, 0])
-    layout = S.index_layout(spec, shape)
-    for nan in ("propagate", "ignore", "first"):
-        policy = Policy(nan=nan)
-        cv, _ = c_engine.max_pool(x, geom, None, policy)
-        wv, _ = c_engine.max_pool(x, geom, layout, policy)
-        nv, _ = numpy_engine.max_pool(x, geom, layout, policy)
-        assert_same_bits(cv, wv, f"values only vs with indices nan={nan}")
-        assert_same_bits(cv, nv, f"values nan={nan}")
-        ov, _ = oracle.max_pool_loops(x, _oracle_axes(geom), lambda n, c, pos: 0, policy)
-        assert_equal_values(cv, ov, f"oracle values nan={nan}")
+    _check_values_only(spec, geom, x)
 
 
 def test_fused_kernels_agree_with_portable_in_process() -> None:
