@@ -445,6 +445,62 @@ T512 void maxsep_f32_512(const float *x, float *out, int64_t *pos, const geo_t *
         }                                                                                          \
     } while (0)
 
+/* One block of 16 windows [i0, i0 + m) of max2d_512_row (km: its lanes; the rows rp/qp/wj
+ * hoisted by the caller). */
+T512 static inline __attribute__((always_inline)) void max2d_512_block(
+    const float *restrict ring, const int64_t *restrict qring, int64_t RS, const int64_t *restrict sl,
+    const int64_t *restrict hrow, float *restrict yo, int64_t *restrict qo, const float *const *rp,
+    const int64_t *const *qp, const int64_t *wj, const int64_t c, int64_t wh, const int withpos,
+    const int ign, const int NC, const int64_t i0, const int64_t m, const __mmask16 km) {
+    const __mmask8 kl = (__mmask8)km, kh = (__mmask8)(km >> 8);
+    __m512 v = LD16(rp[0] + i0, km), acc = v;
+    if (!withpos) {
+        for (int64_t j = 1; j < c; j++) {
+            const __m512 b = LD16((j < 8 ? rp[j] : ring + sl[j] * RS) + i0, km);
+            if (NC) acc = _mm512_add_ps(acc, b);
+            v = _mm512_max_ps(b, v); /* b > v ? b : v */
+        }
+        if (!NC || __builtin_expect(!HAS_NAN(acc, km), 1)) {
+            ST16(yo + i0, km, v);
+            return;
+        }
+    } else {
+        const __m512i w0 = _mm512_set1_epi64(wj[0]);
+        __m512i ql = _mm512_add_epi64(LD8Q(qp[0] + i0, kl), w0);
+        __m512i qh = _mm512_add_epi64(LD8Q(qp[0] + i0 + 8, kh), w0);
+        for (int64_t j = 1; j < c; j++) {
+            const float *r = j < 8 ? rp[j] : ring + sl[j] * RS;
+            const int64_t *q = j < 8 ? qp[j] : qring + sl[j] * RS;
+            const __m512 b = LD16(r + i0, km);
+            if (NC) acc = _mm512_add_ps(acc, b);
+            const __mmask16 gt = _mm512_cmp_ps_mask(b, v, _CMP_GT_OQ);
+            v = _mm512_mask_blend_ps(gt, v, b);
+            const __m512i wv = _mm512_set1_epi64(j < 8 ? wj[j] : hrow[j] * wh);
+            ql = _mm512_mask_blend_epi64((__mmask8)gt, ql, _mm512_add_epi64(LD8Q(q + i0, kl), wv));
+            qh = _mm512_mask_blend_epi64((__mmask8)(gt >> 8), qh, _mm512_add_epi64(LD8Q(q + i0 + 8, kh), wv));
+        }
+        if (!NC || __builtin_expect(!HAS_NAN(acc, km), 1)) {
+            ST16(yo + i0, km, v);
+            ST8Q(qo + i0, kl, ql);
+            ST8Q(qo + i0 + 8, kh, qh);
+            return;
+        }
+    }
+    /* A NaN among the taps: the exact scan of the policy. */
+    for (int64_t i = i0; i < i0 + m; i++) {
+        float bv = ring[sl[0] * RS + i];
+        int64_t bc = withpos ? qring[sl[0] * RS + i] + hrow[0] * wh : 0;
+        for (int64_t j = 1; j < c; j++) {
+            const float b = ring[sl[j] * RS + i];
+            const int bt = ign ? SBETTER_IGN(b, bv) : SBETTER_PROP(b, bv);
+            bv = bt ? b : bv;
+            if (withpos) bc = bt ? qring[sl[j] * RS + i] + hrow[j] * wh : bc;
+        }
+        yo[i] = bv;
+        if (withpos) qo[i] = bc;
+    }
+}
+
 /* H combine of one output row of a fused max: CNT rows from the ring (CNT constant, 0: cnt). */
 T512 static inline __attribute__((always_inline)) void max2d_512_row(
     const float *restrict ring, const int64_t *restrict qring, int64_t RS, const int64_t *restrict sl,
@@ -462,58 +518,18 @@ T512 static inline __attribute__((always_inline)) void max2d_512_row(
         qp[j] = withpos ? qring + sl[j] * RS : NULL;
         wj[j] = hrow[j] * wh;
     }
-    for (int64_t i0 = 0; i0 < OW; i0 += 16) {
-        if (OW - i0 < 16 && OW >= 16) i0 = OW - 16; /* overlap instead of masking */
-        const int64_t m = OW - i0 < 16 ? OW - i0 : 16;
-        const __mmask16 km = lanes16(m);
-        const __mmask8 kl = (__mmask8)km, kh = (__mmask8)(km >> 8);
-        __m512 v = LD16(rp[0] + i0, km), acc = v;
-        if (!withpos) {
-            for (int64_t j = 1; j < c; j++) {
-                const __m512 b = LD16((j < 8 ? rp[j] : ring + sl[j] * RS) + i0, km);
-                if (NC) acc = _mm512_add_ps(acc, b);
-                v = _mm512_max_ps(b, v); /* b > v ? b : v */
-            }
-            if (!NC || __builtin_expect(!HAS_NAN(acc, km), 1)) {
-                ST16(yo + i0, km, v);
-                continue;
-            }
-        } else {
-            const __m512i w0 = _mm512_set1_epi64(wj[0]);
-            __m512i ql = _mm512_add_epi64(LD8Q(qp[0] + i0, kl), w0);
-            __m512i qh = _mm512_add_epi64(LD8Q(qp[0] + i0 + 8, kh), w0);
-            for (int64_t j = 1; j < c; j++) {
-                const float *r = j < 8 ? rp[j] : ring + sl[j] * RS;
-                const int64_t *q = j < 8 ? qp[j] : qring + sl[j] * RS;
-                const __m512 b = LD16(r + i0, km);
-                if (NC) acc = _mm512_add_ps(acc, b);
-                const __mmask16 gt = _mm512_cmp_ps_mask(b, v, _CMP_GT_OQ);
-                v = _mm512_mask_blend_ps(gt, v, b);
-                const __m512i wv = _mm512_set1_epi64(j < 8 ? wj[j] : hrow[j] * wh);
-                ql = _mm512_mask_blend_epi64((__mmask8)gt, ql, _mm512_add_epi64(LD8Q(q + i0, kl), wv));
-                qh = _mm512_mask_blend_epi64((__mmask8)(gt >> 8), qh, _mm512_add_epi64(LD8Q(q + i0 + 8, kh), wv));
-            }
-            if (!NC || __builtin_expect(!HAS_NAN(acc, km), 1)) {
-                ST16(yo + i0, km, v);
-                ST8Q(qo + i0, kl, ql);
-                ST8Q(qo + i0 + 8, kh, qh);
-                continue;
-            }
-        }
-        /* A NaN among the taps: the exact scan of the policy. */
-        for (int64_t i = i0; i < i0 + m; i++) {
-            float bv = ring[sl[0] * RS + i];
-            int64_t bc = withpos ? qring[sl[0] * RS + i] + hrow[0] * wh : 0;
-            for (int64_t j = 1; j < c; j++) {
-                const float b = ring[sl[j] * RS + i];
-                const int bt = ign ? SBETTER_IGN(b, bv) : SBETTER_PROP(b, bv);
-                bv = bt ? b : bv;
-                if (withpos) bc = bt ? qring[sl[j] * RS + i] + hrow[j] * wh : bc;
-            }
-            yo[i] = bv;
-            if (withpos) qo[i] = bc;
-        }
+    /* Whole blocks unmasked, then one ending at OW that overlaps the last (recomputing equal
+     * values); a row of fewer than 16 windows is one masked block. */
+#define ROW_BLOCK(I0, M, KM) \
+    max2d_512_block(ring, qring, RS, sl, hrow, yo, qo, rp, qp, wj, c, wh, withpos, ign, NC, (I0), (M), (KM))
+    if (OW >= 16) {
+        int64_t i0 = 0;
+        for (; i0 + 16 <= OW; i0 += 16) ROW_BLOCK(i0, 16, (__mmask16)0xFFFF);
+        if (i0 < OW) ROW_BLOCK(OW - 16, 16, (__mmask16)0xFFFF);
+    } else {
+        ROW_BLOCK(0, OW, lanes16(OW));
     }
+#undef ROW_BLOCK
 }
 
 T512 static inline __attribute__((always_inline)) void max2d_512_body(
@@ -571,6 +587,61 @@ T512 void max2d_512(const float *x, float *out, int64_t *pos, const geo_t *g, co
 #undef MAX2D_CASES
 #undef MAX2D
 }
+/* ------------------------------------------------------------------------------------------ */
+/* Two spatial axes, fused, values only, stride 1 along W (float32 max), any window and       */
+/* dilation: each input row is reduced along W once into a ring of rows (16 windows from K     */
+/* loads at the taps' offsets, no mask inside the row, -inf outside it), then each output row  */
+/* combines its ring rows. Every combine is vmaxps(later, earlier) = "later > earlier ?        */
+/* later : earlier", the staged path's first-wins scan in its order (W taps, then H rows); a  */
+/* tap outside the row (-inf) never wins and never displaces a value (an -inf tap keeps the    */
+/* -inf it meets), so without NaN the values are every policy's, bit for bit. A row with a NaN */
+/* among its taps is redone by its policy's exact scan, as in the k3 s2 kernel below, whose    */
+/* plane and row loop (max2d_values_body) it shares.                                          */
+T512 static inline __attribute__((always_inline)) __m512 mw512_s1_block(const float *restrict xr, const int64_t e0,
+                                                                       const int64_t n, const int64_t K,
+                                                                       const int64_t d, __mmask16 *restrict nanm) {
+    const __m512 ninf = _mm512_set1_ps(-__builtin_inff());
+    __m512 acc;
+    if (e0 >= 0 && e0 + (K - 1) * d + 16 <= n) {
+        acc = _mm512_loadu_ps(xr + e0);
+        __mmask16 m = _mm512_cmp_ps_mask(acc, acc, _CMP_UNORD_Q);
+        for (int64_t j = 1; j < K; j++) {
+            const __m512 t = _mm512_loadu_ps(xr + e0 + j * d);
+            m = (__mmask16)(m | _mm512_cmp_ps_mask(t, t, _CMP_UNORD_Q));
+            acc = _mm512_max_ps(t, acc);
+        }
+        *nanm = (__mmask16)(*nanm | m);
+        return acc;
+    }
+    acc = ninf;
+    for (int64_t j = 0; j < K; j++) {
+        const int64_t e = e0 + j * d;
+        const int64_t a = e < 0 ? (-e < 16 ? -e : 16) : 0, b = n - e < 16 ? (n - e > 0 ? n - e : 0) : 16;
+        const __mmask16 lm = b > a ? (__mmask16)(((1u << b) - 1u) & ~((1u << a) - 1u)) : (__mmask16)0;
+        const float *p = (const float *)((uintptr_t)xr + (uintptr_t)(e * (int64_t)sizeof(float)));
+        const __m512 t = _mm512_mask_loadu_ps(ninf, lm, p);
+        *nanm = (__mmask16)(*nanm | _mm512_cmp_ps_mask(t, t, _CMP_UNORD_Q));
+        acc = _mm512_max_ps(t, acc);
+    }
+    return acc;
+}
+
+/* One input row -> its O >= 16 window maxima (returns 1 when a NaN was among the taps: the row
+ * is then redone by its policy's exact scan, and the output rows take the NaN-aware combine). */
+T512 static inline __attribute__((always_inline)) int mw512_s1_row(const float *restrict xr, float *restrict yr,
+                                                                  const ax_t *restrict A, const int64_t K,
+                                                                  const int ign) {
+    const int64_t O = A->o, pb = A->pb, n = A->n, d = A->d;
+    __mmask16 nanm = 0;
+    int64_t o0 = 0;
+    for (; o0 + 16 <= O; o0 += 16) _mm512_storeu_ps(yr + o0, mw512_s1_block(xr, o0 - pb, n, K, d, &nanm));
+    if (o0 < O) _mm512_storeu_ps(yr + O - 16, mw512_s1_block(xr, O - 16 - pb, n, K, d, &nanm));
+    if (__builtin_expect(nanm == 0, 1)) return 0;
+    if (ign) mw_brow_f32i(xr, yr, NULL, A, 0, 0, 0, O);
+    else mw_brow_f32p(xr, yr, NULL, A, 0, 0, 0, O);
+    return 1;
+}
+
 /* ------------------------------------------------------------------------------------------ */
 /* Two spatial axes, fused, values only, windows of 3 with stride 2 along W (float32 max).    */
 /* Each input row is reduced along W once into the ring (16 windows from four loads and three */
@@ -651,9 +722,11 @@ T512 static inline __attribute__((always_inline)) int mw512_k3s2_row(const float
     return nan;
 }
 
-T512 static inline __attribute__((always_inline)) void max2d_k3s2_body(
+/* The plane and row loop of the values-only fused 2-D max kernels. S1K = 0: the k3 s2 rows;
+ * otherwise stride-1 rows of S1K taps (-1: the run-time window of the W axis). */
+T512 static inline __attribute__((always_inline)) void max2d_values_body(
     const float *restrict x, float *restrict out, const geo_t *g, float *restrict ring,
-    int64_t *restrict tags, int64_t *restrict hrow, int64_t *restrict sl, const int ign) {
+    int64_t *restrict tags, int64_t *restrict hrow, int64_t *restrict sl, const int ign, const int64_t S1K) {
     const ax_t *H = &g->a[0], *W = &g->a[1];
     const int64_t NW = W->n, OW = W->o, OH = H->o;
     const int64_t R = ring_rows(H), RS = (OW + 15) & ~(int64_t)15;
@@ -674,7 +747,9 @@ T512 static inline __attribute__((always_inline)) void max2d_k3s2_body(
                 const int64_t h = oh * H->s - H->pb + (jl + j) * H->d;
                 const int64_t slot = h & (R - 1);
                 if (tags[slot] != h) {
-                    snan[slot] = mw512_k3s2_row(xp + h * NW, ring + slot * RS, W, ign);
+                    snan[slot] = S1K == 0 ? mw512_k3s2_row(xp + h * NW, ring + slot * RS, W, ign)
+                                          : mw512_s1_row(xp + h * NW, ring + slot * RS, W,
+                                                         S1K > 0 ? S1K : W->k, ign);
                     tags[slot] = h;
                 }
                 nc |= (int)snan[slot];
@@ -689,103 +764,23 @@ T512 static inline __attribute__((always_inline)) void max2d_k3s2_body(
 /* Values only; W windows of 3, stride 2, dilation 1; rows of at least 16 windows (module.c). */
 T512 void max2d_k3s2_512(const float *x, float *out, const geo_t *g, float *ring, int64_t *tags, int64_t *hrow,
                          int64_t *sl, int ign) {
-    if (ign) max2d_k3s2_body(x, out, g, ring, tags, hrow, sl, 1);
-    else max2d_k3s2_body(x, out, g, ring, tags, hrow, sl, 0);
+    if (ign) max2d_values_body(x, out, g, ring, tags, hrow, sl, 1, 0);
+    else max2d_values_body(x, out, g, ring, tags, hrow, sl, 0, 0);
 }
 
-/* ------------------------------------------------------------------------------------------ */
-/* Two spatial axes, fused, values only, stride 1 along W (float32 max), any window and       */
-/* dilation: each input row is reduced along W once into a ring of rows (16 windows from K     */
-/* loads at the taps' offsets, no mask inside the row, -inf outside it), then each output row  */
-/* combines its ring rows. Every combine is vmaxps(later, earlier) = "later > earlier ?        */
-/* later : earlier", the staged path's first-wins scan in its order (W taps, then H rows); a  */
-/* tap outside the row (-inf) never wins and never displaces a value (an -inf tap keeps the    */
-/* -inf it meets), so without NaN the values are every policy's, bit for bit. A NaN among the  */
-/* taps returns 1 at once and module.c runs the exact staged path instead.                     */
-T512 static inline __attribute__((always_inline)) __m512 mw512_s1_block(const float *restrict xr, const int64_t e0,
-                                                                       const int64_t n, const int64_t K,
-                                                                       const int64_t d, __mmask16 *restrict nanm) {
-    const __m512 ninf = _mm512_set1_ps(-__builtin_inff());
-    __m512 acc;
-    if (e0 >= 0 && e0 + (K - 1) * d + 16 <= n) {
-        acc = _mm512_loadu_ps(xr + e0);
-        __mmask16 m = _mm512_cmp_ps_mask(acc, acc, _CMP_UNORD_Q);
-        for (int64_t j = 1; j < K; j++) {
-            const __m512 t = _mm512_loadu_ps(xr + e0 + j * d);
-            m = (__mmask16)(m | _mm512_cmp_ps_mask(t, t, _CMP_UNORD_Q));
-            acc = _mm512_max_ps(t, acc);
-        }
-        *nanm = (__mmask16)(*nanm | m);
-        return acc;
-    }
-    acc = ninf;
-    for (int64_t j = 0; j < K; j++) {
-        const int64_t e = e0 + j * d;
-        const int64_t a = e < 0 ? (-e < 16 ? -e : 16) : 0, b = n - e < 16 ? (n - e > 0 ? n - e : 0) : 16;
-        const __mmask16 lm = b > a ? (__mmask16)(((1u << b) - 1u) & ~((1u << a) - 1u)) : (__mmask16)0;
-        const float *p = (const float *)((uintptr_t)xr + (uintptr_t)(e * (int64_t)sizeof(float)));
-        const __m512 t = _mm512_mask_loadu_ps(ninf, lm, p);
-        *nanm = (__mmask16)(*nanm | _mm512_cmp_ps_mask(t, t, _CMP_UNORD_Q));
-        acc = _mm512_max_ps(t, acc);
-    }
-    return acc;
-}
-
-T512 static inline __attribute__((always_inline)) int mw512_s1_row(const float *restrict xr, float *restrict yr,
-                                                                  const ax_t *restrict A, const int64_t K) {
-    const int64_t O = A->o, pb = A->pb, n = A->n, d = A->d;
-    __mmask16 nanm = 0;
-    int64_t o0 = 0;
-    for (; o0 + 16 <= O; o0 += 16) _mm512_storeu_ps(yr + o0, mw512_s1_block(xr, o0 - pb, n, K, d, &nanm));
-    if (o0 < O) _mm512_storeu_ps(yr + O - 16, mw512_s1_block(xr, O - 16 - pb, n, K, d, &nanm));
-    return nanm != 0;
-}
-
-T512 static inline __attribute__((always_inline)) int max2d_s1_body(const float *restrict x, float *restrict out,
-                                                                   const geo_t *g, float *restrict ring,
-                                                                   int64_t *restrict tags, int64_t *restrict sl,
-                                                                   const int64_t K) {
-    const ax_t *H = &g->a[0], *W = &g->a[1];
-    const int64_t NW = W->n, OW = W->o, OH = H->o;
-    const int64_t R = ring_rows(H), RS = (OW + 15) & ~(int64_t)15;
-    for (int64_t p = 0; p < g->nc; p++) {
-        if (poll_interrupt()) break;
-        const float *xp = x + p * g->plane_in;
-        for (int64_t r = 0; r < R; r++) tags[r] = -1;
-        for (int64_t oh = 0; oh < OH; oh++) {
-            const int64_t jl = H->jlo[oh], cnt = H->jhi[oh] > jl ? H->jhi[oh] - jl : 0;
-            float *restrict yo = out + p * g->plane_out + oh * OW;
-            if (cnt == 0) { /* no element: filled at the end */
-                memset(yo, 0, (size_t)OW * sizeof(float));
-                continue;
-            }
-            for (int64_t j = 0; j < cnt; j++) {
-                const int64_t h = oh * H->s - H->pb + (jl + j) * H->d;
-                const int64_t slot = h & (R - 1);
-                if (tags[slot] != h) {
-                    if (mw512_s1_row(xp + h * NW, ring + slot * RS, W, K)) return 1;
-                    tags[slot] = h;
-                }
-                sl[j] = slot * RS;
-            }
-            for (int64_t i0 = 0;; i0 += 16) {
-                if (i0 + 16 > OW) i0 = OW - 16; /* overlap: recomputes equal values */
-                __m512 acc = _mm512_loadu_ps(ring + sl[0] + i0);
-                for (int64_t j = 1; j < cnt; j++) acc = _mm512_max_ps(_mm512_loadu_ps(ring + sl[j] + i0), acc);
-                _mm512_storeu_ps(yo + i0, acc);
-                if (i0 + 16 >= OW) break;
-            }
-        }
-    }
-    return 0;
-}
-
-/* Values only; W stride 1; rows of at least 16 windows (module.c). Returns 1 on a NaN. */
-T512 int max2d_s1_512(const float *x, float *out, const geo_t *g, float *ring, int64_t *tags, int64_t *sl) {
+/* Values only; W stride 1, any window and dilation; rows of at least 16 windows (module.c). */
+T512 void max2d_s1_512(const float *x, float *out, const geo_t *g, float *ring, int64_t *tags, int64_t *hrow,
+                       int64_t *sl, int ign) {
     const int64_t k = g->a[1].k;
-    if (k == 2) return max2d_s1_body(x, out, g, ring, tags, sl, 2);
-    if (k == 3) return max2d_s1_body(x, out, g, ring, tags, sl, 3);
-    return max2d_s1_body(x, out, g, ring, tags, sl, k);
+#define MAX2D_S1(K)                                                                                \
+    do {                                                                                           \
+        if (ign) max2d_values_body(x, out, g, ring, tags, hrow, sl, 1, K);                         \
+        else max2d_values_body(x, out, g, ring, tags, hrow, sl, 0, K);                             \
+    } while (0)
+    if (k == 2) MAX2D_S1(2);
+    else if (k == 3) MAX2D_S1(3);
+    else MAX2D_S1(-1);
+#undef MAX2D_S1
 }
 
 /* ------------------------------------------------------------------------------------------ */

@@ -234,7 +234,7 @@ static PyObject *py_max_pool(PyObject *self, PyObject *args) {
         const ax_t *a = &g.a[i];
         k2s2_3d = a->k == 2 && a->s == 2 && a->d == 1 && a->pb == 0 && a->lo == 0 && a->hi == a->o;
     }
-    /* Values only, two axes, W stride 1: the fused stride-1 kernel (a NaN: the staged path). */
+    /* Values only, two axes, W stride 1: the fused stride-1 kernel. */
     const int s1_2d = POOLCHECK_AVX512 && use_avx512 && !direct && !withpos && tcode == T_F32 && g.r == 2 &&
                       geo_small(&g) && last->s == 1 && last->o >= 16;
     void *ring = NULL;
@@ -254,7 +254,7 @@ static PyObject *py_max_pool(PyObject *self, PyObject *args) {
             goto done;
         }
     }
-    if (!direct && !fused && !k3s2) {
+    if (!direct && !fused && !k3s2 && !s1_2d) {
         chunk = chunk_planes(&g, isz + (withpos ? 8 : 0));
         int64_t tsz = stage_max(&g) * chunk;
         t0 = scratch_get(S_T0, (size_t)(tsz * isz));
@@ -280,8 +280,11 @@ static PyObject *py_max_pool(PyObject *self, PyObject *args) {
             case T_F32:
 #if POOLCHECK_AVX512
                 if (k2s2_3d && max3d_k2s2_512((const float *)xb.buf, (float *)ob.buf, &g) == 0) break;
-                if (s1_2d && max2d_s1_512((const float *)xb.buf, (float *)ob.buf, &g, (float *)ring, tags, sl) == 0)
+                if (s1_2d) {
+                    max2d_s1_512((const float *)xb.buf, (float *)ob.buf, &g, (float *)ring, tags, hrow, sl,
+                                 nan_mode == NAN_IGNORE);
                     break;
+                }
                 if (k3s2) {
                     max2d_k3s2_512((const float *)xb.buf, (float *)ob.buf, &g, (float *)ring, tags, hrow, sl,
                                    nan_mode == NAN_IGNORE);
