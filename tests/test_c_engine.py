@@ -519,6 +519,8 @@ FUSED_AVG_SPECS = [
     (([4, 3], [3, 1], [2, 2], [3, 2], True, "ceil"), (9, 11)),      # windows with no element
     (([1, 2], [1, 1], [0, 0], [0, 0], False, "floor"), (3, 9)),     # no padding at all
     (([3, 3], [1, 1], [1, 1], [1, 1], True, "floor"), (4, 7)),      # 7 windows: the portable path
+    (([3, 2], [1, 1], [2, 0], [2, 1], True, "floor", [2, 1]), (9, 12)),  # H dilation 2 (ONNX): rows in order
+    (([2, 3], [2, 1], [1, 1], [0, 1], False, "ceil", [3, 1]), (10, 9)),  # H stride 2, dilation 3: ring tags
 ]
 
 
@@ -528,9 +530,9 @@ def _fused_max_spec(p: tuple) -> S.PoolSpec:  # type: ignore[type-arg]
 
 
 def _fused_avg_spec(p: tuple) -> S.PoolSpec:  # type: ignore[type-arg]
-    kernel, strides, pb, pe, excl, rounding = p
-    return S.PoolSpec("avg", tuple(kernel), tuple(strides), tuple(pb), tuple(pe), (1, 1), rounding, "explicit",
-                      exclude_pad=excl)
+    kernel, strides, pb, pe, excl, rounding, *dil = p
+    return S.PoolSpec("avg", tuple(kernel), tuple(strides), tuple(pb), tuple(pe), tuple(dil[0] if dil else (1, 1)),
+                      rounding, "explicit", exclude_pad=excl)
 
 
 def _oracle_axes(geom: S.Geometry) -> list:  # type: ignore[type-arg]
@@ -615,6 +617,7 @@ FUSED_MAX_VALUES_SPECS = [
     (([2, 3], [1, 1], [3, 4], [3, 4], [1, 1], "floor"), (4, 20)),   # windows with no element
     (([1, 4], [1, 1], [0, 0], [0, 0], [1, 5], "floor"), (3, 35)),   # taps 5 apart: the tail blocks masked
     (([3, 3], [1, 1], [1, 1], [1, 1], [1, 1], "floor"), (4, 15)),   # 15 windows: the staged path
+    (([2, 3], [2, 1], [1, 1], [1, 1], [3, 1], "floor"), (11, 24)),  # H stride 2, dilation 3: ring tags
     (([2, 2, 2], [2, 2, 2], [0, 0, 0], [0, 0, 0], [1, 1, 1], "floor"), (4, 6, 32)),  # 3-D: 16 windows
     (([2, 2, 2], [2, 2, 2], [0, 0, 0], [0, 0, 0], [1, 1, 1], "floor"), (3, 5, 45)),  # 22: overlap, odd sizes
     (([2, 2, 2], [2, 2, 2], [0, 0, 0], [0, 0, 0], [1, 1, 1], "ceil"), (2, 4, 33)),   # partial window: staged

@@ -430,6 +430,12 @@ T512 void maxsep_f32_512(const float *x, float *out, int64_t *pos, const geo_t *
 /* intermediates.                                                                              */
 
 
+/* ROWS_IN_ORDER: with H stride 1 every input row is a tap of some output row, and the last row
+ * an output row needs, h0 + (cnt - 1) d, never decreases; reducing the rows up to it in order,
+ * each once, keeps every row an output row needs in the ring (its rows span at most
+ * (k - 1) d + 1 <= R rows, the last one the newest), so the fused kernels need no ring tags
+ * there (their lookup measured 12% slower on W3). Other strides look the rows up by tag. */
+
 /* One output row of a fused max, with the row count (2, 3, other) and whether a NaN was seen
  * made compile-time constants, so each of the six combinations is its own specialised loop. */
 #define MAX2D_ROWS_BY_COUNT(ring, qring, RS, sl, hrow, yo, qo, OW, cnt, wh, withpos, ign, nc)       \
@@ -730,26 +736,40 @@ T512 static inline __attribute__((always_inline)) void max2d_values_body(
     const ax_t *H = &g->a[0], *W = &g->a[1];
     const int64_t NW = W->n, OW = W->o, OH = H->o;
     const int64_t R = ring_rows(H), RS = (OW + 15) & ~(int64_t)15;
+    /* the geometry in locals: the stores to the slot tables may alias it */
+    const int64_t hs = H->s, hpb = H->pb, hd = H->d, nc_ = g->nc, pin = g->plane_in, pout = g->plane_out;
+    const int64_t *jlo = H->jlo, *jhi = H->jhi;
+    const int64_t K = S1K > 0 ? S1K : W->k;
+    /* H stride 1: ROWS_IN_ORDER (avx512.c) */
+    const int in_order = hs == 1;
     int64_t *restrict snan = tags + R; /* per slot: its row's maxima may hold a NaN */
-    for (int64_t p = 0; p < g->nc; p++) {
+#define MAX2D_ROW(h, slot)                                                                         \
+    (snan[slot] = S1K == 0 ? mw512_k3s2_row(xp + (h) * NW, ring + (slot) * RS, W, ign)            \
+                           : mw512_s1_row(xp + (h) * NW, ring + (slot) * RS, W, K, ign))
+    for (int64_t p = 0; p < nc_; p++) {
         if (poll_interrupt()) break;
-        const float *xp = x + p * g->plane_in;
-        for (int64_t r = 0; r < R; r++) tags[r] = -1;
+        const float *xp = x + p * pin;
+        int64_t hdone = -1; /* in_order: the rows [0, hdone] are reduced */
+        if (!in_order)
+            for (int64_t r = 0; r < R; r++) tags[r] = -1;
         for (int64_t oh = 0; oh < OH; oh++) {
-            const int64_t jl = H->jlo[oh], cnt = H->jhi[oh] > jl ? H->jhi[oh] - jl : 0;
-            float *restrict yo = out + p * g->plane_out + oh * OW;
+            const int64_t jl = jlo[oh], cnt = jhi[oh] > jl ? jhi[oh] - jl : 0;
+            float *restrict yo = out + p * pout + oh * OW;
             if (cnt == 0) { /* no element: filled at the end */
                 memset(yo, 0, (size_t)OW * sizeof(float));
                 continue;
             }
+            const int64_t h0 = oh * hs - hpb + jl * hd;
+            if (in_order)
+                for (const int64_t hl = h0 + (cnt - 1) * hd; hdone < hl;) {
+                    hdone++;
+                    MAX2D_ROW(hdone, hdone & (R - 1));
+                }
             int nc = 0;
             for (int64_t j = 0; j < cnt; j++) {
-                const int64_t h = oh * H->s - H->pb + (jl + j) * H->d;
-                const int64_t slot = h & (R - 1);
-                if (tags[slot] != h) {
-                    snan[slot] = S1K == 0 ? mw512_k3s2_row(xp + h * NW, ring + slot * RS, W, ign)
-                                          : mw512_s1_row(xp + h * NW, ring + slot * RS, W,
-                                                         S1K > 0 ? S1K : W->k, ign);
+                const int64_t h = h0 + j * hd, slot = h & (R - 1);
+                if (!in_order && tags[slot] != h) {
+                    MAX2D_ROW(h, slot);
                     tags[slot] = h;
                 }
                 nc |= (int)snan[slot];
@@ -759,6 +779,7 @@ T512 static inline __attribute__((always_inline)) void max2d_values_body(
             MAX2D_ROWS_BY_COUNT(ring, NULL, RS, sl, hrow, yo, NULL, OW, cnt, 0, 0, ign, nc);
         }
     }
+#undef MAX2D_ROW
 }
 
 /* Values only; W windows of 3, stride 2, dilation 1; rows of at least 16 windows (module.c). */
@@ -943,10 +964,8 @@ T512 static inline __attribute__((always_inline)) void avg2d_s1_body(
     const int64_t vhi = aw512_s1_vhi(W);
     const int wz = !H->zinit;
     const double zh = H->zinit ? 0.0 : -0.0;
-    /* H stride and dilation 1: the last row an output row needs grows by at most one from one
-     * output row to the next, so the rows are summed once each, in order, and the ring needs no
-     * tags (their lookup measured 12% slower on W3). */
-    const int in_order = hs == 1 && hd == 1;
+    /* H stride 1: ROWS_IN_ORDER (above) */
+    const int in_order = hs == 1;
     for (int64_t p = 0; p < nc; p++) {
         if (poll_interrupt()) break;
         const float *xp = x + p * pin;
@@ -962,11 +981,11 @@ T512 static inline __attribute__((always_inline)) void avg2d_s1_body(
             } else {
                 const int64_t h0 = oh * hs - hpb + jl * hd;
                 if (in_order) {
-                    for (const int64_t hl = h0 + cnt - 1; hdone < hl;) {
+                    for (const int64_t hl = h0 + (cnt - 1) * hd; hdone < hl;) {
                         hdone++;
                         aw512_s1_row(xp + hdone * NW, ring + (hdone & (R - 1)) * RS, W, vhi, K, wz);
                     }
-                    for (int64_t j = 0; j < cnt; j++) sl[j] = (h0 + j) & (R - 1);
+                    for (int64_t j = 0; j < cnt; j++) sl[j] = (h0 + j * hd) & (R - 1);
                 } else {
                     for (int64_t j = 0; j < cnt; j++) {
                         const int64_t h = h0 + j * hd, slot = h & (R - 1);
