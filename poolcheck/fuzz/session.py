@@ -46,7 +46,7 @@ from poolcheck.fuzz.database import example_database
 from poolcheck.fuzz.strategies import ALL_DTYPES, CONVENTIONS, FuzzCase, config_batches
 from poolcheck.judgement import Outputs
 from poolcheck.peers.base import Peer, PeerResult
-from poolcheck.peers.isolation import call_peer_many, close_workers
+from poolcheck.peers.isolation import call_peer_many, close_workers, submit_peer_many
 from poolcheck.peers.registry import resolve_peer
 from poolcheck.results import FindingKind, Signature
 from poolcheck.spec.shape import Geometry
@@ -282,6 +282,12 @@ class Session:
         """Every oracle on every configuration of one example."""
         findings: list[O.Finding] = []
         oracles = self.options.oracles
+        peers = self.peers if "peers" in oracles else []
+        # Isolated peers get the batch first: their workers compute while the engines do.
+        pending: list[Callable[[], list[PeerResult]] | None] = [None] * len(peers)
+        if self.options.isolated and self._call is call_peer_many:
+            items = [(c.spec, c.x) for c in batch]
+            pending = [submit_peer_many(peer, items, timeout=self.options.peer_timeout) for peer in peers]
         refs: list[tuple[Outputs, Geometry] | None] = []
         for case in batch:
             ok, _why = O.engine_accepts(case)
@@ -316,16 +322,22 @@ class Session:
             if self.options.engine_checks == "first":
                 break
         self.progress.cases += len(batch)
-        for peer in self.peers if "peers" in oracles else ():
+        for peer, answer in zip(peers, pending):
             status = self.progress.peer_status.setdefault(peer.name, Counter())
             prefer = self.preference.setdefault(peer.name, Counter())
 
             def history(_i: int, p: Counter[str] = prefer) -> Mapping[str, int]:
                 return p  # one history per peer, updated as its items are judged
 
+            call = self._call
+            if answer is not None:
+                def call(*_args: Any, answer: Callable[[], list[PeerResult]] = answer,
+                         **_kwargs: Any) -> list[PeerResult]:
+                    return answer()
+
             for _case, result, f in judge_peer(peer, batch, refs, self.engine, version=self.versions.get(peer.name),
                                                prefer=history, isolated=self.options.isolated,
-                                               timeout=self.options.peer_timeout, call=self._call):
+                                               timeout=self.options.peer_timeout, call=call):
                 status[result.status] += 1
                 if result.status in ("ok", "rejects"):
                     self.progress.compared[peer.name] += 1
