@@ -21,6 +21,7 @@ in spawned processes (different seeds, one deadline) and merges their findings.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import math
 import multiprocessing
@@ -217,6 +218,33 @@ def judge_peer(peer: Peer, batch: Sequence[FuzzCase], refs: Sequence[tuple[Outpu
         yield case, result, O.check_peer(case, peer.name, result, engine, base, geom, version, prefer(i))
 
 
+# --------------------------------------------------------------------------- repeated configurations
+
+#: Configurations whose engine-side verdicts a session keeps. Hypothesis repeats configurations
+#: (its mutations copy one within and across examples, shrinking replays them): in a fuzz run
+#: against ONNX Runtime about two in three configurations were seen before.
+ENGINE_SIDE_CACHE = 4096
+
+
+def config_key(case: FuzzCase) -> tuple[Any, ...]:
+    """Everything a configuration's verdicts depend on: the spelling, the spec peers receive,
+    the mutation, and the input (type, shape, bytes)."""
+    attrs = tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in case.attributes.items()))
+    x = case.x
+    return case.op_name, attrs, case.spec, case.mutation, x.dtype.str, x.shape, x.tobytes()
+
+
+@dataclass
+class _EngineSide:
+    """What the engines said about one configuration: the reference (None: poolcheck rejects
+    it), findings against poolcheck itself, and the engine comparison and metamorphic findings
+    (None until they ran). Findings are rebound to each repeat's own case."""
+
+    ref: tuple[Outputs, Geometry] | None
+    findings: list[O.Finding]
+    checks: list[O.Finding] | None = None
+
+
 # --------------------------------------------------------------------------- one session
 
 
@@ -273,10 +301,28 @@ class Session:
         self._last_progress = 0.0
         self.warnings: list[str] = []
         self.rounds: list[tuple[int, int]] = []
+        #: Engine-side verdicts by configuration (:func:`config_key`), oldest first.
+        self._engine_side: dict[tuple[Any, ...], _EngineSide] = {}
         self.strategy = config_batches(options.ops, options.ranks, options.dtypes, options.conventions,
                                        max_configs=options.max_configs, invalid=options.invalid)
 
     # ------------------------------------------------------------------ checking one example
+
+    def _reference(self, case: FuzzCase) -> tuple[tuple[Outputs, Geometry] | None, list[O.Finding]]:
+        """The reference engine's outputs and geometry for ``case`` (None where poolcheck
+        rejects it) and the findings against poolcheck itself (it accepts an invalid
+        configuration, or its engine raises)."""
+        ok, _why = O.engine_accepts(case)
+        if case.mutation and ok:
+            return None, [O.Finding(FindingKind.ENGINE, case.op, "validation", f"accepts invalid: {case.mutation}",
+                                    "poolcheck accepts a configuration it should reject", case.describe(), case, False)]
+        if not ok:
+            return None, []
+        try:
+            return O.reference(self.engine, case), []
+        except PoolcheckError as exc:
+            return None, [O.Finding(FindingKind.ENGINE, case.op, self.engine.NAME, "error", "the engine raised", str(exc),
+                                    case, False)]
 
     def check_batch(self, batch: Sequence[FuzzCase]) -> list[O.Finding]:
         """Every oracle on every configuration of one example."""
@@ -289,36 +335,32 @@ class Session:
             items = [(c.spec, c.x) for c in batch]
             pending = [submit_peer_many(peer, items, timeout=self.options.peer_timeout) for peer in peers]
         refs: list[tuple[Outputs, Geometry] | None] = []
-        for case in batch:
-            ok, _why = O.engine_accepts(case)
-            if case.mutation and ok:
-                findings.append(O.Finding(FindingKind.ENGINE, case.op, "validation", f"accepts invalid: {case.mutation}",
-                                          "poolcheck accepts a configuration it should reject", case.describe(),
-                                          case, False))
-                refs.append(None)
-                continue
-            if not ok:
-                refs.append(None)
-                continue
-            try:
-                base, geom = O.reference(self.engine, case)
-            except PoolcheckError as exc:
-                findings.append(O.Finding(FindingKind.ENGINE, case.op, self.engine.NAME, "error", "the engine raised", str(exc),
-                                          case, False))
-                refs.append(None)
-                continue
-            refs.append((base, geom))
-            if "shapes" in oracles:
-                findings += O.check_shape_rules(case, geom)
+        keys = [config_key(case) for case in batch]
+        for case, key in zip(batch, keys):
+            known = self._engine_side.get(key)
+            if known is None:
+                known = self._engine_side[key] = _EngineSide(*self._reference(case))
+                if len(self._engine_side) > ENGINE_SIDE_CACHE:
+                    del self._engine_side[next(iter(self._engine_side))]  # the oldest
+            refs.append(known.ref)
+            findings += [dataclasses.replace(f, case=case) for f in known.findings]
+            if known.ref is not None and "shapes" in oracles:
+                findings += O.check_shape_rules(case, known.ref[1])
         # The engine-side oracles (the other engines against the reference engine, metamorphic
         # properties of the reference engine) run on the first configuration of each example, or
         # on all of them: they cost several engine calls per configuration.
-        for case, ref in zip(batch, refs):
+        for case, key, ref in zip(batch, keys, refs):
             if ref is not None:
-                if len(self.engines) > 1 and "engines" in oracles:
-                    findings += O.check_engines(case, self.engines, ref[0], ref[1])
-                if "metamorphic" in oracles:
-                    findings += O.check_metamorphic(case, self.engine, self.engine.NAME, ref[0], ref[1])
+                known = self._engine_side[key]
+                if known.checks is None:
+                    known.checks = []
+                    if len(self.engines) > 1 and "engines" in oracles:
+                        known.checks += O.check_engines(case, self.engines, ref[0], ref[1])
+                    if "metamorphic" in oracles:
+                        known.checks += O.check_metamorphic(case, self.engine, self.engine.NAME, ref[0], ref[1])
+                    findings += known.checks
+                else:
+                    findings += [dataclasses.replace(f, case=case) for f in known.checks]
             if self.options.engine_checks == "first":
                 break
         self.progress.cases += len(batch)
