@@ -234,6 +234,16 @@ def config_key(case: FuzzCase) -> tuple[Any, ...]:
     return case.op_name, attrs, case.spec, case.mutation, x.dtype.str, x.shape, x.tobytes()
 
 
+#: Results a session keeps per repeatable peer (see :attr:`RuntimePeer.repeatable`).
+PEER_RESULTS_CACHE = 4096
+
+
+def peer_key(case: FuzzCase) -> tuple[Any, ...]:
+    """What a peer receives of a configuration: the spec and the input (type, shape, bytes)."""
+    x = case.x
+    return case.spec, x.dtype.str, x.shape, x.tobytes()
+
+
 @dataclass
 class _EngineSide:
     """What the engines said about one configuration: the reference (None: poolcheck rejects
@@ -301,12 +311,50 @@ class Session:
         self._last_progress = 0.0
         self.warnings: list[str] = []
         self.rounds: list[tuple[int, int]] = []
+        #: A repeatable peer's outputs and refusals by peer (id) and :func:`peer_key`, oldest first.
+        self._peer_results: dict[int, dict[tuple[Any, ...], PeerResult]] = {}
         #: Engine-side verdicts by configuration (:func:`config_key`), oldest first.
         self._engine_side: dict[tuple[Any, ...], _EngineSide] = {}
         self.strategy = config_batches(options.ops, options.ranks, options.dtypes, options.conventions,
                                        max_configs=options.max_configs, invalid=options.invalid)
 
     # ------------------------------------------------------------------ checking one example
+
+    def _ask_peer(self, peer: Peer, batch: Sequence[FuzzCase]) -> Callable[[], list[PeerResult]]:
+        """Ask ``peer`` for ``batch`` now (an isolated peer's worker starts computing at once);
+        the returned function gives one result per configuration. A repeatable peer is asked
+        only for configurations it has not answered yet: its earlier outputs and refusals to
+        run (``declined``) are reused; rejections, crashes and timeouts are asked again."""
+        kept = self._peer_results.setdefault(id(peer), {}) if getattr(peer, "repeatable", False) else None
+        if kept is None:
+            keys: list[Any] = list(range(len(batch)))  # every configuration asked
+            todo = batch
+        else:
+            keys = [peer_key(case) for case in batch]
+            first = {k: case for k, case in zip(keys, batch) if k not in kept}  # each new one once
+            todo, keys_asked = list(first.values()), list(first)
+        items = [(case.spec, case.x) for case in todo]
+        if not items:
+            answer: Callable[[], list[PeerResult]] = list
+        elif self.options.isolated and self._call is call_peer_many:
+            answer = submit_peer_many(peer, items, timeout=self.options.peer_timeout)
+        else:
+            def answer() -> list[PeerResult]:
+                return self._call(peer, items, isolated=self.options.isolated, timeout=self.options.peer_timeout)
+
+        if kept is None:
+            return answer
+
+        def results() -> list[PeerResult]:
+            fresh = dict(zip(keys_asked, answer()))
+            for k, result in fresh.items():
+                if result.status in ("ok", "declined"):
+                    kept[k] = result
+                    if len(kept) > PEER_RESULTS_CACHE:
+                        del kept[next(iter(kept))]  # the oldest
+            return [fresh[k] if k in fresh else kept[k] for k in keys]
+
+        return results
 
     def _reference(self, case: FuzzCase) -> tuple[tuple[Outputs, Geometry] | None, list[O.Finding]]:
         """The reference engine's outputs and geometry for ``case`` (None where poolcheck
@@ -330,10 +378,7 @@ class Session:
         oracles = self.options.oracles
         peers = self.peers if "peers" in oracles else []
         # Isolated peers get the batch first: their workers compute while the engines do.
-        pending: list[Callable[[], list[PeerResult]] | None] = [None] * len(peers)
-        if self.options.isolated and self._call is call_peer_many:
-            items = [(c.spec, c.x) for c in batch]
-            pending = [submit_peer_many(peer, items, timeout=self.options.peer_timeout) for peer in peers]
+        pending = [self._ask_peer(peer, batch) for peer in peers]
         refs: list[tuple[Outputs, Geometry] | None] = []
         keys = [config_key(case) for case in batch]
         for case, key in zip(batch, keys):
@@ -371,11 +416,9 @@ class Session:
             def history(_i: int, p: Counter[str] = prefer) -> Mapping[str, int]:
                 return p  # one history per peer, updated as its items are judged
 
-            call = self._call
-            if answer is not None:
-                def call(*_args: Any, answer: Callable[[], list[PeerResult]] = answer,
-                         **_kwargs: Any) -> list[PeerResult]:
-                    return answer()
+            def call(*_args: Any, answer: Callable[[], list[PeerResult]] = answer,
+                     **_kwargs: Any) -> list[PeerResult]:
+                return answer()
 
             for _case, result, f in judge_peer(peer, batch, refs, self.engine, version=self.versions.get(peer.name),
                                                prefer=history, isolated=self.options.isolated,
