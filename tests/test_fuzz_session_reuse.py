@@ -129,3 +129,27 @@ def test_engine_side_verdicts_are_computed_once_and_rebound() -> None:
     assert engine_findings[0].signature == engine_findings[1].signature
     assert engine_findings[0].detail == engine_findings[1].detail
     assert len(engine_findings) == 3
+
+
+def test_a_diagnosis_is_reused_only_while_its_history_is_unchanged(monkeypatch) -> None:
+    made: list[Any] = []
+    real = O.diagnose_output
+
+    def counting(*args: Any) -> Any:
+        made.append(args[-1])
+        return real(*args)
+
+    monkeypatch.setattr(O, "diagnose_output", counting)
+    memo = O.DiagnosisMemo()
+    case = _case()
+    values = O.reference(numpy_engine, case)[0].values
+    wrong = values.copy()
+    wrong.reshape(-1)[0] = np.nan  # a NaN where the reference has a number
+    first = memo(numpy_engine, case.spec, case.x, wrong, None, {})
+    assert memo(numpy_engine, case.spec, _case().x, wrong.copy(), None, {}) is first
+    assert first == real(numpy_engine, case.spec, case.x, wrong, None, {})
+    memo(numpy_engine, case.spec, case.x, wrong, None, {"nan=ignore": 1})  # the history moved
+    other = wrong.copy()
+    other.reshape(-1)[1] = 0
+    memo(numpy_engine, case.spec, case.x, other, None, {})  # another output
+    assert len(made) == 3

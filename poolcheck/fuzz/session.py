@@ -44,6 +44,7 @@ from poolcheck.engines import available_engines, get_engine
 from poolcheck.errors import AttributeValueError, PoolcheckError
 from poolcheck.fuzz import oracles as O
 from poolcheck.fuzz.database import example_database
+from poolcheck.fuzz.diagnosis import Diagnosis, diagnose_output
 from poolcheck.fuzz.strategies import ALL_DTYPES, CONVENTIONS, FuzzCase, config_batches
 from poolcheck.judgement import Outputs
 from poolcheck.peers.base import Peer, PeerResult
@@ -205,8 +206,9 @@ def _shrink_limit(seconds: float) -> Iterator[None]:
 def judge_peer(peer: Peer, batch: Sequence[FuzzCase], refs: Sequence[tuple[Outputs, Geometry] | None],
                engine: ModuleType, *, version: str | None, prefer: Callable[[int], Mapping[str, int]],
                isolated: bool = True, timeout: float = 30.0,
-               call: Callable[..., list[PeerResult]] = call_peer_many) -> Iterator[tuple[FuzzCase, PeerResult,
-                                                                                     O.Finding | None]]:
+               call: Callable[..., list[PeerResult]] = call_peer_many,
+               diagnose: Callable[..., Diagnosis] = diagnose_output) -> Iterator[tuple[FuzzCase, PeerResult,
+                                                                                   O.Finding | None]]:
     """One batched call of ``peer`` on ``batch``, then each result judged against its reference
     (``None``: the engine rejects the configuration) by :func:`~poolcheck.fuzz.oracles.check_peer`.
     The one path a peer's output takes, for new findings and for re-checking known divergences.
@@ -215,7 +217,8 @@ def judge_peer(peer: Peer, batch: Sequence[FuzzCase], refs: Sequence[tuple[Outpu
     results = call(peer, [(c.spec, c.x) for c in batch], isolated=isolated, timeout=timeout)
     for i, (case, ref, result) in enumerate(zip(batch, refs, results)):
         base, geom = ref if ref is not None else (None, None)
-        yield case, result, O.check_peer(case, peer.name, result, engine, base, geom, version, prefer(i))
+        yield case, result, O.check_peer(case, peer.name, result, engine, base, geom, version, prefer(i),
+                                         diagnose=diagnose)
 
 
 # --------------------------------------------------------------------------- repeated configurations
@@ -311,6 +314,8 @@ class Session:
         self._last_progress = 0.0
         self.warnings: list[str] = []
         self.rounds: list[tuple[int, int]] = []
+        #: Diagnoses of peer outputs by their arguments (a repeat with the same history reuses one).
+        self._diagnose = O.DiagnosisMemo()
         #: A repeatable peer's outputs and refusals by peer (id) and :func:`peer_key`, oldest first.
         self._peer_results: dict[int, dict[tuple[Any, ...], PeerResult]] = {}
         #: Engine-side verdicts by configuration (:func:`config_key`), oldest first.
@@ -422,7 +427,8 @@ class Session:
 
             for _case, result, f in judge_peer(peer, batch, refs, self.engine, version=self.versions.get(peer.name),
                                                prefer=history, isolated=self.options.isolated,
-                                               timeout=self.options.peer_timeout, call=call):
+                                               timeout=self.options.peer_timeout, call=call,
+                                               diagnose=self._diagnose):
                 status[result.status] += 1
                 if result.status in ("ok", "rejects"):
                     self.progress.compared[peer.name] += 1
