@@ -73,6 +73,9 @@ def test_keys_tell_inputs_apart() -> None:
     wide.x = wide.x.astype(np.float64)
     assert peer_key(wide) != peer_key(a)
     assert peer_key(_case(kernel=3)) != peer_key(a)
+    odd = _case()
+    odd.attributes["pads_begin"] = [[0], [0]]  # a spelling poolcheck never writes: still a key of its own
+    assert config_key(odd) != config_key(a) and peer_key(odd) == peer_key(a)
 
 
 def test_a_repeatable_peer_is_asked_once_per_configuration() -> None:
