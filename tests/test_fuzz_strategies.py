@@ -130,3 +130,23 @@ def test_strategies_compose_with_st_data() -> None:
         assert c.op == "avg" and c.x.dtype.kind == "f"
 
     inner()
+
+
+def test_repeated_recipes_give_arrays_and_attributes_of_their_own() -> None:
+    """Inputs and spellings are built once per recipe; each case still owns what it holds."""
+    first = make_input((1, 2, 3), "float32", "random", 7, [(1, 0)])
+    first[...] = 0
+    again = make_input((1, 2, 3), "float32", "random", 7, [(1, 0)])
+    assert np.isnan(again.reshape(-1)[1]) and again.any()
+    np.testing.assert_array_equal(again, make_input([1, 2, 3], np.dtype(np.float32), "random", 7, [(1, 0)]))
+
+    @given(config_batches(("max",), (3,), ("float32",), ("onnx",), max_configs=1))
+    @settings(max_examples=30, database=None, suppress_health_check=list(HealthCheck))
+    def cases_own_their_attributes(batch) -> None:
+        case = batch[0]
+        case.attributes["kernel_shape"].append(99)  # e.g. invalid_configs breaking a copy
+        case.x[...] = 0
+
+    cases_own_their_attributes()
+    case = find(pool_configs(("max",), (3,), ("float32",), ("onnx",)), lambda c: True)
+    assert 99 not in case.attributes["kernel_shape"]

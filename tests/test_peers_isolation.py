@@ -4,6 +4,7 @@ rejects / crash / timeout, its worker is restarted, and the run goes on."""
 from __future__ import annotations
 
 import textwrap
+import time
 from pathlib import Path
 
 import numpy as np
@@ -11,7 +12,7 @@ import pytest
 
 from poolcheck.api import run_spec
 from poolcheck.peers import PeerOutput, call_peer, call_peer_many, resolve_peer
-from poolcheck.peers.isolation import _worker_for
+from poolcheck.peers.isolation import _worker_for, submit_peer_many
 from poolcheck.spec import attributes as A
 
 # The kernel size picks the misbehaviour; anything else delegates to poolcheck.
@@ -95,6 +96,42 @@ def test_batch_pins_each_failure_on_its_item(peer) -> None:
     assert [r.status for r in results] == ["ok", "crash", "rejects", "timeout", "ok", "declined"]
     _assert_good(results[0])
     _assert_good(results[4])
+
+
+def test_submitted_batch_runs_while_the_caller_works_and_pins_failures(peer) -> None:
+    items = [(GOOD, X), (EXITS, X), (RAISES, X), (HANGS, X), (GOOD, X), (A.openvino_avg_pool([2], [2]), X)]
+    answer = submit_peer_many(peer, items, timeout=2.0)
+    results = answer()
+    assert [r.status for r in results] == ["ok", "crash", "rejects", "timeout", "ok", "declined"]
+    _assert_good(results[0])
+    _assert_good(results[4])
+
+
+def test_submitted_timeout_counts_from_the_submission(peer) -> None:
+    _assert_good(call_peer(peer, GOOD, X, timeout=60))  # warm
+    answer = submit_peer_many(peer, [(HANGS, X)], timeout=1.0)
+    time.sleep(1.2)  # the caller's own work outlasts the timeout: no second second of waiting
+    started = time.monotonic()
+    (result,) = answer()
+    assert result.status == "timeout" and "no answer within 1 s" in result.message
+    assert time.monotonic() - started < 0.9
+    _assert_good(call_peer(peer, GOOD, X, timeout=60))
+
+
+def test_an_uncollected_answer_never_reaches_the_next_call(peer) -> None:
+    other = A.openvino_max_pool([1], [3])
+    submit_peer_many(peer, [(GOOD, X)], timeout=60)  # its caller raised: never collected
+    (result,) = call_peer_many(peer, [(other, X)], timeout=60)
+    assert result.status == "ok"
+    np.testing.assert_array_equal(result.output.values, run_spec(other, X)[0])
+    assert _worker_for(peer).restarts == 0
+
+
+def test_in_process_submission_runs_when_collected() -> None:
+    answer = submit_peer_many(_Doubler(), [(GOOD, X)], isolated=False)
+    (result,) = answer()
+    assert result.status == "ok"
+    np.testing.assert_array_equal(result.output.values, X * 2)
 
 
 class _Unavailable:

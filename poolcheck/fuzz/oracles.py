@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
@@ -27,7 +27,7 @@ import numpy as np
 
 from poolcheck.engines import _windows as w
 from poolcheck.errors import PoolcheckError
-from poolcheck.fuzz.diagnosis import STATUS_SEVERITY, diagnose_output, diagnose_rejection, severity_of
+from poolcheck.fuzz.diagnosis import STATUS_SEVERITY, Diagnosis, diagnose_output, diagnose_rejection, severity_of
 from poolcheck.fuzz.reference import run_reference
 from poolcheck.fuzz.strategies import FuzzCase
 from poolcheck.judgement import (
@@ -435,12 +435,41 @@ def output_contract(case: FuzzCase, values: Any, indices: Any) -> tuple[str, str
     return (breaches[0].klass, breaches[0].message) if breaches else None
 
 
+class DiagnosisMemo:
+    """:func:`~poolcheck.fuzz.diagnosis.diagnose_output` kept by everything it reads: the engine,
+    the configuration, the input, the output and the tie-breaking history. Hypothesis repeats
+    configurations and a peer repeats its output on them; where the history has not moved since,
+    the diagnosis is the one already made."""
+
+    def __init__(self, size: int = 4096) -> None:
+        self.size = size
+        self._kept: dict[tuple[Any, ...], Diagnosis] = {}
+
+    def __call__(self, engine: ModuleType, spec: Any, x: np.ndarray, values: np.ndarray,
+                 indices: np.ndarray | None, prefer: Mapping[str, int] | None = None) -> Diagnosis:
+        key = (engine.__name__, spec, _array_key(x), _array_key(values),
+               None if indices is None else _array_key(indices), tuple(sorted((prefer or {}).items())))
+        found = self._kept.get(key)
+        if found is None:
+            found = self._kept[key] = diagnose_output(engine, spec, x, values, indices, prefer)
+            if len(self._kept) > self.size:
+                del self._kept[next(iter(self._kept))]  # the oldest
+        return found
+
+
+def _array_key(a: np.ndarray) -> tuple[str, tuple[int, ...], bytes]:
+    return a.dtype.str, a.shape, a.tobytes()
+
+
 def check_peer(case: FuzzCase, peer: str, result: PeerResult, engine: ModuleType, base: Outputs | None,
                geom: Geometry | None, version: str | None = None,
-               prefer: Mapping[str, int] | None = None) -> Finding | None:
+               prefer: Mapping[str, int] | None = None, *,
+               diagnose: Callable[..., Diagnosis] = diagnose_output) -> Finding | None:
     """Judge one peer result against the reference (``base`` is None when the engine rejects
     the case, i.e. a deliberately invalid configuration). ``prefer`` counts how often each
-    variant alone explained this peer so far (it breaks ties between explanations)."""
+    variant alone explained this peer so far (it breaks ties between explanations); ``diagnose``
+    names a difference (:func:`~poolcheck.fuzz.diagnosis.diagnose_output`, or a
+    :class:`DiagnosisMemo` of it)."""
     if result.status in ("declined", "unavailable"):
         return None
     if base is None or geom is None:  # the engine rejects this configuration
@@ -478,7 +507,7 @@ def check_peer(case: FuzzCase, peer: str, result: PeerResult, engine: ModuleType
     mm = mismatch(base, values, indices, tol)
     if not mm:
         return None
-    d = diagnose_output(engine, case.spec, case.x, values, indices, prefer)
+    d = diagnose(engine, case.spec, case.x, values, indices, prefer)
     if d.klass == "same":  # the diagnosis tolerance is the comparison's: cannot happen, but be safe
         return None
     return Finding(FindingKind.PEER, case.op, peer, d.klass, d.text, first_difference(base, values, indices, mm), case,

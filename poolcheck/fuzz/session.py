@@ -21,6 +21,7 @@ in spawned processes (different seeds, one deadline) and merges their findings.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import math
 import multiprocessing
@@ -43,10 +44,11 @@ from poolcheck.engines import available_engines, get_engine
 from poolcheck.errors import AttributeValueError, PoolcheckError
 from poolcheck.fuzz import oracles as O
 from poolcheck.fuzz.database import example_database
+from poolcheck.fuzz.diagnosis import Diagnosis, diagnose_output
 from poolcheck.fuzz.strategies import ALL_DTYPES, CONVENTIONS, FuzzCase, config_batches
 from poolcheck.judgement import Outputs
 from poolcheck.peers.base import Peer, PeerResult
-from poolcheck.peers.isolation import call_peer_many, close_workers
+from poolcheck.peers.isolation import call_peer_many, close_workers, submit_peer_many
 from poolcheck.peers.registry import resolve_peer
 from poolcheck.results import FindingKind, Signature
 from poolcheck.spec.shape import Geometry
@@ -204,8 +206,9 @@ def _shrink_limit(seconds: float) -> Iterator[None]:
 def judge_peer(peer: Peer, batch: Sequence[FuzzCase], refs: Sequence[tuple[Outputs, Geometry] | None],
                engine: ModuleType, *, version: str | None, prefer: Callable[[int], Mapping[str, int]],
                isolated: bool = True, timeout: float = 30.0,
-               call: Callable[..., list[PeerResult]] = call_peer_many) -> Iterator[tuple[FuzzCase, PeerResult,
-                                                                                     O.Finding | None]]:
+               call: Callable[..., list[PeerResult]] = call_peer_many,
+               diagnose: Callable[..., Diagnosis] = diagnose_output) -> Iterator[tuple[FuzzCase, PeerResult,
+                                                                                   O.Finding | None]]:
     """One batched call of ``peer`` on ``batch``, then each result judged against its reference
     (``None``: the engine rejects the configuration) by :func:`~poolcheck.fuzz.oracles.check_peer`.
     The one path a peer's output takes, for new findings and for re-checking known divergences.
@@ -214,7 +217,44 @@ def judge_peer(peer: Peer, batch: Sequence[FuzzCase], refs: Sequence[tuple[Outpu
     results = call(peer, [(c.spec, c.x) for c in batch], isolated=isolated, timeout=timeout)
     for i, (case, ref, result) in enumerate(zip(batch, refs, results)):
         base, geom = ref if ref is not None else (None, None)
-        yield case, result, O.check_peer(case, peer.name, result, engine, base, geom, version, prefer(i))
+        yield case, result, O.check_peer(case, peer.name, result, engine, base, geom, version, prefer(i),
+                                         diagnose=diagnose)
+
+
+# --------------------------------------------------------------------------- repeated configurations
+
+#: Configurations whose engine-side verdicts a session keeps. Hypothesis repeats configurations
+#: (its mutations copy one within and across examples, shrinking replays them): in a fuzz run
+#: against ONNX Runtime about two in three configurations were seen before.
+ENGINE_SIDE_CACHE = 4096
+
+
+def config_key(case: FuzzCase) -> tuple[Any, ...]:
+    """Everything a configuration's verdicts depend on: the spelling, the spec peers receive,
+    the mutation, and the input (type, shape, bytes)."""
+    x = case.x
+    return case.op_name, repr(case.attributes), case.spec, case.mutation, x.dtype.str, x.shape, x.tobytes()
+
+
+#: Results a session keeps per repeatable peer (see :attr:`RuntimePeer.repeatable`).
+PEER_RESULTS_CACHE = 4096
+
+
+def peer_key(case: FuzzCase) -> tuple[Any, ...]:
+    """What a peer receives of a configuration: the spec and the input (type, shape, bytes)."""
+    x = case.x
+    return case.spec, x.dtype.str, x.shape, x.tobytes()
+
+
+@dataclass
+class _EngineSide:
+    """What the engines said about one configuration: the reference (None: poolcheck rejects
+    it), findings against poolcheck itself, and the engine comparison and metamorphic findings
+    (None until they ran). Findings are rebound to each repeat's own case."""
+
+    ref: tuple[Outputs, Geometry] | None
+    findings: list[O.Finding]
+    checks: list[O.Finding] | None = None
 
 
 # --------------------------------------------------------------------------- one session
@@ -273,59 +313,121 @@ class Session:
         self._last_progress = 0.0
         self.warnings: list[str] = []
         self.rounds: list[tuple[int, int]] = []
+        #: Diagnoses of peer outputs by their arguments (a repeat with the same history reuses one).
+        self._diagnose = O.DiagnosisMemo()
+        #: A repeatable peer's outputs and refusals by peer (id) and :func:`peer_key`, oldest first.
+        self._peer_results: dict[int, dict[tuple[Any, ...], PeerResult]] = {}
+        #: Engine-side verdicts by configuration (:func:`config_key`), oldest first.
+        self._engine_side: dict[tuple[Any, ...], _EngineSide] = {}
         self.strategy = config_batches(options.ops, options.ranks, options.dtypes, options.conventions,
                                        max_configs=options.max_configs, invalid=options.invalid)
 
     # ------------------------------------------------------------------ checking one example
 
+    def _ask_peer(self, peer: Peer, batch: Sequence[FuzzCase]) -> Callable[[], list[PeerResult]]:
+        """Ask ``peer`` for ``batch`` now (an isolated peer's worker starts computing at once);
+        the returned function gives one result per configuration. A repeatable peer is asked
+        only for configurations it has not answered yet: its earlier outputs and refusals to
+        run (``declined``) are reused; rejections, crashes and timeouts are asked again."""
+        kept = self._peer_results.setdefault(id(peer), {}) if getattr(peer, "repeatable", False) else None
+        if kept is None:
+            keys: list[Any] = list(range(len(batch)))  # every configuration asked
+            todo = batch
+        else:
+            keys = [peer_key(case) for case in batch]
+            first = {k: case for k, case in zip(keys, batch) if k not in kept}  # each new one once
+            todo, keys_asked = list(first.values()), list(first)
+        items = [(case.spec, case.x) for case in todo]
+        if not items:
+            answer: Callable[[], list[PeerResult]] = list
+        elif self.options.isolated and self._call is call_peer_many:
+            answer = submit_peer_many(peer, items, timeout=self.options.peer_timeout)
+        else:
+            def answer() -> list[PeerResult]:
+                return self._call(peer, items, isolated=self.options.isolated, timeout=self.options.peer_timeout)
+
+        if kept is None:
+            return answer
+
+        def results() -> list[PeerResult]:
+            fresh = dict(zip(keys_asked, answer()))
+            for k, result in fresh.items():
+                if result.status in ("ok", "declined"):
+                    kept[k] = result
+                    if len(kept) > PEER_RESULTS_CACHE:
+                        del kept[next(iter(kept))]  # the oldest
+            return [fresh[k] if k in fresh else kept[k] for k in keys]
+
+        return results
+
+    def _reference(self, case: FuzzCase) -> tuple[tuple[Outputs, Geometry] | None, list[O.Finding]]:
+        """The reference engine's outputs and geometry for ``case`` (None where poolcheck
+        rejects it) and the findings against poolcheck itself (it accepts an invalid
+        configuration, or its engine raises)."""
+        ok, _why = O.engine_accepts(case)
+        if case.mutation and ok:
+            return None, [O.Finding(FindingKind.ENGINE, case.op, "validation", f"accepts invalid: {case.mutation}",
+                                    "poolcheck accepts a configuration it should reject", case.describe(), case, False)]
+        if not ok:
+            return None, []
+        try:
+            return O.reference(self.engine, case), []
+        except PoolcheckError as exc:
+            return None, [O.Finding(FindingKind.ENGINE, case.op, self.engine.NAME, "error", "the engine raised", str(exc),
+                                    case, False)]
+
     def check_batch(self, batch: Sequence[FuzzCase]) -> list[O.Finding]:
         """Every oracle on every configuration of one example."""
         findings: list[O.Finding] = []
         oracles = self.options.oracles
+        peers = self.peers if "peers" in oracles else []
+        # Isolated peers get the batch first: their workers compute while the engines do.
+        pending = [self._ask_peer(peer, batch) for peer in peers]
         refs: list[tuple[Outputs, Geometry] | None] = []
-        for case in batch:
-            ok, _why = O.engine_accepts(case)
-            if case.mutation and ok:
-                findings.append(O.Finding(FindingKind.ENGINE, case.op, "validation", f"accepts invalid: {case.mutation}",
-                                          "poolcheck accepts a configuration it should reject", case.describe(),
-                                          case, False))
-                refs.append(None)
-                continue
-            if not ok:
-                refs.append(None)
-                continue
-            try:
-                base, geom = O.reference(self.engine, case)
-            except PoolcheckError as exc:
-                findings.append(O.Finding(FindingKind.ENGINE, case.op, self.engine.NAME, "error", "the engine raised", str(exc),
-                                          case, False))
-                refs.append(None)
-                continue
-            refs.append((base, geom))
-            if "shapes" in oracles:
-                findings += O.check_shape_rules(case, geom)
+        keys = [config_key(case) for case in batch]
+        for case, key in zip(batch, keys):
+            known = self._engine_side.get(key)
+            if known is None:
+                known = self._engine_side[key] = _EngineSide(*self._reference(case))
+                if len(self._engine_side) > ENGINE_SIDE_CACHE:
+                    del self._engine_side[next(iter(self._engine_side))]  # the oldest
+            refs.append(known.ref)
+            findings += [dataclasses.replace(f, case=case) for f in known.findings]
+            if known.ref is not None and "shapes" in oracles:
+                findings += O.check_shape_rules(case, known.ref[1])
         # The engine-side oracles (the other engines against the reference engine, metamorphic
         # properties of the reference engine) run on the first configuration of each example, or
         # on all of them: they cost several engine calls per configuration.
-        for case, ref in zip(batch, refs):
+        for case, key, ref in zip(batch, keys, refs):
             if ref is not None:
-                if len(self.engines) > 1 and "engines" in oracles:
-                    findings += O.check_engines(case, self.engines, ref[0], ref[1])
-                if "metamorphic" in oracles:
-                    findings += O.check_metamorphic(case, self.engine, self.engine.NAME, ref[0], ref[1])
+                known = self._engine_side[key]
+                if known.checks is None:
+                    known.checks = []
+                    if len(self.engines) > 1 and "engines" in oracles:
+                        known.checks += O.check_engines(case, self.engines, ref[0], ref[1])
+                    if "metamorphic" in oracles:
+                        known.checks += O.check_metamorphic(case, self.engine, self.engine.NAME, ref[0], ref[1])
+                    findings += known.checks
+                else:
+                    findings += [dataclasses.replace(f, case=case) for f in known.checks]
             if self.options.engine_checks == "first":
                 break
         self.progress.cases += len(batch)
-        for peer in self.peers if "peers" in oracles else ():
+        for peer, answer in zip(peers, pending):
             status = self.progress.peer_status.setdefault(peer.name, Counter())
             prefer = self.preference.setdefault(peer.name, Counter())
 
             def history(_i: int, p: Counter[str] = prefer) -> Mapping[str, int]:
                 return p  # one history per peer, updated as its items are judged
 
+            def call(*_args: Any, answer: Callable[[], list[PeerResult]] = answer,
+                     **_kwargs: Any) -> list[PeerResult]:
+                return answer()
+
             for _case, result, f in judge_peer(peer, batch, refs, self.engine, version=self.versions.get(peer.name),
                                                prefer=history, isolated=self.options.isolated,
-                                               timeout=self.options.peer_timeout, call=self._call):
+                                               timeout=self.options.peer_timeout, call=call,
+                                               diagnose=self._diagnose):
                 status[result.status] += 1
                 if result.status in ("ok", "rejects"):
                     self.progress.compared[peer.name] += 1

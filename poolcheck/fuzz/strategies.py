@@ -151,13 +151,14 @@ def allowed_dtypes(op: str, convention: str, dtypes: Sequence[str]) -> list[str]
 # --------------------------------------------------------------------------- inputs
 
 
-def _specials(dtype: np.dtype) -> list[float | int]:
+@functools.cache
+def _specials(dtype: np.dtype) -> tuple[float | int, ...]:
     """Values worth planting: NaN, +-inf, the extremes (OpenVINO's -FLT_MAX fill among them)."""
     if dtype.kind == "f":
         fi = np.finfo(dtype)
-        return [float("nan"), float("inf"), float("-inf"), float(fi.min), float(fi.max), -0.0]
+        return (float("nan"), float("inf"), float("-inf"), float(fi.min), float(fi.max), -0.0)
     ii = np.iinfo(dtype)
-    return [int(ii.min), int(ii.max)]
+    return (int(ii.min), int(ii.max))
 
 
 def make_input(shape: Sequence[int], dtype: np.dtype | str, pattern: str, seed: int,
@@ -165,10 +166,18 @@ def make_input(shape: Sequence[int], dtype: np.dtype | str, pattern: str, seed: 
     """Build an input from a pattern, a seed and ``(position, special index)`` plants.
 
     Values are small integers (exact in every dtype, float16 included), so peers and engines see
-    the same numbers and an average's error comes from arithmetic only.
+    the same numbers and an average's error comes from arithmetic only. Each call returns an
+    array of its own (recipes repeat while hypothesis mutates and shrinks: built once each).
     """
-    dt = np.dtype(dtype)
-    shape = tuple(int(v) for v in shape)
+    key = (tuple(int(v) for v in shape), np.dtype(dtype), pattern, int(seed),
+           tuple((int(p), int(w)) for p, w in specials))
+    return _built_input(*key).copy()
+
+
+@functools.lru_cache(maxsize=4096)
+def _built_input(shape: tuple[int, ...], dt: np.dtype, pattern: str, seed: int,
+                 specials: tuple[tuple[int, int], ...]) -> np.ndarray:
+    """The input of one recipe (cached: callers get copies from :func:`make_input`)."""
     size = math.prod(shape)
     rng = np.random.default_rng(seed)
     if pattern == "arange":
@@ -242,12 +251,11 @@ def pool_configs(
     op's flag, axis), the per-axis kernel/stride/dilation/pads, and the input. Shrinking an
     integer towards 0 drives every digit towards its simplest value.
     """
-    kinds = [(op, conv, rank) for op in ops for conv in conventions if allowed_dtypes(op, conv, dtypes)
-             for rank in ranks]
+    kinds = _kinds(tuple(ops), tuple(ranks), tuple(dtypes), tuple(conventions))
     if not kinds:
         raise AttributeValueError("dtypes", f"no dtype in {list(dtypes)} is allowed for ops {list(ops)}")
-    op, convention, rank = draw(_pick(tuple(kinds)), label="op, convention, rank")
-    dtype = draw(_pick(tuple(allowed_dtypes(op, convention, dtypes))), label="dtype")
+    op, convention, rank = draw(_pick(kinds), label="op, convention, rank")
+    dtype = draw(_pick(_allowed(op, convention, tuple(dtypes))), label="dtype")
     n = rank - 2
     shape_digits = _digits(draw(_ints(0, limits.max_batch * limits.max_channels * limits.max_size[n] ** n - 1),
                                 label="shape (N, C, spatial sizes)"),
@@ -255,7 +263,7 @@ def pool_configs(
     batch, channels = 1 + shape_digits[0], 1 + shape_digits[1]
     sizes = [1 + d for d in shape_digits[2:]]
 
-    row = operators.newest(op, convention)  # the case-file operator: the newest version of each
+    row = _newest(op, convention)  # the case-file operator: the newest version of each
     rounding_choices = tuple(row.rounding.values())
     axis_choices = (*range(rank), *range(-1, -rank - 1, -1)) if (op, convention) == ("max", "openvino") else (0,)
     # pad range: 0-2 keep every pad below the kernel, 3 lets pads reach the kernel and beyond
@@ -305,12 +313,38 @@ def pool_configs(
                      tuple(dilations), rounding, auto_pad, exclude_pad, axis, index_type,  # type: ignore[arg-type]
                      storage_order, convention)
     # Spelled in the operator's own vocabulary, then parsed back as a case file is.
-    attrs = operators.spell(drawn, row.name)
     op_name = row.name
-    spec = operators.parse(op_name, attrs)
+    spelled, spec = _spelled(drawn, op_name)
+    attrs = {k: list(v) if isinstance(v, list) else v for k, v in spelled.items()}  # the case's own lists
     shape = (batch, channels, *sizes)
     x, recipe = draw_input(draw, shape, dtype, limits)
     return FuzzCase(op_name, attrs, spec, x, recipe)
+
+
+@functools.cache
+def _kinds(ops: tuple[str, ...], ranks: tuple[int, ...], dtypes: tuple[str, ...],
+           conventions: tuple[str, ...]) -> tuple[tuple[str, str, int], ...]:
+    """(op, convention, rank) choices: the pairs that allow one of ``dtypes``, every rank."""
+    return tuple((op, conv, rank) for op in ops for conv in conventions if allowed_dtypes(op, conv, dtypes)
+                 for rank in ranks)
+
+
+@functools.cache
+def _allowed(op: str, convention: str, dtypes: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(allowed_dtypes(op, convention, dtypes))
+
+
+@functools.cache
+def _newest(op: str, convention: str) -> operators.OperatorVersion:
+    return operators.newest(op, convention)
+
+
+@functools.lru_cache(maxsize=4096)
+def _spelled(drawn: PoolSpec, name: str) -> tuple[dict[str, Any], PoolSpec]:
+    """``drawn`` spelled as operator ``name`` writes it, and parsed back (cached: draws repeat;
+    callers copy the attribute lists before handing them out)."""
+    attrs = operators.spell(drawn, name)
+    return attrs, operators.parse(name, attrs)
 
 
 def _axis_radices(limits: Limits, n: int) -> tuple[int, ...]:

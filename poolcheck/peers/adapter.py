@@ -69,6 +69,9 @@ class RuntimePeer:
     batch_limit: int = 1
     #: Options this peer accepts in its name (``onnxruntime:opt=disable``); none by default.
     accepted_options: tuple[PeerOption, ...] = ()
+    #: The same configuration and input always give the same output (or are always declined):
+    #: the fuzzer reuses a repeated configuration's result instead of asking again.
+    repeatable: bool = True
 
     def configure(self, options: dict[str, str]) -> None:
         """Apply validated options (defaults already dropped); subclasses read ``self.options``

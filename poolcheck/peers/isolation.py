@@ -17,6 +17,7 @@ import multiprocessing
 import os
 import signal
 import sys
+import time
 from collections.abc import Callable, Iterator, Sequence
 from multiprocessing.connection import Connection
 from typing import Any
@@ -220,6 +221,8 @@ class PeerWorker:
         self._proc: Any = None
         self._conn: Connection | None = None
         self.starts = 0
+        #: (monotonic deadline, timeout) of a batch sent and not yet received.
+        self._due: tuple[float, float] | None = None
         # A worker that could not start or load its peer will not do better next time: the
         # failure is kept and returned at once (close_workers() forgets it).
         self._startup_failure: _Outcome | None = None
@@ -280,6 +283,7 @@ class PeerWorker:
     def _reap(self) -> int | None:
         proc, conn = self._proc, self._conn
         self._proc = self._conn = None
+        self._due = None
         if conn is not None:
             conn.close()
         if proc is None:
@@ -305,6 +309,15 @@ class PeerWorker:
 
     def call(self, items: Sequence[BatchItem], timeout: float) -> list[PeerResult]:
         """Run ``items`` in the worker; raises :class:`_Outcome` on crash/timeout/startup failure."""
+        self.send(items, timeout)
+        return self.receive()
+
+    def send(self, items: Sequence[BatchItem], timeout: float) -> None:
+        """Hand ``items`` to the worker (starting it if needed) and return at once; the answer
+        is due within ``timeout`` seconds from now (:meth:`receive`). Raises :class:`_Outcome`
+        when the worker cannot start or the batch cannot be sent."""
+        if self._due is not None:  # an answer nobody collected (its caller raised): drop it
+            self._drain()
         if not self.alive:
             if self._proc is not None:
                 self._reap()
@@ -316,7 +329,16 @@ class PeerWorker:
         except (OSError, ValueError) as exc:
             code = self._reap()
             raise _Outcome("crash", f"{_describe_exit(code)} ({short_message(exc)})") from None
-        if not conn.poll(timeout):
+        self._due = (time.monotonic() + timeout, timeout)
+
+    def receive(self) -> list[PeerResult]:
+        """The answer to the batch :meth:`send` handed over; raises :class:`_Outcome` when the
+        worker died or gave no answer within the timeout (counted from the send)."""
+        due, conn = self._due, self._conn
+        if due is None or conn is None:  # stopped since the send
+            raise _Outcome("crash", _describe_exit(None))
+        (deadline, timeout), self._due = due, None
+        if not conn.poll(max(0.0, deadline - time.monotonic())):
             self._proc.kill()
             self._reap()
             raise _Outcome("timeout", f"no answer within {timeout:g} s; worker killed")
@@ -327,6 +349,14 @@ class PeerWorker:
             raise _Outcome("crash", _describe_exit(code)) from None
         assert kind == "done"
         return list(payload)
+
+    def _drain(self) -> None:
+        """Read and drop an answer that was sent for but never received, so the next answer
+        read is the next batch's (a worker that does not give it in time is stopped)."""
+        try:
+            self.receive()
+        except _Outcome:
+            pass
 
 
 _WORKERS: dict[Any, PeerWorker] = {}
@@ -380,14 +410,55 @@ def call_peer_many(
     try:
         return worker.call(items, timeout)
     except _Outcome as outcome:
-        if len(items) == 1 or outcome.status == "unavailable":
-            return [PeerResult(outcome.status, None, outcome.message) for _ in items]
+        return _after_failure(worker, items, outcome, timeout)
+
+
+def _after_failure(worker: PeerWorker, items: Sequence[BatchItem], outcome: _Outcome,
+                   timeout: float) -> list[PeerResult]:
+    """A batch ended in ``outcome``: every item's result, each item re-run alone when the
+    batch had several (the crash or hang is pinned on the items that cause it)."""
+    if len(items) == 1 or outcome.status == "unavailable":
+        return [PeerResult(outcome.status, None, outcome.message) for _ in items]
     results: list[PeerResult] = []
     for item in items:
         try:
             results.extend(worker.call([item], timeout))
         except _Outcome as outcome:
             results.append(PeerResult(outcome.status, None, outcome.message))
+    return results
+
+
+def submit_peer_many(
+    peer: Peer,
+    items: Sequence[BatchItem],
+    *,
+    isolated: bool = True,
+    timeout: float = DEFAULT_TIMEOUT,
+) -> Callable[[], list[PeerResult]]:
+    """:func:`call_peer_many`, started now and finished by calling the returned function: an
+    isolated batch goes to the peer's warm worker at once, so the worker computes while the
+    caller does other work (the engines' side of the same batch); the timeout counts from now.
+    In-process (``isolated=False``) the whole call happens when the function is called. Call
+    each returned function once, before the next call to the same peer."""
+    items = list(items)
+    if not isolated or not items or getattr(peer, "load_failure", None) is not None:
+        return lambda: call_peer_many(peer, items, isolated=isolated, timeout=timeout)
+    worker = _worker_for(peer)
+    failed: _Outcome | None = None
+    try:
+        worker.send(items, timeout)
+    except _Outcome as outcome:
+        failed = outcome
+
+    def results() -> list[PeerResult]:
+        outcome = failed
+        if outcome is None:
+            try:
+                return worker.receive()
+            except _Outcome as exc:
+                outcome = exc
+        return _after_failure(worker, items, outcome, timeout)
+
     return results
 
 

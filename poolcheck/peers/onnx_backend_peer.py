@@ -48,6 +48,9 @@ class OnnxBackendPeer(RuntimePeer):
                    examples=("CPU", "CUDA")),
     )
 
+    #: Any backend module: nothing is known about how it repeats itself.
+    repeatable = False
+
     def __init__(self, module: str, *, cache_size: int = 128, batch_limit: int = 32) -> None:
         self.module = module
         self.name = self.ref = f"onnx-backend:{module}"
