@@ -146,9 +146,12 @@ def test_planted_peer_found_through_the_cluster(cluster: Callable[[int], Cluster
 
 def test_killed_worker_loses_no_reported_finding(cluster: Callable[[int], Cluster]) -> None:
     c = cluster(2)
-    # two planted bugs (avg: pads swapped; max: pads swapped) give both shards something to report
+    # two planted bugs (avg: pads swapped; max: pads swapped) give both shards something to report.
+    # The first find streams within the first examples; 500 examples a shard (not the 20 s budget,
+    # which only caps a slow machine) then end the surviving shard in seconds, and the victim is
+    # still fuzzing (or shrinking) when it is killed.
     options = FuzzOptions(peers=(str(PLANTED / "pads_swapped.py"),), ops=("max", "avg"), seed=5, isolated=False,
-                          oracles=frozenset({"peers"}), time_budget=20.0)
+                          oracles=frozenset({"peers"}), time_budget=20.0, max_examples=1000)
     events: list[str] = []
     driver = ClusterDriver(c.address, on_event=events.append)
     reported: dict[str, set[str]] = {}
