@@ -65,15 +65,19 @@ class Cluster:
         return p
 
     def close(self) -> None:
-        for p in reversed(self.procs):
-            if p.poll() is None:
-                p.terminate()
-        for p in self.procs:
-            try:
-                p.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait(timeout=5)
+        # The workers first, while the scheduler still answers their goodbye: a worker whose
+        # scheduler is already gone retries its connection for seconds before it exits.
+        workers, scheduler = self.procs[1:], self.procs[:1]
+        for group in (workers, scheduler):
+            for p in group:
+                if p.poll() is None:
+                    p.terminate()
+            for p in group:
+                try:
+                    p.wait(timeout=15)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait(timeout=5)
         self._log.close()
 
 
