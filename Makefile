@@ -56,8 +56,10 @@ redis:
 	    echo "redis-server could not be installed: the shared-database tests will skip"; \
 	  else echo "redis-server is not installed (needs root and apt-get): the shared-database tests will skip"; fi; }
 
+# The suite runs on one pytest-xdist worker per logical CPU (PYTEST_XDIST_AUTO_NUM_WORKERS=N to
+# choose), each test module on one worker (its module-scoped fixtures are built once).
 test: $(STAMP) browser redis
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n logical --dist loadscope
 
 bench: $(STAMP)
 	$(VENV)/bin/poolcheck bench --write-docs docs/benchmarks.md
