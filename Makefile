@@ -57,9 +57,10 @@ redis:
 	  else echo "redis-server is not installed (needs root and apt-get): the shared-database tests will skip"; fi; }
 
 # The suite runs on one pytest-xdist worker per logical CPU (PYTEST_XDIST_AUTO_NUM_WORKERS=N to
-# choose), each test module on one worker (its module-scoped fixtures are built once).
+# choose); an idle worker takes tests queued for a busy one (worksteal: test times run from
+# milliseconds to tens of seconds).
 test: $(STAMP) browser redis
-	$(PY) -m pytest -q -n logical --dist loadscope
+	$(PY) -m pytest -q -n logical --dist worksteal
 
 bench: $(STAMP)
 	$(VENV)/bin/poolcheck bench --write-docs docs/benchmarks.md
