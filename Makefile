@@ -56,8 +56,11 @@ redis:
 	    echo "redis-server could not be installed: the shared-database tests will skip"; \
 	  else echo "redis-server is not installed (needs root and apt-get): the shared-database tests will skip"; fi; }
 
+# The suite runs on one pytest-xdist worker per logical CPU (PYTEST_XDIST_AUTO_NUM_WORKERS=N to
+# choose); an idle worker takes tests queued for a busy one (worksteal: test times run from
+# milliseconds to tens of seconds).
 test: $(STAMP) browser redis
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n logical --dist worksteal
 
 bench: $(STAMP)
 	$(VENV)/bin/poolcheck bench --write-docs docs/benchmarks.md

@@ -33,10 +33,20 @@ def engine(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 # --- end engine fixture -------------------------------------------------------------------------
 
+# --- bytecode of the commands the tests start (owner: tests) -----------------------------------
+# Much of the suite's time is real commands in subprocesses, each importing poolcheck afresh. Where
+# PYTHONDONTWRITEBYTECODE is set (as in many container images) each of them compiled poolcheck's
+# sources again; instead they share one bytecode cache outside the working tree.
+import tempfile  # noqa: E402
+
+if os.environ.get("PYTHONDONTWRITEBYTECODE") and not os.environ.get("PYTHONPYCACHEPREFIX"):
+    del os.environ["PYTHONDONTWRITEBYTECODE"]
+    os.environ["PYTHONPYCACHEPREFIX"] = os.path.join(tempfile.gettempdir(), f"poolcheck-test-pycache-{os.getuid()}")
+# --- end bytecode of the commands the tests start ------------------------------------------------
+
 # --- per-user data folder (owner: fuzz) ---------------------------------------------------------
 # Commands write finds and the example database to the per-user data folder by default; tests
 # (and the subprocesses they start, which inherit the environment) use a throw-away one instead.
-import tempfile  # noqa: E402
 
 os.environ.setdefault("POOLCHECK_DATA_DIR", tempfile.mkdtemp(prefix="poolcheck-test-data-"))
 

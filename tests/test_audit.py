@@ -108,7 +108,8 @@ def test_global_pool_and_dynamic_input(tmp_path: Path) -> None:
 def test_no_pooling_node(tmp_path: Path) -> None:
     model = save_model(tmp_path / "relu.onnx", [helper.make_node("Relu", ["x"], ["y"])], [1, 1, 4, 4])
     proc = cli("audit", str(model), "--peers", str(PLANTED / "correct.py"))
-    assert proc.returncode == 0 and "no pooling node" in proc.stdout
+    # the console wraps at 80 columns, and the model's path (a temporary folder) can be long
+    assert proc.returncode == 0 and "no pooling node" in " ".join(proc.stdout.split())
 
 
 @pytest.mark.parametrize("kind", ["missing", "text", "truncated", "folder", "bad-shape-option", "unknown-input",

@@ -1,7 +1,10 @@
 """Every case file under cases/ through the real ``poolcheck run`` (a subprocess of the installed
 console script): the verdict of each documented example, ``poolcheck run cases/`` exiting 0, every
 case's expected output against the slow loop oracle, the examples in docs/case-format.md, and each
-malformed-case error path (exit 2, file:line, case id and field named, no traceback)."""
+malformed-case error path (exit 2, file:line, case id and field named, no traceback). The many
+malformed files go through the same command in-process (typer's CliRunner: the same code from
+argument parsing to exit code, without a Python start-up each); a sample of them, one of each kind
+of error, also through the subprocess."""
 
 from __future__ import annotations
 
@@ -16,10 +19,12 @@ from typing import Any
 import numpy as np
 import oracle
 import pytest
+from typer.testing import CliRunner
 
 from poolcheck.api import run_spec
 from poolcheck.cases import dump_cases, load_paths
 from poolcheck.cases.model import Case
+from poolcheck.cli import app
 
 ROOT = Path(__file__).resolve().parents[1]
 CASES = ROOT / "cases"
@@ -53,6 +58,16 @@ def run_cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1", "TERM": "dumb"}
     return subprocess.run([*cli_command(), *args], cwd=cwd, capture_output=True, text=True, timeout=300,
                           env=env, check=False)
+
+
+def run_in_process(*args: str, cwd: Path, monkeypatch: pytest.MonkeyPatch) -> subprocess.CompletedProcess[str]:
+    """``poolcheck ARGS`` run in this process from ``cwd``, as a CompletedProcess. An exception that
+    escapes the command (a traceback, in the real command) fails the test here."""
+    monkeypatch.chdir(cwd)
+    result = CliRunner().invoke(app, list(args), env={"COLUMNS": "200", "NO_COLOR": "1", "TERM": "dumb"})
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise AssertionError(f"poolcheck {' '.join(args)} raised {result.exception!r}") from result.exception
+    return subprocess.CompletedProcess(["poolcheck", *args], result.exit_code, result.stdout, result.stderr)
 
 
 @pytest.fixture(scope="module")
@@ -413,12 +428,21 @@ def _line_of(text: str, marker: str) -> int:
     return text.count("\n", 0, text.rindex(marker)) + 1
 
 
+#: Malformed files also run through the installed command in a subprocess: one of each kind of
+#: error (the YAML parser's, a case's field, an input value, an attribute, the hostile-YAML guards).
+THROUGH_SUBPROCESS = {"yaml-syntax", "unknown-key", "nan-in-int-input", "bad-attribute-value", "alias-bomb",
+                      "python-tag"}
+
+
 @pytest.mark.parametrize(("name", "text", "marker", "case_id", "field", "message"), MALFORMED,
                          ids=[m[0] for m in MALFORMED])
-def test_malformed_case_is_a_clear_error(tmp_path: Path, name: str, text: str, marker: str,
-                                         case_id: str | None, field: str | None, message: str) -> None:
+def test_malformed_case_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, text: str,
+                                         marker: str, case_id: str | None, field: str | None, message: str) -> None:
     (tmp_path / f"{name}.yaml").write_text(text, encoding="utf-8")
-    proc = run_cli("run", f"{name}.yaml", "--json", cwd=tmp_path)
+    if name in THROUGH_SUBPROCESS:
+        proc = run_cli("run", f"{name}.yaml", "--json", cwd=tmp_path)
+    else:
+        proc = run_in_process("run", f"{name}.yaml", "--json", cwd=tmp_path, monkeypatch=monkeypatch)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 2, out
     assert "Traceback" not in out
@@ -462,9 +486,9 @@ def test_nonexistent_path(tmp_path: Path, path: str) -> None:
     ("cases: []\nextra: 1\n", "unknown top-level key 'extra'"),
     ("cases: {id: x}\n", "'cases' must be a list"),
 ])
-def test_malformed_file_level(tmp_path: Path, text: str, message: str) -> None:
+def test_malformed_file_level(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str, message: str) -> None:
     (tmp_path / "f.yaml").write_text(text, encoding="utf-8")
-    proc = run_cli("run", "f.yaml", cwd=tmp_path)
+    proc = run_in_process("run", "f.yaml", cwd=tmp_path, monkeypatch=monkeypatch)
     assert proc.returncode == 2
     assert "Traceback" not in proc.stdout + proc.stderr
     assert re.search(r"f\.yaml:\d+: ", proc.stderr), proc.stderr

@@ -121,8 +121,9 @@ def test_the_example_database_replays_a_find_first(tmp_path: Path) -> None:
 def test_fail_on_chooses_which_severities_exit_1(tmp_path: Path) -> None:
     """NaN handling is a policy point (the spec is silent): a peer that ignores NaN is a new
     `unspecified` divergence, which fails the run only when --fail-on names it."""
-    args = ["--peers", str(PLANTED / "nan_ignored.py"), "--ops", "maxpool", "--oracles", "peers", "--max-examples",
-            "400", "--seed", "0", "--no-isolation", "--no-bundled-known"]
+    base = ["--peers", str(PLANTED / "nan_ignored.py"), "--ops", "maxpool", "--oracles", "peers", "--seed", "0",
+            "--no-isolation", "--no-bundled-known"]
+    args = [*base, "--max-examples", "400"]
     code, out = fuzz(*args, "--save-cases", str(tmp_path / "a"), "--database", str(tmp_path / "db-a"),
                      "--report-dir", str(tmp_path / "ra"))
     assert code == 0, out
@@ -130,9 +131,12 @@ def test_fail_on_chooses_which_severities_exit_1(tmp_path: Path) -> None:
     data = json.loads((tmp_path / "ra" / "result.json").read_text())
     severities = {c["checks"][0]["severity"] for c in data["cases"] if "new" in c["tags"]}
     assert severities == {"unspecified"}
-    code, out = fuzz(*args, "--save-cases", str(tmp_path / "b"), "--database", str(tmp_path / "db-b"),
+    # the same find, replayed first from the first run's database (not searched for again over the
+    # same 400 examples), fails the run once --fail-on names its severity
+    code, out = fuzz(*base, "--max-examples", "20", "--save-cases", str(tmp_path / "b"), "--database", str(tmp_path / "db-a"),
                      "--fail-on", "unspecified,violation")
     assert code == 1, out
+    assert "(1 of a --fail-on severity: unspecified, violation)" in out
     code, out = fuzz(*args, "--fail-on", "severe")
     assert code == 2 and "--fail-on" in out
 
