@@ -125,6 +125,46 @@ def test_limits_are_documented_values() -> None:
         assert values.shape == (1, 1, 1)
 
 
+@pytest.mark.parametrize(
+    ("shape", "kernel", "strides", "pads", "dilations", "rounding"),
+    [
+        ((1, 2, 2), [1], [2**31 - 2], [0, 0], [1], "ceil"),  # the draw that once asked NumPy for 32 GiB
+        ((1, 2, 5), [2], [2**31 - 2], [1, 1], [2], "ceil"),  # padding and dilation too
+        ((2, 1, 3, 7), [2, 3], [1, 2**30], [0, 1, 1, 0], [1, 1], "ceil"),  # one packed axis, one not
+        ((1, 1, 4, 4, 3), [1, 2, 1], [2**20, 3, 2**29], [0, 1, 0, 0, 1, 0], [1, 1, 1], "floor"),
+    ],
+)
+def test_huge_strides_pack_the_padding(shape: tuple[int, ...], kernel: list[int], strides: list[int],
+                                       pads: list[int], dilations: list[int], rounding: str) -> None:
+    """A stride far longer than the input: every engine answers at once, from the input alone,
+    the NumPy engine (which pads) with only the positions its windows read (_windows.packed);
+    every path -- values only, the indexed scan, the general scan, averages -- agrees with the
+    loop oracle."""
+    import oracle
+    from poolcheck.engines import numpy_engine
+    from poolcheck.spec import Policy, index_layout
+
+    r = len(kernel)
+    x = np.random.default_rng(3).integers(-5, 6, shape).astype(np.float32)
+    x.reshape(-1)[1] = 0.0
+    x.reshape(-1)[-1] = -0.0
+    spec = A.openvino_max_pool(kernel, strides, pads[:r], pads[r:], dilations, rounding)
+    geom = resolve(spec, x.shape)
+    layout = index_layout(spec, x.shape)
+    for nan in ("propagate", "first"):
+        policy = Policy(nan=nan)
+        ov, oi = oracle.openvino_max_pool(x, kernel, strides, pads[:r], pads[r:], dilations, rounding, policy=policy)
+        for lay in (None, layout):
+            v, i = numpy_engine.max_pool(x, geom, lay, policy)
+            np.testing.assert_array_equal(v, ov)
+            if lay is not None:
+                np.testing.assert_array_equal(i, oi)
+    axes = oracle.openvino_axes(x.shape[2:], kernel, strides, pads[:r], pads[r:], dilations, rounding, "explicit")
+    for exclude in (True, False):
+        a = numpy_engine.avg_pool(x, geom, exclude, Policy())
+        np.testing.assert_array_equal(a, oracle.avg_pool_loops(x, axes, exclude, Policy()))
+
+
 @pytest.mark.skipif("c" not in available_engines(), reason="the C engine is not built here")
 def test_c_engine_checks_its_own_bounds() -> None:
     """Defence in depth: the extension refuses out-of-range geometry tuples itself."""

@@ -89,3 +89,40 @@ def test_a_stop_request_ends_the_campaign_even_when_its_interrupt_was_dropped() 
     assert requested_at, "the session reported no progress"
     assert result.interrupted
     assert result.progress.examples <= requested_at[0] + 1
+
+
+def test_a_signal_inside_a_gc_callback_records_the_stop_without_raising() -> None:
+    """Python drops an exception raised inside a gc callback and prints a traceback ("Exception
+    ignored in: ... gc_callback"), so there the handler only records the stop (which the
+    session honours at its next example); anywhere else it also raises KeyboardInterrupt."""
+    import gc
+
+    from poolcheck.cli import fuzz as cli_fuzz
+    from poolcheck.fuzz import session
+
+    seen: list[str] = []
+
+    def callback(phase: str, info: dict) -> None:  # type: ignore[type-arg]
+        if phase == "start" and not seen:
+            try:
+                cli_fuzz._interrupt(signal.SIGTERM, sys._getframe())
+                seen.append("returned")
+            except KeyboardInterrupt:
+                seen.append("raised")
+
+    session._STOP.clear()
+    gc.callbacks.append(callback)
+    try:
+        gc.collect()
+    finally:
+        gc.callbacks.remove(callback)
+    try:
+        assert seen == ["returned"]
+        with pytest.raises(KeyboardInterrupt):
+            session.raise_if_stopped()  # the stop was recorded all the same
+        session._STOP.clear()
+        with pytest.raises(KeyboardInterrupt):
+            cli_fuzz._interrupt(signal.SIGTERM, sys._getframe())
+        assert session._STOP.is_set()
+    finally:
+        session._STOP.clear()

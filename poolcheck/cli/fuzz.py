@@ -7,11 +7,13 @@ exit code (1: new divergences, 0: none, 2: bad usage).
 
 from __future__ import annotations
 
+import gc
 import os
 import shlex
 import signal
 import sys
 from pathlib import Path
+from types import FrameType
 from typing import Annotated
 
 import typer
@@ -46,9 +48,25 @@ def register(app: typer.Typer) -> None:
     app.command("fuzz")(fuzz)
 
 
-def _interrupt(signum: int, frame: object) -> None:
-    request_stop()  # survives a KeyboardInterrupt that Python drops inside a gc callback
-    raise KeyboardInterrupt
+def _in_gc_callback(frame: FrameType | None) -> bool:
+    """Whether ``frame`` runs inside one of the garbage collector's callbacks (hypothesis
+    installs one)."""
+    codes = {getattr(getattr(cb, "__func__", cb), "__code__", None) for cb in gc.callbacks}
+    while frame is not None:
+        if frame.f_code in codes:
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    """Ctrl-C and SIGTERM: record the stop, which sessions check at every example and the parent
+    at every wait, and raise KeyboardInterrupt to cut a long wait short -- except inside a gc
+    callback, where Python would drop the exception and print "Exception ignored in: ..." with a
+    traceback; the recorded stop ends the campaign at the next example instead."""
+    request_stop()
+    if not _in_gc_callback(frame):
+        raise KeyboardInterrupt
 
 
 def _split(text: str) -> list[str]:

@@ -18,10 +18,27 @@ def tap_positions(a: AxisGeometry, j: int) -> np.ndarray:
     return np.arange(a.out, dtype=np.int64) * a.stride - a.pad_begin + j * a.dilation
 
 
+def window_span(a: AxisGeometry) -> int:
+    """Elements one window spans along axis ``a``: ``(kernel - 1) * dilation + 1``."""
+    return (a.kernel - 1) * a.dilation + 1
+
+
+def packed(a: AxisGeometry) -> bool:
+    """Whether :func:`padded_input` stores axis ``a`` packed: window ``o``'s span at
+    ``o * span`` instead of ``o * stride``, leaving out the positions no window reads. Only where
+    the windows lie further apart than they are long and the padded axis would be more than
+    twice as long as the input and the packed windows together (a stride or a ceil overhang of
+    2^31 would otherwise allocate gigabytes of padding)."""
+    span = window_span(a)
+    extent = a.pad_begin + a.size + a.pad_end + a.overhang
+    return a.stride > span and extent > 2 * (a.size + a.out * span)
+
+
 def tap_slice(a: AxisGeometry, j: int) -> slice:
     """Slice of the padded array (offset by ``pad_begin``) holding tap ``j`` of every window."""
     start = j * a.dilation
-    return slice(start, start + (a.out - 1) * a.stride + 1, a.stride)
+    step = window_span(a) if packed(a) else a.stride
+    return slice(start, start + (a.out - 1) * step + 1, step)
 
 
 def valid_counts(a: AxisGeometry) -> np.ndarray:
@@ -70,6 +87,8 @@ def padded_input(x: np.ndarray, geom: Geometry, fill: float | int, dtype: np.dty
     Index ``q`` of an axis of the result is input position ``q - pad_begin``. A negative pad
     (ONNX SAME with a stride larger than the dilated kernel) crops the input instead."""
     dtype = np.dtype(dtype or x.dtype)
+    if any(packed(a) for a in geom.axes):
+        return _padded_gather(x, geom, fill, dtype)
     shape = (geom.batch, geom.channels) + tuple(a.pad_begin + a.size + a.pad_end + a.overhang for a in geom.axes)
     if shape == x.shape and dtype == x.dtype and all(a.pad_begin == 0 for a in geom.axes):
         return x
@@ -81,4 +100,21 @@ def padded_input(x: np.ndarray, geom: Geometry, fill: float | int, dtype: np.dty
         src.append(slice(lo, hi))
         dst.append(slice(lo + a.pad_begin, hi + a.pad_begin))
     out[tuple(dst)] = x[tuple(src)]
+    return out
+
+
+def _padded_gather(x: np.ndarray, geom: Geometry, fill: float | int, dtype: np.dtype) -> np.ndarray:
+    """:func:`padded_input` axis by axis with a gather, packing the axes :func:`packed` picks."""
+    out = x.astype(dtype, copy=False)
+    for i, a in enumerate(geom.axes):
+        if packed(a):
+            span = window_span(a)
+            q = (np.arange(a.out, dtype=np.int64)[:, None] * a.stride + np.arange(span, dtype=np.int64)).reshape(-1)
+        else:
+            q = np.arange(a.pad_begin + a.size + a.pad_end + a.overhang, dtype=np.int64)
+        pos = q - a.pad_begin  # input positions
+        inside = (pos >= 0) & (pos < a.size)
+        out = np.take(out, np.clip(pos, 0, max(a.size - 1, 0)), axis=2 + i)
+        if not inside.all():
+            out[(slice(None),) * (2 + i) + (~inside,)] = fill
     return out
