@@ -141,6 +141,7 @@ def test_huge_strides_pack_the_padding(shape: tuple[int, ...], kernel: list[int]
     every path -- values only, the indexed scan, the general scan, averages -- agrees with the
     loop oracle."""
     import oracle
+
     from poolcheck.engines import numpy_engine
     from poolcheck.spec import Policy, index_layout
 
