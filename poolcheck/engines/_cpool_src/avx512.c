@@ -14,12 +14,11 @@
  *            average 2-D k3 s1 p1, float32 (fused kernel, float64 sums; W3) 0.50 vs 0.77 ms +54%
  *              (+41% to +88% in other rounds)
  *            max 3-D k2 s2 values only, fused, whole windows (W4)       0.63 vs 1.17 ms  +85%
- *            max 2-D s1 values only, fused ring (W6: k3 d2 s1 p2)        0.31 vs 0.37 ms  +19% to +20%
- *              (the two above measured against the staged portable path, alternating in one
- *              process, two builds loaded side by side)
+ *              (measured against the staged portable path, alternating in one process)
  *   dropped  max 2-D values only, generic ring kernel (k3 s2 p1, k3 d2 s1 p2) 37% slower / level
  *            max 3-D k2 s2 values only, staged W and H stages            15-35% slower
- *            non-temporal stores for the fused s1 max's output rows     5% slower
+ *            max 2-D stride 1 values only, fused ring (W6: k3 d2 s1 p2)  0.31 vs 0.35 ms  +14%
+ *              (+14% in three quiet rounds; non-temporal stores for its output rows 5% slower)
  *            max 1-D k3 s1 p1 values only                              18% slower
  *            the other average kernels: an earlier fused 2-D (W3 8-25% slower), staged
  *            1-D/3-D and stride-2 (within +-10%, no consistent gain)
@@ -594,61 +593,6 @@ T512 void max2d_512(const float *x, float *out, int64_t *pos, const geo_t *g, co
 #undef MAX2D
 }
 /* ------------------------------------------------------------------------------------------ */
-/* Two spatial axes, fused, values only, stride 1 along W (float32 max), any window and       */
-/* dilation: each input row is reduced along W once into a ring of rows (16 windows from K     */
-/* loads at the taps' offsets, no mask inside the row, -inf outside it), then each output row  */
-/* combines its ring rows. Every combine is vmaxps(later, earlier) = "later > earlier ?        */
-/* later : earlier", the staged path's first-wins scan in its order (W taps, then H rows); a  */
-/* tap outside the row (-inf) never wins and never displaces a value (an -inf tap keeps the    */
-/* -inf it meets), so without NaN the values are every policy's, bit for bit. A row with a NaN */
-/* among its taps is redone by its policy's exact scan, as in the k3 s2 kernel below, whose    */
-/* plane and row loop (max2d_values_body) it shares.                                          */
-T512 static inline __attribute__((always_inline)) __m512 mw512_s1_block(const float *restrict xr, const int64_t e0,
-                                                                       const int64_t n, const int64_t K,
-                                                                       const int64_t d, __mmask16 *restrict nanm) {
-    const __m512 ninf = _mm512_set1_ps(-__builtin_inff());
-    __m512 acc;
-    if (e0 >= 0 && e0 + (K - 1) * d + 16 <= n) {
-        acc = _mm512_loadu_ps(xr + e0);
-        __mmask16 m = _mm512_cmp_ps_mask(acc, acc, _CMP_UNORD_Q);
-        for (int64_t j = 1; j < K; j++) {
-            const __m512 t = _mm512_loadu_ps(xr + e0 + j * d);
-            m = (__mmask16)(m | _mm512_cmp_ps_mask(t, t, _CMP_UNORD_Q));
-            acc = _mm512_max_ps(t, acc);
-        }
-        *nanm = (__mmask16)(*nanm | m);
-        return acc;
-    }
-    acc = ninf;
-    for (int64_t j = 0; j < K; j++) {
-        const int64_t e = e0 + j * d;
-        const int64_t a = e < 0 ? (-e < 16 ? -e : 16) : 0, b = n - e < 16 ? (n - e > 0 ? n - e : 0) : 16;
-        const __mmask16 lm = b > a ? (__mmask16)(((1u << b) - 1u) & ~((1u << a) - 1u)) : (__mmask16)0;
-        const float *p = (const float *)((uintptr_t)xr + (uintptr_t)(e * (int64_t)sizeof(float)));
-        const __m512 t = _mm512_mask_loadu_ps(ninf, lm, p);
-        *nanm = (__mmask16)(*nanm | _mm512_cmp_ps_mask(t, t, _CMP_UNORD_Q));
-        acc = _mm512_max_ps(t, acc);
-    }
-    return acc;
-}
-
-/* One input row -> its O >= 16 window maxima (returns 1 when a NaN was among the taps: the row
- * is then redone by its policy's exact scan, and the output rows take the NaN-aware combine). */
-T512 static inline __attribute__((always_inline)) int mw512_s1_row(const float *restrict xr, float *restrict yr,
-                                                                  const ax_t *restrict A, const int64_t K,
-                                                                  const int ign) {
-    const int64_t O = A->o, pb = A->pb, n = A->n, d = A->d;
-    __mmask16 nanm = 0;
-    int64_t o0 = 0;
-    for (; o0 + 16 <= O; o0 += 16) _mm512_storeu_ps(yr + o0, mw512_s1_block(xr, o0 - pb, n, K, d, &nanm));
-    if (o0 < O) _mm512_storeu_ps(yr + O - 16, mw512_s1_block(xr, O - 16 - pb, n, K, d, &nanm));
-    if (__builtin_expect(nanm == 0, 1)) return 0;
-    if (ign) mw_brow_f32i(xr, yr, NULL, A, 0, 0, 0, O);
-    else mw_brow_f32p(xr, yr, NULL, A, 0, 0, 0, O);
-    return 1;
-}
-
-/* ------------------------------------------------------------------------------------------ */
 /* Two spatial axes, fused, values only, windows of 3 with stride 2 along W (float32 max).    */
 /* Each input row is reduced along W once into the ring (16 windows from four loads and three */
 /* vpermt2ps: the taps 2o, 2o + 1, 2o + 2 of the block), then each output row combines its    */
@@ -728,24 +672,19 @@ T512 static inline __attribute__((always_inline)) int mw512_k3s2_row(const float
     return nan;
 }
 
-/* The plane and row loop of the values-only fused 2-D max kernels. S1K = 0: the k3 s2 rows;
- * otherwise stride-1 rows of S1K taps (-1: the run-time window of the W axis). */
-T512 static inline __attribute__((always_inline)) void max2d_values_body(
+T512 static inline __attribute__((always_inline)) void max2d_k3s2_body(
     const float *restrict x, float *restrict out, const geo_t *g, float *restrict ring,
-    int64_t *restrict tags, int64_t *restrict hrow, int64_t *restrict sl, const int ign, const int64_t S1K) {
+    int64_t *restrict tags, int64_t *restrict hrow, int64_t *restrict sl, const int ign) {
     const ax_t *H = &g->a[0], *W = &g->a[1];
     const int64_t NW = W->n, OW = W->o, OH = H->o;
     const int64_t R = ring_rows(H), RS = (OW + 15) & ~(int64_t)15;
     /* the geometry in locals: the stores to the slot tables may alias it */
     const int64_t hs = H->s, hpb = H->pb, hd = H->d, nc_ = g->nc, pin = g->plane_in, pout = g->plane_out;
     const int64_t *jlo = H->jlo, *jhi = H->jhi;
-    const int64_t K = S1K > 0 ? S1K : W->k;
     /* H stride 1: ROWS_IN_ORDER (avx512.c) */
     const int in_order = hs == 1;
     int64_t *restrict snan = tags + R; /* per slot: its row's maxima may hold a NaN */
-#define MAX2D_ROW(h, slot)                                                                         \
-    (snan[slot] = S1K == 0 ? mw512_k3s2_row(xp + (h) * NW, ring + (slot) * RS, W, ign)            \
-                           : mw512_s1_row(xp + (h) * NW, ring + (slot) * RS, W, K, ign))
+#define MAX2D_ROW(h, slot) (snan[slot] = mw512_k3s2_row(xp + (h) * NW, ring + (slot) * RS, W, ign))
     for (int64_t p = 0; p < nc_; p++) {
         if (poll_interrupt()) break;
         const float *xp = x + p * pin;
@@ -785,23 +724,8 @@ T512 static inline __attribute__((always_inline)) void max2d_values_body(
 /* Values only; W windows of 3, stride 2, dilation 1; rows of at least 16 windows (module.c). */
 T512 void max2d_k3s2_512(const float *x, float *out, const geo_t *g, float *ring, int64_t *tags, int64_t *hrow,
                          int64_t *sl, int ign) {
-    if (ign) max2d_values_body(x, out, g, ring, tags, hrow, sl, 1, 0);
-    else max2d_values_body(x, out, g, ring, tags, hrow, sl, 0, 0);
-}
-
-/* Values only; W stride 1, any window and dilation; rows of at least 16 windows (module.c). */
-T512 void max2d_s1_512(const float *x, float *out, const geo_t *g, float *ring, int64_t *tags, int64_t *hrow,
-                       int64_t *sl, int ign) {
-    const int64_t k = g->a[1].k;
-#define MAX2D_S1(K)                                                                                \
-    do {                                                                                           \
-        if (ign) max2d_values_body(x, out, g, ring, tags, hrow, sl, 1, K);                         \
-        else max2d_values_body(x, out, g, ring, tags, hrow, sl, 0, K);                             \
-    } while (0)
-    if (k == 2) MAX2D_S1(2);
-    else if (k == 3) MAX2D_S1(3);
-    else MAX2D_S1(-1);
-#undef MAX2D_S1
+    if (ign) max2d_k3s2_body(x, out, g, ring, tags, hrow, sl, 1);
+    else max2d_k3s2_body(x, out, g, ring, tags, hrow, sl, 0);
 }
 
 /* ------------------------------------------------------------------------------------------ */

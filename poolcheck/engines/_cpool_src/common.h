@@ -169,8 +169,6 @@ void maxsep_f32_512(const float *x, float *out, int64_t *pos, const geo_t *g, co
 void avgglobal_f32_512(const float *x, float *out, int64_t nc, int64_t m, double div, double efill, double zadd);
 void max2d_512(const float *x, float *out, int64_t *pos, const geo_t *g, const int64_t *w, float *ring,
                int64_t *qring, int64_t *tags, int64_t *hrow, int64_t *sl, int ign);
-void max2d_s1_512(const float *x, float *out, const geo_t *g, float *ring, int64_t *tags, int64_t *hrow,
-                  int64_t *sl, int ign);
 int max3d_k2s2_512(const float *x, float *out, const geo_t *g);
 void max2d_k3s2_512(const float *x, float *out, const geo_t *g, float *ring, int64_t *tags, int64_t *hrow,
                     int64_t *sl, int ign);

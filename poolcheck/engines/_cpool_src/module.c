@@ -234,12 +234,9 @@ static PyObject *py_max_pool(PyObject *self, PyObject *args) {
         const ax_t *a = &g.a[i];
         k2s2_3d = a->k == 2 && a->s == 2 && a->d == 1 && a->pb == 0 && a->lo == 0 && a->hi == a->o;
     }
-    /* Values only, two axes, W stride 1: the fused stride-1 kernel. */
-    const int s1_2d = POOLCHECK_AVX512 && use_avx512 && !direct && !withpos && tcode == T_F32 && g.r == 2 &&
-                      geo_small(&g) && last->s == 1 && last->o >= 16;
     void *ring = NULL;
     int64_t *qring = NULL, *tags = NULL, *hrow = NULL, *sl = NULL;
-    if (fused || k3s2 || s1_2d) {
+    if (fused || k3s2) {
         const int64_t R = ring_rows(&g.a[0]), RS = (g.a[1].o + 15) & ~(int64_t)15;
         ring = scratch_get(S_RING, (size_t)(R * RS) * sizeof(float));
         if (withpos) qring = (int64_t *)scratch_get(S_QRING, (size_t)(R * RS) * sizeof(int64_t));
@@ -254,7 +251,7 @@ static PyObject *py_max_pool(PyObject *self, PyObject *args) {
             goto done;
         }
     }
-    if (!direct && !fused && !k3s2 && !s1_2d) {
+    if (!direct && !fused && !k3s2) {
         chunk = chunk_planes(&g, isz + (withpos ? 8 : 0));
         int64_t tsz = stage_max(&g) * chunk;
         t0 = scratch_get(S_T0, (size_t)(tsz * isz));
@@ -280,11 +277,6 @@ static PyObject *py_max_pool(PyObject *self, PyObject *args) {
             case T_F32:
 #if POOLCHECK_AVX512
                 if (k2s2_3d && max3d_k2s2_512((const float *)xb.buf, (float *)ob.buf, &g) == 0) break;
-                if (s1_2d) {
-                    max2d_s1_512((const float *)xb.buf, (float *)ob.buf, &g, (float *)ring, tags, hrow, sl,
-                                 nan_mode == NAN_IGNORE);
-                    break;
-                }
                 if (k3s2) {
                     max2d_k3s2_512((const float *)xb.buf, (float *)ob.buf, &g, (float *)ring, tags, hrow, sl,
                                    nan_mode == NAN_IGNORE);
