@@ -324,6 +324,22 @@ def test_openvino_average_past_the_input_under_same_ceil() -> None:
     assert dict((k, nv) for k, nv, _ni in d.attribution)["empty_avg=signed-divisor"] == 3
 
 
+def test_openvino_average_past_the_input_excluding_padding() -> None:
+    """Measured (OpenVINO 2026.4, poolcheck fuzz --peers onnxruntime,openvino --seed 1): with
+    exclude_pad the per-axis size is clipped to the input on both sides, min(end, size) -
+    max(start, 0); 0 on an axis gives NaN (0/0), -1 gives -0."""
+    spec = A.openvino_avg_pool([2, 3], [3, 3], [0, 2], [1, 1], exclude_pad=True, rounding_type="ceil")
+    x = np.arange(1, 31, dtype=np.float32).reshape(2, 3, 5, 1)
+    peer = np.asarray([[[[1.5, np.nan], [4.5, np.nan], [-0.0, np.nan]], [[6.5, np.nan], [9.5, np.nan], [-0.0, np.nan]],
+                        [[11.5, np.nan], [14.5, np.nan], [-0.0, np.nan]]],
+                       [[[16.5, np.nan], [19.5, np.nan], [-0.0, np.nan]], [[21.5, np.nan], [24.5, np.nan],
+                                                                           [-0.0, np.nan]],
+                        [[26.5, np.nan], [29.5, np.nan], [-0.0, np.nan]]]], dtype=np.float32)
+    d = diagnose_output(ENGINE, spec, x, peer, None)
+    assert d.atoms == ("empty_avg=signed-divisor",), d
+    assert dict((k, nv) for k, nv, _ni in d.attribution)["empty_avg=signed-divisor"] == 18
+
+
 def test_rejection_messages_differing_only_in_a_shape_are_one_class() -> None:
     a = D.normalise_message("RuntimeError: output shape cannot be null or negative, out_shape=(1, -2), x")
     b = D.normalise_message("RuntimeError: output shape cannot be null or negative, out_shape=[3], x")

@@ -535,7 +535,8 @@ def _run(engine: ModuleType, spec: PoolSpec, x: np.ndarray, geom: Geometry, poli
         out = _run(engine, spec, x, geom, policy.replace(empty_avg="zero"), out_dtype)
         if spec.op != "avg" or out.values.dtype.kind != "f":
             return out
-        return Outputs(np.where(_signed_divisor_empty(geom, out.values.shape), np.nan, out.values).astype(
+        rule = policy.divisor if policy.divisor != "attribute" else ("valid" if spec.exclude_pad else "padded")
+        return Outputs(np.where(_signed_divisor_empty(geom, out.values.shape, rule), np.nan, out.values).astype(
             out.values.dtype))
     if policy.nan == "avg-skip" and spec.op == "avg":  # diagnosis-only: NaN neither summed nor counted
         nan = np.isnan(x) if x.dtype.kind == "f" else np.zeros(x.shape, dtype=bool)
@@ -594,15 +595,23 @@ def _run(engine: ModuleType, spec: PoolSpec, x: np.ndarray, geom: Geometry, poli
     return out
 
 
-def _signed_divisor_empty(geom: Geometry, shape: tuple[int, ...]) -> np.ndarray:
-    """Windows holding no input element whose per-axis size ``min(start + span, size + pad_end) -
-    start`` is 0 on some axis (so 0 / 0 = NaN when the sizes are multiplied unclipped; a negative
-    size gives -0). OpenVINO's average under SAME with ceil rounding, measured."""
+def _signed_divisor_empty(geom: Geometry, shape: tuple[int, ...], rule: str) -> np.ndarray:
+    """Windows holding no input element whose per-axis size is 0 on some axis, the sizes taken
+    unclipped at zero and multiplied (so 0 / 0 = NaN; a negative size gives -0): with padding
+    counted (``rule`` "padded") ``min(start + span, size + pad_end) - start``, without it
+    ("valid") ``min(start + span, size) - max(start, 0)``. OpenVINO's average with ceil rounding,
+    measured both ways (exclude_pad false and true); the full kernel size ("full") is never 0."""
     n = len(geom.axes)
     zero = np.zeros((1, 1) + (1,) * n, dtype=bool)
+    if rule == "full":
+        return np.zeros(shape, dtype=bool)
     for i, a in enumerate(geom.axes):
         start = np.arange(a.out, dtype=np.int64) * a.stride - a.pad_begin
-        size = np.minimum(start + (a.kernel - 1) * a.dilation + 1, a.size + a.pad_end) - start
+        end = start + (a.kernel - 1) * a.dilation + 1
+        if rule == "valid":
+            size = np.minimum(end, a.size) - np.maximum(start, 0)
+        else:
+            size = np.minimum(end, a.size + a.pad_end) - start
         zero = zero | w.broadcast_axis(size == 0, i, n)
     empty = w.empty_windows(geom)
     if empty is None:
