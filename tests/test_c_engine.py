@@ -25,7 +25,9 @@ import subprocess
 import sys
 import threading
 import zlib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pytest
@@ -443,9 +445,10 @@ def test_multi_phase_init_gives_independent_module_objects() -> None:
     assert out.tolist() == [1, 2, 3, 4, 5]
 
 
-def test_avx512_switch_agrees_in_process() -> None:
-    """Where the CPU has AVX-512, the kernels kept for it and the portable ones agree bit for bit
-    on the benchmark shapes (max with and without indices), switched in one process."""
+@pytest.fixture
+def fast_and_portable() -> Iterator[Callable[[Callable[[], Any]], tuple[Any, Any]]]:
+    """``both(call)`` runs ``call`` with the AVX-512 kernels and then with the portable ones, in
+    this process; skips where the CPU or the build has no AVX-512 kernels; restores the switch."""
     from poolcheck.engines import _cpool
 
     try:
@@ -453,25 +456,35 @@ def test_avx512_switch_agrees_in_process() -> None:
     except ValueError as exc:
         assert "not available" in str(exc)
         pytest.skip("no AVX-512 kernels on this CPU or build")
-    rng = np.random.default_rng(7)
+
+    def both(call: Callable[[], Any]) -> tuple[Any, Any]:
+        _cpool._set_avx512(True)
+        fast = call()
+        assert _cpool._set_avx512(False) is True  # the switch reports the previous state
+        return fast, call()
+
     try:
-        for spec, shape in WORKLOAD_SPECS + [(S.openvino_max_pool([4], [4]), (2, 3, 260))]:
-            if spec.op != "max":
-                continue
-            geom = S.resolve(spec, shape)
-            for mode in ("normal", "ties"):
-                x = make_input(rng, shape, np.dtype(np.float32), mode)
-                for layout in (None, S.index_layout(spec, shape)):
-                    for nan in ("propagate", "ignore"):
-                        _cpool._set_avx512(True)
-                        fast = c_engine.max_pool(x, geom, layout, Policy(nan=nan))
-                        assert _cpool._set_avx512(False) is True
-                        slow = c_engine.max_pool(x, geom, layout, Policy(nan=nan))
-                        assert_same_bits(fast[0], slow[0], f"values nan={nan}")
-                        if layout is not None:
-                            assert_same_bits(fast[1], slow[1], f"indices nan={nan}")
+        yield both
     finally:
         _cpool._set_avx512(original)
+
+
+def test_avx512_switch_agrees_in_process(fast_and_portable: Callable[[Callable[[], Any]], tuple[Any, Any]]) -> None:
+    """Where the CPU has AVX-512, the kernels kept for it and the portable ones agree bit for bit
+    on the benchmark shapes (max with and without indices), switched in one process."""
+    rng = np.random.default_rng(7)
+    for spec, shape in WORKLOAD_SPECS + [(S.openvino_max_pool([4], [4]), (2, 3, 260))]:
+        if spec.op != "max":
+            continue
+        geom = S.resolve(spec, shape)
+        for mode in ("normal", "ties"):
+            x = make_input(rng, shape, np.dtype(np.float32), mode)
+            for layout in (None, S.index_layout(spec, shape)):
+                for nan in ("propagate", "ignore"):
+                    fast, slow = fast_and_portable(lambda: c_engine.max_pool(x, geom, layout, Policy(nan=nan)))  # noqa: B023
+                    assert_same_bits(fast[0], slow[0], f"values nan={nan}")
+                    if layout is not None:
+                        assert_same_bits(fast[1], slow[1], f"indices nan={nan}")
 
 
 @pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
@@ -646,42 +659,27 @@ def test_fused_max_values_match_numpy_and_oracle(params: tuple, spatial: tuple[i
     _check_values_only(spec, geom, x)
 
 
-def test_fused_kernels_agree_with_portable_in_process() -> None:
+def test_fused_kernels_agree_with_portable_in_process(
+        fast_and_portable: Callable[[Callable[[], Any]], tuple[Any, Any]]) -> None:
     """The fused AVX-512 kernels and the portable ones, switched in one process: same bits."""
-    from poolcheck.engines import _cpool
-
-    try:
-        original = _cpool._set_avx512(True)
-    except ValueError as exc:
-        assert "not available" in str(exc)
-        pytest.skip("no AVX-512 kernels on this CPU or build")
     rng = np.random.default_rng(5)
-    try:
-        for mode in ("normal", "ties"):
-            # the 2-D k3 s2 shapes with NaN; the values-only shapes without (a NaN hands the 3-D
-            # kernel's whole tensor back), each with a plane of signed zeros
-            cases = [(p, hw, mode, False) for p, hw in FUSED_MAX_SPECS]
-            cases += [(p, sp, "finite" if mode == "ties" else mode, True) for p, sp in FUSED_MAX_VALUES_SPECS]
-            for p, spatial, x_mode, zero_plane in cases:
-                spec = _fused_max_spec(p)
-                geom = S.resolve(spec, (1, 4, *spatial))
-                x = make_input(rng, (1, 4, *spatial), np.dtype(np.float32), x_mode)
-                if zero_plane:
-                    x[0, 1] = np.where(rng.random(spatial) < 0.5, np.float32(-0.0), np.float32(0.0))
-                for nan in ("propagate", "ignore"):
-                    _cpool._set_avx512(True)
-                    fast, _ = c_engine.max_pool(x, geom, None, Policy(nan=nan))
-                    _cpool._set_avx512(False)
-                    slow, _ = c_engine.max_pool(x, geom, None, Policy(nan=nan))
-                    assert_same_bits(fast, slow, f"max {spatial} nan={nan}")
-            for p, hw in FUSED_AVG_SPECS:
-                spec = _fused_avg_spec(p)
-                geom = S.resolve(spec, (1, 4, *hw))
-                x = make_input(rng, (1, 4, *hw), np.dtype(np.float32), mode)
-                _cpool._set_avx512(True)
-                fast = c_engine.avg_pool(x, geom, spec.exclude_pad, Policy())
-                _cpool._set_avx512(False)
-                slow = c_engine.avg_pool(x, geom, spec.exclude_pad, Policy())
-                assert_same_bits(fast, slow, f"avg {hw}", any_nan=True)
-    finally:
-        _cpool._set_avx512(original)
+    for mode in ("normal", "ties"):
+        # the 2-D k3 s2 shapes with NaN; the values-only shapes without (a NaN hands the 3-D
+        # kernel's whole tensor back), each with a plane of signed zeros
+        cases = [(p, hw, mode, False) for p, hw in FUSED_MAX_SPECS]
+        cases += [(p, sp, "finite" if mode == "ties" else mode, True) for p, sp in FUSED_MAX_VALUES_SPECS]
+        for p, spatial, x_mode, zero_plane in cases:
+            spec = _fused_max_spec(p)
+            geom = S.resolve(spec, (1, 4, *spatial))
+            x = make_input(rng, (1, 4, *spatial), np.dtype(np.float32), x_mode)
+            if zero_plane:
+                x[0, 1] = np.where(rng.random(spatial) < 0.5, np.float32(-0.0), np.float32(0.0))
+            for nan in ("propagate", "ignore"):
+                fast, slow = fast_and_portable(lambda: c_engine.max_pool(x, geom, None, Policy(nan=nan))[0])  # noqa: B023
+                assert_same_bits(fast, slow, f"max {spatial} nan={nan}")
+        for p, hw in FUSED_AVG_SPECS:
+            spec = _fused_avg_spec(p)
+            geom = S.resolve(spec, (1, 4, *hw))
+            x = make_input(rng, (1, 4, *hw), np.dtype(np.float32), mode)
+            fast, slow = fast_and_portable(lambda: c_engine.avg_pool(x, geom, spec.exclude_pad, Policy()))  # noqa: B023
+            assert_same_bits(fast, slow, f"avg {hw}", any_nan=True)

@@ -435,6 +435,36 @@ T512 void maxsep_f32_512(const float *x, float *out, int64_t *pos, const geo_t *
  * (k - 1) d + 1 <= R rows, the last one the newest), so the fused kernels need no ring tags
  * there (their lookup measured 12% slower on W3). Other strides look the rows up by tag. */
 
+/* The rows output row oh needs into the ring: those not there yet are reduced by REDUCE(h, slot)
+ * (ROWS_IN_ORDER, or looked up by tag); sl[j] is the slot of its row j, for j < cnt, and
+ * USE(j, h, slot) runs for each in the same loop. Reads in_order, h0 (its first row), cnt, hd,
+ * R, hdone, tags and sl from the kernel's scope. */
+#define RING_FETCH(REDUCE, USE)                                                                    \
+    do {                                                                                           \
+        if (in_order) {                                                                            \
+            for (const int64_t hl_ = h0 + (cnt - 1) * hd; hdone < hl_;) {                          \
+                hdone++;                                                                           \
+                REDUCE(hdone, hdone & (R - 1));                                                    \
+            }                                                                                      \
+            for (int64_t j_ = 0; j_ < cnt; j_++) {                                                 \
+                const int64_t h_ = h0 + j_ * hd, slot_ = h_ & (R - 1);                             \
+                sl[j_] = slot_;                                                                    \
+                USE(j_, h_, slot_);                                                                \
+            }                                                                                      \
+        } else {                                                                                   \
+            for (int64_t j_ = 0; j_ < cnt; j_++) {                                                 \
+                const int64_t h_ = h0 + j_ * hd, slot_ = h_ & (R - 1);                             \
+                if (tags[slot_] != h_) {                                                           \
+                    REDUCE(h_, slot_);                                                             \
+                    tags[slot_] = h_;                                                              \
+                }                                                                                  \
+                sl[j_] = slot_;                                                                    \
+                USE(j_, h_, slot_);                                                                \
+            }                                                                                      \
+        }                                                                                          \
+    } while (0)
+#define RING_NO_USE(j, h, slot) ((void)0)
+
 /* One output row of a fused max, with the row count (2, 3, other) and whether a NaN was seen
  * made compile-time constants, so each of the six combinations is its own specialised loop. */
 #define MAX2D_ROWS_BY_COUNT(ring, qring, RS, sl, hrow, yo, qo, OW, cnt, wh, withpos, ign, nc)       \
@@ -681,7 +711,7 @@ T512 static inline __attribute__((always_inline)) void max2d_k3s2_body(
     /* the geometry in locals: the stores to the slot tables may alias it */
     const int64_t hs = H->s, hpb = H->pb, hd = H->d, nc_ = g->nc, pin = g->plane_in, pout = g->plane_out;
     const int64_t *jlo = H->jlo, *jhi = H->jhi;
-    /* H stride 1: ROWS_IN_ORDER (avx512.c) */
+    /* H stride 1: ROWS_IN_ORDER (above) */
     const int in_order = hs == 1;
     int64_t *restrict snan = tags + R; /* per slot: its row's maxima may hold a NaN */
 #define MAX2D_ROW(h, slot) (snan[slot] = mw512_k3s2_row(xp + (h) * NW, ring + (slot) * RS, W, ign))
@@ -699,22 +729,10 @@ T512 static inline __attribute__((always_inline)) void max2d_k3s2_body(
                 continue;
             }
             const int64_t h0 = oh * hs - hpb + jl * hd;
-            if (in_order)
-                for (const int64_t hl = h0 + (cnt - 1) * hd; hdone < hl;) {
-                    hdone++;
-                    MAX2D_ROW(hdone, hdone & (R - 1));
-                }
             int nc = 0;
-            for (int64_t j = 0; j < cnt; j++) {
-                const int64_t h = h0 + j * hd, slot = h & (R - 1);
-                if (!in_order && tags[slot] != h) {
-                    MAX2D_ROW(h, slot);
-                    tags[slot] = h;
-                }
-                nc |= (int)snan[slot];
-                hrow[j] = h;
-                sl[j] = slot;
-            }
+#define MAX2D_USE(j, h, slot) (nc |= (int)snan[slot], hrow[j] = (h))
+            RING_FETCH(MAX2D_ROW, MAX2D_USE);
+#undef MAX2D_USE
             MAX2D_ROWS_BY_COUNT(ring, NULL, RS, sl, hrow, yo, NULL, OW, cnt, 0, 0, ign, nc);
         }
     }
@@ -904,22 +922,9 @@ T512 static inline __attribute__((always_inline)) void avg2d_s1_body(
                 for (int64_t i = 0; i < OW; i++) yo[i] = (float)(0.0 / dt[i]);
             } else {
                 const int64_t h0 = oh * hs - hpb + jl * hd;
-                if (in_order) {
-                    for (const int64_t hl = h0 + (cnt - 1) * hd; hdone < hl;) {
-                        hdone++;
-                        aw512_s1_row(xp + hdone * NW, ring + (hdone & (R - 1)) * RS, W, vhi, K, wz);
-                    }
-                    for (int64_t j = 0; j < cnt; j++) sl[j] = (h0 + j * hd) & (R - 1);
-                } else {
-                    for (int64_t j = 0; j < cnt; j++) {
-                        const int64_t h = h0 + j * hd, slot = h & (R - 1);
-                        if (tags[slot] != h) {
-                            aw512_s1_row(xp + h * NW, ring + slot * RS, W, vhi, K, wz);
-                            tags[slot] = h;
-                        }
-                        sl[j] = slot;
-                    }
-                }
+#define AVG2D_ROW(h, slot) aw512_s1_row(xp + (h) * NW, ring + (slot) * RS, W, vhi, K, wz)
+                RING_FETCH(AVG2D_ROW, RING_NO_USE);
+#undef AVG2D_ROW
                 if (cnt == 2) ah512_quot_row(ring, RS, sl, 2, cnt, zh, dt, yo, OW);
                 else if (cnt == 3) ah512_quot_row(ring, RS, sl, 3, cnt, zh, dt, yo, OW);
                 else ah512_quot_row(ring, RS, sl, 0, cnt, zh, dt, yo, OW);
