@@ -507,11 +507,12 @@ def test_global_average_within_bound_on_wide_exponents(dtype: str) -> None:
 
 # --------------------------------------------------------------------------- fused 2-D kernels
 # Two spatial axes: float32 max pooling, values only, with windows of 3 and stride 2 along the
-# last axis (rows of >= 16 windows), and float32 average pooling with windows of 2 or 3, stride
-# and dilation 1 along the last axis (rows of >= 8 windows) have fused AVX-512 kernels (avx512.c):
-# masked first blocks, overlapping or 8-wide last blocks, scalar borders, whole-row NaN fallbacks. These
-# shapes reach each of those paths (and the same shapes the portable kernels, with
-# POOLCHECK_NO_AVX512 or on CPUs without AVX-512).
+# last axis (rows of >= 16 windows), and float32 average pooling with stride and dilation 1 on
+# both axes, windows of 2 or 3 along the last (rows of >= 8 windows) and of 1 to 3 along the
+# first, have fused AVX-512 kernels (avx512.c): masked first blocks or strips, overlapping last
+# blocks or strips, scalar borders, rows cut by the padding, whole-row NaN fallbacks. These
+# shapes reach each of those paths and the geometries left to the staged path (and the same
+# shapes the portable kernels, with POOLCHECK_NO_AVX512 or on CPUs without AVX-512).
 
 FUSED_MAX_SPECS = [
     # (kernel, strides, pads_begin, pads_end, dilations, rounding), (H, W)
@@ -524,16 +525,19 @@ FUSED_MAX_SPECS = [
     (([3, 3], [2, 2], [1, 1], [1, 1], [1, 1], "floor"), (5, 30)),   # 15 windows: the portable path
 ]
 FUSED_AVG_SPECS = [
-    # (kernel, strides, pads_begin, pads_end, exclude_pad, rounding), (H, W)
-    (([3, 3], [1, 1], [1, 1], [1, 1], True, "floor"), (7, 13)),     # W3's geometry, odd width
+    # (kernel, strides, pads_begin, pads_end, exclude_pad, rounding[, dilations]), (H, W)
+    (([3, 3], [1, 1], [1, 1], [1, 1], True, "floor"), (7, 13)),     # W3's geometry, odd width: overlap
     (([3, 3], [1, 1], [1, 1], [1, 1], False, "floor"), (6, 8)),     # 8 windows exactly
-    (([2, 2], [2, 1], [1, 1], [1, 2], True, "ceil"), (7, 17)),      # windows of 2; right padding
+    (([2, 2], [1, 1], [1, 1], [1, 2], True, "ceil"), (7, 17)),      # windows of 2; right padding
     (([3, 3], [1, 1], [0, 0], [0, 2], False, "floor"), (5, 12)),    # padding on the right only
-    (([4, 3], [3, 1], [2, 2], [3, 2], True, "ceil"), (9, 11)),      # windows with no element
-    (([1, 2], [1, 1], [0, 0], [0, 0], False, "floor"), (3, 9)),     # no padding at all
-    (([3, 3], [1, 1], [1, 1], [1, 1], True, "floor"), (4, 7)),      # 7 windows: the portable path
-    (([3, 2], [1, 1], [2, 0], [2, 1], True, "floor", [2, 1]), (9, 12)),  # H dilation 2 (ONNX): rows in order
-    (([2, 3], [2, 1], [1, 1], [0, 1], False, "ceil", [3, 1]), (10, 9)),  # H stride 2, dilation 3: ring tags
+    (([3, 3], [1, 1], [3, 3], [3, 3], True, "floor"), (6, 11)),     # rows and columns with no element
+    (([1, 2], [1, 1], [0, 0], [0, 0], False, "floor"), (3, 9)),     # no padding at all; H windows of 1
+    (([1, 3], [1, 1], [1, 1], [1, 1], False, "ceil"), (4, 24)),     # H windows of 1; unmasked strips
+    (([2, 3], [1, 1], [0, 1], [1, 1], True, "ceil"), (5, 43)),      # unmasked strips, then an overlap
+    (([3, 3], [1, 1], [1, 1], [1, 1], True, "floor"), (4, 7)),      # 7 windows: the staged path
+    (([4, 3], [1, 1], [2, 2], [3, 2], True, "ceil"), (9, 11)),      # H windows of 4: the staged path
+    (([2, 2], [2, 1], [1, 1], [1, 2], True, "ceil"), (7, 17)),      # H stride 2: the staged path
+    (([3, 2], [1, 1], [2, 0], [2, 1], True, "floor", [2, 1]), (9, 12)),  # H dilation 2 (ONNX): staged
 ]
 
 

@@ -11,8 +11,7 @@
  *            global average, float32 (16 float64 lanes; W2)            0.0195 vs 0.0255 ms +23%
  *            max 2-D k3 s2 values only (fused k3 s2 kernel; W1)         0.164 vs 0.217 ms  +32%
  *              (+35% to +64% in other rounds)
- *            average 2-D k3 s1 p1, float32 (fused kernel, float64 sums; W3) 0.50 vs 0.77 ms +54%
- *              (+41% to +88% in other rounds)
+ *            average 2-D k3 s1 p1, float32 (strip kernel, float64 sums; W3) 0.358 vs 0.730 ms +104%
  *            max 3-D k2 s2 values only, fused, whole windows (W4)       0.63 vs 1.17 ms  +85%
  *              (measured against the staged portable path, alternating in one process)
  *   dropped  max 2-D values only, generic ring kernel (k3 s2 p1, k3 d2 s1 p2) 37% slower / level
@@ -21,7 +20,10 @@
  *              (+14% in three quiet rounds; non-temporal stores for its output rows 5% slower)
  *            max 1-D k3 s1 p1 values only                              18% slower
  *            the other average kernels: an earlier fused 2-D (W3 8-25% slower), staged
- *            1-D/3-D and stride-2 (within +-10%, no consistent gain)
+ *            1-D/3-D and stride-2 (within +-10%, no consistent gain); a fused 2-D ring of
+ *            float64 row sums for W3 (0.43 vs 0.73 ms, +70%: replaced by the strips, 18% faster
+ *            in a C harness); FMA quotients in the strips (7% slower than vdivpd), two strips
+ *            at once (3% slower), prefetching the next plane (4% slower)
  *
  * The stride is a compile-time constant (1, 2, and 4 with windows of 4), the kernel size a
  * run-time value: constant kernel sizes measured no faster and doubled the compile time.
@@ -433,7 +435,8 @@ T512 void maxsep_f32_512(const float *x, float *out, int64_t *pos, const geo_t *
  * an output row needs, h0 + (cnt - 1) d, never decreases; reducing the rows up to it in order,
  * each once, keeps every row an output row needs in the ring (its rows span at most
  * (k - 1) d + 1 <= R rows, the last one the newest), so the fused kernels need no ring tags
- * there (their lookup measured 12% slower on W3). Other strides look the rows up by tag. */
+ * there (their lookup measured 12% slower in an earlier ring kernel for W3). Other strides
+ * look the rows up by tag. */
 
 /* The rows output row oh needs into the ring: those not there yet are reduced by REDUCE(h, slot)
  * (ROWS_IN_ORDER, or looked up by tag); sl[j] is the slot of its row j, for j < cnt, and
@@ -463,7 +466,6 @@ T512 void maxsep_f32_512(const float *x, float *out, int64_t *pos, const geo_t *
             }                                                                                      \
         }                                                                                          \
     } while (0)
-#define RING_NO_USE(j, h, slot) ((void)0)
 
 /* One output row of a fused max, with the row count (2, 3, other) and whether a NaN was seen
  * made compile-time constants, so each of the six combinations is its own specialised loop. */
@@ -795,154 +797,143 @@ T512 int max3d_k2s2_512(const float *x, float *out, const geo_t *g) {
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* Two spatial axes, fused, average pooling, float32 in and out, stride 1 along W. The sums   */
-/* are the staged path's float64 sums in its order (each W window's taps in order, then its   */
-/* zadd; each H window's row sums in order, then its zadd), vectorised ACROSS windows: 8      */
-/* windows per vector, each lane one window's own sequence of additions, so every sum has the */
-/* same bits. Each input row is summed once into a ring of float64 rows; each output row      */
-/* adds its ring rows and is divided at once, then rounded once to float32.                   */
+/* Two spatial axes, fused, average pooling, float32 in and out, stride 1 and dilation 1 on    */
+/* both axes, windows of 2 or 3 along W and of 1 to 3 along H. The sums are the staged path's */
+/* float64 sums in its order (each W window's taps in order, then its zadd; each H window's   */
+/* row sums in order, then its zadd), vectorised ACROSS windows: 8 windows per vector, each   */
+/* lane one window's own sequence of additions, so every sum has the same bits.               */
+/* The plane is walked in vertical strips of 8 output columns (the last strip overlaps the    */
+/* one before when OW is not a multiple of 8, recomputing equal values): down a strip, each   */
+/* input row's 8 window sums are computed once and kept in registers for the KH output rows   */
+/* that use them, so row sums are never stored, and the divisions of one output row overlap   */
+/* the loads and additions of the next in one long loop. (A ring of float64 row sums in L1,  */
+/* each output row then adding its ring rows, measured 0.41 ms on W3 against 0.32 ms for the  */
+/* strips, in a C harness: its rows of 7 vectors spent as much on bookkeeping as on sums.)    */
+/* Rows whose H window is cut by the padding take their row sums afresh.                      */
 
-/* Elements [e0, e0 + 8) of a row of n, widened to float64; those outside [0, n) read as -0.0,
- * the identity of addition (x + -0.0 and -0.0 + x are x for every x), so a window's sum over
- * them is the sum over its valid taps in order. */
-T512 static inline __m512d wide8(const float *xr, int64_t e0, int64_t n) {
-    if (e0 >= 0 && e0 + 8 <= n) return _mm512_cvtps_pd(_mm256_loadu_ps(xr + e0));
-    const int64_t a = e0 < 0 ? (-e0 < 8 ? -e0 : 8) : 0, b = n - e0 < 8 ? (n - e0 > 0 ? n - e0 : 0) : 8;
-    const __mmask8 m = b > a ? (__mmask8)(((1u << b) - 1u) & ~((1u << a) - 1u)) : (__mmask8)0;
-    const float *p = (const float *)((uintptr_t)xr + (uintptr_t)(e0 * (int64_t)sizeof(float)));
-    return _mm512_cvtps_pd(_mm256_mask_loadu_ps(_mm256_set1_ps(-0.0f), m, p));
-}
-
-/* One input row -> its OW float64 window sums into a ring row of at least OW rounded up to 8
- * (the lanes past OW are never read), windows of K = 2 or 3 taps with dilation 1 and stride 1:
- * each 8 elements widened once, a window's taps in order are shifts of two such vectors.
+/* The sums of windows [o0, o0 + 8) of one input row: tap j of the 8 windows is elements
+ * [e + j, e + j + 8) (e = o0 - pb), one load each, widened (three loads measured 5% faster
+ * than two and two shifts). Lanes outside the row read -0.0 (MASKED: masks m[j]; else every
+ * element is inside the row), the identity of addition (x + -0.0 and -0.0 + x are x for every
+ * x), so a window's sum over them is the sum over its valid taps in order.
  * wz: add the W axis's zadd; the caller skips it when the H axis adds +0.0 at the end: +0.0
  * only turns a -0.0 partial sum into +0.0, which changes no later nonzero sum (x + y with x a
  * zero of either sign is y when y is nonzero), and every zero final sum becomes +0.0 by the H
  * axis's +0.0 either way, so the final sums have the same bits. A window with no valid tap
  * sums to -0.0 instead of the staged path's 0.0: the same argument when wz is 0; when wz is 1
  * its zadd is +0.0 (an axis with an empty window starts its sums from +0.0, see zinit). */
-T512 static inline __attribute__((always_inline)) __m512d aw512_s1_sums(const __m512d e0, const __m512d e1,
-                                                                       const int64_t K, const int wz,
-                                                                       const __m512d zadd) {
-    __m512d v = _mm512_add_pd(e0, _mm512_castsi512_pd(_mm512_alignr_epi64(_mm512_castpd_si512(e1),
-                                                                          _mm512_castpd_si512(e0), 1)));
-    if (K == 3)
-        v = _mm512_add_pd(v, _mm512_castsi512_pd(_mm512_alignr_epi64(_mm512_castpd_si512(e1),
-                                                                     _mm512_castpd_si512(e0), 2)));
-    if (wz) v = _mm512_add_pd(v, zadd);
+T512 static inline __attribute__((always_inline)) __m512d aw512_strip_sums(
+    const float *restrict xr, const int64_t e, const int MASKED, const __mmask8 *m, const int64_t K, const int wz,
+    const __m512d zaddw) {
+#define TAP(j)                                                                                     \
+    (MASKED ? _mm512_cvtps_pd(_mm256_mask_loadu_ps(                                                \
+                  _mm256_set1_ps(-0.0f), m[j],                                                     \
+                  (const float *)((uintptr_t)xr + (uintptr_t)((e + (j)) * (int64_t)sizeof(float))))) \
+            : _mm512_cvtps_pd(_mm256_loadu_ps(xr + e + (j))))
+    __m512d v = _mm512_add_pd(TAP(0), TAP(1));
+    if (K == 3) v = _mm512_add_pd(v, TAP(2));
+#undef TAP
+    if (wz) v = _mm512_add_pd(v, zaddw);
     return v;
 }
 
-/* The vectors o0 < vhi (multiples of 8) of a row whose second load [o0 + 8 - pb, o0 + 16 - pb)
- * lies inside [0, n): aw512_s1_row loads them without a mask (a mask computed per vector from
- * a run-time pb measured 10% slower on W3). */
-static inline int64_t aw512_s1_vhi(const ax_t *A) {
-    int64_t v = 0;
-    while (v < A->o && v + 8 - A->pb >= 0 && v + 16 - A->pb <= A->n) v += 8;
-    return v;
+/* Lanes of [e, e + 8) inside [0, n). */
+static inline __mmask8 lanes_inside8(const int64_t e, const int64_t n) {
+    unsigned m = 0;
+    for (int t = 0; t < 8; t++) m |= (unsigned)(e + t >= 0 && e + t < n) << t;
+    return (__mmask8)m;
 }
 
-T512 static __attribute__((noinline)) void aw512_s1_row(const float *restrict xr, double *restrict yr,
-                                                        const ax_t *restrict A, const int64_t vhi,
-                                                        const int64_t K, const int wz) {
-    const int64_t O = A->o, pb = A->pb, n = A->n;
-    const __m512d zadd = _mm512_set1_pd(A->zinit ? 0.0 : -0.0);
-    __m512d e0 = wide8(xr, -pb, n);
-    int64_t o0 = 0;
-    for (; o0 < vhi; o0 += 8) {
-        const __m512d e1 = _mm512_cvtps_pd(_mm256_loadu_ps(xr + o0 + 8 - pb));
-        _mm512_storeu_pd(yr + o0, aw512_s1_sums(e0, e1, K, wz, zadd));
-        e0 = e1;
-    }
-    for (; o0 < O; o0 += 8) {
-        const __m512d e1 = wide8(xr, o0 + 8 - pb, n);
-        _mm512_storeu_pd(yr + o0, aw512_s1_sums(e0, e1, K, wz, zadd));
-        e0 = e1;
-    }
-}
-
-/* Eight windows of one output row from c ring rows (r0, r1, r2, then the slots sl[3..c)): their
- * sums in order, + zadd, one division (vdivpd: measured faster here than quot_f32's
- * multiply-adds, with the same bits), one rounding to float32. */
-T512 static inline __attribute__((always_inline)) void ah512_quot8(
-    const double *restrict r0, const double *restrict r1, const double *restrict r2, const double *restrict ring,
-    const int64_t RS, const int64_t *restrict sl, const int64_t c, const __m512d zadd, const double *restrict dt,
-    float *restrict yo, const int64_t i0) {
-    __m512d v = _mm512_loadu_pd(r0 + i0);
-    if (c > 1) v = _mm512_add_pd(v, _mm512_loadu_pd(r1 + i0));
-    if (c > 2) v = _mm512_add_pd(v, _mm512_loadu_pd(r2 + i0));
-    for (int64_t j = 3; j < c; j++) v = _mm512_add_pd(v, _mm512_loadu_pd(ring + sl[j] * RS + i0));
-    v = _mm512_add_pd(v, zadd);
-    /* "The output of each pooling window is divided by the number of elements". */
-    _mm256_storeu_ps(yo + i0, _mm512_cvtpd_ps(_mm512_div_pd(v, _mm512_loadu_pd(dt + i0))));
-}
-
-/* One output row (OW >= 8): whole vectors in a loop, then one vector ending at OW that overlaps
- * the last (recomputing equal values). Folding the tail into the loop by moving the index back
- * measured 5-10% slower. */
-T512 static inline __attribute__((always_inline)) void ah512_quot_row(
-    const double *restrict ring, int64_t RS, const int64_t *restrict sl, const int64_t CNT, int64_t cnt,
-    double zh, const double *restrict dt, float *restrict yo, int64_t OW) {
-    const int64_t c = CNT ? CNT : cnt;
-    const __m512d zadd = _mm512_set1_pd(zh);
-    const double *r0 = ring + sl[0] * RS, *r1 = c > 1 ? ring + sl[1] * RS : NULL;
-    const double *r2 = c > 2 ? ring + sl[2] * RS : NULL;
-    int64_t i0 = 0;
-    for (; i0 + 8 <= OW; i0 += 8) ah512_quot8(r0, r1, r2, ring, RS, sl, c, zadd, dt, yo, i0);
-    if (i0 < OW) ah512_quot8(r0, r1, r2, ring, RS, sl, c, zadd, dt, yo, OW - 8);
-}
-
-T512 static inline __attribute__((always_inline)) void avg2d_s1_body(
-    const float *restrict x, float *restrict out, const geo_t *g, const double *restrict dtab,
-    int zeros, double efill, double *restrict ring, int64_t *restrict tags,
-    int64_t *restrict sl, const int64_t K) {
+/* One strip (output columns [o0, o0 + 8)) of one plane. Output rows [ohA, ohB) have whole H
+ * windows (KH rows from oh - pb); the others are summed over their valid rows afresh. */
+T512 static inline __attribute__((always_inline)) void avg2d_strip(
+    const float *restrict xp, float *restrict yp, const geo_t *g, const double *restrict dtab, const int64_t o0,
+    const int MASKED, const int64_t KW, const int64_t KH, const int64_t ohA, const int64_t ohB, const int wz,
+    const __m512d zaddw, const __m512d zadd) {
     const ax_t *H = &g->a[0], *W = &g->a[1];
-    const int64_t NW = W->n, OW = W->o, OH = H->o;
-    const int64_t R = ring_rows(H), RS = (OW + 7) & ~(int64_t)7;
-    /* the geometry in locals: the stores to the ring and the slot tables may alias it */
-    const int64_t hs = H->s, hpb = H->pb, hd = H->d, nc = g->nc, pin = g->plane_in, pout = g->plane_out;
-    const int64_t *jlo = H->jlo, *jhi = H->jhi;
-    const int64_t vhi = aw512_s1_vhi(W);
+    const int64_t NW = W->n, OW = W->o, OH = H->o, hpb = H->pb, e = o0 - W->pb;
+    __mmask8 m[3] = {0, 0, 0};
+    for (int j = 0; MASKED && j < KW; j++) m[j] = lanes_inside8(e + j, NW);
+#define RS(h) aw512_strip_sums(xp + (h) * NW, e, MASKED, m, KW, wz, zaddw)
+#define QUOT(v, oh)                                                                                \
+    /* "The output of each pooling window is divided by the number of elements". */               \
+    _mm256_storeu_ps(yp + (oh) * OW + o0,                                                          \
+                     _mm512_cvtpd_ps(_mm512_div_pd(_mm512_add_pd((v), zadd),                       \
+                                                   _mm512_loadu_pd(dtab + (oh) * OW + o0))))
+    for (int64_t oh = 0; oh < OH; oh++) {
+        if (oh == ohA) { /* the whole windows, their row sums in registers */
+            const int64_t h = ohA - hpb;
+            if (KH == 1) {
+                for (; oh < ohB; oh++) QUOT(RS(oh - hpb), oh);
+            } else if (KH == 2) {
+                __m512d a = RS(h);
+                for (; oh < ohB; oh++) {
+                    const __m512d b = RS(oh - hpb + 1);
+                    QUOT(_mm512_add_pd(a, b), oh);
+                    a = b;
+                }
+            } else {
+                __m512d a = RS(h), b = RS(h + 1);
+                for (; oh < ohB; oh++) {
+                    const __m512d c = RS(oh - hpb + 2);
+                    QUOT(_mm512_add_pd(_mm512_add_pd(a, b), c), oh);
+                    a = b;
+                    b = c;
+                }
+            }
+            if (oh >= OH) break;
+        }
+        const int64_t jl = H->jlo[oh], cnt = H->jhi[oh] > jl ? H->jhi[oh] - jl : 0, h0 = oh - hpb + jl;
+        /* no row: a zero sum (the divisor is 0 unless padding counts: see the fill in the caller) */
+        __m512d v = cnt ? RS(h0) : _mm512_setzero_pd();
+        for (int64_t j = 1; j < cnt; j++) v = _mm512_add_pd(v, RS(h0 + j));
+        QUOT(v, oh);
+    }
+#undef RS
+#undef QUOT
+}
+
+T512 static inline __attribute__((always_inline)) void avg2d_strips_body(
+    const float *restrict x, float *restrict out, const geo_t *g, const double *restrict dtab, const int zeros,
+    const double efill, const int64_t KW, const int64_t KH) {
+    const ax_t *H = &g->a[0], *W = &g->a[1];
+    const int64_t NW = W->n, OW = W->o, OH = H->o, nc = g->nc, pin = g->plane_in, pout = g->plane_out;
+    /* the run of output rows with whole H windows */
+    int64_t ohA = 0;
+    while (ohA < OH && !(H->jlo[ohA] == 0 && H->jhi[ohA] == KH)) ohA++;
+    int64_t ohB = ohA;
+    while (ohB < OH && H->jlo[ohB] == 0 && H->jhi[ohB] == KH) ohB++;
     const int wz = !H->zinit;
-    const double zh = H->zinit ? 0.0 : -0.0;
-    /* H stride 1: ROWS_IN_ORDER (above) */
-    const int in_order = hs == 1;
+    const __m512d zaddw = _mm512_set1_pd(W->zinit ? 0.0 : -0.0), zadd = _mm512_set1_pd(H->zinit ? 0.0 : -0.0);
     for (int64_t p = 0; p < nc; p++) {
         if (poll_interrupt()) break;
         const float *xp = x + p * pin;
-        int64_t hdone = -1; /* in_order: the rows [0, hdone] are summed */
-        if (!in_order)
-            for (int64_t r = 0; r < R; r++) tags[r] = -1;
-        for (int64_t oh = 0; oh < OH; oh++) {
-            const int64_t jl = jlo[oh], cnt = jhi[oh] > jl ? jhi[oh] - jl : 0;
-            float *restrict yo = out + p * pout + oh * OW;
-            const double *dt = dtab + oh * OW;
-            if (cnt == 0) { /* no element: a zero sum (the divisor is 0: the fill below) */
-                for (int64_t i = 0; i < OW; i++) yo[i] = (float)(0.0 / dt[i]);
-            } else {
-                const int64_t h0 = oh * hs - hpb + jl * hd;
-#define AVG2D_ROW(h, slot) aw512_s1_row(xp + (h) * NW, ring + (slot) * RS, W, vhi, K, wz)
-                RING_FETCH(AVG2D_ROW, RING_NO_USE);
-#undef AVG2D_ROW
-                if (cnt == 2) ah512_quot_row(ring, RS, sl, 2, cnt, zh, dt, yo, OW);
-                else if (cnt == 3) ah512_quot_row(ring, RS, sl, 3, cnt, zh, dt, yo, OW);
-                else ah512_quot_row(ring, RS, sl, 0, cnt, zh, dt, yo, OW);
-            }
-            /* A zero divisor (no element counted) gives the empty_avg value instead. */
-            if (zeros)
-                for (int64_t i = 0; i < OW; i++)
-                    if (dt[i] == 0.0) yo[i] = (float)efill;
+        float *yp = out + p * pout;
+        for (int64_t s = 0; s < OW; s += 8) {
+            const int64_t o0 = s + 8 <= OW ? s : OW - 8, e = o0 - W->pb;
+            if (e >= 0 && e + 7 + KW <= NW) avg2d_strip(xp, yp, g, dtab, o0, 0, KW, KH, ohA, ohB, wz, zaddw, zadd);
+            else avg2d_strip(xp, yp, g, dtab, o0, 1, KW, KH, ohA, ohB, wz, zaddw, zadd);
         }
+        /* A zero divisor (no element counted) gives the empty_avg value instead. */
+        if (zeros)
+            for (int64_t i = 0; i < pout; i++)
+                if (dtab[i] == 0.0) yp[i] = (float)efill;
     }
 }
 
-/* float32 average, two axes, W windows of 2 or 3 with stride 1 and dilation 1, rows of at
- * least 8 windows (module.c). */
-T512 void avg2d_s1_512(const float *x, float *out, const geo_t *g, const double *dtab, int zeros, double efill,
-                       double *ring, int64_t *tags, int64_t *sl) {
-    if (g->a[1].k == 3) avg2d_s1_body(x, out, g, dtab, zeros, efill, ring, tags, sl, 3);
-    else avg2d_s1_body(x, out, g, dtab, zeros, efill, ring, tags, sl, 2);
+/* float32 average, two axes, stride 1 and dilation 1 on both, W windows of 2 or 3 with rows
+ * of at least 8 windows, H windows of 1 to 3 (module.c). */
+T512 void avg2d_strips_512(const float *x, float *out, const geo_t *g, const double *dtab, int zeros, double efill) {
+    const int64_t kw = g->a[1].k, kh = g->a[0].k;
+    if (kw == 3) {
+        if (kh == 3) avg2d_strips_body(x, out, g, dtab, zeros, efill, 3, 3);
+        else if (kh == 2) avg2d_strips_body(x, out, g, dtab, zeros, efill, 3, 2);
+        else avg2d_strips_body(x, out, g, dtab, zeros, efill, 3, 1);
+    } else {
+        if (kh == 3) avg2d_strips_body(x, out, g, dtab, zeros, efill, 2, 3);
+        else if (kh == 2) avg2d_strips_body(x, out, g, dtab, zeros, efill, 2, 2);
+        else avg2d_strips_body(x, out, g, dtab, zeros, efill, 2, 1);
+    }
 }
 
 /* ------------------------------------------------------------------------------------------ */

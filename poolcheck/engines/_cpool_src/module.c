@@ -394,10 +394,11 @@ static PyObject *py_avg_pool(PyObject *self, PyObject *args) {
     /* float32 averages divide with FMA (portable.c, quot_f32) given reciprocals: on CPUs with
      * it and for divisors below 2^51 (each a product of counts, so any divisor then fits). */
     double *rtab = NULL;
-    /* float32, two axes, W windows of 2 or 3, stride and dilation 1: the fused AVX-512 kernel
-     * (avx512.c), which divides with vdivpd and needs no reciprocals. */
+    /* float32, two axes, stride and dilation 1, W windows of 2 or 3, H windows of 1 to 3: the
+     * AVX-512 strip kernel (avx512.c), which divides with vdivpd and needs no reciprocals. */
     const int fused2d = POOLCHECK_AVX512 && use_avx512 && kind == A_F32 && g.r == 2 && g.a[1].s == 1 &&
-                        g.a[1].d == 1 && (g.a[1].k == 2 || g.a[1].k == 3) && g.a[1].o >= 8 && geo_small(&g);
+                        g.a[1].d == 1 && (g.a[1].k == 2 || g.a[1].k == 3) && g.a[1].o >= 8 && g.a[0].s == 1 &&
+                        g.a[0].d == 1 && g.a[0].k <= 3 && geo_small(&g);
     if (kind == A_F32 && !fused2d && quot_fma_available()) {
         rtab = (double *)scratch_get(S_RTAB, (size_t)g.plane_out * sizeof(double));
         cnt_ok = cnt_ok && rtab != NULL;
@@ -446,16 +447,9 @@ static PyObject *py_avg_pool(PyObject *self, PyObject *args) {
     }
 #if POOLCHECK_AVX512
     if (fused2d) {
-        const int64_t R = ring_rows(&g.a[0]), RS = (g.a[1].o + 7) & ~(int64_t)7;
-        double *ring = (double *)scratch_get(S_RING, (size_t)(R * RS) * sizeof(double));
-        int64_t *tags = (int64_t *)scratch_get(S_Q0, (size_t)(R + g.a[0].k) * sizeof(int64_t));
-        if (!ring || !tags) {
-            PyErr_NoMemory();
-            goto done;
-        }
         pc_interrupted = 0;
         Py_BEGIN_ALLOW_THREADS
-        avg2d_s1_512((const float *)xb.buf, (float *)ob.buf, &g, dtab, zeros, efill, ring, tags, tags + R);
+        avg2d_strips_512((const float *)xb.buf, (float *)ob.buf, &g, dtab, zeros, efill);
         Py_END_ALLOW_THREADS
         result = kernel_outcome();
         goto done;
