@@ -620,22 +620,27 @@ def test_fused_avg_matches_numpy_and_oracle(params: tuple, hw: tuple[int, int], 
                 assert_equal_values(c, o, f"oracle averages divisor={divisor}")
 
 
-# Float32 max pooling, values only: three axes with windows of 2, stride 2 and dilation 1 along
-# every axis, every window whole and rows of >= 16 windows, have a fused AVX-512 kernel
-# (avx512.c; W4) that hands a tensor with a NaN back to the staged path; these shapes reach its
-# whole and overlapping blocks and the geometries it leaves to the staged path. The 2-D shapes
-# with stride 1 along the last axis (W6's among them) run the staged path: a fused kernel for
-# them gained only 14% and was dropped; they stay here as values-only cases with masked
-# borders, windows with no element and ring tags.
+# Float32 max pooling, values only, has two more fused AVX-512 kernels (avx512.c) that hand a
+# tensor with a NaN back to the staged path: three axes with windows of 2, stride 2 and
+# dilation 1 along every axis, every window whole and rows of >= 16 windows (W4); and two axes
+# with stride 1, windows of 2 or 3 along the last (rows of >= 16 windows) and of 1 to 3 along
+# the first, any dilations, no window without an element (the max strips; W6). These shapes
+# reach their whole, masked and overlapping blocks or strips, H dilations walked in interleaved
+# runs, rows cut by the padding, and the geometries they leave to the staged path.
 FUSED_MAX_VALUES_SPECS = [
     # (kernel, strides, pads_begin, pads_end, dilations, rounding), spatial shape
-    (([3, 3], [1, 1], [2, 2], [2, 2], [2, 2], "floor"), (9, 37)),   # W6's geometry: masked borders
+    (([3, 3], [1, 1], [2, 2], [2, 2], [2, 2], "floor"), (9, 37)),   # W6's geometry: masked strips
+    (([3, 3], [1, 1], [2, 2], [2, 2], [2, 2], "floor"), (12, 70)),  # unmasked strips, then an overlap
     (([2, 2], [1, 1], [0, 0], [0, 0], [1, 1], "floor"), (5, 17)),   # 16 windows exactly, no padding
-    (([3, 5], [2, 1], [1, 2], [1, 3], [1, 1], "ceil"), (7, 40)),    # H stride 2; overlap; right pad
-    (([2, 3], [1, 1], [3, 4], [3, 4], [1, 1], "floor"), (4, 20)),   # windows with no element
-    (([1, 4], [1, 1], [0, 0], [0, 0], [1, 5], "floor"), (3, 35)),   # taps 5 apart: the tail blocks masked
+    (([2, 3], [1, 1], [1, 0], [1, 2], [3, 2], "ceil"), (11, 40)),   # H dilation 3: three runs; right pad
+    (([1, 2], [1, 1], [0, 1], [0, 1], [1, 1], "floor"), (3, 33)),   # H windows of 1
+    (([3, 3], [1, 1], [0, 0], [0, 0], [1, 1], "floor"), (6, 35)),   # no padding: the last element is a
+                                                                    # third tap only (late-nan)
+    (([3, 5], [2, 1], [1, 2], [1, 3], [1, 1], "ceil"), (7, 40)),    # H stride 2: the staged path
+    (([2, 3], [1, 1], [3, 4], [3, 4], [1, 1], "floor"), (4, 20)),   # windows with no element: staged
+    (([1, 4], [1, 1], [0, 0], [0, 0], [1, 5], "floor"), (3, 35)),   # W windows of 4: staged
     (([3, 3], [1, 1], [1, 1], [1, 1], [1, 1], "floor"), (4, 15)),   # 15 windows: the staged path
-    (([2, 3], [2, 1], [1, 1], [1, 1], [3, 1], "floor"), (11, 24)),  # H stride 2, dilation 3: ring tags
+    (([2, 3], [2, 1], [1, 1], [1, 1], [3, 1], "floor"), (11, 24)),  # H stride 2, dilation 3: staged
     (([2, 2, 2], [2, 2, 2], [0, 0, 0], [0, 0, 0], [1, 1, 1], "floor"), (4, 6, 32)),  # 3-D: 16 windows
     (([2, 2, 2], [2, 2, 2], [0, 0, 0], [0, 0, 0], [1, 1, 1], "floor"), (3, 5, 45)),  # 22: overlap, odd sizes
     (([2, 2, 2], [2, 2, 2], [0, 0, 0], [0, 0, 0], [1, 1, 1], "ceil"), (2, 4, 33)),   # partial window: staged

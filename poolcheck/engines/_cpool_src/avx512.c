@@ -14,10 +14,12 @@
  *            average 2-D k3 s1 p1, float32 (strip kernel, float64 sums; W3) 0.358 vs 0.730 ms +104%
  *            max 3-D k2 s2 values only, fused, whole windows (W4)       0.63 vs 1.17 ms  +85%
  *              (measured against the staged portable path, alternating in one process)
+ *            max 2-D stride 1 values only, strips (W6: k3 d2 s1 p2)     0.211 vs 0.370 ms +75%
  *   dropped  max 2-D values only, generic ring kernel (k3 s2 p1, k3 d2 s1 p2) 37% slower / level
  *            max 3-D k2 s2 values only, staged W and H stages            15-35% slower
  *            max 2-D stride 1 values only, fused ring (W6: k3 d2 s1 p2)  0.31 vs 0.35 ms  +14%
- *              (+14% in three quiet rounds; non-temporal stores for its output rows 5% slower)
+ *              (+14% in three quiet rounds; non-temporal stores for its output rows 5% slower;
+ *              the strips above replace it)
  *            max 1-D k3 s1 p1 values only                              18% slower
  *            the other average kernels: an earlier fused 2-D (W3 8-25% slower), staged
  *            1-D/3-D and stride-2 (within +-10%, no consistent gain); a fused 2-D ring of
@@ -797,6 +799,132 @@ T512 int max3d_k2s2_512(const float *x, float *out, const geo_t *g) {
 }
 
 /* ------------------------------------------------------------------------------------------ */
+/* Two spatial axes, values only, stride 1 along both, windows of 2 or 3 along W and of 1 to 3 */
+/* along H, any dilations, no window without an element (module.c checks). The average's      */
+/* strips (below) for max: vertical strips of 16 output columns, each input row's 16 window    */
+/* maxima computed once (its taps in order, each vmaxps(later, earlier) = "later > earlier ?   */
+/* later : earlier", the staged W stage's first-wins scan) and kept in registers for the KH    */
+/* output rows that use them; each output row then combines its rows in tap order, as the      */
+/* staged H stage does. With H dilation d the output rows are walked in d interleaved runs     */
+/* (rows oh, oh + d, ... share their rows as a run of dilation 1 does). Taps in the padding    */
+/* read as -inf: a strict '>' scan never takes a -inf over a valid tap, and a window whose     */
+/* valid taps are all -inf gets -inf either way (the same bits). Without NaN that is every     */
+/* policy's result, bit for bit; a NaN among the taps returns 1 and module.c runs the exact   */
+/* staged path instead.                                                                        */
+
+/* The lanes of [e, e + L) inside [0, n), as a mask (the strips' masked loads). */
+static inline unsigned lanes_inside(const int64_t e, const int64_t n, const int L) {
+    unsigned m = 0;
+    for (int t = 0; t < L; t++) m |= (unsigned)(e + t >= 0 && e + t < n) << t;
+    return m;
+}
+
+/* The maxima of windows [o0, o0 + 16) of one input row: tap j is elements [e + j dw, + 16). */
+T512 static inline __attribute__((always_inline)) __m512 mw512_strip(
+    const float *restrict xr, const int64_t e, const int64_t dw, const int MASKED, const __mmask16 *m,
+    const int64_t K, __mmask16 *restrict nanm) {
+#define TAP(j)                                                                                     \
+    (MASKED ? _mm512_mask_loadu_ps(                                                                \
+                  _mm512_set1_ps(-INFINITY), m[j],                                                 \
+                  (const float *)((uintptr_t)xr + (uintptr_t)((e + (j) * dw) * (int64_t)sizeof(float)))) \
+            : _mm512_loadu_ps(xr + e + (j) * dw))
+    const __m512 t0 = TAP(0), t1 = TAP(1);
+    __m512 v = _mm512_max_ps(t1, t0);
+    __mmask16 u = _mm512_cmp_ps_mask(t0, t1, _CMP_UNORD_Q);
+    if (K == 3) {
+        const __m512 t2 = TAP(2);
+        u = (__mmask16)(u | _mm512_cmp_ps_mask(t2, t2, _CMP_UNORD_Q));
+        v = _mm512_max_ps(t2, v);
+    }
+#undef TAP
+    *nanm = (__mmask16)(*nanm | u);
+    return v;
+}
+
+/* One strip (output columns [o0, o0 + 16)) of one plane; output rows [ohA, ohB) have whole H
+ * windows (KH rows oh - pb + j dh), the others combine their valid rows afresh. */
+T512 static inline __attribute__((always_inline)) void max2d_strip(
+    const float *restrict xp, float *restrict yp, const geo_t *g, const int64_t o0, const int MASKED,
+    const int64_t KW, const int64_t KH, const int64_t ohA, const int64_t ohB, __mmask16 *restrict nanm) {
+    const ax_t *H = &g->a[0], *W = &g->a[1];
+    const int64_t NW = W->n, OW = W->o, OH = H->o, hpb = H->pb, dh = H->d, dw = W->d, e = o0 - W->pb;
+    __mmask16 m[3] = {0, 0, 0};
+    for (int j = 0; MASKED && j < KW; j++) m[j] = (__mmask16)lanes_inside(e + j * dw, NW, 16);
+#define RS(h) mw512_strip(xp + (h) * NW, e, dw, MASKED, m, KW, nanm)
+#define OUT(v, oh) _mm512_storeu_ps(yp + (oh) * OW + o0, (v))
+    for (int64_t r = 0; r < dh && ohA + r < ohB; r++) { /* the whole windows, run by run */
+        int64_t oh = ohA + r;
+        if (KH == 1) {
+            for (; oh < ohB; oh += dh) OUT(RS(oh - hpb), oh);
+        } else if (KH == 2) {
+            __m512 a = RS(oh - hpb);
+            for (; oh < ohB; oh += dh) {
+                const __m512 b = RS(oh - hpb + dh);
+                OUT(_mm512_max_ps(b, a), oh);
+                a = b;
+            }
+        } else {
+            __m512 a = RS(oh - hpb), b = RS(oh - hpb + dh);
+            for (; oh < ohB; oh += dh) {
+                const __m512 c = RS(oh - hpb + 2 * dh);
+                OUT(_mm512_max_ps(c, _mm512_max_ps(b, a)), oh);
+                a = b;
+                b = c;
+            }
+        }
+    }
+    for (int64_t oh = 0; oh < OH; oh++) {
+        if (oh == ohA) oh = ohB;
+        if (oh >= OH) break;
+        const int64_t jl = H->jlo[oh], cnt = H->jhi[oh] - jl, h0 = oh - hpb + jl * dh;
+        __m512 v = RS(h0);
+        for (int64_t j = 1; j < cnt; j++) v = _mm512_max_ps(RS(h0 + j * dh), v);
+        OUT(v, oh);
+    }
+#undef RS
+#undef OUT
+}
+
+T512 static inline __attribute__((always_inline)) int max2d_strips_body(const float *restrict x,
+                                                                       float *restrict out, const geo_t *g,
+                                                                       const int64_t KW, const int64_t KH) {
+    const ax_t *H = &g->a[0], *W = &g->a[1];
+    const int64_t NW = W->n, OW = W->o, OH = H->o, nc = g->nc, pin = g->plane_in, pout = g->plane_out;
+    int64_t ohA = 0; /* the run of output rows with whole H windows */
+    while (ohA < OH && !(H->jlo[ohA] == 0 && H->jhi[ohA] == KH)) ohA++;
+    int64_t ohB = ohA;
+    while (ohB < OH && H->jlo[ohB] == 0 && H->jhi[ohB] == KH) ohB++;
+    const int64_t reach = (KW - 1) * W->d + 16; /* elements a strip's row reads from e */
+    for (int64_t p = 0; p < nc; p++) {
+        if (poll_interrupt()) break;
+        const float *xp = x + p * pin;
+        float *yp = out + p * pout;
+        __mmask16 nanm = 0;
+        for (int64_t s = 0; s < OW; s += 16) {
+            const int64_t o0 = s + 16 <= OW ? s : OW - 16, e = o0 - W->pb;
+            if (e >= 0 && e + reach <= NW) max2d_strip(xp, yp, g, o0, 0, KW, KH, ohA, ohB, &nanm);
+            else max2d_strip(xp, yp, g, o0, 1, KW, KH, ohA, ohB, &nanm);
+        }
+        if (nanm) return 1;
+    }
+    return 0;
+}
+
+/* Values only; two axes, stride 1, W windows of 2 or 3 (rows of at least 16 windows), H windows
+ * of 1 to 3, no window without an element (module.c). Returns 1 when a tap is NaN. */
+T512 int max2d_s1_strips_512(const float *x, float *out, const geo_t *g) {
+    const int64_t kw = g->a[1].k, kh = g->a[0].k;
+    if (kw == 3) {
+        if (kh == 3) return max2d_strips_body(x, out, g, 3, 3);
+        if (kh == 2) return max2d_strips_body(x, out, g, 3, 2);
+        return max2d_strips_body(x, out, g, 3, 1);
+    }
+    if (kh == 3) return max2d_strips_body(x, out, g, 2, 3);
+    if (kh == 2) return max2d_strips_body(x, out, g, 2, 2);
+    return max2d_strips_body(x, out, g, 2, 1);
+}
+
+/* ------------------------------------------------------------------------------------------ */
 /* Two spatial axes, fused, average pooling, float32 in and out, stride 1 and dilation 1 on    */
 /* both axes, windows of 2 or 3 along W and of 1 to 3 along H. The sums are the staged path's */
 /* float64 sums in its order (each W window's taps in order, then its zadd; each H window's   */
@@ -837,13 +965,6 @@ T512 static inline __attribute__((always_inline)) __m512d aw512_strip_sums(
     return v;
 }
 
-/* Lanes of [e, e + 8) inside [0, n). */
-static inline __mmask8 lanes_inside8(const int64_t e, const int64_t n) {
-    unsigned m = 0;
-    for (int t = 0; t < 8; t++) m |= (unsigned)(e + t >= 0 && e + t < n) << t;
-    return (__mmask8)m;
-}
-
 /* One strip (output columns [o0, o0 + 8)) of one plane. Output rows [ohA, ohB) have whole H
  * windows (KH rows from oh - pb); the others are summed over their valid rows afresh. */
 T512 static inline __attribute__((always_inline)) void avg2d_strip(
@@ -853,7 +974,7 @@ T512 static inline __attribute__((always_inline)) void avg2d_strip(
     const ax_t *H = &g->a[0], *W = &g->a[1];
     const int64_t NW = W->n, OW = W->o, OH = H->o, hpb = H->pb, e = o0 - W->pb;
     __mmask8 m[3] = {0, 0, 0};
-    for (int j = 0; MASKED && j < KW; j++) m[j] = lanes_inside8(e + j, NW);
+    for (int j = 0; MASKED && j < KW; j++) m[j] = (__mmask8)lanes_inside(e + j, NW, 8);
 #define RS(h) aw512_strip_sums(xp + (h) * NW, e, MASKED, m, KW, wz, zaddw)
 #define QUOT(v, oh)                                                                                \
     /* "The output of each pooling window is divided by the number of elements". */               \

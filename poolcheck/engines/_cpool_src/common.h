@@ -172,6 +172,7 @@ void max2d_512(const float *x, float *out, int64_t *pos, const geo_t *g, const i
 int max3d_k2s2_512(const float *x, float *out, const geo_t *g);
 void max2d_k3s2_512(const float *x, float *out, const geo_t *g, float *ring, int64_t *tags, int64_t *hrow,
                     int64_t *sl, int ign);
+int max2d_s1_strips_512(const float *x, float *out, const geo_t *g);
 void avg2d_strips_512(const float *x, float *out, const geo_t *g, const double *dtab, int zeros, double efill);
 #endif
 

@@ -234,6 +234,12 @@ static PyObject *py_max_pool(PyObject *self, PyObject *args) {
         const ax_t *a = &g.a[i];
         k2s2_3d = a->k == 2 && a->s == 2 && a->d == 1 && a->pb == 0 && a->lo == 0 && a->hi == a->o;
     }
+    /* Values only, two axes, stride 1, W windows of 2 or 3, H windows of 1 to 3, every window
+     * with an element: the max strips (which hand a NaN back to the staged path below). */
+    const int strips = POOLCHECK_AVX512 && use_avx512 && !direct && !withpos && tcode == T_F32 && g.r == 2 &&
+                       geo_small(&g) && !k3s2 && g.a[0].s == 1 && g.a[1].s == 1 && g.a[0].k <= 3 &&
+                       (g.a[1].k == 2 || g.a[1].k == 3) && g.a[1].o >= 16 && !g.a[0].has_empty &&
+                       !g.a[1].has_empty;
     void *ring = NULL;
     int64_t *qring = NULL, *tags = NULL, *hrow = NULL, *sl = NULL;
     if (fused || k3s2) {
@@ -277,6 +283,7 @@ static PyObject *py_max_pool(PyObject *self, PyObject *args) {
             case T_F32:
 #if POOLCHECK_AVX512
                 if (k2s2_3d && max3d_k2s2_512((const float *)xb.buf, (float *)ob.buf, &g) == 0) break;
+                if (strips && max2d_s1_strips_512((const float *)xb.buf, (float *)ob.buf, &g) == 0) break;
                 if (k3s2) {
                     max2d_k3s2_512((const float *)xb.buf, (float *)ob.buf, &g, (float *)ring, tags, hrow, sl,
                                    nan_mode == NAN_IGNORE);
