@@ -429,3 +429,36 @@ def test_an_element_equal_to_the_lowest_value_keeps_index_0_under_the_seeded_sca
     x = np.array([[[1, -128]]], np.int8)
     d = diagnose_output(ENGINE, spec, x, x.copy(), np.array([[[0, 0]]], np.int64))
     assert d.atoms == ("max=seeded-scan",)
+
+
+# ONNX Runtime 1.32 MaxPool, measured on the 1-D input [1, 6, 8, 3, 2, 7, 5, 4][:size]: (size,
+# kernel, stride, dilation, auto_pad, ceil_mode) -> values, indices. SAME pads from the undilated
+# kernel, then the dilated windows; the output size from the explicit formula, ceil_mode honoured
+# (ceil adds a last window where the division leaves a remainder: sizes 7 and 4 here).
+ORT_DILATED_SAME = (
+    ((8, 3, 1, 2, "SAME_UPPER", 0), [6.0, 8.0, 7.0, 8.0, 7.0, 5.0], [1, 2, 5, 2, 5, 6]),
+    ((8, 3, 1, 2, "SAME_UPPER", 1), [6.0, 8.0, 7.0, 8.0, 7.0, 5.0], [1, 2, 5, 2, 5, 6]),
+    ((7, 2, 3, 2, "SAME_UPPER", 0), [8.0, 7.0], [2, 5]),
+    ((7, 2, 3, 2, "SAME_UPPER", 1), [8.0, 7.0, 5.0], [2, 5, 6]),
+    ((4, 2, 3, 3, "SAME_UPPER", 0), [3.0], [3]),
+    ((4, 2, 3, 3, "SAME_UPPER", 1), [3.0, 3.0], [3, 3]),
+    ((5, 3, 2, 2, "SAME_LOWER", 0), [6.0, 6.0], [1, 1]),
+    ((5, 3, 2, 2, "SAME_LOWER", 1), [6.0, 6.0], [1, 1]),
+    ((8, 2, 3, 3, "SAME_LOWER", 0), [3.0, 5.0], [3, 6]),
+    ((8, 2, 3, 3, "SAME_LOWER", 1), [3.0, 5.0, 5.0], [3, 6, 6]),
+)
+
+
+@pytest.mark.parametrize(("config", "values", "indices"), ORT_DILATED_SAME)
+def test_onnxruntime_dilated_same_max_with_and_without_ceil_mode(config: tuple, values: list, indices: list) -> None:
+    """Measured (ONNX Runtime 1.32): same:undilated-kernel reproduces its MaxPool under both
+    ceil_modes, and on these inputs nothing else does (dilations ignored included)."""
+    size, kernel, stride, dilation, auto_pad, ceil_mode = config
+    spec = A.onnx_max_pool([kernel], [stride], None, [dilation], ceil_mode, auto_pad)
+    x = np.asarray([1, 6, 8, 3, 2, 7, 5, 4][:size], dtype=np.float32).reshape(1, 1, size)
+    vals = np.asarray(values, dtype=np.float32).reshape(1, 1, -1)
+    idx = np.asarray(indices, dtype=np.int64).reshape(1, 1, -1)
+    rep = replay(ENGINE, spec, x, ["same:undilated-kernel"], vals, idx)
+    assert rep is not None and rep.exact
+    d = diagnose_output(ENGINE, spec, x, vals, idx)
+    assert d.atoms == ("same:undilated-kernel",) and not d.ambiguous, d

@@ -115,8 +115,9 @@ def _legacy_same(dilated: bool, crop_tail: bool = False,
     zero (a stride larger than the kernel gives a negative pad: windows start inside the input),
     split with C integer division, and the output size taken from the explicit-padding formula
     ``(size + pad_needed - dilation * (kernel - 1) - 1) / stride + 1`` (C integer division; with
-    ceil_mode a float division rounded up). Measured against ONNX Runtime 1.31 for sizes 1-6,
-    kernels 1-4, strides 1-4, dilations 1-3, both SAME modes and both ceil_modes. With ``crop_tail`` a negative end pad also
+    ceil_mode a float division rounded up). Measured against ONNX Runtime 1.31 for sizes 1-6 and
+    1.32 for sizes 1-10 (MaxPool and AveragePool), kernels 1-4, strides 1-4, dilations 1-3, both
+    SAME modes and both ceil_modes. With ``crop_tail`` a negative end pad also
     cuts the input short (ONNX Runtime's average: ``hend = min(hstart + kernel, size + pad_end)``)."""
 
     def build(spec: PoolSpec, shape: tuple[int, ...]) -> Placement:
@@ -132,7 +133,7 @@ def _legacy_same(dilated: bool, crop_tail: bool = False,
             head = div(need + 1, 2) if spec.auto_pad == "same_lower" else div(need, 2)
             tail = need - head
             span = size + need - d * (k - 1) - 1
-            # integer division (C) without ceil_mode; a float ceil with it (ONNX Runtime 1.31)
+            # integer division (C) without ceil_mode; a float ceil with it (ONNX Runtime 1.31, 1.32)
             out = math.ceil(span / s + 1) if ceil_mode else _c_div(span, s) + 1
             if out < 0:
                 raise AttributeValueError("kernel", f"axis {i}: negative output size {out}")
