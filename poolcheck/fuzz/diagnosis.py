@@ -894,8 +894,13 @@ def diagnose_output(engine: ModuleType, spec: PoolSpec, x: np.ndarray, values: n
     """Name the variant(s) of the reference that reproduce a subject's output.
 
     Several explanations can fit one small example (NaN ignored and NaN-first agree on a window
-    whose first element is a number); ``prefer`` (variant -> how often it alone explained this
-    subject before) breaks such ties, so one behaviour gets one class."""
+    whose first element is a number); ``prefer`` (variant -> how often it explained this subject
+    before, seeded from the registry) decides between them, so one behaviour gets one class: the
+    full explanation needing the fewest variants this subject has never shown wins, then the
+    one with the fewest variants, then the one most often seen. A shorter explanation through a
+    behaviour never seen does not beat a longer one made of behaviours on record: on a decreasing
+    input ONNX Runtime's undilated-kernel SAME windows {0, 3}, {3} plus its NaN-first scan give
+    the same outputs as 'dilations ignored' ({0, 1}, {3}) alone."""
     prefer = prefer or {}
     shape = tuple(int(v) for v in x.shape)
     values = np.asarray(values)
@@ -920,7 +925,7 @@ def diagnose_output(engine: ModuleType, spec: PoolSpec, x: np.ndarray, values: n
             f"output shape {list(values.shape)}, expected {list(base.output_shape)}; no known variant gives it",
             False, atoms=("shape: unexplained",), severity=UNEXPLAINED_SEVERITY,
         )
-    full: list[tuple[tuple[int, int, int], _Explained]] = []
+    full: list[tuple[tuple[int, int, int, int], _Explained]] = []
     best: _Explained | None = None
     narrower = NARROWER.get(x.dtype.name)
     reps: list[np.dtype | None] = [None, np.dtype(narrower)] if narrower else [None]
@@ -942,7 +947,8 @@ def diagnose_output(engine: ModuleType, spec: PoolSpec, x: np.ndarray, values: n
         if rep is not None and ex.remaining and len(ex.keys) == 1:
             continue  # the narrower type alone explains nothing: no partial diagnosis rests on it
         if ex.remaining == 0:
-            full.append(((-len(ex.keys), sum(prefer.get(k, 0) for k in ex.keys), -order), ex))
+            unseen = sum(1 for k in ex.keys if not prefer.get(k))
+            full.append(((-unseen, -len(ex.keys), sum(prefer.get(k, 0) for k in ex.keys), -order), ex))
         if best is None or (ex.remaining_values, ex.remaining_indices) < (best.remaining_values,
                                                                           best.remaining_indices):
             best = ex
