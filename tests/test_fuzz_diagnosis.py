@@ -8,14 +8,17 @@ under a policy), so a diagnosis that names a variant must have found the same be
 from __future__ import annotations
 
 import math
+from collections import Counter
 
 import numpy as np
 import pytest
 
+from poolcheck.corpus import KNOWN_DIR
 from poolcheck.engines import get_engine
 from poolcheck.fuzz import diagnosis as D
 from poolcheck.fuzz.diagnosis import diagnose_output, diagnose_rejection, replay, severity_of
-from poolcheck.results import Severity
+from poolcheck.fuzz.known import known_entries
+from poolcheck.results import FindingKind, Severity
 from poolcheck.spec import attributes as A
 from poolcheck.spec.shape import resolve
 
@@ -429,3 +432,65 @@ def test_an_element_equal_to_the_lowest_value_keeps_index_0_under_the_seeded_sca
     x = np.array([[[1, -128]]], np.int8)
     d = diagnose_output(ENGINE, spec, x, x.copy(), np.array([[[0, 0]]], np.int64))
     assert d.atoms == ("max=seeded-scan",)
+
+
+def known_history(peer: str) -> Counter[str]:
+    """The history a fuzz session starts ``peer``'s diagnoses with: the registry's classes."""
+    entries, errors = known_entries([KNOWN_DIR])
+    assert not errors
+    return Counter(e.sig.detail for e in entries if e.kind == FindingKind.PEER and e.sig.subject == peer)
+
+
+# ONNX Runtime 1.32 MaxPool, measured on the 1-D input [1, 6, 8, 3, 2, 7, 5, 4][:size]: (size,
+# kernel, stride, dilation, auto_pad, ceil_mode) -> values, indices. SAME pads from the undilated
+# kernel, then the dilated windows; the output size from the explicit formula, ceil_mode honoured
+# (ceil adds a last window where the division leaves a remainder: sizes 7 and 4 here).
+ORT_DILATED_SAME = (
+    ((8, 3, 1, 2, "SAME_UPPER", 0), [6.0, 8.0, 7.0, 8.0, 7.0, 5.0], [1, 2, 5, 2, 5, 6]),
+    ((8, 3, 1, 2, "SAME_UPPER", 1), [6.0, 8.0, 7.0, 8.0, 7.0, 5.0], [1, 2, 5, 2, 5, 6]),
+    ((7, 2, 3, 2, "SAME_UPPER", 0), [8.0, 7.0], [2, 5]),
+    ((7, 2, 3, 2, "SAME_UPPER", 1), [8.0, 7.0, 5.0], [2, 5, 6]),
+    ((4, 2, 3, 3, "SAME_UPPER", 0), [3.0], [3]),
+    ((4, 2, 3, 3, "SAME_UPPER", 1), [3.0, 3.0], [3, 3]),
+    ((5, 3, 2, 2, "SAME_LOWER", 0), [6.0, 6.0], [1, 1]),
+    ((5, 3, 2, 2, "SAME_LOWER", 1), [6.0, 6.0], [1, 1]),
+    ((8, 2, 3, 3, "SAME_LOWER", 0), [3.0, 5.0], [3, 6]),
+    ((8, 2, 3, 3, "SAME_LOWER", 1), [3.0, 5.0, 5.0], [3, 6, 6]),
+)
+
+
+@pytest.mark.parametrize(("config", "values", "indices"), ORT_DILATED_SAME)
+def test_onnxruntime_dilated_same_max_with_and_without_ceil_mode(config: tuple, values: list, indices: list) -> None:
+    """Measured (ONNX Runtime 1.32): same:undilated-kernel reproduces its MaxPool under both
+    ceil_modes, and on these inputs nothing else does (dilations ignored included)."""
+    size, kernel, stride, dilation, auto_pad, ceil_mode = config
+    spec = A.onnx_max_pool([kernel], [stride], None, [dilation], ceil_mode, auto_pad)
+    x = np.asarray([1, 6, 8, 3, 2, 7, 5, 4][:size], dtype=np.float32).reshape(1, 1, size)
+    vals = np.asarray(values, dtype=np.float32).reshape(1, 1, -1)
+    idx = np.asarray(indices, dtype=np.int64).reshape(1, 1, -1)
+    rep = replay(ENGINE, spec, x, ["same:undilated-kernel"], vals, idx)
+    assert rep is not None and rep.exact
+    d = diagnose_output(ENGINE, spec, x, vals, idx)
+    assert d.atoms == ("same:undilated-kernel",) and not d.ambiguous, d
+
+
+def test_onnxruntime_dilated_same_ceil_with_nan_is_its_recorded_behaviours() -> None:
+    """Measured (ONNX Runtime 1.32, the seed-4 fuzz find): MaxPool SAME_UPPER, kernel 2, stride 3,
+    dilation 3, ceil_mode 1 on size 4 reads windows {0, 3} and {3} (SAME pads 0/1 from the
+    undilated kernel, then dilated), and its scan keeps a NaN only as a window's first element.
+    On this decreasing input 'dilations ignored' (windows {0, 1} and {3}) gives the same outputs
+    with one variant instead of two. With ONNX Runtime's history (the registry records both
+    behaviours of this peer, and never dilations ignored) the recorded pair is named."""
+    spec = A.onnx_max_pool([1, 2], [1, 3], None, [1, 3], 1, "SAME_UPPER")
+    x = -np.arange(1, 25, dtype=np.float32).reshape(2, 3, 1, 4)
+    x[0, 2, 0, 3] = np.nan
+    vals = np.asarray([[[[-1.0, -4.0]], [[-5.0, -8.0]], [[-9.0, np.nan]]],
+                       [[[-13.0, -16.0]], [[-17.0, -20.0]], [[-21.0, -24.0]]]], dtype=np.float32)
+    idx = np.asarray([[[[0, 3]], [[4, 7]], [[8, 11]]], [[[12, 15]], [[16, 19]], [[20, 23]]]], dtype=np.int64)
+    recorded = replay(ENGINE, spec, x, ["same:undilated-kernel", "nan=first"], vals, idx)
+    assert recorded is not None and recorded.exact
+    history = known_history("onnxruntime")
+    assert history["same:undilated-kernel"] and history["nan=first"] and not history["dilations:ignored"]
+    d = diagnose_output(ENGINE, spec, x, vals, idx, history)
+    assert set(d.atoms) == {"same:undilated-kernel", "nan=first"}, d
+    assert d.ambiguous  # the other fit stays on record as a possibility

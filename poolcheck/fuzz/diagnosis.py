@@ -115,8 +115,9 @@ def _legacy_same(dilated: bool, crop_tail: bool = False,
     zero (a stride larger than the kernel gives a negative pad: windows start inside the input),
     split with C integer division, and the output size taken from the explicit-padding formula
     ``(size + pad_needed - dilation * (kernel - 1) - 1) / stride + 1`` (C integer division; with
-    ceil_mode a float division rounded up). Measured against ONNX Runtime 1.31 for sizes 1-6,
-    kernels 1-4, strides 1-4, dilations 1-3, both SAME modes and both ceil_modes. With ``crop_tail`` a negative end pad also
+    ceil_mode a float division rounded up). Measured against ONNX Runtime 1.31 for sizes 1-6 and
+    1.32 for sizes 1-10 (MaxPool and AveragePool), kernels 1-4, strides 1-4, dilations 1-3, both
+    SAME modes and both ceil_modes. With ``crop_tail`` a negative end pad also
     cuts the input short (ONNX Runtime's average: ``hend = min(hstart + kernel, size + pad_end)``)."""
 
     def build(spec: PoolSpec, shape: tuple[int, ...]) -> Placement:
@@ -132,7 +133,7 @@ def _legacy_same(dilated: bool, crop_tail: bool = False,
             head = div(need + 1, 2) if spec.auto_pad == "same_lower" else div(need, 2)
             tail = need - head
             span = size + need - d * (k - 1) - 1
-            # integer division (C) without ceil_mode; a float ceil with it (ONNX Runtime 1.31)
+            # integer division (C) without ceil_mode; a float ceil with it (ONNX Runtime 1.31, 1.32)
             out = math.ceil(span / s + 1) if ceil_mode else _c_div(span, s) + 1
             if out < 0:
                 raise AttributeValueError("kernel", f"axis {i}: negative output size {out}")
@@ -893,8 +894,13 @@ def diagnose_output(engine: ModuleType, spec: PoolSpec, x: np.ndarray, values: n
     """Name the variant(s) of the reference that reproduce a subject's output.
 
     Several explanations can fit one small example (NaN ignored and NaN-first agree on a window
-    whose first element is a number); ``prefer`` (variant -> how often it alone explained this
-    subject before) breaks such ties, so one behaviour gets one class."""
+    whose first element is a number); ``prefer`` (variant -> how often it explained this subject
+    before, seeded from the registry) decides between them, so one behaviour gets one class: the
+    full explanation needing the fewest variants this subject has never shown wins, then the
+    one with the fewest variants, then the one most often seen. A shorter explanation through a
+    behaviour never seen does not beat a longer one made of behaviours on record: on a decreasing
+    input ONNX Runtime's undilated-kernel SAME windows {0, 3}, {3} plus its NaN-first scan give
+    the same outputs as 'dilations ignored' ({0, 1}, {3}) alone."""
     prefer = prefer or {}
     shape = tuple(int(v) for v in x.shape)
     values = np.asarray(values)
@@ -919,7 +925,7 @@ def diagnose_output(engine: ModuleType, spec: PoolSpec, x: np.ndarray, values: n
             f"output shape {list(values.shape)}, expected {list(base.output_shape)}; no known variant gives it",
             False, atoms=("shape: unexplained",), severity=UNEXPLAINED_SEVERITY,
         )
-    full: list[tuple[tuple[int, int, int], _Explained]] = []
+    full: list[tuple[tuple[int, int, int, int], _Explained]] = []
     best: _Explained | None = None
     narrower = NARROWER.get(x.dtype.name)
     reps: list[np.dtype | None] = [None, np.dtype(narrower)] if narrower else [None]
@@ -941,7 +947,8 @@ def diagnose_output(engine: ModuleType, spec: PoolSpec, x: np.ndarray, values: n
         if rep is not None and ex.remaining and len(ex.keys) == 1:
             continue  # the narrower type alone explains nothing: no partial diagnosis rests on it
         if ex.remaining == 0:
-            full.append(((-len(ex.keys), sum(prefer.get(k, 0) for k in ex.keys), -order), ex))
+            unseen = sum(1 for k in ex.keys if not prefer.get(k))
+            full.append(((-unseen, -len(ex.keys), sum(prefer.get(k, 0) for k in ex.keys), -order), ex))
         if best is None or (ex.remaining_values, ex.remaining_indices) < (best.remaining_values,
                                                                           best.remaining_indices):
             best = ex

@@ -303,8 +303,8 @@ class Session:
         self.detected_at: dict[str, float] = {}
         self.shrunk_at: dict[str, float] = {}
         self.pending = False
-        # Tie-breaking history per peer, seeded with the registry: an example that several
-        # explanations fit equally is named after the behaviour already on record.
+        # History per peer, seeded with the registry: an example that several explanations fit
+        # is named after the behaviours already on record (see diagnosis.diagnose_output).
         self.preference: dict[str, Counter[str]] = {}
         for sig in map(Signature.parse, options.known_signatures):
             if sig.kind == FindingKind.PEER:
