@@ -119,6 +119,29 @@ def test_average_specials_match_c_bits(geometry: tuple[Any, ...]) -> None:
             assert same_bits(numpy_engine.avg_pool(x, geom, exclude_pad), c_engine.avg_pool(x, geom, exclude_pad))
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+@pytest.mark.parametrize("rank", [1, 2, 3])
+def test_a_nonzero_sum_whose_average_underflows_keeps_its_sign(dtype: str, rank: int) -> None:
+    """"divided by the number of elements", rounded once: windows of 3 (one padded tap counted)
+    over [s, -0.0], s the smallest negative subnormal, sum to s and average to s / 3, which rounds
+    to -0.0. A sum started from +0.0 turns only a zero sum into +0.0, not a nonzero one whose
+    quotient then rounds to zero (the NumPy engine once gave +0.0 here)."""
+    tiny = -np.finfo(np.dtype(dtype)).smallest_subnormal
+    x = np.full((1, 2, *[1] * (rank - 1), 2), -0.0, dtype=dtype)
+    x[:, 0, ..., 0] = tiny  # channel 1 holds zeros only: its sums are +0.0 (from +0.0), then +0.0
+    ones, zeros = [1] * (rank - 1), [0] * (rank - 1)
+    attrs = dict(kernel=[*ones, 3], strides=[*ones, 1], pads_begin=[*zeros, 1], pads_end=[*zeros, 1])
+    geom = S.resolve(S.openvino_avg_pool(attrs["kernel"], attrs["strides"], attrs["pads_begin"],
+                                         attrs["pads_end"], False), x.shape)
+    got = numpy_engine.avg_pool(x, geom, False)
+    assert got.dtype == np.dtype(dtype) and got.shape == x.shape
+    assert np.all(got[:, 0] == 0) and np.all(np.signbit(got[:, 0])), got  # -0.0: the sign of the sum
+    assert np.all(got[:, 1] == 0) and not np.any(np.signbit(got[:, 1])), got
+    assert same_bits(got, np.asarray(oracle.openvino_avg_pool(x, **attrs, exclude_pad=False)))
+    if c_engine.AVAILABLE:
+        assert same_bits(got, c_engine.avg_pool(x, geom, False))
+
+
 def test_non_contiguous_and_chunked(monkeypatch: pytest.MonkeyPatch) -> None:
     """A strided input view, and chunks of a single plane (many chunks, a short last one)."""
     monkeypatch.setattr(numpy_engine, "CHUNK_BYTES", 1)

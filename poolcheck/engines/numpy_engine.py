@@ -213,7 +213,7 @@ def _separable(x: np.ndarray, geom: Geometry, ufunc: np.ufunc, init: float | int
     +0.0 wherever :func:`_reduce_axis` would start them so, whichever path computed them:
     ``0 + a + b + ...`` equals ``a + b + ...`` except that it is +0.0 where the latter is -0.0
     (a round-to-nearest sum is -0.0 only when both operands are), so the caller adds +0.0 to the
-    result once (see :func:`avg_pool`)."""
+    sums once, before dividing them (see :func:`avg_pool`)."""
     planes = geom.batch * geom.channels
     if _is_global(geom):
         # Global pooling: one window covers each whole plane; a single reduction per plane.
@@ -504,13 +504,13 @@ def avg_pool(x: np.ndarray, geom: Geometry, exclude_pad: bool, policy: Policy = 
     from_zero = not _is_global(geom) and any(_starts_from_zero(a) for a in geom.axes)
 
     def finish(sums: np.ndarray, planes: slice) -> None:
+        if from_zero:
+            # -0.0 -> +0.0, as for a sum started from +0.0 (see _separable). On the sums, not on
+            # the rounded result: a nonzero sum whose quotient rounds to -0.0 in the output type
+            # (-2^-148 / 6 in float32) keeps its sign.
+            np.add(sums, 0.0, out=sums)
         np.divide(sums, per_chunk[:len(sums)] if len(sums) <= len(per_chunk) else per_plane, out=sums)
-        result = out_planes[planes]
-        result[...] = sums
-        if from_zero and out.dtype.kind == "f":
-            # -0.0 -> +0.0, as for a sum started from +0.0 (see _separable); rounding to the
-            # output type keeps the sign, so this may as well run on the smaller rounded result.
-            np.add(result, 0, out=result)
+        out_planes[planes] = sums
 
     # inf + -inf is NaN, as IEEE-754 says; x / 0 is replaced below
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
