@@ -142,6 +142,29 @@ def test_a_nonzero_sum_whose_average_underflows_keeps_its_sign(dtype: str, rank:
         assert same_bits(got, c_engine.avg_pool(x, geom, False))
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
+def test_global_average_of_negative_zeros_keeps_the_sign(dtype: str) -> None:
+    """One window over each whole plane: a plane of -0.0 alone sums to -0.0 (IEEE-754: x + y is
+    -0.0 only when both are) and averages to -0.0; with padding counted the sum starts from
+    +0.0 (the padded zeros) and gives +0.0; a plane with a +0.0, or whose terms cancel, gives
+    +0.0. (np.add.reduce starts its pairwise sums from +0.0: the NumPy engine once gave +0.0
+    for the first.)"""
+    x = np.full((1, 4, 2, 3), -0.0, dtype=dtype)
+    x[0, 1, 1, 2] = 0.0
+    x[0, 2, 0, :2] = [1.0, -1.0]
+    x[0, 3] = -np.finfo(np.dtype(dtype)).smallest_subnormal
+    want_sign = {False: [True, False, False, True], True: [False, False, False, True]}
+    for padded in (False, True):
+        pb = [1, 0] if padded else [0, 0]
+        geom = S.resolve(S.openvino_avg_pool([2 + pb[0], 3], [1, 1], pb, [0, 0], False), x.shape)
+        assert numpy_engine._is_global(geom)
+        got = numpy_engine.avg_pool(x, geom, False)
+        assert got.shape == (1, 4, 1, 1)
+        assert np.signbit(got.reshape(-1)).tolist() == want_sign[padded], got.reshape(-1)
+        if c_engine.AVAILABLE:
+            assert same_bits(got, c_engine.avg_pool(x, geom, False))
+
+
 def test_non_contiguous_and_chunked(monkeypatch: pytest.MonkeyPatch) -> None:
     """A strided input view, and chunks of a single plane (many chunks, a short last one)."""
     monkeypatch.setattr(numpy_engine, "CHUNK_BYTES", 1)

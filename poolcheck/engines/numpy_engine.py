@@ -502,8 +502,18 @@ def avg_pool(x: np.ndarray, geom: Geometry, exclude_pad: bool, policy: Policy = 
     out = np.empty(geom.output_shape, dtype=x.dtype)
     out_planes = out.reshape(geom.batch * geom.channels, *geom.output_shape[2:])
     from_zero = not _is_global(geom) and any(_starts_from_zero(a) for a in geom.axes)
+    # Global pooling without padding: np.add.reduce starts its pairwise sums from +0.0, but a
+    # plane of -0.0 alone sums to -0.0 (as the C engine's sums, started from -0.0, do).
+    global_unpadded = _is_global(geom) and not any(a.pad_begin > 0 or a.kernel - a.pad_begin > a.size
+                                                   for a in geom.axes)
 
     def finish(sums: np.ndarray, planes: slice) -> None:
+        if global_unpadded:
+            flat = sums.reshape(-1)
+            zero = np.flatnonzero(flat == 0)
+            if zero.size:  # a zero sum of elements that all carry a sign bit: all are -0.0
+                rows = x.reshape(geom.batch * geom.channels, -1)[planes][zero]
+                flat[zero[np.all(np.signbit(rows), axis=1)]] = -0.0
         if from_zero:
             # -0.0 -> +0.0, as for a sum started from +0.0 (see _separable). On the sums, not on
             # the rounded result: a nonzero sum whose quotient rounds to -0.0 in the output type
