@@ -65,16 +65,21 @@ class Case:
 
 
 def make_input(rng: np.random.Generator, shape: tuple[int, ...], dtype: np.dtype, mode: str) -> np.ndarray:
-    """Inputs with ties, signed zeros, NaN (several payloads), infinities, integer extremes."""
+    """Inputs with ties, signed zeros, NaN (several payloads), infinities, integer extremes;
+    "tiny": small multiples of the smallest subnormal and signed zeros only, so that averages
+    underflow (a nonzero sum whose quotient rounds to a signed zero)."""
     if dtype.kind == "f":
         if mode == "ties":
             x = rng.integers(-3, 4, shape).astype(dtype)
+        elif mode == "tiny":
+            x = (rng.integers(-3, 4, shape) * np.finfo(dtype).smallest_subnormal).astype(dtype)
         else:
             x = rng.standard_normal(shape).astype(dtype)
         flat = x.reshape(-1)
-        for value, frac in ((-0.0, 0.15), (0.0, 0.1), (np.inf, 0.03), (-np.inf, 0.03)):
+        specials = ((-0.0, 0.15), (0.0, 0.1), (np.inf, 0.03), (-np.inf, 0.03))
+        for value, frac in specials[:2] if mode == "tiny" else specials:
             flat[rng.random(flat.size) < frac] = value
-        if mode != "finite":
+        if mode not in ("finite", "tiny"):
             bits = {np.dtype("float16"): (np.uint16, [0x7E00, 0xFE00, 0x7C01, 0x7E55]),
                     np.dtype("float32"): (np.uint32, [0x7FC00000, 0xFFC00000, 0x7F800001, 0x7FC12345]),
                     np.dtype("float64"): (np.uint64, [0x7FF8000000000000, 0xFFF8000000000000,
@@ -115,7 +120,7 @@ def cases(draw: st.DrawFn, op: str) -> Case:
         assume(False)
         raise
     dtype = np.dtype(draw(st.sampled_from(FLOATS + INTS if op == "max" else FLOATS), label="dtype"))
-    mode = draw(st.sampled_from(["normal", "ties", "finite"]), label="values")
+    mode = draw(st.sampled_from(["normal", "ties", "finite", "tiny"]), label="values")
     x = make_input(np.random.default_rng(draw(st.integers(0, 2**32 - 1), label="seed")), shape, dtype, mode)
     policy = Policy(
         empty_max=draw(st.sampled_from(["-inf", "lowest", "zero"])),
