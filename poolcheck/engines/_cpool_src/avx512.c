@@ -819,6 +819,32 @@ static inline unsigned lanes_inside(const int64_t e, const int64_t n, const int 
     return m;
 }
 
+/* The run [*ohA, *ohB) of output rows whose H window is whole (KH rows, jlo 0): with stride 1
+ * these are consecutive; the rows outside it are cut by the padding. */
+static inline void whole_rows(const ax_t *H, const int64_t KH, int64_t *ohA, int64_t *ohB) {
+    int64_t a = 0;
+    while (a < H->o && !(H->jlo[a] == 0 && H->jhi[a] == KH)) a++;
+    int64_t b = a;
+    while (b < H->o && H->jlo[b] == 0 && H->jhi[b] == KH) b++;
+    *ohA = a;
+    *ohB = b;
+}
+
+/* Calls BODY(KW, KH) with both window sizes made constants: W windows of 2 or 3, H of 1 to 3. */
+#define STRIPS_BY_KERNEL(BODY)                                                                     \
+    do {                                                                                           \
+        const int64_t kw_ = g->a[1].k, kh_ = g->a[0].k;                                            \
+        if (kw_ == 3) {                                                                            \
+            if (kh_ == 3) BODY(3, 3);                                                              \
+            else if (kh_ == 2) BODY(3, 2);                                                         \
+            else BODY(3, 1);                                                                       \
+        } else {                                                                                   \
+            if (kh_ == 3) BODY(2, 3);                                                              \
+            else if (kh_ == 2) BODY(2, 2);                                                         \
+            else BODY(2, 1);                                                                       \
+        }                                                                                          \
+    } while (0)
+
 /* The maxima of windows [o0, o0 + 16) of one input row: tap j is elements [e + j dw, + 16). */
 T512 static inline __attribute__((always_inline)) __m512 mw512_strip(
     const float *restrict xr, const int64_t e, const int64_t dw, const int MASKED, const __mmask16 *m,
@@ -889,11 +915,9 @@ T512 static inline __attribute__((always_inline)) int max2d_strips_body(const fl
                                                                        float *restrict out, const geo_t *g,
                                                                        const int64_t KW, const int64_t KH) {
     const ax_t *H = &g->a[0], *W = &g->a[1];
-    const int64_t NW = W->n, OW = W->o, OH = H->o, nc = g->nc, pin = g->plane_in, pout = g->plane_out;
-    int64_t ohA = 0; /* the run of output rows with whole H windows */
-    while (ohA < OH && !(H->jlo[ohA] == 0 && H->jhi[ohA] == KH)) ohA++;
-    int64_t ohB = ohA;
-    while (ohB < OH && H->jlo[ohB] == 0 && H->jhi[ohB] == KH) ohB++;
+    const int64_t NW = W->n, OW = W->o, nc = g->nc, pin = g->plane_in, pout = g->plane_out;
+    int64_t ohA, ohB;
+    whole_rows(H, KH, &ohA, &ohB);
     const int64_t reach = (KW - 1) * W->d + 16; /* elements a strip's row reads from e */
     for (int64_t p = 0; p < nc; p++) {
         if (poll_interrupt()) break;
@@ -913,15 +937,11 @@ T512 static inline __attribute__((always_inline)) int max2d_strips_body(const fl
 /* Values only; two axes, stride 1, W windows of 2 or 3 (rows of at least 16 windows), H windows
  * of 1 to 3, no window without an element (module.c). Returns 1 when a tap is NaN. */
 T512 int max2d_s1_strips_512(const float *x, float *out, const geo_t *g) {
-    const int64_t kw = g->a[1].k, kh = g->a[0].k;
-    if (kw == 3) {
-        if (kh == 3) return max2d_strips_body(x, out, g, 3, 3);
-        if (kh == 2) return max2d_strips_body(x, out, g, 3, 2);
-        return max2d_strips_body(x, out, g, 3, 1);
-    }
-    if (kh == 3) return max2d_strips_body(x, out, g, 2, 3);
-    if (kh == 2) return max2d_strips_body(x, out, g, 2, 2);
-    return max2d_strips_body(x, out, g, 2, 1);
+    int nan = 0;
+#define MAX2D_STRIPS(KW, KH) nan = max2d_strips_body(x, out, g, KW, KH)
+    STRIPS_BY_KERNEL(MAX2D_STRIPS);
+#undef MAX2D_STRIPS
+    return nan;
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -1018,12 +1038,9 @@ T512 static inline __attribute__((always_inline)) void avg2d_strips_body(
     const float *restrict x, float *restrict out, const geo_t *g, const double *restrict dtab, const int zeros,
     const double efill, const int64_t KW, const int64_t KH) {
     const ax_t *H = &g->a[0], *W = &g->a[1];
-    const int64_t NW = W->n, OW = W->o, OH = H->o, nc = g->nc, pin = g->plane_in, pout = g->plane_out;
-    /* the run of output rows with whole H windows */
-    int64_t ohA = 0;
-    while (ohA < OH && !(H->jlo[ohA] == 0 && H->jhi[ohA] == KH)) ohA++;
-    int64_t ohB = ohA;
-    while (ohB < OH && H->jlo[ohB] == 0 && H->jhi[ohB] == KH) ohB++;
+    const int64_t NW = W->n, OW = W->o, nc = g->nc, pin = g->plane_in, pout = g->plane_out;
+    int64_t ohA, ohB;
+    whole_rows(H, KH, &ohA, &ohB);
     const int wz = !H->zinit;
     const __m512d zaddw = _mm512_set1_pd(W->zinit ? 0.0 : -0.0), zadd = _mm512_set1_pd(H->zinit ? 0.0 : -0.0);
     for (int64_t p = 0; p < nc; p++) {
@@ -1045,16 +1062,9 @@ T512 static inline __attribute__((always_inline)) void avg2d_strips_body(
 /* float32 average, two axes, stride 1 and dilation 1 on both, W windows of 2 or 3 with rows
  * of at least 8 windows, H windows of 1 to 3 (module.c). */
 T512 void avg2d_strips_512(const float *x, float *out, const geo_t *g, const double *dtab, int zeros, double efill) {
-    const int64_t kw = g->a[1].k, kh = g->a[0].k;
-    if (kw == 3) {
-        if (kh == 3) avg2d_strips_body(x, out, g, dtab, zeros, efill, 3, 3);
-        else if (kh == 2) avg2d_strips_body(x, out, g, dtab, zeros, efill, 3, 2);
-        else avg2d_strips_body(x, out, g, dtab, zeros, efill, 3, 1);
-    } else {
-        if (kh == 3) avg2d_strips_body(x, out, g, dtab, zeros, efill, 2, 3);
-        else if (kh == 2) avg2d_strips_body(x, out, g, dtab, zeros, efill, 2, 2);
-        else avg2d_strips_body(x, out, g, dtab, zeros, efill, 2, 1);
-    }
+#define AVG2D_STRIPS(KW, KH) avg2d_strips_body(x, out, g, dtab, zeros, efill, KW, KH)
+    STRIPS_BY_KERNEL(AVG2D_STRIPS);
+#undef AVG2D_STRIPS
 }
 
 /* ------------------------------------------------------------------------------------------ */

@@ -237,7 +237,7 @@ static PyObject *py_max_pool(PyObject *self, PyObject *args) {
     /* Values only, two axes, stride 1, W windows of 2 or 3, H windows of 1 to 3, every window
      * with an element: the max strips (which hand a NaN back to the staged path below). */
     const int strips = POOLCHECK_AVX512 && use_avx512 && !direct && !withpos && tcode == T_F32 && g.r == 2 &&
-                       geo_small(&g) && !k3s2 && g.a[0].s == 1 && g.a[1].s == 1 && g.a[0].k <= 3 &&
+                       geo_small(&g) && g.a[0].s == 1 && g.a[1].s == 1 && g.a[0].k <= 3 &&
                        (g.a[1].k == 2 || g.a[1].k == 3) && g.a[1].o >= 16 && !g.a[0].has_empty &&
                        !g.a[1].has_empty;
     void *ring = NULL;
