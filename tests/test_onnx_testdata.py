@@ -113,6 +113,59 @@ def test_bad_directories_are_errors(tmp_path: Path) -> None:
     assert proc.returncode == 2 and "input_0.pb" in proc.stderr and "Traceback" not in proc.stderr
 
 
+def _hostile(d: Path, kind: str, outside: Path) -> str:
+    """Plant one hostile entry in backend test folder ``d``; what the error line must say."""
+    ds = d / "test_data_set_0"
+    if kind == "fifo-input":
+        (ds / "input_0.pb").unlink()
+        os.mkfifo(ds / "input_0.pb")
+        return "input_0.pb: is not a regular file (a FIFO)"
+    if kind == "dev-zero-input":
+        (ds / "input_0.pb").unlink()
+        (ds / "input_0.pb").symlink_to("/dev/zero")
+        return "input_0.pb: leads outside"
+    if kind == "link-out-input":
+        (ds / "input_0.pb").unlink()
+        (ds / "input_0.pb").symlink_to(outside)
+        return "input_0.pb: leads outside"
+    if kind == "link-out-data-set":
+        other = outside.parent / "elsewhere"
+        ds.rename(other)
+        ds.symlink_to(other, target_is_directory=True)
+        return "input_0.pb: leads outside"
+    if kind == "link-out-model":
+        (d / "model.onnx").rename(outside.parent / "model.onnx")
+        (d / "model.onnx").symlink_to(outside.parent / "model.onnx")
+        return "model.onnx: leads outside"
+    if kind == "string-input":
+        t = helper.make_tensor("x", TensorProto.STRING, [1, 1, 2, 2], [b"a"] * 4)
+        (ds / "input_0.pb").write_bytes(t.SerializeToString())
+        return "input_0.pb: field 'data_type': element type STRING where"
+    assert kind == "int64-output"
+    write_pb(ds / "output_0.pb", np.ones((1, 1, 1, 1), np.int64))
+    return "output_0.pb: field 'data_type': element type INT64 where FLOAT is expected"
+
+
+@pytest.mark.parametrize("kind", ["fifo-input", "dev-zero-input", "link-out-input", "link-out-data-set",
+                                  "link-out-model", "string-input", "int64-output"])
+def test_test_folders_are_read_only_through_regular_files_inside_them(tmp_path: Path, kind: str) -> None:
+    """A FIFO is never opened (it hung run), /dev/zero never read (MemoryError), a link out of
+    the folder never followed (it read /etc/passwd): one line naming the file, exit 2."""
+    x = np.ones((1, 1, 2, 2), np.float32)
+    d = backend_dir(tmp_path / "tests", "test_max", helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[2, 2]), x,
+                    np.ones((1, 1, 1, 1), np.float32))
+    outside = tmp_path / "secret.pb"
+    write_pb(outside, x)  # a readable tensor: following the link would pass silently
+    message = _hostile(d, kind, outside)
+    env = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1"}
+    proc = subprocess.run([sys.executable, "-m", "poolcheck", "run", str(d)], capture_output=True, text=True,
+                          timeout=120, env=env, cwd=tmp_path)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and message in errors[0], proc.stderr
+    assert "Traceback" not in proc.stderr and "AttributeError" not in proc.stdout + proc.stderr
+
+
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
     out = tmp_path_factory.mktemp("export") / "onnx-tests"
