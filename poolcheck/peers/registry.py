@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from importlib import metadata
 from types import ModuleType
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -21,6 +21,8 @@ from poolcheck.peers.base import Peer, PeerOption, PeerOutput
 from poolcheck.peers.isolation import probe_load, set_resolver, stdout_to_stderr
 from poolcheck.peers.plugin import ModulePeer, is_plugin_module
 from poolcheck.spec.poolspec import PoolSpec
+
+_T = TypeVar("_T")
 
 #: Entry-point group under which installed packages register peers.
 ENTRY_POINT_GROUP = "poolcheck.peers"
@@ -244,16 +246,39 @@ BUILTIN_PEERS: dict[str, Callable[[], Peer]] = {
 }
 
 
-def _onnx_backend(ref: PeerRef) -> Peer:
-    from poolcheck.peers.onnx_backend_peer import OnnxBackendPeer
+def _onnx_backend(ref: PeerRef, load_timeout: float = DEFAULT_LOAD_TIMEOUT) -> Peer:
+    """The ``onnx-backend:MODULE`` peer, MODULE loaded as a plugin is: probed in a throw-away
+    worker first (exit, crash or hang -> a :class:`FailedPeer`; no such module, or no backend
+    -> the usage error raised there), then imported here."""
+    from poolcheck.peers.onnx_backend_peer import NotAnOnnxBackend, OnnxBackendPeer
 
     if not ref.arg:
         raise PeerSpecError("--peers: onnx-backend needs a module: onnx-backend:MODULE, e.g. onnx-backend:onnxruntime.backend")
-    return OnnxBackendPeer(ref.arg)
+    if not all(part.isidentifier() for part in ref.arg.split(".")):
+        raise PeerSpecError(f"--peers: onnx-backend:{ref.arg}: expected a dotted module name like onnxruntime.backend")
+    peer = OnnxBackendPeer(ref.arg)
+    failed = _probe(peer.name, peer.name, load_timeout, raise_errors=True)
+    if failed is not None:
+        return failed
+    what = f"peer {peer.name!r}"
+    try:
+        _import_guarded(what, peer.load)
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and (ref.arg == exc.name or ref.arg.startswith(exc.name + ".")):
+            raise PeerNotFoundError(f"--peers: {peer.name}: there is no module named {ref.arg!r}") from None
+        raise PeerLoadError(f"{what}: importing it failed: {exc}") from exc
+    except NotAnOnnxBackend as exc:
+        raise PeerSpecError(f"--peers: {peer.name}: {exc}") from None
+    except PeerLoadError:
+        raise
+    except Exception as exc:
+        raise PeerLoadError(f"{what}: importing it failed: {type(exc).__name__}: {exc}") from exc
+    return peer
 
 
-#: Peers that take an argument after ``:`` (``onnx-backend:onnxruntime.backend``).
-SPECIAL_PEERS: dict[str, Callable[[PeerRef], Peer]] = {
+#: Peers that take an argument after ``:`` (``onnx-backend:onnxruntime.backend``), built from
+#: the reference and the load time limit.
+SPECIAL_PEERS: dict[str, Callable[[PeerRef, float], Peer]] = {
     "onnx-backend": _onnx_backend,
 }
 
@@ -351,16 +376,17 @@ def _looks_like_file(name: str) -> bool:
     return name.endswith(".py") or os.sep in name or (os.altsep is not None and os.altsep in name)
 
 
-def _probe(name: str, ref: str, timeout: float) -> FailedPeer | None:
+def _probe(name: str, ref: str, timeout: float, *, raise_errors: bool = False) -> FailedPeer | None:
     """Load the plugin in a throw-away worker first (unless this process is a worker): a plugin
-    that kills its process, calls sys.exit or hangs at import becomes a :class:`FailedPeer`."""
+    that kills its process, calls sys.exit or hangs at import becomes a :class:`FailedPeer`.
+    With ``raise_errors``, a poolcheck error raised there (no such module...) is raised here."""
     if LOAD_IN_PROCESS:
         return None
-    failure = probe_load(name, ref, timeout)
+    failure = probe_load(name, ref, timeout, raise_errors=raise_errors)
     return None if failure is None else FailedPeer(name, ref, *failure)
 
 
-def _import_guarded(what: str, load: Callable[[], ModuleType]) -> ModuleType:
+def _import_guarded(what: str, load: Callable[[], _T]) -> _T:
     """Run an import with stdout sent to stderr; SystemExit and friends become PeerLoadError."""
     try:
         with stdout_to_stderr():
@@ -433,7 +459,7 @@ def resolve_peer(name: str | PeerRef, *, load_timeout: float = DEFAULT_LOAD_TIME
     ref = refs[0]
     special = SPECIAL_PEERS.get(ref.name)
     if special is not None:
-        peer = special(ref)
+        peer = special(ref, load_timeout)
     elif ref.arg:
         raise PeerSpecError(f"--peers: peer {ref.name!r} takes no argument (got {ref.name}:{ref.arg})")
     else:
@@ -508,7 +534,11 @@ def all_peers() -> list[Peer]:
     """Every built-in peer, then every installed plugin (a plugin that fails to load appears as
     an unavailable peer carrying the error)."""
     peers: list[Peer] = [factory() for factory in BUILTIN_PEERS.values()]
-    peers += [resolve_peer(example) for example in SPECIAL_EXAMPLES]
+    for example in SPECIAL_EXAMPLES:
+        try:
+            peers.append(resolve_peer(example))
+        except PoolcheckError as exc:  # e.g. onnxruntime is not installed here
+            peers.append(BrokenPeer(example, str(exc)))
     for ep in _entry_points():
         try:
             peers.append(_load_entry_point(ep))
