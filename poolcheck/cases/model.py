@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from poolcheck.spec.family import FamilySpec
 from poolcheck.spec.poolspec import PoolSpec
 
 
@@ -17,7 +18,7 @@ class Case:
     id: str
     op: str
     convention: str
-    spec: PoolSpec
+    spec: PoolSpec | FamilySpec
     attributes: dict[str, Any]
     dtype: np.dtype
     input: np.ndarray
@@ -34,6 +35,8 @@ class Case:
     tags: list[str] = field(default_factory=list)
     input_recipe: dict[str, Any] | None = None
     field_lines: dict[str, int] = field(default_factory=dict)
+    #: Inputs beyond the first (MaxUnpool's index tensor ``I``), by the operator's input name.
+    inputs: dict[str, np.ndarray] = field(default_factory=dict)
 
     @property
     def location(self) -> str:
