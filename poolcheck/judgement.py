@@ -48,6 +48,7 @@ import numpy as np
 from poolcheck import spec as S
 from poolcheck.results import Diff, WindowCell
 from poolcheck.spec.attributes import PoolSpec
+from poolcheck.spec.family import FamilySpec
 from poolcheck.spec.policy import SPEC, Policy
 from poolcheck.spec.shape import Geometry
 
@@ -74,7 +75,7 @@ class Outputs:
 # --------------------------------------------------------------------------- messages
 
 
-def label(spec: PoolSpec, runner: str) -> str:
+def label(spec: PoolSpec | FamilySpec, runner: str) -> str:
     """``[MaxPool(kernel=[2, 2], ceil) engine=c]``: the operator and who computed the output."""
     return f"[{spec.describe()} {runner}]"
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from types import ModuleType
 
 import numpy as np
 
@@ -16,7 +17,7 @@ from poolcheck.spec.shape import Geometry
 NAME = "c"
 
 
-def _lib():  # type: ignore[no-untyped-def]
+def _lib() -> ModuleType:
     lib = c_engine._cpool
     if lib is None or not hasattr(lib, "lp_sums"):
         raise EngineUnavailableError(f"engine 'c' is not available: {c_engine.UNAVAILABLE_REASON or 'rebuild it'}")

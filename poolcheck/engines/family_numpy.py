@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 
@@ -48,7 +48,7 @@ def lp_sums(x: np.ndarray, geom: Geometry, p: int) -> np.ndarray:
     return acc
 
 
-def _bin_taps(sizes: Sequence[int], outs: Sequence[int]):  # type: ignore[no-untyped-def]
+def _bin_taps(sizes: Sequence[int], outs: Sequence[int]) -> Iterator[tuple[list[np.ndarray], list[np.ndarray]]]:
     """For each offset into the bins (row-major), per axis the positions it reads (clamped) and
     whether the offset lies inside each bin."""
     bins = [adaptive_bins(n, o) for n, o in zip(sizes, outs)]

@@ -48,11 +48,11 @@ def export_case(case: Case, out: Path, name: str) -> Path:
     ``PeerDeclined``) with the reason when ONNX cannot express it exactly."""
     from onnx import helper, numpy_helper, save
 
-    node = to_onnx(case.spec, case.input.shape, case.dtype, peer="onnx-tests")
+    node = to_onnx(case.pool_spec, case.input.shape, case.dtype, peer="onnx-tests")
     # Values only: poolcheck's indices follow its own layout, ONNX's Indices another; a stored
     # Indices output would be a second document to keep in step.
     node = dataclasses.replace(node, with_indices=False)
-    values, _ = run_spec(case.spec, case.input, engine="numpy")
+    values, _ = run_spec(case.pool_spec, case.input, engine="numpy")
     # The written attributes must mean the same configuration: judge them by ONNX's own rules.
     onnx_spec = parse(EXPORT_OPS[node.op_type], node.attrs())
     again, _ = run_spec(onnx_spec, case.input, engine="numpy")

@@ -265,7 +265,7 @@ OPERATORS: dict[str, OperatorVersion] = {
 }
 
 
-def operator(name: str) -> OperatorVersion:
+def operator(name: Any) -> OperatorVersion:
     """The catalogue row named ``name`` (e.g. ``"MaxPool-14"``, ``"onnx:MaxPool-8"``)."""
     row = OPERATORS.get(name) if isinstance(name, str) else None
     if row is None:
@@ -273,7 +273,7 @@ def operator(name: str) -> OperatorVersion:
     return row
 
 
-def lookup(name: str, convention: str | None = None) -> OperatorVersion:
+def lookup(name: Any, convention: str | None = None) -> OperatorVersion:
     """The row an operator's own name means in ``convention``: ``lookup("MaxPool-8", "onnx")`` is
     ``onnx:MaxPool-8``, ``lookup("MaxPool-8")`` the catalogue's ``MaxPool-8`` (OpenVINO's)."""
     if convention is not None and isinstance(name, str) and ":" not in name:
