@@ -447,12 +447,14 @@ def parse_case(raw: Any, *, path: str, index: int, lines: dict[tuple[Any, ...], 
             raise AttributeValueError("input", "expected a nested list or {shape, recipe}")
         operators.check_input(spec, x.shape, dtype, operators.OPERATORS[op])
     except AttributeValueError as exc:
+        if exc.attribute in attrs:  # a family operator's shape attribute, judged against the input
+            raise err("attributes", exc.reason, exc.attribute) from None
         if exc.attribute.startswith("input."):
             raise err("input", exc.reason, exc.attribute.split(".", 1)[1]) from None
         field = "dtype" if exc.attribute == "dtype" else "input"
         raise err(field, exc.reason if exc.attribute.split(".")[0] in ("dtype", "input") else str(exc)) from None
 
-    extra = _extra_inputs(raw.get("inputs"), spec, x, err)
+    extra = _extra_inputs(raw.get("inputs"), spec, x, attrs, err)
 
     expected_raw = raw.get("expected")
     if not isinstance(expected_raw, dict) or not expected_raw:
@@ -526,7 +528,7 @@ def parse_case(raw: Any, *, path: str, index: int, lines: dict[tuple[Any, ...], 
     )
 
 
-def _extra_inputs(raw: Any, spec: Any, x: np.ndarray, err: Any) -> dict[str, np.ndarray]:
+def _extra_inputs(raw: Any, spec: Any, x: np.ndarray, attrs: dict[str, Any], err: Any) -> dict[str, np.ndarray]:
     """A case's inputs beyond the first: MaxUnpool's index tensor ``I`` (required there, refused
     elsewhere), checked against X and the output shape."""
     wants_indices = isinstance(spec, FamilySpec) and spec.op == "unpool"
@@ -542,8 +544,9 @@ def _extra_inputs(raw: Any, spec: Any, x: np.ndarray, err: Any) -> dict[str, np.
         indices = _array(raw["I"], np.dtype(np.int64), "inputs.I")
         return {"I": check_unpool_indices(indices, x.shape, unpool_shape(spec, x.shape))}
     except AttributeValueError as exc:
-        field = "I" if exc.attribute in ("indices", "inputs.I") else exc.attribute
-        raise err("inputs", exc.reason, field) from None
+        if exc.attribute in attrs or exc.attribute in ("output_shape", "pads"):
+            raise err("attributes", exc.reason, exc.attribute) from None
+        raise err("inputs", exc.reason, "I") from None
 
 
 def _load(path: str | Path) -> tuple[list[Case], list[CaseFileError]]:

@@ -24,15 +24,17 @@ NAME = "numpy"
 def power(v: np.ndarray, p: int) -> np.ndarray:
     """``|v| ** p`` in float64 by square-and-multiply over the bits of ``p``, lowest first: the
     fixed sequence of multiplications the C engine performs (a libm or SIMD ``pow`` may round
-    differently from one build to the next)."""
+    differently from one build to the next). Past the float64 range the power is inf, and so is
+    the norm (its sum is not rescaled: float32 runtimes overflow far earlier)."""
     base = np.abs(v.astype(np.float64, copy=False))
     result: np.ndarray | None = None
-    while p > 0:
-        if p & 1:
-            result = base.copy() if result is None else result * base
-        p >>= 1
-        if p > 0:
-            base = base * base
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        while p > 0:
+            if p & 1:
+                result = base.copy() if result is None else result * base
+            p >>= 1
+            if p > 0:
+                base = base * base
     assert result is not None  # p >= 1
     return result
 

@@ -221,6 +221,8 @@ def unpool_shape(spec: FamilySpec, x_shape: Sequence[int]) -> tuple[int, ...]:
             raise AttributeValueError("output_shape", f"expected {len(x_shape)} values (the rank of X), got {len(out)}")
         if out[:2] != x_shape[:2]:
             raise AttributeValueError("output_shape", f"N and C must be those of X {list(x_shape[:2])}, got {list(out[:2])}")
+        if math.prod(out) > MAX_ELEMENTS:
+            raise AttributeValueError("output_shape", f"an output of {math.prod(out)} elements exceeds {MAX_ELEMENTS}")
         return out
     sizes = []
     for i in range(w.spatial_rank):
