@@ -47,3 +47,38 @@ def test_the_tool_runs_from_the_command_line(tmp_path: Path) -> None:
 
     subprocess.run([sys.executable, tools_onnx_node_data.__file__, str(tmp_path), "GlobalMaxPool"], check=True)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["test_globalmaxpool", "test_globalmaxpool_precomputed"]
+
+
+def test_family_cases_export_as_onnx_tests_that_load_back_and_run_in_onnxruntime(tmp_path: Path) -> None:
+    ort = pytest.importorskip("onnxruntime")
+    import numpy as np
+    from onnx import TensorProto, numpy_helper
+
+    from poolcheck.models.export import export_cases
+
+    corpus = Path(__file__).resolve().parent.parent / "poolcheck" / "corpus"
+    cases, errors = load_paths([corpus / "edge" / "family.yaml", corpus / "seeds" / "onnx-lppool.yaml",
+                                corpus / "seeds" / "onnx-maxunpool.yaml", corpus / "seeds" / "openvino-adaptive-pool.yaml"])
+    assert errors == []
+    done = export_cases(cases, tmp_path)
+    refused = {d.case_id for d in done if d.directory is None}
+    assert refused == {c.id for c in cases if c.op.startswith("Adaptive")}  # OpenVINO-only operators
+    back, errors = load_paths([tmp_path])
+    assert errors == [] and len(back) == len(cases) - len(refused)
+    assert {c.verdict for c in (run_case(c, available_engines()) for c in back)} == {"pass"}
+    ran = 0
+    for d in done:
+        if d.directory is None or "globallppool" in d.case_id:
+            continue  # ONNX Runtime has no GlobalLpPool-22 kernel (tests/test_family_runtimes.py)
+        data = d.directory / "test_data_set_0"
+        session = ort.InferenceSession(str(d.directory / "model.onnx"), providers=["CPUExecutionProvider"])
+        feeds = {}
+        for k, meta in enumerate(session.get_inputs()):
+            t = TensorProto()
+            t.ParseFromString((data / f"input_{k}.pb").read_bytes())
+            feeds[meta.name] = numpy_helper.to_array(t)
+        t = TensorProto()
+        t.ParseFromString((data / "output_0.pb").read_bytes())
+        assert np.allclose(session.run(None, feeds)[0], numpy_helper.to_array(t), rtol=1e-5, atol=1e-6), d.case_id
+        ran += 1
+    assert ran >= 20

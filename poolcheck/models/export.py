@@ -14,10 +14,12 @@ from pathlib import Path
 import numpy as np
 
 from poolcheck.api import run_spec
+from poolcheck.api_family import run_family
 from poolcheck.cases.model import Case
 from poolcheck.errors import PoolcheckError
-from poolcheck.peers.onnx_model import OPSET, build_model, to_onnx
-from poolcheck.spec.operators import parse
+from poolcheck.peers.onnx_model import IR_VERSION, OPSET, build_model, to_onnx
+from poolcheck.spec.family import FamilySpec
+from poolcheck.spec.operators import OPERATORS, parse, spell
 
 #: Operator of each exported node, as poolcheck's case format names it (MaxPool-22 / AveragePool-22).
 EXPORT_OPS = {"MaxPool": f"MaxPool-{OPSET}", "AveragePool": f"AveragePool-{OPSET}"}
@@ -48,6 +50,8 @@ def export_case(case: Case, out: Path, name: str) -> Path:
     ``PeerDeclined``) with the reason when ONNX cannot express it exactly."""
     from onnx import helper, numpy_helper, save
 
+    if isinstance(case.spec, FamilySpec):
+        return export_family_case(case, out, name)
     node = to_onnx(case.pool_spec, case.input.shape, case.dtype, peer="onnx-tests")
     # Values only: poolcheck's indices follow its own layout, ONNX's Indices another; a stored
     # Indices output would be a second document to keep in step.
@@ -74,6 +78,45 @@ def export_case(case: Case, out: Path, name: str) -> Path:
                                       .SerializeToString())
     (data / "output_0.pb").write_bytes(numpy_helper.from_array(np.ascontiguousarray(values), "y0")
                                        .SerializeToString())
+    return target
+
+
+def export_family_case(case: Case, out: Path, name: str) -> Path:
+    """An ONNX family case (LpPool, Global*Pool, MaxUnpool) as a backend test directory at opset
+    22: the node in the case's own row's words (MaxUnpool's I and output_shape as its second and
+    third inputs), the reference output of the NumPy engine. OpenVINO's adaptive pools have no
+    ONNX operator."""
+    from onnx import helper, numpy_helper, save
+
+    assert isinstance(case.spec, FamilySpec)
+    row = OPERATORS[case.op]
+    if row.convention != "onnx":
+        raise PoolcheckError(f"{row.title} is an OpenVINO operator; ONNX has no operator for it")
+    values, _ = run_family(case.spec, case.input, engine="numpy", indices=case.inputs.get("I"), row=row)
+    attrs = spell(case.spec, case.op)
+    feeds = {"x0": np.ascontiguousarray(case.input)}
+    if "I" in case.inputs:
+        feeds["i0"] = case.inputs["I"].astype(np.int64)
+    output_shape = attrs.pop("output_shape", None)
+    if output_shape is not None:
+        feeds["s0"] = np.array(output_shape, dtype=np.int64)
+    op_type = row.title.rsplit("-", 1)[0]
+    node = helper.make_node(op_type, list(feeds), ["y0"], **attrs)
+    inputs = [helper.make_tensor_value_info(k, helper.np_dtype_to_tensor_dtype(v.dtype), list(v.shape))
+              for k, v in feeds.items()]
+    graph = helper.make_graph([node], name, inputs, [helper.make_tensor_value_info(
+        "y0", helper.np_dtype_to_tensor_dtype(values.dtype), list(values.shape))])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="poolcheck")
+    model.ir_version = IR_VERSION
+    target = out / name
+    if target.exists():
+        shutil.rmtree(target)
+    data = target / "test_data_set_0"
+    data.mkdir(parents=True)
+    save(model, str(target / "model.onnx"))
+    for k, (key, arr) in enumerate(feeds.items()):
+        (data / f"input_{k}.pb").write_bytes(numpy_helper.from_array(arr, key).SerializeToString())
+    (data / "output_0.pb").write_bytes(numpy_helper.from_array(np.ascontiguousarray(values), "y0").SerializeToString())
     return target
 
 
