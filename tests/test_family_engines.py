@@ -275,3 +275,19 @@ def test_invalid_attributes_raise_value_error_naming_them(call: Any, attribute: 
     with pytest.raises(ValueError) as err:
         call(x)
     assert isinstance(err.value, AttributeValueError) and err.value.attribute == attribute, str(err.value)
+
+
+def test_family_output_shape_is_what_the_engines_return() -> None:
+    from poolcheck.spec.family import family_output_shape
+    from poolcheck.spec.operators import parse
+
+    x = np.zeros((2, 3, 5, 7), dtype=np.float32)
+    for name, attrs, run in [
+        ("LpPool-22", {"kernel_shape": [2, 3], "strides": [2, 2], "ceil_mode": 1},
+         lambda: P.onnx_lp_pool(x, [2, 3], strides=[2, 2], ceil_mode=1)),
+        ("GlobalLpPool-22", {}, lambda: P.onnx_global_lp_pool(x)),
+        ("AdaptiveAvgPool-8", {"output_shape": [4, 9]}, lambda: P.adaptive_avg_pool(x, [4, 9])),
+        ("MaxUnpool-22", {"kernel_shape": [2, 2], "strides": [2, 2], "pads": [1, 0, 0, 1]},
+         lambda: P.onnx_max_unpool(x, np.zeros(x.shape, dtype=np.int64), [2, 2], strides=[2, 2], pads=[1, 0, 0, 1])),
+    ]:
+        assert family_output_shape(parse(name, attrs), x.shape) == run().shape, name

@@ -21,6 +21,7 @@ import numpy as np
 from poolcheck.errors import AttributeValueError
 from poolcheck.spec.limits import MAX_ELEMENTS, MAX_EXTENT
 from poolcheck.spec.poolspec import INDEX_ELEMENT_TYPES, PoolSpec, choice, int_list, short_int
+from poolcheck.spec.shape import resolve
 
 FamilyOp = Literal["lp", "global_avg", "global_max", "global_lp", "unpool", "adaptive_avg", "adaptive_max"]
 FAMILY_OPS: tuple[str, ...] = ("lp", "global_avg", "global_max", "global_lp", "unpool", "adaptive_avg",
@@ -235,6 +236,22 @@ def unpool_shape(spec: FamilySpec, x_shape: Sequence[int]) -> tuple[int, ...]:
     if math.prod(shape) > MAX_ELEMENTS:
         raise AttributeValueError("kernel_shape", f"an output of {math.prod(shape)} elements exceeds {MAX_ELEMENTS}")
     return shape
+
+
+def family_output_shape(spec: FamilySpec, input_shape: Sequence[int]) -> tuple[int, ...]:
+    """The output shape of ``spec`` on an input of ``input_shape`` (the hook for ``poolcheck
+    shape``): LpPool by the pooling shape rule, global pooling ``(N, C, 1, ...)``, adaptive pooling
+    ``(N, C, *output_shape)``, MaxUnpool by :func:`unpool_shape`."""
+    shape = tuple(int(v) for v in input_shape)
+    if spec.op == "lp":
+        assert spec.window is not None
+        return resolve(spec.window, shape).output_shape
+    if spec.op in ("global_avg", "global_max", "global_lp"):
+        return (*shape[:2], *(1 for _ in shape[2:]))
+    if spec.op in ("adaptive_avg", "adaptive_max"):
+        assert spec.output_shape is not None
+        return (*shape[:2], *spec.output_shape)
+    return unpool_shape(spec, shape)
 
 
 def check_unpool_indices(indices: Any, x_shape: Sequence[int], out_shape: Sequence[int]) -> np.ndarray:
