@@ -291,3 +291,50 @@ def test_family_output_shape_is_what_the_engines_return() -> None:
          lambda: P.onnx_max_unpool(x, np.zeros(x.shape, dtype=np.int64), [2, 2], strides=[2, 2], pads=[1, 0, 0, 1])),
     ]:
         assert family_output_shape(parse(name, attrs), x.shape) == run().shape, name
+
+
+@SETTINGS
+@given(cfg=adaptive_configs(), lp=lp_configs())
+def test_the_numpy_engines_two_loops_agree_bit_for_bit(cfg: tuple[np.ndarray, list[int]],
+                                                        lp: tuple[np.ndarray, dict[str, Any]]) -> None:
+    """Loops over offsets or taps (each pass covering every window) and over windows or bins
+    (each reduced in order) must give the same bits: the engine runs whichever is shorter."""
+    from poolcheck.engines import family_numpy as F
+    from poolcheck.spec.operators import parse
+    from poolcheck.spec.shape import resolve
+
+    x, outs = cfg
+    original = F._by_bin
+    try:
+        results = []
+        for choice in (False, True):
+            F._by_bin = lambda sizes, outs, choice=choice: choice  # type: ignore[assignment]
+            results.append((F.adaptive_avg(x, outs), *F.adaptive_max(x, outs)))
+    finally:
+        F._by_bin = original  # type: ignore[assignment]
+    (avg, values, index), (avg_b, values_b, index_b) = results
+    assert_same(avg, avg_b)
+    assert_same(values, values_b)
+    assert np.array_equal(index, index_b)
+    xl, attrs = lp
+    window = parse("LpPool-22", attrs).window
+    try:
+        geom = resolve(window, xl.shape)
+    except AttributeValueError:
+        assume(False)
+        return
+    powers = F.power(xl, attrs["p"])
+    assert_same(F._lp_sums_by_tap(powers, geom), F._lp_sums_by_window(powers, geom))
+
+
+def test_large_windows_agree_between_engines() -> None:
+    rng = np.random.default_rng(23)
+    x = rng.standard_normal((1, 2, 300, 300)).astype(np.float32)
+    for engine in ENGINES:
+        assert P.onnx_global_lp_pool(x, p=3, engine=engine).shape == (1, 2, 1, 1)
+    if "c" in ENGINES:
+        assert_same(P.onnx_global_lp_pool(x, p=3), P.onnx_global_lp_pool(x, p=3, engine="c"))
+        long = rng.standard_normal((1, 1, 200_000)).astype(np.float64)
+        assert_same(P.adaptive_avg_pool(long, [3]), P.adaptive_avg_pool(long, [3], engine="c"))
+        (v, i), (vc, ic) = P.adaptive_max_pool(long, [3]), P.adaptive_max_pool(long, [3], engine="c")
+        assert_same(v, vc) and np.array_equal(i, ic)

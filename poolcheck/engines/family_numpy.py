@@ -39,14 +39,51 @@ def power(v: np.ndarray, p: int) -> np.ndarray:
     return result
 
 
+def _sequential_sums(regions: np.ndarray) -> np.ndarray:
+    """Row sums of a ``(rows, taps)`` array added strictly left to right (``np.add.accumulate``;
+    ``np.sum`` adds pairwise), from the first element: ``-0.0 + a = a`` for every ``a``, so this
+    equals a sum started from -0.0 (and, for sums of non-negative terms, from +0.0)."""
+    if regions.shape[1] == 0:
+        return np.full(regions.shape[0], -0.0)
+    return np.add.accumulate(regions, axis=1)[:, -1]
+
+
 def lp_sums(x: np.ndarray, geom: Geometry, p: int) -> np.ndarray:
     """Per window, the float64 sum of ``|x|^p`` over its taps in row-major order from +0.0. Taps
-    in padding read +0.0, which leaves a sum >= +0.0 unchanged (the C engine skips them)."""
-    padded = w.padded_input(power(x, p), geom, 0.0)
+    in padding read +0.0, which leaves a sum >= +0.0 unchanged (the C engine skips them).
+
+    A loop runs over kernel taps, each pass covering every window, or, where the windows hold
+    more taps than there are windows (global Lp pooling), over windows, each summing its taps in
+    order; either way the sums are the C engine's, bit for bit."""
+    powers = power(x, p)
+    if math.prod(a.kernel for a in geom.axes) > math.prod(a.out for a in geom.axes):
+        return _lp_sums_by_window(powers, geom)
+    return _lp_sums_by_tap(powers, geom)
+
+
+def _lp_sums_by_tap(powers: np.ndarray, geom: Geometry) -> np.ndarray:
+    padded = w.padded_input(powers, geom, 0.0)
     acc = np.zeros(geom.output_shape, dtype=np.float64)
     lead = (slice(None), slice(None))
     for offsets in itertools.product(*(range(a.kernel) for a in geom.axes)):
         acc += padded[lead + tuple(w.tap_slice(a, j) for a, j in zip(geom.axes, offsets))]
+    return acc
+
+
+def _lp_sums_by_window(powers: np.ndarray, geom: Geometry) -> np.ndarray:
+    acc = np.zeros(geom.output_shape, dtype=np.float64)
+    planes = geom.batch * geom.channels
+    for o in itertools.product(*(range(a.out) for a in geom.axes)):
+        index: list[slice] = [slice(None), slice(None)]
+        for a, oi in zip(geom.axes, o):
+            first = oi * a.stride - a.pad_begin  # tap j reads first + j * dilation
+            lo = max(0, -(first // a.dilation))  # ceil(-first / dilation): the first tap inside
+            hi = min(a.kernel, (a.size - 1 - first) // a.dilation + 1)  # past the last tap inside
+            start = first + lo * a.dilation
+            index.append(slice(start, start + (hi - lo - 1) * a.dilation + 1, a.dilation) if hi > lo else slice(0, 0))
+        region = powers[tuple(index)].reshape(planes, -1)
+        sums = np.abs(_sequential_sums(region))  # an empty window: +0.0, as the C engine's
+        acc[_at(o)] = sums.reshape(geom.batch, geom.channels)
     return acc
 
 
@@ -70,10 +107,39 @@ def _outer(masks: list[np.ndarray]) -> np.ndarray:
     return full
 
 
+def _at(position: Sequence[int]) -> tuple[slice | int, ...]:
+    """The index of one output position in every (n, c) plane."""
+    return (slice(None), slice(None), *(int(v) for v in position))
+
+
+def _by_bin(sizes: Sequence[int], outs: Sequence[int]) -> bool:
+    """Whether to loop over bins (each reduced in order) rather than over offsets into them:
+    whichever loop is shorter (long bins: few outputs of a large input)."""
+    longest = [int((end - start).max()) for start, end in (adaptive_bins(n, o) for n, o in zip(sizes, outs))]
+    return math.prod(outs) < math.prod(longest)
+
+
+def _bins(x: np.ndarray, outs: Sequence[int]) -> Iterator[tuple[tuple[int, ...], tuple[slice, ...], np.ndarray]]:
+    """Every output position, its bin as slices, and the bin's elements as ``(planes, taps)`` in
+    row-major order."""
+    bins = [adaptive_bins(n, o) for n, o in zip(x.shape[2:], outs)]
+    planes = x.shape[0] * x.shape[1]
+    for o in itertools.product(*(range(k) for k in outs)):
+        region = tuple(slice(int(start[oi]), int(end[oi])) for (start, end), oi in zip(bins, o))
+        yield o, region, x[(slice(None), slice(None), *region)].reshape(planes, -1)
+
+
 def adaptive_avg(x: np.ndarray, outs: Sequence[int]) -> np.ndarray:
     """AdaptiveAvgPool-8: each bin's float64 sum from -0.0 (the identity of IEEE addition) in
     row-major order, divided once by its element count, rounded once to the input type."""
     sizes = x.shape[2:]
+    if _by_bin(sizes, outs):
+        out = np.empty((*x.shape[:2], *outs), dtype=x.dtype)
+        with np.errstate(invalid="ignore", over="ignore"):
+            for pos, _, region in _bins(x.astype(np.float64, copy=False), outs):
+                sums = _sequential_sums(region) / region.shape[1]
+                out[_at(pos)] = sums.reshape(x.shape[:2]).astype(x.dtype)
+        return out
     xf = x.astype(np.float64, copy=False)
     shape = (*x.shape[:2], *outs)
     acc = np.full(shape, -0.0)
@@ -95,6 +161,18 @@ def adaptive_max(x: np.ndarray, outs: Sequence[int]) -> tuple[np.ndarray, np.nda
     flatten, so the values are in the range [0, H * W * D)"). Returns int64 indices."""
     sizes = x.shape[2:]
     shape = (*x.shape[:2], *outs)
+    if _by_bin(sizes, outs):
+        values = np.empty(shape, dtype=x.dtype)
+        index = np.empty(shape, dtype=np.int64)
+        rows = np.arange(x.shape[0] * x.shape[1])
+        for pos, region, cells in _bins(x, outs):
+            pick = np.argmax(cells, axis=1)  # the first maximum; the first NaN where there is one
+            at = _at(pos)
+            values[at] = cells[rows, pick].reshape(x.shape[:2])
+            coords = np.unravel_index(pick, tuple(r.stop - r.start for r in region))
+            flat = np.ravel_multi_index(tuple(c + r.start for c, r in zip(coords, region)), sizes)
+            index[at] = flat.reshape(x.shape[:2])
+        return values, index
     best = np.zeros(shape, dtype=x.dtype)
     where = np.full(shape, -1, dtype=np.int64)
     found = np.zeros(shape, dtype=bool)
