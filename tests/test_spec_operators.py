@@ -56,7 +56,8 @@ def family_specs_for(draw: st.DrawFn, name: str) -> FamilySpec:
         if row.op == "lp":
             attrs.update(dilations=list(draw(ints)), ceil_mode=draw(st.sampled_from([0, 1])),
                          auto_pad=draw(st.sampled_from(["NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER"])))
-        window = O.parse("LpPool-22" if row.op == "lp" else "MaxUnpool-22", attrs).window
+        names = set(row.attribute_names)
+        window = O.parse(name, {k: v for k, v in attrs.items() if k in names}).window
     output_shape = None
     if row.op in ("adaptive_avg", "adaptive_max"):
         output_shape = draw(ints)

@@ -154,6 +154,7 @@ ONNX_FLOAT_DTYPES = FLOAT_DTYPES
 # input tensor (MaxUnpool's output_shape, the adaptive pools' output shape) are written as
 # attributes in a case file; MaxUnpool's index tensor I is a case's second input.
 _LP_ATTRIBUTES = (*_ONNX_COMMON, Attribute("p", "int", 2))
+_LP_2_ATTRIBUTES = (*_ONNX_1_COMMON, Attribute("p", "int", 2))
 _UNPOOL_ATTRIBUTES = (Attribute("kernel_shape", "ints"), Attribute("strides", "ints"), Attribute("pads", "ints"),
                       Attribute("output_shape", "ints", None))
 _ADAPTIVE_AVG_ATTRIBUTES = (Attribute("output_shape", "ints"),)
@@ -234,6 +235,12 @@ OPERATORS: dict[str, OperatorVersion] = {
         OperatorVersion("AveragePool-22", "onnx", "avg", _ONNX_AVG_ATTRIBUTES, ("kernel_shape",),
                         AVG_DTYPES, "ceil_mode", ONNX_CEIL_MODE,
                         "ONNX AveragePool-22: as -19 (bfloat16 added, which NumPy lacks)"),
+        OperatorVersion("LpPool-2", "onnx", "lp", _LP_2_ATTRIBUTES, ("kernel_shape",), FLOAT_DTYPES, "", {},
+                        "ONNX LpPool-2: no ceil_mode, no dilations; strides 'Stride along each spatial axis.' (no "
+                        "default stated; poolcheck takes 1, as -11 says)", indices_output=False),
+        OperatorVersion("LpPool-11", "onnx", "lp", _LP_2_ATTRIBUTES, ("kernel_shape",), FLOAT_DTYPES, "", {},
+                        "ONNX LpPool-11: strides 'If not present, the stride defaults to 1 along each spatial axis.'",
+                        indices_output=False),
         OperatorVersion("LpPool-18", "onnx", "lp", _LP_ATTRIBUTES, ("kernel_shape",), FLOAT_DTYPES,
                         "ceil_mode", ONNX_CEIL_MODE,
                         "ONNX LpPool-18: 'Lp pooling consisting of computing the Lp norm on all values of a subset of "
@@ -241,15 +248,30 @@ OPERATORS: dict[str, OperatorVersion] = {
         OperatorVersion("LpPool-22", "onnx", "lp", _LP_ATTRIBUTES, ("kernel_shape",), FLOAT_DTYPES,
                         "ceil_mode", ONNX_CEIL_MODE,
                         "ONNX LpPool-22: as -18 (T adds tensor(bfloat16), which NumPy lacks)", indices_output=False),
+        OperatorVersion("GlobalAveragePool-1", "onnx", "global_avg", (), (), FLOAT_DTYPES, "", {},
+                        "ONNX GlobalAveragePool-1: as -22 but T 'tensor(float16), tensor(float), tensor(double)' "
+                        "(-22 adds bfloat16, which NumPy lacks)", indices_output=False),
         OperatorVersion("GlobalAveragePool-22", "onnx", "global_avg", (), (), FLOAT_DTYPES, "", {},
                         "ONNX GlobalAveragePool-22: 'This is equivalent to AveragePool with kernel size equal to the "
                         "spatial dimension of input tensor.'", indices_output=False),
+        OperatorVersion("GlobalMaxPool-1", "onnx", "global_max", (), (), FLOAT_DTYPES, "", {},
+                        "ONNX GlobalMaxPool-1: as -22 but T 'tensor(float16), tensor(float), tensor(double)'",
+                        indices_output=False),
         OperatorVersion("GlobalMaxPool-22", "onnx", "global_max", (), (), FLOAT_DTYPES, "", {},
                         "ONNX GlobalMaxPool-22: 'This is equivalent to MaxPool with kernel size equal to the spatial "
                         "dimension of input tensor.'", indices_output=False),
+        OperatorVersion("GlobalLpPool-2", "onnx", "global_lp", (Attribute("p", "int", 2),), (), FLOAT_DTYPES,
+                        "", {}, "ONNX GlobalLpPool-2: as -22 but T 'tensor(float16), tensor(float), tensor(double)' "
+                        "(ONNX Runtime implements this version, not -22)", indices_output=False),
         OperatorVersion("GlobalLpPool-22", "onnx", "global_lp", (Attribute("p", "int", 2),), (), FLOAT_DTYPES,
                         "", {}, "ONNX GlobalLpPool-22: 'This is equivalent to LpPool with kernel size equal to the "
                         "spatial dimension of input tensor.'", indices_output=False),
+        OperatorVersion("MaxUnpool-9", "onnx", "unpool", _UNPOOL_ATTRIBUTES, ("kernel_shape",), FLOAT_DTYPES,
+                        "", {}, "ONNX MaxUnpool-9: strides 'Stride along each spatial axis.' (no default stated; "
+                        "poolcheck takes 1, as -11 says)", indices_output=False),
+        OperatorVersion("MaxUnpool-11", "onnx", "unpool", _UNPOOL_ATTRIBUTES, ("kernel_shape",), FLOAT_DTYPES,
+                        "", {}, "ONNX MaxUnpool-11: strides 'If not present, the stride defaults to 1 along each spatial "
+                        "axis.'; T1 'tensor(float16), tensor(float), tensor(double)'", indices_output=False),
         OperatorVersion("MaxUnpool-22", "onnx", "unpool", _UNPOOL_ATTRIBUTES, ("kernel_shape",), FLOAT_DTYPES,
                         "", {}, "ONNX MaxUnpool-22: 'all the non-maximal values from the original input to MaxPool are "
                         "set to zero in the output of the MaxUnpool op'", indices_output=False),
