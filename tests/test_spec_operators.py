@@ -182,3 +182,26 @@ def test_a_new_row_reaches_case_files(monkeypatch: pytest.MonkeyPatch, tmp_path)
         "  dtype: float32\n  input: [[[1, 2, 3, 4]]]\n  expected: {values: [[[1.5, 3.5]]]}\n")
     [case] = load_file(path)
     assert case.convention == "openvino" and case.spec.kernel == (2,)
+
+
+def test_a_new_family_version_is_one_row(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A family operator's new version is a row too: parse, spell, the dtype check, a case file and
+    both engines follow."""
+    from poolcheck.engines import available_engines
+    from poolcheck.runner import run_case
+
+    row = dataclasses.replace(O.OPERATORS["LpPool-22"], name="LpPool-99", dtypes=("float64",),
+                              source="a made-up LpPool-99: float64 only")
+    monkeypatch.setitem(O.OPERATORS, "LpPool-99", row)
+    spec = O.parse("LpPool-99", {"kernel_shape": [2], "p": 3})
+    assert spec == O.parse("LpPool-22", {"kernel_shape": [2], "p": 3})
+    assert O.spell(spec, "LpPool-99") == O.spell(spec, "LpPool-22")
+    assert O.onnx_version("LpPool", 99) is row and O.onnx_version("LpPool", 98).name == "LpPool-22"
+    with pytest.raises(AttributeValueError, match="does not allow float32"):
+        O.check_input(spec, (1, 1, 4), "float32", row)
+    path = tmp_path / "new.yaml"
+    path.write_text(
+        "schema: poolcheck.case/1\ncases:\n- id: new-lp\n  op: LpPool-99\n  attributes: {kernel_shape: [2], p: 1}\n"
+        "  dtype: float64\n  input: [[[1, -2, 3]]]\n  expected: {values: [[[3, 5]]]}\n")
+    [case] = load_file(path)
+    assert {c.verdict for c in run_case(case, available_engines()).checks} == {"pass"}
