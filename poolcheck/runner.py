@@ -23,6 +23,7 @@ import numpy as np
 import poolcheck
 from poolcheck import spec as S
 from poolcheck.api import run_spec
+from poolcheck.api_family import run_family
 from poolcheck.cases import load_paths
 from poolcheck.cases.model import Case
 from poolcheck.engines import numpy_engine
@@ -42,11 +43,13 @@ from poolcheck.judgement import (
 from poolcheck.judgement import output_contract as judge_contract
 from poolcheck.peers.isolation import call_peer_many
 from poolcheck.results import CaseResult, Check, CheckKind, Diff, PeerStatus, RunResult, Severity, Verdict, worst
+from poolcheck.spec.family import FamilySpec, is_family
+from poolcheck.spec.operators import OPERATORS
 from poolcheck.spec.policy import Policy
 
 
 def _against(case: Case, target: dict[str, Any], values: np.ndarray, indices: np.ndarray | None,
-             geom: S.Geometry, layout: S.IndexLayout | None) -> Judgement:
+             geom: S.Geometry | None, layout: S.IndexLayout | None) -> Judgement:
     """Engine outputs against a set of documented outputs (values / indices / shape), under the
     case's own tolerance for numbers written by hand."""
     pre = Judgement()
@@ -78,21 +81,28 @@ def _reason(exc: BaseException) -> str:
 
 def output_contract(case: Case, values: Any, indices: Any, *, peer: bool) -> str:
     """What is wrong with an output's types and shape, or "" (:func:`poolcheck.judgement.output_contract`)."""
-    return contract_message(judge_contract(case.spec, case.input.shape, case.dtype, values, indices))
+    return contract_message(judge_contract(case.pool_spec, case.input.shape, case.dtype, values, indices))
 
 
 def _check_engine(case: Case, engine: str) -> Check:
     where = label(case.spec, f"engine={engine}")
+    geom: S.Geometry | None = None
+    layout: S.IndexLayout | None = None
     try:
-        values, indices = run_spec(case.spec, case.input, engine=engine)
-        geom = S.resolve(case.spec, case.input.shape)
+        if isinstance(case.spec, FamilySpec):
+            values, indices = run_family(case.spec, case.input, engine=engine, indices=case.inputs.get("I"),
+                                         row=OPERATORS[case.op])
+        else:
+            values, indices = run_spec(case.pool_spec, case.input, engine=engine)
+            geom = S.resolve(case.pool_spec, case.input.shape)
     except PoolcheckError as exc:
         return Check(engine, CheckKind.ENGINE, Verdict.ERROR, f"{exc} {where}")
-    contract = output_contract(case, values, indices, peer=False)
-    if contract:
-        return Check(engine, CheckKind.ENGINE, Verdict.FAIL, f"{contract} {where}", severity=Severity.VIOLATION,
-                     diagnosis="output contract")
-    layout = S.index_layout(case.spec, case.input.shape) if case.spec.op == "max" else None
+    if geom is not None:
+        contract = output_contract(case, values, indices, peer=False)
+        if contract:
+            return Check(engine, CheckKind.ENGINE, Verdict.FAIL, f"{contract} {where}", severity=Severity.VIOLATION,
+                         diagnosis="output contract")
+        layout = S.index_layout(case.pool_spec, case.input.shape) if case.pool_spec.op == "max" else None
     if indices is not None:
         indices = indices.astype(np.int64)
     expected = {k: tensor(np.asarray(v)) for k, v in case.expected.items() if k != "shape"}
@@ -189,7 +199,7 @@ def _run_case(case: Case, engines: Sequence[str], extra_checks: list[Check], rep
 def geometry_dicts(case: Case) -> list[dict[str, int]] | None:
     """The resolved per-axis geometry of ``case`` (None when its configuration cannot resolve)."""
     try:
-        geom = S.resolve(case.spec, case.input.shape)
+        geom = S.resolve(case.pool_spec, case.input.shape)
     except Exception:
         return None
     return [{"size": a.size, "kernel": a.kernel, "stride": a.stride, "dilation": a.dilation,
@@ -284,9 +294,9 @@ def _check_peer_output(case: Case, peer_name: str, version: str | None, result: 
         sev = STATUS_SEVERITY.get(result.status)
         return Check(peer_name, CheckKind.PEER, verdict, f"{result.status}: {result.message}".rstrip(": "),
                      version=version, severity=sev if sev and verdict != Verdict.SKIP else None)
-    ref_values, ref_indices = run_spec(case.spec, case.input, engine="numpy")
-    geom = S.resolve(case.spec, case.input.shape)
-    layout = S.index_layout(case.spec, case.input.shape) if case.spec.op == "max" else None
+    ref_values, ref_indices = run_spec(case.pool_spec, case.input, engine="numpy")
+    geom = S.resolve(case.pool_spec, case.input.shape)
+    layout = S.index_layout(case.pool_spec, case.input.shape) if case.pool_spec.op == "max" else None
     out = result.output
     raw_values = _as_output_array(getattr(out, "values", None))
     raw_indices = _as_output_array(getattr(out, "indices", None))
@@ -304,7 +314,7 @@ def _check_peer_output(case: Case, peer_name: str, version: str | None, result: 
     values = raw_values
     indices = None if raw_indices is None else raw_indices.astype(np.int64)
     # the average rule of poolcheck/judgement.py (a runtime accumulates in the input type)
-    tol = tolerance_for(case.spec, case.input, geom, ref_values, numpy_engine) \
+    tol = tolerance_for(case.pool_spec, case.input, geom, ref_values, numpy_engine) \
         if values.shape == ref_values.shape else None
     outputs = [("values", ref_values, values, tol)]
     if ref_indices is not None and indices is not None:
@@ -347,15 +357,15 @@ def peer_severity(case: Case, values: np.ndarray, indices: np.ndarray | None) ->
         return Severity.VIOLATION, f"input too large to re-run under the open policies (> {POLICY_SEARCH_LIMIT:,})"
     for name, policy in OPEN_POLICIES:
         try:
-            v, i = run_spec(case.spec, case.input, engine="numpy", policy=policy)
+            v, i = run_spec(case.pool_spec, case.input, engine="numpy", policy=policy)
         except Exception:
             continue
         same_v = v.shape == values.shape and not differing("values", v, values)[0]
         same_i = indices is None or i is None or (i.shape == indices.shape and not differing("indices", i, indices)[0])
         if same_v and same_i:
             return Severity.UNSPECIFIED, f"matches the reference under {name} (the spec leaves it open)"
-    if case.spec.op == "avg":
-        ref, _ = run_spec(case.spec, case.input, engine="numpy")
+    if case.pool_spec.op == "avg":
+        ref, _ = run_spec(case.pool_spec, case.input, engine="numpy")
         rtol = within_accumulation(case.dtype, ref, values)
         if rtol is not None:
             return Severity.UNSPECIFIED, f"within accumulation precision of {case.dtype.name} (rtol {rtol:g})"
@@ -374,13 +384,19 @@ def peer_checks(cases: Sequence[Case], peers: Sequence[Any], *, isolated: bool =
                 timeout: float = 30.0) -> dict[str, list[Check]]:
     """Run every case on every peer (one batched call per peer); checks keyed by case id."""
     out: dict[str, list[Check]] = {c.id: [] for c in cases}
+    for case in cases:
+        if is_family(case.spec):
+            for peer in peers:
+                out[case.id].append(Check(peer.name, CheckKind.PEER, Verdict.SKIP,
+                                          f"peers do not run {OPERATORS[case.op].title} yet [peer={peer.name}]"))
+    cases = [c for c in cases if not is_family(c.spec)]
     for peer in peers:
         try:
             version = peer.version()
         except Exception:
             version = None
         try:
-            results = call_peer_many(peer, [(c.spec, _read_only(c.input)) for c in cases], isolated=isolated,
+            results = call_peer_many(peer, [(c.pool_spec, _read_only(c.input)) for c in cases], isolated=isolated,
                                      timeout=timeout)
         except Exception as exc:  # a peer layer failure is every case's error on this peer, not the run's end
             for case in cases:

@@ -21,7 +21,7 @@ import numpy as np
 from poolcheck.api import run_spec
 from poolcheck.cases.model import Case
 from poolcheck.errors import CaseFileError, PoolcheckError
-from poolcheck.spec.operators import Attribute, operator, parse
+from poolcheck.spec.operators import Attribute, onnx_version, operator, parse
 from poolcheck.spec.poolspec import PoolSpec
 from poolcheck.spec.shape import resolve
 
@@ -30,6 +30,9 @@ from poolcheck.spec.shape import resolve
 #: same channel. This is equivalent to MaxPool with kernel size equal to the spatial dimension").
 ONNX_POOL_OPS = {"MaxPool": "MaxPool-22", "AveragePool": "AveragePool-22",
                  "GlobalMaxPool": "MaxPool-22", "GlobalAveragePool": "AveragePool-22"}
+#: ONNX operators of the rest of the family read from backend test directories (their catalogue
+#: row is the version in force at the model's opset, :func:`~poolcheck.spec.operators.onnx_version`).
+ONNX_FAMILY_OPS = ("LpPool", "GlobalLpPool", "MaxUnpool")
 #: OpenVINO IR pooling ops and the case op each maps to.
 OV_POOL_OPS = {"MaxPool": "MaxPool-14", "AvgPool": "AvgPool-14"}
 #: Attributes of an ONNX pooling node poolcheck models (anything else is reported, not judged).
@@ -317,7 +320,7 @@ def holds_pooling(path: Path) -> bool:
         model = _load_onnx(path / "model.onnx", inside=path)
     except ModelError:
         return True  # let the loader report it
-    return any(n.op_type in ONNX_POOL_OPS for n in model.graph.node)
+    return any(n.op_type in ONNX_POOL_OPS or n.op_type in ONNX_FAMILY_OPS for n in model.graph.node)
 
 
 def find_backend_dirs(root: Path) -> list[Path]:
@@ -389,6 +392,10 @@ def load_backend_dir(path: Path) -> tuple[list[Case], list[CaseFileError]]:
     try:
         model = _load_onnx(model_path, inside=path)
         graph = model.graph
+        family = [n for n in graph.node if n.op_type in ONNX_FAMILY_OPS]
+        if family and len(graph.node) == 1:
+            opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 1)
+            return _family_backend_cases(path, family[0], opset)
         nodes = onnx_pool_nodes(model_path, model=model)
     except (ModelError, PoolcheckError) as exc:
         return [], [CaseFileError(str(exc), path=str(path))]
@@ -434,4 +441,47 @@ def load_backend_dir(path: Path) -> tuple[list[Case], list[CaseFileError]]:
                           path=str(path), title=title, notes=rounded,
                           source={"document": "onnx backend test data", "path": str(path)},
                           rtol=BACKEND_RTOL, atol=BACKEND_ATOL, tags=tags))
+    return cases, errors
+
+
+def _family_backend_cases(path: Path, node: Any, opset: int) -> tuple[list[Case], list[CaseFileError]]:
+    """The cases of a backend test directory holding one LpPool, GlobalLpPool or MaxUnpool node:
+    its row is the version in force at the model's opset; MaxUnpool's second input is the case's
+    ``I`` and its optional third (output_shape) becomes the attribute of that name."""
+    from onnx import helper
+
+    row = onnx_version(node.op_type, opset)
+    if row is None:
+        return [], [CaseFileError(f"no catalogue row for {node.op_type} at opset {opset}", path=str(path))]
+    attrs: dict[str, Any] = {}
+    for a in node.attribute:
+        value = helper.get_attribute_value(a)
+        attrs[a.name] = value.decode() if isinstance(value, bytes) else (list(value) if isinstance(value, list) else value)
+    element_types = tuple(_proto_type(d) for d in row.dtypes)
+    cases, errors = [], []
+    for ds in sorted(path.glob("test_data_set_*")):
+        try:
+            x = _read_tensor(ds / "input_0.pb", path, element_types)
+            inputs = ({"I": _read_tensor(ds / "input_1.pb", path, ("INT64",))} if node.op_type == "MaxUnpool"
+                      else {})
+            written = dict(attrs)
+            if node.op_type == "MaxUnpool" and len(node.input) > 2 and node.input[2] and (ds / "input_2.pb").exists():
+                written["output_shape"] = [int(v) for v in _read_tensor(ds / "input_2.pb", path, ("INT64",))]
+            spec = parse(row.name, written)
+            # the output's element type is the input's (T)
+            expected = {"values": _read_tensor(ds / "output_0.pb", path, (_proto_type(x.dtype.name),))}
+        except CaseFileError as exc:
+            errors.append(exc)
+            continue
+        except PoolcheckError as exc:
+            errors.append(CaseFileError(str(exc), path=str(ds)))
+            continue
+        except OSError as exc:
+            errors.append(CaseFileError(f"cannot read: {exc.strerror or exc}", path=str(ds)))
+            continue
+        cases.append(Case(id=f"{path.name}/{ds.name}", op=row.name, convention="onnx", spec=spec, attributes=written,
+                          dtype=x.dtype, input=x, expected=expected, path=str(path), inputs=inputs,
+                          title=f"onnx backend test {path.name} ({node.op_type}, as {row.name})",
+                          source={"document": "onnx backend test data", "path": str(path)},
+                          rtol=BACKEND_RTOL, atol=BACKEND_ATOL, tags=["onnx-backend-test"]))
     return cases, errors

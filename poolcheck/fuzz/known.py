@@ -191,4 +191,4 @@ def known_entries(paths: list[str | Path]) -> tuple[list[KnownEntry], list[CaseF
 
 
 def fuzz_case_from(case: Case) -> FuzzCase:
-    return FuzzCase(case.op, dict(case.attributes), case.spec, case.input, {})
+    return FuzzCase(case.op, dict(case.attributes), case.pool_spec, case.input, {})

@@ -32,9 +32,13 @@
  * Files: common.h (shared types and declarations), geometry.c (per-call geometry, scratch
  * buffers, Ctrl-C polling), kernels.h + portable.c (the portable kernels, one instance per
  * element type, and the index output), avx512.c (the AVX-512 kernels), module.c (this file:
- * argument checking, dispatch, and the module with multi-phase initialisation).
+ * argument checking, dispatch, and the module with multi-phase initialisation), family.c (Lp
+ * pooling sums, adaptive pooling, MaxUnpool: plain portable C, registered at exec).
  */
 #include "common.h"
+
+/* The rest of the pooling family (family.c): its entry points, added to the module at exec. */
+PyMethodDef *pc_family_methods(void);
 
 /* Set at import: use the AVX-512 kernels (the CPU has them and the build has them). */
 static int use_avx512 = 0;
@@ -544,6 +548,7 @@ static int cpool_exec(PyObject *m) {
     if (add_table(m, "MAX_TYPES", TYPE_NAMES, T_COUNT) < 0 || add_table(m, "NAN_MODES", NAN_NAMES, NAN_COUNT) < 0 ||
         add_table(m, "DIVISOR_RULES", DIV_NAMES, DIV_COUNT) < 0 || add_table(m, "AVG_KINDS", AVG_NAMES, A_COUNT) < 0)
         return -1;
+    if (PyModule_AddFunctions(m, pc_family_methods()) < 0) return -1;
     return 0;
 }
 
