@@ -110,10 +110,11 @@
     return names;
   }
 
-  // The machines a result was made on (extra.fingerprint, or extra.fingerprints when merged).
+  // The machines a result was made on: extra.fingerprints, id -> fingerprint, in every result
+  // (poolcheck.results.machines; the model writes it beside a run's own extra.fingerprint).
   function machines() {
     var extra = result.extra || {};
-    var prints = extra.fingerprints || (extra.fingerprint ? [extra.fingerprint] : []);
+    var prints = extra.fingerprints ? Object.values(extra.fingerprints) : (extra.fingerprint ? [extra.fingerprint] : []);
     return prints.filter(function (fp) { return fp && fp.host; }).map(function (fp) {
       var isa = fp.isa || [];
       return fp.host + " (" + (fp.cpu || "?") + ", " + (isa.length ? isa[isa.length - 1] : (fp.machine || "?")) + ")";
