@@ -424,16 +424,11 @@ class RunResult:
     tool_version: str = ""
     kind: Annotated[str, validated_as(Literal["run", "fuzz"])] = "run"
     interrupted: bool = False
-    #: Producer-specific records (cluster, merge); the machines always as ``fingerprints``
-    #: (id -> fingerprint, :func:`machines`), beside the producing machine's ``fingerprint``.
+    #: Producer-specific records (cluster, merge). The machines: ``fingerprint`` (the producing
+    #: machine's) and ``fingerprints`` (id -> fingerprint; every document has it, :meth:`to_dict`).
     extra: Annotated[dict[str, Any], validated_as(_Extra)] = field(default_factory=dict)
     #: A fuzz run's summary (``kind == "fuzz"``); None for other runs.
     fuzz: FuzzSummary | None = None
-
-    def __post_init__(self) -> None:
-        single = self.extra.get("fingerprint")
-        if isinstance(single, dict) and single.get("id") and "fingerprints" not in self.extra:
-            self.extra["fingerprints"] = {single["id"]: single}  # one shape for the machines
 
     def counts(self) -> dict[str, int]:
         out = {v: 0 for v in VERDICTS}
@@ -447,6 +442,8 @@ class RunResult:
 
     def to_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
+        if "fingerprints" not in data["extra"] and (prints := machines(self)):
+            data["extra"]["fingerprints"] = prints  # one shape for the machines in every document
         data["schema"] = SCHEMA
         data["counts"] = self.counts()
         return data
