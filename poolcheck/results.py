@@ -272,7 +272,7 @@ class _Axis(TypedDict):
     pad_begin: Int  # negative pads crop (a case may ask for them)
     pad_end: Int
     out: Count
-    overhang: Int
+    overhang: Count
 
 
 def machines(result: RunResult) -> dict[str, dict[str, Any]]:
@@ -321,7 +321,7 @@ class Diff:
     """One differing output element (or a shape mismatch when ``output == "shape"``)."""
 
     output: Annotated[str, validated_as(Literal["values", "indices", "shape"])]
-    position: list[Int] | None
+    position: list[Count] | None
     expected: Tensor
     actual: Tensor
     window: list[WindowCell] | None = None

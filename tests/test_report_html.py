@@ -552,6 +552,10 @@ def produced(browser: Browser, tmp_path_factory: pytest.TempPathFactory) -> dict
 @pytest.mark.slow
 @pytest.mark.parametrize("producer", PRODUCERS)
 def test_every_producers_page_draws_its_tables(browser: Browser, produced: dict[str, Path], producer: str) -> None:
+    document = json.loads((produced[producer] / "result.json").read_text())
+    schema = json.loads((ROOT / "docs" / "report-schema.json").read_text())
+    jsonschema = pytest.importorskip("jsonschema")
+    jsonschema.Draft202012Validator(schema).validate(document)
     result = load_result(produced[producer] / "result.json")
     browser.events.clear()
     try:
