@@ -573,3 +573,41 @@ def test_every_producers_page_draws_its_tables(browser: Browser, produced: dict[
     assert len(shown) == len(machines(result)) >= 1
     assert "; ".join(s.removeprefix("machine ") for s in shown) == machine_label(result)
     assert page.problems() == []
+
+
+#: Markup that would run script if any text reached the page as HTML, plus controls and markup
+#: of the other formats.
+PAYLOAD = '"><img src=x onerror="window.__owned=1"><script>window.__owned=2</script>\x1b[31m[/red]\u2028'
+
+
+def test_hostile_text_stays_text_in_the_browser(browser: Browser, tmp_path: Path) -> None:
+    """Every text of a result (ids, titles, sources, messages, runners, diagnoses, versions, tags,
+    the erratum, the machine) shown in a real page is text: no element from it, no script run."""
+    from poolcheck.results import Diff
+
+    check = Check(f"peer{PAYLOAD}", "peer", "fail", f"message{PAYLOAD}", [Diff("values", [0, 0, 0], 1.0, 2.0)], 1,
+                  diagnosis=f"diagnosis{PAYLOAD}", version=f"v{PAYLOAD}", severity="violation")
+    case = CaseResult(case_id=f"id{PAYLOAD}", verdict="fail", title=f"title{PAYLOAD}", source=f"s{PAYLOAD}.yaml:3",
+                      op=f"MaxPool{PAYLOAD}", convention=f"c{PAYLOAD}", dtype=f"d{PAYLOAD}", tags=[f"tag{PAYLOAD}"],
+                      checks=[check], message=f"note{PAYLOAD}", replay=f"poolcheck run '{PAYLOAD}'",
+                      spec={"op": PAYLOAD, "kernel": [PAYLOAD]}, input_shape=[1, 1, 2],
+                      erratum={"says": f"says{PAYLOAD}", "why": f"why{PAYLOAD}", "correct": {}})
+    fp = {"id": "f1", "host": f"host{PAYLOAD}", "cpu": f"cpu{PAYLOAD}", "isa": [f"isa{PAYLOAD}"]}
+    result = RunResult(command=f"poolcheck run {PAYLOAD}", cases=[case], versions={f"pkg{PAYLOAD}": f"1{PAYLOAD}"},
+                       created=f"now{PAYLOAD}", tool_version=PAYLOAD, extra={"fingerprint": fp})
+    path = tmp_path / "hostile.html"
+    path.write_text(to_html(result), encoding="utf-8")
+    browser.events.clear()
+    page = Page(browser, path.as_uri())
+    sel = "details.case"
+    page.click(f"{sel} > summary")
+    page.wait_for(f"document.querySelector('{sel} .check-select, {sel} .box') !== null")
+    assert page.js("window.__owned === undefined")
+    assert page.js("document.querySelectorAll('img, iframe, object, embed').length") == 0
+    assert page.js("document.querySelectorAll('script').length") == 2  # the document and the page's own
+    text = page.js("(() => { const b = document.body.cloneNode(true); b.querySelectorAll('script').forEach(s => s.remove()); "
+                   "return b.textContent; })()")
+    shown = PAYLOAD.replace("\x1b", "\\x1b").replace("\u2028", "\\u2028")
+    for what in ("id", "title", "message", "diagnosis", "host", "pkg", "says", "why"):
+        assert f"{what}{shown}" in text, what
+    assert page.problems() == []
