@@ -180,6 +180,7 @@ def assert_one_line_or_rendered(args: list[str], name: str, fmt: str, label: str
     return r.exit_code
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("base", "seed", "n"), [("run", 1, 160), ("fuzz", 2, 200)])
 def test_mutated_documents_render_or_get_one_line(originals: dict[str, dict[str, Any]], base: str, seed: int, n: int,
                                                  tmp_path: Path) -> None:
@@ -193,11 +194,14 @@ def test_mutated_documents_render_or_get_one_line(originals: dict[str, dict[str,
     assert codes[0] > n // 10 and codes[2] > n // 10, codes
 
 
-def test_mutated_documents_merge_or_get_one_line(originals: dict[str, dict[str, Any]], tmp_path: Path) -> None:
+@pytest.mark.slow
+@pytest.mark.parametrize(("base", "other", "seed"), [("run", "fuzz", 3), ("fuzz", "run", 4)])
+def test_mutated_documents_merge_or_get_one_line(originals: dict[str, dict[str, Any]], base: str, other: str,
+                                                seed: int, tmp_path: Path) -> None:
     good = tmp_path / "good.json"
-    good.write_text(json.dumps(originals["fuzz"]))
+    good.write_text(json.dumps(originals[other]))
     codes = {0: 0, 2: 0}
-    for i, (label, data) in enumerate(mutants(originals["run"], 3, 80)):
+    for i, (label, data) in enumerate(mutants(originals[base], seed, 80)):
         path = tmp_path / f"m{i}.json"
         path.write_bytes(data)
         fmt = FORMATS[i % len(FORMATS)]
@@ -255,6 +259,7 @@ def test_the_reader_refuses_what_is_not_a_small_regular_file(tmp_path: Path) -> 
         read_document(big, limit=1024)
 
 
+@pytest.mark.slow
 def test_real_command_says_one_line_for_damaged_text(originals: dict[str, dict[str, Any]], tmp_path: Path) -> None:
     """Through ``python -m poolcheck`` itself (the parser's limits are the ones that used to
     recurse or convert without end)."""

@@ -611,3 +611,24 @@ def test_hostile_text_stays_text_in_the_browser(browser: Browser, tmp_path: Path
     for what in ("id", "title", "message", "diagnosis", "host", "pkg", "says", "why"):
         assert f"{what}{shown}" in text, what
     assert page.problems() == []
+
+
+def test_a_window_too_large_to_draw_is_described(browser: Browser, result: RunResult, tmp_path: Path) -> None:
+    """A geometry whose window has 10^18 taps (a hostile or a huge case) is described in one line
+    instead of drawn (drawing it froze the page)."""
+    import copy
+
+    big = copy.deepcopy(result)
+    case = next(c for c in big.cases if c.case_id == "max2d-ceil-peer-fail")
+    for axis in case.geometry or []:
+        axis["kernel"] = 10**9
+    path = tmp_path / "big.html"
+    path.write_text(to_html(big), encoding="utf-8")
+    browser.events.clear()
+    page = Page(browser, path.as_uri())
+    sel = "details.case[data-case-id='max2d-ceil-peer-fail']"
+    page.wait_for(f"document.querySelector(\"{sel} .grid-actual td[data-pos='0,0,0,0']\") !== null")
+    page.click(f"{sel} .grid-actual td[data-pos='0,0,0,0']")
+    page.wait_for(f"document.querySelector(\"{sel} .window-view\").textContent.includes('too many to draw')")
+    assert "1000000000x1000000000" in page.js(f"document.querySelector(\"{sel} .window-view\").textContent")
+    assert page.problems() == []

@@ -7,6 +7,7 @@
   var SVGNS = "http://www.w3.org/2000/svg";
   var MAX_GRID = 32;      // value grids larger than this (per side) show only the heatmap
   var MAX_WINDOW_SPAN = 24; // padded axes longer than this are cropped around the window
+  var MAX_WINDOW_TAPS = 4096; // a window with more taps is described, not drawn
   var PAD_FILL = "#eaeef2", OVERHANG_FILL = "#ffe1e1", CHOSEN_FILL = "#ffd27f";
 
   var result = JSON.parse(document.getElementById("poolcheck-result").textContent);
@@ -567,6 +568,11 @@
     var diff = storedDiff(view);
     var taps;
     if (geometry && geometry.length === r) {
+      var nTaps = geometry.reduce(function (m, a) { return m * a.kernel; }, 1);
+      if (!(nTaps <= MAX_WINDOW_TAPS)) {
+        host.appendChild(el("p", { "class": "note", text: "The window of this element has " + nTaps + " taps (kernel " + geometry.map(function (a) { return a.kernel; }).join("x") + "): too many to draw." }));
+        return;
+      }
       taps = windowTaps(geometry, o);
       if (diff) {
         var a = diff.window.map(function (w) { return w.coords.join(",") + ":" + w.kind; }).join(" ");
