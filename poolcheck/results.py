@@ -9,7 +9,9 @@ hands them to pydantic (``TypeAdapter``), which checks every field of a saved do
 enums, signatures, bounded integers, tensors) and builds the dataclasses; a malformed field is a
 :class:`ResultDocumentError` naming the field (``cases[3].checks[0].verdict``). Where the
 annotation a producer sees (``dict[str, Any]``) is looser than the document's rule, the rule
-rides along as ``Annotated[..., validated_as(RULE)]``.
+rides along as ``Annotated[..., validated_as(RULE)]``. pydantic is imported only when a
+document is read (the annotations are strings until then; :func:`_document_adapter` defines the
+rule names), so a process that only produces results does not pay for it.
 """
 
 from __future__ import annotations
@@ -18,11 +20,20 @@ import dataclasses
 from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import cache
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import AfterValidator, ConfigDict, Field, GetPydanticSchema, TypeAdapter, ValidationError, with_config
-from pydantic_core import PydanticCustomError, core_schema
 from typing_extensions import TypedDict
+
+if TYPE_CHECKING:
+    from pydantic import GetPydanticSchema, TypeAdapter, ValidationError
+    from pydantic_core import PydanticCustomError
+
+    # What the rule names are to a type checker; _document_adapter gives them their rules.
+    Tensor = Any
+    Int = int
+    Count = int
+    Name = str
+    SignatureText = str
 
 SCHEMA = "poolcheck.result/2"
 #: Earlier versions this model still reads (``poolcheck report``, ``report merge``).
@@ -178,10 +189,14 @@ NON_FINITE = ("nan", "inf", "-inf")
 
 def validated_as(rule: Any) -> GetPydanticSchema:
     """Annotation metadata: pydantic checks the field against ``rule`` instead of its static type."""
+    from pydantic import GetPydanticSchema
+
     return GetPydanticSchema(lambda _tp, handler: handler(rule))
 
 
 def _problem(kind: str, text: str) -> PydanticCustomError:
+    from pydantic_core import PydanticCustomError
+
     return PydanticCustomError(kind, text)
 
 
@@ -217,20 +232,27 @@ def _check_signature(text: str) -> str:
     return text
 
 
-def _plain_rule(fn: Any) -> GetPydanticSchema:
-    return GetPydanticSchema(lambda _tp, _handler: core_schema.no_info_plain_validator_function(fn))
+def _rules() -> dict[str, Any]:
+    """The rule names the annotations below use, as pydantic types."""
+    from pydantic import AfterValidator, Field, GetPydanticSchema
+    from pydantic_core import core_schema
+
+    return {
+        #: A tensor or scalar (``null`` allowed): nested lists of numbers, ``"nan"``, ``"inf"``, ``"-inf"``.
+        "Tensor": Annotated[Any, GetPydanticSchema(
+            lambda _tp, _handler: core_schema.no_info_plain_validator_function(_check_tensor))],
+        "Int": Annotated[int, Field(ge=-INT_LIMIT, le=INT_LIMIT)],
+        "Count": Annotated[int, Field(ge=0, le=INT_LIMIT)],
+        "Name": Annotated[str, Field(min_length=1)],
+        #: A divergence signature written out (``kind|op|subject|detail``).
+        "SignatureText": Annotated[str, AfterValidator(_check_signature)],
+    }
 
 
-#: A tensor or scalar (``null`` allowed): nested lists of numbers, ``"nan"``, ``"inf"``, ``"-inf"``.
-Tensor = Annotated[Any, _plain_rule(_check_tensor)]
-Int = Annotated[int, Field(ge=-INT_LIMIT, le=INT_LIMIT)]
-Count = Annotated[int, Field(ge=0, le=INT_LIMIT)]
-Name = Annotated[str, Field(min_length=1)]
-#: A divergence signature written out (``kind|op|subject|detail``).
-SignatureText = Annotated[str, AfterValidator(_check_signature)]
+#: Unknown keys of the records below are kept (pydantic's TypedDict config).
+_KEEP_UNKNOWN = {"extra": "allow"}
 
 
-@with_config(ConfigDict(extra="allow"))
 class MachineRecord(TypedDict, total=False):
     """One machine fingerprint as a document holds it (poolcheck/fingerprint.py writes it)."""
 
@@ -247,23 +269,21 @@ class MachineRecord(TypedDict, total=False):
     peers: dict[str, str]
 
 
-@with_config(ConfigDict(extra="allow"))
 class _Extra(TypedDict, total=False):
     """``extra``: producer-specific records; the machines have one shape everywhere
     (``fingerprints``: id -> fingerprint; ``fingerprint``: the producing machine's own)."""
+
 
     fingerprint: MachineRecord
     fingerprints: dict[str, MachineRecord]
 
 
-@with_config(ConfigDict(extra="allow"))
 class _Erratum(TypedDict):
     says: str
     why: str
     correct: dict[str, Tensor]
 
 
-@with_config(ConfigDict(extra="allow"))
 class _Axis(TypedDict):
     size: Count
     kernel: Count
@@ -273,6 +293,10 @@ class _Axis(TypedDict):
     pad_end: Int
     out: Count
     overhang: Count
+
+
+for _record in (MachineRecord, _Extra, _Erratum, _Axis):
+    setattr(_record, "__pydantic_config__", _KEEP_UNKNOWN)  # noqa: B010 (TypedDict bodies hold fields only)
 
 
 def machines(result: RunResult) -> dict[str, dict[str, Any]]:
@@ -466,6 +490,8 @@ class RunResult:
             extra = dict(extra)
             data["fuzz"] = extra.pop("fuzz")
             data["extra"] = extra
+        from pydantic import ValidationError
+
         try:
             result: RunResult = _document_adapter().validate_python(data)
         except ValidationError as exc:
@@ -503,4 +529,7 @@ def _json_type(value: Any) -> str:
 
 @cache
 def _document_adapter() -> TypeAdapter[RunResult]:
+    from pydantic import TypeAdapter
+
+    globals().update(_rules())  # the string annotations' rule names resolve from here on
     return TypeAdapter(RunResult)

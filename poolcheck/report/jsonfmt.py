@@ -16,8 +16,6 @@ import stat
 from pathlib import Path
 from typing import Any
 
-import pydantic_core
-
 from poolcheck.errors import PoolcheckError
 from poolcheck.report.text import safe
 from poolcheck.results import SCHEMA, ResultDocumentError, RunResult
@@ -113,6 +111,8 @@ def from_json(text: str | bytes, *, name: str = "<input>") -> RunResult:
             text = text.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise ReportError(f"{name}: not UTF-8 text (byte {exc.start})") from None
+    import pydantic_core  # the result model's dependency; imported when a document is read
+
     try:
         data = pydantic_core.from_json(text, allow_inf_nan=True)
     except ValueError as exc:
