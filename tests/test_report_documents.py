@@ -286,3 +286,64 @@ def test_documents_from_every_producer_read_back_unchanged(originals: dict[str, 
         again = json.loads(to_json(from_json(json.dumps(doc))))
         assert again == doc
         assert isinstance(RunResult.from_dict(doc), RunResult)
+
+
+def _poisoned(doc: dict[str, Any]) -> dict[str, Any]:
+    """``doc`` with HOSTILE appended to every free text: command, versions, ids, titles, sources,
+    messages, tags, runners, diagnoses, errata, the fuzz summary's peers, warnings and paths, the
+    detail of every signature, the machines."""
+    doc = copy.deepcopy(doc)
+    h = HOSTILE
+
+    def sig(text: str) -> str:
+        return text + h if text.count("|") >= 3 else text
+
+    def tag(t: str) -> str:
+        return "signature:" + sig(t[len("signature:"):]) if t.startswith("signature:") else t
+
+    doc["command"] += h
+    doc["versions"] = {k + h: v + h for k, v in doc["versions"].items()}
+    for fp in [doc["extra"].get("fingerprint"), *doc["extra"].get("fingerprints", {}).values()]:
+        if fp:
+            fp["host"] += h
+            fp["cpu"] += h
+    for c in doc["cases"]:
+        for key in ("case_id", "title", "source", "message", "replay", "convention", "op", "dtype"):
+            c[key] += h
+        c["tags"] = [tag(t) for t in c["tags"]] + [h]
+        if c.get("erratum"):
+            c["erratum"]["says"] += h
+            c["erratum"]["why"] += h
+        for k in c["checks"]:
+            k["runner"] += h
+            k["message"] += h
+            k["diagnosis"] = (k.get("diagnosis") or "") + h
+            k["version"] = (k.get("version") or "") + h
+    fz = doc.get("fuzz")
+    if fz:
+        for key in ("compared", "compared_per_s", "peer_status", "unavailable_peers"):
+            fz[key] = {p + h: v for p, v in fz[key].items()}
+        fz["unavailable_peers"][h] = h
+        fz["warnings"] = [*fz["warnings"], h]
+        fz["replay"] += h
+        for key in ("divergent_configurations", "known_seen", "detected_at_s", "shrunk_at_s", "saved"):
+            fz[key] = {sig(s): v for s, v in fz[key].items()}
+        fz["saved"] = {s: p + h for s, p in fz["saved"].items()}
+        for key in ("new", "unshrunk", "failing"):
+            fz[key] = [sig(s) for s in fz[key]]
+    return doc
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("base", ["run", "fuzz"])
+def test_hostile_text_in_every_field_is_shown_as_text(originals: dict[str, dict[str, Any]], base: str, fmt: str,
+                                                     tmp_path: Path) -> None:
+    path = tmp_path / "poisoned.json"
+    path.write_text(json.dumps(_poisoned(originals[base])))
+    r = runner.invoke(app, ["report", str(path), "--format", fmt], terminal_width=200)
+    assert r.exit_code == 0, r.output
+    assert_inert(r.stdout, fmt)
+    if fmt == "console":  # rich markup in the text is shown, not applied
+        assert "x[/red][bold]\\x1b[31m" in r.stdout
+    if fmt == "json":
+        assert json.loads(r.stdout)["cases"][0]["case_id"].endswith(HOSTILE)
