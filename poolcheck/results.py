@@ -205,10 +205,10 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def _check_tensor(value: Any, *, optional: bool = True) -> Any:
-    """A scalar (number, bool, ``"nan"``/``"inf"``/``"-inf"``) or nested lists of them; integers
-    within :data:`INT_LIMIT`. Returned unchanged."""
-    if value is None and optional:
+def _check_tensor(value: Any) -> Any:
+    """``None``, a scalar (number, bool, ``"nan"``/``"inf"``/``"-inf"``) or nested lists of
+    scalars; integers within :data:`INT_LIMIT`. Iterative (no recursion). Returned unchanged."""
+    if value is None:
         return value
     stack: list[tuple[Any, str]] = [(value, "")]
     while stack:
@@ -272,7 +272,6 @@ class MachineRecord(TypedDict, total=False):
 class _Extra(TypedDict, total=False):
     """``extra``: producer-specific records; the machines have one shape everywhere
     (``fingerprints``: id -> fingerprint; ``fingerprint``: the producing machine's own)."""
-
 
     fingerprint: MachineRecord
     fingerprints: dict[str, MachineRecord]
