@@ -273,6 +273,9 @@ def test_real_command_says_one_line_for_damaged_text(originals: dict[str, dict[s
     assert '"n_diffs": 1' in text and '"verdict": "fail"' in text
     for name, data in docs.items():
         (tmp_path / name).write_bytes(data)
+    os.mkfifo(tmp_path / "fifo.json")
+    (tmp_path / "zero.json").symlink_to("/dev/zero")
+    for name in [*docs, "fifo.json", "zero.json"]:
         for args in (["report", name, "--format", "junit"], ["report", "merge", name, name]):
             out = subprocess.run([sys.executable, "-m", "poolcheck", *args], capture_output=True, text=True, timeout=60,
                                  cwd=tmp_path)
