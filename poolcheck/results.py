@@ -30,6 +30,8 @@ if TYPE_CHECKING:
 
     # What the rule names are to a type checker; _document_adapter gives them their rules.
     Tensor = Any
+    Scalar = Any
+    Seconds = float
     Int = int
     Count = int
     Name = str
@@ -205,23 +207,28 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def _check_tensor(value: Any) -> Any:
-    """``None``, a scalar (number, bool, ``"nan"``/``"inf"``/``"-inf"``) or nested lists of
-    scalars; integers within :data:`INT_LIMIT`. Iterative (no recursion). Returned unchanged."""
+def _check_tensor(value: Any, *, nested: bool = True) -> Any:
+    """``None``, a scalar (a number, ``"nan"``, ``"inf"``, ``"-inf"``) or, when ``nested``,
+    nested lists of scalars; integers within :data:`INT_LIMIT`. Iterative (no recursion).
+    Returned unchanged."""
     if value is None:
         return value
     stack: list[tuple[Any, str]] = [(value, "")]
     while stack:
         v, where = stack.pop()
-        if isinstance(v, list):
+        if isinstance(v, list) and nested:
             stack.extend((x, f"{where}[{i}]") for i, x in enumerate(v))
         elif isinstance(v, int) and not isinstance(v, bool) and abs(v) > INT_LIMIT:
             raise _problem("tensor", f"element {where or 'value'}: an integer of {len(str(abs(v)))} digits "
                                      f"(at most 2**64 in magnitude)")
-        elif not (isinstance(v, (int, float)) or (isinstance(v, str) and v in NON_FINITE)):
+        elif isinstance(v, bool) or not (isinstance(v, (int, float)) or (isinstance(v, str) and v in NON_FINITE)):
             raise _problem("tensor", f"element {where or 'value'}: expected a number or \"nan\"/\"inf\"/\"-inf\", "
                                      f"got {_shown(v)}")
     return value
+
+
+def _check_scalar(value: Any) -> Any:
+    return _check_tensor(value, nested=False)
 
 
 def _check_signature(text: str) -> str:
@@ -241,6 +248,10 @@ def _rules() -> dict[str, Any]:
         #: A tensor or scalar (``null`` allowed): nested lists of numbers, ``"nan"``, ``"inf"``, ``"-inf"``.
         "Tensor": Annotated[Any, GetPydanticSchema(
             lambda _tp, _handler: core_schema.no_info_plain_validator_function(_check_tensor))],
+        #: One element (``null`` allowed): a number, ``"nan"``, ``"inf"``, ``"-inf"``.
+        "Scalar": Annotated[Any, GetPydanticSchema(
+            lambda _tp, _handler: core_schema.no_info_plain_validator_function(_check_scalar))],
+        "Seconds": Annotated[float, Field(ge=0)],
         "Int": Annotated[int, Field(ge=-INT_LIMIT, le=INT_LIMIT)],
         "Count": Annotated[int, Field(ge=0, le=INT_LIMIT)],
         "Name": Annotated[str, Field(min_length=1)],
@@ -335,7 +346,7 @@ class WindowCell:
 
     coords: list[Int]
     kind: Annotated[str, validated_as(Literal["input", "pad", "overhang"])]
-    value: Tensor = None
+    value: Scalar = None
     chosen: bool = False
 
 
@@ -414,8 +425,8 @@ class FuzzSummary:
     jobs: Count = 1
     examples: Count = 0
     cases: Count = 0
-    elapsed_s: float = 0.0
-    cases_per_s: float = 0.0
+    elapsed_s: Seconds = 0.0
+    cases_per_s: Seconds = 0.0
     compared: dict[str, Count] = field(default_factory=dict)
     compared_per_s: dict[str, float] = field(default_factory=dict)
     peer_status: dict[str, dict[str, Count]] = field(default_factory=dict)

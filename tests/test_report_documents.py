@@ -12,6 +12,7 @@ number, NaN tokens, invalid UTF-8, truncation); the mutants go through the real 
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import os
 import random
@@ -32,6 +33,7 @@ from poolcheck.report.jsonfmt import ReportError, from_json, read_document, resu
 from poolcheck.results import RunResult
 
 PLANTED = Path(__file__).parent / "planted_peers"
+SCHEMA_PATH = Path(__file__).resolve().parent.parent / "docs" / "report-schema.json"
 runner = CliRunner()
 
 #: Markup, ANSI colour and title sequences, BEL, NUL, a C1 CSI, DEL, HTML, a JS line separator,
@@ -147,13 +149,21 @@ def mutants(doc: dict[str, Any], seed: int, n: int) -> Iterator[tuple[str, bytes
 # --------------------------------------------------------------------------- the oracle
 
 
+@functools.cache
+def _schema_validator() -> Any:
+    jsonschema = pytest.importorskip("jsonschema")
+    return jsonschema.Draft202012Validator(json.loads(SCHEMA_PATH.read_text()))
+
+
+
 def assert_inert(text: str, fmt: str) -> None:
     """Rendered output carries no raw control characters and parses as its format."""
     assert not RAW_CONTROLS.search(text.replace("\n", "").replace("\t", "")), fmt
     if fmt == "junit":
         ET.fromstring(text.encode("utf-8"))
-    elif fmt == "json":
+    elif fmt == "json":  # what the model accepts, the published schema accepts too
         from_json(text)
+        _schema_validator().validate(json.loads(text))
     elif fmt == "html":
         assert text.count("<script") == 2  # the embedded document and the page's script, nothing else
         embedded = text.split('id="poolcheck-result">', 1)[1].split("</script>", 1)[0]
