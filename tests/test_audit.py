@@ -361,3 +361,29 @@ def test_openvino_full_kernel_divisor_is_named(tmp_path: Path) -> None:
     proc = cli("audit", str(model), "--peers", "openvino")
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "ap (AveragePool), openvino (violation): divisor = the full kernel size" in " ".join(proc.stdout.split())
+
+
+def test_a_subgraph_node_of_unknown_shape_is_its_own_error(tmp_path: Path) -> None:
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+         helper.make_node("MaxPool", ["x"], ["p"], name="loop_mp", kernel_shape=[2, 2])],
+        "body", [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+                 helper.make_tensor_value_info("cond_in", TensorProto.BOOL, [])],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("p", TensorProto.FLOAT, None)])
+    model = save_graph(tmp_path / "dyn.onnx", [
+        helper.make_node("Loop", ["n", "c"], ["scan"], name="loop", body=body),
+        helper.make_node("AveragePool", ["f"], ["z"], name="top_ap", kernel_shape=[2, 2]),
+    ], [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 1, "H", "W"]),
+        helper.make_tensor_value_info("f", TensorProto.FLOAT, [1, 1, 4, 4]),
+        helper.make_tensor_value_info("c", TensorProto.BOOL, []),
+        helper.make_tensor_value_info("n", TensorProto.INT64, [])], ["scan", "z"])
+    proc, doc = audit_json(str(model), "--peers", str(PLANTED / "correct.py"))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        f"error: {model}: node 'loop/body/loop_mp': the shape of its input 'x' cannot be inferred inside its "
+        "subgraph (give --input-shape for x)"]
+    assert [c["checks"]["planted-correct"] for c in doc["nodes"][1]["cases"]] == ["pass", "pass"]
+    proc, doc = audit_json(str(model), "--peers", str(PLANTED / "correct.py"), "--input-shape", "x=1,1,6,6")
+    assert proc.returncode == 0, proc.stderr
+    assert doc["nodes"][0]["output_shapes"]["onnx"] == [1, 1, 5, 5]

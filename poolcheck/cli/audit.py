@@ -181,7 +181,9 @@ def _render(model: Path, audits: list[NodeAudit], peer_names: list[str], *, quie
     if disagree and not quiet:
         console.print(Text(f"output shape differs between conventions for: {', '.join(disagree)}", style="yellow"))
     judged = sum(1 for a in audits if not a.problem)
+    unjudged = len(audits) - judged
     summary = (f"peers: {', '.join(safe(p) for p in peer_names) or 'none'}; {judged} node(s) judged"
+               + (f", {unjudged} not (errors on stderr)" if unjudged else "")
                + (f" in {configurations} distinct configuration(s)" if configurations and configurations < judged else "")
                + "; each ran with a random and an adversarial input (NaN, ties, -inf/+inf, extremes)")
     console.print(Text(summary))
