@@ -387,3 +387,20 @@ def test_a_subgraph_node_of_unknown_shape_is_its_own_error(tmp_path: Path) -> No
     proc, doc = audit_json(str(model), "--peers", str(PLANTED / "correct.py"), "--input-shape", "x=1,1,6,6")
     assert proc.returncode == 0, proc.stderr
     assert doc["nodes"][0]["output_shapes"]["onnx"] == [1, 1, 5, 5]
+
+
+def test_uint64_is_judged_where_the_operator_takes_it(tmp_path: Path) -> None:
+    """OpenVINO MaxPool-14 takes uint64 (ONNX MaxPool-22 does not): the IR's node is judged, its
+    random input drawn over the whole uint64 range."""
+    ov = pytest.importorskip("openvino")
+    import openvino.opset14 as ops
+
+    x = ops.parameter([1, 1, 6, 6], ov.Type.u64, name="x")
+    pool = ops.max_pool(x, [2, 2], [1, 1], [0, 0], [0, 0], [2, 2], "floor")
+    xml = tmp_path / "u64.xml"
+    ov.save_model(ov.Model([pool.output(0)], [x], "m"), str(xml))
+    proc, doc = audit_json(str(xml), "--peers", str(PLANTED / "correct.py"))
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    (node,) = doc["nodes"]
+    assert node["dtype"] == "uint64" and node["problem"] is None
+    assert [c["checks"]["planted-correct"] for c in node["cases"]] == ["pass", "pass"]
