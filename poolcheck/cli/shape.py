@@ -52,7 +52,7 @@ def shape(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Output-shape arithmetic: the result, the working per axis, and where conventions disagree."""
-    onnx_words = pads is not None or ceil_mode or count_include_pad is not None
+    onnx_words = pads is not None or ceil_mode or count_include_pad is True  # --exclude-pad is OpenVINO's word
     conv = convention if convention is not None else ("onnx" if onnx_words else "openvino")
     if conv not in CONVENTIONS:
         raise fail(f"--convention: expected one of {', '.join(CONVENTIONS)}, got {conv!r}")
