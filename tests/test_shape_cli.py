@@ -209,3 +209,18 @@ def test_readable_at_80_columns() -> None:
         proc = _shape(*env_args, "--convention", conv, columns=80)
         assert proc.returncode == 0, proc.stderr
         assert all(len(line) <= 80 for line in proc.stdout.splitlines()), proc.stdout
+
+
+def test_same_shape_with_other_pads_is_said_too() -> None:
+    # 7, kernel 2, stride 4, SAME_UPPER: out ceil(7 / 4) = 2 for both; ONNX's pad_shape (2 - 1) * 4 + 2 - 7 = -1
+    # is kept (the odd unit at the end), OpenVINO clamps it to 0
+    assert onnx_inferred([7, 7], [2, 2], [4, 4], [0, 0, 0, 0], 0, "SAME_UPPER") == [2, 2]
+    ov = _shape("--input", "7,7", "--kernel", "2,2", "--strides", "4,4", "--auto-pad", "SAME_UPPER")
+    assert [line for line in ov.stdout.splitlines() if line.startswith("differs:")] == [
+        "differs: ONNX: the same shape, pads (begin/end per axis) 0/-1, 0/-1 (negative pad kept: windows start "
+        "inside the input)"]
+    on = _shape("--input", "7,7", "--kernel", "2,2", "--strides", "4,4", "--auto-pad", "SAME_UPPER", "--convention",
+                "onnx")
+    assert "output shape (ONNX): (2, 2)" in on.stdout
+    assert [line for line in on.stdout.splitlines() if line.startswith("differs:")] == [
+        "differs: OpenVINO: the same shape, pads (begin/end per axis) 0/0, 0/0 (a negative SAME pad clamped to 0)"]

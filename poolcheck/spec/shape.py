@@ -290,6 +290,8 @@ def axis_rules(
         if auto_pad in ("same_upper", "same_lower"):
             text = (f"ceil({size} / {stride}) = {g.out}; pads = max(0, ({g.out} - 1) * {stride} + {dk} - {size})"
                     f" = {g.pad_begin + g.pad_end} -> begin {g.pad_begin}, end {g.pad_end}")
+            if (g.out - 1) * stride + dk - size < 0:
+                note = "a negative SAME pad clamped to 0"
         elif auto_pad == "valid":
             _, text = _explicit_working(size, 0, 0, kernel, dilation, stride, fn)
             if rounding_type == "ceil_torch" and g.out != int(text.rsplit("= ", 1)[1]):

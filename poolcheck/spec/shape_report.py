@@ -81,28 +81,36 @@ def _convention_geometry(convention: str, size: int, kernel: int, stride: int, d
 
 def disagreement(report: dict[str, Any], convention: str) -> str | None:
     """One line naming the conventions whose output differs from ``convention``'s, with why
-    (e.g. ``ONNX/PyTorch: 4x4 (last window would start in padding)``), or None. OpenVINO's page
-    as written is left to ``--convention all``."""
+    (e.g. ``ONNX/PyTorch: 4x4 (last window would start in padding)``), or whose windows sit
+    elsewhere for the same shape (SAME: ONNX keeps a negative pad, OpenVINO clamps it to 0); None
+    when they agree. OpenVINO's page as written is left to ``--convention all``."""
     mine = CONVENTION_RULES[convention]
     outs: dict[str, list[int | None]] = {}
+    pads: dict[str, list[str]] = {}
     notes: dict[str, list[str]] = {}
     for ax in report["axes"]:
         for r in ax["rules"]:
             if r["convention"] in CONVENTION_RULES.values():
                 outs.setdefault(r["convention"], []).append(r["out"])
+                pads.setdefault(r["convention"], []).append("/".join(map(str, r["pads"])) if r["pads"] else "-")
                 if r.get("note") and r["note"] not in notes.setdefault(r["convention"], []):
                     notes[r["convention"]].append(r["note"])
-    groups: dict[tuple[int | None, ...], list[str]] = {}
+    groups: dict[tuple[Any, ...], list[str]] = {}
     for rule, shape in outs.items():
-        if rule != mine and None not in shape and shape != outs.get(mine):
-            groups.setdefault(tuple(shape), []).append(rule)
+        if rule == mine or None in shape:
+            continue
+        if shape != outs.get(mine):
+            groups.setdefault(("shape", *shape), []).append(rule)
+        elif "-" not in pads[rule] and "-" not in pads.get(mine, ["-"]) and pads[rule] != pads[mine]:
+            groups.setdefault(("pads", *pads[rule]), []).append(rule)
     if not groups:
         return None
     parts = []
-    for sizes, rules in groups.items():
+    for (kind, *values), rules in groups.items():
         why = "; ".join(dict.fromkeys(n for rule in rules for n in notes.get(rule, [])))
-        parts.append(f"{'/'.join(RULE_LABELS[r] for r in rules)}: {'x'.join(map(str, sizes))}"
-                     + (f" ({why})" if why else ""))
+        what = "x".join(map(str, values)) if kind == "shape" else \
+            f"the same shape, pads (begin/end per axis) {', '.join(map(str, values))}"
+        parts.append(f"{'/'.join(RULE_LABELS[r] for r in rules)}: {what}" + (f" ({why})" if why else ""))
     return "; ".join(parts)
 
 
