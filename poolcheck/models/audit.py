@@ -12,7 +12,8 @@ the model and the node; the other nodes are still judged."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,7 +29,7 @@ from poolcheck.fuzz.diagnosis import diagnose_output
 from poolcheck.fuzz.known import known_entries
 from poolcheck.models.risk import KnownMatch, Risk, known_matches, risk_classes
 from poolcheck.peers.base import Peer
-from poolcheck.results import CaseResult, Check, RunResult, Verdict
+from poolcheck.results import CaseResult, Check, FindingKind, RunResult, Verdict
 from poolcheck.runner import POLICY_SEARCH_LIMIT, new_result, peer_checks, record_peer_versions, run_case
 from poolcheck.spec.limits import MAX_ELEMENTS
 from poolcheck.spec.operators import operator
@@ -275,7 +276,18 @@ class ModelAudit:
                 "configurations": self.configurations, "nodes": [a.to_dict() for a in self.audits]}
 
 
-def diagnose_check(case: Case, check: Check, peer_result: Any) -> None:
+def registry_preference(entries: Sequence[object]) -> dict[str, Counter[str]]:
+    """Per peer, how often the registry records each behaviour: the fuzzer's tie-breaking history,
+    so an output several explanations fit is named as the registry names it."""
+    out: dict[str, Counter[str]] = {}
+    for e in entries:
+        sig = e.sig  # type: ignore[attr-defined]
+        if sig.kind == FindingKind.PEER:
+            out.setdefault(sig.subject, Counter())[sig.detail] += 1
+    return out
+
+
+def diagnose_check(case: Case, check: Check, peer_result: Any, prefer: Mapping[str, int] | None = None) -> None:
     """Name what a differing peer did (the fuzzer's diagnosis: the variant of the reference that
     reproduces the peer's output, verified by replay) in ``check.diagnosis``; a reason the check
     already carries (a policy the spec leaves open) is kept after it."""
@@ -285,7 +297,7 @@ def diagnose_check(case: Case, check: Check, peer_result: Any) -> None:
     try:
         values = np.asarray(out.values)
         indices = None if out.indices is None else np.asarray(out.indices).astype(np.int64)
-        found = diagnose_output(numpy_engine, case.spec, case.input, values, indices)
+        found = diagnose_output(numpy_engine, case.spec, case.input, values, indices, prefer)
     except Exception as exc:  # a diagnosis that cannot run says so; the verdict stands
         check.diagnosis = "; ".join(filter(None, [f"no diagnosis ({_reason(exc).removeprefix('cannot judge: ')})",
                                                   check.diagnosis]))
@@ -314,6 +326,7 @@ def audit_model(model: Path, input_shapes: dict[str, tuple[int, ...]], peers: Se
     nodes = model_pool_nodes(model, input_shapes)
     entries, _ = known_entries([KNOWN_DIR])
     audits, configs = audit_nodes(nodes, model, entries, progress)
+    prefer = registry_preference(entries)
     result = new_result(command, kind="run")
     cases = [c for cs in configs.values() for c in cs]
     ran: dict[str, CaseResult] = {}
@@ -331,7 +344,7 @@ def audit_model(model: Path, input_shapes: dict[str, tuple[int, ...]], peers: Se
                 by_case[cid].extend(checks)
         for k, (case, check, peer_result) in enumerate(differing):
             tick("diagnosing divergences", k, len(differing))
-            diagnose_check(case, check, peer_result)
+            diagnose_check(case, check, peer_result, prefer.get(check.runner))
         differing.clear()  # the peers' outputs are not needed any more
         for k, case in enumerate(cases):
             tick("judging", k, len(cases))
