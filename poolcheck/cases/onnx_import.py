@@ -31,8 +31,12 @@ ONNX_POOL_OPS = {"MaxPool": "MaxPool-22", "AveragePool": "AveragePool-22",
                  "GlobalMaxPool": "MaxPool-22", "GlobalAveragePool": "AveragePool-22"}
 #: OpenVINO IR pooling ops and the case op each maps to.
 OV_POOL_OPS = {"MaxPool": "MaxPool-14", "AvgPool": "AvgPool-14"}
-#: Attributes of an ONNX pooling node poolcheck models (anything else is reported, not judged).
-ONNX_ATTRS = {op_type: set(operator(ONNX_POOL_OPS[op_type]).attribute_names) for op_type in ("MaxPool", "AveragePool")}
+#: ONNX pooling operators whose kernel is the whole spatial extent (read as their row with
+#: kernel_shape = the input's spatial dims).
+WHOLE_EXTENT_OPS = frozenset({"GlobalMaxPool", "GlobalAveragePool"})
+#: Attributes of an ONNX pooling node poolcheck models, from its catalogue row (anything else is
+#: reported, not judged). A new operator is a row in ONNX_POOL_OPS, not a branch here.
+ONNX_ATTRS = {op_type: set(operator(case_op).attribute_names) for op_type, case_op in ONNX_POOL_OPS.items()}
 #: The onnx backend test runner's own tolerance (onnx/backend/test/runner: rtol=1e-3, atol=1e-7).
 BACKEND_RTOL = 1e-3
 BACKEND_ATOL = 1e-7
@@ -209,11 +213,10 @@ def onnx_pool_nodes(path: Path, input_shapes: dict[str, tuple[int, ...]] | None 
                                   problem=reason))
             continue
         shape = tuple(int(d) for d in dims)
-        if node.op_type.startswith("Global"):
+        if node.op_type in WHOLE_EXTENT_OPS:
             attrs = {"kernel_shape": list(shape[2:])}
         pn = PoolNode(name, node.op_type, case_op, attrs, node.input[0], shape, dtype)
-        base = "MaxPool" if "Max" in node.op_type else "AveragePool"
-        unknown = sorted(set(attrs) - ONNX_ATTRS[base])
+        unknown = sorted(set(attrs) - ONNX_ATTRS[node.op_type])
         if len(node.output) > 1 and node.output[1]:
             pn.extra["indices"] = True
         if unknown:
