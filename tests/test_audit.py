@@ -317,6 +317,11 @@ def test_quiet_lists_only_diverging_nodes_and_names_the_diagnosis(two_pools: Pat
     assert "│ mp" not in proc.stdout and "│ ap" in proc.stdout
     # the fuzzer's diagnosis names what the planted peer does: it divides by the window with its padding
     assert "ap (AveragePool), planted-divisor-counts-padding (violation): divisor" in text
+    _, doc = audit_json(str(two_pools), "--peers", str(PLANTED / "divisor_counts_padding.py"))
+    mp, ap = doc["nodes"]
+    assert mp["diagnoses"] == {} and ap["diagnoses"]["planted-divisor-counts-padding"][0].startswith("divisor")
+    assert {c["id"]: c["diagnoses"] for c in ap["cases"]}["ap/random"]["planted-divisor-counts-padding"] \
+        .startswith("divisor")
 
 
 def test_identical_nodes_run_once_and_share_their_verdicts(tmp_path: Path) -> None:
@@ -404,3 +409,46 @@ def test_uint64_is_judged_where_the_operator_takes_it(tmp_path: Path) -> None:
     (node,) = doc["nodes"]
     assert node["dtype"] == "uint64" and node["problem"] is None
     assert [c["checks"]["planted-correct"] for c in node["cases"]] == ["pass", "pass"]
+
+
+def test_progress_bar_on_a_terminal_and_not_with_quiet(tmp_path: Path) -> None:
+    """On a terminal, stderr shows a progress bar while the nodes are read, run and judged; -q
+    and a pipe show none."""
+    import pty
+    import select
+
+    nodes, prev = [], "x"
+    for i in range(50):
+        nodes.append(helper.make_node("MaxPool", [prev], [f"m{i}"], name=f"mp{i}", kernel_shape=[3, 3],
+                                      pads=[1, 1, 1, 1]))
+        prev = f"m{i}"
+    model = save_model(tmp_path / "deep.onnx", nodes, [1, 2, 6, 6])
+
+    def on_terminal(*extra: str) -> str:
+        script = Path(sys.executable).with_name("poolcheck")
+        cmd = [str(script)] if script.exists() else [sys.executable, "-m", "poolcheck"]
+        leader, follower = pty.openpty()
+        env = {**os.environ, "COLUMNS": "80", "TERM": "xterm"}
+        proc = subprocess.Popen([*cmd, "audit", str(model), "--peers", str(PLANTED / "correct.py"), *extra],
+                                stdin=follower, stdout=subprocess.DEVNULL, stderr=follower, env=env)
+        os.close(follower)
+        chunks = []
+        while True:
+            ready, _, _ = select.select([leader], [], [], 120)
+            if not ready:
+                break
+            try:
+                data = os.read(leader, 65536)
+            except OSError:
+                break
+            if not data:
+                break
+            chunks.append(data)
+        proc.wait(timeout=120)
+        os.close(leader)
+        return b"".join(chunks).decode("utf-8", "replace")
+
+    shown = on_terminal()  # the bar redraws ten times a second: the slower phases are the ones seen
+    assert "reading the model" in shown and "running on planted-correct" in shown, shown[-2000:]
+    assert "running on" not in on_terminal("-q")
+    assert "running on" not in cli("audit", str(model), "--peers", str(PLANTED / "correct.py")).stderr
