@@ -13,7 +13,7 @@ from __future__ import annotations
 import datetime as _dt
 import shlex
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -381,8 +381,11 @@ def _read_only(x: np.ndarray) -> np.ndarray:
 
 
 def peer_checks(cases: Sequence[Case], peers: Sequence[Any], *, isolated: bool = True,
-                timeout: float = 30.0) -> dict[str, list[Check]]:
-    """Run every case on every peer (one batched call per peer); checks keyed by case id."""
+                timeout: float = 30.0,
+                on_output: Callable[[Case, str, Any, Check], None] | None = None) -> dict[str, list[Check]]:
+    """Run every case on every peer (one batched call per peer); checks keyed by case id.
+    ``on_output(case, peer name, PeerResult, check)`` sees each peer's raw result beside its
+    check (``poolcheck audit`` diagnoses the differing outputs from it)."""
     out: dict[str, list[Check]] = {c.id: [] for c in cases}
     for case in cases:
         if is_family(case.spec):
@@ -404,7 +407,10 @@ def peer_checks(cases: Sequence[Case], peers: Sequence[Any], *, isolated: bool =
                                           version=version))
             continue
         for case, result in zip(cases, results):
-            out[case.id].append(check_peer_output(case, peer.name, version, result))
+            check = check_peer_output(case, peer.name, version, result)
+            if on_output is not None:
+                on_output(case, peer.name, result, check)
+            out[case.id].append(check)
     return out
 
 
