@@ -23,25 +23,67 @@
 /* ------------------------------------------------------------------------------------------ */
 /* Max pooling                                                                                */
 
+/* Floats: the plain strict '>' instances (f32n, f64n) serve the chunks without NaN of the
+ * NaN-policy instances (PC_NAN_FREE), which measured 1.2x to 1.7x faster on the avx2 path
+ * (W1, W1i, W5, W6; the two builds side by side in one process). */
+/* Whether x[0 .. n) holds a NaN: the largest magnitude bit pattern is above infinity's (an
+ * integer max reduction, which vectorises). */
+typedef uint32_t __attribute__((may_alias)) pc_u32_alias;
+typedef uint64_t __attribute__((may_alias)) pc_u64_alias;
+static inline int has_nan_f32n(const float *restrict x, int64_t n) {
+    const pc_u32_alias *restrict u = (const pc_u32_alias *)x;
+    uint32_t top = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const uint32_t m = u[i] & 0x7fffffffu;
+        top = m > top ? m : top;
+    }
+    return top > 0x7f800000u;
+}
+static inline int has_nan_f64n(const double *restrict x, int64_t n) {
+    const pc_u64_alias *restrict u = (const pc_u64_alias *)x;
+    uint64_t top = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const uint64_t m = u[i] & 0x7fffffffffffffffull;
+        top = m > top ? m : top;
+    }
+    return top > 0x7ff0000000000000ull;
+}
+#define PC_SUF f32n
+#define PC_T float
+#define PC_UT uint32_t
+#define PC_BETTER BETTER_INT
+#define PC_SBETTER SBETTER_INT
+#include "tmpl_maxsep.h"
+#define PC_SUF f64n
+#define PC_T double
+#define PC_UT uint64_t
+#define PC_BETTER BETTER_INT
+#define PC_SBETTER SBETTER_INT
+#include "tmpl_maxsep.h"
+
 #define PC_SUF f32p
+#define PC_NAN_FREE f32n
 #define PC_T float
 #define PC_UT uint32_t
 #define PC_BETTER BETTER_PROP
 #define PC_SBETTER SBETTER_PROP
 #include "tmpl_maxsep.h"
 #define PC_SUF f32i
+#define PC_NAN_FREE f32n
 #define PC_T float
 #define PC_UT uint32_t
 #define PC_BETTER BETTER_IGN
 #define PC_SBETTER SBETTER_IGN
 #include "tmpl_maxsep.h"
 #define PC_SUF f64p
+#define PC_NAN_FREE f64n
 #define PC_T double
 #define PC_UT uint64_t
 #define PC_BETTER BETTER_PROP
 #define PC_SBETTER SBETTER_PROP
 #include "tmpl_maxsep.h"
 #define PC_SUF f64i
+#define PC_NAN_FREE f64n
 #define PC_T double
 #define PC_UT uint64_t
 #define PC_BETTER BETTER_IGN

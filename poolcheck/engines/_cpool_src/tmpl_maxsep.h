@@ -6,6 +6,8 @@
  *   PC_T, PC_UT the element type and the unsigned integer type of its width
  *   PC_BETTER   "b replaces the current best a" for the vectorised interior (kernels.h)
  *   PC_SBETTER  the same, branch-free scalar form for the border windows
+ *   PC_NAN_FREE (optional, floats) suffix of an instance of the same type with the plain
+ *               strict '>' (BETTER_INT), run on chunks without NaN (has_nan_SUF tells)
  *   PC_BORDER_ONLY  (optional) only the border-row helper, for avx512.c's scalar paths
  *
  * W stage (last axis): rows of n elements -> rows of o elements; with positions, py receives
@@ -232,29 +234,67 @@ INLINE void PC_N(mh)(const T *restrict x, T *restrict y, const int64_t *restrict
     }
 }
 
+/* The stages of one chunk of np planes starting at plane p. */
+INLINE void PC_N(maxsep_chunk)(const T *restrict x, T *restrict out, int64_t *restrict pos,
+                               const geo_t *g, const int64_t *w, T *restrict t0, T *restrict t1,
+                               int64_t *restrict q0, int64_t *restrict q1, int64_t p, int64_t np,
+                               const int withpos) {
+    const int r = g->r;
+    const T *src = x + p * g->plane_in;
+    const int64_t *qsrc = NULL;
+    for (int i = r - 1; i >= 0; i--) {
+        T *dst = (i == 0) ? out + p * g->plane_out : ((i & 1) ? t0 : t1);
+        int64_t *qdst = NULL;
+        if (withpos) qdst = (i == 0) ? pos + p * g->plane_out : ((i & 1) ? q0 : q1);
+        const int64_t outer = np * stage_outer(g, i);
+        if (i == r - 1)
+            PC_N(mw)(src, dst, qdst, outer, &g->a[i], w[i], withpos);
+        else
+            PC_N(mh)(src, dst, qsrc, qdst, outer, &g->a[i], stage_inner(g, i), w[i], withpos);
+        src = dst;
+        qsrc = qdst;
+    }
+}
+
+/* The stages of a chunk as real functions, values only or with positions: PC_NAN_FREE callers
+ * call these rather than inline them, so each body is compiled once. */
+PC_ENTRY __attribute__((noinline)) void PC_N(chunk_values)(const T *x, T *out, const geo_t *g, const int64_t *w,
+                                                           T *t0, T *t1, int64_t p, int64_t np) {
+    PC_N(maxsep_chunk)(x, out, NULL, g, w, t0, t1, NULL, NULL, p, np, 0);
+}
+PC_ENTRY __attribute__((noinline)) void PC_N(chunk_positions)(const T *x, T *out, int64_t *pos, const geo_t *g,
+                                                              const int64_t *w, T *t0, T *t1, int64_t *q0,
+                                                              int64_t *q1, int64_t p, int64_t np) {
+    PC_N(maxsep_chunk)(x, out, pos, g, w, t0, t1, q0, q1, p, np, 1);
+}
+
+/* Chunk by chunk. With PC_NAN_FREE (floats), a chunk with no NaN runs that instance's plain
+ * strict '>' stages instead: without NaN the NaN policies are that same first-wins scan, and
+ * the plain comparison vectorises to a single max (or compare) per tap. */
 INLINE void PC_N(maxsep_body)(const T *restrict x, T *restrict out, int64_t *restrict pos,
                               const geo_t *g, const int64_t *w, T *restrict t0,
                               T *restrict t1, int64_t *restrict q0, int64_t *restrict q1,
                               int64_t chunk, const int withpos) {
-    const int r = g->r;
-    for (int64_t p = 0; p < g->nc; p += chunk) {
+#ifdef PC_NAN_FREE
+    /* Steps of at most 128 KiB of input (at least a plane): the scan leaves them in cache. */
+    const int64_t fit = (int64_t)(131072 / sizeof(T)) / g->plane_in;
+    const int64_t step = fit < 1 ? 1 : (fit < chunk ? fit : chunk);
+#else
+    const int64_t step = chunk;
+#endif
+    for (int64_t p = 0; p < g->nc; p += step) {
         if (poll_interrupt()) break;
-        const int64_t np = (g->nc - p < chunk) ? g->nc - p : chunk;
-        const T *src = x + p * g->plane_in;
-        const int64_t *qsrc = NULL;
-        for (int i = r - 1; i >= 0; i--) {
-            T *dst = (i == 0) ? out + p * g->plane_out : ((i & 1) ? t0 : t1);
-            int64_t *qdst = NULL;
-            if (withpos) qdst = (i == 0) ? pos + p * g->plane_out : ((i & 1) ? q0 : q1);
-            const int64_t outer = np * stage_outer(g, i);
-            if (i == r - 1)
-                PC_N(mw)(src, dst, qdst, outer, &g->a[i], w[i], withpos);
+        const int64_t np = (g->nc - p < step) ? g->nc - p : step;
+#ifdef PC_NAN_FREE
+        if (!PC_CAT(has_nan, PC_NAN_FREE)(x + p * g->plane_in, np * g->plane_in)) {
+            if (withpos)
+                PC_CAT(chunk_positions, PC_NAN_FREE)(x, out, pos, g, w, t0, t1, q0, q1, p, np);
             else
-                PC_N(mh)(src, dst, qsrc, qdst, outer, &g->a[i], stage_inner(g, i), w[i],
-                         withpos);
-            src = dst;
-            qsrc = qdst;
+                PC_CAT(chunk_values, PC_NAN_FREE)(x, out, g, w, t0, t1, p, np);
+            continue;
         }
+#endif
+        PC_N(maxsep_chunk)(x, out, pos, g, w, t0, t1, q0, q1, p, np, withpos);
     }
 }
 /* The entry point (a maxsep_fn of the kernel table). */
@@ -277,3 +317,4 @@ PC_ENTRY void PC_N(maxsep)(const void *x, void *out, int64_t *pos, const geo_t *
 #undef PC_UT
 #undef PC_BETTER
 #undef PC_SBETTER
+#undef PC_NAN_FREE
