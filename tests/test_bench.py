@@ -408,6 +408,10 @@ def test_output_names_the_cpu_and_path_and_nothing_internal() -> None:
     assert text.count("on Test CPU 9000, C engine path avx2") == len(run.workloads)
     assert md.count("measured on Test CPU 9000, C engine path avx2") == len(run.workloads)
     assert "C engine instruction-set path: avx2 (this CPU and build offer: portable, avx2;" in md
+    assert "## Instruction-set paths of the C engine" in md and "NEON" in md
+    assert "Measured under load" not in md  # load 0.5-0.6, no CPU count: not flagged
+    run.machine.update(logical_cpus=2, load_end=9.5)
+    assert "**Measured under load**: the load average exceeded the 2 logical CPUs" in render.to_markdown(run)
 
 
 @pytest.mark.parametrize("kind", ["folder", "under-a-file", "not-writable", "dangling", "empty"])

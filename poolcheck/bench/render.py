@@ -212,11 +212,40 @@ Exceptions, both tested in `tests/test_c_engine.py`:
 """
 
 
+PATHS = """\
+## Instruction-set paths of the C engine
+
+One build serves every CPU of its architecture. The kernels are one C source (templates in
+`poolcheck/engines/_cpool_src/`) compiled once per path, and the extension picks the fastest
+path the CPU runs when it is imported; `POOLCHECK_ISA=portable|avx2|avx512` forces one (a path
+the CPU cannot run is an error, not a silent fallback). Every path gives the same bits as the
+NumPy engine (tests/test_c_engine.py runs the agreement tests on each path the machine runs).
+
+| path | compiled for | chosen on |
+| --- | --- | --- |
+| `portable` | the architecture's baseline: SSE2 on x86-64, NEON (Advanced SIMD, 128-bit) on AArch64, vectorised by the compiler | every CPU |
+| `avx2` | the same source with AVX2 + FMA (256-bit) | x86-64 CPUs with AVX2 and FMA (Haswell, Zen 1 and later) |
+| `avx512` | the same source with AVX-512 F/BW/VL/DQ, plus hand-written AVX-512 kernels for the float32 workloads | x86-64 CPUs with those (Skylake-SP, Ice Lake, Zen 4 and later) |
+
+An ARM machine (AArch64: Graviton, Ampere, Apple silicon under Linux) runs the `portable` path:
+the compiler's NEON code for the same kernels, 128 bits wide, with no hand-written kernels.
+No table on this page was measured on ARM; on x86-64 the portable path (SSE2, also 128-bit)
+is the closest measured proxy, `POOLCHECK_ISA=portable poolcheck bench`.
+"""
+
+
 def _method_text() -> str:
     """The method list of poolcheck.bench.measure's docstring, as Markdown."""
     doc = measure.__doc__ or ""
     items = doc[doc.index("- "):].strip()
     return items.replace("``", "`").replace("\n- ", "\n\n- ")
+
+
+def _loaded(m: dict[str, Any]) -> bool:
+    """Whether the load average passed the number of logical CPUs during the run."""
+    cpus = m.get("logical_cpus")
+    loads = [v for v in (m.get("load_start"), m.get("load_end")) if isinstance(v, (int, float))]
+    return isinstance(cpus, int) and any(v > cpus for v in loads)
 
 
 def to_markdown(run: BenchRun, command: str = "poolcheck bench") -> str:
@@ -236,6 +265,9 @@ def to_markdown(run: BenchRun, command: str = "poolcheck bench") -> str:
         "`POOLCHECK_ISA=portable|avx2|avx512` forces one)",
         f"- Load average (1 min) at the start and end of the run: {m.get('load_start', '?')} / "
         f"{m.get('load_end', '?')} (other processes shared the cores)",
+        *([f"- **Measured under load**: the load average exceeded the {m.get('logical_cpus')} logical CPUs; "
+           "other processes competed for the cores, so these ratios are noisier than on a quiet machine"]
+          if _loaded(m) else []),
         f"- Every contender single-threaded (ONNX Runtime intra/inter-op threads 1; OpenVINO "
         f"INFERENCE_NUM_THREADS 1, INFERENCE_PRECISION_HINT f32; torch.set_num_threads(1)); "
         f"reference engine for the checks: poolcheck {run.settings.get('reference_engine')}",
@@ -285,5 +317,5 @@ def to_markdown(run: BenchRun, command: str = "poolcheck bench") -> str:
     extra = notes(run)
     if extra:
         lines += ["", "## Contenders not timed", ""] + [f"- {n}" for n in extra]
-    lines += ["", ACCURACY]
+    lines += ["", PATHS, ACCURACY]
     return "\n".join(lines).rstrip() + "\n"
