@@ -23,9 +23,12 @@
 /* ------------------------------------------------------------------------------------------ */
 /* Max pooling                                                                                */
 
-/* Floats: the plain strict '>' instances (f32n, f64n) serve the chunks without NaN of the
- * NaN-policy instances (PC_NAN_FREE), which measured 1.2x to 1.7x faster on the avx2 path
- * (W1, W1i, W5, W6; the two builds side by side in one process). */
+/* Floats, vector paths: the plain strict '>' instances (f32n, f64n) serve the chunks without
+ * NaN of the NaN-policy instances (PC_NAN_FREE): on the avx2 path W1 0.57x the time, W6 0.91x,
+ * W1i/W4/W5 1.04-1.06x (the two builds side by side in one process). Not on the portable
+ * path, where the SSE2 code of the plain comparison measured 22x slower on W4 and 1.9x on W5
+ * (W1i 6.6x faster). */
+#if PC_WIDE
 /* Whether x[0 .. n) holds a NaN: the largest magnitude bit pattern is above infinity's (an
  * integer max reduction, which vectorises). */
 typedef uint32_t __attribute__((may_alias)) pc_u32_alias;
@@ -60,30 +63,42 @@ static inline int has_nan_f64n(const double *restrict x, int64_t n) {
 #define PC_BETTER BETTER_INT
 #define PC_SBETTER SBETTER_INT
 #include "tmpl_maxsep.h"
+#define PC_FLOAT_NAN_FREE 1
+#else
+#define PC_FLOAT_NAN_FREE 0
+#endif
 
 #define PC_SUF f32p
+#if PC_FLOAT_NAN_FREE
 #define PC_NAN_FREE f32n
+#endif
 #define PC_T float
 #define PC_UT uint32_t
 #define PC_BETTER BETTER_PROP
 #define PC_SBETTER SBETTER_PROP
 #include "tmpl_maxsep.h"
 #define PC_SUF f32i
+#if PC_FLOAT_NAN_FREE
 #define PC_NAN_FREE f32n
+#endif
 #define PC_T float
 #define PC_UT uint32_t
 #define PC_BETTER BETTER_IGN
 #define PC_SBETTER SBETTER_IGN
 #include "tmpl_maxsep.h"
 #define PC_SUF f64p
+#if PC_FLOAT_NAN_FREE
 #define PC_NAN_FREE f64n
+#endif
 #define PC_T double
 #define PC_UT uint64_t
 #define PC_BETTER BETTER_PROP
 #define PC_SBETTER SBETTER_PROP
 #include "tmpl_maxsep.h"
 #define PC_SUF f64i
+#if PC_FLOAT_NAN_FREE
 #define PC_NAN_FREE f64n
+#endif
 #define PC_T double
 #define PC_UT uint64_t
 #define PC_BETTER BETTER_IGN
