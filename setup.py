@@ -8,7 +8,7 @@ the install still succeeds; ``engine="c"`` then raises EngineUnavailableError an
 The sources are in ``poolcheck/engines/_cpool_src/`` (module.c describes each file); their
 translation units compile in parallel, one compiler process per CPU.
 
-Flags: ``-O3``; ``-ffp-contract=off`` so no multiply-add is ever fused (averages must round
+Flags: ``-O2 -ftree-vectorize`` (``-O3`` for the baseline path, O3_SOURCES); ``-ffp-contract=off`` so no multiply-add is ever fused (averages must round
 exactly as the NumPy engine's float64 additions and division do); ``-fno-math-errno``;
 ``-std=c11``; ``-fvisibility=hidden`` (only ``PyInit__cpool`` is exported). No
 ``-march=native``: one build runs on every CPU of its architecture. The kernels are compiled
@@ -96,8 +96,8 @@ class OptionalBuildExt(build_ext):
 
 def _compile_per_source(compiler, unix: bool) -> None:  # type: ignore[no-untyped-def]
     """Compile an extension's sources concurrently (distutils compiles them one by one), each
-    with its own flags (ISA_FLAGS on x86-64, O3_SOURCES) under a GCC-compatible compiler; the linker still runs once, after
-    all of them."""
+    with its own flags (ISA_FLAGS on x86-64, O3_SOURCES) under a GCC-compatible compiler; the
+    linker still runs once, after all of them."""
     workers = os.cpu_count() or 1
 
     def compile_all(sources, output_dir=None, macros=None, include_dirs=None, debug=0,  # type: ignore[no-untyped-def]
