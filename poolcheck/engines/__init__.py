@@ -27,7 +27,7 @@ def get_engine(name: str) -> ModuleType:
         module, reason = c_engine_status()
         if module is not None:
             return module
-        if name == "auto":
+        if name == "auto" and not c_engine.ISA_REFUSED:  # POOLCHECK_ISA asked for the C engine
             return numpy_engine
         raise EngineUnavailableError(f"engine 'c' is not available: {reason}")
     raise AttributeValueError("engine", f"expected one of {', '.join(map(repr, ENGINE_NAMES))}, got {name!r}")

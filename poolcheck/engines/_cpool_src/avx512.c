@@ -34,9 +34,21 @@
 #include "kernels.h"
 
 #if POOLCHECK_AVX512
-DEF_MAX_BORDER(f32p, float, uint32_t, SBETTER_PROP)
-DEF_MAX_BORDER(f32i, float, uint32_t, SBETTER_IGN)
-DEF_AVG_ROWS(f32, float)
+/* The portable kernels' scalar border rows (mw_brow_f32p, mw_brow_f32i). */
+#define PC_BORDER_ONLY
+#define PC_SUF f32p
+#define PC_T float
+#define PC_UT uint32_t
+#define PC_BETTER BETTER_PROP
+#define PC_SBETTER SBETTER_PROP
+#include "tmpl_maxsep.h"
+#define PC_SUF f32i
+#define PC_T float
+#define PC_UT uint32_t
+#define PC_BETTER BETTER_IGN
+#define PC_SBETTER SBETTER_IGN
+#include "tmpl_maxsep.h"
+#undef PC_BORDER_ONLY
 #endif
 
 /* ------------------------------------------------------------------------------------------ */
