@@ -42,7 +42,19 @@ from poolcheck.judgement import (
 )
 from poolcheck.judgement import output_contract as judge_contract
 from poolcheck.peers.isolation import call_peer_many
-from poolcheck.results import CaseResult, Check, CheckKind, Diff, PeerStatus, RunResult, Severity, Verdict, worst
+from poolcheck.results import (
+    SIGNATURE_TAG,
+    CaseResult,
+    Check,
+    CheckKind,
+    Diff,
+    PeerStatus,
+    RunResult,
+    Severity,
+    Signature,
+    Verdict,
+    worst,
+)
 from poolcheck.spec.policy import Policy
 from poolcheck.spec.severity import UNEXPLAINED_SEVERITY, rules_citing, severity_of
 
@@ -322,7 +334,7 @@ def _check_peer_output(case: Case, peer_name: str, version: str | None, result: 
     notes = "; ".join(str(n) for n in (getattr(out, "notes", []) or []))
     if not diffs:
         return Check(peer_name, CheckKind.PEER, Verdict.PASS, notes, version=version, expected=expected, actual=actual)
-    severity, why = peer_severity(case, values, indices)
+    severity, why = peer_severity(case, values, indices, peer_name)
     return Check(peer_name, CheckKind.PEER, Verdict.FAIL, "; ".join(messages) + (f" ({notes})" if notes else ""), diffs, total,
                  version=version, expected=expected, actual=actual, severity=severity, diagnosis=why)
 
@@ -367,10 +379,26 @@ def _weigh(keys: Sequence[str], spec: S.PoolSpec, what: str) -> tuple[Severity, 
     return severity_of(keys, spec), f"{what} ({cites})" if cites else what
 
 
-def peer_severity(case: Case, values: np.ndarray, indices: np.ndarray | None) -> tuple[Severity, str | None]:
+def _registered_class(case: Case, peer: str | None) -> str | None:
+    """The class a known-divergence entry records for ``peer`` (its ``signature:`` tag, when its
+    ``peer:`` tag names that peer), else None."""
+    if peer is None or f"peer:{peer}" not in case.tags:
+        return None
+    tag = next((t for t in case.tags if t.startswith(SIGNATURE_TAG)), None)
+    if tag is None:
+        return None
+    try:
+        return Signature.parse(tag[len(SIGNATURE_TAG):]).detail
+    except ValueError:
+        return None
+
+
+def peer_severity(case: Case, values: np.ndarray, indices: np.ndarray | None,
+                  peer: str | None = None) -> tuple[Severity, str | None]:
     """How much a peer's divergence weighs, by the severity table: the class(es) under which the
     reference reproduces the peer (a named behaviour, two together, or the accumulation width of
     an average), weighed for the case's convention; ``unspecified`` when the case is tagged so;
+    for a known-divergence entry re-run on its own peer, the class its diagnosis recorded;
     otherwise (nothing explains it) a ``violation``."""
     if "unspecified" in case.tags or any(t.startswith("severity:unspecified") for t in case.tags):
         return Severity.UNSPECIFIED, "the case is tagged unspecified"
@@ -391,6 +419,10 @@ def peer_severity(case: Case, values: np.ndarray, indices: np.ndarray | None) ->
         if rtol is not None:
             return _weigh(("avg=input-type-sum",), case.spec,
                           f"within accumulation precision of {case.dtype.name} (rtol {rtol:g})")
+    registered = _registered_class(case, peer)
+    if registered is not None:
+        return _weigh([a for a in registered.split("+") if a], case.spec,
+                      f"the class the registry records for {peer}: {registered}")
     return UNEXPLAINED_SEVERITY, None
 
 
