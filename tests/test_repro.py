@@ -184,8 +184,8 @@ def test_cli_errors(tmp_path: Path) -> None:
                                        "-o", str(tmp_path)])
     assert skipped.exit_code == 0 and "names no runtime" in skipped.output
     unknown = CliRunner().invoke(app, ["repro", str(EDGE_DIR / "ceil.yaml"), "-k", "edge-ceil-torch-max",
-                                       "--runtime", "nosuch", "-o", str(tmp_path)])
-    assert unknown.exit_code == 2 and "--runtime" in unknown.output and "nosuch" in unknown.output
+                                       "--runtime", "nosuch_module_xyz", "-o", str(tmp_path)])
+    assert unknown.exit_code == 2 and "--runtime" in unknown.output and "nosuch_module_xyz" in unknown.output
 
 
 def test_audit_names_openvinos_seeded_scan_instead_of_calling_it_a_violation() -> None:
@@ -235,3 +235,42 @@ def test_jax_peer_averages_as_a_plain_reduce_window_call_does() -> None:
     got = JaxPeer(persistent_cache=False).run(spec, x).values
     assert not np.isnan(plain).any()
     np.testing.assert_array_equal(got, plain)
+
+
+_PLUGIN = """
+import itertools
+import math
+
+import numpy as np
+
+{textbook}
+
+
+def avg_pool(x, kernel, strides, pads_begin, pads_end, exclude_pad, rounding_type, auto_pad):
+    axes = [(n, k, s, 1, b, e, (n + b + e - k) // s + 1)
+            for n, k, s, b, e in zip(x.shape[2:], kernel, strides, pads_begin, pads_end)]
+    return pool(x, "avg", axes, {exclude})[0]
+"""
+
+
+@pytest.mark.parametrize("bug, status", [(True, 1), (False, 0)])
+def test_a_plugins_script_imports_the_plugin(tmp_path: Path, bug: bool, status: int) -> None:
+    """A pure-NumPy plugin (explicit pads, floor) that counts padding when told to exclude it: its
+    script imports the plugin file and exits 1; the faithful plugin's exits 0."""
+    import inspect
+
+    body = inspect.getsource(textbook).split('\"\"\"', 2)[2]
+    plugin = tmp_path / "kernel.py"
+    plugin.write_text(_PLUGIN.format(textbook=body, exclude="not exclude_pad" if bug else "exclude_pad"))
+    cases = tmp_path / "case.yaml"
+    cases.write_text(
+        "schema: poolcheck.case/1\ncases:\n  - id: plugin-divisor\n    op: AvgPool-14\n"
+        "    attributes: {kernel: [3], strides: [2], pads_begin: [1], pads_end: [1], exclude_pad: true}\n"
+        "    dtype: float32\n    input: [[[1, 2, 3, 4, 5]]]\n    expected: {shape: [1, 1, 3]}\n")
+    out = tmp_path / "out"
+    result = CliRunner().invoke(app, ["repro", str(cases), "--runtime", str(plugin), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    script = out / "plugin-divisor.py"
+    assert "spec_from_file_location" in script.read_text() and str(plugin) in script.read_text()
+    proc = _run_script(script)
+    assert proc.returncode == status, proc.stdout + proc.stderr

@@ -16,6 +16,7 @@ while the runtime refuses the configuration.
 
 from __future__ import annotations
 
+import importlib.util
 import inspect
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -30,7 +31,7 @@ from poolcheck.cases.model import Case
 from poolcheck.corpus import KNOWN_DIR
 from poolcheck.errors import AttributeValueError, CaseFileError, PoolcheckError
 from poolcheck.repro import textbook
-from poolcheck.repro.runtimes import RUNTIMES, RuntimeCall, runtime_call, split_ref
+from poolcheck.repro.runtimes import RUNTIMES, RuntimeCall, is_plugin, runtime_call, split_ref
 from poolcheck.results import SIGNATURE_TAG, Signature
 from poolcheck.spec.severity import rules_citing, severity_of
 from poolcheck.spec.shape import resolve
@@ -172,6 +173,9 @@ def reproducer(case: Case, runtime: str | None = None) -> Reproducer:
     runtime = runtime or runtime_of(case)
     if not runtime:
         raise ValueError(f"case {case.id!r} names no runtime (no 'peer:' tag): pass one")
+    if is_plugin(runtime) and not _plugin_exists(runtime):
+        raise ValueError(f"case {case.id!r}: {runtime!r} is no built-in runtime, plugin file or module here "
+                         "(pass the plugin with --runtime PATH)")
     sig = signature_of(case)
     klass = sig.detail if sig is not None else "divergence"
     atoms = [a for a in klass.split("+") if a]
@@ -237,14 +241,25 @@ class ReproRun:
     skipped: list[tuple[str, str]]
 
 
+def _plugin_exists(ref: str) -> bool:
+    """A plugin file that exists, or a module Python can find (without running it)."""
+    if ref.endswith(".py") or "/" in ref:
+        return Path(ref).is_file()
+    try:
+        return importlib.util.find_spec(ref) is not None
+    except (ImportError, ValueError):
+        return False
+
+
 def write_reproducers(paths: Sequence[str | Path], directory: str | Path, *, k: str | None = None,
                       runtime: str | None = None) -> ReproRun:
     """A script for every selected case of ``paths`` (default: the bundled known-divergence
     registry) into ``directory``. ``k`` selects cases by id substring; ``runtime`` overrides each
     case's own runtime. Bad case files raise :class:`CaseFileError`; a case the runtime cannot
     express, or that names no runtime, is skipped with its reason."""
-    if runtime is not None and split_ref(runtime)[0] not in RUNTIMES:
-        raise AttributeValueError("--runtime", f"expected one of {', '.join(RUNTIMES)}, got {runtime!r}")
+    if runtime is not None and is_plugin(runtime) and not _plugin_exists(runtime):
+        raise AttributeValueError("--runtime", f"no built-in runtime, plugin file or module {runtime!r} (built-in "
+                                               f"runtimes: {', '.join(RUNTIMES)})")
     cases, errors = load_paths([Path(p) for p in paths] or [KNOWN_DIR])
     if errors:
         raise errors[0]

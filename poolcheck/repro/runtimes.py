@@ -15,16 +15,21 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 
+from poolcheck.peers._convert import PeerDeclined
 from poolcheck.peers.jax_peer import to_jax
 from poolcheck.peers.onnx_model import OPSET as ONNX_OPSET
 from poolcheck.peers.onnx_model import build_model, to_onnx
 from poolcheck.peers.openvino_peer import COMPILE_CONFIG, to_openvino
+from poolcheck.peers.plugin import ModulePeer
 from poolcheck.peers.torch_onnx_peer import OPSET as TORCH_ONNX_OPSET
 from poolcheck.peers.torch_peer import to_torch
 from poolcheck.spec.indices import index_layout
+from poolcheck.spec.operators import spell
 from poolcheck.spec.poolspec import PoolSpec
 
 
@@ -190,6 +195,43 @@ def _jax(ref: str, spec: PoolSpec, shape: tuple[int, ...], dtype: np.dtype) -> R
 RUNTIMES = ("onnxruntime", "onnx_reference", "tract", "openvino", "openvino-onnx", "torch", "torch-onnx", "jax")
 
 
+def is_plugin(ref: str) -> bool:
+    """A plugin reference: a ``.py`` file, or a module name that is no built-in runtime."""
+    return split_ref(ref)[0] not in RUNTIMES
+
+
+def _plugin(ref: str, spec: PoolSpec, shape: tuple[int, ...], dtype: np.dtype) -> RuntimeCall:
+    """A user's plugin module (``max_pool`` / ``avg_pool`` with OpenVINO keywords, see
+    :mod:`poolcheck.peers.plugin`): the script imports it -- by path for a file, by name for a
+    module -- and calls its function with the keywords poolcheck's plugin peer passes."""
+    declined = ModulePeer(SimpleNamespace(__name__=ref, max_pool=print, avg_pool=print),  # type: ignore[arg-type]
+                          name=ref, ref=ref).supports(spec, shape, dtype)
+    if not declined[0]:
+        raise PeerDeclined(ref, declined[1])
+    keywords = spell(spec, "AvgPool-14" if spec.op == "avg" else "MaxPool-14")
+    fn = "avg_pool" if spec.op == "avg" else "max_pool"
+    where = str(Path(ref).resolve()) if ref.endswith(".py") else ref
+    axis = int(keywords.get("axis", 0))
+    axis = axis + len(shape) if axis < 0 else axis
+    call = f"{Path(where).name if ref.endswith('.py') else where}.{fn}(x, **{_literal(keywords)})"
+    code = ("import importlib\nimport importlib.util\n\n"
+            f"PLUGIN = {where!r}  # the plugin: a file (imported by path) or a module name\n"
+            f"KEYWORDS = {_literal(keywords)}\nCALL = {call!r}\n\n\n"
+            "def plugin():\n"
+            "    if PLUGIN.endswith('.py'):\n"
+            "        spec = importlib.util.spec_from_file_location('plugin', PLUGIN)\n"
+            "        module = importlib.util.module_from_spec(spec)\n"
+            "        spec.loader.exec_module(module)\n"
+            "        return module\n"
+            "    return importlib.import_module(PLUGIN)\n\n\n"
+            "def actual(x):\n"
+            f"    out = plugin().{fn}(x, **KEYWORDS)\n"
+            "    if isinstance(out, (tuple, list)) and len(out) == 2:\n"
+            "        return np.asarray(out[0]), np.asarray(out[1])\n"
+            "    return np.asarray(out), None\n")
+    return RuntimeCall(ref, (), code, call, ("C", math.prod(shape[axis:])) if spec.op == "max" else None)
+
+
 def runtime_call(ref: str, spec: PoolSpec, shape: Sequence[int], dtype: np.dtype) -> RuntimeCall:
     """The script's part for runtime ``ref`` (a built-in peer name with its options). Raises
     ``PeerDeclined`` when the runtime cannot express the configuration, ValueError for a runtime
@@ -205,6 +247,8 @@ def runtime_call(ref: str, spec: PoolSpec, shape: Sequence[int], dtype: np.dtype
         return _torch(ref, spec, shape, dt)
     if name == "jax":
         return _jax(ref, spec, shape, dt)
+    if is_plugin(ref):
+        return _plugin(ref, spec, shape, dt)
     raise ValueError(f"no reproducer for runtime {ref!r} (built-in runtimes: {', '.join(RUNTIMES)})")
 
 
