@@ -312,9 +312,16 @@ def _check_peer_output(case: Case, peer_name: str, version: str | None, result: 
         if isinstance(raw_values, np.ndarray) and raw_values.shape != ref_values.shape:
             shape_diffs.append(Diff("shape", None, list(ref_values.shape), list(raw_values.shape)))
         notes = "; ".join(str(n) for n in (getattr(out, "notes", []) or []))
+        severity, why = Severity.VIOLATION, "output contract"
+        breaches = judge_contract(case.spec, case.input.shape, case.dtype, raw_values, raw_indices) \
+            if raw_values is not None else []
+        registered = _registered_class(case, peer_name)
+        if registered is not None and breaches and all(b.what == "shape" for b in breaches):
+            # only the shape differs, as the class the registry recorded for this peer says
+            severity, why = _weigh([a for a in registered.split("+") if a], case.spec,
+                                   f"output shape; the class the registry records for {peer_name}: {registered}")
         return Check(peer_name, CheckKind.PEER, Verdict.FAIL, contract + (f" ({notes})" if notes else ""), shape_diffs,
-                     len(shape_diffs), version=version, severity=Severity.VIOLATION,
-                     diagnosis="output contract")
+                     len(shape_diffs), version=version, severity=severity, diagnosis=why)
     values = raw_values
     indices = None if raw_indices is None else raw_indices.astype(np.int64)
     # the average rule of poolcheck/judgement.py (a runtime accumulates in the input type)
@@ -334,9 +341,9 @@ def _check_peer_output(case: Case, peer_name: str, version: str | None, result: 
     notes = "; ".join(str(n) for n in (getattr(out, "notes", []) or []))
     if not diffs:
         return Check(peer_name, CheckKind.PEER, Verdict.PASS, notes, version=version, expected=expected, actual=actual)
-    severity, why = peer_severity(case, values, indices, peer_name)
+    weight, diagnosis = peer_severity(case, values, indices, peer_name)
     return Check(peer_name, CheckKind.PEER, Verdict.FAIL, "; ".join(messages) + (f" ({notes})" if notes else ""), diffs, total,
-                 version=version, expected=expected, actual=actual, severity=severity, diagnosis=why)
+                 version=version, expected=expected, actual=actual, severity=weight, diagnosis=diagnosis)
 
 
 #: Named behaviours a peer's divergence is re-run under (poolcheck/spec/policy.py), each a class

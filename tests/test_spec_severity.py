@@ -135,3 +135,29 @@ def test_docs_table_shows_every_rule_and_sentence() -> None:
         for sid in r.sentences:
             assert f"### {sid}" in text
     assert np.all([SENTENCES[s].text[:30] in text for r in SEVERITY_RULES for s in r.sentences])
+
+
+@pytest.mark.slow
+def test_run_checks_of_registry_entries_weigh_as_their_class() -> None:
+    """``poolcheck run cases/known --peers openvino,openvino-onnx``: each entry's check on its own
+    peer has the severity the table gives its class (the shape classes were 'output contract'
+    violations, the accumulation and seeded-scan classes violations)."""
+    pytest.importorskip("openvino")
+    from poolcheck.corpus import KNOWN_DIR
+    from poolcheck.fuzz.known import known_entries
+    from poolcheck.peers.openvino_onnx_peer import OpenVinoOnnxPeer
+    from poolcheck.peers.openvino_peer import OpenVinoPeer
+    from poolcheck.runner import peer_checks
+
+    entries, errors = known_entries([KNOWN_DIR])
+    assert not errors
+    mine = [e for e in entries if e.peer in ("openvino", "openvino-onnx")]
+    assert len(mine) > 30
+    checks = peer_checks([e.case for e in mine], [OpenVinoPeer(), OpenVinoOnnxPeer()], timeout=300)
+    wrong = []
+    for e in mine:
+        check = next(k for k in checks[e.case.id] if k.runner == e.peer)
+        want = severity_of([a for a in e.sig.detail.split("+") if a], e.case.spec)
+        if check.severity != want:
+            wrong.append(f"{e.case.id}: {check.severity} ({check.diagnosis}), the table: {want.value}")
+    assert not wrong, "\n".join(wrong)
