@@ -235,6 +235,17 @@ def read_back(lay: Layout, result: np.ndarray) -> np.ndarray:
     return res.reshape(lay.shape + lay.out)
 
 
+def _order_free(node: JaxNode, x: np.ndarray) -> bool:
+    """Whether the order of an average's sum can change nothing but its rounding (within the
+    comparison's tolerance): every element finite and no partial sum of a window able to
+    overflow. Such inputs keep the fast shared-block layout."""
+    if x.dtype.kind != "f" or x.size == 0:
+        return True
+    with np.errstate(all="ignore"):
+        top = float(np.max(np.abs(x)))
+    return bool(np.isfinite(top)) and top * math.prod(node.window) < float(np.finfo(x.dtype).max)
+
+
 class JaxPeer(RuntimePeer):
     """JAX on the CPU, 64-bit types enabled, one jitted reduce_window per compile key."""
 
@@ -301,13 +312,14 @@ class JaxPeer(RuntimePeer):
         ((_, node, arr),) = group
         if node.invalid is not None:
             raise ValueError(f"invalid configuration: {node.invalid}")
-        if node.op == "avg":
+        if node.op == "avg" and not _order_free(node, np.asarray(arr)):
             # An average's float sum depends on the order XLA adds the taps in, and XLA picks
             # that order from the shapes it sees (a 2x2 float16 window holding -inf, 65504 and
-            # 40 sums to NaN row by row on a (1, 1, 2, 2) input, to -inf on (1, 1, 4, 4)). So an
-            # average runs on the input's own layout, as a user's reduce_window call does: a
-            # claim about JAX then holds when JAX is called plainly (the shared-block layout
-            # changed the shapes and produced sums a plain call does not).
+            # 40 sums to NaN row by row on a (1, 1, 2, 2) input, to -inf on (1, 1, 4, 4)). Where
+            # the order can matter beyond rounding, an average runs on the input's own layout,
+            # as a user's reduce_window call does: a claim about JAX then holds when JAX is
+            # called plainly (the shared-block layout changed the shapes and produced sums a
+            # plain call does not).
             return [PeerOutput(self._plain_average(node, np.asarray(arr)), None, [])]
         lay = layout(node, np.asarray(arr), self.option("windows"))
         fn = self._compiled(lay.key)
