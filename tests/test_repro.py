@@ -3,6 +3,7 @@ divergence with the runtime called plainly, and the script's own loop is the tex
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
@@ -85,10 +86,11 @@ def test_the_loop_catches_a_planted_difference() -> None:
     assert i.tolist() == [[[1, 3, 5, 7, 9, 11]]]
 
 
-def _recorded_values(case, peer: str) -> np.ndarray | None:
-    """The peer's output the registry recorded (the ``<peer> values: [...]`` line of its notes)."""
+def _recorded(case, peer: str, what: str = "values") -> np.ndarray | None:
+    """The peer's output the registry recorded (the ``<peer> values: [...]`` or ``<peer> indices:
+    [...]`` line of its notes; indices in poolcheck's layout)."""
     for line in case.notes.splitlines():
-        m = re.match(r"^(\S+) values: (.*)$", line)
+        m = re.match(rf"^(\S+) {what}: (.*)$", line)
         if m and m.group(1) == peer:
             text = m.group(2).replace("-inf", "-Infinity").replace("inf", "Infinity").replace("nan", "NaN")
             return np.array(json.loads(text), dtype=np.float64)
@@ -107,6 +109,8 @@ def test_every_registry_entry_reproduces_with_the_runtime_called_plainly(tmp_pat
     meta = {}
     for e in entries:
         rep = reproducer(e.case)
+        if not all(importlib.util.find_spec(p.split(".")[0]) for p in _needs(rep.script)):
+            continue  # that runtime is not installed here
         script = rep.write(tmp_path)[0]
         jobs[rep.runtime.split(":")[0]].append([str(script), str(script.with_suffix(".npz"))])
         meta[str(script)] = e
@@ -122,9 +126,10 @@ def test_every_registry_entry_reproduces_with_the_runtime_called_plainly(tmp_pat
         statuses.update(json.loads(results_file.read_text()))
     failures = [f"{Path(s).name}: exit {code} ({meta[s].signature})" for s, code in statuses.items() if code != 1]
     assert not failures, "\n".join(failures)
+    assert len(statuses) > 100
     moved = []
     for script, e in meta.items():
-        recorded = _recorded_values(e.case, e.peer or "")
+        recorded = _recorded(e.case, e.peer or "")
         npz = Path(script).with_suffix(".npz")
         if recorded is None or not npz.exists():
             continue
@@ -138,7 +143,24 @@ def test_every_registry_entry_reproduces_with_the_runtime_called_plainly(tmp_pat
             before = set(textbook.differences(expected, recorded.astype(expected.dtype)))
             if plain != before:
                 moved.append(f"{e.case.id}: plain call differs at {sorted(plain)}, the peer at {sorted(before)}")
+        # indices: the script's in the runtime's own layout, the record's in poolcheck's; the
+        # positions where each departs from its expected indices must be the same
+        recorded_indices = _recorded(e.case, e.peer or "", "indices")
+        if recorded_indices is not None and "actual_indices" in saved and "indices" in e.case.expected:
+            documented = np.asarray(e.case.expected["indices"])
+            if saved["actual_indices"].shape == saved["expected_indices"].shape == documented.shape:
+                plain = set(textbook.differences(saved["expected_indices"], saved["actual_indices"]))
+                before = set(textbook.differences(documented, recorded_indices))
+                if plain != before:
+                    moved.append(f"{e.case.id}: plain indices differ at {sorted(plain)}, the peer's at {sorted(before)}")
     assert not moved, "\n".join(moved)
+
+
+def _needs(script: str) -> list[str]:
+    """The packages a script's docstring says it needs (besides Python and numpy)."""
+    line = next(t for t in script.splitlines() if t.startswith("Needs: "))
+    listed = line[len("Needs: Python 3, "):].split(";")[0].split(" and ")[0]
+    return [p.strip() for p in listed.split(",") if p.strip()]
 
 
 def _run_script(path: Path) -> subprocess.CompletedProcess[str]:
