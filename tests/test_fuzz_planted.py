@@ -22,7 +22,7 @@ from poolcheck.fuzz.known import finding_case, fuzz_case_from, write_finding
 from poolcheck.fuzz.session import FuzzOptions, SessionResult, expected_outputs, run_sessions
 from poolcheck.peers.isolation import call_peer_many
 from poolcheck.peers.registry import resolve_peer
-from poolcheck.results import Signature
+from poolcheck.results import Severity, Signature
 from poolcheck.runner import run_case
 
 PLANTED = Path(__file__).parent / "planted_peers"
@@ -45,7 +45,8 @@ BUGS = [
 
 def fuzz(peer: object, ops: tuple[str, ...], **kw: object) -> SessionResult:
     options = FuzzOptions(peers=(peer,), ops=ops, seed=0, isolated=False, oracles=frozenset({"peers"}),
-                          exit_first=True, time_budget=20.0, max_examples=3000)
+                          exit_first=True, time_budget=20.0, max_examples=3000,
+                          fail_on=frozenset(s.value for s in Severity))  # the first find of any weight ends it
     for k, v in kw.items():
         setattr(options, k, v)
     return run_sessions(options)[0]

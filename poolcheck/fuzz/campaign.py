@@ -320,6 +320,8 @@ def run_campaign(
 ) -> Campaign:
     """Re-check the registry, fuzz, write a case per new divergence, and build the result."""
     phase = on_phase or (lambda _s: None)
+    if fail_on is not None:
+        options = replace(options, fail_on=frozenset(fail_on))
     entries, known_errors = known_entries(list(known_paths))
     peers = resolve_peer_list(options.peers)
     available = []
@@ -406,9 +408,7 @@ def run_campaign(
         warnings=session.warnings,
         replay=replay,
     )
-    campaign = Campaign(result, session, new, known_checks, saved, replay, known_errors)
-    if fail_on is not None:
-        campaign.fail_on = frozenset(fail_on)
+    campaign = Campaign(result, session, new, known_checks, saved, replay, known_errors, fail_on=options.fail_on)
     result.fuzz.fail_on = sorted(campaign.fail_on)
     result.fuzz.failing = campaign.failing
     return campaign

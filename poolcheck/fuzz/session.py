@@ -50,7 +50,7 @@ from poolcheck.judgement import Outputs
 from poolcheck.peers.base import Peer, PeerResult
 from poolcheck.peers.isolation import call_peer_many, close_workers, submit_peer_many
 from poolcheck.peers.registry import resolve_peer
-from poolcheck.results import FindingKind, Signature
+from poolcheck.results import DEFAULT_FAIL_ON, FindingKind, Signature
 from poolcheck.spec.shape import Geometry
 from poolcheck.userdata import hypothesis_home
 
@@ -85,7 +85,10 @@ class FuzzOptions:
     isolated: bool = True
     peer_timeout: float = 30.0
     oracles: frozenset[str] = frozenset(ORACLES)  # which oracles run (see ORACLES)
-    exit_first: bool = False  # stop once the first new divergence is shrunk
+    exit_first: bool = False  # stop once the first new divergence of a ``fail_on`` severity is shrunk
+    #: Severities (values) of new divergences that fail the campaign (``--fail-on``); with
+    #: ``exit_first`` only a find of one of them ends the exploration.
+    fail_on: frozenset[str] = frozenset(s.value for s in DEFAULT_FAIL_ON)
     shrink: bool = True  # False: explore only (finds are kept as first seen, unshrunk)
     shrink_seconds: float | None = None  # per round; default: the remaining budget, within [5, 30] s
     known_signatures: frozenset[str] = frozenset()
@@ -200,6 +203,13 @@ def _shrink_limit(seconds: float) -> Iterator[None]:
         conjecture_engine.MAX_SHRINKING_SECONDS = old
 
 
+def ends_exploration(finding: O.Finding, options: FuzzOptions) -> bool:
+    """Whether ``finding`` (new and final) ends an ``--exit-first`` exploration: its severity is
+    one ``--fail-on`` names. An unspecified or limitation find does not hide a violation found
+    a second later."""
+    return options.exit_first and finding.weight.value in options.fail_on
+
+
 # --------------------------------------------------------------------------- judging a peer
 
 
@@ -265,8 +275,12 @@ class Session:
 
     def __init__(self, options: FuzzOptions, peers: Sequence[Peer], *, job: int = 0,
                  on_progress: Callable[[Progress], None] | None = None, deadline: float | None = None,
-                 max_examples: int | None = None, on_find: Callable[[O.Finding], None] | None = None) -> None:
+                 max_examples: int | None = None, on_find: Callable[[O.Finding], None] | None = None,
+                 halt: Any = None) -> None:
         self.options = options
+        #: Set by the parent of ``--jobs`` workers when another job's find ends an ``--exit-first``
+        #: exploration (anything with ``is_set()``).
+        self.halt = halt
         #: Called with each new divergence as soon as it is final (shrunk, or found with
         #: --no-shrink), so a campaign can save it before the run ends or is killed.
         self.on_find = on_find
@@ -468,6 +482,8 @@ class Session:
     # ------------------------------------------------------------------ rounds
 
     def _out_of_budget(self) -> bool:
+        if self.halt is not None and self.halt.is_set():
+            return True
         if self.deadline is not None and time.time() >= self.deadline:
             return True
         return self.max_examples is not None and self.progress.examples >= self.max_examples
@@ -566,7 +582,8 @@ class Session:
                 raise_if_stopped()
                 self._round(index)
                 index += 1
-                if self.options.exit_first and self.shrunk:
+                if self.options.exit_first and any(ends_exploration(self.findings[s], self.options)
+                                                   for s in self.shrunk if s in self.findings):
                     break
                 if self.deadline is None and self.max_examples is None:
                     break
@@ -588,7 +605,7 @@ def resolve_peer_list(peers: Sequence[Any]) -> list[Peer]:
 
 
 def _job_main(options: FuzzOptions, job: int, deadline: float | None, max_examples: int | None,
-              out: Any) -> None:
+              out: Any, halt: Any = None) -> None:
     """Entry point of one ``--jobs`` worker process."""
     try:
         peers = resolve_peer_list(options.peers)
@@ -604,7 +621,7 @@ def _job_main(options: FuzzOptions, job: int, deadline: float | None, max_exampl
         # the parent stops it, so what it found has already been streamed.
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         session = Session(options, peers, job=job, on_progress=send, deadline=deadline, max_examples=max_examples,
-                          on_find=found)
+                          on_find=found, halt=halt)
         result = session.run()
         out.put(("done", job, result))
     except KeyboardInterrupt:
@@ -657,10 +674,11 @@ def run_sessions(options: FuzzOptions, on_progress: Callable[[Progress], None] |
         return [session.run()]
     ctx = multiprocessing.get_context("spawn")
     out = ctx.Queue()
+    halt = ctx.Event()  # --exit-first: one job's find of a --fail-on severity winds every job down
     procs = []
     for job in range(options.jobs):
         p = ctx.Process(target=_job_main, name=f"poolcheck-fuzz-{job}",
-                        args=(options, job, deadline, _split(options.max_examples, options.jobs, job), out))
+                        args=(options, job, deadline, _split(options.max_examples, options.jobs, job), out, halt))
         p.start()
         procs.append(p)
     latest: dict[int, Progress] = {}
@@ -686,6 +704,8 @@ def run_sessions(options: FuzzOptions, on_progress: Callable[[Progress], None] |
                 if payload.signature not in streamed and on_find is not None:
                     on_find(payload)
                 streamed.setdefault(payload.signature, payload)
+                if ends_exploration(payload, options):
+                    halt.set()
             elif kind == "done":
                 results[job] = payload
                 latest[job] = payload.progress
