@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -126,6 +127,55 @@ def _zero_pads(spec: PoolSpec, shape: tuple[int, ...]) -> Placement:
     return Placement(resolve(spec.replace(pads_begin=(0,) * n, pads_end=(0,) * n), shape))
 
 
+def _last_window_against(where: str) -> Callable[[PoolSpec, tuple[int, ...]], Placement]:
+    """ceil_torch with its last-window test made against the wrong bound: the last window is
+    dropped when it starts at or past ``H`` (``where`` "H": pads_begin forgotten) or ``H +
+    pads_end`` (``where`` "H+pads_end") instead of ``H + pads_begin``."""
+
+    def build(spec: PoolSpec, shape: tuple[int, ...]) -> Placement:
+        g = resolve(spec.replace(rounding_type="ceil", convention="openvino"), shape)
+        axes = []
+        for a in g.axes:
+            bound = a.size + (a.pad_end if where == "H+pads_end" else 0)
+            out = a.out - 1 if a.out > 1 and (a.out - 1) * a.stride >= bound else a.out
+            axes.append(dataclasses.replace(a, out=out))
+        return Placement(Geometry(g.n, g.c, tuple(axes)))
+
+    return build
+
+
+def _interleaved_pads(spec: PoolSpec, read: bool) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """ONNX ``pads`` [b0, b1, ..., e0, e1, ...] confused with pairs [b0, e0, b1, e1, ...]: written
+    as pairs and read as ONNX says (``read`` False), or written as ONNX says and read as pairs."""
+    n = spec.spatial_rank
+    if read:
+        flat = [*spec.pads_begin, *spec.pads_end]
+        return tuple(flat[0::2]), tuple(flat[1::2])
+    flat = [v for pair in zip(spec.pads_begin, spec.pads_end) for v in pair]
+    return tuple(flat[:n]), tuple(flat[n:])
+
+
+def _interleaving_moves(spec: PoolSpec, read: bool) -> bool:
+    return spec.auto_pad == "explicit" and spec.spatial_rank > 1 and _interleaved_pads(spec, read) != (
+        spec.pads_begin, spec.pads_end)
+
+
+def _interleaved(read: bool) -> Callable[[PoolSpec, tuple[int, ...]], Placement]:
+    def build(spec: PoolSpec, shape: tuple[int, ...]) -> Placement:
+        begin, end = _interleaved_pads(spec, read)
+        return Placement(resolve(spec.replace(pads_begin=begin, pads_end=end), shape))
+
+    return build
+
+
+def _last_tap_dropped(spec: PoolSpec, shape: tuple[int, ...]) -> Placement:
+    """Every window one tap short on the last spatial axis (a loop bound off by one), the
+    windows and output where the spec puts them."""
+    g = resolve(spec, shape)
+    last = g.axes[-1]
+    return Placement(Geometry(g.n, g.c, (*g.axes[:-1], dataclasses.replace(last, kernel=last.kernel - 1))))
+
+
 # The rounding variants model a peer applying rounding_type the OpenVINO way (also under valid).
 GEOMETRY_VARIANTS: tuple[GeometryVariant, ...] = (
     GeometryVariant("valid:ceil_mode-applied",
@@ -194,6 +244,24 @@ GEOMETRY_VARIANTS: tuple[GeometryVariant, ...] = (
                     lambda s: s.auto_pad == "explicit" and _has_pads(s), _zero_pads),
     GeometryVariant("auto_pad:ignored", "auto_pad ignored (the explicit pads applied instead)",
                     lambda s: s.auto_pad != "explicit" and _has_pads(s), _respec(auto_pad="explicit")),
+    GeometryVariant("rounding:ceil_torch-last-window-vs-H",
+                    "ceil_torch's last-window test made against H instead of H + pads_begin (a last window "
+                    "starting inside the begin padding's reach is dropped)",
+                    lambda s: s.applied_rounding == "ceil_torch" and s.auto_pad == "explicit" and any(s.pads_begin),
+                    _last_window_against("H")),
+    GeometryVariant("rounding:ceil_torch-last-window-vs-H+pads_end",
+                    "ceil_torch's last-window test made against H + pads_end instead of H + pads_begin",
+                    lambda s: s.applied_rounding == "ceil_torch" and s.auto_pad == "explicit"
+                    and s.pads_begin != s.pads_end, _last_window_against("H+pads_end")),
+    GeometryVariant("pads:onnx-written-interleaved",
+                    "ONNX pads written interleaved ([b0, e0, b1, e1, ...]) and read as ONNX orders them "
+                    "([b0, b1, ..., e0, e1, ...])", lambda s: _interleaving_moves(s, read=False), _interleaved(False)),
+    GeometryVariant("pads:onnx-read-interleaved",
+                    "ONNX pads ([b0, b1, ..., e0, e1, ...]) read interleaved, as [b0, e0, b1, e1, ...]",
+                    lambda s: _interleaving_moves(s, read=True), _interleaved(True)),
+    GeometryVariant("window:last-tap-dropped",
+                    "each window's last tap on the last spatial axis dropped (a loop bound off by one)",
+                    lambda s: s.kernel[-1] > 1, _last_tap_dropped),
     GeometryVariant("dilations:ignored", "dilations ignored",
                     lambda s: any(d > 1 for d in s.dilations),
                     lambda s, shape: Placement(resolve(s.replace(dilations=(1,) * s.spatial_rank), shape))),
