@@ -11,6 +11,7 @@ Verdicts per engine check:
 from __future__ import annotations
 
 import datetime as _dt
+import itertools
 import shlex
 import sys
 from collections.abc import Iterable, Sequence
@@ -43,6 +44,7 @@ from poolcheck.judgement import output_contract as judge_contract
 from poolcheck.peers.isolation import call_peer_many
 from poolcheck.results import CaseResult, Check, CheckKind, Diff, PeerStatus, RunResult, Severity, Verdict, worst
 from poolcheck.spec.policy import Policy
+from poolcheck.spec.severity import UNEXPLAINED_SEVERITY, rules_citing, severity_of
 
 
 def _against(case: Case, target: dict[str, Any], values: np.ndarray, indices: np.ndarray | None,
@@ -325,27 +327,56 @@ def _check_peer_output(case: Case, peer_name: str, version: str | None, result: 
                  version=version, expected=expected, actual=actual, severity=severity, diagnosis=why)
 
 
-#: Policy points the specs leave open (poolcheck/spec/policy.py): a peer whose output matches
-#: the reference under one of them made a choice the spec allows, not an error.
-OPEN_POLICIES: tuple[tuple[str, Policy], ...] = (
+#: Named behaviours a peer's divergence is re-run under (poolcheck/spec/policy.py), each a class
+#: of the severity table (poolcheck/spec/severity.py): a peer whose output the reference
+#: reproduces under one of them (or two together) weighs as that class does for the case's
+#: convention, exactly as the fuzzer's diagnosis weighs it.
+NAMED_POLICIES: tuple[tuple[str, Policy], ...] = (
     ("nan=ignore", Policy(nan="ignore")),
     ("nan=first", Policy(nan="first")),
     ("empty_max=lowest", Policy(empty_max="lowest")),
     ("empty_max=zero", Policy(empty_max="zero")),
     ("empty_index=0", Policy(empty_index=0)),
     ("empty_avg=nan", Policy(empty_avg="nan")),
+    ("divisor=full", Policy(divisor="full")),
+    ("divisor=padded", Policy(divisor="padded")),
+    ("divisor=valid", Policy(divisor="valid")),
 )
-#: Largest input re-run under every open policy to classify a peer's divergence.
+#: Largest input re-run under the named behaviours to classify a peer's divergence.
 POLICY_SEARCH_LIMIT = 1_000_000
+
+
+def _policy_sets() -> Iterable[tuple[tuple[str, ...], Policy]]:
+    """Each named behaviour alone, then every pair that sets two different policy fields."""
+    for key, policy in NAMED_POLICIES:
+        yield (key,), policy
+    defaults = Policy()
+    for (k1, p1), (k2, p2) in itertools.combinations(NAMED_POLICIES, 2):
+        f1 = {f for f in ("nan", "empty_max", "empty_index", "divisor", "empty_avg")
+              if getattr(p1, f) != getattr(defaults, f)}
+        f2 = {f for f in ("nan", "empty_max", "empty_index", "divisor", "empty_avg")
+              if getattr(p2, f) != getattr(defaults, f)}
+        if f1 & f2:
+            continue
+        yield (k1, k2), p1.replace(**{f: getattr(p2, f) for f in f2})
+
+
+def _weigh(keys: Sequence[str], spec: S.PoolSpec, what: str) -> tuple[Severity, str]:
+    rules = rules_citing(keys, spec)
+    cites = "; ".join(f"{r.key}: {r.why}" + (f" [{', '.join(r.sentences)}]" if r.sentences else "") for r in rules)
+    return severity_of(keys, spec), f"{what} ({cites})" if cites else what
+
+
 def peer_severity(case: Case, values: np.ndarray, indices: np.ndarray | None) -> tuple[Severity, str | None]:
-    """How much a peer's divergence weighs: ``unspecified`` when the case is tagged so, when the
-    peer matches the reference under a policy the spec leaves open (NaN, empty windows), or when
-    an average differs only by accumulation precision; otherwise a ``violation``."""
+    """How much a peer's divergence weighs, by the severity table: the class(es) under which the
+    reference reproduces the peer (a named behaviour, two together, or the accumulation width of
+    an average), weighed for the case's convention; ``unspecified`` when the case is tagged so;
+    otherwise (nothing explains it) a ``violation``."""
     if "unspecified" in case.tags or any(t.startswith("severity:unspecified") for t in case.tags):
         return Severity.UNSPECIFIED, "the case is tagged unspecified"
     if case.input.size > POLICY_SEARCH_LIMIT:
         return Severity.VIOLATION, f"input too large to re-run under the open policies (> {POLICY_SEARCH_LIMIT:,})"
-    for name, policy in OPEN_POLICIES:
+    for keys, policy in _policy_sets():
         try:
             v, i = run_spec(case.spec, case.input, engine="numpy", policy=policy)
         except Exception:
@@ -353,13 +384,14 @@ def peer_severity(case: Case, values: np.ndarray, indices: np.ndarray | None) ->
         same_v = v.shape == values.shape and not differing("values", v, values)[0]
         same_i = indices is None or i is None or (i.shape == indices.shape and not differing("indices", i, indices)[0])
         if same_v and same_i:
-            return Severity.UNSPECIFIED, f"matches the reference under {name} (the spec leaves it open)"
+            return _weigh(keys, case.spec, f"matches the reference under {' + '.join(keys)}")
     if case.spec.op == "avg":
         ref, _ = run_spec(case.spec, case.input, engine="numpy")
         rtol = within_accumulation(case.dtype, ref, values)
         if rtol is not None:
-            return Severity.UNSPECIFIED, f"within accumulation precision of {case.dtype.name} (rtol {rtol:g})"
-    return Severity.VIOLATION, None
+            return _weigh(("avg=input-type-sum",), case.spec,
+                          f"within accumulation precision of {case.dtype.name} (rtol {rtol:g})")
+    return UNEXPLAINED_SEVERITY, None
 
 
 def _read_only(x: np.ndarray) -> np.ndarray:
