@@ -10,7 +10,7 @@ from types import ModuleType
 import numpy as np
 
 from poolcheck.errors import AttributeValueError, PoolcheckError
-from poolcheck.fuzz.diagnosis.indices import _spec_order_modulus, encode_with_fill
+from poolcheck.fuzz.diagnosis.indices import _spec_order_modulus, encode_with_fill, renumber_planes
 from poolcheck.fuzz.diagnosis.rerun import _crop, _narrow, _run, _tolerance, _uncrop_indices
 from poolcheck.fuzz.diagnosis.variants import (
     _EMPTY_INDEX_KEYS,
@@ -88,6 +88,8 @@ def replay(engine: ModuleType, spec: PoolSpec, x: np.ndarray, keys: tuple[str, .
             fill = key
             continue
         v = _INDEX_BY_KEY[key]
+        if v.renumber:
+            canon = renumber_planes(canon, shape)
         o, m, p = v.layout(spec, shape, geom)
         if v.group == "index_order":
             order = o

@@ -14,7 +14,7 @@ import numpy as np
 from poolcheck.engines import _windows as w
 from poolcheck.engines import numpy_engine as _NUMPY
 from poolcheck.errors import PoolcheckError
-from poolcheck.fuzz.diagnosis.indices import _spec_order_modulus, encode_indices, encode_with_fill
+from poolcheck.fuzz.diagnosis.indices import _spec_order_modulus, encode_indices, encode_with_fill, renumber_planes
 from poolcheck.fuzz.diagnosis.model import Diagnosis
 from poolcheck.fuzz.diagnosis.replay import attribution_text, replay, settle
 from poolcheck.fuzz.diagnosis.rerun import _crop, _narrow, _run, _tolerance, _uncrop_indices
@@ -164,9 +164,9 @@ def _explain_indices(spec: PoolSpec, x: np.ndarray, geom: Geometry, ref: Outputs
             chosen.append((fill, text))
     if bad0.any():
         layout_order, layout_mod, layout_pads = order, modulus, None
-        for group in ("index_scope", "index_order", "index_coords"):
+        for group in ("index_planes", "index_scope", "index_order", "index_coords"):
             # the variant of the group that reproduces the most indices (the first of equals)
-            pick: tuple[IndexVariant, tuple[str, int, tuple | None], np.ndarray] | None = None
+            pick: tuple[IndexVariant, tuple[str, int, tuple | None], np.ndarray, np.ndarray] | None = None
             for v in INDEX_VARIANTS:
                 if v.group != group or not v.applies(spec, shape, geom):
                     continue
@@ -174,12 +174,13 @@ def _explain_indices(spec: PoolSpec, x: np.ndarray, geom: Geometry, ref: Outputs
                 trial = (o if group == "index_order" else layout_order,
                          m if group == "index_scope" else layout_mod,
                          p if group == "index_coords" else layout_pads)
-                bad = differs(canon, *trial, fill)
+                trial_canon = renumber_planes(canon, shape) if v.renumber else canon
+                bad = differs(trial_canon, *trial, fill)
                 if (int(bad.sum()) < int((bad0 if pick is None else pick[2]).sum())
                         and not (bad & ~bad0).any()):
-                    pick = (v, trial, bad)
+                    pick = (v, trial, bad, trial_canon)
             if pick is not None:
-                v, (layout_order, layout_mod, layout_pads), bad0 = pick
+                v, (layout_order, layout_mod, layout_pads), bad0, canon = pick
                 chosen.append((v.key, v.text))
     return chosen, bad0
 

@@ -4,9 +4,9 @@ placements a spec admits."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
-import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -139,7 +139,7 @@ def _last_window_against(where: str) -> Callable[[PoolSpec, tuple[int, ...]], Pl
             bound = a.size + (a.pad_end if where == "H+pads_end" else 0)
             out = a.out - 1 if a.out > 1 and (a.out - 1) * a.stride >= bound else a.out
             axes.append(dataclasses.replace(a, out=out))
-        return Placement(Geometry(g.n, g.c, tuple(axes)))
+        return Placement(Geometry(g.batch, g.channels, tuple(axes)))
 
     return build
 
@@ -173,7 +173,7 @@ def _last_tap_dropped(spec: PoolSpec, shape: tuple[int, ...]) -> Placement:
     windows and output where the spec puts them."""
     g = resolve(spec, shape)
     last = g.axes[-1]
-    return Placement(Geometry(g.n, g.c, (*g.axes[:-1], dataclasses.replace(last, kernel=last.kernel - 1))))
+    return Placement(Geometry(g.batch, g.channels, (*g.axes[:-1], dataclasses.replace(last, kernel=last.kernel - 1))))
 
 
 # The rounding variants model a peer applying rounding_type the OpenVINO way (also under valid).
@@ -315,6 +315,15 @@ POLICY_VARIANTS: tuple[PolicyVariant, ...] = (
                   "the average's sum accumulated wider (float32 for float16) but rounded to the input type before "
                   "the division: a sum past the type's largest value is inf even where the average is not",
                   {"nan": "sum-rounded-to-input-type"}),
+    PolicyVariant("int_max:pad-zero", "int_max",
+                  "integer max with the padding read as 0, not the type's lowest value (a window touching the "
+                  "padding never gives less than 0)", {"nan": "pad-zero"}),
+    PolicyVariant("int_max:seed-zero", "int_max",
+                  "integer max scanned from 0 at index 0 with a strict '>' (a window whose elements are all <= 0 "
+                  "gives 0 and index 0 of its plane)", {"nan": "seed-zero"}),
+    PolicyVariant("int_max:seed-lowest+1", "int_max",
+                  "integer max scanned from the type's lowest value + 1 at index 0 with a strict '>' (the lowest "
+                  "value never wins)", {"nan": "seed-lowest+1"}),
     PolicyVariant("max=seeded-scan", "nan",
                   "max scanned from the lowest value at index 0 with a strict '>': NaN and an element equal to "
                   "the lowest value never win, a window wholly in padding gives the lowest value and index 0",
@@ -327,6 +336,10 @@ def _policy_applies(v: PolicyVariant, spec: PoolSpec, x: np.ndarray, geom: Geome
         return spec.op == "max"
     if v.group == "nan":
         return spec.op == "max" and x.dtype.kind == "f" and bool(np.isnan(x).any())
+    if v.group == "int_max":
+        if spec.op != "max" or x.dtype.kind != "i":
+            return False
+        return v.key != "int_max:pad-zero" or any(geom.pads_begin) or any(geom.pads_end)
     if v.group == "empty_max":
         if spec.op != "max" or w.empty_windows(geom) is None:
             return False
@@ -351,9 +364,29 @@ class IndexVariant:
     text: str
     applies: Callable[[PoolSpec, tuple[int, ...], Geometry], bool]
     layout: Callable[[PoolSpec, tuple[int, ...], Geometry], tuple[str, int, tuple | None]]
+    #: the (n, c) planes numbered c * N + n instead of n * C + c (see :func:`renumber_planes`)
+    renumber: bool = False
+
+
+def _off_by_one_axis(spec: PoolSpec, shape: tuple[int, ...]) -> int | None:
+    """The index scope of a negative ``axis`` normalised one too low (``axis + rank - 1``), when
+    that is a valid axis and scopes differently from the spec's."""
+    if spec.axis >= 0 or spec.axis + len(shape) - 1 < 0:
+        return None
+    modulus = math.prod(shape[spec.axis + len(shape) - 1:])
+    return modulus if modulus != _spec_order_modulus(spec, shape)[1] else None
 
 
 INDEX_VARIANTS: tuple[IndexVariant, ...] = (
+    IndexVariant("index:planes-c*N+n", "index_planes",
+                 "the (n, c) planes numbered c * N + n instead of n * C + c (batch and channels swapped)",
+                 lambda s, shape, g: shape[0] > 1 and shape[1] > 1,
+                 lambda s, shape, g: (*_spec_order_modulus(s, shape), None), renumber=True),
+    IndexVariant("index:negative-axis-off-by-one", "index_scope",
+                 "a negative axis normalised one too low (axis + rank - 1): indices count from the dimension "
+                 "before the one axis points at",
+                 lambda s, shape, g: _off_by_one_axis(s, shape) is not None,
+                 lambda s, shape, g: (_spec_order_modulus(s, shape)[0], _off_by_one_axis(s, shape) or 1, None)),
     IndexVariant("index:axis-ignored", "index_scope", "indices count the whole tensor (axis ignored)",
                  lambda s, shape, g: _spec_order_modulus(s, shape)[1] != math.prod(shape),
                  lambda s, shape, g: (_spec_order_modulus(s, shape)[0], math.prod(shape), None)),
