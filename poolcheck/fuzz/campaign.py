@@ -9,6 +9,7 @@ is reported as ``pass`` with a "fixed upstream?" message.
 
 from __future__ import annotations
 
+import contextlib
 import shlex
 import time
 from collections.abc import Callable, Sequence
@@ -23,6 +24,7 @@ from poolcheck.corpus import KNOWN_DIR
 from poolcheck.engines import get_engine
 from poolcheck.errors import CaseFileError, PoolcheckError
 from poolcheck.fuzz import oracles as O
+from poolcheck.fuzz.grouping import group_all, group_finding
 from poolcheck.fuzz.known import (
     KnownEntry,
     case_id,
@@ -354,9 +356,12 @@ def run_campaign(
         results = run_sessions(options, on_progress, on_find=save_now)
     else:  # a cluster's sessions (fuzz/cluster.py) stream and claim finds centrally
         results = sessions(options, on_progress)
-    session = merge_results(results)
+    session = regroup(merge_results(results), known_sigs, options.engine)
     elapsed = time.monotonic() - started
     session.progress.elapsed = elapsed
+    for sig in [s for s in saved if s not in session.findings]:  # a find that joined another's group
+        with contextlib.suppress(OSError):
+            saved.pop(sig).unlink()
 
     new = [s for s in session.findings if s not in known_sigs]
     new += [k.finding.signature for k in changed if k.finding is not None and k.finding.signature not in new]
@@ -412,6 +417,43 @@ def run_campaign(
     result.fuzz.fail_on = sorted(campaign.fail_on)
     result.fuzz.failing = campaign.failing
     return campaign
+
+
+def regroup(session: SessionResult, known: set[str], engine: str = "auto") -> SessionResult:
+    """One finding per root cause: every example the sessions kept (and each signature's best
+    reproducer) grouped once more across sessions (:mod:`poolcheck.fuzz.grouping`), each group
+    reported by its smallest shrunk reproducer under the name of the explanation that reproduces
+    all its examples, with the number of divergent examples seen."""
+    seen = [*session.examples, *session.findings.values()]
+    order = sorted(range(len(seen)), key=lambda i: session.detected_at.get(seen[i].signature, float("inf")))
+    grouping = group_all(get_engine(engine), [seen[i] for i in order], known, session.ruled_out)
+    findings: dict[str, O.Finding] = {}
+    shrunk: set[str] = set()
+    detected: dict[str, float] = {}
+    shrunk_at: dict[str, float] = {}
+    for g in grouping.groups:
+        if g.known or not g.members:
+            continue
+        keys = g.signatures | {g.key}
+        pool = [session.findings[k] for k in keys if k in session.findings] or g.members
+        shrunk_reps = {id(session.findings[k]) for k in keys if k in session.shrunk and k in session.findings}
+        rep = min(pool, key=lambda f: (id(f) not in shrunk_reps, f.size))
+        examples = sum(session.progress.divergent.get(k, 0) for k in keys) or len(g.members)
+        row = group_finding(g, rep, examples)
+        sig = row.signature
+        findings[sig] = row
+        if any(k in session.shrunk for k in keys):
+            shrunk.add(sig)
+        times = [session.detected_at[k] for k in keys if k in session.detected_at]
+        if times:
+            detected[sig] = min(times)
+        times = [session.shrunk_at[k] for k in keys if k in session.shrunk_at]
+        if times:
+            shrunk_at[sig] = min(times)
+        if sig not in session.progress.divergent:
+            session.progress.divergent[sig] = examples
+    return replace(session, findings=findings, shrunk=shrunk, detected_at={**session.detected_at, **detected},
+                   shrunk_at={**session.shrunk_at, **shrunk_at})
 
 
 def _save(f: O.Finding, save_dir: str | Path, options: FuzzOptions, command: str,

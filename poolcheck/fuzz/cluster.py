@@ -151,7 +151,7 @@ class ShardSession(Session):
         try:
             super()._example(batch)
         except Divergence as d:
-            sig = d.finding.signature
+            sig = str(getattr(type(d), "signature", d.finding.signature))  # the group key
             if sig not in self.mine:  # first time: claimed meanwhile by another shard? then not ours
                 self.channel.poll(force=True)
                 if self.channel.claims.get(sig, self.channel.job) != self.channel.job:

@@ -512,5 +512,6 @@ def check_peer(case: FuzzCase, peer: str, result: PeerResult, engine: ModuleType
         return None
     return Finding(FindingKind.PEER, case.op, peer, d.klass, d.text, first_difference(base, values, indices, mm), case,
                    d.explained, PeerStatus.OK, version, {"values": values, "indices": indices},
-                   {"variants": d.variants, "ambiguous": d.ambiguous, "attribution": d.attribution}, d.atoms,
+                   {"variants": d.variants, "ambiguous": d.ambiguous, "attribution": d.attribution,
+                    "alternatives": d.alternatives}, d.atoms,
                    severity=d.severity)

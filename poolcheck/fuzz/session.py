@@ -45,6 +45,7 @@ from poolcheck.errors import AttributeValueError, PoolcheckError
 from poolcheck.fuzz import oracles as O
 from poolcheck.fuzz.database import example_database
 from poolcheck.fuzz.diagnosis import Diagnosis, diagnose_output
+from poolcheck.fuzz.grouping import Grouping, distinguish
 from poolcheck.fuzz.strategies import ALL_DTYPES, CONVENTIONS, FuzzCase, config_batches
 from poolcheck.judgement import Outputs
 from poolcheck.peers.base import Peer, PeerResult
@@ -149,6 +150,11 @@ class SessionResult:
     interrupted: bool = False
     warnings: list[str] = field(default_factory=list)
     rounds: list[tuple[int, int]] = field(default_factory=list)  # (hypothesis seed, examples) per round
+    #: The examples of every divergence group, in the order seen (the campaign groups them again
+    #: across sessions: :mod:`poolcheck.fuzz.grouping`).
+    examples: list[O.Finding] = field(default_factory=list)
+    #: Causes an experiment on the peer refuted: (peer, op, variant keys).
+    ruled_out: list[tuple[str, str, tuple[str, ...]]] = field(default_factory=list)
 
 
 class Divergence(Exception):
@@ -323,6 +329,9 @@ class Session:
         for sig in map(Signature.parse, options.known_signatures):
             if sig.kind == FindingKind.PEER:
                 self.preference.setdefault(sig.subject, Counter())[sig.detail] += 1
+        #: A peer's divergences that one explanation accounts for, grouped as they appear: an
+        #: example a group already explains is counted, not shrunk again.
+        self.grouping = Grouping(self.engine, options.known_signatures)
         self.started = time.monotonic()
         self._last_progress = 0.0
         self.warnings: list[str] = []
@@ -459,7 +468,7 @@ class Session:
             return  # nothing to shrink: let the round run out quickly
         findings = [ff for f in self.check_batch(batch) for ff in f.focused()]
         now = time.monotonic() - self.started
-        new: list[O.Finding] = []
+        new: list[tuple[str, O.Finding]] = []  # (group key, example)
         for f in findings:
             sig = f.signature
             self.progress.divergent[sig] += 1
@@ -467,17 +476,22 @@ class Session:
                 self.detected_at[sig] = now
             if sig in self.settled:
                 continue
-            new.append(f)
-            best = self.findings.get(sig)
+            group = self.grouping.place(f)
+            if group.known or (group.key != sig and group.key in self.settled):
+                self.settled.add(sig)  # one explanation already on record or shrunk accounts for it
+                continue
+            key = group.key
+            new.append((key, f))
+            best = self.findings.get(key)
             if best is None or f.size < best.size:
-                self.findings[sig] = f
+                self.findings[key] = f
                 if not self.options.shrink:
                     self._found(f)
         self._report_progress()
         if new and self.options.shrink:
-            f = min(new, key=lambda f: (_KIND_ORDER.get(f.kind, 9), f.signature))
+            key, f = min(new, key=lambda t: (_KIND_ORDER.get(t[1].kind, 9), t[0]))
             self.pending = True
-            raise divergence_type(f.signature)(f)
+            raise divergence_type(key)(f)
 
     # ------------------------------------------------------------------ rounds
 
@@ -549,13 +563,14 @@ class Session:
             _collect(exc, found, other)
             for d in found:
                 f = d.finding
-                sig = f.signature
+                sig = str(getattr(type(d), "signature", f.signature))  # the group's key
                 self.findings[sig] = f
                 self.shrunk.add(sig)
                 self.shrunk_at[sig] = time.monotonic() - self.started
                 self.settled.add(sig)
                 if sig not in self.progress.new:
                     self.progress.new.append(sig)
+                self._tell_apart(sig)
                 self._found(f)
             for o in other:
                 if isinstance(o, PoolcheckError | AttributeValueError):
@@ -564,6 +579,24 @@ class Session:
                     self.warnings.append(f"hypothesis: {type(o).__name__}: {str(o).splitlines()[0][:200]}")
                     continue
                 raise o from None
+
+    def _tell_apart(self, key: str) -> None:
+        """Several explanations reproduce every example of a group: ask its peer on nearby
+        configurations where they part, and drop those it contradicts."""
+        group = self.grouping.by_signature.get(key)
+        peer = next((p for p in self.peers if group is not None and p.name == group.subject), None)
+        if group is None or peer is None or len(group.causes) < 2:
+            return
+
+        def ask(spec: Any, x: Any) -> tuple[Any, Any] | None:
+            (result,) = call_peer_many(peer, [(spec, x)], isolated=self.options.isolated,
+                                       timeout=self.options.peer_timeout)
+            if result.status != "ok" or result.output is None:
+                return None
+            return result.output.values, result.output.indices
+
+        for cause in distinguish(self.engine, group, ask):
+            self.grouping.ruled_out.add((group.subject, group.op, cause))
 
     def _found(self, finding: O.Finding) -> None:
         if self.on_find is not None:
@@ -593,7 +626,9 @@ class Session:
         self._report_progress(force=True)
         self.progress.elapsed = time.monotonic() - self.started
         return SessionResult(self.findings, self.shrunk, self.detected_at, self.shrunk_at, self.progress,
-                             self.versions, self.unavailable, interrupted, self.warnings, self.rounds)
+                             self.versions, self.unavailable, interrupted, self.warnings, self.rounds,
+                             examples=[m for g in self.grouping.groups for m in g.members],
+                             ruled_out=sorted(self.grouping.ruled_out))
 
 
 # --------------------------------------------------------------------------- processes
@@ -754,7 +789,11 @@ def merge_results(results: Sequence[SessionResult]) -> SessionResult:
     unavailable: dict[str, str] = {}
     warnings: list[str] = []
     rounds: list[tuple[int, int]] = []
+    examples: list[O.Finding] = []
+    ruled_out: list[tuple[str, str, tuple[str, ...]]] = []
     for r in results:
+        examples += r.examples
+        ruled_out += [c for c in r.ruled_out if c not in ruled_out]
         for sig, f in r.findings.items():
             have = findings.get(sig)
             better = have is None or (sig in r.shrunk and sig not in shrunk) or (
@@ -773,7 +812,7 @@ def merge_results(results: Sequence[SessionResult]) -> SessionResult:
         warnings += r.warnings
         rounds += r.rounds
     return SessionResult(findings, shrunk, detected, shrunk_at, progress, versions, unavailable,
-                         any(r.interrupted for r in results), warnings, rounds)
+                         any(r.interrupted for r in results), warnings, rounds, examples, ruled_out)
 
 
 def expected_outputs(finding: O.Finding, engine: str = "auto") -> dict[str, Any]:

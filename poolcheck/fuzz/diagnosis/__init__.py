@@ -48,6 +48,7 @@ from poolcheck.fuzz.diagnosis.rejections import (
 from poolcheck.fuzz.diagnosis.replay import (
     Replay,
     attribution_text,
+    predict,
     replay,
     settle,
 )
@@ -120,6 +121,7 @@ __all__ = [
     "encode_with_fill",
     "normalise_message",
     "placements",
+    "predict",
     "replay",
     "settle",
     "severity_of",

@@ -103,6 +103,26 @@ def replay(engine: ModuleType, spec: PoolSpec, x: np.ndarray, keys: tuple[str, .
     return Replay(ref.values, encoded, value_ok, index_ok, xc, geom)
 
 
+def predict(engine: ModuleType, spec: PoolSpec, x: np.ndarray,
+            keys: tuple[str, ...] | list[str]) -> tuple[np.ndarray, np.ndarray | None] | None:
+    """What a runner behaving as ``keys`` says gives on ``x``: values, and indices in the spec's
+    layout (None: the keys give no output here, or name something unknown)."""
+    shape = tuple(int(v) for v in x.shape)
+    placement = Placement(resolve(spec, shape))
+    for key in keys:
+        if key in _GEOMETRY_BY_KEY:
+            try:
+                placement = _GEOMETRY_BY_KEY[key].build(spec, shape)
+            except (AttributeValueError, ValueError, ZeroDivisionError):
+                return None
+    out = placement.output_shape
+    if any(n < 1 for n in out):
+        return None
+    blank = np.zeros(out, dtype=x.dtype)
+    r = replay(engine, spec, x, keys, blank, np.zeros(out, dtype=np.int64) if spec.op == "max" else None)
+    return None if r is None else (r.values, r.indices)
+
+
 def _covers(a: Replay | None, b: Replay) -> bool:
     """``a`` reproduces at least every element ``b`` does."""
     if a is None:
