@@ -61,12 +61,18 @@ class Group:
         first = self.members[0] if self.members else None
         return first.atom or first.klass if first is not None else self.key
 
-    def add(self, f: O.Finding) -> None:
+    pinned: int = 0  # members kept whatever their size: the first, and each that refuted a cause
+
+    def add(self, f: O.Finding, *, pin: bool = False) -> None:
         self.signatures.add(f.signature)
-        if len(self.members) < MAX_EXAMPLES:
+        if pin or not self.members:
+            self.members.insert(self.pinned, f)
+            self.pinned += 1
+            return
+        if len(self.members) < MAX_EXAMPLES + self.pinned:
             self.members.append(f)
             return
-        largest = max(range(len(self.members)), key=lambda i: self.members[i].size)
+        largest = max(range(self.pinned, len(self.members)), key=lambda i: self.members[i].size)
         if f.size < self.members[largest].size:
             self.members[largest] = f
 
@@ -150,6 +156,7 @@ class Grouping:
         self.ruled_out: set[tuple[str, str, Cause]] = set(ruled_out)
         self.groups: list[Group] = []
         self.by_signature: dict[str, Group] = {}
+        self._pin = False  # the example being placed refuted or named a cause: keep it
         for key in known_signatures:
             sig = Signature.parse(key)
             if sig.kind == FindingKind.PEER and not sig.detail.startswith(("rejects", "unexplained", "shape:")):
@@ -160,21 +167,28 @@ class Grouping:
         return [c for c in candidates(f) if (f.subject, f.op, c) not in self.ruled_out]
 
     def _peers(self, f: O.Finding) -> list[Group]:
-        return [g for g in self.groups if (g.kind, g.op, g.subject) == (f.kind, f.op, f.subject)]
+        """The groups of ``f``'s peer, max and average alike (one cause may show in both); a
+        registry entry only for its own operator."""
+        return [g for g in self.groups if (g.kind, g.subject) == (f.kind, f.subject) and (not g.known or g.op == f.op)]
 
     def place(self, f: O.Finding) -> Group:
         """The group ``f`` belongs to (a new one when no explanation covers it)."""
         g = self.by_signature.get(f.signature)
         if g is not None:
-            g.add(f)
+            fitting = [c for c in g.causes if covers(self.engine, c, f)] if len(g.causes) > 1 else g.causes
+            narrowed = bool(fitting) and len(fitting) < len(g.causes)
+            if narrowed:
+                g.causes = fitting
+            g.add(f, pin=narrowed)
             return g
+        self._pin = False
         if f.kind == FindingKind.PEER:
             g = self._absorb(f) or self._adopt(f)
         if g is None:
             g = Group(f.signature, f.kind, f.op, f.subject,
                       [c for c in self._candidates(f) if covers(self.engine, c, f)] or self._candidates(f))
             self.groups.append(g)
-        g.add(f)
+        g.add(f, pin=self._pin)
         self.by_signature[f.signature] = g
         self._fold(g)
         return g
@@ -184,7 +198,9 @@ class Grouping:
         for g in self._peers(f):
             fitting = [c for c in g.causes if covers(self.engine, c, f)]
             if fitting:
-                g.causes = fitting
+                if len(fitting) < len(g.causes):
+                    g.causes = fitting
+                    self._pin = True  # the example that refuted the others stays on record
                 return g
         return None
 
@@ -198,6 +214,7 @@ class Grouping:
             fitting = [c for c in mine if all(covers(self.engine, c, m) for m in g.members)]
             if fitting:
                 g.causes = fitting
+                self._pin = True  # the example that named the group stays on record
                 return g
         return None
 

@@ -45,7 +45,7 @@ from poolcheck.errors import AttributeValueError, PoolcheckError
 from poolcheck.fuzz import oracles as O
 from poolcheck.fuzz.database import example_database
 from poolcheck.fuzz.diagnosis import Diagnosis, diagnose_output
-from poolcheck.fuzz.grouping import Grouping, distinguish
+from poolcheck.fuzz.grouping import Grouping, distinguish, group_finding
 from poolcheck.fuzz.strategies import ALL_DTYPES, CONVENTIONS, FuzzCase, config_batches
 from poolcheck.judgement import Outputs
 from poolcheck.peers.base import Peer, PeerResult
@@ -571,7 +571,7 @@ class Session:
                 if sig not in self.progress.new:
                     self.progress.new.append(sig)
                 self._tell_apart(sig)
-                self._found(f)
+                self._found(self.as_group(sig, f))
             for o in other:
                 if isinstance(o, PoolcheckError | AttributeValueError):
                     raise o from None
@@ -579,6 +579,13 @@ class Session:
                     self.warnings.append(f"hypothesis: {type(o).__name__}: {str(o).splitlines()[0][:200]}")
                     continue
                 raise o from None
+
+    def as_group(self, key: str, f: O.Finding) -> O.Finding:
+        """``f`` (an example of the group ``key``) under its group's current name and severity."""
+        group = self.grouping.by_signature.get(key)
+        if group is None:
+            return f
+        return group_finding(group, f, sum(self.progress.divergent.get(k, 0) for k in group.signatures) or 1)
 
     def _tell_apart(self, key: str) -> None:
         """Several explanations reproduce every example of a group: ask its peer on nearby
@@ -615,7 +622,7 @@ class Session:
                 raise_if_stopped()
                 self._round(index)
                 index += 1
-                if self.options.exit_first and any(ends_exploration(self.findings[s], self.options)
+                if self.options.exit_first and any(ends_exploration(self.as_group(s, self.findings[s]), self.options)
                                                    for s in self.shrunk if s in self.findings):
                     break
                 if self.deadline is None and self.max_examples is None:

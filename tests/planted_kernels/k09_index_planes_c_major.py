@@ -28,7 +28,7 @@ def _pool(op: str, x: np.ndarray, kw: dict[str, Any]) -> Any:
     axis = int(kw.get("axis", 0))
     axis = axis + x.ndim if axis < 0 else axis
     modulus = int(np.prod(x.shape[axis:]))
-    return values, (flat % modulus).astype(indices.dtype)
+    return values, np.where(indices < 0, indices, flat % modulus).astype(indices.dtype)  # -1: no element
 
 
 def max_pool(x: Any, **kw: Any) -> Any:

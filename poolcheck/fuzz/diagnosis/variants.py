@@ -144,26 +144,44 @@ def _last_window_against(where: str) -> Callable[[PoolSpec, tuple[int, ...]], Pl
     return build
 
 
-def _interleaved_pads(spec: PoolSpec, read: bool) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """ONNX ``pads`` [b0, b1, ..., e0, e1, ...] confused with pairs [b0, e0, b1, e1, ...]: written
-    as pairs and read as ONNX says (``read`` False), or written as ONNX says and read as pairs."""
+def _interleaved_pads(spec: PoolSpec, shape: tuple[int, ...],
+                      read: bool) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+    """The pads a converter hands on when it confuses ONNX ``pads`` [b0, b1, ..., e0, e1, ...]
+    with pairs [b0, e0, b1, e1, ...]: written as pairs and read as ONNX says (``read`` False), or
+    the other way round. A converter resolves SAME and VALID to explicit pads first, so the pads
+    are the applied ones. None: nothing moves."""
     n = spec.spatial_rank
+    if n < 2:
+        return None
+    try:
+        g = resolve(spec, shape)
+    except (AttributeValueError, ValueError):
+        return None
+    begin, end = g.pads_begin, g.pads_end
+    if any(p < 0 for p in begin + end):
+        return None
     if read:
-        flat = [*spec.pads_begin, *spec.pads_end]
-        return tuple(flat[0::2]), tuple(flat[1::2])
-    flat = [v for pair in zip(spec.pads_begin, spec.pads_end) for v in pair]
-    return tuple(flat[:n]), tuple(flat[n:])
+        flat = [*begin, *end]
+        moved = (tuple(flat[0::2]), tuple(flat[1::2]))
+    else:
+        flat = [v for pair in zip(begin, end) for v in pair]
+        moved = (tuple(flat[:n]), tuple(flat[n:]))
+    return None if moved == (begin, end) else moved
 
 
 def _interleaving_moves(spec: PoolSpec, read: bool) -> bool:
-    return spec.auto_pad == "explicit" and spec.spatial_rank > 1 and _interleaved_pads(spec, read) != (
-        spec.pads_begin, spec.pads_end)
+    return spec.spatial_rank > 1 and (any(spec.pads_begin) or any(spec.pads_end) or spec.auto_pad != "explicit")
 
 
 def _interleaved(read: bool) -> Callable[[PoolSpec, tuple[int, ...]], Placement]:
     def build(spec: PoolSpec, shape: tuple[int, ...]) -> Placement:
-        begin, end = _interleaved_pads(spec, read)
-        return Placement(resolve(spec.replace(pads_begin=begin, pads_end=end), shape))
+        moved = _interleaved_pads(spec, shape, read)
+        if moved is None:
+            raise ValueError("the pads read interleaved are the pads")
+        explicit = spec.replace(auto_pad="explicit", pads_begin=moved[0], pads_end=moved[1])
+        if spec.auto_pad in ("same_upper", "same_lower"):  # the SAME output size is the floor formula's
+            explicit = explicit.replace(rounding_type="floor")
+        return Placement(resolve(explicit, shape))
 
     return build
 
