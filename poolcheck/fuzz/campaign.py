@@ -24,7 +24,7 @@ from poolcheck.corpus import KNOWN_DIR
 from poolcheck.engines import get_engine
 from poolcheck.errors import CaseFileError, PoolcheckError
 from poolcheck.fuzz import oracles as O
-from poolcheck.fuzz.grouping import group_all, group_finding
+from poolcheck.fuzz.grouping import cause_tags, group_all, group_finding
 from poolcheck.fuzz.known import (
     KnownEntry,
     case_id,
@@ -255,7 +255,9 @@ def finding_result(finding: O.Finding, *, new: bool, replay: str, source: str = 
         actual={k: tensor(np.asarray(v)) for k, v in finding.actual.items() if v is not None},
         severity=finding.weight,
     )
-    tags = ["fuzz", "new" if new else "known", finding.kind.value, signature_tag(finding.sig)]
+    tags = ["fuzz", "new" if new else "known", finding.kind.value, signature_tag(finding.sig), *cause_tags(finding)]
+    if finding.extra.get("examples"):
+        tags.append(f"examples:{finding.extra['examples']}")
     if not shrunk:
         tags.append("unshrunk")
     title = f"{finding.subject}: {finding.text}"

@@ -355,6 +355,40 @@ def group_finding(g: Group, rep: O.Finding, examples: int) -> O.Finding:
     )
 
 
+CAUSE_TAG = "cause:"
+
+
+def cause_tags(f: O.Finding) -> list[str]:
+    """Tags naming every explanation that reproduces all of a row's examples (``cause:KEYS``), so
+    rows from separate runs can be grouped without their inputs (:func:`join_by_cause`)."""
+    causes = ["+".join(f.extra.get("cause", ()))] + list(f.extra.get("also", ()))
+    return [CAUSE_TAG + c for c in causes if c]
+
+
+def join_by_cause(rows: dict[str, tuple[str, Sequence[str]]]) -> dict[str, str]:
+    """``key -> (subject, tags)`` of rows from several runs -> ``key -> the key of its group``:
+    rows of one subject that share an explanation (a ``cause:`` tag) are one root cause."""
+    parent = {k: k for k in rows}
+
+    def root(k: str) -> str:
+        while parent[k] != k:
+            parent[k] = parent[parent[k]]
+            k = parent[k]
+        return k
+
+    first: dict[tuple[str, str], str] = {}
+    for key in sorted(rows):
+        subject, tags = rows[key]
+        for tag in tags:
+            if not tag.startswith(CAUSE_TAG):
+                continue
+            other = first.setdefault((subject, tag), key)
+            a, b = root(key), root(other)
+            if a != b:
+                parent[max(a, b)] = min(a, b)
+    return {k: root(k) for k in rows}
+
+
 def group_all(engine: ModuleType, findings: Sequence[O.Finding], known: Iterable[str] = (),
               ruled_out: Iterable[tuple[str, str, Cause]] = ()) -> Grouping:
     """Group ``findings`` (in the order they were seen) as a session does."""
@@ -364,4 +398,5 @@ def group_all(engine: ModuleType, findings: Sequence[O.Finding], known: Iterable
     return grouping
 
 
-__all__ = ["Group", "Grouping", "candidates", "covers", "distinguish", "group_all", "group_finding", "group_text"]
+__all__ = ["CAUSE_TAG", "Group", "Grouping", "candidates", "cause_tags", "covers", "distinguish", "group_all",
+           "group_finding", "group_text", "join_by_cause"]

@@ -67,6 +67,7 @@ from poolcheck.fuzz.diagnosis.severity import (
     severity_of,
     severity_rule,
 )
+from poolcheck.fuzz.diagnosis.symptom import shape_symptom
 from poolcheck.fuzz.diagnosis.variants import (
     EMPTY_INDEX_MINUS_TEXT,
     EMPTY_INDEX_TAP_TEXT,
@@ -126,5 +127,6 @@ __all__ = [
     "settle",
     "severity_of",
     "severity_rule",
+    "shape_symptom",
     "variant_text",
 ]
