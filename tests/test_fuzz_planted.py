@@ -19,7 +19,7 @@ from poolcheck.cases import load_file
 from poolcheck.engines import get_engine
 from poolcheck.fuzz import oracles as O
 from poolcheck.fuzz.known import finding_case, fuzz_case_from, write_finding
-from poolcheck.fuzz.session import FuzzOptions, SessionResult, expected_outputs, run_sessions
+from poolcheck.fuzz.session import FuzzOptions, SessionResult, run_sessions
 from poolcheck.peers.isolation import call_peer_many
 from poolcheck.peers.registry import resolve_peer
 from poolcheck.results import Severity, Signature
@@ -59,7 +59,7 @@ def assert_found_and_replays(result: SessionResult, peer: Any, classes: tuple[st
     f = result.findings[sig]
     assert f.case.x.size <= 16, f"not shrunk: {f.case.describe()}"
     # the find as a case file: the engine passes it, the planted peer still diverges the same way
-    data = finding_case(f, expected_outputs(f), command="test", seed=0)
+    data = finding_case(f, O.expected_outputs(f), command="test", seed=0)
     assert data is not None
     path = write_finding(tmp_path, data)
     (case,) = load_file(path)

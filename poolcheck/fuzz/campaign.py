@@ -38,7 +38,6 @@ from poolcheck.fuzz.session import (
     FuzzOptions,
     Progress,
     SessionResult,
-    expected_outputs,
     judge_peer,
     merge_results,
     resolve_peer_list,
@@ -239,7 +238,7 @@ def finding_result(finding: O.Finding, *, new: bool, replay: str, source: str = 
     """One signature as a ``CaseResult`` (with diffs over the window when outputs differ)."""
     case = finding.case
     try:
-        expected = expected_outputs(finding)
+        expected = O.expected_outputs(finding)
     except PoolcheckError:
         expected = {}
     diffs, total = _diffs(finding, expected)
@@ -462,7 +461,7 @@ def _save(f: O.Finding, save_dir: str | Path, options: FuzzOptions, command: str
           versions: dict[str, str]) -> Path | None:
     """One finding as a case file in ``save_dir`` (atomic write); None when it has no case form."""
     try:
-        data = finding_case(f, expected_outputs(f), command=command, seed=options.seed,
+        data = finding_case(f, O.expected_outputs(f), command=command, seed=options.seed,
                             versions={**versions, **({f.subject: f.version} if f.version else {})})
     except PoolcheckError:
         return None

@@ -175,21 +175,28 @@ class Grouping:
         """The group ``f`` belongs to (a new one when no explanation covers it)."""
         g = self.by_signature.get(f.signature)
         if g is not None:
-            fitting = [c for c in g.causes if covers(self.engine, c, f)] if len(g.causes) > 1 else g.causes
-            narrowed = bool(fitting) and len(fitting) < len(g.causes)
-            if narrowed:
+            # the example's own diagnosis is the group's cause: it reproduces it by construction
+            own = g.causes == [(f.atom,)] or not g.causes
+            fitting = g.causes if own else [c for c in g.causes if covers(self.engine, c, f)]
+            if fitting or not g.causes:
+                narrowed = len(fitting) < len(g.causes)
                 g.causes = fitting
-            g.add(f, pin=narrowed)
-            return g
+                g.add(f, pin=narrowed)
+                return g
+            # a name that fits this example is not the group's: the example is placed afresh
         self._pin = False
         if f.kind == FindingKind.PEER:
             g = self._absorb(f) or self._adopt(f)
         if g is None:
-            g = Group(f.signature, f.kind, f.op, f.subject,
+            key = f.signature
+            while any(other.key == key for other in self.groups):
+                key += "#"  # one signature in two groups (its name fits one example, not the other)
+            g = Group(key, f.kind, f.op, f.subject,
                       [c for c in self._candidates(f) if covers(self.engine, c, f)] or self._candidates(f))
             self.groups.append(g)
+            self.by_signature.setdefault(key, g)
         g.add(f, pin=self._pin)
-        self.by_signature[f.signature] = g
+        self.by_signature.setdefault(f.signature, g)
         self._fold(g)
         return g
 
@@ -335,7 +342,7 @@ def group_text(g: Group, rep: O.Finding) -> str:
         if len(g.causes) > 1:
             parts.append("ambiguous: also consistent with " + ", ".join("+".join(c) for c in g.causes[1:]))
     elif rep.status == PeerStatus.OK and not rep.explained:
-        parts.append("unexplained: " + (rep.text if not symptom else "no known variant gives this shape"))
+        parts.append("unexplained: no known variant gives this shape" if symptom else rep.text)
     else:
         parts.append(rep.text)
     return "; ".join(parts)

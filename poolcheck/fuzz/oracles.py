@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from poolcheck.engines import _windows as w
+from poolcheck.engines import get_engine
 from poolcheck.errors import PoolcheckError
 from poolcheck.fuzz.diagnosis import STATUS_SEVERITY, Diagnosis, diagnose_output, diagnose_rejection, severity_of
 from poolcheck.fuzz.reference import run_reference
@@ -129,6 +130,18 @@ def reference(engine: ModuleType, case: FuzzCase) -> tuple[Outputs, Geometry]:
     geom = resolve(case.spec, case.x.shape)
     layout = index_layout(case.spec, case.x.shape) if case.op == "max" else None
     return run_reference(engine, case.x, geom, case.op, exclude_pad=case.spec.exclude_pad, layout=layout), geom
+
+
+def expected_outputs(finding: Finding, engine: str = "auto") -> dict[str, Any]:
+    """The engine's outputs for a find's configuration (what its case file expects)."""
+    case = finding.case
+    if finding.kind == "invalid":
+        return {}
+    base, geom = reference(get_engine(engine), case)
+    out: dict[str, Any] = {"values": base.values, "shape": list(geom.output_shape)}
+    if base.indices is not None:
+        out["indices"] = base.indices
+    return out
 
 
 # --------------------------------------------------------------------------- engines

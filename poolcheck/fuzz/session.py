@@ -46,6 +46,8 @@ from poolcheck.fuzz import oracles as O
 from poolcheck.fuzz.database import example_database
 from poolcheck.fuzz.diagnosis import Diagnosis, diagnose_output
 from poolcheck.fuzz.grouping import Grouping, distinguish, group_finding
+from poolcheck.fuzz.hypothesis_compat import keep_database, set_database_key, shrink_limit
+from poolcheck.fuzz.repeats import ENGINE_SIDE_CACHE, PEER_RESULTS_CACHE, EngineSide, config_key, peer_key
 from poolcheck.fuzz.strategies import ALL_DTYPES, CONVENTIONS, FuzzCase, config_batches
 from poolcheck.judgement import Outputs
 from poolcheck.peers.base import Peer, PeerResult
@@ -191,24 +193,6 @@ def _collect(exc: BaseException, found: list[Divergence], other: list[BaseExcept
 _KIND_ORDER = {k: i for i, k in enumerate(O.KINDS)}
 
 
-@contextlib.contextmanager
-def _shrink_limit(seconds: float) -> Iterator[None]:
-    """Bound the time hypothesis spends shrinking in one run. Hypothesis has no setting for it,
-    only a module constant (five minutes); it is set for the duration of one run and restored.
-    When shrinking stops early the best reproducer found so far is reported."""
-    from hypothesis.internal.conjecture import engine as conjecture_engine
-
-    old = getattr(conjecture_engine, "MAX_SHRINKING_SECONDS", None)
-    if old is None:  # a hypothesis without the constant: no limit to set
-        yield
-        return
-    conjecture_engine.MAX_SHRINKING_SECONDS = seconds  # type: ignore[assignment]
-    try:
-        yield
-    finally:
-        conjecture_engine.MAX_SHRINKING_SECONDS = old
-
-
 def ends_exploration(finding: O.Finding, options: FuzzOptions) -> bool:
     """Whether ``finding`` (new and final) ends an ``--exit-first`` exploration: its severity is
     one ``--fail-on`` names. An unspecified or limitation find does not hide a violation found
@@ -235,42 +219,6 @@ def judge_peer(peer: Peer, batch: Sequence[FuzzCase], refs: Sequence[tuple[Outpu
         base, geom = ref if ref is not None else (None, None)
         yield case, result, O.check_peer(case, peer.name, result, engine, base, geom, version, prefer(i),
                                          diagnose=diagnose)
-
-
-# --------------------------------------------------------------------------- repeated configurations
-
-#: Configurations whose engine-side verdicts a session keeps. Hypothesis repeats configurations
-#: (its mutations copy one within and across examples, shrinking replays them): in a fuzz run
-#: against ONNX Runtime about two in three configurations were seen before.
-ENGINE_SIDE_CACHE = 4096
-
-
-def config_key(case: FuzzCase) -> tuple[Any, ...]:
-    """Everything a configuration's verdicts depend on: the spelling, the spec peers receive,
-    the mutation, and the input (type, shape, bytes)."""
-    x = case.x
-    return case.op_name, repr(case.attributes), case.spec, case.mutation, x.dtype.str, x.shape, x.tobytes()
-
-
-#: Results a session keeps per repeatable peer (see :attr:`RuntimePeer.repeatable`).
-PEER_RESULTS_CACHE = 4096
-
-
-def peer_key(case: FuzzCase) -> tuple[Any, ...]:
-    """What a peer receives of a configuration: the spec and the input (type, shape, bytes)."""
-    x = case.x
-    return case.spec, x.dtype.str, x.shape, x.tobytes()
-
-
-@dataclass
-class _EngineSide:
-    """What the engines said about one configuration: the reference (None: poolcheck rejects
-    it), findings against poolcheck itself, and the engine comparison and metamorphic findings
-    (None until they ran). Findings are rebound to each repeat's own case."""
-
-    ref: tuple[Outputs, Geometry] | None
-    findings: list[O.Finding]
-    checks: list[O.Finding] | None = None
 
 
 # --------------------------------------------------------------------------- one session
@@ -341,7 +289,7 @@ class Session:
         #: A repeatable peer's outputs and refusals by peer (id) and :func:`peer_key`, oldest first.
         self._peer_results: dict[int, dict[tuple[Any, ...], PeerResult]] = {}
         #: Engine-side verdicts by configuration (:func:`config_key`), oldest first.
-        self._engine_side: dict[tuple[Any, ...], _EngineSide] = {}
+        self._engine_side: dict[tuple[Any, ...], EngineSide] = {}
         self.strategy = config_batches(options.ops, options.ranks, options.dtypes, options.conventions,
                                        max_configs=options.max_configs, invalid=options.invalid)
 
@@ -411,7 +359,7 @@ class Session:
         for case, key in zip(batch, keys):
             known = self._engine_side.get(key)
             if known is None:
-                known = self._engine_side[key] = _EngineSide(*self._reference(case))
+                known = self._engine_side[key] = EngineSide(*self._reference(case))
                 if len(self._engine_side) > ENGINE_SIDE_CACHE:
                     del self._engine_side[next(iter(self._engine_side))]  # the oldest
             refs.append(known.ref)
@@ -535,7 +483,7 @@ class Session:
         def fuzz_example(batch: list[FuzzCase]) -> None:
             self._example(batch)
 
-        fuzz_example._hypothesis_internal_add_digest = self.options.digest()  # type: ignore[attr-defined]
+        set_database_key(fuzz_example, self.options.digest())
         test = settings(
             max_examples=examples, deadline=None, database=db, phases=phases, derandomize=False,
             suppress_health_check=list(HealthCheck), verbosity=Verbosity.quiet, print_blob=False,
@@ -546,14 +494,13 @@ class Session:
             # ``@seed`` switches the example database off (a seeded run is meant to be replayed,
             # not to remember); this fuzzer wants both: the seed drives generation, the database
             # replays earlier finds first and keeps new ones for other runs and machines.
-            test._hypothesis_internal_use_settings = settings(  # type: ignore[attr-defined]
-                test._hypothesis_internal_use_settings, database=db)  # type: ignore[attr-defined]
+            keep_database(test, db)
         self.pending = False
         self.rounds.append((round_seed, examples))
         self.progress.rounds += 1
         self.progress.phase = f"round {index + 1}"
         try:
-            with _shrink_limit(self._shrink_seconds()):
+            with shrink_limit(self._shrink_seconds()):
                 test()
         except (KeyboardInterrupt, SystemExit):
             raise
@@ -822,19 +769,7 @@ def merge_results(results: Sequence[SessionResult]) -> SessionResult:
                          any(r.interrupted for r in results), warnings, rounds, examples, ruled_out)
 
 
-def expected_outputs(finding: O.Finding, engine: str = "auto") -> dict[str, Any]:
-    """The engine's outputs for a find's configuration (what its case file expects)."""
-    case = finding.case
-    if finding.kind == "invalid":
-        return {}
-    base, geom = O.reference(get_engine(engine), case)
-    out: dict[str, Any] = {"values": base.values, "shape": list(geom.output_shape)}
-    if base.indices is not None:
-        out["indices"] = base.indices
-    return out
-
-
 __all__ = [
-    "Divergence", "FuzzOptions", "Progress", "Session", "SessionResult", "divergence_type", "expected_outputs",
+    "Divergence", "FuzzOptions", "Progress", "Session", "SessionResult", "divergence_type",
     "merge_results", "run_sessions",
 ]
