@@ -46,6 +46,7 @@ from poolcheck.fuzz.session import (
 from poolcheck.fuzz.strategies import FuzzCase
 from poolcheck.judgement import judge, tensor, tolerance_for
 from poolcheck.peers.base import Peer
+from poolcheck.peers.isolation import call_peer_many
 from poolcheck.results import (
     DEFAULT_FAIL_ON,
     CaseResult,
@@ -160,8 +161,8 @@ def recheck_known(entries: Sequence[KnownEntry], peers: Sequence[Peer], *, isola
         # ties between equally good explanations go to the recorded one: the question is
         # whether the recorded behaviour still explains the peer
         prefer = [{entries[i].sig.detail: 1_000_000} for i in idxs]
-        judged = judge_peer(peer, cases, refs, eng, version=version, prefer=prefer.__getitem__,
-                            isolated=isolated, timeout=timeout)
+        results = call_peer_many(peer, [(c.spec, c.x) for c in cases], isolated=isolated, timeout=timeout)
+        judged = judge_peer(peer, cases, refs, results, eng, version=version, prefer=prefer.__getitem__)
         for i, (_case, res, finding) in zip(idxs, judged):
             e = entries[i]
             if res.status in ("declined", "unavailable"):

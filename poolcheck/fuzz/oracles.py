@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
@@ -476,13 +476,11 @@ def _array_key(a: np.ndarray) -> tuple[str, tuple[int, ...], bytes]:
 
 def check_peer(case: FuzzCase, peer: str, result: PeerResult, engine: ModuleType, base: Outputs | None,
                geom: Geometry | None, version: str | None = None,
-               prefer: Mapping[str, int] | None = None, *,
-               diagnose: Callable[..., Diagnosis] = diagnose_output) -> Finding | None:
+               prefer: Mapping[str, int] | None = None, *, memo: DiagnosisMemo | None = None) -> Finding | None:
     """Judge one peer result against the reference (``base`` is None when the engine rejects
     the case, i.e. a deliberately invalid configuration). ``prefer`` counts how often each
-    variant alone explained this peer so far (it breaks ties between explanations); ``diagnose``
-    names a difference (:func:`~poolcheck.fuzz.diagnosis.diagnose_output`, or a
-    :class:`DiagnosisMemo` of it)."""
+    variant alone explained this peer so far (it breaks ties between explanations); a difference
+    is named by :func:`~poolcheck.fuzz.diagnosis.diagnose_output` (through ``memo`` when given)."""
     if result.status in ("declined", "unavailable"):
         return None
     if base is None or geom is None:  # the engine rejects this configuration
@@ -520,7 +518,7 @@ def check_peer(case: FuzzCase, peer: str, result: PeerResult, engine: ModuleType
     mm = mismatch(base, values, indices, tol)
     if not mm:
         return None
-    d = diagnose(engine, case.spec, case.x, values, indices, prefer)
+    d = (memo or diagnose_output)(engine, case.spec, case.x, values, indices, prefer)
     if d.klass == "same":  # the diagnosis tolerance is the comparison's: cannot happen, but be safe
         return None
     return Finding(FindingKind.PEER, case.op, peer, d.klass, d.text, first_difference(base, values, indices, mm), case,

@@ -44,7 +44,6 @@ from poolcheck.engines import available_engines, get_engine
 from poolcheck.errors import AttributeValueError, PoolcheckError
 from poolcheck.fuzz import oracles as O
 from poolcheck.fuzz.database import example_database
-from poolcheck.fuzz.diagnosis import Diagnosis, diagnose_output
 from poolcheck.fuzz.grouping import Grouping, distinguish, group_finding
 from poolcheck.fuzz.hypothesis_compat import keep_database, set_database_key, shrink_limit
 from poolcheck.fuzz.repeats import ENGINE_SIDE_CACHE, PEER_RESULTS_CACHE, EngineSide, config_key, peer_key
@@ -204,21 +203,17 @@ def ends_exploration(finding: O.Finding, options: FuzzOptions) -> bool:
 
 
 def judge_peer(peer: Peer, batch: Sequence[FuzzCase], refs: Sequence[tuple[Outputs, Geometry] | None],
-               engine: ModuleType, *, version: str | None, prefer: Callable[[int], Mapping[str, int]],
-               isolated: bool = True, timeout: float = 30.0,
-               call: Callable[..., list[PeerResult]] = call_peer_many,
-               diagnose: Callable[..., Diagnosis] = diagnose_output) -> Iterator[tuple[FuzzCase, PeerResult,
-                                                                                   O.Finding | None]]:
-    """One batched call of ``peer`` on ``batch``, then each result judged against its reference
-    (``None``: the engine rejects the configuration) by :func:`~poolcheck.fuzz.oracles.check_peer`.
-    The one path a peer's output takes, for new findings and for re-checking known divergences.
-    Lazy: ``prefer(i)`` (the tie-breaking history for item ``i``) is read when item ``i`` is
-    judged, so a caller may update it from the items before."""
-    results = call(peer, [(c.spec, c.x) for c in batch], isolated=isolated, timeout=timeout)
+               results: Sequence[PeerResult], engine: ModuleType, *, version: str | None,
+               prefer: Callable[[int], Mapping[str, int]],
+               memo: O.DiagnosisMemo | None = None) -> Iterator[tuple[FuzzCase, PeerResult, O.Finding | None]]:
+    """``peer``'s results on ``batch``, each judged against its reference (``None``: the engine
+    rejects the configuration) by :func:`~poolcheck.fuzz.oracles.check_peer`: the one path a
+    peer's output takes, for new findings and for re-checking known divergences. Lazy:
+    ``prefer(i)`` (the tie-breaking history for item ``i``) is read when item ``i`` is judged, so
+    a caller may update it from the items before; ``memo`` keeps diagnoses a session repeats."""
     for i, (case, ref, result) in enumerate(zip(batch, refs, results)):
         base, geom = ref if ref is not None else (None, None)
-        yield case, result, O.check_peer(case, peer.name, result, engine, base, geom, version, prefer(i),
-                                         diagnose=diagnose)
+        yield case, result, O.check_peer(case, peer.name, result, engine, base, geom, version, prefer(i), memo=memo)
 
 
 # --------------------------------------------------------------------------- one session
@@ -391,14 +386,9 @@ class Session:
             def history(_i: int, p: Counter[str] = prefer) -> Mapping[str, int]:
                 return p  # one history per peer, updated as its items are judged
 
-            def call(*_args: Any, answer: Callable[[], list[PeerResult]] = answer,
-                     **_kwargs: Any) -> list[PeerResult]:
-                return answer()
-
-            for _case, result, f in judge_peer(peer, batch, refs, self.engine, version=self.versions.get(peer.name),
-                                               prefer=history, isolated=self.options.isolated,
-                                               timeout=self.options.peer_timeout, call=call,
-                                               diagnose=self._diagnose):
+            for _case, result, f in judge_peer(peer, batch, refs, answer(), self.engine,
+                                               version=self.versions.get(peer.name), prefer=history,
+                                               memo=self._diagnose):
                 status[result.status] += 1
                 if result.status in ("ok", "rejects"):
                     self.progress.compared[peer.name] += 1
