@@ -332,15 +332,17 @@ class Session:
         configuration, or its engine raises)."""
         ok, _why = O.engine_accepts(case)
         if case.mutation and ok:
-            return None, [O.Finding(FindingKind.ENGINE, case.op, "validation", f"accepts invalid: {case.mutation}",
-                                    "poolcheck accepts a configuration it should reject", case.describe(), case, False)]
+            return None, [O.Finding(kind=FindingKind.ENGINE, op=case.op, subject="validation",
+                                    klass=f"accepts invalid: {case.mutation}",
+                                    text="poolcheck accepts a configuration it should reject", detail=case.describe(),
+                                    case=case, explained=False)]
         if not ok:
             return None, []
         try:
             return O.reference(self.engine, case), []
         except PoolcheckError as exc:
-            return None, [O.Finding(FindingKind.ENGINE, case.op, self.engine.NAME, "error", "the engine raised", str(exc),
-                                    case, False)]
+            return None, [O.Finding(kind=FindingKind.ENGINE, op=case.op, subject=self.engine.NAME, klass="error",
+                                    text="the engine raised", detail=str(exc), case=case, explained=False)]
 
     def check_batch(self, batch: Sequence[FuzzCase]) -> list[O.Finding]:
         """Every oracle on every configuration of one example."""
