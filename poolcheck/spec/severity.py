@@ -211,6 +211,38 @@ SEVERITY_RULES: tuple[SeverityRule, ...] = (
     _rule("index:column-major", _V, ("ONNX-STORAGE-ORDER",), "storage_order=0 counts row-major", ONNX, _onnx),
     _rule("index:padded-coordinates", _V, ("OV-INDEX",), "indices do not count padding", OV, _ov),
     _rule("index:padded-coordinates", _V, ("ONNX-INDICES",), "indices do not count padding", ONNX, _onnx),
+    # ------------------------------------------------------------------ variants added for issue 20 (h20-diag)
+    *(_rule(key, _V, ("OV-CEIL-TORCH",), "only a last window that starts in the padding (at or past "
+            "H + pads_begin) is dropped", OV, _ov)
+      for key in ("rounding:ceil_torch-last-window-vs-H", "rounding:ceil_torch-last-window-vs-H+pads_end")),
+    *(_rule(key, _V, ("ONNX-SHAPE-CEIL", "ONNX-LAST-WINDOW-EXAMPLE"), "ceil_mode keeps every window that starts "
+            "inside the input or the begin padding (the example drops only one starting in the end padding)",
+            ONNX, _onnx)
+      for key in ("rounding:ceil_torch-last-window-vs-H", "rounding:ceil_torch-last-window-vs-H+pads_end")),
+    *(_rule(key, _V, ("ONNX-PADS-FORMAT",), "pads are [x1_begin, x2_begin, ..., x1_end, x2_end, ...]", ONNX,
+            _onnx) for key in ("pads:onnx-written-interleaved", "pads:onnx-read-interleaved")),
+    *(_rule(key, _V, ("OV-PADS-BEGIN", "OV-PADS-END"), "pads_begin pads the beginning, pads_end the end", OV, _ov)
+      for key in ("pads:onnx-written-interleaved", "pads:onnx-read-interleaved")),
+    _rule("window:last-tap-dropped", _V, ("OV-MAX",), "the window (filter) covers the kernel's taps on every axis",
+          f"{OV} max", _ov, _max),
+    _rule("window:last-tap-dropped", _V, ("ONNX-MAX",), "the window covers the kernel's taps on every axis",
+          f"{ONNX} max", _onnx, _max),
+    _rule("window:last-tap-dropped", _V, _DIVISOR_OV, "the window averaged covers the kernel's taps", f"{OV} avg",
+          _ov, _avg),
+    _rule("window:last-tap-dropped", _V, _DIVISOR_ONNX, "the window averaged covers the kernel's taps",
+          f"{ONNX} avg", _onnx, _avg),
+    _rule("index:planes-c*N+n", _V, ("OV-INDEX",), "indices of the tensor flattened to 1D: plane n * C + c", OV,
+          _ov),
+    _rule("index:planes-c*N+n", _V, ("ONNX-INDICES",), "indices of the tensor flattened to 1D: plane n * C + c",
+          ONNX, _onnx),
+    _rule("index:negative-axis-off-by-one", _V, ("OV-AXIS",), "indices count from the dimension 'axis' points at"),
+    _rule("int_max:pad-zero", _V, ("OV-PAD-NEG-INF",), "padding is -inf: it never gives the max", OV, _ov),
+    _rule("int_max:pad-zero", _V, ("ONNX-MAX",), "the max is one of the window's elements, and padding is none",
+          ONNX, _onnx),
+    *(_rule(key, _V, ("OV-MAX",), "the max is the largest value of the window", OV, _ov)
+      for key in ("int_max:seed-zero", "int_max:seed-lowest+1")),
+    *(_rule(key, _V, ("ONNX-MAX",), "the max is one of the window's elements", ONNX, _onnx)
+      for key in ("int_max:seed-zero", "int_max:seed-lowest+1")),
 )
 
 #: Classes outside the table: a rejection of a valid configuration is a limitation; what no

@@ -48,6 +48,7 @@ from poolcheck.fuzz.diagnosis.rejections import (
 from poolcheck.fuzz.diagnosis.replay import (
     Replay,
     attribution_text,
+    predict,
     replay,
     settle,
 )
@@ -66,6 +67,7 @@ from poolcheck.fuzz.diagnosis.severity import (
     severity_of,
     severity_rule,
 )
+from poolcheck.fuzz.diagnosis.symptom import shape_symptom
 from poolcheck.fuzz.diagnosis.variants import (
     EMPTY_INDEX_MINUS_TEXT,
     EMPTY_INDEX_TAP_TEXT,
@@ -120,9 +122,11 @@ __all__ = [
     "encode_with_fill",
     "normalise_message",
     "placements",
+    "predict",
     "replay",
     "settle",
     "severity_of",
     "severity_rule",
+    "shape_symptom",
     "variant_text",
 ]

@@ -112,6 +112,16 @@ def encode_with_fill(canon: np.ndarray, shape: tuple[int, ...], order: str, modu
     return np.where(canon < 0, f, encoded)
 
 
+def renumber_planes(canon: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """Whole-tensor indices with their (n, c) plane numbered ``c * N + n`` instead of ``n * C +
+    c`` (``-1``, no element, stays)."""
+    plane = math.prod(shape[2:])
+    valid = canon >= 0
+    nc, sp = np.divmod(np.where(valid, canon, 0), plane)
+    n, c = np.divmod(nc, shape[1])
+    return np.where(valid, (c * shape[0] + n) * plane + sp, canon)
+
+
 def _plane_start(out_shape: tuple[int, ...], in_shape: tuple[int, ...]) -> np.ndarray:
     """Whole-tensor index of element 0 of each output position's (n, c) plane."""
     grid = np.indices(out_shape[:2]).reshape(2, *out_shape[:2], *(1,) * (len(out_shape) - 2))

@@ -21,3 +21,6 @@ class Diagnosis:
     severity: Severity | None = None
     #: which elements each named variant accounts for: (variant, values, indices) counts
     attribution: tuple[tuple[str, int, int], ...] = ()
+    #: other explanations whose replay reproduces this example too (each a tuple of variant keys):
+    #: the candidates a campaign tries on the subject's other examples before it names a cause
+    alternatives: tuple[tuple[str, ...], ...] = ()

@@ -10,7 +10,7 @@ from types import ModuleType
 import numpy as np
 
 from poolcheck.errors import AttributeValueError, PoolcheckError
-from poolcheck.fuzz.diagnosis.indices import _spec_order_modulus, encode_with_fill
+from poolcheck.fuzz.diagnosis.indices import _spec_order_modulus, encode_with_fill, renumber_planes
 from poolcheck.fuzz.diagnosis.rerun import _crop, _narrow, _run, _tolerance, _uncrop_indices
 from poolcheck.fuzz.diagnosis.variants import (
     _EMPTY_INDEX_KEYS,
@@ -88,6 +88,8 @@ def replay(engine: ModuleType, spec: PoolSpec, x: np.ndarray, keys: tuple[str, .
             fill = key
             continue
         v = _INDEX_BY_KEY[key]
+        if v.renumber:
+            canon = renumber_planes(canon, shape)
         o, m, p = v.layout(spec, shape, geom)
         if v.group == "index_order":
             order = o
@@ -99,6 +101,26 @@ def replay(engine: ModuleType, spec: PoolSpec, x: np.ndarray, keys: tuple[str, .
     where = close_values(ref.values, values, None)
     index_ok = (encoded == np.asarray(indices).astype(np.int64)) | ~where
     return Replay(ref.values, encoded, value_ok, index_ok, xc, geom)
+
+
+def predict(engine: ModuleType, spec: PoolSpec, x: np.ndarray,
+            keys: tuple[str, ...] | list[str]) -> tuple[np.ndarray, np.ndarray | None] | None:
+    """What a runner behaving as ``keys`` says gives on ``x``: values, and indices in the spec's
+    layout (None: the keys give no output here, or name something unknown)."""
+    shape = tuple(int(v) for v in x.shape)
+    placement = Placement(resolve(spec, shape))
+    for key in keys:
+        if key in _GEOMETRY_BY_KEY:
+            try:
+                placement = _GEOMETRY_BY_KEY[key].build(spec, shape)
+            except (AttributeValueError, ValueError, ZeroDivisionError):
+                return None
+    out = placement.output_shape
+    if any(n < 1 for n in out):
+        return None
+    blank = np.zeros(out, dtype=x.dtype)
+    r = replay(engine, spec, x, keys, blank, np.zeros(out, dtype=np.int64) if spec.op == "max" else None)
+    return None if r is None else (r.values, r.indices)
 
 
 def _covers(a: Replay | None, b: Replay) -> bool:

@@ -66,8 +66,9 @@ def _run(engine: ModuleType, spec: PoolSpec, x: np.ndarray, geom: Geometry, poli
         out = Outputs(_avg_in_input_type(x, geom, spec.exclude_pad, policy.replace(nan="propagate"), rounded=True))
     elif policy.nan == "sum-in-input-type-by-axis" and spec.op == "avg":
         out = Outputs(_avg_in_input_type(x, geom, spec.exclude_pad, policy.replace(nan="propagate"), by_axis=True))
-    elif policy.nan == "seeded" and spec.op == "max":
-        low = np.asarray(_lowest(x.dtype), dtype=x.dtype)
+    elif policy.nan in ("seeded", "seed-zero", "seed-lowest+1") and spec.op == "max":
+        seed = {"seeded": _lowest(x.dtype), "seed-zero": 0, "seed-lowest+1": _lowest(x.dtype) + 1}[str(policy.nan)]
+        low = np.asarray(seed, dtype=x.dtype)
         xs = np.where(np.isnan(x), low, x).astype(x.dtype) if x.dtype.kind == "f" else x
         out = run_reference(engine, xs, geom, "max", layout=layout,
                             policy=policy.replace(nan="propagate", empty_max="lowest"))
@@ -75,6 +76,11 @@ def _run(engine: ModuleType, spec: PoolSpec, x: np.ndarray, geom: Geometry, poli
         lost = out.values <= low  # nothing beat the seed: its value, index 0 of the (n, c) plane
         out = Outputs(np.where(lost, low, out.values), np.where(lost, _plane_start(out.values.shape, x.shape),
                                                                    out.indices))
+    elif policy.nan == "pad-zero" and spec.op == "max":
+        out = run_reference(engine, x, geom, "max", layout=layout, policy=policy.replace(nan="propagate"))
+        touching = np.broadcast_to(_touches_padding(geom), out.values.shape)
+        zero = np.zeros((), dtype=out.values.dtype)
+        out = Outputs(np.where(touching & ~(out.values > zero), zero, out.values), out.indices)
     elif policy.nan == "-inf" and spec.op == "max" and x.dtype.kind == "f":
         out = run_reference(engine, np.where(np.isnan(x), -np.inf, x).astype(x.dtype), geom, "max", layout=layout,
                             policy=policy.replace(nan="propagate"))
@@ -107,6 +113,19 @@ def _run(engine: ModuleType, spec: PoolSpec, x: np.ndarray, geom: Geometry, poli
             values = _saturate(values)
         out = Outputs(values, out.indices)
     return out
+
+
+def _touches_padding(geom: Geometry) -> np.ndarray:
+    """Windows with a tap in the padding (``[-pad_begin, 0)`` or ``[size, size + pad_end)`` on
+    some axis; taps past the padded input under ceil rounding are not padding)."""
+    n = len(geom.axes)
+    touching = np.zeros((1, 1) + (1,) * n, dtype=bool)
+    for i, a in enumerate(geom.axes):
+        taps = (np.arange(a.out, dtype=np.int64)[:, None] * a.stride - a.pad_begin
+                + np.arange(a.kernel, dtype=np.int64)[None, :] * a.dilation)
+        pad = ((taps < 0) & (taps >= -a.pad_begin)) | ((taps >= a.size) & (taps < a.size + a.pad_end))
+        touching = touching | w.broadcast_axis(np.asarray(pad.any(axis=1)), i, n)
+    return touching
 
 
 def _signed_divisor_empty(geom: Geometry, shape: tuple[int, ...], rule: str) -> np.ndarray:

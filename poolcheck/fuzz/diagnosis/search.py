@@ -3,6 +3,7 @@ combinations, each full explanation verified by replay; what none reproduces is 
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -13,14 +14,15 @@ import numpy as np
 
 from poolcheck.engines import _windows as w
 from poolcheck.engines import numpy_engine as _NUMPY
-from poolcheck.errors import PoolcheckError
-from poolcheck.fuzz.diagnosis.indices import _spec_order_modulus, encode_indices, encode_with_fill
+from poolcheck.errors import AttributeValueError, PoolcheckError
+from poolcheck.fuzz.diagnosis.indices import _spec_order_modulus, encode_indices, encode_with_fill, renumber_planes
 from poolcheck.fuzz.diagnosis.model import Diagnosis
 from poolcheck.fuzz.diagnosis.replay import attribution_text, replay, settle
 from poolcheck.fuzz.diagnosis.rerun import _crop, _narrow, _run, _tolerance, _uncrop_indices
 from poolcheck.fuzz.diagnosis.severity import UNEXPLAINED_SEVERITY, severity_of
 from poolcheck.fuzz.diagnosis.variants import (
     EMPTY_INDEX_VARIANTS,
+    GEOMETRY_VARIANTS,
     INDEX_VARIANTS,
     NARROWER,
     POLICY_VARIANTS,
@@ -164,9 +166,9 @@ def _explain_indices(spec: PoolSpec, x: np.ndarray, geom: Geometry, ref: Outputs
             chosen.append((fill, text))
     if bad0.any():
         layout_order, layout_mod, layout_pads = order, modulus, None
-        for group in ("index_scope", "index_order", "index_coords"):
+        for group in ("index_planes", "index_scope", "index_order", "index_coords"):
             # the variant of the group that reproduces the most indices (the first of equals)
-            pick: tuple[IndexVariant, tuple[str, int, tuple | None], np.ndarray] | None = None
+            pick: tuple[IndexVariant, tuple[str, int, tuple | None], np.ndarray, np.ndarray] | None = None
             for v in INDEX_VARIANTS:
                 if v.group != group or not v.applies(spec, shape, geom):
                     continue
@@ -174,12 +176,13 @@ def _explain_indices(spec: PoolSpec, x: np.ndarray, geom: Geometry, ref: Outputs
                 trial = (o if group == "index_order" else layout_order,
                          m if group == "index_scope" else layout_mod,
                          p if group == "index_coords" else layout_pads)
-                bad = differs(canon, *trial, fill)
+                trial_canon = renumber_planes(canon, shape) if v.renumber else canon
+                bad = differs(trial_canon, *trial, fill)
                 if (int(bad.sum()) < int((bad0 if pick is None else pick[2]).sum())
                         and not (bad & ~bad0).any()):
-                    pick = (v, trial, bad)
+                    pick = (v, trial, bad, trial_canon)
             if pick is not None:
-                v, (layout_order, layout_mod, layout_pads), bad0 = pick
+                v, (layout_order, layout_mod, layout_pads), bad0, canon = pick
                 chosen.append((v.key, v.text))
     return chosen, bad0
 
@@ -280,10 +283,19 @@ def diagnose_output(engine: ModuleType, spec: PoolSpec, x: np.ndarray, values: n
     full.sort(key=lambda t: t[0], reverse=True)
     deadline = time.monotonic() + DIAGNOSIS_SECONDS
     # every full explanation is verified by replaying the case under exactly the named variants
+    verified: list[Diagnosis] = []
     for _key, ex in full[:MAX_VERIFIED]:
         found = _verified(engine, spec, x, ex.keys, values, indices, ambiguous=ex.ambiguous or len(full) > 1)
-        if found is not None:
-            return found
+        if found is not None and all(found.variants != v.variants for v in verified):
+            verified.append(found)
+    if verified:
+        # the first is the name for this example; the others reproduce it as well (a campaign
+        # replays them on the subject's other examples: only a cause that fits all is named)
+        alternatives = tuple(v.variants for v in verified[1:] if v.variants)
+        alternatives += tuple(a for a in _geometry_aliases(engine, spec, x, verified[0].variants, values, indices)
+                              if a not in alternatives)
+        return dataclasses.replace(verified[0], alternatives=alternatives,
+                                   ambiguous=verified[0].ambiguous or bool(alternatives))
     # the greedy cover found no full explanation: search combinations (cheap ones first, bounded)
     found = _combinations(engine, spec, x, candidates, reps, values, indices, prefer, deadline)
     if found is not None:
@@ -295,6 +307,36 @@ def diagnose_output(engine: ModuleType, spec: PoolSpec, x: np.ndarray, values: n
         if found is not None:
             return found
     return _partial(engine, spec, x, best, values, indices)
+
+
+def _geometry_aliases(engine: ModuleType, spec: PoolSpec, x: np.ndarray, keys: tuple[str, ...],
+                      values: np.ndarray, indices: np.ndarray | None) -> list[tuple[str, ...]]:
+    """``keys`` with a geometry variant swapped for another that places the windows the same way
+    on this example (``placements`` keeps only the first of such twins), verified by replay: a
+    cause the campaign then tells apart on other examples."""
+    shape = tuple(int(v) for v in x.shape)
+    out: list[tuple[str, ...]] = []
+    for i, key in enumerate(keys):
+        gv = next((g for g in GEOMETRY_VARIANTS if g.key == key), None)
+        if gv is None:
+            continue
+        try:
+            mine = gv.build(spec, shape)
+        except (AttributeValueError, ValueError, ZeroDivisionError):
+            continue
+        for other in GEOMETRY_VARIANTS:
+            if other.key == key or not other.applies(spec):
+                continue
+            try:
+                same = other.build(spec, shape) == mine
+            except (AttributeValueError, ValueError, ZeroDivisionError):
+                continue
+            alt = (*keys[:i], other.key, *keys[i + 1:])
+            if same and alt not in out:
+                r = replay(engine, spec, x, alt, values, indices)
+                if r is not None and r.exact:
+                    out.append(alt)
+    return out
 
 
 def _transposed_retry(engine: ModuleType, spec: PoolSpec, x: np.ndarray, values: np.ndarray,

@@ -4,6 +4,7 @@ placements a spec admits."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -126,6 +127,73 @@ def _zero_pads(spec: PoolSpec, shape: tuple[int, ...]) -> Placement:
     return Placement(resolve(spec.replace(pads_begin=(0,) * n, pads_end=(0,) * n), shape))
 
 
+def _last_window_against(where: str) -> Callable[[PoolSpec, tuple[int, ...]], Placement]:
+    """ceil_torch with its last-window test made against the wrong bound: the last window is
+    dropped when it starts at or past ``H`` (``where`` "H": pads_begin forgotten) or ``H +
+    pads_end`` (``where`` "H+pads_end") instead of ``H + pads_begin``."""
+
+    def build(spec: PoolSpec, shape: tuple[int, ...]) -> Placement:
+        g = resolve(spec.replace(rounding_type="ceil", convention="openvino"), shape)
+        axes = []
+        for a in g.axes:
+            bound = a.size + (a.pad_end if where == "H+pads_end" else 0)
+            out = a.out - 1 if a.out > 1 and (a.out - 1) * a.stride >= bound else a.out
+            axes.append(dataclasses.replace(a, out=out))
+        return Placement(Geometry(g.batch, g.channels, tuple(axes)))
+
+    return build
+
+
+def _interleaved_pads(spec: PoolSpec, shape: tuple[int, ...],
+                      read: bool) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+    """The pads a converter hands on when it confuses ONNX ``pads`` [b0, b1, ..., e0, e1, ...]
+    with pairs [b0, e0, b1, e1, ...]: written as pairs and read as ONNX says (``read`` False), or
+    the other way round. A converter resolves SAME and VALID to explicit pads first, so the pads
+    are the applied ones. None: nothing moves."""
+    n = spec.spatial_rank
+    if n < 2:
+        return None
+    try:
+        g = resolve(spec, shape)
+    except (AttributeValueError, ValueError):
+        return None
+    begin, end = g.pads_begin, g.pads_end
+    if any(p < 0 for p in begin + end):
+        return None
+    if read:
+        flat = [*begin, *end]
+        moved = (tuple(flat[0::2]), tuple(flat[1::2]))
+    else:
+        flat = [v for pair in zip(begin, end) for v in pair]
+        moved = (tuple(flat[:n]), tuple(flat[n:]))
+    return None if moved == (begin, end) else moved
+
+
+def _interleaving_moves(spec: PoolSpec, read: bool) -> bool:
+    return spec.spatial_rank > 1 and (any(spec.pads_begin) or any(spec.pads_end) or spec.auto_pad != "explicit")
+
+
+def _interleaved(read: bool) -> Callable[[PoolSpec, tuple[int, ...]], Placement]:
+    def build(spec: PoolSpec, shape: tuple[int, ...]) -> Placement:
+        moved = _interleaved_pads(spec, shape, read)
+        if moved is None:
+            raise ValueError("the pads read interleaved are the pads")
+        explicit = spec.replace(auto_pad="explicit", pads_begin=moved[0], pads_end=moved[1])
+        if spec.auto_pad in ("same_upper", "same_lower"):  # the SAME output size is the floor formula's
+            explicit = explicit.replace(rounding_type="floor")
+        return Placement(resolve(explicit, shape))
+
+    return build
+
+
+def _last_tap_dropped(spec: PoolSpec, shape: tuple[int, ...]) -> Placement:
+    """Every window one tap short on the last spatial axis (a loop bound off by one), the
+    windows and output where the spec puts them."""
+    g = resolve(spec, shape)
+    last = g.axes[-1]
+    return Placement(Geometry(g.batch, g.channels, (*g.axes[:-1], dataclasses.replace(last, kernel=last.kernel - 1))))
+
+
 # The rounding variants model a peer applying rounding_type the OpenVINO way (also under valid).
 GEOMETRY_VARIANTS: tuple[GeometryVariant, ...] = (
     GeometryVariant("valid:ceil_mode-applied",
@@ -194,6 +262,24 @@ GEOMETRY_VARIANTS: tuple[GeometryVariant, ...] = (
                     lambda s: s.auto_pad == "explicit" and _has_pads(s), _zero_pads),
     GeometryVariant("auto_pad:ignored", "auto_pad ignored (the explicit pads applied instead)",
                     lambda s: s.auto_pad != "explicit" and _has_pads(s), _respec(auto_pad="explicit")),
+    GeometryVariant("rounding:ceil_torch-last-window-vs-H",
+                    "ceil_torch's last-window test made against H instead of H + pads_begin (a last window "
+                    "starting inside the begin padding's reach is dropped)",
+                    lambda s: s.applied_rounding == "ceil_torch" and s.auto_pad == "explicit" and any(s.pads_begin),
+                    _last_window_against("H")),
+    GeometryVariant("rounding:ceil_torch-last-window-vs-H+pads_end",
+                    "ceil_torch's last-window test made against H + pads_end instead of H + pads_begin",
+                    lambda s: s.applied_rounding == "ceil_torch" and s.auto_pad == "explicit"
+                    and s.pads_begin != s.pads_end, _last_window_against("H+pads_end")),
+    GeometryVariant("pads:onnx-written-interleaved",
+                    "ONNX pads written interleaved ([b0, e0, b1, e1, ...]) and read as ONNX orders them "
+                    "([b0, b1, ..., e0, e1, ...])", lambda s: _interleaving_moves(s, read=False), _interleaved(False)),
+    GeometryVariant("pads:onnx-read-interleaved",
+                    "ONNX pads ([b0, b1, ..., e0, e1, ...]) read interleaved, as [b0, e0, b1, e1, ...]",
+                    lambda s: _interleaving_moves(s, read=True), _interleaved(True)),
+    GeometryVariant("window:last-tap-dropped",
+                    "each window's last tap on the last spatial axis dropped (a loop bound off by one)",
+                    lambda s: s.kernel[-1] > 1, _last_tap_dropped),
     GeometryVariant("dilations:ignored", "dilations ignored",
                     lambda s: any(d > 1 for d in s.dilations),
                     lambda s, shape: Placement(resolve(s.replace(dilations=(1,) * s.spatial_rank), shape))),
@@ -247,6 +333,15 @@ POLICY_VARIANTS: tuple[PolicyVariant, ...] = (
                   "the average's sum accumulated wider (float32 for float16) but rounded to the input type before "
                   "the division: a sum past the type's largest value is inf even where the average is not",
                   {"nan": "sum-rounded-to-input-type"}),
+    PolicyVariant("int_max:pad-zero", "int_max",
+                  "integer max with the padding read as 0, not the type's lowest value (a window touching the "
+                  "padding never gives less than 0)", {"nan": "pad-zero"}),
+    PolicyVariant("int_max:seed-zero", "int_max",
+                  "integer max scanned from 0 at index 0 with a strict '>' (a window whose elements are all <= 0 "
+                  "gives 0 and index 0 of its plane)", {"nan": "seed-zero"}),
+    PolicyVariant("int_max:seed-lowest+1", "int_max",
+                  "integer max scanned from the type's lowest value + 1 at index 0 with a strict '>' (the lowest "
+                  "value never wins)", {"nan": "seed-lowest+1"}),
     PolicyVariant("max=seeded-scan", "nan",
                   "max scanned from the lowest value at index 0 with a strict '>': NaN and an element equal to "
                   "the lowest value never win, a window wholly in padding gives the lowest value and index 0",
@@ -259,6 +354,10 @@ def _policy_applies(v: PolicyVariant, spec: PoolSpec, x: np.ndarray, geom: Geome
         return spec.op == "max"
     if v.group == "nan":
         return spec.op == "max" and x.dtype.kind == "f" and bool(np.isnan(x).any())
+    if v.group == "int_max":
+        if spec.op != "max" or x.dtype.kind != "i":
+            return False
+        return v.key != "int_max:pad-zero" or any(geom.pads_begin) or any(geom.pads_end)
     if v.group == "empty_max":
         if spec.op != "max" or w.empty_windows(geom) is None:
             return False
@@ -283,9 +382,29 @@ class IndexVariant:
     text: str
     applies: Callable[[PoolSpec, tuple[int, ...], Geometry], bool]
     layout: Callable[[PoolSpec, tuple[int, ...], Geometry], tuple[str, int, tuple | None]]
+    #: the (n, c) planes numbered c * N + n instead of n * C + c (see :func:`renumber_planes`)
+    renumber: bool = False
+
+
+def _off_by_one_axis(spec: PoolSpec, shape: tuple[int, ...]) -> int | None:
+    """The index scope of a negative ``axis`` normalised one too low (``axis + rank - 1``), when
+    that is a valid axis and scopes differently from the spec's."""
+    if spec.axis >= 0 or spec.axis + len(shape) - 1 < 0:
+        return None
+    modulus = math.prod(shape[spec.axis + len(shape) - 1:])
+    return modulus if modulus != _spec_order_modulus(spec, shape)[1] else None
 
 
 INDEX_VARIANTS: tuple[IndexVariant, ...] = (
+    IndexVariant("index:planes-c*N+n", "index_planes",
+                 "the (n, c) planes numbered c * N + n instead of n * C + c (batch and channels swapped)",
+                 lambda s, shape, g: shape[0] > 1 and shape[1] > 1,
+                 lambda s, shape, g: (*_spec_order_modulus(s, shape), None), renumber=True),
+    IndexVariant("index:negative-axis-off-by-one", "index_scope",
+                 "a negative axis normalised one too low (axis + rank - 1): indices count from the dimension "
+                 "before the one axis points at",
+                 lambda s, shape, g: _off_by_one_axis(s, shape) is not None,
+                 lambda s, shape, g: (_spec_order_modulus(s, shape)[0], _off_by_one_axis(s, shape) or 1, None)),
     IndexVariant("index:axis-ignored", "index_scope", "indices count the whole tensor (axis ignored)",
                  lambda s, shape, g: _spec_order_modulus(s, shape)[1] != math.prod(shape),
                  lambda s, shape, g: (_spec_order_modulus(s, shape)[0], math.prod(shape), None)),
