@@ -161,3 +161,24 @@ def test_run_checks_of_registry_entries_weigh_as_their_class() -> None:
         if check.severity != want:
             wrong.append(f"{e.case.id}: {check.severity} ({check.diagnosis}), the table: {want.value}")
     assert not wrong, "\n".join(wrong)
+
+
+def test_a_saved_find_names_its_severity_and_quotes_the_sentences() -> None:
+    """The notes of a find written as a case file: the weight, the rule's reason and the words
+    of each sentence it cites."""
+    from poolcheck.fuzz.known import severity_lines
+    from poolcheck.fuzz.oracles import Finding
+    from poolcheck.fuzz.strategies import FuzzCase
+
+    x = np.arange(5, dtype=np.float32).reshape(1, 1, 5)
+    case = FuzzCase("avg", {}, OV_AVG_EXCL, x, {})
+    f = Finding(kind="peer", op="avg", subject="plugin", klass="divisor=full", text="t", detail="d", case=case,
+                severity=severity_of(["divisor=full"], OV_AVG_EXCL))
+    lines = severity_lines(f)
+    assert lines[0].startswith("severity: violation -- divisor=full: exclude_pad=true: padding is not counted")
+    assert "[OV14-AVG-EXCLUDE-PAD]" in lines[0]
+    assert lines[1].startswith("[OV14-AVG-EXCLUDE-PAD] \u201cWhether or not to include zero padding")
+    open_find = Finding(kind="peer", op="avg", subject="plugin", klass="avg=input-type-sum", text="t", detail="d",
+                        case=case, severity=severity_of(["avg=input-type-sum"], OV_AVG_EXCL))
+    assert severity_lines(open_find) == ["severity: unspecified -- avg=input-type-sum: the text gives no "
+                                         "accumulation type or order for the average's sum"]
