@@ -14,7 +14,6 @@ import numpy as np
 from poolcheck.cases.model import Case
 from poolcheck.cases.onnx_import import PoolNode, model_pool_nodes
 from poolcheck.corpus import KNOWN_DIR
-from poolcheck.fuzz.diagnosis.weigh import reweigh_peer_checks
 from poolcheck.fuzz.known import known_entries
 from poolcheck.models.risk import KnownMatch, Risk, known_matches, risk_classes
 from poolcheck.peers.base import Peer
@@ -183,7 +182,6 @@ def audit_model(model: Path, input_shapes: dict[str, tuple[int, ...]], peers: Se
     cases = [c for a in audits for c in a.cases]
     try:
         by_case = peer_checks(cases, list(peers), timeout=timeout) if peers and cases else {}
-        reweigh_peer_checks(cases, by_case, list(peers), timeout=timeout)  # what the run left unexplained
         for a in audits:
             if a.node.problem:  # a node poolcheck cannot model is not judged: an error verdict (exit 2)
                 result.cases.append(CaseResult(case_id=a.node.name, verdict=Verdict.ERROR, source=f"{model}:{a.node.name}",
