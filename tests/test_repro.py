@@ -293,3 +293,26 @@ def test_a_plugins_script_imports_the_plugin(tmp_path: Path, bug: bool, status: 
     assert "spec_from_file_location" in script.read_text() and str(plugin) in script.read_text()
     proc = _run_script(script)
     assert proc.returncode == status, proc.stdout + proc.stderr
+
+
+def test_hostile_case_text_stays_inert_in_the_script(tmp_path: Path) -> None:
+    """An id with a path and quotes, a title that tries to end the docstring and run code, a
+    class with a terminal escape: the script lands in the output folder under a safe name,
+    compiles, runs, and nothing it was fed runs or escapes."""
+    evil = 'x/../../evil"""\nimport os; os.system("touch PWNED")  #'
+    cases = tmp_path / "hostile.yaml"
+    cases.write_text(
+        "schema: poolcheck.case/1\ncases:\n  - id: " + json.dumps(evil) + "\n    title: " + json.dumps(evil + " \x1b[31m") +
+        "\n    op: MaxPool-22\n    attributes: {kernel_shape: [2]}\n    dtype: float32\n"
+        "    input: [[[1, 2, 3]]]\n    expected: {shape: [1, 1, 2]}\n"
+        "    tags: ['peer:onnxruntime', " + json.dumps("signature:peer|max|onnxruntime|nan=first\x1b[2J") + "]\n")
+    out = tmp_path / "out"
+    result = CliRunner().invoke(app, ["repro", str(cases), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    (script,) = out.glob("*.py")
+    assert script.parent == out and ".." not in script.name and "/" not in script.name
+    compile(script.read_text(), str(script), "exec")
+    proc = _run_script(script)
+    assert proc.returncode == 0, proc.stdout + proc.stderr  # ONNX Runtime agrees on this input
+    assert not (out / "PWNED").exists() and not (tmp_path / "PWNED").exists()
+    assert "\x1b" not in proc.stdout

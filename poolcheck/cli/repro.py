@@ -19,7 +19,7 @@ def repro(
     paths: Annotated[list[Path] | None, typer.Argument(metavar="CASES", help="Case files or folders: saved fuzz finds, registry entries (default: the bundled known-divergence registry).", show_default=False)] = None,
     output: Annotated[Path, typer.Option("--output", "-o", help="Folder to write the scripts (and the .onnx models they read) into.")] = Path("repro"),
     k: Annotated[str | None, typer.Option("-k", help="Only cases whose id contains this.")] = None,
-    runtime: Annotated[str | None, typer.Option("--runtime", help="The runtime to call (a built-in peer name, e.g. onnxruntime or torch:layout=channels_last); default: the one each case's divergence was found on.")] = None,
+    runtime: Annotated[str | None, typer.Option("--runtime", help="The runtime to call: a built-in peer name (onnxruntime, torch:layout=channels_last, ...) or a plugin (a .py file or a module name); default: the one each case's divergence was found on.")] = None,
 ) -> None:
     """Write, for each finding, a self-contained Python script that needs only NumPy and the
     runtime: it builds the input, calls the runtime's public API plainly, computes what the text

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import importlib.util
 import inspect
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,7 +59,7 @@ class Reproducer:
         """Write ``<case id>.py`` (and ``<case id>.onnx``) into ``directory``."""
         folder = Path(directory)
         folder.mkdir(parents=True, exist_ok=True)
-        script = folder / f"{self.case_id}.py"
+        script = folder / f"{file_stem(self.case_id)}.py"
         script.write_text(self.script, encoding="utf-8")
         script.chmod(0o755)
         written = [script]
@@ -67,6 +68,19 @@ class Reproducer:
             model.write_bytes(self.model)
             written.append(model)
         return written
+
+
+def file_stem(case_id: str) -> str:
+    """A file name for a case id: letters, digits, '_' and '-' only (an id never names a path
+    outside the output folder, nor a hidden file)."""
+    return re.sub(r"[^A-Za-z0-9_-]+", "_", case_id)[:120] or "case"
+
+
+def _inert(text: str) -> str:
+    """Text from a case file made safe inside the script's docstring: printable characters on
+    one line, backslashes and quotes escaped (it can neither end the docstring nor run)."""
+    flat = "".join(ch if ch.isprintable() else " " for ch in str(text))
+    return flat.replace("\\", "\\\\").replace('"', '\\"')
 
 
 def signature_of(case: Case) -> Signature | None:
@@ -198,21 +212,22 @@ def reproducer(case: Case, runtime: str | None = None) -> Reproducer:
         "no named behaviour explains it: the loop below is what the text requires")
     name, _ = split_ref(runtime)
     needs = ", ".join(("numpy",) + call.needs)
-    model_note = f" and {case.id}.onnx next to this script" if call.model is not None else ""
+    stem = file_stem(case.id)
+    model_note = f" and {stem}.onnx next to this script" if call.model is not None else ""
     index = call.index if call.index is not None else (None, None)
     header = (
-        f'#!/usr/bin/env python3\n"""{case.title or case.id}\n\n'
-        f"Reproducer written by poolcheck {poolcheck.__version__} for case {case.id} "
-        f"({Path(case.path).name}): {runtime}, {klass} ({severity}).\n"
+        f'#!/usr/bin/env python3\n"""{_inert(case.title or case.id)}\n\n'
+        f"Reproducer written by poolcheck {poolcheck.__version__} for case {_inert(case.id)} "
+        f"({_inert(Path(case.path).name)}): {_inert(runtime)}, {_inert(klass)} ({severity}).\n"
         f"Needs: Python 3, {needs}{model_note}; nothing of poolcheck.\n"
-        f"Run: python3 {case.id}.py  (--save OUT.npz also writes the expected and actual outputs)\n"
+        f"Run: python3 {stem}.py  (--save OUT.npz also writes the expected and actual outputs)\n"
         "Exit status: 1 while the runtime differs from what the text requires (the divergence stands),\n"
         "0 once it agrees, 2 when the runtime fails some other way.\n"
         '"""\n\nimport pathlib  # noqa: F401\nimport sys\n\nimport numpy as np\n\nnan, inf = float("nan"), float("inf")  # as the input below writes them\n\n'
     )
     data: dict[str, Any] = {
         "RUNTIME": name if name == runtime else runtime,
-        "CLASS": klass,
+        "CLASS": "".join(ch if ch.isprintable() else " " for ch in klass),
         "SEVERITY": severity,
         "OP": case.op,
         "ATTRIBUTES": dict(case.attributes),
