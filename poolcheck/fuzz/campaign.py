@@ -16,7 +16,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import ModuleType
-from typing import Any
 
 import numpy as np
 
@@ -44,7 +43,7 @@ from poolcheck.fuzz.session import (
     run_sessions,
 )
 from poolcheck.fuzz.strategies import FuzzCase
-from poolcheck.judgement import judge, tensor, tolerance_for
+from poolcheck.judgement import tensor
 from poolcheck.peers.base import Peer
 from poolcheck.peers.isolation import call_peer_many
 from poolcheck.results import (
@@ -52,7 +51,6 @@ from poolcheck.results import (
     CaseResult,
     Check,
     CheckKind,
-    Diff,
     FindingKind,
     FuzzSummary,
     KnownState,
@@ -62,7 +60,6 @@ from poolcheck.results import (
     signature_tag,
 )
 from poolcheck.runner import new_result
-from poolcheck.spec.indices import index_layout
 from poolcheck.spec.shape import Geometry, resolve
 
 OP_FLAGS = {"max": "maxpool", "avg": "avgpool"}
@@ -200,32 +197,6 @@ def _reference_or_none(engine: ModuleType, case: FuzzCase) -> tuple[O.Outputs, G
 # --------------------------------------------------------------------------- result building
 
 
-def _diffs(finding: O.Finding, expected: dict[str, Any]) -> tuple[list[Diff], int]:
-    """The finding's outputs against the reference, judged as everywhere (:mod:`poolcheck.judgement`)."""
-    case = finding.case
-    actual = finding.actual
-    if not expected or actual.get("values") is None:
-        return [], 0
-    exp_v = np.asarray(expected["values"])
-    act_v = np.asarray(actual["values"])
-    if exp_v.shape != act_v.shape:
-        return [Diff("shape", None, list(exp_v.shape), list(act_v.shape))], 1
-    geom = resolve(case.spec, case.x.shape)
-    layout = index_layout(case.spec, case.x.shape) if case.op == "max" else None
-    outputs: list[tuple[str, np.ndarray, np.ndarray, np.ndarray | None]] = [
-        ("values", exp_v, act_v, tolerance_for(case.spec, case.x, geom, exp_v, get_engine("auto")))]
-    chosen = None
-    if expected.get("indices") is not None and actual.get("indices") is not None:
-        ei = np.asarray(expected["indices"]).astype(np.int64)
-        ai = np.asarray(actual["indices"]).astype(np.int64)
-        if ei.shape == ai.shape:
-            outputs.append(("indices", ei, ai, None))
-    if actual.get("indices") is not None:
-        chosen = np.asarray(actual["indices"])
-    judged = judge(case.x, geom, layout, outputs, chosen=chosen)
-    return judged.diffs, judged.total
-
-
 def _verdict(finding: O.Finding, new: bool) -> Verdict:
     if not new:
         return Verdict.ERRATUM
@@ -238,11 +209,15 @@ def finding_result(finding: O.Finding, *, new: bool, replay: str, source: str = 
                    detected_at: float | None = None, shrunk: bool = True) -> CaseResult:
     """One signature as a ``CaseResult`` (with diffs over the window when outputs differ)."""
     case = finding.case
-    try:
-        expected = O.expected_outputs(finding)
-    except PoolcheckError:
-        expected = {}
-    diffs, total = _diffs(finding, expected)
+    expected = finding.expected
+    if not expected:  # a finding judged before it carried its expected output
+        try:
+            expected = O.expected_outputs(finding)
+        except PoolcheckError:
+            expected = {}
+    judged = finding.judgement if finding.judgement is not None else O.judge_output(finding.case, expected,
+                                                                                   finding.actual)
+    diffs, total = judged.diffs, judged.total
     verdict = _verdict(finding, new)
     kind = {FindingKind.PEER: CheckKind.PEER, FindingKind.INVALID: CheckKind.PEER,
             FindingKind.DOCUMENT: CheckKind.DOCUMENT}.get(finding.kind, CheckKind.ENGINE)
