@@ -15,7 +15,6 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from types import ModuleType
 
 import numpy as np
 
@@ -32,6 +31,7 @@ from poolcheck.fuzz.known import (
     known_entries,
     write_finding,
 )
+from poolcheck.fuzz.reference import reference
 from poolcheck.fuzz.session import (
     ORACLES,
     FuzzOptions,
@@ -42,7 +42,6 @@ from poolcheck.fuzz.session import (
     resolve_peer_list,
     run_sessions,
 )
-from poolcheck.fuzz.strategies import FuzzCase
 from poolcheck.judgement import tensor
 from poolcheck.peers.base import Peer
 from poolcheck.peers.isolation import call_peer_many
@@ -154,7 +153,12 @@ def recheck_known(entries: Sequence[KnownEntry], peers: Sequence[Peer], *, isola
         except Exception:
             version = "unknown"
         cases = [fuzz_case_from(entries[i].case) for i in idxs]
-        refs = [_reference_or_none(eng, c) for c in cases]
+        refs: list[tuple[O.Outputs, Geometry] | None] = []
+        for c in cases:  # None: the engine now rejects it (a peer computing an output accepts an invalid one)
+            try:
+                refs.append(reference(eng, c))
+            except PoolcheckError:
+                refs.append(None)
         # ties between equally good explanations go to the recorded one: the question is
         # whether the recorded behaviour still explains the peer
         prefer = [{entries[i].sig.detail: 1_000_000} for i in idxs]
@@ -183,15 +187,6 @@ def recheck_known(entries: Sequence[KnownEntry], peers: Sequence[Peer], *, isola
                 assert checked is not None
                 checked.message += f" (it also shows {others})"
     return [c for c in checks if c is not None]
-
-
-def _reference_or_none(engine: ModuleType, case: FuzzCase) -> tuple[O.Outputs, Geometry] | None:
-    """The reference for a known case, or None when the engine now rejects it (then a peer that
-    computes an output accepts an invalid configuration)."""
-    try:
-        return O.reference(engine, case)
-    except PoolcheckError:
-        return None
 
 
 # --------------------------------------------------------------------------- result building

@@ -29,7 +29,7 @@ from poolcheck.engines import _windows as w
 from poolcheck.engines import get_engine
 from poolcheck.errors import PoolcheckError
 from poolcheck.fuzz.diagnosis import STATUS_SEVERITY, Diagnosis, diagnose_output, diagnose_rejection, severity_of
-from poolcheck.fuzz.reference import run_reference
+from poolcheck.fuzz.reference import reference, run_reference
 from poolcheck.fuzz.strategies import FuzzCase
 from poolcheck.judgement import (
     Judgement,
@@ -130,12 +130,6 @@ def engine_accepts(case: FuzzCase) -> tuple[bool, str]:
     except PoolcheckError as exc:
         return False, str(exc)
     return True, ""
-
-
-def reference(engine: ModuleType, case: FuzzCase) -> tuple[Outputs, Geometry]:
-    geom = resolve(case.spec, case.x.shape)
-    layout = index_layout(case.spec, case.x.shape) if case.op == "max" else None
-    return run_reference(engine, case.x, geom, case.op, exclude_pad=case.spec.exclude_pad, layout=layout), geom
 
 
 def expected_outputs(finding: Finding, engine: str = "auto") -> dict[str, Any]:
