@@ -422,8 +422,7 @@ def regroup(session: SessionResult, known: set[str], engine: str = "auto") -> Se
         times = [session.shrunk_at[k] for k in keys if k in session.shrunk_at]
         if times:
             shrunk_at[sig] = min(times)
-        if sig not in session.progress.divergent:
-            session.progress.divergent[sig] = examples
+        session.progress.divergent[sig] = examples  # the row counts every example of its group
     return replace(session, findings=findings, shrunk=shrunk, detected_at={**session.detected_at, **detected},
                    shrunk_at={**session.shrunk_at, **shrunk_at})
 
