@@ -204,14 +204,13 @@ def finding_result(finding: O.Finding, *, new: bool, replay: str, source: str = 
                    detected_at: float | None = None, shrunk: bool = True) -> CaseResult:
     """One signature as a ``CaseResult`` (with diffs over the window when outputs differ)."""
     case = finding.case
-    expected = finding.expected
-    if not expected:  # a finding judged before it carried its expected output
+    if not finding.expected:  # an engine, document or invalid-configuration finding
         try:
-            expected = O.expected_outputs(finding)
+            finding.expected = O.expected_outputs(finding)
         except PoolcheckError:
-            expected = {}
-    judged = finding.judgement if finding.judgement is not None else O.judge_output(finding.case, expected,
-                                                                                   finding.actual)
+            finding.expected = {}
+    judged = finding.judged()
+    expected = finding.expected
     diffs, total = judged.diffs, judged.total
     verdict = _verdict(finding, new)
     kind = {FindingKind.PEER: CheckKind.PEER, FindingKind.INVALID: CheckKind.PEER,
@@ -431,7 +430,7 @@ def _save(f: O.Finding, save_dir: str | Path, options: FuzzOptions, command: str
           versions: dict[str, str]) -> Path | None:
     """One finding as a case file in ``save_dir`` (atomic write); None when it has no case form."""
     try:
-        data = finding_case(f, O.expected_outputs(f), command=command, seed=options.seed,
+        data = finding_case(f, f.expected or O.expected_outputs(f), command=command, seed=options.seed,
                             versions={**versions, **({f.subject: f.version} if f.version else {})})
     except PoolcheckError:
         return None

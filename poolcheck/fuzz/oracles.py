@@ -73,10 +73,16 @@ class Finding:
     atom: str = ""  # the one behaviour this copy stands for (see :meth:`focused`)
     #: The weight of this divergence (set by the diagnosis; None until classified).
     severity: Severity | None = None
-    #: What the reference gives here (values, indices, shape), and the judgement of ``actual``
-    #: against it, made once where the divergence was found (None: judged when reported).
+    #: What the reference gives here (values, indices, shape), kept from where the divergence was
+    #: found, and the judgement of ``actual`` against it (made once, when first asked for: most
+    #: divergences are known ones or repeats and are never reported).
     expected: dict[str, Any] = field(default_factory=dict)
     judgement: Judgement | None = None
+
+    def judged(self) -> Judgement:
+        if self.judgement is None:
+            self.judgement = judge_output(self.case, self.expected, self.actual)
+        return self.judgement
 
     @property
     def weight(self) -> Severity:
@@ -558,5 +564,4 @@ def check_peer(case: FuzzCase, peer: str, result: PeerResult, engine: ModuleType
                    status=PeerStatus.OK, version=version, actual=actual,
                    extra={"variants": d.variants, "ambiguous": d.ambiguous, "attribution": d.attribution,
                           "alternatives": d.alternatives},
-                   atoms=d.atoms, severity=d.severity, expected=expected,
-                   judgement=judge_output(case, expected, actual))
+                   atoms=d.atoms, severity=d.severity, expected=expected)
