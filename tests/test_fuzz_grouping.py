@@ -13,7 +13,7 @@ import numpy as np
 from poolcheck.engines import get_engine
 from poolcheck.fuzz import oracles as O
 from poolcheck.fuzz.diagnosis import shape_symptom
-from poolcheck.fuzz.grouping import group_all, group_finding, join_by_cause
+from poolcheck.fuzz.grouping import distinguish, group_all, group_finding, join_by_cause
 from poolcheck.fuzz.strategies import FuzzCase
 from poolcheck.peers.base import PeerOutput, PeerResult
 from poolcheck.report.merge import merge_results
@@ -24,14 +24,20 @@ ENGINE = get_engine("auto")
 K01 = runpy.run_path(str(Path(__file__).parent / "planted_kernels" / "k01_ceil_torch_last_window_vs_h.py"))
 
 
-def finding(spec: A.PoolSpec, x: np.ndarray, peer: str = "planted-k01") -> O.Finding:
-    """The k01 kernel's output on ``x``, judged on the fuzzer's own path."""
-    case = FuzzCase("MaxPool-14", {}, spec, x, {})
+def kernel(spec: A.PoolSpec, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The k01 kernel (ceil_torch's last-window test against H) on ``x``."""
     kw: dict[str, Any] = {"kernel": list(spec.kernel), "strides": list(spec.strides),
                           "pads_begin": list(spec.pads_begin), "pads_end": list(spec.pads_end),
                           "dilations": list(spec.dilations), "rounding_type": spec.rounding_type,
                           "auto_pad": spec.auto_pad, "axis": spec.axis, "index_element_type": spec.index_element_type}
     values, indices = K01["max_pool"](x, **kw)
+    return np.asarray(values), np.asarray(indices)
+
+
+def finding(spec: A.PoolSpec, x: np.ndarray, peer: str = "planted-k01") -> O.Finding:
+    """The k01 kernel's output on ``x``, judged on the fuzzer's own path."""
+    case = FuzzCase("MaxPool-14", {}, spec, x, {})
+    values, indices = kernel(spec, x)
     base, geom = O.reference(ENGINE, case)
     f = O.check_peer(case, peer, PeerResult("ok", PeerOutput(values, indices)), ENGINE, base, geom)
     assert f is not None
@@ -95,3 +101,21 @@ def test_report_merge_joins_rows_that_share_a_cause() -> None:
     assert len(merged.cases) == 2  # p's two rows are one root cause; q is another peer
     keys = {"1": ("p", ["cause:A", "cause:B"]), "2": ("p", ["cause:B"]), "3": ("p", ["cause:C"])}
     assert join_by_cause(keys) == {"1": "1", "2": "1", "3": "3"}
+
+
+def test_the_peer_tells_apart_causes_that_fit_every_example() -> None:
+    """pads_end is 0 in the example: a last-window test against H and against H + pads_end agree
+    there. Asked on a neighbouring configuration (pads_end 1..3) where they part, the kernel
+    answers as "against H", and the other cause is dropped."""
+    (group,) = group_all(ENGINE, [finding(ceil_torch(1), X)]).groups
+    assert ("rounding:ceil_torch-last-window-vs-H+pads_end",) in group.causes
+    asked = []
+
+    def ask(spec: A.PoolSpec, x: np.ndarray) -> tuple[np.ndarray, np.ndarray | None] | None:
+        asked.append(spec)
+        return kernel(spec, x)
+
+    refuted = distinguish(ENGINE, group, ask)
+    assert group.causes == [("rounding:ceil_torch-last-window-vs-H",)]
+    assert ("rounding:ceil_torch-last-window-vs-H+pads_end",) in refuted
+    assert 1 <= len(asked) <= 24

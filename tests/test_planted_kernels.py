@@ -57,3 +57,13 @@ def test_faithful_kernels_stay_silent(control: str, tmp_path: Path) -> None:
     code, new, out = fuzz(KERNELS_DIR / f"{control}.py", tmp_path, "--max-examples", "300")
     assert code == 0, out
     assert new == []
+
+
+@pytest.mark.slow
+def test_jobs_group_as_one_process_does(tmp_path: Path) -> None:
+    """Two processes find the same bug on their own seeds; the campaign regroups their examples:
+    still one row, under the same name as one process gives."""
+    path = KERNELS_DIR / "k01_ceil_torch_last_window_vs_h.py"
+    code, new, out = fuzz(path, tmp_path, "--jobs", "2", "--time-budget", "25s")
+    assert code == 1, out
+    assert [Signature.parse(s).detail for s in new] == ["rounding:ceil_torch-last-window-vs-H"], new

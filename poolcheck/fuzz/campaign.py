@@ -15,8 +15,6 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from types import ModuleType
-from typing import Any
 
 import numpy as np
 
@@ -33,6 +31,7 @@ from poolcheck.fuzz.known import (
     known_entries,
     write_finding,
 )
+from poolcheck.fuzz.reference import reference
 from poolcheck.fuzz.session import (
     ORACLES,
     FuzzOptions,
@@ -43,8 +42,7 @@ from poolcheck.fuzz.session import (
     resolve_peer_list,
     run_sessions,
 )
-from poolcheck.fuzz.strategies import FuzzCase
-from poolcheck.judgement import judge, tensor, tolerance_for
+from poolcheck.judgement import tensor
 from poolcheck.peers.base import Peer
 from poolcheck.peers.isolation import call_peer_many
 from poolcheck.results import (
@@ -52,7 +50,6 @@ from poolcheck.results import (
     CaseResult,
     Check,
     CheckKind,
-    Diff,
     FindingKind,
     FuzzSummary,
     KnownState,
@@ -62,7 +59,6 @@ from poolcheck.results import (
     signature_tag,
 )
 from poolcheck.runner import new_result
-from poolcheck.spec.indices import index_layout
 from poolcheck.spec.shape import Geometry, resolve
 
 OP_FLAGS = {"max": "maxpool", "avg": "avgpool"}
@@ -157,7 +153,12 @@ def recheck_known(entries: Sequence[KnownEntry], peers: Sequence[Peer], *, isola
         except Exception:
             version = "unknown"
         cases = [fuzz_case_from(entries[i].case) for i in idxs]
-        refs = [_reference_or_none(eng, c) for c in cases]
+        refs: list[tuple[O.Outputs, Geometry] | None] = []
+        for c in cases:  # None: the engine now rejects it (a peer computing an output accepts an invalid one)
+            try:
+                refs.append(reference(eng, c))
+            except PoolcheckError:
+                refs.append(None)
         # ties between equally good explanations go to the recorded one: the question is
         # whether the recorded behaviour still explains the peer
         prefer = [{entries[i].sig.detail: 1_000_000} for i in idxs]
@@ -188,42 +189,7 @@ def recheck_known(entries: Sequence[KnownEntry], peers: Sequence[Peer], *, isola
     return [c for c in checks if c is not None]
 
 
-def _reference_or_none(engine: ModuleType, case: FuzzCase) -> tuple[O.Outputs, Geometry] | None:
-    """The reference for a known case, or None when the engine now rejects it (then a peer that
-    computes an output accepts an invalid configuration)."""
-    try:
-        return O.reference(engine, case)
-    except PoolcheckError:
-        return None
-
-
 # --------------------------------------------------------------------------- result building
-
-
-def _diffs(finding: O.Finding, expected: dict[str, Any]) -> tuple[list[Diff], int]:
-    """The finding's outputs against the reference, judged as everywhere (:mod:`poolcheck.judgement`)."""
-    case = finding.case
-    actual = finding.actual
-    if not expected or actual.get("values") is None:
-        return [], 0
-    exp_v = np.asarray(expected["values"])
-    act_v = np.asarray(actual["values"])
-    if exp_v.shape != act_v.shape:
-        return [Diff("shape", None, list(exp_v.shape), list(act_v.shape))], 1
-    geom = resolve(case.spec, case.x.shape)
-    layout = index_layout(case.spec, case.x.shape) if case.op == "max" else None
-    outputs: list[tuple[str, np.ndarray, np.ndarray, np.ndarray | None]] = [
-        ("values", exp_v, act_v, tolerance_for(case.spec, case.x, geom, exp_v, get_engine("auto")))]
-    chosen = None
-    if expected.get("indices") is not None and actual.get("indices") is not None:
-        ei = np.asarray(expected["indices"]).astype(np.int64)
-        ai = np.asarray(actual["indices"]).astype(np.int64)
-        if ei.shape == ai.shape:
-            outputs.append(("indices", ei, ai, None))
-    if actual.get("indices") is not None:
-        chosen = np.asarray(actual["indices"])
-    judged = judge(case.x, geom, layout, outputs, chosen=chosen)
-    return judged.diffs, judged.total
 
 
 def _verdict(finding: O.Finding, new: bool) -> Verdict:
@@ -238,11 +204,14 @@ def finding_result(finding: O.Finding, *, new: bool, replay: str, source: str = 
                    detected_at: float | None = None, shrunk: bool = True) -> CaseResult:
     """One signature as a ``CaseResult`` (with diffs over the window when outputs differ)."""
     case = finding.case
-    try:
-        expected = O.expected_outputs(finding)
-    except PoolcheckError:
-        expected = {}
-    diffs, total = _diffs(finding, expected)
+    if not finding.expected:  # an engine, document or invalid-configuration finding
+        try:
+            finding.expected = O.expected_outputs(finding)
+        except PoolcheckError:
+            finding.expected = {}
+    judged = finding.judged()
+    expected = finding.expected
+    diffs, total = judged.diffs, judged.total
     verdict = _verdict(finding, new)
     kind = {FindingKind.PEER: CheckKind.PEER, FindingKind.INVALID: CheckKind.PEER,
             FindingKind.DOCUMENT: CheckKind.DOCUMENT}.get(finding.kind, CheckKind.ENGINE)
@@ -452,8 +421,7 @@ def regroup(session: SessionResult, known: set[str], engine: str = "auto") -> Se
         times = [session.shrunk_at[k] for k in keys if k in session.shrunk_at]
         if times:
             shrunk_at[sig] = min(times)
-        if sig not in session.progress.divergent:
-            session.progress.divergent[sig] = examples
+        session.progress.divergent[sig] = examples  # the row counts every example of its group
     return replace(session, findings=findings, shrunk=shrunk, detected_at={**session.detected_at, **detected},
                    shrunk_at={**session.shrunk_at, **shrunk_at})
 
@@ -462,7 +430,7 @@ def _save(f: O.Finding, save_dir: str | Path, options: FuzzOptions, command: str
           versions: dict[str, str]) -> Path | None:
     """One finding as a case file in ``save_dir`` (atomic write); None when it has no case form."""
     try:
-        data = finding_case(f, O.expected_outputs(f), command=command, seed=options.seed,
+        data = finding_case(f, f.expected or O.expected_outputs(f), command=command, seed=options.seed,
                             versions={**versions, **({f.subject: f.version} if f.version else {})})
     except PoolcheckError:
         return None

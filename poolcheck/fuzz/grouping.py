@@ -17,6 +17,7 @@ give the same rows.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -274,6 +275,14 @@ def _neighbours(spec: PoolSpec, shape: tuple[int, ...]) -> Iterator[tuple[PoolSp
             yield from ((s, shape) for s in changed(kernel=at(spec.kernel, kernel)))
     for b, c in ((2, shape[1]), (shape[0], 2), (2, 3)):
         yield spec, (b, c, *shape[2:])
+    # then pads and stride of one axis together (where two explanations part only when they move
+    # at once: a last-window test against H or H + pads_end needs a pads_end the stride reaches)
+    for i in range(n) if spec.auto_pad == "explicit" else ():
+        for pb, pe, stride in itertools.product(range(4), range(4), range(1, 4)):
+            yield from ((s, shape) for s in changed(
+                pads_begin=(*spec.pads_begin[:i], pb, *spec.pads_begin[i + 1:]),
+                pads_end=(*spec.pads_end[:i], pe, *spec.pads_end[i + 1:]),
+                strides=(*spec.strides[:i], stride, *spec.strides[i + 1:])))
 
 
 def _sample(shape: tuple[int, ...], dtype: np.dtype, rng: np.random.Generator) -> np.ndarray:

@@ -29,19 +29,21 @@ from poolcheck.engines import _windows as w
 from poolcheck.engines import get_engine
 from poolcheck.errors import PoolcheckError
 from poolcheck.fuzz.diagnosis import STATUS_SEVERITY, Diagnosis, diagnose_output, diagnose_rejection, severity_of
-from poolcheck.fuzz.reference import run_reference
+from poolcheck.fuzz.reference import reference, run_reference
 from poolcheck.fuzz.strategies import FuzzCase
 from poolcheck.judgement import (
+    Judgement,
     Outputs,
     avg_tolerance,
     close_values,
     first_difference,
+    judge,
     mismatch,
     tolerance_for,
 )
 from poolcheck.judgement import output_contract as judge_contract
 from poolcheck.peers.base import PeerResult
-from poolcheck.results import FindingKind, PeerStatus, Severity, Signature
+from poolcheck.results import Diff, FindingKind, PeerStatus, Severity, Signature
 from poolcheck.spec import attributes as A
 from poolcheck.spec.indices import index_layout
 from poolcheck.spec.operators import parse
@@ -71,6 +73,16 @@ class Finding:
     atom: str = ""  # the one behaviour this copy stands for (see :meth:`focused`)
     #: The weight of this divergence (set by the diagnosis; None until classified).
     severity: Severity | None = None
+    #: What the reference gives here (values, indices, shape), kept from where the divergence was
+    #: found, and the judgement of ``actual`` against it (made once, when first asked for: most
+    #: divergences are known ones or repeats and are never reported).
+    expected: dict[str, Any] = field(default_factory=dict)
+    judgement: Judgement | None = None
+
+    def judged(self) -> Judgement:
+        if self.judgement is None:
+            self.judgement = judge_output(self.case, self.expected, self.actual)
+        return self.judgement
 
     @property
     def weight(self) -> Severity:
@@ -126,12 +138,6 @@ def engine_accepts(case: FuzzCase) -> tuple[bool, str]:
     return True, ""
 
 
-def reference(engine: ModuleType, case: FuzzCase) -> tuple[Outputs, Geometry]:
-    geom = resolve(case.spec, case.x.shape)
-    layout = index_layout(case.spec, case.x.shape) if case.op == "max" else None
-    return run_reference(engine, case.x, geom, case.op, exclude_pad=case.spec.exclude_pad, layout=layout), geom
-
-
 def expected_outputs(finding: Finding, engine: str = "auto") -> dict[str, Any]:
     """The engine's outputs for a find's configuration (what its case file expects)."""
     case = finding.case
@@ -142,6 +148,31 @@ def expected_outputs(finding: Finding, engine: str = "auto") -> dict[str, Any]:
     if base.indices is not None:
         out["indices"] = base.indices
     return out
+
+
+def judge_output(case: FuzzCase, expected: dict[str, Any], actual: dict[str, Any]) -> Judgement:
+    """A subject's outputs against the expected ones, judged as everywhere
+    (:func:`poolcheck.judgement.judge`): the differing elements with their windows."""
+    out = Judgement()
+    if not expected or actual.get("values") is None:
+        return out
+    exp_v = np.asarray(expected["values"])
+    act_v = np.asarray(actual["values"])
+    if exp_v.shape != act_v.shape:
+        out.diffs.append(Diff("shape", None, list(exp_v.shape), list(act_v.shape)))
+        out.total = 1
+        return out
+    geom = resolve(case.spec, case.x.shape)
+    layout = index_layout(case.spec, case.x.shape) if case.op == "max" else None
+    outputs: list[tuple[str, np.ndarray, np.ndarray, np.ndarray | None]] = [
+        ("values", exp_v, act_v, tolerance_for(case.spec, case.x, geom, exp_v, get_engine("auto")))]
+    if expected.get("indices") is not None and actual.get("indices") is not None:
+        ei = np.asarray(expected["indices"]).astype(np.int64)
+        ai = np.asarray(actual["indices"]).astype(np.int64)
+        if ei.shape == ai.shape:
+            outputs.append(("indices", ei, ai, None))
+    chosen = np.asarray(actual["indices"]) if actual.get("indices") is not None else None
+    return judge(case.x, geom, layout, outputs, chosen=chosen)
 
 
 # --------------------------------------------------------------------------- engines
@@ -524,9 +555,13 @@ def check_peer(case: FuzzCase, peer: str, result: PeerResult, engine: ModuleType
     d = (memo or diagnose_output)(engine, case.spec, case.x, values, indices, prefer)
     if d.klass == "same":  # the diagnosis tolerance is the comparison's: cannot happen, but be safe
         return None
+    expected: dict[str, Any] = {"values": base.values, "shape": list(geom.output_shape)}
+    if base.indices is not None:
+        expected["indices"] = base.indices
+    actual = {"values": values, "indices": indices}
     return Finding(kind=FindingKind.PEER, op=case.op, subject=peer, klass=d.klass, text=d.text,
                    detail=first_difference(base, values, indices, mm), case=case, explained=d.explained,
-                   status=PeerStatus.OK, version=version, actual={"values": values, "indices": indices},
+                   status=PeerStatus.OK, version=version, actual=actual,
                    extra={"variants": d.variants, "ambiguous": d.ambiguous, "attribution": d.attribution,
                           "alternatives": d.alternatives},
-                   atoms=d.atoms, severity=d.severity)
+                   atoms=d.atoms, severity=d.severity, expected=expected)

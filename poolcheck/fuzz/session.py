@@ -46,6 +46,7 @@ from poolcheck.fuzz import oracles as O
 from poolcheck.fuzz.database import example_database
 from poolcheck.fuzz.grouping import Grouping, distinguish, group_finding
 from poolcheck.fuzz.hypothesis_compat import keep_database, set_database_key, shrink_limit
+from poolcheck.fuzz.reference import reference
 from poolcheck.fuzz.repeats import ENGINE_SIDE_CACHE, PEER_RESULTS_CACHE, EngineSide, config_key, peer_key
 from poolcheck.fuzz.strategies import ALL_DTYPES, CONVENTIONS, FuzzCase, config_batches
 from poolcheck.judgement import Outputs
@@ -339,7 +340,7 @@ class Session:
         if not ok:
             return None, []
         try:
-            return O.reference(self.engine, case), []
+            return reference(self.engine, case), []
         except PoolcheckError as exc:
             return None, [O.Finding(kind=FindingKind.ENGINE, op=case.op, subject=self.engine.NAME, klass="error",
                                     text="the engine raised", detail=str(exc), case=case, explained=False)]
