@@ -25,9 +25,17 @@ from types import ModuleType
 
 import numpy as np
 
+from poolcheck.engines import _windows as w
 from poolcheck.errors import AttributeValueError, PoolcheckError
 from poolcheck.fuzz import oracles as O
-from poolcheck.fuzz.diagnosis import GEOMETRY_VARIANTS, predict, replay, severity_of, variant_text
+from poolcheck.fuzz.diagnosis import (
+    GEOMETRY_VARIANTS,
+    UNEXPLAINED_SEVERITY,
+    predict,
+    replay,
+    severity_of,
+    variant_text,
+)
 from poolcheck.fuzz.diagnosis.symptom import shape_symptom
 from poolcheck.judgement import close_values
 from poolcheck.results import FindingKind, PeerStatus, Signature
@@ -188,6 +196,8 @@ class Grouping:
         self._pin = False
         if f.kind == FindingKind.PEER:
             g = self._absorb(f) or self._adopt(f)
+            if g is None and f.status == PeerStatus.OK and not self._candidates(f):
+                g = self._unexplained(f.subject)  # no name fits: one unexplained row per peer
         if g is None:
             key = f.signature
             while any(other.key == key for other in self.groups):
@@ -200,6 +210,26 @@ class Grouping:
         self.by_signature.setdefault(f.signature, g)
         self._fold(g)
         return g
+
+    def _unexplained(self, subject: str, but: Group | None = None) -> Group | None:
+        """The peer's group of outputs no explanation covers, if there is one."""
+        return next((g for g in self.groups if g is not but and g.kind == FindingKind.PEER and g.subject == subject
+                     and not g.known and not g.causes and g.members
+                     and all(m.status == PeerStatus.OK for m in g.members)), None)
+
+    def refute(self, group: Group) -> Group:
+        """``group``'s cause was refuted: it joins the peer's unexplained group (or becomes it)."""
+        group.causes = []
+        other = self._unexplained(group.subject, but=group)
+        if other is None:
+            return group
+        for m in group.members:
+            other.add(m)
+        other.signatures |= group.signatures
+        for sig in group.signatures | {group.key}:
+            self.by_signature[sig] = other
+        self.groups.remove(group)
+        return other
 
     def _absorb(self, f: O.Finding) -> Group | None:
         """An existing group whose cause reproduces ``f`` (its causes narrowed to those that do)."""
@@ -315,9 +345,7 @@ def distinguish(engine: ModuleType, group: Group, ask: Ask, *, budget: int = 24)
     for spec, shape in _neighbours(rep.case.spec, tuple(int(v) for v in rep.case.x.shape)):
         if budget <= 0 or len(group.causes) < 2:
             break
-        try:
-            resolve(spec, shape)
-        except (PoolcheckError, ValueError):
+        if not _informative(spec, shape, group.causes):
             continue
         x = _sample(shape, rep.case.x.dtype, rng)
         preds = {c: predict(engine, spec, x, c) for c in group.causes}
@@ -338,6 +366,54 @@ def distinguish(engine: ModuleType, group: Group, ask: Ask, *, budget: int = 24)
     return refuted
 
 
+def _informative(spec: PoolSpec, shape: tuple[int, ...], causes: Sequence[Cause] = ()) -> bool:
+    """A configuration an experiment may use: valid, and without windows wholly in padding, as the
+    spec or any of ``causes`` places them (their value and index the text leaves open: a peer's
+    policy there says nothing about a cause)."""
+    try:
+        if w.empty_windows(resolve(spec, shape)) is not None:
+            return False
+        for cause in causes:
+            for key in cause:
+                gv = _GEOMETRY.get(key)
+                if gv is not None and gv.applies(spec) and w.empty_windows(gv.build(spec, shape).geom) is not None:
+                    return False
+    except (PoolcheckError, ValueError, ZeroDivisionError):
+        return False
+    return True
+
+
+def refutes(engine: ModuleType, group: Group, ask: Ask, *, budget: int = 8) -> bool:
+    """Whether the peer contradicts its group's one cause: on configurations next to the smallest
+    example where the cause predicts a divergence, the peer diverges from the spec in a way the
+    cause does not predict. (A peer that agrees with the spec there says nothing: its bug may
+    need a condition the neighbour lacks.)"""
+    if len(group.causes) != 1 or not group.members:
+        return False
+    cause = group.causes[0]
+    rep = min(group.members, key=lambda f: f.size)
+    rng = np.random.default_rng(1)
+    confirmed = 0
+    for spec, shape in _neighbours(rep.case.spec, tuple(int(v) for v in rep.case.x.shape)):
+        if budget <= 0 or confirmed >= 3:
+            break
+        if not _informative(spec, shape, (cause,)):
+            continue
+        x = _sample(shape, rep.case.x.dtype, rng)
+        mine, plain = predict(engine, spec, x, cause), predict(engine, spec, x, ())
+        if mine is None or plain is None or (_agrees(mine, plain) and _agrees(plain, mine)):
+            continue
+        budget -= 1
+        out = ask(spec, x)
+        if out is None:
+            continue
+        if _agrees(mine, out):
+            confirmed += 1
+        elif not _agrees(plain, out):
+            return True
+    return False
+
+
 def group_text(g: Group, rep: O.Finding) -> str:
     """What a group's row says: the shape first when shapes differ, then the cause (with the
     others that fit every example too), or "unexplained" and the symptom."""
@@ -350,7 +426,10 @@ def group_text(g: Group, rep: O.Finding) -> str:
         parts.append("; ".join(variant_text(k) for k in g.causes[0]))
         if len(g.causes) > 1:
             parts.append("ambiguous: also consistent with " + ", ".join("+".join(c) for c in g.causes[1:]))
-    elif rep.status == PeerStatus.OK and not rep.explained:
+    elif rep.status == PeerStatus.OK and rep.explained:
+        parts.append("unexplained: no named variant reproduces every example of this divergence (this one "
+                     f"alone fits: {rep.klass})")
+    elif rep.status == PeerStatus.OK:
         parts.append("unexplained: no known variant gives this shape" if symptom else rep.text)
     else:
         parts.append(rep.text)
@@ -361,6 +440,11 @@ def group_finding(g: Group, rep: O.Finding, examples: int) -> O.Finding:
     """The one finding a group is reported as: the representative example under the group's name,
     with the number of divergent examples seen."""
     if not g.causes:
+        if rep.explained and rep.status == PeerStatus.OK:  # its name was refuted, or fits this example only
+            unexplained = "unexplained output"
+            return dataclasses.replace(rep, klass=unexplained, atom=unexplained, atoms=(unexplained,), explained=False,
+                                       severity=UNEXPLAINED_SEVERITY, text=group_text(g, rep),
+                                       extra={**rep.extra, "examples": examples})
         return dataclasses.replace(rep, text=group_text(g, rep), extra={**rep.extra, "examples": examples})
     name = g.name
     return dataclasses.replace(
@@ -415,4 +499,4 @@ def group_all(engine: ModuleType, findings: Sequence[O.Finding], known: Iterable
 
 
 __all__ = ["CAUSE_TAG", "Group", "Grouping", "candidates", "cause_tags", "covers", "distinguish", "group_all",
-           "group_finding", "group_text", "join_by_cause"]
+           "group_finding", "group_text", "join_by_cause", "refutes"]

@@ -44,7 +44,7 @@ from poolcheck.engines import available_engines, get_engine
 from poolcheck.errors import AttributeValueError, PoolcheckError
 from poolcheck.fuzz import oracles as O
 from poolcheck.fuzz.database import example_database
-from poolcheck.fuzz.grouping import Grouping, distinguish, group_finding
+from poolcheck.fuzz.grouping import Grouping, distinguish, group_finding, refutes
 from poolcheck.fuzz.hypothesis_compat import keep_database, set_database_key, shrink_limit
 from poolcheck.fuzz.reference import reference
 from poolcheck.fuzz.repeats import ENGINE_SIDE_CACHE, PEER_RESULTS_CACHE, EngineSide, config_key, peer_key
@@ -545,7 +545,7 @@ class Session:
         configurations where they part, and drop those it contradicts."""
         group = self.grouping.by_signature.get(key)
         peer = next((p for p in self.peers if group is not None and p.name == group.subject), None)
-        if group is None or peer is None or len(group.causes) < 2:
+        if group is None or peer is None or not group.causes:
             return
 
         def ask(spec: Any, x: Any) -> tuple[Any, Any] | None:
@@ -557,6 +557,9 @@ class Session:
 
         for cause in distinguish(self.engine, group, ask):
             self.grouping.ruled_out.add((group.subject, group.op, cause))
+        if len(group.causes) == 1 and refutes(self.engine, group, ask):  # a name that fits its examples only
+            self.grouping.ruled_out.add((group.subject, group.op, group.causes[0]))
+            self.grouping.refute(group)
 
     def _found(self, finding: O.Finding) -> None:
         if self.on_find is not None:

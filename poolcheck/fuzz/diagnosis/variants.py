@@ -181,7 +181,24 @@ def _interleaved(read: bool) -> Callable[[PoolSpec, tuple[int, ...]], Placement]
         explicit = spec.replace(auto_pad="explicit", pads_begin=moved[0], pads_end=moved[1])
         if spec.auto_pad in ("same_upper", "same_lower"):  # the SAME output size is the floor formula's
             explicit = explicit.replace(rounding_type="floor")
-        return Placement(resolve(explicit, shape))
+        try:
+            return Placement(resolve(explicit, shape))
+        except AttributeValueError:
+            pass
+        # pads read this way may leave an axis shorter than the kernel: a runtime that does not
+        # refuse it (ONNX Runtime) sizes the output with C integer division, and the windows reach
+        # past the padded input (those taps count as nothing)
+        axes = []
+        for i, size in enumerate(shape[2:]):
+            k, st, d = explicit.kernel[i], explicit.strides[i], explicit.dilations[i]
+            pb, pe = explicit.pads_begin[i], explicit.pads_end[i]
+            span = size + pb + pe - ((k - 1) * d + 1)
+            if explicit.applied_rounding == "floor" or span < 0:
+                out = _c_div(span, st) + 1
+            else:
+                out = -(-span // st) + 1
+            axes.append(AxisGeometry(size, k, st, d, pb, pe, max(out, 0)))
+        return Placement(Geometry(shape[0], shape[1], tuple(axes)))
 
     return build
 
