@@ -26,6 +26,7 @@ from typing import Any
 
 from poolcheck.errors import AttributeValueError
 from poolcheck.fingerprint import fingerprint_id, machine_key, only_on
+from poolcheck.fuzz.grouping import join_by_cause
 from poolcheck.report.jsonfmt import load_result
 from poolcheck.results import (
     FAILING,
@@ -133,14 +134,20 @@ def merge_results(results: Sequence[tuple[str, RunResult]], command: str = "pool
         raise ValueError("nothing to merge")
     inputs = [_Input(name, r, _fingerprints(name, r), _ran(r)) for name, r in results]
     all_fps = _one_per_machine(inputs)
-    groups: dict[str, list[tuple[_Input, CaseResult]]] = {}
+    by_key: dict[str, list[tuple[_Input, CaseResult]]] = {}
     left_out = 0
     for inp in inputs:
         for case in inp.result.cases:
             if _not_run_here(case, inp):
                 left_out += 1
                 continue
-            groups.setdefault(_key(case), []).append((inp, case))
+            by_key.setdefault(_key(case), []).append((inp, case))
+    # one root cause, one case: rows of a runner that share an explanation are grouped as the
+    # fuzzer groups them (fuzz.grouping.join_by_cause)
+    alias = join_by_cause({k: (_subject(k, m[0][1]), [t for _, c in m for t in c.tags]) for k, m in by_key.items()})
+    groups: dict[str, list[tuple[_Input, CaseResult]]] = {}
+    for key, members in by_key.items():
+        groups.setdefault(alias[key], []).extend(members)
     # signatures seen by the fuzzer without a case of their own (known divergences re-found)
     seen_extra: dict[str, set[str]] = {}
     for inp in inputs:

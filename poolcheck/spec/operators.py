@@ -171,8 +171,8 @@ OPERATORS: dict[str, OperatorVersion] = {
     for row in (
         OperatorVersion("MaxPool-1", "openvino", "max", _OV_MAX_1_ATTRIBUTES, ("kernel", "strides"),
                         OPENVINO_MAX_DTYPES, "rounding_type", OPENVINO_ROUNDING_8,
-                        "OpenVINO MaxPool-1: no dilations and one output ('Output tensor has the same data type as "
-                        "input tensor'); MaxPool-8 adds dilations and the indices output", indices_output=False),
+                        "OpenVINO MaxPool-1: no dilations and one output (its type as [OV-OUT-TYPE] says); MaxPool-8 "
+                        "adds dilations and the indices output", indices_output=False),
         OperatorVersion("MaxPool-8", "openvino", "max", _OV_MAX_ATTRIBUTES, ("kernel", "strides"),
                         OPENVINO_MAX_DTYPES, "rounding_type", OPENVINO_ROUNDING_8,
                         "OpenVINO MaxPool-8: rounding_type 'ceil, floor'; T 'floating point or integer type'"),
@@ -193,11 +193,11 @@ OPERATORS: dict[str, OperatorVersion] = {
         OperatorVersion("onnx:MaxPool-8", "onnx", "max", _ONNX_MAX_8_ATTRIBUTES, ("kernel_shape",),
                         ONNX_FLOAT_DTYPES, "", {0: "floor"},
                         "ONNX MaxPool-8: 'Indices tensor from max pooling across the input tensor'; storage_order "
-                        "'The storage order of the tensor. 0 is row major, and 1 is column major.'"),
+                        "[ONNX-STORAGE-ORDER]"),
         OperatorVersion("MaxPool-10", "onnx", "max", _ONNX_MAX_ATTRIBUTES, ("kernel_shape",),
                         ONNX_FLOAT_DTYPES, "ceil_mode", ONNX_CEIL_MODE,
                         "ONNX MaxPool-10: ceil_mode 'Whether to use ceil or floor (default) to compute the output "
-                        "shape.'; dilations 'Dilation value along each spatial axis of filter.'"),
+                        "shape.'; dilations [ONNX-DILATIONS]"),
         OperatorVersion("MaxPool-11", "onnx", "max", _ONNX_MAX_ATTRIBUTES, ("kernel_shape",),
                         ONNX_FLOAT_DTYPES, "ceil_mode", ONNX_CEIL_MODE,
                         "ONNX MaxPool-11: strides 'If not present, the stride defaults to 1 along each spatial axis.' "
@@ -212,8 +212,8 @@ OPERATORS: dict[str, OperatorVersion] = {
                         "tensor(uint8)'"),
         OperatorVersion("AveragePool-1", "onnx", "avg", _ONNX_AVG_1_ATTRIBUTES, ("kernel_shape",),
                         ONNX_FLOAT_DTYPES, "", {0: "floor"},
-                        "ONNX AveragePool-1: 'The output of each pooling window is divided by the number of elements "
-                        "exclude pad.'"),
+                        "ONNX AveragePool-1: [ONNX-DIVISOR] without its parenthesis: the divisor always excludes the "
+                        "pad (no count_include_pad before version 7)"),
         OperatorVersion("AveragePool-7", "onnx", "avg", _ONNX_AVG_7_ATTRIBUTES, ("kernel_shape",),
                         ONNX_FLOAT_DTYPES, "", {0: "floor"},
                         "ONNX AveragePool-7: 'divided by the number of elements (exclude pad when attribute "

@@ -87,14 +87,9 @@ def same_pads(size: int, stride: int, dilated_kernel: int, auto_pad: str,
               convention: str = "openvino") -> tuple[int, int, int]:
     """Output size and (pad_begin, pad_end) for same_upper / same_lower.
 
-    ONNX: "SAME_UPPER or SAME_LOWER: output_spatial_shape[i] = ceil(input_spatial_shape[i] /
-    strides_spatial_shape[i])" and "pad_shape[i] = (output_spatial_shape[i] - 1) *
-    strides_spatial_shape[i] + ((kernel_spatial_shape[i] - 1) * dilations[i] + 1) -
-    input_spatial_shape[i]"; the auto_pad attribute: "The padding is split between the two sides
-    equally or almost equally (depending on whether it is even or odd). In case the padding is an
-    odd number, the extra padding is added at the end for SAME_UPPER and at the beginning for
-    SAME_LOWER." OpenVINO: "In case of odd padding value, an extra padding is added at the end
-    (at the beginning)".
+    ONNX: the output size [ONNX-SHAPE-SAME-CEIL] and the pad total [ONNX-SAME-PADS], split with
+    the odd element at the end for SAME_UPPER, at the beginning for SAME_LOWER [ONNX-SAME-SPLIT].
+    OpenVINO: the same split [OV-SAME-SPLIT].
 
     - ``convention="onnx"``: the formula as written. With a stride larger than the dilated
       kernel, ``pad_shape`` is negative: the windows start inside the input (ONNX Runtime 1.32's
@@ -151,9 +146,7 @@ def resolve_axis(
     else:
         out = _ceil_div(padded - dk, stride) + 1
         if rounding_type == "ceil_torch" and (out - 1) * stride >= size + pad_begin:
-            # "If rounding_type is set to ceil_torch, the last pooling operation within a
-            #  dimension cannot start in the padding area. If this is the case, the respective
-            #  dimension is reduced by 1."
+            # the last window may not start in the padding: one fewer [OV-CEIL-TORCH]
             out -= 1
     return AxisGeometry(size, kernel, stride, dilation, pad_begin, pad_end, out)
 

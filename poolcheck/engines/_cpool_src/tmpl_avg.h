@@ -157,7 +157,7 @@ PC_ENTRY void PC_N(avg)(const void *xv, void *outv, const geo_t *g, const double
                 PC_N(ah)(src, dst, outer, &g->a[i], stage_inner(g, i));
             src = dst;
         }
-        /* "The output of each pooling window is divided by the number of elements". */
+        /* divided by the number of elements [ONNX-DIVISOR] */
         /* A zero divisor (no element counted) gives the empty_avg value instead. */
         TO *restrict yo = out + p * po;
         const double *restrict sum = dst;
@@ -193,7 +193,7 @@ PC_ENTRY void PC_N(avgglobal)(const void *xv, void *outv, int64_t nc, int64_t m,
         for (int64_t i = m8; i < m; i++) acc[i - m8] += (double)xp[i];
         const double sum = (((acc[0] + acc[4]) + (acc[2] + acc[6])) +
                             ((acc[1] + acc[5]) + (acc[3] + acc[7]))) + zadd;
-        /* "The output of each pooling window is divided by the number of elements". */
+        /* divided by the number of elements [ONNX-DIVISOR] */
         out[p] = div == 0.0 ? (TO)efill : (TO)(sum / div);
     }
 }
