@@ -304,6 +304,8 @@ def replay_command(options: FuzzOptions, examples: int) -> str:
         parts += ["--engine-checks", options.engine_checks]
     if options.database:
         parts += ["--database", options.database]
+    if options.min_per_region:
+        parts += ["--min-per-region", str(options.min_per_region)]
     return " ".join(shlex.quote(p) for p in parts)
 
 
@@ -405,6 +407,11 @@ def run_campaign(
         unavailable_peers=session.unavailable,
         warnings=session.warnings,
         replay=replay,
+        coverage=prog.coverage.as_dict(),
+        coverage_declined=prog.coverage.declined_dict(),
+        coverage_reachable=list(options.coverage_plan().reachable),
+        coverage_unreachable=dict(options.coverage_plan().unreachable),
+        min_per_region=options.min_per_region,
     )
     campaign = Campaign(result, session, new, known_checks, saved, replay, known_errors)
     if fail_on is not None:
