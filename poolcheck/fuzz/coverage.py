@@ -12,6 +12,8 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from poolcheck.spec import operators, regions
 from poolcheck.spec.regions import dtype_region, regions_of
 
@@ -73,6 +75,13 @@ def plan(ops: Sequence[str], conventions: Sequence[str], ranks: Sequence[int], d
                 reach[key] = None
             for key, text in regions.unreachable(op, conv).items():
                 why.setdefault(key, f"{_label(op, conv)}: {text}")
+    chosen = {d for op in ops for conv in conventions for d in operators.allowed_dtypes(op, conv) if d in dtypes}
+    if not any(np.dtype(d).kind == "f" for d in chosen):
+        for key in ("nan-in-window", "inf-in-window", "neg-zero-in-window"):
+            if reach.pop(key, "") is None:
+                why[key] = "no floating-point type among --dtypes"
+    if not any(np.dtype(d).kind in "iu" for d in chosen) and reach.pop("int-extreme", "") is None:
+        why["int-extreme"] = "no integer type among --dtypes"
     if 5 not in ranks:
         reach.pop("rank-5", None)
         why["rank-5"] = "rank 5 is not among --ranks"
