@@ -327,7 +327,7 @@ def fuzz_coverage(result: RunResult) -> Table | None:
 
 def _short_hits(fz: FuzzSummary, runner: str, key: str, hits: int) -> str:
     declined = fz.coverage_declined.get(runner, {}).get(key, 0)
-    return f"{hits}; declined {declined}" if declined else str(hits)
+    return f"{hits}; declined {declined}: cannot express" if declined else str(hits)
 
 
 def fuzz_throughput(result: RunResult) -> Text:
