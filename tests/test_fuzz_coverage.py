@@ -186,3 +186,21 @@ def test_a_campaign_counts_regions_and_min_per_region_ends_it(tmp_path: Path) ->
     assert all(hits.get(k, 0) >= 2 for k in reachable), {k: hits.get(k, 0) for k in reachable}
     assert "--min-per-region 2" in fz["replay"]
     assert fz["elapsed_s"] < 120  # ended by coverage, not by the budget
+
+
+def test_a_peer_that_declines_a_region_is_counted_apart() -> None:
+    from planted_peers.region_bugs import RegionBug
+
+    from poolcheck.fuzz.session import FuzzOptions, run_sessions
+
+    class NoRank5(RegionBug):
+        def supports(self, spec, shape, dtype):  # type: ignore[no-untyped-def]
+            return (False, "no 3-D pooling") if len(shape) == 5 else super().supports(spec, shape, dtype)
+
+    peer = NoRank5(None)
+    options = FuzzOptions(peers=(peer,), seed=0, isolated=False, oracles=frozenset({"peers"}), shrink=False,
+                          max_examples=30, time_budget=600.0)
+    (result,) = run_sessions(options)
+    cov = result.progress.coverage
+    assert cov.hits[peer.name]["rank-5"] == 0 < cov.declined[peer.name]["rank-5"]
+    assert cov.hits["numpy" if "numpy" in cov.hits else next(iter(cov.hits))]["rank-5"] > 0

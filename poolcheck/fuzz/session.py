@@ -51,7 +51,7 @@ from poolcheck.judgement import Outputs
 from poolcheck.peers.base import Peer, PeerResult
 from poolcheck.peers.isolation import call_peer_many, close_workers, submit_peer_many
 from poolcheck.peers.registry import resolve_peer
-from poolcheck.results import FindingKind, Signature
+from poolcheck.results import FindingKind, PeerStatus, Signature
 from poolcheck.spec.shape import Geometry
 from poolcheck.userdata import hypothesis_home
 
@@ -448,7 +448,7 @@ class Session:
                 if result.status in ("ok", "rejects"):
                     self.progress.compared[peer.name] += 1
                     self.progress.coverage.record(peer.name, reached.get(id(_case), ()))
-                elif result.status == "skip":
+                elif result.status == PeerStatus.DECLINED:
                     self.progress.coverage.record_declined(peer.name, reached.get(id(_case), ()))
                 if f is not None:
                     findings.append(f)
