@@ -229,6 +229,9 @@ def render(result: RunResult, console: Console, *, details: bool = True) -> None
                 except Exception as exc:  # one case's rendering never loses the others
                     console.print(Text(f"{safe(case.case_id)}: cannot render this case's details "
                                        f"({type(exc).__name__}: {safe(exc)})", style="bold yellow"))
+    coverage = fuzz_coverage(result)
+    if coverage is not None:
+        console.print(coverage)
     console.print(counts_line(result))
 
 
