@@ -204,3 +204,40 @@ def test_a_peer_that_declines_a_region_is_counted_apart() -> None:
     cov = result.progress.coverage
     assert cov.hits[peer.name]["rank-5"] == 0 < cov.declined[peer.name]["rank-5"]
     assert cov.hits["numpy" if "numpy" in cov.hits else next(iter(cov.hits))]["rank-5"] > 0
+
+
+def _coverage_result() -> object:
+    from poolcheck.results import FuzzSummary, RunResult
+
+    fz = FuzzSummary(coverage={"numpy": {"rank-5": 7, "dtype-int16": 3}, "onnxruntime": {"rank-5": 5}},
+                     coverage_declined={"onnxruntime": {"dtype-int16": 3}},
+                     coverage_reachable=["rank-5", "dilation-4", "dtype-int16"],
+                     coverage_unreachable={"same-negative-total": "MaxPool-14: never negative"})
+    return RunResult(command="poolcheck fuzz", kind="fuzz", fuzz=fz)
+
+
+def test_every_format_shows_the_coverage() -> None:
+    import xml.etree.ElementTree as ET
+
+    from rich.console import Console
+
+    from poolcheck.report import console as console_report
+    from poolcheck.report.jsonfmt import to_json
+    from poolcheck.report.junit import to_junit
+    from poolcheck.report.markdown import to_markdown
+    from poolcheck.results import RunResult
+
+    result = _coverage_result()
+    md = to_markdown(result)  # type: ignore[arg-type]
+    assert "| dilation-4 | 0 | numpy (0), onnxruntime (0) |" in md
+    assert "| dtype-int16 | 3 | onnxruntime (0; declined 3: cannot express) |" in md
+    assert "unreachable: MaxPool-14: never negative" in md
+    back = RunResult.from_dict(json.loads(to_json(result)))  # type: ignore[arg-type]
+    assert back.fuzz is not None and back.fuzz.coverage_declined == {"onnxruntime": {"dtype-int16": 3}}
+    assert back.fuzz.coverage_gaps() == {"numpy": ["dilation-4"], "onnxruntime": ["dilation-4", "dtype-int16"]}
+    console = Console(width=80, record=True)
+    console_report.render(result, console)  # type: ignore[arg-type]
+    text = console.export_text()
+    assert "spec regions reached" in text and "dilation-4" in text and "unreachable" in text
+    assert max(len(line) for line in text.splitlines()) <= 80
+    ET.fromstring(to_junit(result))  # type: ignore[arg-type]
