@@ -443,6 +443,18 @@ class FuzzSummary:
     replay: str = ""
     fail_on: Annotated[list[str], validated_as(list[Severity])] = field(default_factory=list)
     failing: list[SignatureText] = field(default_factory=list)
+    #: hits per runner and spec region (poolcheck.spec.regions), the configurations of each region
+    #: a peer declined, the regions the campaign's options can reach, and why the others cannot
+    coverage: dict[str, dict[str, Count]] = field(default_factory=dict)
+    coverage_declined: dict[str, dict[str, Count]] = field(default_factory=dict)
+    coverage_reachable: list[str] = field(default_factory=list)
+    coverage_unreachable: dict[str, str] = field(default_factory=dict)
+    min_per_region: Count = 0
+
+    def coverage_gaps(self) -> dict[str, list[str]]:
+        """Runner -> the reachable regions it never hit."""
+        return {runner: [k for k in self.coverage_reachable if not hits.get(k)]
+                for runner, hits in self.coverage.items()}
 
     def signatures(self, keys: Any) -> list[Signature]:
         """``keys`` (any of the maps or lists above) as typed signatures."""

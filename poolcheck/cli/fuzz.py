@@ -119,6 +119,7 @@ def fuzz(
     exit_first: Annotated[bool, typer.Option("--exit-first", help="Stop as soon as the first new divergence of a --fail-on severity is shrunk (other finds are kept and the exploration goes on).")] = False,
     shrink: Annotated[bool, typer.Option("--shrink/--no-shrink", help="Shrink each new divergence to a minimal case (--no-shrink: explore only, keep first reproducers).")] = True,
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Live progress display.")] = True,
+    min_per_region: Annotated[int, typer.Option("--min-per-region", metavar="N", help="Draw until every spec region the options can reach has N hits on every runner (or the budget ends); 0: off.")] = 0,
     fail_on: Annotated[str, typer.Option("--fail-on", metavar="SEVERITIES", help="Severities of new divergences that make the exit code 1 (comma-separated: violation, unspecified, limitation, erratum; or all).")] = "violation",
 ) -> None:
     """Fuzz pooling configurations against the peers; shrink, diagnose and save each new divergence."""
@@ -149,6 +150,8 @@ def fuzz(
         timeout_s = parse_duration("--peer-timeout", peer_timeout)
         if not 1 <= batch <= 256:
             raise AttributeValueError("--batch", f"must lie in [1, 256], got {batch}")
+        if min_per_region < 0:
+            raise AttributeValueError("--min-per-region", f"must be >= 0, got {min_per_region}")
         if max_examples is not None and max_examples < 1:
             raise AttributeValueError("--max-examples", f"must be >= 1, got {max_examples}")
         budget = parse_duration("--time-budget", time_budget) if time_budget else (None if max_examples else 60.0)
@@ -181,7 +184,7 @@ def fuzz(
             peers=tuple(peer_names), max_examples=max_examples, time_budget=budget, seed=seed, jobs=jobs,
             database=str(database) if database else None, invalid=invalid, engine_checks=engine_checks,
             isolated=isolation, peer_timeout=timeout_s, shrink=shrink, oracles=oracle_set,
-            exit_first=exit_first, fail_on=severities, max_configs=batch,
+            exit_first=exit_first, fail_on=severities, max_configs=batch, min_per_region=min_per_region,
         )
         if cluster:
             cluster = check_address(cluster)

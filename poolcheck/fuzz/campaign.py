@@ -290,6 +290,8 @@ def replay_command(options: FuzzOptions, examples: int) -> str:
         parts += ["--engine-checks", options.engine_checks]
     if options.database:
         parts += ["--database", options.database]
+    if options.min_per_region:
+        parts += ["--min-per-region", str(options.min_per_region)]
     return " ".join(shlex.quote(p) for p in parts)
 
 
@@ -396,6 +398,11 @@ def run_campaign(
         unavailable_peers=session.unavailable,
         warnings=session.warnings,
         replay=replay,
+        coverage=prog.coverage.as_dict(),
+        coverage_declined=prog.coverage.declined_dict(),
+        coverage_reachable=list(options.coverage_plan().reachable),
+        coverage_unreachable=dict(options.coverage_plan().unreachable),
+        min_per_region=options.min_per_region,
     )
     campaign = Campaign(result, session, new, known_checks, saved, replay, known_errors, fail_on=options.fail_on)
     result.fuzz.fail_on = sorted(campaign.fail_on)

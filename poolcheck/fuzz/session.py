@@ -36,12 +36,13 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
-from hypothesis import HealthCheck, Phase, Verbosity, given, settings
+from hypothesis import HealthCheck, Phase, Verbosity, given, settings, target
 from hypothesis import seed as hypothesis_seed
 from hypothesis.configuration import set_hypothesis_home_dir
 
 from poolcheck.engines import available_engines, get_engine
 from poolcheck.errors import AttributeValueError, PoolcheckError
+from poolcheck.fuzz import coverage as cov
 from poolcheck.fuzz import oracles as O
 from poolcheck.fuzz.database import example_database
 from poolcheck.fuzz.grouping import Grouping, distinguish, group_finding, refutes
@@ -53,7 +54,7 @@ from poolcheck.judgement import Outputs
 from poolcheck.peers.base import Peer, PeerResult
 from poolcheck.peers.isolation import call_peer_many, close_workers, submit_peer_many
 from poolcheck.peers.registry import resolve_peer
-from poolcheck.results import DEFAULT_FAIL_ON, FindingKind, Signature
+from poolcheck.results import DEFAULT_FAIL_ON, FindingKind, PeerStatus, Signature
 from poolcheck.spec.severity import RANK
 from poolcheck.spec.shape import Geometry
 from poolcheck.userdata import hypothesis_home
@@ -96,6 +97,10 @@ class FuzzOptions:
     shrink: bool = True  # False: explore only (finds are kept as first seen, unshrunk)
     shrink_seconds: float | None = None  # per round; default: the remaining budget, within [5, 30] s
     known_signatures: frozenset[str] = frozenset()
+    min_per_region: int = 0  # > 0: stop once every reachable region has this many hits on every runner
+
+    def coverage_plan(self) -> cov.Plan:
+        return cov.plan(self.ops, self.conventions, self.ranks, self.dtypes)
 
     def digest(self) -> bytes:
         """Keys the hypothesis database: runs with the same search space share examples."""
@@ -120,6 +125,7 @@ class Progress:
     phase: str = "starting"
     elapsed: float = 0.0
     rounds: int = 0
+    coverage: cov.Coverage = field(default_factory=cov.Coverage)  # hits per runner and spec region
 
     @property
     def differential(self) -> int:
@@ -135,6 +141,7 @@ class Progress:
             self.peer_status.setdefault(peer, Counter()).update(counts)
         self.new += [s for s in other.new if s not in self.new]
         self.known |= other.known
+        self.coverage.merge(other.coverage)
         self.elapsed = max(self.elapsed, other.elapsed)
         self.rounds += other.rounds
 
@@ -260,6 +267,8 @@ class Session:
                 self.versions[peer.name] = "unknown"
         self.deadline = deadline
         self.max_examples = max_examples
+        self._plan = options.coverage_plan()
+        self._rarity = 0.0
         self.progress = Progress(peer_status={p.name: Counter() for p in self.peers},
                                  known=frozenset(options.known_signatures))
         self.settled: set[str] = set(options.known_signatures)
@@ -383,6 +392,13 @@ class Session:
             if self.options.engine_checks == "first":
                 break
         self.progress.cases += len(batch)
+        reached = {id(case): cov.regions_of(case.spec, case.x) if case.mutation is None else frozenset()
+                   for case in batch}
+        for keys, ref in zip(reached.values(), refs):
+            if ref is not None:
+                self.progress.coverage.record(self.engine.NAME, keys)
+        self._rarity = max((cov.rarity(keys, self.progress.coverage.hits.get(self.engine.NAME, {}))
+                            for keys in reached.values()), default=0.0)
         for peer, answer in zip(peers, pending):
             status = self.progress.peer_status.setdefault(peer.name, Counter())
             prefer = self.preference.setdefault(peer.name, Counter())
@@ -396,6 +412,9 @@ class Session:
                 status[result.status] += 1
                 if result.status in ("ok", "rejects"):
                     self.progress.compared[peer.name] += 1
+                    self.progress.coverage.record(peer.name, reached.get(id(_case), ()))
+                elif result.status == PeerStatus.DECLINED:
+                    self.progress.coverage.record_declined(peer.name, reached.get(id(_case), ()))
                 if f is not None:
                     findings.append(f)
                     if f.explained and not f.extra.get("ambiguous", True):
@@ -409,6 +428,8 @@ class Session:
         if not self.pending and self._out_of_budget():
             return  # nothing to shrink: let the round run out quickly
         findings = [ff for f in self.check_batch(batch) for ff in f.focused()]
+        # Steer generation towards rarely hit regions of the spec (poolcheck.spec.regions).
+        target(self._rarity, label="rarely hit spec regions")
         now = time.monotonic() - self.started
         new: list[tuple[str, O.Finding]] = []  # (group key, example)
         for f in findings:
@@ -443,7 +464,15 @@ class Session:
             return True
         if self.deadline is not None and time.time() >= self.deadline:
             return True
+        if self.options.min_per_region > 0:
+            return self._covered()
         return self.max_examples is not None and self.progress.examples >= self.max_examples
+
+    def _covered(self) -> bool:
+        """Every reachable region has ``min_per_region`` hits on every runner."""
+        keys = self._plan.reachable
+        runners = [self.engine.NAME, *(p.name for p in self.peers)]
+        return all(self.progress.coverage.least(r, keys) >= self.options.min_per_region for r in runners)
 
     def _report_progress(self, *, force: bool = False) -> None:
         now = time.monotonic()
@@ -464,7 +493,7 @@ class Session:
         # Hypothesis' own storage goes to the per-user folder: nothing appears in the cwd.
         set_hypothesis_home_dir(hypothesis_home())
         examples = ROUND_EXAMPLES
-        if self.max_examples is not None:
+        if self.max_examples is not None and not self.options.min_per_region:
             examples = max(1, min(examples, self.max_examples - self.progress.examples))
         round_seed = int.from_bytes(
             hashlib.sha256(f"{self.options.seed}:{self.job}:{index}".encode()).digest()[:8], "big")

@@ -47,7 +47,12 @@ MUTATIONS: tuple[str, ...] = (
 
 @dataclass(frozen=True, eq=False)
 class Limits:
-    """Size bounds for generated configurations (smaller for higher ranks keeps cases cheap)."""
+    """Size bounds for generated configurations (smaller for higher ranks keeps cases cheap).
+
+    ``max_elements`` caps one input (N * C * spatial): long axes are drawn, and the element budget
+    keeps throughput up (the longest spatial axes are halved until the input fits).
+    ``global_windows`` lets a drawn kernel take the whole padded axis (a global window).
+    """
 
     max_batch: int = 3
     max_channels: int = 3
@@ -57,9 +62,27 @@ class Limits:
     max_dilation: int = 3
     max_pad: int = 4
     max_specials: int = 4
+    max_elements: int = 4096
+    global_windows: bool = False
 
 
 DEFAULT_LIMITS = Limits()
+
+#: The regimes a configuration is drawn in. Most draws stay small (fast, readable, and where
+#: shrinking heads: regime 0); a steady share goes to each part of the attribute space where
+#: runtimes switch code paths -- large kernels and global windows, long axes, strides above the
+#: kernel with dilations to 4, pads past the kernel and batch/channels to 4.
+REGIMES: dict[str, Limits] = {
+    "small": DEFAULT_LIMITS,
+    "large-kernel": Limits(max_size={1: 40, 2: 16, 3: 8}, max_kernel={1: 40, 2: 16, 3: 8}, max_stride=3,
+                           max_dilation=2, max_pad=3, global_windows=True),
+    "long-axis": Limits(max_size={1: 64, 2: 64, 3: 64}, max_kernel={1: 6, 2: 5, 3: 4}, max_dilation=4,
+                        max_elements=8192),
+    "wide": Limits(max_batch=4, max_channels=4, max_size={1: 24, 2: 12, 3: 7}, max_kernel={1: 4, 2: 4, 3: 3},
+                   max_stride=9, max_dilation=5, max_pad=8),
+}
+#: Regime weights: small first (shrinking moves towards it), about half of all draws.
+_REGIME_CHOICES: tuple[str, ...] = ("small", "small", "small", "large-kernel", "long-axis", "wide")
 
 
 @dataclass
@@ -255,22 +278,25 @@ def pool_configs(
     if not kinds:
         raise AttributeValueError("dtypes", f"no dtype in {list(dtypes)} is allowed for ops {list(ops)}")
     op, convention, rank = draw(_pick(kinds), label="op, convention, rank")
+    if limits is DEFAULT_LIMITS:  # the default campaign reaches the whole space; explicit limits are kept
+        limits = REGIMES[draw(_pick(_REGIME_CHOICES), label="regime")]
     dtype = draw(_pick(_allowed(op, convention, tuple(dtypes))), label="dtype")
     n = rank - 2
     shape_digits = _digits(draw(_ints(0, limits.max_batch * limits.max_channels * limits.max_size[n] ** n - 1),
                                 label="shape (N, C, spatial sizes)"),
                            (limits.max_batch, limits.max_channels, *[limits.max_size[n]] * n))
     batch, channels = 1 + shape_digits[0], 1 + shape_digits[1]
-    sizes = [1 + d for d in shape_digits[2:]]
+    sizes = _within_budget([1 + d for d in shape_digits[2:]], batch * channels, limits.max_elements)
 
     row = _newest(op, convention)  # the case-file operator: the newest version of each
     rounding_choices = tuple(row.rounding.values())
     axis_choices = (*range(rank), *range(-1, -rank - 1, -1)) if (op, convention) == ("max", "openvino") else (0,)
     # pad range: 0-2 keep every pad below the kernel, 3 lets pads reach the kernel and beyond
     # (windows wholly in padding; ONNX Runtime rejects such pads, so they stay a minority)
-    mode_radices = (4, len(rounding_choices), 2, len(axis_choices), 4)
-    d_pad, d_round, d_flag, d_axis, d_range = _digits(
-        draw(_ints(0, math.prod(mode_radices) - 1), label="modes (auto_pad, rounding, flag, axis, pad range)"),
+    mode_radices = (4, len(rounding_choices), 2, len(axis_choices), 4, 2 ** n)
+    d_pad, d_round, d_flag, d_axis, d_range, d_global = _digits(
+        draw(_ints(0, math.prod(mode_radices) - 1),
+             label="modes (auto_pad, rounding, flag, axis, pad range, global axes)"),
         mode_radices)
     wide_pads = d_range == 3
     auto_pad = ("explicit", "valid", "same_upper", "same_lower")[d_pad]
@@ -298,6 +324,8 @@ def pool_configs(
         # Explicit pads must leave room for the window; valid ignores them; same_* computes its own.
         room = {"explicit": size + pb + pe, "valid": size}.get(auto_pad, limits.max_kernel[n] * limits.max_dilation)
         k = 1 + dk % max(1, min(limits.max_kernel[n], room))
+        if limits.global_windows and d_global >> i & 1 and auto_pad != "same_upper" and auto_pad != "same_lower":
+            k = max(1, room)  # a global window: the kernel takes the whole (padded) axis
         d_max = 1
         if dilated_op and k > 1:
             d_max = max(1, min(limits.max_dilation, (room - 1) // (k - 1)))
@@ -345,6 +373,15 @@ def _spelled(drawn: PoolSpec, name: str) -> tuple[dict[str, Any], PoolSpec]:
     callers copy the attribute lists before handing them out)."""
     attrs = operators.spell(drawn, name)
     return attrs, operators.parse(name, attrs)
+
+
+def _within_budget(sizes: list[int], planes: int, budget: int) -> list[int]:
+    """``sizes`` with the longest axes halved until ``planes * prod(sizes) <= budget``."""
+    sizes = list(sizes)
+    while planes * math.prod(sizes) > budget and max(sizes) > 1:
+        i = sizes.index(max(sizes))
+        sizes[i] = (sizes[i] + 1) // 2
+    return sizes
 
 
 def _axis_radices(limits: Limits, n: int) -> tuple[int, ...]:

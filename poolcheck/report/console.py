@@ -229,6 +229,9 @@ def render(result: RunResult, console: Console, *, details: bool = True) -> None
                 except Exception as exc:  # one case's rendering never loses the others
                     console.print(Text(f"{safe(case.case_id)}: cannot render this case's details "
                                        f"({type(exc).__name__}: {safe(exc)})", style="bold yellow"))
+    coverage = fuzz_coverage(result)
+    if coverage is not None:
+        console.print(coverage)
     console.print(counts_line(result))
 
 
@@ -301,6 +304,35 @@ def fuzz_table(result: RunResult) -> Table:
     return table
 
 
+def fuzz_coverage(result: RunResult) -> Table | None:
+    """Hits per spec region: the reference engine's count, and the runners that never hit a
+    region (or stayed under ``--min-per-region``); the regions the options cannot reach follow."""
+    fz = result.fuzz or FuzzSummary()
+    if not fz.coverage_reachable:
+        return None
+    floor = max(1, fz.min_per_region)
+    runners = sorted(fz.coverage)
+    table = Table(title="spec regions reached", show_lines=False)
+    table.add_column("region", no_wrap=True)
+    table.add_column("hits", justify="right", no_wrap=True)
+    table.add_column(f"runners under {floor}" if floor > 1 else "never hit by", overflow="fold", ratio=1)
+    for key in fz.coverage_reachable:
+        counts = {r: fz.coverage.get(r, {}).get(key, 0) for r in runners}
+        most = max(counts.values(), default=0)
+        short = [r for r in runners if counts[r] < floor]
+        table.add_row(safe(key), Text(str(most), style="bold red" if most == 0 else ""),
+                      Text(", ".join(f"{safe(r)} ({_short_hits(fz, r, key, counts[r])})" for r in short),
+                           style="yellow"))
+    for key, why in fz.coverage_unreachable.items():
+        table.add_row(Text(safe(key), style="dim"), Text("-", style="dim"), Text(f"unreachable: {safe(why)}", style="dim"))
+    return table
+
+
+def _short_hits(fz: FuzzSummary, runner: str, key: str, hits: int) -> str:
+    declined = fz.coverage_declined.get(runner, {}).get(key, 0)
+    return f"{hits}; declined {declined}: cannot express" if declined else str(hits)
+
+
 def fuzz_throughput(result: RunResult) -> Text:
     fz = result.fuzz or FuzzSummary()
     t = Text()
@@ -331,6 +363,9 @@ def render_fuzz(result: RunResult, console: Console, *, saved_to: str | None = N
     reproduced = sum(1 for c in known if KnownState.REPRODUCES in c.tags)
     skipped = sum(1 for c in known if KnownState.SKIPPED in c.tags)
     fixed = sum(1 for c in known if KnownState.FIXED in c.tags)
+    coverage = fuzz_coverage(result)
+    if coverage is not None:
+        console.print(coverage)
     console.print(fuzz_throughput(result))
     for peer, why in fz.unavailable_peers.items():
         console.print(Text(f"peer {safe(peer)} unavailable: {safe(why)}", style="yellow"))

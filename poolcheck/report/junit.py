@@ -164,6 +164,12 @@ def to_junit(result: RunResult) -> str:
             ET.SubElement(props, "property", {"name": f"version.{_clean(key)}", "value": _clean(str(value))})
         if machine_label(result):
             ET.SubElement(props, "property", {"name": "machine", "value": _clean(machine_label(result) or "")})
+        fz = result.fuzz
+        if fz is not None and fz.coverage_reachable:
+            # each runner's suite carries its own hits per spec region (docs/fuzzing.md, "Coverage")
+            hits = fz.coverage.get(name, {})
+            for key in fz.coverage_reachable if name in fz.coverage else ():
+                ET.SubElement(props, "property", {"name": f"coverage.{_clean(key)}", "value": str(hits.get(key, 0))})
         verdicts = [_testcase_or_error(suite, case, name, check) for case, check in items]
         for k, v in _counts(verdicts).items():
             suite.set(k, v)

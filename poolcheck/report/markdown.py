@@ -204,6 +204,31 @@ def _details_or_error(case: CaseResult) -> str:
         return f"<details><summary><b>{_cell(case.case_id, 100)}</b> — cannot render: {_cell(exc)}</summary></details>"
 
 
+def _coverage(result: RunResult) -> list[str]:
+    """A fuzz campaign's hits per spec region: the most any runner had, and who stayed under."""
+    fz = result.fuzz
+    if fz is None or not fz.coverage_reachable:
+        return []
+    floor = max(1, fz.min_per_region)
+    runners = sorted(fz.coverage)
+    rows = ["<details><summary>Spec regions reached"
+            + (f" ({len(gaps)} never hit by some runner)" if (gaps := [k for k in fz.coverage_reachable if any(
+                not fz.coverage.get(r, {}).get(k) for r in runners)]) else "") + "</summary>", "",
+            "| region | hits | " + (f"runners under {floor}" if floor > 1 else "never hit by") + " |",
+            "| --- | ---: | --- |"]
+    for key in fz.coverage_reachable:
+        counts = {r: fz.coverage.get(r, {}).get(key, 0) for r in runners}
+        short = []
+        for r in runners:
+            if counts[r] < floor:
+                declined = fz.coverage_declined.get(r, {}).get(key, 0)
+                short.append(f"{r} ({counts[r]}" + (f"; declined {declined}: cannot express)" if declined else ")"))
+        rows.append(f"| {_cell(key)} | {max(counts.values(), default=0)} | {_cell(', '.join(short))} |")
+    for key, why in fz.coverage_unreachable.items():
+        rows.append(f"| {_cell(key)} | - | unreachable: {_cell(why)} |")
+    return [*rows, "", "</details>", ""]
+
+
 def to_markdown(result: RunResult, *, max_chars: int = MAX_CHARS) -> str:
     """Render ``result`` as Markdown of at most ``max_chars`` characters."""
     runners = runners_of(result)
@@ -217,6 +242,7 @@ def to_markdown(result: RunResult, *, max_chars: int = MAX_CHARS) -> str:
         head += [*table, ""]
     head += _matrix(result, runners)
     head += _errata_table(result)
+    head += _coverage(result)
     listed = sorted((c for c in result.cases if c.verdict in LISTED), key=lambda c: LISTED.index(c.verdict))
     foot = ["", f"<sub>{_code(result.command)}" + (f" · {_cell(result.created)}" if result.created else "")
             + "".join(f" · {_cell(k)} {_cell(v)}" for k, v in result.versions.items())

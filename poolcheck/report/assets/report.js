@@ -729,9 +729,47 @@
     return kv(items);
   }
 
+  // A fuzz campaign's hits per spec region (docs/fuzzing.md, "Coverage"): the most any runner
+  // had, and the runners that never hit a region (or stayed under --min-per-region).
+  function renderCoverage() {
+    var fz = result.fuzz || {};
+    var reach = Array.isArray(fz.coverage_reachable) ? fz.coverage_reachable : [];
+    if (!reach.length) return;
+    var cov = fz.coverage && typeof fz.coverage === "object" ? fz.coverage : {};
+    var declined = fz.coverage_declined && typeof fz.coverage_declined === "object" ? fz.coverage_declined : {};
+    var floor = Math.max(1, Number(fz.min_per_region) || 0);
+    var runners = Object.keys(cov).sort();
+    var hitsOf = function (r, key) { var h = cov[r] || {}; return Number(h[key]) || 0; };
+    var rows = reach.map(function (key) {
+      var most = 0, shortList = [];
+      runners.forEach(function (r) {
+        var n = hitsOf(r, key);
+        most = Math.max(most, n);
+        if (n < floor) {
+          var d = Number((declined[r] || {})[key]) || 0;
+          shortList.push(r + " (" + n + (d ? "; declined " + d + ": cannot express" : "") + ")");
+        }
+      });
+      return el("tr", { "data-region": key, "class": most ? "" : "never-hit" }, el("th", { text: key }),
+        el("td", { "class": "num", text: String(most) }), el("td", { text: shortList.join(", ") }));
+    });
+    var unreachable = fz.coverage_unreachable && typeof fz.coverage_unreachable === "object" ? fz.coverage_unreachable : {};
+    Object.keys(unreachable).forEach(function (key) {
+      rows.push(el("tr", { "data-region": key, "class": "unreachable" }, el("th", { text: key }),
+        el("td", { "class": "num", text: "-" }), el("td", { text: "unreachable: " + unreachable[key] })));
+    });
+    var host = document.getElementById("runners");
+    host.appendChild(el("h2", { text: "Spec regions reached" }));
+    host.appendChild(el("table", { "class": "grid-table", id: "coverage-table" },
+      el("thead", null, el("tr", null, el("th", { text: "region" }), el("th", { text: "hits" }),
+        el("th", { text: floor > 1 ? "runners under " + floor : "never hit by" }))),
+      el("tbody", null, rows)));
+  }
+
   // ------------------------------------------------------------------ start
   renderHeader();
   renderRunnerTable();
+  renderCoverage();
   renderControls();
   renderCases();
   applyFilters();

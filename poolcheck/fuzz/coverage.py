@@ -1,0 +1,99 @@
+"""What a campaign covered: hits per spec region (:mod:`poolcheck.spec.regions`) and per runner.
+
+A configuration counts for a runner when the runner answered it (the reference engine always;
+a peer when it returned outputs or rejected the configuration, not when it declined or crashed).
+The counts steer generation (:func:`rarity`: hypothesis' ``target()`` maximises it, so draws
+that reach rarely hit regions are mutated further) and end a ``--min-per-region`` campaign.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from poolcheck.spec import operators, regions
+from poolcheck.spec.regions import dtype_region, regions_of
+
+__all__ = ["Coverage", "Plan", "dtype_region", "plan", "rarity", "regions_of"]
+
+
+@dataclass
+class Coverage:
+    """Hits per runner and region (``runner -> region -> configurations``)."""
+
+    hits: dict[str, Counter[str]] = field(default_factory=dict)
+    #: configurations of a region a peer declined (could not express): why it has no hits there
+    declined: dict[str, Counter[str]] = field(default_factory=dict)
+
+    def record(self, runner: str, keys: Iterable[str]) -> None:
+        self.hits.setdefault(runner, Counter()).update(keys)
+
+    def record_declined(self, runner: str, keys: Iterable[str]) -> None:
+        self.declined.setdefault(runner, Counter()).update(keys)
+
+    def merge(self, other: Coverage) -> None:
+        for runner, counts in other.hits.items():
+            self.hits.setdefault(runner, Counter()).update(counts)
+        for runner, counts in other.declined.items():
+            self.declined.setdefault(runner, Counter()).update(counts)
+
+    def as_dict(self) -> dict[str, dict[str, int]]:
+        return {runner: dict(sorted(c.items())) for runner, c in self.hits.items()}
+
+    def declined_dict(self) -> dict[str, dict[str, int]]:
+        return {runner: dict(sorted(c.items())) for runner, c in self.declined.items()}
+
+    def least(self, runner: str, keys: Sequence[str]) -> int:
+        """The fewest hits ``runner`` has on any of ``keys`` (0 for a runner never recorded)."""
+        counts = self.hits.get(runner, Counter())
+        return min((counts[k] for k in keys), default=0)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The regions a campaign's options can reach, and why the others cannot be reached."""
+
+    reachable: tuple[str, ...]
+    unreachable: dict[str, str]
+
+
+def plan(ops: Sequence[str], conventions: Sequence[str], ranks: Sequence[int], dtypes: Sequence[str]) -> Plan:
+    """The regions reachable by ``ops`` x ``conventions`` with these ranks and dtypes."""
+    reach: dict[str, None] = {}
+    why: dict[str, str] = {}
+    for op in ops:
+        for conv in conventions:
+            allowed = [d for d in operators.allowed_dtypes(op, conv) if d in dtypes]
+            if not allowed:
+                continue
+            for key in regions.reachable(op, conv):
+                if key.startswith("dtype-") and key.removeprefix("dtype-") not in dtypes:
+                    continue
+                reach[key] = None
+            for key, text in regions.unreachable(op, conv).items():
+                why.setdefault(key, f"{_label(op, conv)}: {text}")
+    chosen = {d for op in ops for conv in conventions for d in operators.allowed_dtypes(op, conv) if d in dtypes}
+    if not any(np.dtype(d).kind == "f" for d in chosen):
+        for key in ("nan-in-window", "inf-in-window", "neg-zero-in-window"):
+            if reach.pop(key, "") is None:
+                why[key] = "no floating-point type among --dtypes"
+    if not any(np.dtype(d).kind in "iu" for d in chosen) and reach.pop("int-extreme", "") is None:
+        why["int-extreme"] = "no integer type among --dtypes"
+    if 5 not in ranks:
+        reach.pop("rank-5", None)
+        why["rank-5"] = "rank 5 is not among --ranks"
+    keys = [r.key for r in regions.REGIONS if r.key in reach] + [k for k in reach if k.startswith("dtype-")]
+    return Plan(tuple(keys), {k: v for k, v in why.items() if k not in reach})
+
+
+def _label(op: str, convention: str) -> str:
+    return operators.newest(op, convention).name
+
+
+def rarity(keys: Iterable[str], engine_hits: Mapping[str, int]) -> float:
+    """How much a configuration adds to the coverage: rare regions weigh most (1 / (1 + hits))."""
+    return float(sum(1.0 / (1 + engine_hits.get(k, 0)) for k in keys))
+

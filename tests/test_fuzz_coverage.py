@@ -1,0 +1,243 @@
+"""The fuzzer's reach and its coverage map (poolcheck.spec.regions, poolcheck.fuzz.coverage).
+
+- Every structural region agrees with a brute-force reading of the same condition over the loop
+  oracle's axes (tests/oracle.py: its own shape rules, every window enumerated).
+- The generator reaches every region each operator can reach (``hypothesis.find``), and the
+  regions it cannot reach are exactly the ones the table says why.
+- A campaign counts hits per region and runner, shows them, and ``--min-per-region`` ends a
+  campaign once every reachable region has its hits.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import oracle
+import pytest
+from hypothesis import HealthCheck, find, given, settings
+from typer.testing import CliRunner
+
+from poolcheck.cli import app
+from poolcheck.fuzz import strategies as S
+from poolcheck.fuzz.coverage import Coverage, plan
+from poolcheck.spec import regions
+
+
+def oracle_axes(case: S.FuzzCase) -> list[oracle.Axis]:
+    a = case.attributes
+    spatial = case.x.shape[2:]
+    if "kernel_shape" in a:
+        return oracle.onnx_axes(spatial, a["kernel_shape"], a.get("strides") or [1] * len(spatial),
+                                a.get("pads") or [0] * 2 * len(spatial), a.get("dilations") or
+                                [1] * len(spatial), a.get("ceil_mode", 0), a.get("auto_pad", "NOTSET"))
+    return oracle.openvino_axes(spatial, a["kernel"], a["strides"], a["pads_begin"], a["pads_end"],
+                                a.get("dilations") or [1] * len(spatial), a["rounding_type"], a["auto_pad"])
+
+
+def brute_force(case: S.FuzzCase) -> set[str]:
+    """The structural regions, read off every window of the full output grid."""
+    axes = oracle_axes(case)
+    a = case.attributes
+    auto_pad = str(a["auto_pad"]).lower()
+    same = auto_pad.startswith("same")
+    hits: set[str] = set()
+    windows = [[ax.window(o) for o in range(ax.out)] for ax in axes]
+    for combo in itertools.product(*windows):
+        inside = [[0 <= t < ax.size for t in taps] for taps, ax in zip(combo, axes)]
+        taps_inside = [all(ins[j] for ins, j in zip(inside, idx)) for idx in itertools.product(*(range(len(i)) for i in inside))]
+        if not any(taps_inside):
+            hits.add("window-in-padding")
+        elif not all(taps_inside):
+            if case.op == "avg":
+                hits.add("avg-partial-window")
+            for ax, ins in zip(axes, inside):
+                if ax.dilation > 1 and any(ins) and not all(ins):
+                    hits.add("dilated-crosses-padding")
+    for ax in axes:
+        dk = (ax.kernel - 1) * ax.dilation + 1
+        padded = ax.size + ax.pad_begin + ax.pad_end
+        last_end = (ax.out - 1) * ax.stride - ax.pad_begin + dk
+        if last_end > ax.size + ax.pad_end:
+            hits.add("ceil-overhang")
+        rounding = a.get("rounding_type") or oracle.onnx_rounding(a.get("ceil_mode", 0), a["auto_pad"])
+        if rounding == "ceil_torch" and not same and ax.out < math.ceil((padded - dk) / ax.stride) + 1:
+            hits.add("ceil-drop")
+        if same and (ax.pad_begin + ax.pad_end) % 2:
+            hits.add("same-odd-split")
+        if same and min(ax.pad_begin, ax.pad_end) < 0:
+            hits.add("same-negative-total")
+        if auto_pad in ("explicit", "notset") and max(ax.pad_begin, ax.pad_end) >= dk:
+            hits.add("pads-ge-kernel")
+        if ax.kernel >= regions.LARGE_KERNEL:
+            hits.add("large-kernel")
+        if ax.size > 1 and ax.out == 1 and dk >= padded:
+            hits.add("global-window")
+        if ax.size >= regions.LONG_AXIS:
+            hits.add("long-axis")
+        if ax.stride > dk:
+            hits.add("stride-above-kernel")
+        if ax.dilation >= 4:
+            hits.add("dilation-4")
+    return hits
+
+
+STRUCTURAL = {"window-in-padding", "avg-partial-window", "dilated-crosses-padding", "ceil-overhang", "ceil-drop",
+              "same-odd-split", "same-negative-total", "pads-ge-kernel", "large-kernel", "global-window",
+              "long-axis", "stride-above-kernel", "dilation-4"}
+
+
+@settings(max_examples=300, suppress_health_check=list(HealthCheck), deadline=None)
+@given(case=S.pool_configs())
+def test_structural_regions_agree_with_a_brute_force_reading(case: S.FuzzCase) -> None:
+    assert regions.regions_of(case.spec, case.x) & STRUCTURAL == brute_force(case)
+
+
+def _values_read(case: S.FuzzCase) -> np.ndarray:
+    axes = oracle_axes(case)
+    read = [sorted({t for o in range(ax.out) for t in ax.window(o) if 0 <= t < ax.size}) for ax in axes]
+    return case.x[(slice(None), slice(None), *np.ix_(*read))] if all(read) else np.empty(0, case.x.dtype)
+
+
+@settings(max_examples=200, suppress_health_check=list(HealthCheck), deadline=None)
+@given(case=S.pool_configs())
+def test_value_regions_count_only_values_a_window_reads(case: S.FuzzCase) -> None:
+    got = regions.regions_of(case.spec, case.x)
+    v = _values_read(case)
+    if v.dtype.kind == "f":
+        assert ("nan-in-window" in got) == bool(np.isnan(v).any())
+        assert ("inf-in-window" in got) == bool(np.isinf(v).any())
+        assert ("neg-zero-in-window" in got) == bool(((v == 0) & np.signbit(v)).any())
+    else:
+        info = np.iinfo(v.dtype)
+        assert ("int-extreme" in got) == bool(((v == info.min) | (v == info.max)).any())
+    assert f"dtype-{case.x.dtype.name}" in got
+
+
+def test_a_hand_made_ceil_torch_drop() -> None:
+    # 1-D, size 5, kernel 2, stride 2, pads 1/1, ceil_torch: ceil gives 4 windows; the 4th would
+    # start at padded position 6 >= 5 + 1 (in the end padding), so it is dropped.
+    from poolcheck.spec import operators
+
+    spec = operators.parse("MaxPool-14", {"kernel": [2], "strides": [2], "pads_begin": [1], "pads_end": [1],
+                                          "rounding_type": "ceil_torch"})
+    got = regions.regions_of(spec, np.zeros((1, 1, 5), np.float32))
+    assert "ceil-drop" in got and "ceil-overhang" not in got
+    spec = spec.replace(rounding_type="ceil")
+    got = regions.regions_of(spec, np.zeros((1, 1, 5), np.float32))
+    assert "ceil-drop" not in got and "window-in-padding" in got
+
+
+@pytest.mark.parametrize(("op", "convention"), [("max", "openvino"), ("avg", "openvino"), ("max", "onnx"),
+                                                 ("avg", "onnx")])
+def test_every_reachable_region_is_drawn(op: str, convention: str) -> None:
+    p = plan((op,), (convention,), (3, 4, 5), S.ALL_DTYPES)
+    strategy = S.pool_configs(ops=(op,), conventions=(convention,))
+    for key in p.reachable:
+        find(strategy, lambda c, key=key: key in regions.regions_of(c.spec, c.x),
+             settings=settings(max_examples=3000, database=None, suppress_health_check=list(HealthCheck)))
+    # what cannot be reached says why
+    assert set(p.reachable).isdisjoint(p.unreachable)
+    assert all(p.unreachable.values())
+    if convention == "openvino":
+        assert "same-negative-total" in p.unreachable
+    if op == "avg":
+        assert "index-i32" in p.unreachable and "int-extreme" in p.unreachable
+
+
+def test_plan_follows_the_options() -> None:
+    p = plan(("max",), ("onnx",), (3, 4), ("float32",))
+    assert "rank-5" not in p.reachable and "rank 5" in p.unreachable["rank-5"]
+    assert [k for k in p.reachable if k.startswith("dtype-")] == ["dtype-float32"]
+    assert "int-extreme" not in p.reachable
+
+
+def test_coverage_merges_and_reports_the_least_hit() -> None:
+    a, b = Coverage(), Coverage()
+    a.record("c", ["rank-5", "large-kernel"])
+    b.record("c", ["rank-5"])
+    b.record_declined("onnxruntime", ["dtype-int16"])
+    a.merge(b)
+    assert a.as_dict() == {"c": {"large-kernel": 1, "rank-5": 2}}
+    assert a.least("c", ["rank-5", "large-kernel"]) == 1
+    assert a.least("onnxruntime", ["rank-5"]) == 0
+    assert a.declined_dict() == {"onnxruntime": {"dtype-int16": 1}}
+
+
+@pytest.mark.slow
+def test_a_campaign_counts_regions_and_min_per_region_ends_it(tmp_path: Path) -> None:
+    runner = CliRunner()
+    out = tmp_path / "rep"
+    res = runner.invoke(app, ["fuzz", "--ops", "maxpool", "--ranks", "3", "--dtypes", "float32", "--conventions",
+                              "onnx", "--peers", "none", "--seed", "3", "--min-per-region", "2", "--time-budget",
+                              "120s", "--no-progress", "--save-cases", str(tmp_path / "finds"), "--database",
+                              str(tmp_path / "db"), "--report-dir", str(out)],
+                        env={"COLUMNS": "100"})
+    assert res.exit_code == 0, res.output
+    assert "spec regions reached" in res.output
+    data = json.loads((out / "result.json").read_text())
+    fz = data["fuzz"]
+    reachable = fz["coverage_reachable"]
+    assert "rank-5" not in reachable and "rank-5" in fz["coverage_unreachable"]
+    hits = fz["coverage"]["numpy"] if "numpy" in fz["coverage"] else next(iter(fz["coverage"].values()))
+    assert all(hits.get(k, 0) >= 2 for k in reachable), {k: hits.get(k, 0) for k in reachable}
+    assert "--min-per-region 2" in fz["replay"]
+    assert fz["elapsed_s"] < 120  # ended by coverage, not by the budget
+
+
+def test_a_peer_that_declines_a_region_is_counted_apart() -> None:
+    from planted_peers.region_bugs import RegionBug
+
+    from poolcheck.fuzz.session import FuzzOptions, run_sessions
+
+    class NoRank5(RegionBug):
+        def supports(self, spec, shape, dtype):  # type: ignore[no-untyped-def]
+            return (False, "no 3-D pooling") if len(shape) == 5 else super().supports(spec, shape, dtype)
+
+    peer = NoRank5(None)
+    options = FuzzOptions(peers=(peer,), seed=0, isolated=False, oracles=frozenset({"peers"}), shrink=False,
+                          max_examples=30, time_budget=600.0)
+    (result,) = run_sessions(options)
+    cov = result.progress.coverage
+    assert cov.hits[peer.name]["rank-5"] == 0 < cov.declined[peer.name]["rank-5"]
+    assert cov.hits["numpy" if "numpy" in cov.hits else next(iter(cov.hits))]["rank-5"] > 0
+
+
+def _coverage_result() -> object:
+    from poolcheck.results import FuzzSummary, RunResult
+
+    fz = FuzzSummary(coverage={"numpy": {"rank-5": 7, "dtype-int16": 3}, "onnxruntime": {"rank-5": 5}},
+                     coverage_declined={"onnxruntime": {"dtype-int16": 3}},
+                     coverage_reachable=["rank-5", "dilation-4", "dtype-int16"],
+                     coverage_unreachable={"same-negative-total": "MaxPool-14: never negative"})
+    return RunResult(command="poolcheck fuzz", kind="fuzz", fuzz=fz)
+
+
+def test_every_format_shows_the_coverage() -> None:
+    import xml.etree.ElementTree as ET
+
+    from rich.console import Console
+
+    from poolcheck.report import console as console_report
+    from poolcheck.report.jsonfmt import to_json
+    from poolcheck.report.junit import to_junit
+    from poolcheck.report.markdown import to_markdown
+    from poolcheck.results import RunResult
+
+    result = _coverage_result()
+    md = to_markdown(result)  # type: ignore[arg-type]
+    assert "| dilation-4 | 0 | numpy (0), onnxruntime (0) |" in md
+    assert "| dtype-int16 | 3 | onnxruntime (0; declined 3: cannot express) |" in md
+    assert "unreachable: MaxPool-14: never negative" in md
+    back = RunResult.from_dict(json.loads(to_json(result)))  # type: ignore[arg-type]
+    assert back.fuzz is not None and back.fuzz.coverage_declined == {"onnxruntime": {"dtype-int16": 3}}
+    assert back.fuzz.coverage_gaps() == {"numpy": ["dilation-4"], "onnxruntime": ["dilation-4", "dtype-int16"]}
+    console = Console(width=80, record=True)
+    console_report.render(result, console)  # type: ignore[arg-type]
+    text = console.export_text()
+    assert "spec regions reached" in text and "dilation-4" in text and "unreachable" in text
+    assert max(len(line) for line in text.splitlines()) <= 80
+    ET.fromstring(to_junit(result))  # type: ignore[arg-type]
