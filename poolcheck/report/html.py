@@ -17,6 +17,7 @@ import re
 from importlib import resources
 
 from poolcheck.report.jsonfmt import result_document
+from poolcheck.report.text import safe
 from poolcheck.results import VERDICTS, RunResult
 
 
@@ -52,8 +53,8 @@ def to_html(result: RunResult) -> str:
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="generator" content="poolcheck {html.escape(result.tool_version)}">
-<title>{html.escape(title)}</title>
+<meta name="generator" content="poolcheck {html.escape(safe(result.tool_version))}">
+<title>{html.escape(safe(title))}</title>
 <style>
 {asset("report.css")}
 </style>
