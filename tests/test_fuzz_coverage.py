@@ -241,3 +241,26 @@ def test_every_format_shows_the_coverage() -> None:
     assert "spec regions reached" in text and "dilation-4" in text and "unreachable" in text
     assert max(len(line) for line in text.splitlines()) <= 80
     ET.fromstring(to_junit(result))  # type: ignore[arg-type]
+
+
+def test_report_merge_sums_the_coverage_of_its_campaigns(tmp_path: Path) -> None:
+    from poolcheck.report.jsonfmt import to_json
+    from poolcheck.results import FuzzSummary, RunResult
+
+    a = RunResult(command="a", kind="fuzz", fuzz=FuzzSummary(
+        coverage={"numpy": {"rank-5": 2}}, coverage_reachable=["rank-5", "dtype-float32"],
+        coverage_unreachable={"same-negative-total": "never negative"}))
+    b = RunResult(command="b", kind="fuzz", fuzz=FuzzSummary(
+        coverage={"numpy": {"rank-5": 3, "same-negative-total": 4}}, coverage_declined={"t": {"rank-5": 1}},
+        coverage_reachable=["rank-5", "same-negative-total"]))
+    for name, r in (("a.json", a), ("b.json", b)):
+        (tmp_path / name).write_text(to_json(r))
+    out = tmp_path / "m.json"
+    res = CliRunner().invoke(app, ["report", "merge", str(tmp_path / "a.json"), str(tmp_path / "b.json"), "-f", "json",
+                                   "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    fz = json.loads(out.read_text())["fuzz"]
+    assert fz["coverage"] == {"numpy": {"rank-5": 5, "same-negative-total": 4}}
+    assert fz["coverage_declined"] == {"t": {"rank-5": 1}}
+    assert fz["coverage_reachable"] == ["rank-5", "dtype-float32", "same-negative-total"]
+    assert fz["coverage_unreachable"] == {}

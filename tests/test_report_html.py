@@ -574,6 +574,13 @@ def test_every_producers_page_draws_its_tables(browser: Browser, produced: dict[
     if producer == "merge":  # run, fuzz and cluster results of this one machine: one machine
         assert len(shown) == 1, shown
     assert "; ".join(s.removeprefix("machine ") for s in shown) == machine_label(result)
+    # a campaign's hits per spec region: one row per region the options can reach or not
+    regions = page.js("[...document.querySelectorAll('#coverage-table tr[data-region]')].map(r => r.dataset.region)")
+    fz = result.fuzz
+    if fz is not None and fz.coverage_reachable:
+        assert regions == [*fz.coverage_reachable, *fz.coverage_unreachable], (producer, regions)
+    else:
+        assert regions == [], (producer, regions)
     assert page.problems() == []
 
 

@@ -32,6 +32,7 @@ from poolcheck.results import (
     FAILING,
     VERDICTS,
     CaseResult,
+    FuzzSummary,
     KnownState,
     RunResult,
     Signature,
@@ -194,6 +195,7 @@ def merge_results(results: Sequence[tuple[str, RunResult]], command: str = "pool
             seen_on[key] = sorted(fps_seen)
         case.tags = tags
         merged.cases.append(case)
+    merged.fuzz = _merged_coverage([inp.result.fuzz for inp in inputs if inp.result.fuzz is not None])
     merged.extra["fingerprints"] = all_fps
     merged.extra["merge"] = {
         "inputs": [{"file": inp.name, "command": inp.result.command, "created": inp.result.created,
@@ -205,6 +207,28 @@ def merge_results(results: Sequence[tuple[str, RunResult]], command: str = "pool
         "registry_entries_not_run": left_out,
     }
     return merged
+
+
+def _merged_coverage(summaries: Sequence[FuzzSummary]) -> FuzzSummary | None:
+    """The fuzz campaigns' hits per spec region, summed per runner (docs/fuzzing.md, Coverage):
+    a region is reachable if one campaign could reach it, unreachable if none could."""
+    covered = [fz for fz in summaries if fz.coverage_reachable]
+    if not covered:
+        return None
+    out = FuzzSummary(min_per_region=max(fz.min_per_region for fz in covered))
+    for fz in covered:
+        for attr in ("coverage", "coverage_declined"):
+            total = getattr(out, attr)
+            for runner, hits in getattr(fz, attr).items():
+                counts = total.setdefault(runner, {})
+                for key, n in hits.items():
+                    counts[key] = counts.get(key, 0) + n
+        out.coverage_reachable += [k for k in fz.coverage_reachable if k not in out.coverage_reachable]
+    for fz in covered:
+        for key, why in fz.coverage_unreachable.items():
+            if key not in out.coverage_reachable and key not in out.coverage_unreachable:
+                out.coverage_unreachable[key] = why
+    return out
 
 
 def _versions(all_versions: Any) -> dict[str, str]:
