@@ -18,6 +18,7 @@ from typing import Any, Literal
 import numpy as np
 
 from poolcheck.errors import AttributeValueError
+from poolcheck.spec.dtypes import BFLOAT16
 from poolcheck.spec.poolspec import (
     AUTO_PADS,
     FLOAT_DTYPES,
@@ -98,11 +99,14 @@ ONNX_CEIL_MODE = {0: "floor", 1: "ceil_torch"}
 
 #: OpenVINO MaxPool "T: floating point or integer type".
 OPENVINO_MAX_DTYPES = FLOAT_DTYPES + INT_DTYPES
-#: ONNX MaxPool-22 T: double, float, float16, int8, uint8 (and bfloat16, which NumPy lacks).
-ONNX_MAX_DTYPES = FLOAT_DTYPES + ("int8", "uint8")
+#: ONNX MaxPool-22 T: bfloat16, float16, float, double, int8, uint8 (bfloat16 is ml_dtypes' type,
+#: see :mod:`poolcheck.spec.dtypes`).
+ONNX_MAX_DTYPES = FLOAT_DTYPES + (BFLOAT16.name, "int8", "uint8")
 #: ONNX AveragePool "T: ... Allowed types: tensor(double), tensor(float), tensor(float16)".
 #: Averages are computed for floating-point inputs only, in both conventions.
 AVG_DTYPES = FLOAT_DTYPES
+#: ONNX AveragePool-22 adds tensor(bfloat16).
+ONNX_AVG_DTYPES_22 = FLOAT_DTYPES + (BFLOAT16.name,)
 
 _OV_MAX_ATTRIBUTES = (
     Attribute("kernel", "ints"), Attribute("strides", "ints"), Attribute("pads_begin", "ints"),
@@ -139,14 +143,17 @@ OPERATORS: dict[str, OperatorVersion] = {
                         "OpenVINO AvgPool-14: no dilations; rounding_type 'ceil_torch, ceil, floor'"),
         OperatorVersion("MaxPool-22", "onnx", "max", _ONNX_MAX_ATTRIBUTES, ("kernel_shape",),
                         ONNX_MAX_DTYPES, "ceil_mode", ONNX_CEIL_MODE,
-                        "ONNX MaxPool-22: T 'tensor(double), tensor(float), tensor(float16), tensor(int8), "
-                        "tensor(uint8)'"),
+                        "ONNX MaxPool-22: T 'Constrain input and output types to float and 8 bit tensors.' "
+                        "(onnx.defs.get_schema('MaxPool', 22): tensor(bfloat16), tensor(float16), tensor(float), "
+                        "tensor(double), tensor(int8), tensor(uint8))"),
         OperatorVersion("AveragePool-19", "onnx", "avg", _ONNX_AVG_ATTRIBUTES, ("kernel_shape",),
                         AVG_DTYPES, "ceil_mode", ONNX_CEIL_MODE,
                         "ONNX AveragePool-19: T 'tensor(double), tensor(float), tensor(float16)'"),
         OperatorVersion("AveragePool-22", "onnx", "avg", _ONNX_AVG_ATTRIBUTES, ("kernel_shape",),
-                        AVG_DTYPES, "ceil_mode", ONNX_CEIL_MODE,
-                        "ONNX AveragePool-22: as -19 (bfloat16 added, which NumPy lacks)"),
+                        ONNX_AVG_DTYPES_22, "ceil_mode", ONNX_CEIL_MODE,
+                        "ONNX AveragePool-22: as -19; T 'Constrain input and output types to float tensors.' "
+                        "(onnx.defs.get_schema('AveragePool', 22): tensor(bfloat16), tensor(float16), "
+                        "tensor(float), tensor(double))"),
     )
 }
 
