@@ -15,6 +15,7 @@ import numpy as np
 
 from poolcheck.peers._convert import PeerDeclined, ceil_as_ceil_torch, check_expressible, convert_flat_indices
 from poolcheck.peers.base import PeerOutput
+from poolcheck.spec import dtypes
 from poolcheck.spec.operators import operator, spell
 from poolcheck.spec.poolspec import PoolSpec
 
@@ -59,7 +60,7 @@ def to_onnx(spec: PoolSpec, shape: Sequence[int], dtype: np.dtype, peer: str) ->
     if spelled["auto_pad"] != "NOTSET":
         spelled.pop("pads", None)
     attrs = {k: tuple(v) if isinstance(v, list) else v for k, v in spelled.items()}
-    return OnnxNode(op_type, tuple(sorted(attrs.items())), shape, dt.str, spec.op == "max")
+    return OnnxNode(op_type, tuple(sorted(attrs.items())), shape, dt.name, spec.op == "max")
 
 
 def build_model(nodes: Sequence[OnnxNode], *, output_ranks: bool = False) -> Any:
@@ -73,7 +74,8 @@ def build_model(nodes: Sequence[OnnxNode], *, output_ranks: bool = False) -> Any
     inputs = []
     outputs = []
     for i, node in enumerate(nodes):
-        elem = helper.np_dtype_to_tensor_dtype(np.dtype(node.dtype))
+        dt = np.dtype(node.dtype)
+        elem = TensorProto.BFLOAT16 if dt == dtypes.BFLOAT16 else helper.np_dtype_to_tensor_dtype(dt)
         outs = [f"y{i}"]
         out_shape = [f"y{i}_d{k}" for k in range(len(node.shape))] if output_ranks else None
         outputs.append(helper.make_tensor_value_info(f"y{i}", elem, out_shape))

@@ -17,10 +17,12 @@ from typing import Any
 
 import numpy as np
 
+from poolcheck.peers._convert import PeerDeclined
 from poolcheck.peers.adapter import RuntimePeer, Translated
 from poolcheck.peers.base import BatchItem, PeerOutput
 from poolcheck.peers.onnx_model import OnnxNode, build_model, onnx_outputs, to_onnx
-from poolcheck.peers.openvino_peer import COMPILE_CONFIG
+from poolcheck.peers.openvino_peer import BFLOAT16_DECLINED, COMPILE_CONFIG
+from poolcheck.spec import dtypes
 from poolcheck.spec.poolspec import PoolSpec
 
 STEP = "OpenVINO ONNX frontend"
@@ -96,6 +98,8 @@ class OpenVinoOnnxPeer(RuntimePeer):
         return version.split("-")[0] if version else None
 
     def translate(self, spec: PoolSpec, shape: tuple[int, ...], dtype: np.dtype) -> OnnxNode:
+        if np.dtype(dtype) == dtypes.BFLOAT16:
+            raise PeerDeclined(self.name, BFLOAT16_DECLINED)
         return to_onnx(spec, shape, dtype, self.name)
 
     def execute(self, group: Sequence[Translated], items: Sequence[BatchItem]) -> list[PeerOutput]:
