@@ -36,7 +36,8 @@ def test_every_generated_configuration_is_valid(case: FuzzCase) -> None:
     r = case.recipe
     rebuilt = make_input(r["shape"], case.x.dtype, r["pattern"], r["seed"], [tuple(p) for p in r["specials"]])
     assert rebuilt.dtype == case.x.dtype
-    np.testing.assert_array_equal(rebuilt, case.x)
+    # bit for bit (NumPy's testing compares bfloat16 NaN as unequal: ml_dtypes' kind is 'V')
+    assert rebuilt.shape == case.x.shape and rebuilt.tobytes() == case.x.tobytes()
     assert engine_accepts(case) == (True, "")
 
 
