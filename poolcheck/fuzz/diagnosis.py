@@ -49,6 +49,7 @@ from poolcheck.fuzz.reference import Outputs, canonical_layout, run_reference
 from poolcheck.judgement import avg_tolerance, close_values
 from poolcheck.results import Severity
 from poolcheck.spec.attributes import PoolSpec
+from poolcheck.spec.dtypes import is_float, lowest
 from poolcheck.spec.indices import index_layout
 from poolcheck.spec.policy import SPEC, Policy
 from poolcheck.spec.shape import AxisGeometry, Geometry, resolve
@@ -317,19 +318,19 @@ def _policy_applies(v: PolicyVariant, spec: PoolSpec, x: np.ndarray, geom: Geome
     if v.key == "max=seeded-scan":
         return spec.op == "max"
     if v.group == "nan":
-        return spec.op == "max" and x.dtype.kind == "f" and bool(np.isnan(x).any())
+        return spec.op == "max" and is_float(x.dtype) and bool(np.isnan(x).any())
     if v.group == "empty_max":
         if spec.op != "max" or w.empty_windows(geom) is None:
             return False
         # -inf is "lowest" for integers, which have no NaN
-        return x.dtype.kind == "f" or v.key not in ("empty_max=lowest", "empty_max=nan")
+        return is_float(x.dtype) or v.key not in ("empty_max=lowest", "empty_max=nan")
     if v.group == "divisor":
         own = "valid" if spec.exclude_pad else "padded"
         return spec.op == "avg" and v.change["divisor"] != own
     if v.group == "empty_avg":
         return spec.op == "avg" and w.empty_windows(geom) is not None
     if v.group == "avg_nan":
-        return spec.op == "avg" and spec.exclude_pad and x.dtype.kind == "f" and bool(np.isnan(x).any())
+        return spec.op == "avg" and spec.exclude_pad and is_float(x.dtype) and bool(np.isnan(x).any())
     if v.group == "accumulate":
         return spec.op == "avg" and x.dtype in (np.float16, np.float32)
     return False
@@ -528,19 +529,19 @@ def _run(engine: ModuleType, spec: PoolSpec, x: np.ndarray, geom: Geometry, poli
     if policy.empty_max == "nan":  # diagnosis-only: an empty max window is NaN (padding read as NaN)
         out = _run(engine, spec, x, geom, policy.replace(empty_max="-inf"), out_dtype)
         empty = w.empty_windows(geom)
-        if empty is None or spec.op != "max" or out.values.dtype.kind != "f":
+        if empty is None or spec.op != "max" or not is_float(out.values.dtype):
             return out
         return Outputs(np.where(np.broadcast_to(empty, out.values.shape), np.nan, out.values).astype(
             out.values.dtype), out.indices)
     if policy.empty_avg == "signed-divisor":  # diagnosis-only: see _signed_divisor_empty
         out = _run(engine, spec, x, geom, policy.replace(empty_avg="zero"), out_dtype)
-        if spec.op != "avg" or out.values.dtype.kind != "f":
+        if spec.op != "avg" or not is_float(out.values.dtype):
             return out
         rule = policy.divisor if policy.divisor != "attribute" else ("valid" if spec.exclude_pad else "padded")
         return Outputs(np.where(_signed_divisor_empty(geom, out.values.shape, rule), np.nan, out.values).astype(
             out.values.dtype))
     if policy.nan == "avg-skip" and spec.op == "avg":  # diagnosis-only: NaN neither summed nor counted
-        nan = np.isnan(x) if x.dtype.kind == "f" else np.zeros(x.shape, dtype=bool)
+        nan = np.isnan(x) if is_float(x.dtype) else np.zeros(x.shape, dtype=bool)
         full = Policy(divisor="full")
         total = run_reference(engine, np.where(nan, 0, x).astype(np.float64), geom, "avg", policy=full).values
         count = run_reference(engine, (~nan).astype(np.float64), geom, "avg", policy=full).values
@@ -555,17 +556,17 @@ def _run(engine: ModuleType, spec: PoolSpec, x: np.ndarray, geom: Geometry, poli
         out = Outputs(_avg_in_input_type(x, geom, spec.exclude_pad, policy.replace(nan="propagate"), by_axis=True))
     elif policy.nan == "seeded" and spec.op == "max":
         low = np.asarray(_lowest(x.dtype), dtype=x.dtype)
-        xs = np.where(np.isnan(x), low, x).astype(x.dtype) if x.dtype.kind == "f" else x
+        xs = np.where(np.isnan(x), low, x).astype(x.dtype) if is_float(x.dtype) else x
         out = run_reference(engine, xs, geom, "max", layout=layout,
                             policy=policy.replace(nan="propagate", empty_max="lowest"))
         assert out.indices is not None
         lost = out.values <= low  # nothing beat the seed: its value, index 0 of the (n, c) plane
         out = Outputs(np.where(lost, low, out.values), np.where(lost, _plane_start(out.values.shape, x.shape),
                                                                    out.indices))
-    elif policy.nan == "-inf" and spec.op == "max" and x.dtype.kind == "f":
+    elif policy.nan == "-inf" and spec.op == "max" and is_float(x.dtype):
         out = run_reference(engine, np.where(np.isnan(x), -np.inf, x).astype(x.dtype), geom, "max", layout=layout,
                             policy=policy.replace(nan="propagate"))
-    elif policy.nan == "last-index" and spec.op == "max" and x.dtype.kind == "f":
+    elif policy.nan == "last-index" and spec.op == "max" and is_float(x.dtype):
         out = run_reference(engine, x, geom, "max", layout=layout, policy=policy.replace(nan="propagate"))
         nan = np.isnan(x)
         # the largest whole-tensor position among a window's NaNs is the last one scanned
@@ -575,7 +576,7 @@ def _run(engine: ModuleType, spec: PoolSpec, x: np.ndarray, geom: Geometry, poli
         with np.errstate(all="ignore"):
             last_i = np.where(last >= 0, last, 0).astype(np.int64)
         out = Outputs(out.values, np.where(last >= 0, last_i, out.indices))
-    elif policy.nan == "skip" and spec.op == "max" and x.dtype.kind == "f":
+    elif policy.nan == "skip" and spec.op == "max" and is_float(x.dtype):
         nan = np.isnan(x)
         base = policy.replace(nan="propagate")
         out = run_reference(engine, np.where(nan, -np.inf, x).astype(x.dtype), geom, "max", layout=layout,
@@ -691,7 +692,7 @@ def _avg_in_input_type(x: np.ndarray, geom: Geometry, exclude_pad: bool, policy:
 
 
 def _lowest(dtype: np.dtype) -> float | int:
-    return float(np.finfo(dtype).min) if dtype.kind == "f" else int(np.iinfo(dtype).min)
+    return lowest(dtype)
 
 
 def _plane_start(out_shape: tuple[int, ...], in_shape: tuple[int, ...]) -> np.ndarray:
@@ -1127,7 +1128,7 @@ def _window_kind(spec: PoolSpec, ex: _Explained, mask: np.ndarray) -> str:
     empty = w.empty_windows(geom)
     if empty is not None and (np.broadcast_to(empty, mask.shape) & mask).any():
         return "window wholly in padding"
-    if x.dtype.kind == "f" and np.isnan(x).any() and 0 not in geom.output_shape:
+    if is_float(x.dtype) and np.isnan(x).any() and 0 not in geom.output_shape:
         nan = run_reference(_NUMPY, np.isnan(x).astype(np.float64), geom, "avg", policy=Policy(divisor="full")).values
         if ((nan > 0) & mask).any():
             return "window with NaN"
