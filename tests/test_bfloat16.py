@@ -29,7 +29,8 @@ import poolcheck
 from poolcheck.cases import dump_cases, load_file
 from poolcheck.engines import available_engines
 from poolcheck.judgement import same_values
-from poolcheck.spec import dtypes
+from poolcheck.peers import call_peer, resolve_peer
+from poolcheck.spec import dtypes, operators
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 FIXTURE_OK = settings(suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
@@ -235,3 +236,52 @@ def test_fuzz_campaign_on_bfloat16_through_the_cli(tmp_path: Path) -> None:
     out = proc.stdout + proc.stderr
     assert "Traceback" not in out and proc.returncode in (0, 1), out
     assert "dtype-bfloat16" in out
+
+
+# --------------------------------------------------------------------------- peers (each measured plainly first)
+
+
+def _peer(name: str) -> Any:
+    peer = resolve_peer(name)
+    ok, why = peer.available()
+    if not ok:
+        pytest.skip(f"{name} is not available: {why}")
+    return peer
+
+
+#: [-0, NaN, 1.5, -2, 4, 2^-6, 2^-30, 0]: a NaN window, and the twice-rounded mean's window.
+PEER_X = np.array([-0.0, np.nan, 1.5, -2.0, *DOUBLE_ROUNDING], dtype=BF16).reshape(1, 1, 8)
+
+
+@pytest.mark.parametrize("name", ["torch", "jax", "onnx_reference", "openvino", "openvino-onnx"])
+def test_peers_that_run_bfloat16_average_answer_in_bfloat16_within_the_rule(name: str) -> None:
+    spec = operators.parse("AveragePool-22", {"kernel_shape": [4], "strides": [4]})
+    res = call_peer(_peer(name), spec, PEER_X, isolated=False)
+    assert res.status == "ok", res.verdict
+    assert res.output is not None and res.output.values.dtype == BF16
+    got = res.output.values.astype(np.float64).reshape(-1)
+    # the second window (sum 4 + 2^-6 + 2^-30) is 1.0078125 rounded once; every peer measured
+    # (torch through float32, jax in bfloat16, OpenVINO, onnx.reference) gives 1.0: within one
+    # bfloat16 ulp, as the average rule allows
+    assert got[1] in (1.0, 1.0078125)
+
+
+@pytest.mark.parametrize("name", ["torch", "jax"])
+def test_torch_and_jax_max_pool_bfloat16_agree_with_the_engine(name: str) -> None:
+    spec = operators.parse("MaxPool-22", {"kernel_shape": [2], "pads": [1, 1]})
+    res = call_peer(_peer(name), spec, PEER_X, isolated=False)
+    assert res.status == "ok", res.verdict
+    assert res.output is not None and res.output.values.dtype == BF16
+    want = poolcheck.onnx_max_pool(PEER_X, [2], pads=[1, 1])[0]
+    assert same_values(want, res.output.values).all()
+
+
+@pytest.mark.parametrize(("name", "words"), [
+    ("onnxruntime", "Could not find an implementation for MaxPool(22)"),  # ORT 1.32 CPU: no bf16 kernel
+    ("tract", "Bfloat16"),  # tract 0.23: "Unknown DatumType Bfloat16"
+    ("openvino", "supported only with one output"),  # OpenVINO 2026.4 CPU: bf16 MaxPool without indices only
+])
+def test_runtimes_without_bfloat16_max_pool_refuse_it_themselves(name: str, words: str) -> None:
+    spec = operators.parse("MaxPool-22", {"kernel_shape": [2]})
+    res = call_peer(_peer(name), spec, PEER_X, isolated=False)
+    assert res.status == "rejects" and words in res.message, res.verdict
