@@ -15,7 +15,6 @@ import numpy as np
 
 from poolcheck.peers._convert import PeerDeclined, ceil_as_ceil_torch, check_expressible, convert_flat_indices
 from poolcheck.peers.base import PeerOutput
-from poolcheck.spec import dtypes
 from poolcheck.spec.operators import operator, spell
 from poolcheck.spec.poolspec import PoolSpec
 
@@ -74,8 +73,7 @@ def build_model(nodes: Sequence[OnnxNode], *, output_ranks: bool = False) -> Any
     inputs = []
     outputs = []
     for i, node in enumerate(nodes):
-        dt = np.dtype(node.dtype)
-        elem = TensorProto.BFLOAT16 if dt == dtypes.BFLOAT16 else helper.np_dtype_to_tensor_dtype(dt)
+        elem = helper.np_dtype_to_tensor_dtype(np.dtype(node.dtype))  # by name: "bfloat16" too
         outs = [f"y{i}"]
         out_shape = [f"y{i}_d{k}" for k in range(len(node.shape))] if output_ranks else None
         outputs.append(helper.make_tensor_value_info(f"y{i}", elem, out_shape))
