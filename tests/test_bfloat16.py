@@ -27,10 +27,11 @@ from test_engine_oracle import Config, configs
 
 import poolcheck
 from poolcheck.cases import dump_cases, load_file
-from poolcheck.engines import available_engines
-from poolcheck.judgement import same_values
+from poolcheck.engines import available_engines, numpy_engine
+from poolcheck.judgement import close_values, output_contract, same_values, tolerance_for
 from poolcheck.peers import call_peer, resolve_peer
 from poolcheck.spec import dtypes, operators
+from poolcheck.spec.shape import resolve
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 FIXTURE_OK = settings(suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
@@ -285,3 +286,24 @@ def test_runtimes_without_bfloat16_max_pool_refuse_it_themselves(name: str, word
     spec = operators.parse("MaxPool-22", {"kernel_shape": [2]})
     res = call_peer(_peer(name), spec, PEER_X, isolated=False)
     assert res.status == "rejects" and words in res.message, res.verdict
+
+
+# --------------------------------------------------------------------------- judgement
+
+
+def test_judgement_bfloat16_tolerance_and_output_contract() -> None:
+    spec = operators.parse("AveragePool-22", {"kernel_shape": [4], "strides": [4]})
+    x = np.array([[[100.0, 101.0, 102.0, 103.0]]], dtype=BF16)  # bfloat16 spacing near 100: 0.5
+    geom = resolve(spec, x.shape)
+    want = poolcheck.onnx_average_pool(x, [4], strides=[4])
+    tol = tolerance_for(spec, x, geom, want, numpy_engine)
+    assert tol is not None
+    # one ulp of bfloat16 (0.5) plus (taps + 1) * 2^-7 * mean|x| (about 3.9): bfloat16's eps, not float32's
+    assert tol[0, 0, 0] == pytest.approx(0.5 + 5 * 2.0 ** -7 * 101.5)
+    near = (want.astype(np.float32) + 4).astype(BF16)
+    far = (want.astype(np.float32) + 8).astype(BF16)
+    assert close_values(want, near, tol).all() and not close_values(want, far, tol).any()
+    # values must be bfloat16 for a bfloat16 input, never cast away
+    assert output_contract(spec, x.shape, BF16, want, None) == []
+    breaches = output_contract(spec, x.shape, BF16, want.astype(np.float32), None)
+    assert [b.what for b in breaches] == ["dtype"] and "values are float32, the input is bfloat16" in breaches[0].message
