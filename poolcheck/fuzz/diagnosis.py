@@ -49,7 +49,7 @@ from poolcheck.fuzz.reference import Outputs, canonical_layout, run_reference
 from poolcheck.judgement import avg_tolerance, close_values
 from poolcheck.results import Severity
 from poolcheck.spec.attributes import PoolSpec
-from poolcheck.spec.dtypes import is_float, lowest
+from poolcheck.spec.dtypes import BFLOAT16, is_float, lowest
 from poolcheck.spec.indices import index_layout
 from poolcheck.spec.policy import SPEC, Policy
 from poolcheck.spec.shape import AxisGeometry, Geometry, resolve
@@ -332,7 +332,7 @@ def _policy_applies(v: PolicyVariant, spec: PoolSpec, x: np.ndarray, geom: Geome
     if v.group == "avg_nan":
         return spec.op == "avg" and spec.exclude_pad and is_float(x.dtype) and bool(np.isnan(x).any())
     if v.group == "accumulate":
-        return spec.op == "avg" and x.dtype in (np.float16, np.float32)
+        return spec.op == "avg" and x.dtype in (np.float16, np.float32, BFLOAT16)
     return False
 
 
