@@ -10,12 +10,13 @@ import numpy as np
 from poolcheck import spec as S
 from poolcheck.engines import get_engine
 from poolcheck.errors import AttributeValueError
+from poolcheck.spec import dtypes
 from poolcheck.spec.policy import SPEC, Policy
 
 
 def _as_array(x: Any) -> np.ndarray:
     arr = np.asarray(x)
-    if arr.dtype == object or arr.dtype.kind not in "fiu":
+    if arr.dtype == object or not dtypes.is_numeric(arr.dtype):
         raise AttributeValueError("input", f"expected a numeric array, got dtype {arr.dtype}")
     if not arr.dtype.isnative:  # engines read native byte order only
         arr = arr.astype(arr.dtype.newbyteorder("="))

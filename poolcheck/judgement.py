@@ -5,7 +5,7 @@ engine, peer and metamorphic oracles, the diagnosis and ``poolcheck explain`` al
 through this module, so a verdict means the same whoever asks.
 
 **Output contract** (checked before any value is compared): values and indices are real numeric
-arrays; the values have the input's element type ("T"); the indices the type the attributes
+arrays; the values have the input's element type ("T"; bfloat16 too, where the operator version allows it); the indices the type the attributes
 name (OpenVINO: "index_element_type ... the type of output tensor with indices", i32/i64; ONNX
 MaxPool: "Indices tensor ... T2 = tensor(int64)"); both the output shape the attributes give.
 A wrong type is a divergence of its own, never cast away.
@@ -47,6 +47,7 @@ import numpy as np
 
 from poolcheck import spec as S
 from poolcheck.results import Diff, WindowCell
+from poolcheck.spec import dtypes
 from poolcheck.spec.attributes import PoolSpec
 from poolcheck.spec.family import FamilySpec
 from poolcheck.spec.policy import SPEC, Policy
@@ -106,7 +107,7 @@ def avg_tolerance(x: np.ndarray, geom: Geometry, exclude_pad: bool, policy: Poli
     in float64 and errs too (the bound counts twice)."""
     acc = np.dtype(dtype or x.dtype)
     res = np.dtype(result or acc)
-    eps = float(np.finfo(acc).eps)
+    eps = float(dtypes.finfo(acc).eps)  # bfloat16: 2^-7, from ml_dtypes
     taps = math.prod(a.kernel for a in geom.axes)
     sides = 2.0 if both_float64 else 1.0
     with np.errstate(all="ignore"):
@@ -122,7 +123,7 @@ def tolerance_for(spec: PoolSpec, x: np.ndarray, geom: Geometry, expected: np.nd
                   policy: Policy = SPEC) -> np.ndarray | None:
     """The average rule for a runtime (accumulating in the input type), or None (exact) for max
     pooling, integer types and empty outputs."""
-    if spec.op != "avg" or x.dtype.kind != "f" or 0 in geom.output_shape:
+    if spec.op != "avg" or not dtypes.is_float(x.dtype) or 0 in geom.output_shape:
         return None
     return avg_tolerance(x, geom, spec.exclude_pad, policy, expected, engine)
 
@@ -263,7 +264,7 @@ def output_contract(spec: PoolSpec, x_shape: Sequence[int], x_dtype: np.dtype, v
             breaches.append(Breach(name, f"output:{name}-not-real-numbers",
                                    f"{name}: not an array ({type(arr).__name__})", "type"))
             continue
-        if arr.dtype.kind not in "fiu":
+        if not dtypes.is_numeric(arr.dtype):
             breaches.append(Breach(name, f"output:{name}-not-real-numbers",
                                    f"{name}: element type {arr.dtype} is not a real number type", "type"))
             continue

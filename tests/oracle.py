@@ -206,6 +206,11 @@ def _row_major_strides(shape: Sequence[int]) -> list[int]:
     return strides[::-1]
 
 
+def _is_float(dtype: np.dtype) -> bool:
+    """A floating-point type: NumPy's, or bfloat16 (ml_dtypes, which NumPy files under kind 'V')."""
+    return dtype.kind == "f" or dtype.name == "bfloat16"
+
+
 def _is_nan(v: Any) -> bool:
     return isinstance(v, float) and v != v
 
@@ -240,7 +245,9 @@ def _empty_max(dtype: np.dtype, rule: str) -> Any:
     # integer types have no -inf: their lowest value stands in.
     if rule == "zero":
         return 0
-    if dtype.kind == "f":
+    if dtype.name == "bfloat16":
+        return -math.inf if rule == "-inf" else -(2.0 - 2.0 ** -7) * 2.0 ** 127  # bfloat16's lowest
+    if _is_float(dtype):
         return -math.inf if rule == "-inf" else float(np.finfo(dtype).min)
     return int(np.iinfo(dtype).min)
 
@@ -278,7 +285,7 @@ def max_pool_loops(
                     values.append(_empty_max(dtype, policy.empty_max))
                     indices.append(int(policy.empty_index))
                     continue
-                value, pos = _select(candidates, policy.nan if dtype.kind == "f" else "first")
+                value, pos = _select(candidates, policy.nan if _is_float(dtype) else "first")
                 values.append(value)
                 indices.append(index_of(n, c, pos))
     out_shape = (batch, channels, *(a.out for a in axes))
@@ -362,7 +369,23 @@ def avg_pool_loops(x: np.ndarray, axes: Sequence[Axis], exclude_pad: bool, polic
                     total = sum(terms)  # inf / nan propagate as IEEE addition says
                 values.append(total / divisor)
     out_shape = (batch, channels, *(a.out for a in axes))
+    if dtype.name == "bfloat16":  # ml_dtypes' own float64 cast rounds twice (through float32)
+        exact = [bfloat16_round(v) for v in values]
+        return np.array(exact, dtype=np.float32).astype(dtype).reshape(out_shape)  # exact values
     return np.array(values, dtype=np.float64).astype(dtype).reshape(out_shape)
+
+
+def bfloat16_round(v: float) -> float:
+    """``v`` rounded once to bfloat16 (8 significant bits, exponents -126..127, subnormals down to
+    2^-133), to nearest with ties to even, by Python's exact ``round`` of the scaled significand."""
+    if not math.isfinite(v) or v == 0:
+        return v
+    _, e = math.frexp(v)  # |v| = m * 2^e, 0.5 <= m < 1
+    quantum = max(e - 8, -133)  # the spacing of bfloat16 values near v, in powers of two
+    r = math.ldexp(round(math.ldexp(v, -quantum)), quantum)  # round(): half to even, exact
+    if abs(r) >= math.ldexp(1, 128):  # past the largest bfloat16 (2^128 - 2^120): infinity
+        return math.copysign(math.inf, v)
+    return r if r != 0 else math.copysign(0.0, v)
 
 
 # --------------------------------------------------------------------------- convention entry points

@@ -25,6 +25,7 @@ from poolcheck.cli import app
 from poolcheck.fuzz import strategies as S
 from poolcheck.fuzz.coverage import Coverage, plan
 from poolcheck.spec import regions
+from poolcheck.spec.dtypes import is_float
 
 
 def oracle_axes(case: S.FuzzCase) -> list[oracle.Axis]:
@@ -107,7 +108,7 @@ def _values_read(case: S.FuzzCase) -> np.ndarray:
 def test_value_regions_count_only_values_a_window_reads(case: S.FuzzCase) -> None:
     got = regions.regions_of(case.spec, case.x)
     v = _values_read(case)
-    if v.dtype.kind == "f":
+    if is_float(v.dtype):  # bfloat16 too (ml_dtypes: NumPy kind "V")
         assert ("nan-in-window" in got) == bool(np.isnan(v).any())
         assert ("inf-in-window" in got) == bool(np.isinf(v).any())
         assert ("neg-zero-in-window" in got) == bool(((v == 0) & np.signbit(v)).any())

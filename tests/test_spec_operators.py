@@ -151,7 +151,10 @@ def test_parse_errors_name_the_attribute(name: str, attrs: dict, attribute: str,
 
 def test_dtypes_come_from_the_rows() -> None:
     assert "int32" in O.operator("MaxPool-14").dtypes and "int32" not in O.operator("MaxPool-22").dtypes
-    assert O.allowed_dtypes("avg", "onnx") == ("float16", "float32", "float64")
+    # AveragePool-22 (the newest ONNX average) adds bfloat16; AveragePool-19 does not have it.
+    assert O.allowed_dtypes("avg", "onnx") == ("float16", "float32", "float64", "bfloat16")
+    assert "bfloat16" not in O.operator("AveragePool-19").dtypes
+    assert "bfloat16" in O.operator("MaxPool-22").dtypes and "bfloat16" not in O.operator("MaxPool-14").dtypes
     spec = O.parse("MaxPool-22", {"kernel_shape": [2]})
     with pytest.raises(AttributeValueError, match="does not allow int32"):
         O.check_input(spec, (1, 1, 4), "int32")

@@ -10,6 +10,8 @@ from typing import Any
 import numpy as np
 import yaml
 
+from poolcheck.spec import dtypes
+
 
 class _Dumper(yaml.SafeDumper):
     """Block style for mappings, flow style for lists of numbers (tensors stay readable)."""
@@ -39,8 +41,8 @@ def plain(value: Any) -> Any:
         return {str(k): plain(v) for k, v in value.items()}
     if isinstance(value, np.integer):
         return int(value)
-    if isinstance(value, np.floating):
-        return float(value)
+    if isinstance(value, np.floating) or (isinstance(value, np.generic) and dtypes.is_float(value.dtype)):
+        return float(value)  # bfloat16 scalars (ml_dtypes) are no np.floating
     if isinstance(value, np.bool_):
         return bool(value)
     return value

@@ -18,7 +18,7 @@ import yaml
 from poolcheck.cases.model import Case
 from poolcheck.cases.onnx_import import find_backend_dirs, load_backend_dir
 from poolcheck.errors import AttributeValueError, CaseFileError
-from poolcheck.spec import operators
+from poolcheck.spec import dtypes, operators
 from poolcheck.spec.family import WITH_INDICES, FamilySpec, check_unpool_indices, unpool_shape
 
 CASE_SUFFIXES = (".yaml", ".yml")
@@ -107,7 +107,7 @@ def make_input(recipe: dict[str, Any], dtype: np.dtype) -> np.ndarray:
             raise AttributeValueError("input.low", f"the range [low, high) is empty: low={low}, high={high}")
         data = np.random.default_rng(seed).integers(low, high, size=shape, dtype=np.int64 if high <= 2**63 - 1 else np.uint64)
     with np.errstate(all="ignore"):
-        return data.astype(dtype)
+        return dtypes.cast(data, dtype)
 
 
 # --------------------------------------------------------------------------- YAML with lines
@@ -442,7 +442,7 @@ def parse_case(raw: Any, *, path: str, index: int, lines: dict[tuple[Any, ...], 
             recipe = raw_input
             x = make_input(raw_input, dtype)
         elif isinstance(raw_input, list):
-            x = _array(raw_input, dtype, "input").astype(dtype)
+            x = dtypes.cast(_array(raw_input, dtype, "input"), dtype)
         else:
             raise AttributeValueError("input", "expected a nested list or {shape, recipe}")
         operators.check_input(spec, x.shape, dtype, operators.OPERATORS[op])
@@ -467,7 +467,7 @@ def parse_case(raw: Any, *, path: str, index: int, lines: dict[tuple[Any, ...], 
     expected: dict[str, Any] = {}
     try:
         if "values" in expected_raw:
-            expected["values"] = _array(expected_raw["values"], dtype, "expected.values").astype(dtype)
+            expected["values"] = dtypes.cast(_array(expected_raw["values"], dtype, "expected.values"), dtype)
         if "indices" in expected_raw:
             expected["indices"] = _array(expected_raw["indices"], np.dtype(np.int64), "expected.indices")
         if "shape" in expected_raw:

@@ -22,6 +22,10 @@ Agreement with the NumPy engine (tested in tests/test_c_engine*.py):
   pooling (one window covering each whole plane) sums each plane in 8 (avx512 path: 16)
   interleaved float64 partial sums instead: within ``(m - 1) 2^-53 sum|x|`` of the exact sum of the plane's m
   elements, as the NumPy engine's pairwise global sum is (docs/benchmarks.md states the bound).
+- bfloat16 (no kernel of its own): max runs on the float32 kernel (bfloat16 widens to float32
+  exactly, and narrows back exactly); averages run as float16's do (float32 in, the float64
+  mean out), rounded once to bfloat16 by :func:`poolcheck.spec.dtypes.cast`, the
+  NumPy engine's rounding.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ import numpy as np
 
 from poolcheck.engines.numpy_engine import empty_max_value
 from poolcheck.errors import AttributeValueError, EngineUnavailableError
+from poolcheck.spec import dtypes
 from poolcheck.spec.indices import IndexLayout
 from poolcheck.spec.policy import SPEC, Policy
 from poolcheck.spec.shape import Geometry
@@ -120,7 +125,7 @@ def max_pool(
     lib = _require()
     dtype = x.dtype
     run = np.ascontiguousarray(x)
-    if dtype == np.float16:
+    if dtype in (np.float16, dtypes.BFLOAT16):
         run = run.astype(np.float32)  # exact; comparisons are unchanged
     code = _MAX_CODES.get(run.dtype.name)
     if code is None:
@@ -134,8 +139,8 @@ def max_pool(
         int(policy.empty_index), 1 if layout is not None and layout.order == "F" else 0,
         int(layout.modulus) if layout is not None else 1,
     )
-    if dtype == np.float16:
-        out = out.astype(np.float16)  # exact: every output is an input element or the fill
+    if dtype in (np.float16, dtypes.BFLOAT16):
+        out = out.astype(dtype)  # exact: every output is an input element or the fill
     return out, idx
 
 
@@ -150,7 +155,7 @@ def avg_pool(x: np.ndarray, geom: Geometry, exclude_pad: bool, policy: Policy = 
         kind, out_dtype = _AVG_KINDS["float32"], np.dtype(np.float32)
     elif dtype == np.float64:
         kind, out_dtype = _AVG_KINDS["float64"], np.dtype(np.float64)
-    elif dtype == np.float16:
+    elif dtype in (np.float16, dtypes.BFLOAT16):
         run, kind, out_dtype = run.astype(np.float32), _AVG_KINDS["float32_to_float64"], np.dtype(np.float64)
     else:
         raise AttributeValueError("dtype", f"average pooling needs a floating-point input, got {dtype}")
@@ -162,6 +167,6 @@ def avg_pool(x: np.ndarray, geom: Geometry, exclude_pad: bool, policy: Policy = 
     out = np.empty(geom.output_shape, dtype=out_dtype)
     empty = 0.0 if policy.empty_avg == "zero" else float("nan")
     lib.avg_pool(run, out, _geometry_args(geom), kind, _DIVISOR_CODES[rule], empty)
-    if dtype == np.float16:
-        out = out.astype(np.float16)  # NumPy's float64 -> float16 rounding, as the NumPy engine
+    if dtype in (np.float16, dtypes.BFLOAT16):
+        out = dtypes.cast(out, dtype)  # one rounding, as the NumPy engine's
     return out

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from poolcheck.engines import _windows as w
+from poolcheck.spec import dtypes
 from poolcheck.spec.indices import IndexLayout
 from poolcheck.spec.policy import SPEC, Policy
 from poolcheck.spec.shape import AxisGeometry, Geometry
@@ -28,23 +29,29 @@ from poolcheck.spec.shape import AxisGeometry, Geometry
 NAME = "numpy"
 
 
-def _lowest(dtype: np.dtype) -> float | int:
-    if dtype.kind == "f":
-        return float(np.finfo(dtype).min)
-    return int(np.iinfo(dtype).min)
-
-
 def _pad_fill(dtype: np.dtype) -> float | int:
     """Padding for max pooling: -inf [OV-PAD-NEG-INF] (integer types: their lowest value)."""
-    return float("-inf") if dtype.kind == "f" else int(np.iinfo(dtype).min)
+    return float("-inf") if dtypes.is_float(dtype) else int(np.iinfo(dtype).min)
 
 
 def empty_max_value(dtype: np.dtype, policy: Policy) -> float | int:
     if policy.empty_max == "zero":
         return 0
-    if policy.empty_max == "lowest" or dtype.kind != "f":
-        return _lowest(dtype)
+    if policy.empty_max == "lowest" or not dtypes.is_float(dtype):
+        return dtypes.lowest(dtype)
     return float("-inf")
+
+
+def _narrow_max(values: np.ndarray, dtype: np.dtype, geom: Geometry, policy: Policy) -> np.ndarray:
+    """Max values computed in :func:`~poolcheck.spec.dtypes.compare_dtype` (float32 for
+    bfloat16), back in ``dtype``: exact, every value is an input element or a fill, and empty
+    windows get ``dtype``'s own fill (bfloat16's lowest is not float32's)."""
+    out = values.astype(dtype)
+    empty = w.empty_windows(geom)
+    if empty is not None:
+        fill = np.asarray(empty_max_value(dtype, policy), dtype=dtype)
+        out = np.where(np.broadcast_to(empty, out.shape), fill, out)
+    return out
 
 
 #: Bytes of accumulator per chunk of (n, c) planes: about one core's L2 cache (measured best
@@ -295,6 +302,8 @@ def _take(buffer: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
 
 def max_values(x: np.ndarray, geom: Geometry, policy: Policy = SPEC) -> np.ndarray:
     """Max pooling values only (NaN propagates, as under the ``propagate`` policy)."""
+    if dtypes.compare_dtype(x.dtype) != x.dtype:
+        return _narrow_max(max_values(x.astype(dtypes.compare_dtype(x.dtype)), geom, policy), x.dtype, geom, policy)
     acc = np.empty(geom.output_shape, dtype=x.dtype)
     _separable(x, geom, np.maximum, _pad_fill(x.dtype), x.dtype, acc.reshape(-1, *acc.shape[2:]))
     empty = w.empty_windows(geom)
@@ -317,13 +326,16 @@ def max_pool(
     the smallest input index. See :class:`~poolcheck.spec.policy.Policy` for NaN and empty
     windows.
     """
+    if dtypes.compare_dtype(x.dtype) != x.dtype:
+        best, index = max_pool(x.astype(dtypes.compare_dtype(x.dtype)), geom, layout, policy)
+        return _narrow_max(best, x.dtype, geom, policy), index
     if layout is None and policy.nan == "propagate":
         return max_values(x, geom, policy), None
     fast = _max_pool_scan(x, geom, layout)
     if fast is not None:
         return fast
     n = len(geom.axes)
-    is_float = x.dtype.kind == "f"
+    is_float = dtypes.is_float(x.dtype)
     xp = w.padded_input(x, geom, 0)
     out_shape = geom.output_shape
     best = np.zeros(out_shape, dtype=x.dtype)
@@ -410,7 +422,7 @@ def _max_pool_scan(x: np.ndarray, geom: Geometry,
         np.maximum(best, v, out=best)
         np.multiply(better.view(np.uint8), np.uint8(j), out=step)
         np.maximum(chosen, step, out=chosen)
-    if x.dtype.kind == "f" and (np.isnan(best).any() or (best == 0).any()):  # integers have one zero
+    if dtypes.is_float(x.dtype) and (np.isnan(best).any() or (best == 0).any()):  # integers have one zero
         return None
     n = len(geom.axes)
     order = layout.order if layout is not None else "C"
@@ -520,7 +532,7 @@ def avg_pool(x: np.ndarray, geom: Geometry, exclude_pad: bool, policy: Policy = 
             # (-2^-148 / 6 in float32) keeps its sign.
             np.add(sums, 0.0, out=sums)
         np.divide(sums, per_chunk[:len(sums)] if len(sums) <= len(per_chunk) else per_plane, out=sums)
-        out_planes[planes] = sums
+        out_planes[planes] = dtypes.cast(sums, out.dtype) if out.dtype == dtypes.BFLOAT16 else sums
 
     # inf + -inf is NaN, as IEEE-754 says; x / 0 is replaced below
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from poolcheck.spec import operators, regions
+from poolcheck.spec.dtypes import is_float
 from poolcheck.spec.regions import dtype_region, regions_of
 
 __all__ = ["Coverage", "Plan", "dtype_region", "plan", "rarity", "regions_of"]
@@ -76,7 +77,7 @@ def plan(ops: Sequence[str], conventions: Sequence[str], ranks: Sequence[int], d
             for key, text in regions.unreachable(op, conv).items():
                 why.setdefault(key, f"{_label(op, conv)}: {text}")
     chosen = {d for op in ops for conv in conventions for d in operators.allowed_dtypes(op, conv) if d in dtypes}
-    if not any(np.dtype(d).kind == "f" for d in chosen):
+    if not any(is_float(d) for d in chosen):
         for key in ("nan-in-window", "inf-in-window", "neg-zero-in-window"):
             if reach.pop(key, "") is None:
                 why[key] = "no floating-point type among --dtypes"

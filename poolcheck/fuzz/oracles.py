@@ -45,6 +45,7 @@ from poolcheck.judgement import output_contract as judge_contract
 from poolcheck.peers.base import PeerResult
 from poolcheck.results import Diff, FindingKind, PeerStatus, Severity, Signature
 from poolcheck.spec import attributes as A
+from poolcheck.spec import dtypes
 from poolcheck.spec.indices import index_layout
 from poolcheck.spec.operators import parse
 from poolcheck.spec.policy import SPEC
@@ -187,7 +188,7 @@ def check_engines(case: FuzzCase, engines: dict[str, ModuleType], base: Outputs,
     for name in names[1:]:
         other, _ = reference(engines[name], case)
         tol = None
-        if case.op == "avg" and case.x.dtype.kind == "f":
+        if case.op == "avg" and dtypes.is_float(case.x.dtype):
             tol = avg_tolerance(case.x, geom, case.spec.exclude_pad, SPEC, base.values, engines[names[0]],
                                 np.dtype(np.float64), result=case.x.dtype, both_float64=True)
         mm = mismatch(base, other.values, other.indices, tol)
@@ -362,7 +363,7 @@ def _explicit_padding(case: FuzzCase, engine: ModuleType, engine_name: str, base
         return None  # ceil_torch depends on where the padding is; nothing to pad
     fill: float | int
     if spec.op == "max":
-        fill = float("-inf") if x.dtype.kind == "f" else int(np.iinfo(x.dtype).min)
+        fill = float("-inf") if dtypes.is_float(x.dtype) else int(np.iinfo(x.dtype).min)
     else:
         fill = 0
     # Positive pads are added by hand; a negative pad (ONNX SAME past the dilated kernel) crops.
@@ -544,7 +545,7 @@ def check_peer(case: FuzzCase, peer: str, result: PeerResult, engine: ModuleType
         return Finding(kind=FindingKind.PEER, op=case.op, subject=peer, klass=klass, text=text, detail=text,
                        case=case, explained=True, status=PeerStatus.OK, version=version,
                        actual={"values": out.values if isinstance(out.values, np.ndarray)
-                               and out.values.dtype.kind in "fiu" else None},
+                               and dtypes.is_numeric(out.values.dtype) else None},
                        severity=Severity.VIOLATION)
     values = np.asarray(out.values)
     indices = None if out.indices is None else np.asarray(out.indices)

@@ -24,12 +24,14 @@ from hypothesis import strategies as st
 
 from poolcheck.errors import AttributeValueError
 from poolcheck.spec import operators
+from poolcheck.spec.dtypes import BFLOAT16, finfo, is_float
 from poolcheck.spec.poolspec import INT_DTYPES, PoolSpec
 
 OP_NAMES: dict[str, str] = {"maxpool": "max", "avgpool": "avg"}
 CONVENTIONS: tuple[str, ...] = ("openvino", "onnx")
-#: float32 first: shrinking moves towards the first choice, the most common type.
-ALL_DTYPES: tuple[str, ...] = ("float32", "float16", "float64", *INT_DTYPES)
+#: float32 first: shrinking moves towards the first choice, the most common type. bfloat16 (ONNX
+#: MaxPool-22 / AveragePool-22 only) after the NumPy floats, before the integers.
+ALL_DTYPES: tuple[str, ...] = ("float32", "float16", "float64", BFLOAT16.name, *INT_DTYPES)
 PATTERNS: tuple[str, ...] = ("arange", "random", "ties", "negative", "constant")
 
 #: Ways to break a valid configuration (``--invalid``), in shrinking order.
@@ -177,8 +179,8 @@ def allowed_dtypes(op: str, convention: str, dtypes: Sequence[str]) -> list[str]
 @functools.cache
 def _specials(dtype: np.dtype) -> tuple[float | int, ...]:
     """Values worth planting: NaN, +-inf, the extremes (OpenVINO's -FLT_MAX fill among them)."""
-    if dtype.kind == "f":
-        fi = np.finfo(dtype)
+    if is_float(dtype):
+        fi = finfo(dtype)
         return (float("nan"), float("inf"), float("-inf"), float(fi.min), float(fi.max), -0.0)
     ii = np.iinfo(dtype)
     return (int(ii.min), int(ii.max))
@@ -223,6 +225,8 @@ def _built_input(shape: tuple[int, ...], dt: np.dtype, pattern: str, seed: int,
             data = (data - lo) % (hi - lo + 1) + lo
     elif dt == np.float16:
         data = np.clip(data, -2048, 2048)  # integers up to 2048 are exact in float16
+    elif dt == BFLOAT16:
+        data = np.clip(data, -256, 256)  # integers up to 256 are exact in bfloat16
     x = data.astype(dt).reshape(shape)
     palette = _specials(dt)
     flat = x.reshape(-1)

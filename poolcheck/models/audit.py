@@ -31,6 +31,7 @@ from poolcheck.models.risk import KnownMatch, Risk, known_matches, risk_classes
 from poolcheck.peers.base import Peer
 from poolcheck.results import CaseResult, Check, FindingKind, RunResult, Verdict
 from poolcheck.runner import POLICY_SEARCH_LIMIT, new_result, peer_checks, record_peer_versions, run_case
+from poolcheck.spec import dtypes
 from poolcheck.spec.limits import MAX_ELEMENTS
 from poolcheck.spec.operators import operator
 from poolcheck.spec.shape import axis_rules, resolve
@@ -164,7 +165,7 @@ def audit_inputs(node: PoolNode, seed: int = AUDIT_SEED) -> dict[str, np.ndarray
     flat = adv.reshape(-1)
     picks = rng.permutation(flat.size)
     k = max(1, flat.size // 64)
-    big = np.finfo(dtype).max if node.spec is not None and node.spec.op == "max" else dtype.type(1e4)
+    big = dtypes.finfo(dtype).max if node.spec is not None and node.spec.op == "max" else dtype.type(1e4)
     specials = [np.nan, -np.inf, np.inf, big, -big] if node.spec is not None and node.spec.op == "max" \
         else [np.nan, big, -big]
     for j, v in enumerate(specials):

@@ -7,6 +7,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from poolcheck.spec import dtypes
 from poolcheck.spec.poolspec import PoolSpec
 
 
@@ -79,7 +80,8 @@ def _check_array(what: str, value: Any, rank: int, kinds: str) -> np.ndarray:
             arr = np.asarray(value)
         except Exception as exc:  # ragged nested lists and the like
             raise InvalidPeerOutput(f"{what} is a {type(value).__name__} that is no array ({exc})") from None
-    if arr.dtype.fields is not None or arr.dtype.kind not in kinds:
+    bfloat16 = arr.dtype == dtypes.BFLOAT16 and "f" in kinds  # a float type NumPy calls kind 'V'
+    if arr.dtype.fields is not None or (arr.dtype.kind not in kinds and not bfloat16):
         described = "a structured array" if arr.dtype.fields is not None else f"dtype {arr.dtype}"
         wanted = "an integer" if kinds == "iu" else "a real numeric"
         raise InvalidPeerOutput(f"{what} has {described}, not {wanted} dtype")

@@ -39,6 +39,7 @@ from poolcheck.errors import PoolcheckError
 from poolcheck.peers._convert import PeerDeclined, check_expressible
 from poolcheck.peers.adapter import RuntimePeer, Translated
 from poolcheck.peers.base import BatchItem, PeerOption, PeerOutput
+from poolcheck.spec import dtypes
 from poolcheck.spec.operators import allowed_dtypes
 from poolcheck.spec.poolspec import PoolSpec
 from poolcheck.spec.shape import resolve
@@ -75,7 +76,7 @@ def to_jax(spec: PoolSpec, shape: Sequence[int], dtype: np.dtype, peer: str = "j
     check_expressible(spec, shape, peer, "XLA")
     if spec.op == "avg" and dt.name not in allowed_dtypes("avg", spec.convention):
         raise PeerDeclined(peer, f"averages are computed for floating-point inputs only, not {dt.name}")
-    base = dict(op=spec.op, shape=shape, dtype=dt.str, window=tuple(spec.kernel), strides=tuple(spec.strides),
+    base = dict(op=spec.op, shape=shape, dtype=dt.name, window=tuple(spec.kernel), strides=tuple(spec.strides),
                 dilations=tuple(spec.dilations))
     try:
         geom = resolve(spec, shape)
@@ -159,7 +160,7 @@ def _identity(node: JaxNode) -> Any:
     dt = np.dtype(node.dtype)
     if node.op == "avg":
         return dt.type(0)
-    return dt.type(-np.inf) if dt.kind == "f" else np.iinfo(dt).min
+    return dt.type(-np.inf) if dtypes.is_float(dt) else np.iinfo(dt).min
 
 
 def _split_residues(a: np.ndarray, split: tuple[int, ...], fill: Any) -> np.ndarray:
@@ -217,7 +218,7 @@ def layout(node: JaxNode, x: np.ndarray, windows: str = "shared") -> Layout:
     block = _fit(padded, shape, fill)
     if count is not None:
         count = _fit(count, shape, 0)
-    key = CompileKey(node.op, dt.str, node.window, strides, dilations, shape)
+    key = CompileKey(node.op, dt.name, node.window, strides, dilations, shape)
     return Layout(key, block, count, core.shape[0], split, picks, out, tuple(x.shape[:2]))
 
 
@@ -371,7 +372,7 @@ class JaxPeer(RuntimePeer):
         strides = (1,) + key.strides
         dil = (1,) + key.dilations
         if key.op == "max":
-            init = np.array(-np.inf if dt.kind == "f" else np.iinfo(dt).min, dtype=dt)
+            init = np.array(-np.inf if dtypes.is_float(dt) else np.iinfo(dt).min, dtype=dt)
 
             def f(block: Any) -> Any:
                 return lax.reduce_window(block, init, lax.max, dims, strides, "VALID", window_dilation=dil)

@@ -59,7 +59,7 @@ def to_onnx(spec: PoolSpec, shape: Sequence[int], dtype: np.dtype, peer: str) ->
     if spelled["auto_pad"] != "NOTSET":
         spelled.pop("pads", None)
     attrs = {k: tuple(v) if isinstance(v, list) else v for k, v in spelled.items()}
-    return OnnxNode(op_type, tuple(sorted(attrs.items())), shape, dt.str, spec.op == "max")
+    return OnnxNode(op_type, tuple(sorted(attrs.items())), shape, dt.name, spec.op == "max")
 
 
 def build_model(nodes: Sequence[OnnxNode], *, output_ranks: bool = False) -> Any:
@@ -73,7 +73,7 @@ def build_model(nodes: Sequence[OnnxNode], *, output_ranks: bool = False) -> Any
     inputs = []
     outputs = []
     for i, node in enumerate(nodes):
-        elem = helper.np_dtype_to_tensor_dtype(np.dtype(node.dtype))
+        elem = helper.np_dtype_to_tensor_dtype(np.dtype(node.dtype))  # by name: "bfloat16" too
         outs = [f"y{i}"]
         out_shape = [f"y{i}_d{k}" for k in range(len(node.shape))] if output_ranks else None
         outputs.append(helper.make_tensor_value_info(f"y{i}", elem, out_shape))

@@ -20,7 +20,7 @@ import numpy as np
 from poolcheck.peers.adapter import RuntimePeer, Translated
 from poolcheck.peers.base import BatchItem, PeerOutput
 from poolcheck.peers.onnx_model import OnnxNode, build_model, onnx_outputs, to_onnx
-from poolcheck.peers.openvino_peer import COMPILE_CONFIG
+from poolcheck.peers.openvino_peer import COMPILE_CONFIG, ov_input, ov_output
 from poolcheck.spec.poolspec import PoolSpec
 
 STEP = "OpenVINO ONNX frontend"
@@ -100,8 +100,8 @@ class OpenVinoOnnxPeer(RuntimePeer):
 
     def execute(self, group: Sequence[Translated], items: Sequence[BatchItem]) -> list[PeerOutput]:
         request, mismatches, n_out = self._compile(tuple(node for _, node, _ in group))
-        request.infer([arr for _, _, arr in group])
-        raw = [request.get_output_tensor(k).data.copy() for k in range(n_out)]
+        request.infer([ov_input(arr) for _, _, arr in group])
+        raw = [ov_output(request.get_output_tensor(k)) for k in range(n_out)]
         outputs = onnx_outputs(group, items, raw)
         for out, msgs in zip(outputs, mismatches, strict=True):
             out.notes[:0] = msgs

@@ -19,6 +19,7 @@ import numpy as np
 from poolcheck.peers._convert import PeerDeclined, convert_flat_indices, negative_same_pads
 from poolcheck.peers.adapter import RuntimePeer, Translated
 from poolcheck.peers.base import BatchItem, PeerOption, PeerOutput
+from poolcheck.spec import dtypes
 from poolcheck.spec.operators import spell
 from poolcheck.spec.poolspec import PoolSpec
 
@@ -38,6 +39,37 @@ class OvNode:
     with_indices: bool = True
 
 
+def ov_input(arr: np.ndarray) -> Any:
+    """An input for ``request.infer``: the array itself, or for bfloat16 an ``ov.Tensor`` of
+    element type bf16 holding its bits (OpenVINO's Python API knows no ml_dtypes type, and shows
+    a bf16 tensor's buffer as a float16 array: its bits are written through a uint16 view)."""
+    if arr.dtype != dtypes.BFLOAT16:
+        return arr
+    import openvino as ov
+
+    tensor = ov.Tensor(ov.Type.bf16, list(arr.shape))
+    tensor.data.view(np.uint16)[...] = np.ascontiguousarray(arr).view(np.uint16)
+    return tensor
+
+
+def ov_output(tensor: Any) -> np.ndarray:
+    """An output tensor's values as a fresh NumPy array (a bf16 one as ml_dtypes bfloat16, its bits
+    read through a uint16 view of the float16-typed buffer OpenVINO shows)."""
+    import openvino as ov
+
+    if tensor.element_type == ov.Type.bf16:
+        return tensor.data.view(np.uint16).view(dtypes.BFLOAT16).copy()
+    return np.array(tensor.data, copy=True)
+
+
+def ov_element_type(dtype: Any) -> Any:
+    """The element type of a model parameter: NumPy's name for it, or OpenVINO's bf16."""
+    import openvino as ov
+
+    dt = np.dtype(dtype)
+    return ov.Type.bf16 if dt == dtypes.BFLOAT16 else dt
+
+
 def to_openvino(spec: PoolSpec, shape: Sequence[int], dtype: np.dtype, peer: str = "openvino") -> OvNode:
     """Translate ``spec`` into opset14 keywords, or raise :class:`PeerDeclined`."""
     shape = tuple(int(v) for v in shape)
@@ -52,7 +84,7 @@ def to_openvino(spec: PoolSpec, shape: Sequence[int], dtype: np.dtype, peer: str
     common = spell(spec, "MaxPool-14" if spec.op == "max" else "AvgPool-14")
     common["kernel_shape"] = common.pop("kernel")  # opset14's keyword for it
     return OvNode(spec.op, tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in common.items())),
-                  shape, dt.str)
+                  shape, dt.name)
 
 
 class OpenVinoPeer(RuntimePeer):
@@ -120,8 +152,8 @@ class OpenVinoPeer(RuntimePeer):
 
     def execute(self, group: Sequence[Translated], items: Sequence[BatchItem]) -> list[PeerOutput]:
         _, request = self._compile(tuple(node for _, node, _ in group))
-        request.infer([arr for _, _, arr in group])
-        raw = [request.get_output_tensor(k).data.copy() for k in range(len(request.model_outputs))]
+        request.infer([ov_input(arr) for _, _, arr in group])
+        raw = [ov_output(request.get_output_tensor(k)) for k in range(len(request.model_outputs))]
         outputs = []
         pos = 0
         for i, node, arr in group:
@@ -151,7 +183,7 @@ class OpenVinoPeer(RuntimePeer):
         import openvino as ov
 
         _, request = self._compile((node,))
-        tensor = ov.Tensor(arr, shared_memory=True)
+        tensor = ov_input(arr) if arr.dtype == dtypes.BFLOAT16 else ov.Tensor(arr, shared_memory=True)
         return lambda: request.infer({0: tensor}, share_inputs=True, share_outputs=True)
 
     # ------------------------------------------------------------------ internals
@@ -168,7 +200,7 @@ class OpenVinoPeer(RuntimePeer):
         params = []
         outputs = []
         for k, node in enumerate(nodes):
-            param = ops.parameter(list(node.shape), np.dtype(node.dtype), name=f"x{k}")
+            param = ops.parameter(list(node.shape), ov_element_type(node.dtype), name=f"x{k}")
             kw = {key: list(v) if isinstance(v, tuple) else v for key, v in node.kwargs}
             if node.op == "max":
                 pool = ops.max_pool(param, **kw)

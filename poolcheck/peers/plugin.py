@@ -22,7 +22,7 @@ import numpy as np
 from poolcheck.peers._convert import PeerDeclined, negative_same_pads
 from poolcheck.peers.adapter import prepared_input
 from poolcheck.peers.base import InvalidPeerOutput, PeerOutput
-from poolcheck.spec.operators import spell
+from poolcheck.spec.operators import allowed_dtypes, spell
 from poolcheck.spec.poolspec import PoolSpec
 
 
@@ -48,6 +48,11 @@ class ModulePeer:
             return False, f"module {self.module.__name__} defines no max_pool"
         if spec.op == "avg" and self._avg is None:
             return False, f"module {self.module.__name__} defines no avg_pool"
+        allowed = allowed_dtypes(spec.op, "openvino")
+        if np.dtype(dtype).name not in allowed:
+            # The functions mirror poolcheck.max_pool / avg_pool (OpenVINO-14), which refuse it:
+            # an ONNX-22 input type (bfloat16) that their vocabulary has no word for.
+            return False, f"{spec.op}_pool takes OpenVINO's element types ({', '.join(allowed)}), not {np.dtype(dtype).name}"
         if spec.convention == "onnx":
             why = negative_same_pads(spec, shape)
             if why:

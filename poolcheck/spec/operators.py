@@ -18,6 +18,7 @@ from typing import Any, Literal
 import numpy as np
 
 from poolcheck.errors import AttributeValueError
+from poolcheck.spec.dtypes import BFLOAT16
 from poolcheck.spec.family import FAMILY_OPS, FamilySpec, check_family_input, parse_family, spell_family
 from poolcheck.spec.poolspec import (
     AUTO_PADS,
@@ -110,11 +111,16 @@ ONNX_CEIL_MODE = {0: "floor", 1: "ceil_torch"}
 
 #: OpenVINO MaxPool "T: floating point or integer type".
 OPENVINO_MAX_DTYPES = FLOAT_DTYPES + INT_DTYPES
-#: ONNX MaxPool-22 T: double, float, float16, int8, uint8 (and bfloat16, which NumPy lacks).
-ONNX_MAX_DTYPES = FLOAT_DTYPES + ("int8", "uint8")
+#: ONNX MaxPool-22 T: bfloat16, float16, float, double, int8, uint8 (bfloat16 is ml_dtypes' type,
+#: see :mod:`poolcheck.spec.dtypes`).
+ONNX_MAX_DTYPES = FLOAT_DTYPES + (BFLOAT16.name, "int8", "uint8")
+#: ONNX MaxPool-12 T: tensor(float16), tensor(float), tensor(double), tensor(int8), tensor(uint8).
+ONNX_MAX_DTYPES_12 = FLOAT_DTYPES + ("int8", "uint8")
 #: ONNX AveragePool "T: ... Allowed types: tensor(double), tensor(float), tensor(float16)".
 #: Averages are computed for floating-point inputs only, in both conventions.
 AVG_DTYPES = FLOAT_DTYPES
+#: ONNX AveragePool-22 adds tensor(bfloat16).
+ONNX_AVG_DTYPES_22 = FLOAT_DTYPES + (BFLOAT16.name,)
 
 _OV_MAX_ATTRIBUTES = (
     Attribute("kernel", "ints"), Attribute("strides", "ints"), Attribute("pads_begin", "ints"),
@@ -203,13 +209,14 @@ OPERATORS: dict[str, OperatorVersion] = {
                         "ONNX MaxPool-11: strides 'If not present, the stride defaults to 1 along each spatial axis.' "
                         "(and dilations likewise; poolcheck applies these defaults to every version)"),
         OperatorVersion("MaxPool-12", "onnx", "max", _ONNX_MAX_ATTRIBUTES, ("kernel_shape",),
-                        ONNX_MAX_DTYPES, "ceil_mode", ONNX_CEIL_MODE,
+                        ONNX_MAX_DTYPES_12, "ceil_mode", ONNX_CEIL_MODE,
                         "ONNX MaxPool-12: T 'tensor(float16), tensor(float), tensor(double), tensor(int8), "
                         "tensor(uint8)'"),
         OperatorVersion("MaxPool-22", "onnx", "max", _ONNX_MAX_ATTRIBUTES, ("kernel_shape",),
                         ONNX_MAX_DTYPES, "ceil_mode", ONNX_CEIL_MODE,
-                        "ONNX MaxPool-22: T 'tensor(double), tensor(float), tensor(float16), tensor(int8), "
-                        "tensor(uint8)'"),
+                        "ONNX MaxPool-22: T 'Constrain input and output types to float and 8 bit tensors.' "
+                        "(onnx.defs.get_schema('MaxPool', 22): tensor(bfloat16), tensor(float16), tensor(float), "
+                        "tensor(double), tensor(int8), tensor(uint8))"),
         OperatorVersion("AveragePool-1", "onnx", "avg", _ONNX_AVG_1_ATTRIBUTES, ("kernel_shape",),
                         ONNX_FLOAT_DTYPES, "", {0: "floor"},
                         "ONNX AveragePool-1: [ONNX-DIVISOR] without its parenthesis: the divisor always excludes the "
@@ -233,8 +240,10 @@ OPERATORS: dict[str, OperatorVersion] = {
                         AVG_DTYPES, "ceil_mode", ONNX_CEIL_MODE,
                         "ONNX AveragePool-19: T 'tensor(double), tensor(float), tensor(float16)'"),
         OperatorVersion("AveragePool-22", "onnx", "avg", _ONNX_AVG_ATTRIBUTES, ("kernel_shape",),
-                        AVG_DTYPES, "ceil_mode", ONNX_CEIL_MODE,
-                        "ONNX AveragePool-22: as -19 (bfloat16 added, which NumPy lacks)"),
+                        ONNX_AVG_DTYPES_22, "ceil_mode", ONNX_CEIL_MODE,
+                        "ONNX AveragePool-22: as -19; T [ONNX-AVG-TYPES] "
+                        "(onnx.defs.get_schema('AveragePool', 22): tensor(bfloat16), tensor(float16), "
+                        "tensor(float), tensor(double))"),
         OperatorVersion("LpPool-2", "onnx", "lp", _LP_2_ATTRIBUTES, ("kernel_shape",), FLOAT_DTYPES, "", {},
                         "ONNX LpPool-2: no ceil_mode, no dilations; strides 'Stride along each spatial axis.' (no "
                         "default stated; poolcheck takes 1, as -11 says)", indices_output=False),
@@ -247,10 +256,10 @@ OPERATORS: dict[str, OperatorVersion] = {
                         "the input tensor'; adds ceil_mode and dilations to -11", indices_output=False),
         OperatorVersion("LpPool-22", "onnx", "lp", _LP_ATTRIBUTES, ("kernel_shape",), FLOAT_DTYPES,
                         "ceil_mode", ONNX_CEIL_MODE,
-                        "ONNX LpPool-22: as -18 (T adds tensor(bfloat16), which NumPy lacks)", indices_output=False),
+                        "ONNX LpPool-22: as -18 (T adds tensor(bfloat16), which poolcheck's family engines do not take yet)", indices_output=False),
         OperatorVersion("GlobalAveragePool-1", "onnx", "global_avg", (), (), FLOAT_DTYPES, "", {},
                         "ONNX GlobalAveragePool-1: as -22 but T 'tensor(float16), tensor(float), tensor(double)' "
-                        "(-22 adds bfloat16, which NumPy lacks)", indices_output=False),
+                        "(-22 adds bfloat16, which poolcheck's family engines do not take yet)", indices_output=False),
         OperatorVersion("GlobalAveragePool-22", "onnx", "global_avg", (), (), FLOAT_DTYPES, "", {},
                         "ONNX GlobalAveragePool-22: 'This is equivalent to AveragePool with kernel size equal to the "
                         "spatial dimension of input tensor.'", indices_output=False),

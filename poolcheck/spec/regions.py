@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from poolcheck.spec import operators
+from poolcheck.spec import dtypes, operators
 from poolcheck.spec.poolspec import PoolSpec
 from poolcheck.spec.shape import AxisGeometry, Geometry, resolve
 
@@ -84,8 +84,7 @@ def _ceil_count(a: AxisGeometry) -> int:
 
 
 def _drop_applied(p: Probe) -> bool:
-    # "If rounding_type is set to ceil_torch, the last pooling operation within a dimension cannot
-    #  start in the padding area. If this is the case, the respective dimension is reduced by 1."
+    # [OV-CEIL-TORCH]: the last window may not start in the end padding; the axis loses it
     if p.spec.applied_rounding != "ceil_torch" or p.spec.auto_pad in ("same_upper", "same_lower"):
         return False
     return any(a.out < _ceil_count(a) for a in p.geom.axes)
@@ -116,13 +115,19 @@ def _pads_ge_kernel(p: Probe) -> bool:
         max(a.pad_begin, a.pad_end) >= a.dilated_kernel for a in p.geom.axes)
 
 
+def _some_window_reads(p: Probe) -> bool:
+    """Some window has a tap inside the input: a window is one per-axis window per axis, so an
+    axis whose every window lies in padding leaves every window empty (none is partial)."""
+    return all(f.read.any() for f in p.facts)
+
+
 def _dilated_crosses_padding(p: Probe) -> bool:
-    return any(a.dilation > 1 and f.partial for a, f in zip(p.geom.axes, p.facts))
+    return _some_window_reads(p) and any(a.dilation > 1 and f.partial for a, f in zip(p.geom.axes, p.facts))
 
 
 def _partial_window(p: Probe) -> bool:
     """An average window partly in padding: the divisor rule (include/exclude pad) decides."""
-    return any(f.partial for f in p.facts)
+    return _some_window_reads(p) and any(f.partial for f in p.facts)
 
 
 def _global_window(p: Probe) -> bool:
@@ -136,17 +141,17 @@ def _has(values: np.ndarray, test: Callable[[np.ndarray], np.ndarray]) -> bool:
 
 def _nan(p: Probe) -> bool:
     v = p.read_values
-    return v.dtype.kind == "f" and _has(v, np.isnan)
+    return dtypes.is_float(v.dtype) and _has(v, np.isnan)
 
 
 def _inf(p: Probe) -> bool:
     v = p.read_values
-    return v.dtype.kind == "f" and _has(v, np.isinf)
+    return dtypes.is_float(v.dtype) and _has(v, np.isinf)
 
 
 def _neg_zero(p: Probe) -> bool:
     v = p.read_values
-    return v.dtype.kind == "f" and _has(v, lambda a: (a == 0) & np.signbit(a))
+    return dtypes.is_float(v.dtype) and _has(v, lambda a: (a == 0) & np.signbit(a))
 
 
 def _int_extreme(p: Probe) -> bool:
@@ -179,7 +184,7 @@ def _everywhere(op: str, convention: str) -> str | None:
 
 
 def _float_inputs(op: str, convention: str) -> str | None:
-    if any(np.dtype(d).kind == "f" for d in operators.allowed_dtypes(op, convention)):
+    if any(dtypes.is_float(d) for d in operators.allowed_dtypes(op, convention)):
         return None
     return "the operator allows no floating-point input"
 

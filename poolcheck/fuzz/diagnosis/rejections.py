@@ -90,6 +90,10 @@ def diagnose_rejection(spec: PoolSpec, x: np.ndarray, message: str) -> Diagnosis
         key = f"no {spec.op} kernel for {x.dtype.name}"
         return Diagnosis(f"rejects: {key}", f"has no kernel for {x.dtype.name} ({message[:120]})", True, (key,),
                          severity=REJECTION_SEVERITY)
+    if "supported only with one output" in message:  # OpenVINO CPU, e.g. bfloat16 MaxPool with its indices
+        key = f"no {spec.op} kernel with indices for {x.dtype.name}"
+        return Diagnosis(f"rejects: {key}", f"has no kernel with indices for {x.dtype.name} ({message[:120]})", True,
+                         (key,), severity=REJECTION_SEVERITY)
 
     def holds(rule: RejectRule) -> bool:
         try:

@@ -16,6 +16,7 @@ from poolcheck.fuzz.diagnosis.indices import _plane_start
 from poolcheck.fuzz.reference import Outputs, canonical_layout, run_reference
 from poolcheck.judgement import avg_tolerance
 from poolcheck.spec.attributes import PoolSpec
+from poolcheck.spec.dtypes import is_float, lowest
 from poolcheck.spec.policy import Policy
 from poolcheck.spec.shape import Geometry
 
@@ -41,19 +42,19 @@ def _run(engine: ModuleType, spec: PoolSpec, x: np.ndarray, geom: Geometry, poli
     if policy.empty_max == "nan":  # diagnosis-only: an empty max window is NaN (padding read as NaN)
         out = _run(engine, spec, x, geom, policy.replace(empty_max="-inf"), out_dtype)
         empty = w.empty_windows(geom)
-        if empty is None or spec.op != "max" or out.values.dtype.kind != "f":
+        if empty is None or spec.op != "max" or not is_float(out.values.dtype):
             return out
         return Outputs(np.where(np.broadcast_to(empty, out.values.shape), np.nan, out.values).astype(
             out.values.dtype), out.indices)
     if policy.empty_avg == "signed-divisor":  # diagnosis-only: see _signed_divisor_empty
         out = _run(engine, spec, x, geom, policy.replace(empty_avg="zero"), out_dtype)
-        if spec.op != "avg" or out.values.dtype.kind != "f":
+        if spec.op != "avg" or not is_float(out.values.dtype):
             return out
         rule = policy.divisor if policy.divisor != "attribute" else ("valid" if spec.exclude_pad else "padded")
         return Outputs(np.where(_signed_divisor_empty(geom, out.values.shape, rule), np.nan, out.values).astype(
             out.values.dtype))
     if policy.nan == "avg-skip" and spec.op == "avg":  # diagnosis-only: NaN neither summed nor counted
-        nan = np.isnan(x) if x.dtype.kind == "f" else np.zeros(x.shape, dtype=bool)
+        nan = np.isnan(x) if is_float(x.dtype) else np.zeros(x.shape, dtype=bool)
         full = Policy(divisor="full")
         total = run_reference(engine, np.where(nan, 0, x).astype(np.float64), geom, "avg", policy=full).values
         count = run_reference(engine, (~nan).astype(np.float64), geom, "avg", policy=full).values
@@ -69,7 +70,7 @@ def _run(engine: ModuleType, spec: PoolSpec, x: np.ndarray, geom: Geometry, poli
     elif policy.nan in ("seeded", "seed-zero", "seed-lowest+1") and spec.op == "max":
         seed = {"seeded": _lowest(x.dtype), "seed-zero": 0, "seed-lowest+1": _lowest(x.dtype) + 1}[str(policy.nan)]
         low = np.asarray(seed, dtype=x.dtype)
-        xs = np.where(np.isnan(x), low, x).astype(x.dtype) if x.dtype.kind == "f" else x
+        xs = np.where(np.isnan(x), low, x).astype(x.dtype) if is_float(x.dtype) else x
         out = run_reference(engine, xs, geom, "max", layout=layout,
                             policy=policy.replace(nan="propagate", empty_max="lowest"))
         assert out.indices is not None
@@ -81,10 +82,10 @@ def _run(engine: ModuleType, spec: PoolSpec, x: np.ndarray, geom: Geometry, poli
         touching = np.broadcast_to(_touches_padding(geom), out.values.shape)
         zero = np.zeros((), dtype=out.values.dtype)
         out = Outputs(np.where(touching & ~(out.values > zero), zero, out.values), out.indices)
-    elif policy.nan == "-inf" and spec.op == "max" and x.dtype.kind == "f":
+    elif policy.nan == "-inf" and spec.op == "max" and is_float(x.dtype):
         out = run_reference(engine, np.where(np.isnan(x), -np.inf, x).astype(x.dtype), geom, "max", layout=layout,
                             policy=policy.replace(nan="propagate"))
-    elif policy.nan == "last-index" and spec.op == "max" and x.dtype.kind == "f":
+    elif policy.nan == "last-index" and spec.op == "max" and is_float(x.dtype):
         out = run_reference(engine, x, geom, "max", layout=layout, policy=policy.replace(nan="propagate"))
         nan = np.isnan(x)
         # the largest whole-tensor position among a window's NaNs is the last one scanned
@@ -94,7 +95,7 @@ def _run(engine: ModuleType, spec: PoolSpec, x: np.ndarray, geom: Geometry, poli
         with np.errstate(all="ignore"):
             last_i = np.where(last >= 0, last, 0).astype(np.int64)
         out = Outputs(out.values, np.where(last >= 0, last_i, out.indices))
-    elif policy.nan == "skip" and spec.op == "max" and x.dtype.kind == "f":
+    elif policy.nan == "skip" and spec.op == "max" and is_float(x.dtype):
         nan = np.isnan(x)
         base = policy.replace(nan="propagate")
         out = run_reference(engine, np.where(nan, -np.inf, x).astype(x.dtype), geom, "max", layout=layout,
@@ -212,7 +213,7 @@ def _avg_in_input_type(x: np.ndarray, geom: Geometry, exclude_pad: bool, policy:
 
 
 def _lowest(dtype: np.dtype) -> float | int:
-    return float(np.finfo(dtype).min) if dtype.kind == "f" else int(np.iinfo(dtype).min)
+    return lowest(dtype)
 
 
 def _crop(x: np.ndarray, crop: tuple[tuple[int, int], ...] | None) -> np.ndarray:

@@ -38,6 +38,7 @@ from poolcheck.fuzz.diagnosis.variants import (
 from poolcheck.fuzz.reference import Outputs, run_reference
 from poolcheck.judgement import close_values
 from poolcheck.spec.attributes import PoolSpec
+from poolcheck.spec.dtypes import is_float
 from poolcheck.spec.policy import SPEC, Policy
 from poolcheck.spec.shape import Geometry
 
@@ -494,7 +495,7 @@ def _window_kind(spec: PoolSpec, ex: _Explained, mask: np.ndarray) -> str:
     empty = w.empty_windows(geom)
     if empty is not None and (np.broadcast_to(empty, mask.shape) & mask).any():
         return "window wholly in padding"
-    if x.dtype.kind == "f" and np.isnan(x).any() and 0 not in geom.output_shape:
+    if is_float(x.dtype) and np.isnan(x).any() and 0 not in geom.output_shape:
         nan = run_reference(_NUMPY, np.isnan(x).astype(np.float64), geom, "avg", policy=Policy(divisor="full")).values
         if ((nan > 0) & mask).any():
             return "window with NaN"

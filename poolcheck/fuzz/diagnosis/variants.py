@@ -15,6 +15,7 @@ from poolcheck.engines import _windows as w
 from poolcheck.errors import AttributeValueError
 from poolcheck.fuzz.diagnosis.indices import TRANSPOSED, _palindromic, _spec_order_modulus
 from poolcheck.spec.attributes import PoolSpec
+from poolcheck.spec.dtypes import BFLOAT16, is_float
 from poolcheck.spec.shape import AxisGeometry, Geometry, resolve
 
 
@@ -370,7 +371,7 @@ def _policy_applies(v: PolicyVariant, spec: PoolSpec, x: np.ndarray, geom: Geome
     if v.key == "max=seeded-scan":
         return spec.op == "max"
     if v.group == "nan":
-        return spec.op == "max" and x.dtype.kind == "f" and bool(np.isnan(x).any())
+        return spec.op == "max" and is_float(x.dtype) and bool(np.isnan(x).any())
     if v.group == "int_max":
         if spec.op != "max" or x.dtype.kind != "i":
             return False
@@ -379,16 +380,16 @@ def _policy_applies(v: PolicyVariant, spec: PoolSpec, x: np.ndarray, geom: Geome
         if spec.op != "max" or w.empty_windows(geom) is None:
             return False
         # -inf is "lowest" for integers, which have no NaN
-        return x.dtype.kind == "f" or v.key not in ("empty_max=lowest", "empty_max=nan")
+        return is_float(x.dtype) or v.key not in ("empty_max=lowest", "empty_max=nan")
     if v.group == "divisor":
         own = "valid" if spec.exclude_pad else "padded"
         return spec.op == "avg" and v.change["divisor"] != own
     if v.group == "empty_avg":
         return spec.op == "avg" and w.empty_windows(geom) is not None
     if v.group == "avg_nan":
-        return spec.op == "avg" and spec.exclude_pad and x.dtype.kind == "f" and bool(np.isnan(x).any())
+        return spec.op == "avg" and spec.exclude_pad and is_float(x.dtype) and bool(np.isnan(x).any())
     if v.group == "accumulate":
-        return spec.op == "avg" and x.dtype in (np.float16, np.float32)
+        return spec.op == "avg" and x.dtype in (np.float16, np.float32, BFLOAT16)
     return False
 
 

@@ -1,0 +1,83 @@
+"""Element types: which are floating point, their limits, and the one rounding from float64.
+
+The one home of every question poolcheck asks about an input's element type. NumPy has no
+bfloat16; ``ml_dtypes`` (the JAX project's NumPy dtypes) gives one, which NumPy knows by name
+once this module is imported (``np.dtype("bfloat16")``). Its dtype's ``kind`` is ``'V'``, not
+``'f'``, and ``np.finfo`` refuses it, so code on a path a bfloat16 input takes asks here:
+:func:`is_float` rather than ``dtype.kind == "f"``, :func:`finfo` rather than ``np.finfo``.
+
+bfloat16 holds a subset of float32's values (float32's upper 16 bits), so comparisons done in
+float32 (:func:`compare_dtype`) are exact and their results narrow back without rounding.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+
+#: The bfloat16 dtype (8 exponent bits, 8 significand bits), as ml_dtypes defines it.
+BFLOAT16: np.dtype = np.dtype(ml_dtypes.bfloat16)
+
+
+def as_dtype(value: Any) -> np.dtype:
+    """``np.dtype(value)``; ``"bfloat16"`` names :data:`BFLOAT16` (ml_dtypes is imported here)."""
+    return np.dtype(value)
+
+
+def is_float(dtype: Any) -> bool:
+    """Whether ``dtype`` is a floating-point type (NumPy's own ones, or bfloat16)."""
+    dt = np.dtype(dtype)
+    return dt.kind == "f" or dt == BFLOAT16
+
+
+def is_int(dtype: Any) -> bool:
+    """Whether ``dtype`` is a signed or unsigned integer type."""
+    return np.dtype(dtype).kind in "iu"
+
+
+def is_numeric(dtype: Any) -> bool:
+    """Whether poolcheck pools elements of ``dtype``: an integer or a floating-point type."""
+    return is_float(dtype) or is_int(dtype)
+
+
+def finfo(dtype: Any) -> Any:
+    """The machine limits of a floating-point ``dtype`` (``ml_dtypes.finfo`` for bfloat16)."""
+    dt = np.dtype(dtype)
+    return ml_dtypes.finfo(dt) if dt == BFLOAT16 else np.finfo(dt)
+
+
+def lowest(dtype: Any) -> float | int:
+    """The lowest finite value of ``dtype``, as a Python number."""
+    return float(finfo(dtype).min) if is_float(dtype) else int(np.iinfo(dtype).min)
+
+
+def compare_dtype(dtype: Any) -> np.dtype:
+    """The NumPy-native type in which comparisons of ``dtype`` values are exact and cheap:
+    float32 for bfloat16 (which holds every bfloat16 value exactly), else ``dtype`` itself."""
+    dt = np.dtype(dtype)
+    return np.dtype(np.float32) if dt == BFLOAT16 else dt
+
+
+def cast(values: Any, dtype: Any) -> np.ndarray:
+    """``values`` as an array of ``dtype``, each rounded once (to nearest, ties to even).
+
+    NumPy's own casts round once: they are used for every type but bfloat16, whose values are
+    read as float64 first (exact for every float16/float32/float64 value and integer to 2^53).
+
+    ml_dtypes' float64 -> bfloat16 cast goes through float32 and so rounds twice (``1 + 2^-8 + 2^-40`` comes out 1.0, not the nearer ``1 + 2^-7``); here it
+    rounds to float32 *to odd* first (truncate, then set the last bit where anything was cut
+    off), which float32's 16 extra bits make exact for the second, round-to-nearest step."""
+    dt = np.dtype(dtype)
+    if dt != BFLOAT16:
+        return np.asarray(values).astype(dt)
+    src = np.asarray(values, dtype=np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        near = src.astype(np.float32)
+        back = near.astype(np.float64)
+    bits = near.view(np.uint32).copy()
+    cut = ~np.isnan(src) & (back != src)
+    bits[cut & (np.abs(back) > np.abs(src))] -= np.uint32(1)  # sign-magnitude: one step towards zero
+    bits[cut] |= np.uint32(1)
+    return bits.view(np.float32).astype(dt)
