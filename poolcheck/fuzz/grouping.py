@@ -101,7 +101,7 @@ def _rejection_explained(cause: Cause, f: O.Finding) -> bool:
 
     for key in cause:
         gv = _GEOMETRY.get(key)
-        if gv is None or not gv.applies(spec):
+        if gv is None:  # (applied whether or not the diagnosis would try it here: the cause is established)
             continue
 
         try:
