@@ -11,7 +11,6 @@ Verdicts per engine check:
 from __future__ import annotations
 
 import datetime as _dt
-import itertools
 import shlex
 import sys
 from collections.abc import Iterable, Sequence
@@ -29,10 +28,10 @@ from poolcheck.cases.model import Case
 from poolcheck.engines import numpy_engine
 from poolcheck.errors import CaseFileError, PoolcheckError
 from poolcheck.fingerprint import machine_fingerprint
+from poolcheck.fuzz.diagnosis.search import diagnose_output
 from poolcheck.judgement import (
     Judgement,
     contract_message,
-    differing,
     judge,
     label,
     should_be,
@@ -42,8 +41,19 @@ from poolcheck.judgement import (
 )
 from poolcheck.judgement import output_contract as judge_contract
 from poolcheck.peers.isolation import call_peer_many
-from poolcheck.results import CaseResult, Check, CheckKind, Diff, PeerStatus, RunResult, Severity, Verdict, worst
-from poolcheck.spec.policy import Policy
+from poolcheck.results import (
+    SIGNATURE_TAG,
+    CaseResult,
+    Check,
+    CheckKind,
+    Diff,
+    PeerStatus,
+    RunResult,
+    Severity,
+    Signature,
+    Verdict,
+    worst,
+)
 from poolcheck.spec.severity import UNEXPLAINED_SEVERITY, rules_citing, severity_of
 
 
@@ -300,9 +310,16 @@ def _check_peer_output(case: Case, peer_name: str, version: str | None, result: 
         if isinstance(raw_values, np.ndarray) and raw_values.shape != ref_values.shape:
             shape_diffs.append(Diff("shape", None, list(ref_values.shape), list(raw_values.shape)))
         notes = "; ".join(str(n) for n in (getattr(out, "notes", []) or []))
+        severity, why = Severity.VIOLATION, "output contract"
+        breaches = judge_contract(case.spec, case.input.shape, case.dtype, raw_values, raw_indices) \
+            if raw_values is not None else []
+        if breaches and all(b.what == "shape" for b in breaches) and isinstance(raw_values, np.ndarray):
+            # only the shape differs: a geometry the diagnosis can name (and the table weigh)
+            severity, named = peer_severity(case, raw_values, None if raw_indices is None else
+                                            np.asarray(raw_indices).astype(np.int64), peer_name)
+            why = f"output shape: {named}" if named else "output contract"
         return Check(peer_name, CheckKind.PEER, Verdict.FAIL, contract + (f" ({notes})" if notes else ""), shape_diffs,
-                     len(shape_diffs), version=version, severity=Severity.VIOLATION,
-                     diagnosis="output contract")
+                     len(shape_diffs), version=version, severity=severity, diagnosis=why)
     values = raw_values
     indices = None if raw_indices is None else raw_indices.astype(np.int64)
     # the average rule of poolcheck/judgement.py (a runtime accumulates in the input type)
@@ -322,43 +339,13 @@ def _check_peer_output(case: Case, peer_name: str, version: str | None, result: 
     notes = "; ".join(str(n) for n in (getattr(out, "notes", []) or []))
     if not diffs:
         return Check(peer_name, CheckKind.PEER, Verdict.PASS, notes, version=version, expected=expected, actual=actual)
-    severity, why = peer_severity(case, values, indices)
+    weight, diagnosis = peer_severity(case, values, indices, peer_name)
     return Check(peer_name, CheckKind.PEER, Verdict.FAIL, "; ".join(messages) + (f" ({notes})" if notes else ""), diffs, total,
-                 version=version, expected=expected, actual=actual, severity=severity, diagnosis=why)
+                 version=version, expected=expected, actual=actual, severity=weight, diagnosis=diagnosis)
 
 
-#: Named behaviours a peer's divergence is re-run under (poolcheck/spec/policy.py), each a class
-#: of the severity table (poolcheck/spec/severity.py): a peer whose output the reference
-#: reproduces under one of them (or two together) weighs as that class does for the case's
-#: convention, exactly as the fuzzer's diagnosis weighs it.
-NAMED_POLICIES: tuple[tuple[str, Policy], ...] = (
-    ("nan=ignore", Policy(nan="ignore")),
-    ("nan=first", Policy(nan="first")),
-    ("empty_max=lowest", Policy(empty_max="lowest")),
-    ("empty_max=zero", Policy(empty_max="zero")),
-    ("empty_index=0", Policy(empty_index=0)),
-    ("empty_avg=nan", Policy(empty_avg="nan")),
-    ("divisor=full", Policy(divisor="full")),
-    ("divisor=padded", Policy(divisor="padded")),
-    ("divisor=valid", Policy(divisor="valid")),
-)
-#: Largest input re-run under the named behaviours to classify a peer's divergence.
+#: Largest input the diagnosis re-runs to name and weigh a peer's divergence.
 POLICY_SEARCH_LIMIT = 1_000_000
-
-
-def _policy_sets() -> Iterable[tuple[tuple[str, ...], Policy]]:
-    """Each named behaviour alone, then every pair that sets two different policy fields."""
-    for key, policy in NAMED_POLICIES:
-        yield (key,), policy
-    defaults = Policy()
-    for (k1, p1), (k2, p2) in itertools.combinations(NAMED_POLICIES, 2):
-        f1 = {f for f in ("nan", "empty_max", "empty_index", "divisor", "empty_avg")
-              if getattr(p1, f) != getattr(defaults, f)}
-        f2 = {f for f in ("nan", "empty_max", "empty_index", "divisor", "empty_avg")
-              if getattr(p2, f) != getattr(defaults, f)}
-        if f1 & f2:
-            continue
-        yield (k1, k2), p1.replace(**{f: getattr(p2, f) for f in f2})
 
 
 def _weigh(keys: Sequence[str], spec: S.PoolSpec, what: str) -> tuple[Severity, str]:
@@ -367,31 +354,51 @@ def _weigh(keys: Sequence[str], spec: S.PoolSpec, what: str) -> tuple[Severity, 
     return severity_of(keys, spec), f"{what} ({cites})" if cites else what
 
 
-def peer_severity(case: Case, values: np.ndarray, indices: np.ndarray | None) -> tuple[Severity, str | None]:
-    """How much a peer's divergence weighs, by the severity table: the class(es) under which the
-    reference reproduces the peer (a named behaviour, two together, or the accumulation width of
-    an average), weighed for the case's convention; ``unspecified`` when the case is tagged so;
-    otherwise (nothing explains it) a ``violation``."""
+def _registered_class(case: Case, peer: str | None) -> str | None:
+    """The class a known-divergence entry records for ``peer`` (its ``signature:`` tag, when its
+    ``peer:`` tag names that peer), else None."""
+    if peer is None or f"peer:{peer}" not in case.tags:
+        return None
+    tag = next((t for t in case.tags if t.startswith(SIGNATURE_TAG)), None)
+    if tag is None:
+        return None
+    try:
+        return Signature.parse(tag[len(SIGNATURE_TAG):]).detail
+    except ValueError:
+        return None
+
+
+def peer_severity(case: Case, values: np.ndarray, indices: np.ndarray | None,
+                  peer: str | None = None) -> tuple[Severity, str | None]:
+    """How much a peer's divergence weighs: the class the fuzzer's diagnosis names (every named
+    behaviour -- geometry, NaN, empty windows, divisor, accumulation, indices -- verified by
+    replay) weighed by the severity table for the case's convention, exactly as the fuzzer weighs
+    it; else ``unspecified`` within the accumulation precision of an average; for a
+    known-divergence entry re-run on its own peer, the class its diagnosis recorded; ``unspecified``
+    when the case is tagged so; otherwise (nothing explains it) a ``violation``."""
     if "unspecified" in case.tags or any(t.startswith("severity:unspecified") for t in case.tags):
         return Severity.UNSPECIFIED, "the case is tagged unspecified"
     if case.input.size > POLICY_SEARCH_LIMIT:
-        return Severity.VIOLATION, f"input too large to re-run under the open policies (> {POLICY_SEARCH_LIMIT:,})"
-    for keys, policy in _policy_sets():
-        try:
-            v, i = run_spec(case.spec, case.input, engine="numpy", policy=policy)
-        except Exception:
-            continue
-        same_v = v.shape == values.shape and not differing("values", v, values)[0]
-        same_i = indices is None or i is None or (i.shape == indices.shape and not differing("indices", i, indices)[0])
-        if same_v and same_i:
-            return _weigh(keys, case.spec, f"matches the reference under {' + '.join(keys)}")
-    if case.spec.op == "avg":
+        return Severity.VIOLATION, f"input too large to diagnose (> {POLICY_SEARCH_LIMIT:,} elements)"
+    registered = _registered_class(case, peer)
+    # a registry entry on its own peer: its recorded class breaks ties, as the fuzzer's re-check does
+    prefer = {a: 1_000_000 for a in registered.split("+") if a} if registered else None
+    try:
+        d = diagnose_output(numpy_engine, case.spec, case.input, values, indices, prefer)
+    except (PoolcheckError, ArithmeticError, ValueError, IndexError):
+        d = None
+    if d is not None and d.explained and d.severity is not None:
+        return d.severity, _weigh(d.atoms or (d.klass,), case.spec, f"{d.klass}: {d.text}")[1]
+    if case.spec.op == "avg" and values.shape == S.resolve(case.spec, case.input.shape).output_shape:
         ref, _ = run_spec(case.spec, case.input, engine="numpy")
         rtol = within_accumulation(case.dtype, ref, values)
         if rtol is not None:
             return _weigh(("avg=input-type-sum",), case.spec,
                           f"within accumulation precision of {case.dtype.name} (rtol {rtol:g})")
-    return UNEXPLAINED_SEVERITY, None
+    if registered is not None:
+        return _weigh([a for a in registered.split("+") if a], case.spec,
+                      f"the class the registry records for {peer}: {registered}")
+    return UNEXPLAINED_SEVERITY, None if d is None else f"{d.klass}: {d.text}"
 
 
 def _read_only(x: np.ndarray) -> np.ndarray:

@@ -32,6 +32,7 @@ FLOORS: dict[str, int] = {
     "poolcheck.judgement": 4,
     "poolcheck.runner": 5,
     "poolcheck.explain": 5,
+    "poolcheck.repro": 5,  # standalone reproducer scripts: cases, peers' translations, spec sentences
     "poolcheck.fuzz": 5,
     "poolcheck.bench": 5,
     "poolcheck.models.audit": 5,  # `poolcheck audit`: runs a model's pool nodes like cases

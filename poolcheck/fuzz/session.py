@@ -54,6 +54,7 @@ from poolcheck.peers.base import Peer, PeerResult
 from poolcheck.peers.isolation import call_peer_many, close_workers, submit_peer_many
 from poolcheck.peers.registry import resolve_peer
 from poolcheck.results import DEFAULT_FAIL_ON, FindingKind, Signature
+from poolcheck.spec.severity import RANK
 from poolcheck.spec.shape import Geometry
 from poolcheck.userdata import hypothesis_home
 
@@ -416,6 +417,7 @@ class Session:
             if sig not in self.detected_at:
                 self.detected_at[sig] = now
             if sig in self.settled:
+                self._heavier_example(sig, f)
                 continue
             group = self.grouping.place(f)
             if group.known or (group.key != sig and group.key in self.settled):
@@ -519,6 +521,17 @@ class Session:
                     self.warnings.append(f"hypothesis: {type(o).__name__}: {str(o).splitlines()[0][:200]}")
                     continue
                 raise o from None
+
+    def _heavier_example(self, sig: str, f: O.Finding) -> None:
+        """A class weighs by the configuration's convention (spec/severity.py): an example of a
+        settled class that weighs more than the one on record (rounding:ceil_torch->ceil is an
+        erratum under ONNX's texts, a violation under OpenVINO's) stands for it from now on, so
+        the report and ``--exit-first`` see the heavier weight."""
+        group = self.grouping.by_signature.get(sig)
+        key = group.key if group is not None else sig
+        held = self.findings.get(key)
+        if held is not None and RANK.index(f.weight) < RANK.index(held.weight):
+            self.findings[key] = f
 
     def as_group(self, key: str, f: O.Finding) -> O.Finding:
         """``f`` (an example of the group ``key``) under its group's current name and severity."""

@@ -26,7 +26,7 @@ agreeing without it ("values at 12 positions: divisor ...; values at 3 positions
 verified combination reproduces is ``unexplained values/indices (<kind of window>)``: a wrong
 name is worse than none. Rejections are matched against named conditions (pads >= kernel,
 exclude_pad with pads >= kernel, ...). Every class carries a :class:`Severity` from
-:data:`SEVERITY_RULES`, which quotes the spec sentence each ``violation`` contradicts.
+:data:`SEVERITY_RULES` (poolcheck/spec/severity.py), which cites the sentences each rule rests on.
 """
 
 from poolcheck.fuzz.diagnosis.indices import (
