@@ -101,7 +101,7 @@ def _rejection_explained(cause: Cause, f: O.Finding) -> bool:
 
     for key in cause:
         gv = _GEOMETRY.get(key)
-        if gv is None or not gv.applies(spec):
+        if gv is None:  # (applied whether or not the diagnosis would try it here: the cause is established)
             continue
 
         try:
@@ -114,6 +114,12 @@ def _rejection_explained(cause: Cause, f: O.Finding) -> bool:
                 p >= k for p, k in zip(spec.pads_begin + spec.pads_end, spec.kernel + spec.kernel)):
             return True
     return False
+
+
+def _diagnosed(f: O.Finding) -> bool:
+    """An output the diagnosis took apart (not a refusal, crash or output-contract breach, which
+    keep their own class)."""
+    return f.kind == FindingKind.PEER and f.status == PeerStatus.OK and "variants" in f.extra
 
 
 def covers(engine: ModuleType, cause: Cause, f: O.Finding) -> bool:
@@ -196,7 +202,7 @@ class Grouping:
         self._pin = False
         if f.kind == FindingKind.PEER:
             g = self._absorb(f) or self._adopt(f)
-            if g is None and f.status == PeerStatus.OK and not self._candidates(f):
+            if g is None and _diagnosed(f) and not self._candidates(f):
                 g = self._unexplained(f.subject)  # no name fits: one unexplained row per peer
         if g is None:
             key = f.signature
@@ -214,8 +220,7 @@ class Grouping:
     def _unexplained(self, subject: str, but: Group | None = None) -> Group | None:
         """The peer's group of outputs no explanation covers, if there is one."""
         return next((g for g in self.groups if g is not but and g.kind == FindingKind.PEER and g.subject == subject
-                     and not g.known and not g.causes and g.members
-                     and all(m.status == PeerStatus.OK for m in g.members)), None)
+                     and not g.known and not g.causes and g.members and all(_diagnosed(m) for m in g.members)), None)
 
     def refute(self, group: Group) -> Group:
         """``group``'s cause was refuted: it joins the peer's unexplained group (or becomes it)."""
@@ -426,10 +431,10 @@ def group_text(g: Group, rep: O.Finding) -> str:
         parts.append("; ".join(variant_text(k) for k in g.causes[0]))
         if len(g.causes) > 1:
             parts.append("ambiguous: also consistent with " + ", ".join("+".join(c) for c in g.causes[1:]))
-    elif rep.status == PeerStatus.OK and rep.explained:
+    elif _diagnosed(rep) and rep.explained:
         parts.append("unexplained: no named variant reproduces every example of this divergence (this one "
                      f"alone fits: {rep.klass})")
-    elif rep.status == PeerStatus.OK:
+    elif _diagnosed(rep):
         parts.append("unexplained: no known variant gives this shape" if symptom else rep.text)
     else:
         parts.append(rep.text)
@@ -440,7 +445,7 @@ def group_finding(g: Group, rep: O.Finding, examples: int) -> O.Finding:
     """The one finding a group is reported as: the representative example under the group's name,
     with the number of divergent examples seen."""
     if not g.causes:
-        if rep.explained and rep.status == PeerStatus.OK:  # its name was refuted, or fits this example only
+        if rep.explained and _diagnosed(rep):  # its name was refuted, or fits this example only
             unexplained = "unexplained output"
             return dataclasses.replace(rep, klass=unexplained, atom=unexplained, atoms=(unexplained,), explained=False,
                                        severity=UNEXPLAINED_SEVERITY, text=group_text(g, rep),
