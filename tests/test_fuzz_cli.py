@@ -172,7 +172,7 @@ def test_exit_first_stops_only_at_a_fail_on_severity(tmp_path: Path) -> None:
     """--exit-first ends the run at the first new divergence of a --fail-on severity. On seed 1
     the planted peer's NaN find (unspecified) is shrunk first; it must not end the run and hide
     the violation (dilations ignored in rank 5 float16) found a few seconds later. With --fail-on
-    all the NaN find itself is one, and the run stops there."""
+    all the NaN find itself is one, and the run stops at the end of the round that shrank it."""
     base = ["--peers", str(PLANTED / "nan_ignored_dilations_ignored.py"), "--ops", "maxpool", "--oracles", "peers",
             "--exit-first", "--time-budget", "90s", "--seed", "1", "--no-isolation", "--no-bundled-known"]
     code, out = fuzz(*base, "--save-cases", str(tmp_path / "a"), "--database", str(tmp_path / "db-a"),
@@ -185,5 +185,8 @@ def test_exit_first_stops_only_at_a_fail_on_severity(tmp_path: Path) -> None:
     code, out = fuzz(*base, "--fail-on", "all", "--save-cases", str(tmp_path / "b"), "--database",
                      str(tmp_path / "db-b"), "--report-dir", str(tmp_path / "rb"))
     assert code == 1, out
-    new = json.loads((tmp_path / "rb" / "result.json").read_text())["fuzz"]["new"]
-    assert new and all("|nan=" in s for s in new), new
+    fz = json.loads((tmp_path / "rb" / "result.json").read_text())["fuzz"]
+    # the round that shrank the NaN find ends the run (finds shrunk in that same round are kept:
+    # which ones share it depends on the draws), long before the budget
+    assert any("|nan=" in s for s in fz["new"]), fz["new"]
+    assert fz["elapsed_s"] < 60, fz["elapsed_s"]
