@@ -321,7 +321,7 @@ def _check_peer_output(case: Case, peer_name: str, version: str | None, result: 
             shape_diffs.append(Diff("shape", None, list(ref_values.shape), list(raw_values.shape)))
         notes = "; ".join(str(n) for n in (getattr(out, "notes", []) or []))
         severity, why = Severity.VIOLATION, "output contract"
-        breaches = judge_contract(case.spec, case.input.shape, case.dtype, raw_values, raw_indices) \
+        breaches = judge_contract(case.pool_spec, case.input.shape, case.dtype, raw_values, raw_indices) \
             if raw_values is not None else []
         if breaches and all(b.what == "shape" for b in breaches) and isinstance(raw_values, np.ndarray):
             # only the shape differs: a geometry the diagnosis can name (and the table weigh)

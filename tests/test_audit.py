@@ -272,7 +272,7 @@ def test_pool_nodes_inside_if_and_loop_subgraphs_are_judged(tmp_path: Path) -> N
         assert [c["checks"]["planted-correct"] for c in n["cases"]] == ["pass", "pass"]
 
 
-@pytest.mark.parametrize("elem,name", [(TensorProto.BFLOAT16, "bfloat16"), (TensorProto.BOOL, "bool"),
+@pytest.mark.parametrize("elem,name", [(TensorProto.BOOL, "bool"),
                                        (TensorProto.STRING, "string"), (TensorProto.FLOAT8E4M3FN, "float8_e4m3fn"),
                                        (TensorProto.UINT64, "uint64")])
 def test_unmodelled_element_types_are_that_nodes_error(tmp_path: Path, elem: int, name: str) -> None:
@@ -287,7 +287,7 @@ def test_unmodelled_element_types_are_that_nodes_error(tmp_path: Path, elem: int
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
     assert proc.stderr.strip().splitlines() == [
         f"error: {model}: node 'odd_mp': cannot judge: dtype {name} (MaxPool-22 as poolcheck models it takes "
-        "float16, float32, float64, int8, uint8)"]
+        "float16, float32, float64, bfloat16, int8, uint8)"]
     odd, good = doc["nodes"]
     assert odd["problem"].startswith(f"cannot judge: dtype {name}") and odd["cases"] == []
     assert [c["checks"]["planted-correct"] for c in good["cases"]] == ["pass", "pass"]
@@ -364,8 +364,10 @@ def test_openvino_full_kernel_divisor_is_named(tmp_path: Path) -> None:
         "AveragePool", ["x"], ["y"], name="ap", kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1,
         count_include_pad=1, pads=[1, 1, 1, 1])], [1, 4, 36, 36])
     proc = cli("audit", str(model), "--peers", "openvino")
-    assert proc.returncode == 1, proc.stdout + proc.stderr
-    assert "ap (AveragePool), openvino (violation): divisor = the full kernel size" in " ".join(proc.stdout.split())
+    # padding counted: whether taps past the padded input count is not said (docs/severity.md,
+    # divisor=full), so the named divergence is unspecified and the audit exits 0
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "ap (AveragePool), openvino (unspecified): divisor = the full kernel size" in " ".join(proc.stdout.split())
 
 
 def test_a_subgraph_node_of_unknown_shape_is_its_own_error(tmp_path: Path) -> None:

@@ -394,11 +394,11 @@ class Session:
         self.progress.cases += len(batch)
         reached = {id(case): cov.regions_of(case.spec, case.x) if case.mutation is None else frozenset()
                    for case in batch}
-        for keys, ref in zip(reached.values(), refs):
+        for hit, ref in zip(reached.values(), refs):
             if ref is not None:
-                self.progress.coverage.record(self.engine.NAME, keys)
-        self._rarity = max((cov.rarity(keys, self.progress.coverage.hits.get(self.engine.NAME, {}))
-                            for keys in reached.values()), default=0.0)
+                self.progress.coverage.record(self.engine.NAME, hit)
+        self._rarity = max((cov.rarity(hit, self.progress.coverage.hits.get(self.engine.NAME, {}))
+                            for hit in reached.values()), default=0.0)
         for peer, answer in zip(peers, pending):
             status = self.progress.peer_status.setdefault(peer.name, Counter())
             prefer = self.preference.setdefault(peer.name, Counter())

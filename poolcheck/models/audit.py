@@ -298,7 +298,7 @@ def diagnose_check(case: Case, check: Check, peer_result: Any, prefer: Mapping[s
     try:
         values = np.asarray(out.values)
         indices = None if out.indices is None else np.asarray(out.indices).astype(np.int64)
-        found = diagnose_output(numpy_engine, case.spec, case.input, values, indices, prefer)
+        found = diagnose_output(numpy_engine, case.pool_spec, case.input, values, indices, prefer)
     except Exception as exc:  # a diagnosis that cannot run says so; the verdict stands
         check.diagnosis = "; ".join(filter(None, [f"no diagnosis ({_reason(exc).removeprefix('cannot judge: ')})",
                                                   check.diagnosis]))

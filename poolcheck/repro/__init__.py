@@ -34,6 +34,7 @@ from poolcheck.errors import AttributeValueError, CaseFileError, PoolcheckError
 from poolcheck.repro import textbook
 from poolcheck.repro.runtimes import RUNTIMES, RuntimeCall, is_plugin, runtime_call, split_ref
 from poolcheck.results import SIGNATURE_TAG, Signature
+from poolcheck.spec.dtypes import is_numpy_type
 from poolcheck.spec.severity import rules_citing, severity_of
 from poolcheck.spec.shape import resolve
 from poolcheck.spec.sources import DOCUMENTS, sentence
@@ -112,7 +113,7 @@ def _textbook_source() -> str:
 
 def _sentences(atoms: Sequence[str], case: Case) -> list[tuple[str, str, str]]:
     out: list[tuple[str, str, str]] = []
-    for rule in rules_citing(atoms, case.spec):
+    for rule in rules_citing(atoms, case.pool_spec):
         for sid in rule.sentences:
             s = sentence(sid)
             if all(sid != o[0] for o in out):
@@ -190,13 +191,16 @@ def reproducer(case: Case, runtime: str | None = None) -> Reproducer:
     if is_plugin(runtime) and not _plugin_exists(runtime):
         raise ValueError(f"case {case.id!r}: {runtime!r} is no built-in runtime, plugin file or module here "
                          "(pass the plugin with --runtime PATH)")
+    if not is_numpy_type(case.dtype):
+        raise ValueError(f"case {case.id!r}: {case.dtype.name} inputs have no standalone script yet (the script "
+                         "uses NumPy's own types only)")
     sig = signature_of(case)
     klass = sig.detail if sig is not None else "divergence"
     atoms = [a for a in klass.split("+") if a]
-    severity = severity_of(atoms, case.spec).value
+    severity = severity_of(atoms, case.pool_spec).value
     x = np.asarray(case.input)
-    call: RuntimeCall = runtime_call(runtime, case.spec, x.shape, x.dtype)
-    geom = resolve(case.spec, x.shape)
+    call: RuntimeCall = runtime_call(runtime, case.pool_spec, x.shape, x.dtype)
+    geom = resolve(case.pool_spec, x.shape)
     axes = [(a.size, a.kernel, a.stride, a.dilation, a.pad_begin, a.pad_end, a.out) for a in geom.axes]
     if sig is not None and sig.kind == "document":
         expects = "shape"
@@ -206,7 +210,7 @@ def reproducer(case: Case, runtime: str | None = None) -> Reproducer:
         expects = "output"
     written = tuple(case.expected.get("shape") or ()) if expects == "shape" else ()
     sentences = _sentences(atoms, case)
-    rules = rules_citing(atoms, case.spec)
+    rules = rules_citing(atoms, case.pool_spec)
     why = "; ".join(f"{r.key}: {r.why}" for r in rules) or (
         "a rejection of a valid configuration (limitation)" if expects == "rejection" else
         "no named behaviour explains it: the loop below is what the text requires")
@@ -235,8 +239,8 @@ def reproducer(case: Case, runtime: str | None = None) -> Reproducer:
         "WHY": why,
         "EXPECTS": expects,
         "WRITTEN_SHAPE": written,
-        "KIND": case.spec.op,
-        "EXCLUDE_PAD": bool(case.spec.exclude_pad),
+        "KIND": case.pool_spec.op,
+        "EXCLUDE_PAD": bool(case.pool_spec.exclude_pad),
         "INDEX": index,
     }
     consts = "\n".join(f"{k} = {v!r}" for k, v in data.items())

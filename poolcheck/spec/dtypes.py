@@ -42,6 +42,12 @@ def is_numeric(dtype: Any) -> bool:
     return is_float(dtype) or is_int(dtype)
 
 
+def is_numpy_type(dtype: Any) -> bool:
+    """Whether ``dtype`` is one of NumPy's own types (a script needing only NumPy can build it)."""
+    dt = np.dtype(dtype)
+    return dt.kind in "fiub"
+
+
 def finfo(dtype: Any) -> Any:
     """The machine limits of a floating-point ``dtype`` (``ml_dtypes.finfo`` for bfloat16)."""
     dt = np.dtype(dtype)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -72,7 +73,8 @@ class Probe:
         """The input's values that some window reads (every batch and channel)."""
         if self.x is None:
             return np.empty(0)
-        return self.x[(slice(None), slice(None), *np.ix_(*(f.read for f in self.facts)))]
+        index: tuple[Any, ...] = (slice(None), slice(None), *np.ix_(*(f.read for f in self.facts)))
+        return self.x[index]
 
 
 # --------------------------------------------------------------------------- per-axis predicates
