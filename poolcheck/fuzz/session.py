@@ -45,6 +45,7 @@ from poolcheck.errors import AttributeValueError, PoolcheckError
 from poolcheck.fuzz import oracles as O
 from poolcheck.fuzz.database import example_database
 from poolcheck.fuzz.diagnosis import Diagnosis, diagnose_output
+from poolcheck.fuzz.generation import seed_only_generation
 from poolcheck.fuzz.strategies import ALL_DTYPES, CONVENTIONS, FuzzCase, config_batches
 from poolcheck.judgement import Outputs
 from poolcheck.peers.base import Peer, PeerResult
@@ -523,7 +524,7 @@ class Session:
         self.progress.rounds += 1
         self.progress.phase = f"round {index + 1}"
         try:
-            with _shrink_limit(self._shrink_seconds()):
+            with _shrink_limit(self._shrink_seconds()), seed_only_generation():
                 test()
         except (KeyboardInterrupt, SystemExit):
             raise
