@@ -21,9 +21,9 @@ from poolcheck.bench.contenders import Contender, Prepared, Unsupported, all_con
 from poolcheck.bench.measure import STATUSES, run_bench
 from poolcheck.bench.targets import evaluate
 from poolcheck.bench.workloads import Workload
-from poolcheck.cases.dump import write_text_atomic
 from poolcheck.cli import app
 from poolcheck.engines import get_engine
+from poolcheck.files import write_text_atomic
 from poolcheck.spec.policy import SPEC
 
 TINY = [

@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 
 from poolcheck.api import run_spec
 from poolcheck.peers import call_peer_many
-from poolcheck.peers.registry import PeerRef, PeerSpecError, parse_peer_list, resolve_peer, resolve_peers
+from poolcheck.peers.base import PeerSpecError
+from poolcheck.peers.registry import PeerRef, parse_peer_list, resolve_peer, resolve_peers
 from poolcheck.spec import attributes as A
 
 SEEDS = Path(__file__).resolve().parents[1] / "poolcheck" / "corpus" / "seeds" / "openvino-maxpool8.yaml"

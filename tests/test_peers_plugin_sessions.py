@@ -1,5 +1,5 @@
 """A plugin peer prepares a configuration once and runs it on many inputs, with the same
-interface as the runtime peers' PreparedSession (run, bind, shape/dtype guard, declines)."""
+interface as the runtime peers' PreparedConfig (run, bind, shape/dtype guard, declines)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import poolcheck
-from poolcheck.peers._convert import PeerDeclined
+from poolcheck.peers.base import PeerDeclined
 from poolcheck.peers.plugin import ModulePeer
 from poolcheck.spec.operators import parse
 

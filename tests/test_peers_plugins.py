@@ -114,8 +114,8 @@ def test_unknown_names_raise_clear_errors(plugin_dir: Path) -> None:
         resolve_peer("acme_kernels.broken")
     # In a list, a plugin that fails to load becomes that peer's crash; the others still run.
     (empty, broken, ort) = resolve_peers(["acme_kernels.empty", "acme_kernels.broken", "onnxruntime"])
-    assert empty.load_failure[0] == "crash" and "defines neither" in empty.load_failure[1]
-    assert broken.load_failure[0] == "crash" and "acme_missing_dependency" in broken.load_failure[1]
+    assert empty.status == "crash" and "defines neither" in empty.reason
+    assert broken.status == "crash" and "acme_missing_dependency" in broken.reason
     assert ort.name == "onnxruntime"
     assert issubclass(PeerNotFoundError, PoolcheckError) and issubclass(PeerLoadError, PoolcheckError)
 
@@ -147,7 +147,7 @@ def test_entry_point_plugins(plugin_dir: Path) -> None:
     with pytest.raises(PeerLoadError, match="failed to load"):
         resolve_peer("acme_broken")
     (failed,) = resolve_peers(["acme_broken"])
-    assert failed.load_failure[0] == "crash" and "failed to load" in failed.load_failure[1]
+    assert failed.status == "crash" and "failed to load" in failed.reason
 
 
 def test_worked_example_agrees_with_engine() -> None:

@@ -1,4 +1,4 @@
-"""A runtime peer prepares a configuration once and runs it on many inputs (PreparedSession)."""
+"""A runtime peer prepares a configuration once and runs it on many inputs (PreparedConfig)."""
 
 from __future__ import annotations
 

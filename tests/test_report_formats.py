@@ -12,6 +12,7 @@ import jsonschema
 import pytest
 from report_sample import DIAGNOSIS, PEER, sample_result
 
+from poolcheck import files
 from poolcheck.report import writers
 from poolcheck.report.html import to_html
 from poolcheck.report.jsonfmt import ReportError, from_json, load_result, plain, to_json
@@ -303,7 +304,7 @@ def test_failed_write_leaves_the_old_report_intact(result: RunResult, tmp_path: 
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(writers.os, "rename", no_rename)
-    monkeypatch.setattr(writers, "_exchange", lambda a, b: False)
+    monkeypatch.setattr(files, "_exchange", lambda a, b: False)
     with pytest.raises(writers.ReportWriteError, match="No space left on device"):
         writers.write_reports(result, target)
     monkeypatch.undo()

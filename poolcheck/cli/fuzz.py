@@ -38,7 +38,7 @@ from poolcheck.errors import AttributeValueError
 from poolcheck.fuzz.cluster import check_address, run_fuzz
 from poolcheck.fuzz.session import ORACLES, FuzzOptions, Progress, request_stop, resolve_peer_list
 from poolcheck.fuzz.strategies import ALL_DTYPES, CONVENTIONS, OP_NAMES, check_arguments
-from poolcheck.peers.registry import BUILTIN_PEERS, parse_peer_list
+from poolcheck.peers.registry import builtin_peer, parse_peer_list
 from poolcheck.report import console as console_report
 from poolcheck.report.writers import write_reports
 from poolcheck.userdata import examples_dir, finds_dir
@@ -81,11 +81,9 @@ DEFAULT_FUZZ_PEERS = ("onnxruntime", "openvino", "torch", "onnx_reference")
 def default_peers() -> list[str]:
     """Every default peer that is available here."""
     names = []
-    for name, factory in BUILTIN_PEERS.items():
-        if name not in DEFAULT_FUZZ_PEERS:
-            continue
+    for name in DEFAULT_FUZZ_PEERS:
         try:
-            if factory().available()[0]:
+            if builtin_peer(name).available()[0]:
                 names.append(name)
         except Exception:
             continue
