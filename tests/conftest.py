@@ -1,10 +1,32 @@
-"""Shared pytest configuration."""
+"""Shared pytest configuration: hypothesis profiles, the engine fixture, the data folder, and the
+folders the suite is grouped in.
+
+The tests are grouped by the floor they exercise (docs/architecture.md):
+
+- ``engines/``: spec, engines, judgement, results, the ground floor (and the floors test);
+- ``peers/``: the runtime adapters, plugins, isolation, the registry;
+- ``fuzz/``: strategies, oracles, diagnosis, sessions and campaigns;
+- ``cli/``: case files, reports and the commands, in-process and as real commands;
+- ``slow/``: long end-to-end runs (fuzz campaigns against planted bugs, clusters, browsers,
+  ONNX's test data), marked ``slow`` as a whole.
+
+``make test-fast`` runs everything not marked ``slow`` (the inner loop); ``make test`` runs all.
+What several files share lives in ``support.py`` (paths, the real command, a peer or a skip).
+"""
 
 from __future__ import annotations
 
 # --- hypothesis settings profiles (owner: engine oracle tests) -------------------------------
-# Select with POOLCHECK_HYPOTHESIS_PROFILE=dev|ci|nightly (default: dev). Tests set no
-# max_examples of their own, so the profile alone decides how hard the properties are pushed.
+# Select with POOLCHECK_HYPOTHESIS_PROFILE=dev|ci|nightly (default: dev). The profile decides how
+# many examples a property test runs when the test sets no max_examples of its own. Some set
+# their own, on purpose, and the profile does not change them:
+#   engines/test_c_engine.py (fixtureless properties: at least 300, more when the profile asks),
+#   engines/test_judgement.py (60), engines/test_spec_operators.py (150: every catalogue row),
+#   cli/test_cases_yaml.py (200), fuzz/test_fuzz_strategies.py (a find() over 3000 draws, and 30),
+#   fuzz/test_fuzz_generation.py (300, seeded: the draws themselves are compared),
+#   slow/test_extreme_attributes.py (its subprocess's count, given on the command line).
+# FuzzOptions(max_examples=...) in the fuzz tests is the size of a fuzz campaign under test, not
+# a hypothesis setting of the test.
 import os
 
 from hypothesis import settings
@@ -56,3 +78,14 @@ def _own_data_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
     """Each test its own data folder: no example database or find leaks from one test to another."""
     monkeypatch.setenv("POOLCHECK_DATA_DIR", str(tmp_path_factory.mktemp("poolcheck-data")))
 # --- end per-user data folder --------------------------------------------------------------------
+
+# --- the slow folder (owner: tests) ---------------------------------------------------------------
+SLOW_FOLDER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "slow")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Every test under tests/slow/ is marked ``slow`` (``-m "not slow"`` leaves it out)."""
+    for item in items:
+        if str(item.path).startswith(SLOW_FOLDER + os.sep):
+            item.add_marker(pytest.mark.slow)
+# --- end the slow folder ----------------------------------------------------------------------------

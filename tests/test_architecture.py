@@ -12,9 +12,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from support import ROOT
 
-PACKAGE = Path(__file__).resolve().parent.parent / "poolcheck"
-DOC = PACKAGE.parent / "docs" / "architecture.md"
+PACKAGE = ROOT / "poolcheck"
+DOC = ROOT / "docs" / "architecture.md"
 
 
 def doc_floors(text: str) -> dict[str, int]:

@@ -4,10 +4,9 @@ and every bad model an exit 2 with a one-line reason. Models are built here with
 
 from __future__ import annotations
 
+import functools
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -15,20 +14,14 @@ import pytest
 
 onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper  # noqa: E402
+from support import PLANTED  # noqa: E402
+from support import cli as _cli  # noqa: E402
 
 from poolcheck.results import Signature  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
-PLANTED = ROOT / "tests" / "planted_peers"
+cli = functools.partial(_cli, columns=80)
+
 LIGHT = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"
-
-
-def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    script = Path(sys.executable).with_name("poolcheck")
-    cmd = [str(script)] if script.exists() else [sys.executable, "-m", "poolcheck"]
-    env = {**os.environ, "COLUMNS": "80", "NO_COLOR": "1", "TERM": "dumb"}
-    return subprocess.run([*cmd, *args], cwd=cwd or ROOT, capture_output=True, text=True, timeout=300, env=env,
-                          check=False)
 
 
 def save_model(path: Path, nodes: list[Any], in_shape: list[Any], opset: int = 22) -> Path:

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from rich.console import Console
+from support import ROOT
 from typer.testing import CliRunner
 
 from poolcheck import spec as S
@@ -333,7 +334,7 @@ def test_setup_time_unknown_unless_recorded(tmp_path: Path) -> None:
 def test_real_command_reports_the_ratios(tmp_path: Path) -> None:
     """`python -m poolcheck bench` itself, on the smallest real workload with a tiny repeat count:
     the ratio table and the set-up line are there, and the JSON holds the same ratios."""
-    env = dict(os.environ, COLUMNS="200", PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    env = dict(os.environ, COLUMNS="200", PYTHONPATH=str(ROOT))
     args = [sys.executable, "-m", "poolcheck", "bench", "--workloads", "W2", "--reps", "3", "--time-budget", "0.05s"]
     table = subprocess.run(args, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
     assert table.returncode == 0, table.stderr

@@ -33,6 +33,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, assume, given, note, settings
 from hypothesis import strategies as st
+from support import TESTS
 
 from poolcheck import spec as S
 from poolcheck.engines import c_engine, numpy_engine
@@ -267,7 +268,8 @@ def test_workload_shapes_match(spec: S.PoolSpec, shape: tuple[int, ...], mode: s
 def test_generic_kernels_agree_without_avx512() -> None:
     """The portable (auto-vectorised) kernels, forced with POOLCHECK_NO_AVX512, agree too."""
     code = (
-        "import sys; sys.path.insert(0, 'tests'); import test_c_engine as t; "
+        f"import sys; sys.path[:0] = [{os.path.dirname(os.path.abspath(__file__))!r}, {str(TESTS)!r}]; "
+        "import test_c_engine as t; "
         "from poolcheck.engines import _cpool; assert _cpool.AVX512 == 0; "
         "[t.test_workload_shapes_match(s, sh, m) for s, sh in t.WORKLOAD_SPECS for m in ('normal', 'ties')]; "
         "print('ok')"

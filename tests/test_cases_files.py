@@ -9,24 +9,20 @@ of error, also through the subprocess."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import oracle
 import pytest
-from typer.testing import CliRunner
+from support import ROOT, cli, invoke
 
 from poolcheck.api import run_spec
 from poolcheck.cases import dump_cases, load_paths
 from poolcheck.cases.model import Case
-from poolcheck.cli import app
 
-ROOT = Path(__file__).resolve().parents[1]
 CASES = ROOT / "cases"
 DOC = ROOT / "docs" / "case-format.md"
 
@@ -48,31 +44,9 @@ SEED_VERDICTS: dict[str, str] = {
 }
 
 
-def cli_command() -> list[str]:
-    """The installed console script next to this interpreter, else ``python -m poolcheck``."""
-    script = Path(sys.executable).with_name("poolcheck")
-    return [str(script)] if script.exists() else [sys.executable, "-m", "poolcheck"]
-
-
-def run_cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1", "TERM": "dumb"}
-    return subprocess.run([*cli_command(), *args], cwd=cwd, capture_output=True, text=True, timeout=300,
-                          env=env, check=False)
-
-
-def run_in_process(*args: str, cwd: Path, monkeypatch: pytest.MonkeyPatch) -> subprocess.CompletedProcess[str]:
-    """``poolcheck ARGS`` run in this process from ``cwd``, as a CompletedProcess. An exception that
-    escapes the command (a traceback, in the real command) fails the test here."""
-    monkeypatch.chdir(cwd)
-    result = CliRunner().invoke(app, list(args), env={"COLUMNS": "200", "NO_COLOR": "1", "TERM": "dumb"})
-    if result.exception is not None and not isinstance(result.exception, SystemExit):
-        raise AssertionError(f"poolcheck {' '.join(args)} raised {result.exception!r}") from result.exception
-    return subprocess.CompletedProcess(["poolcheck", *args], result.exit_code, result.stdout, result.stderr)
-
-
 @pytest.fixture(scope="module")
 def full_run() -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
-    proc = run_cli("run", "cases/", "--json")
+    proc = cli("run", "cases/", "--json")
     return proc, json.loads(proc.stdout)
 
 
@@ -219,7 +193,7 @@ def _yaml_blocks(text: str) -> list[str]:
 def test_docs_examples_load_and_run(tmp_path: Path, index: int) -> None:
     block = _yaml_blocks(DOC.read_text(encoding="utf-8"))[index]
     (tmp_path / "doc.yaml").write_text(block, encoding="utf-8")
-    proc = run_cli("run", "doc.yaml", "--json", cwd=tmp_path)
+    proc = cli("run", "doc.yaml", "--json", cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     verdicts = {c["verdict"] for c in json.loads(proc.stdout)["cases"]}
     assert verdicts <= {"pass", "erratum"} and verdicts
@@ -244,7 +218,7 @@ def test_dumped_case_round_trips(tmp_path: Path) -> None:
         "tags": ["fuzz"],
     }
     (tmp_path / "repro.yaml").write_text(dump_cases([case]), encoding="utf-8")
-    proc = run_cli("run", "repro.yaml", "-k", "fuzz-roundtrip", "--json", cwd=tmp_path)
+    proc = cli("run", "repro.yaml", "-k", "fuzz-roundtrip", "--json", cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert [c["verdict"] for c in json.loads(proc.stdout)["cases"]] == ["pass"]
 
@@ -440,9 +414,9 @@ def test_malformed_case_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.Mon
                                          marker: str, case_id: str | None, field: str | None, message: str) -> None:
     (tmp_path / f"{name}.yaml").write_text(text, encoding="utf-8")
     if name in THROUGH_SUBPROCESS:
-        proc = run_cli("run", f"{name}.yaml", "--json", cwd=tmp_path)
+        proc = cli("run", f"{name}.yaml", "--json", cwd=tmp_path)
     else:
-        proc = run_in_process("run", f"{name}.yaml", "--json", cwd=tmp_path, monkeypatch=monkeypatch)
+        proc = invoke("run", f"{name}.yaml", "--json", cwd=tmp_path, monkeypatch=monkeypatch)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 2, out
     assert "Traceback" not in out
@@ -466,7 +440,7 @@ def test_malformed_case_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.Mon
 def test_duplicate_id_across_files_names_both(tmp_path: Path) -> None:
     (tmp_path / "a.yaml").write_text(GOOD, encoding="utf-8")
     (tmp_path / "b.yaml").write_text(GOOD.replace("id: bad-case", "id: other-case"), encoding="utf-8")
-    proc = run_cli("run", ".", cwd=tmp_path)
+    proc = cli("run", ".", cwd=tmp_path)
     assert proc.returncode == 2
     assert "Traceback" not in proc.stdout + proc.stderr
     assert "b.yaml:3: case 'ok-case': duplicate id, also defined at a.yaml:3" in proc.stderr
@@ -474,7 +448,7 @@ def test_duplicate_id_across_files_names_both(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("path", ["no-such-file.yaml", "no/such/folder"])
 def test_nonexistent_path(tmp_path: Path, path: str) -> None:
-    proc = run_cli("run", path, cwd=tmp_path)
+    proc = cli("run", path, cwd=tmp_path)
     assert proc.returncode == 2
     assert "Traceback" not in proc.stdout + proc.stderr
     assert f"{path}: no such file or folder" in proc.stderr
@@ -488,7 +462,7 @@ def test_nonexistent_path(tmp_path: Path, path: str) -> None:
 ])
 def test_malformed_file_level(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str, message: str) -> None:
     (tmp_path / "f.yaml").write_text(text, encoding="utf-8")
-    proc = run_in_process("run", "f.yaml", cwd=tmp_path, monkeypatch=monkeypatch)
+    proc = invoke("run", "f.yaml", cwd=tmp_path, monkeypatch=monkeypatch)
     assert proc.returncode == 2
     assert "Traceback" not in proc.stdout + proc.stderr
     assert re.search(r"f\.yaml:\d+: ", proc.stderr), proc.stderr

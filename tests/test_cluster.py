@@ -20,13 +20,13 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from support import PLANTED
 
 distributed = pytest.importorskip("distributed", reason="needs Dask distributed (pip install 'poolcheck[cluster]')")
 
 from poolcheck.fuzz.cluster import ClusterDriver, check_address  # noqa: E402
 from poolcheck.fuzz.session import FuzzOptions, merge_results  # noqa: E402
 
-PLANTED = Path(__file__).parent / "planted_peers"
 DASK = Path(sys.executable).parent / "dask"
 
 

@@ -9,13 +9,13 @@ import shutil
 from pathlib import Path
 
 import pytest
+from support import PLANTED
 from typer.testing import CliRunner
 
 from poolcheck.cases import load_file
 from poolcheck.cli import app
 from poolcheck.cli.common import parse_duration
 
-PLANTED = Path(__file__).parent / "planted_peers"
 runner = CliRunner()
 
 

@@ -4,16 +4,15 @@ reproduces exactly as recorded (a fixed upstream bug makes this fail: move the e
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
+from support import ROOT
 
 from poolcheck.fuzz.campaign import recheck_known
 from poolcheck.fuzz.known import known_entries
 from poolcheck.peers.registry import resolve_peer
 from poolcheck.runner import run_case
 
-KNOWN = Path(__file__).parent.parent / "cases" / "known"
+KNOWN = ROOT / "cases" / "known"
 ENTRIES, ERRORS = known_entries([KNOWN])
 
 

@@ -8,12 +8,12 @@ divergence; none of these tests times anything.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from support import PLANTED
 
 from poolcheck.cases import load_file
 from poolcheck.engines import get_engine
@@ -24,9 +24,6 @@ from poolcheck.peers.isolation import call_peer_many
 from poolcheck.peers.registry import resolve_peer
 from poolcheck.results import Signature
 from poolcheck.runner import run_case
-
-PLANTED = Path(__file__).parent / "planted_peers"
-sys.path.insert(0, str(Path(__file__).parent))
 
 #: planted module, ops to fuzz, the class(es) the diagnosis may give. NaN read as -inf agrees with
 #: "NaN ignored" and "NaN skipped" wherever a window also holds a number, so a shrunk example may

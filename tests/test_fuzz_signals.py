@@ -12,11 +12,10 @@ import time
 from pathlib import Path
 
 import pytest
+from support import PLANTED
 
 from poolcheck.fuzz import session
 from poolcheck.fuzz.session import FuzzOptions, request_stop, run_sessions
-
-PLANTED = Path(__file__).parent / "planted_peers"
 
 
 def _start(tmp_path: Path, *extra: str) -> subprocess.Popen[str]:

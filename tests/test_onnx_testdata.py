@@ -4,10 +4,9 @@ the corpus as such directories that ONNX Runtime loads and that round-trip throu
 
 from __future__ import annotations
 
+import functools
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -16,17 +15,13 @@ import pytest
 
 onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+from support import ROOT  # noqa: E402
+from support import cli as _cli  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
+cli = functools.partial(_cli, timeout=500)
+
 DATA = Path(onnx.__file__).parent / "backend" / "test" / "data"
 PYTORCH = DATA / "pytorch-converted"
-
-
-def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    script = Path(sys.executable).with_name("poolcheck")
-    cmd = [str(script)] if script.exists() else [sys.executable, "-m", "poolcheck"]
-    env = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1", "TERM": "dumb"}
-    return subprocess.run([*cmd, *args], cwd=ROOT, capture_output=True, text=True, timeout=500, env=env, check=False)
 
 
 def run_json(*args: str) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:

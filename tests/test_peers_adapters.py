@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from support import available_peer
 
 from poolcheck.api import run_spec
 from poolcheck.engines._windows import empty_windows
-from poolcheck.peers import PeerDeclined, call_peer, call_peer_many, resolve_peer
+from poolcheck.peers import PeerDeclined, call_peer, call_peer_many
 from poolcheck.peers._convert import convert_flat_indices
 from poolcheck.spec import attributes as A
 from poolcheck.spec.attributes import PoolSpec
@@ -17,17 +18,9 @@ from poolcheck.spec.shape import resolve
 BUILTINS = ["onnxruntime", "openvino", "torch", "onnx_reference"]
 
 
-def _peer(name: str):
-    peer = resolve_peer(name)
-    ok, why = peer.available()
-    if not ok:
-        pytest.skip(f"{name} is not available: {why}")
-    return peer
-
-
 @pytest.fixture(scope="module", params=BUILTINS)
 def peer(request: pytest.FixtureRequest):
-    return _peer(request.param)
+    return available_peer(request.param)
 
 
 # --------------------------------------------------------------------------- the spread
@@ -187,7 +180,7 @@ def test_single_and_batched_calls_agree(peer) -> None:
 
 
 def _declines(peer_name: str, spec: PoolSpec, shape: tuple[int, ...], dtype: str, reason_part: str) -> None:
-    peer = _peer(peer_name)
+    peer = available_peer(peer_name)
     ok, why = peer.supports(spec, shape, np.dtype(dtype))
     assert not ok and reason_part in why, f"{peer_name}: {spec.describe()} -> {ok}, {why!r}"
     with pytest.raises(PeerDeclined, match=reason_part.replace("(", r"\(").replace(")", r"\)")):
@@ -222,7 +215,7 @@ def test_declines_with_reason(peer_name, spec, shape, dtype, reason) -> None:
 def test_openvino_ceil_is_taken_where_it_equals_ceil_torch(peer_name) -> None:
     # size 7, kernel 1, stride 3: ceil((7 - 1) / 3) + 1 = 3 windows, the last starts at 6 < 7,
     # so ceil == ceil_torch.
-    peer = _peer(peer_name)
+    peer = available_peer(peer_name)
     spec = A.openvino_max_pool([1], [3], rounding_type="ceil")
     x = np.arange(7, dtype=np.float32).reshape(1, 1, 7)
     result = call_peer(peer, spec, x, isolated=False)
@@ -259,7 +252,7 @@ def test_convert_flat_indices_axis_order_and_type() -> None:
 
 
 def _run(peer_name: str, spec: PoolSpec, x: np.ndarray):
-    result = call_peer(_peer(peer_name), spec, x, isolated=False)
+    result = call_peer(available_peer(peer_name), spec, x, isolated=False)
     assert result.status == "ok", result.verdict
     return result.output
 
@@ -347,7 +340,7 @@ def test_onnxruntime_valid_with_ceil_mode_rounds_up() -> None:
 
 
 def test_torch_avg_pool3d_rejects_input_smaller_than_kernel_despite_padding() -> None:
-    peer = _peer("torch")
+    peer = available_peer("torch")
     spec = A.openvino_avg_pool([3, 3, 3], [1, 1, 1], [1, 1, 1], [1, 1, 1])
     x = np.ones((1, 1, 2, 2, 2), np.float32)
     assert run_spec(spec, x)[0].shape == (1, 1, 2, 2, 2)

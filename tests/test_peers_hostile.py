@@ -5,19 +5,18 @@ imported never corrupts the JSON, never ends the run, and never turns it into ex
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from support import SEED_FILE, cli
 
 from poolcheck.peers import call_peer, call_peer_many, resolve_peers
 from poolcheck.peers.base import PeerOutput, validate_output
 from poolcheck.spec import attributes as A
 
-SEEDS = Path(__file__).resolve().parents[1] / "poolcheck" / "corpus" / "seeds" / "openvino-maxpool8.yaml"
+SEEDS = SEED_FILE
 
 GOOD_MAX = """
 import numpy as np
@@ -41,9 +40,8 @@ WRITES_INPUT = GOOD_MAX.replace("    return poolcheck", "    x[...] = 0\n    ret
 
 
 def _run(tmp_path: Path, *peers: str, timeout: str = "20") -> tuple[subprocess.CompletedProcess[str], dict]:
-    cmd = [sys.executable, "-m", "poolcheck", "run", str(SEEDS), "--json", "--peers", ",".join(peers),
-           "--peer-timeout", timeout]
-    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, timeout=300, env=dict(os.environ))
+    proc = cli("run", str(SEEDS), "--json", "--peers", ",".join(peers), "--peer-timeout", timeout, cwd=tmp_path,
+               plain=False)
     assert "Traceback" not in proc.stderr, proc.stderr
     return proc, json.loads(proc.stdout)  # stdout is exactly the JSON document
 

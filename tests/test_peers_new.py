@@ -16,24 +16,16 @@ import sys
 
 import numpy as np
 import pytest
+from support import ROOT, available_peer
 
 from poolcheck.api import run_spec
 from poolcheck.engines._windows import empty_windows
-from poolcheck.peers import resolve_peer
 from poolcheck.peers.onnx_model import to_onnx
 from poolcheck.spec import attributes as A
 from poolcheck.spec.attributes import PoolSpec
 from poolcheck.spec.shape import resolve
 
 NEW = ["tract", "jax", "openvino-onnx", "torch-onnx"]
-
-
-def _peer(name: str):
-    peer = resolve_peer(name)
-    ok, why = peer.available()
-    if not ok:
-        pytest.skip(f"{name} is not available: {why}")
-    return peer
 
 
 # --------------------------------------------------------------------------- the spread
@@ -106,7 +98,7 @@ def known_divergence(peer: str, spec: PoolSpec, x: np.ndarray) -> str | None:
 
 @pytest.mark.parametrize("name", NEW)
 def test_new_peer_agrees_with_the_engine_where_it_runs(name: str) -> None:
-    peer = _peer(name)
+    peer = available_peer(name)
     items = [(s, x) for s, x in spread(7, 120) if peer.supports(s, x.shape, x.dtype)[0]]
     assert len(items) >= 30, f"{name} declined too much of the spread"
     outs = peer.run_many(items)
@@ -127,7 +119,7 @@ def test_new_peer_agrees_with_the_engine_where_it_runs(name: str) -> None:
 
 
 def test_jax_gives_values_only_and_declines_integer_averages() -> None:
-    peer = _peer("jax")
+    peer = available_peer("jax")
     spec = A.openvino_max_pool([2], [1], [0], [0])
     x = np.arange(4, dtype=np.float32).reshape(1, 1, 4)
     out = peer.run(spec, x)
@@ -139,7 +131,7 @@ def test_jax_gives_values_only_and_declines_integer_averages() -> None:
 def test_jax_expresses_ceil_rounding_through_padding_exactly() -> None:
     """ceil_torch / ONNX ceil_mode=1 grow the XLA high padding (or crop the input) to give the
     spec's windows; OpenVINO ceil keeping a window wholly in the end padding is declined."""
-    peer = _peer("jax")
+    peer = available_peer("jax")
     x = np.arange(6, dtype=np.float32).reshape(1, 1, 6)
     for spec, want in ((A.openvino_avg_pool([2], [2], [1], [1], True, "ceil_torch"), [0.0, 1.5, 3.5, 5.0]),
                        (A.openvino_avg_pool([2], [2], [1], [1], False, "ceil_torch"), [0.0, 1.5, 3.5, 2.5]),
@@ -190,7 +182,7 @@ def test_jax_one_compile_serves_every_shape_pad_stride_and_dilation_of_a_window(
 
 
 def test_torch_onnx_declines_what_a_torch_module_cannot_write() -> None:
-    peer = _peer("torch-onnx")
+    peer = available_peer("torch-onnx")
     asym = A.openvino_max_pool([3], [1], [1], [0])
     ok, why = peer.supports(asym, (1, 1, 6), np.dtype("float32"))
     assert not ok and "symmetric" in why
@@ -214,7 +206,7 @@ def test_openvino_onnx_frontend_attribute_check_names_the_step() -> None:
 
 
 def test_torch_onnx_exporter_attribute_check_names_the_step() -> None:
-    peer = _peer("torch-onnx")
+    peer = available_peer("torch-onnx")
     from poolcheck.peers.torch_onnx_peer import attribute_mismatches
 
     spec = A.openvino_avg_pool([3, 3], [2, 2], [1, 1], [1, 1], False, "ceil_torch")
@@ -243,7 +235,7 @@ def test_doctor_lists_the_new_peers() -> None:
 
 def test_tract_max_pool_indices_on_every_onnx_max_type() -> None:
     """tract takes the ONNX models of the onnxruntime peer, indices output included."""
-    peer = _peer("tract")
+    peer = available_peer("tract")
     spec = A.onnx_max_pool([2, 2], [1, 2], [1, 0, 0, 1], None, 0, "NOTSET", 1)
     for dtype in ("float32", "float16", "float64", "int8", "uint8"):
         x = (np.arange(2 * 3 * 4 * 5) % 97).astype(dtype).reshape(2, 3, 4, 5)
@@ -256,7 +248,7 @@ def test_tract_max_pool_indices_on_every_onnx_max_type() -> None:
 def test_jax_rejects_a_configuration_without_output_like_a_runtime() -> None:
     """A kernel larger than the padded input has no output: the peer raises (a `rejects`
     result), it does not decline or invent an empty answer."""
-    peer = _peer("jax")
+    peer = available_peer("jax")
     spec = PoolSpec(op="max", kernel=(5,), strides=(1,), pads_begin=(0,), pads_end=(0,), dilations=(1,))
     assert peer.supports(spec, (1, 1, 3), np.dtype("float32"))[0]
     (res,) = peer.run_many([(spec, np.zeros((1, 1, 3), np.float32))])
@@ -266,10 +258,10 @@ def test_jax_rejects_a_configuration_without_output_like_a_runtime() -> None:
 def test_run_names_the_frontend_step_in_the_verdict(tmp_path) -> None:
     """Through the real command: a registered openvino-onnx case replays as a failure whose
     message attributes the wrong rounding to OpenVINO's ONNX frontend (run from another folder)."""
-    _peer("openvino-onnx")
+    available_peer("openvino-onnx")
     import yaml
 
-    known = os.path.join(os.path.dirname(__file__), os.pardir, "cases", "known", "openvino-onnx.yaml")
+    known = str(ROOT / "cases" / "known" / "openvino-onnx.yaml")
     with open(known) as fh:
         cases = yaml.safe_load(fh)["cases"]
     (case,) = [c for c in cases if c["id"] == "fuzz-openvino-onnx-max-rounding-ceil-torch-ceil-max-seeded-scan-3c4dc5"]
@@ -286,7 +278,7 @@ def test_torch_channels_last_max_pool3d_start_index_lacks_the_depth_term() -> No
     # cases/known/torch.yaml::fuzz-torch-channels-last-max-lowest-value-depth-dropped: the scalar
     # channel tail of PyTorch's channels_last max_pool3d starts from h*W + w (no d*H*W), which shows
     # where no element beats the start value (here the only one is int8's lowest)
-    peer = _peer("torch:layout=channels_last")
+    peer = available_peer("torch:layout=channels_last")
     spec = A.openvino_max_pool([1, 1, 1], [1, 1, 1], [0, 0, 0], [0, 0, 0], [1, 1, 1], "floor", "explicit")
     x = np.arange(1, 17, dtype=np.int8).reshape(1, 2, 2, 2, 2)
     x[0, 1, 1, 1, 1] = -128
@@ -299,4 +291,4 @@ def test_torch_channels_last_max_pool3d_start_index_lacks_the_depth_term() -> No
     mask[0, 1, 1, 1, 1] = False
     np.testing.assert_array_equal(out.indices[mask], want_indices[mask])
     # the contiguous kernel is right
-    np.testing.assert_array_equal(_peer("torch").run(spec, x).indices, want_indices)
+    np.testing.assert_array_equal(available_peer("torch").run(spec, x).indices, want_indices)

@@ -11,13 +11,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from support import CORPUS
 
 from poolcheck.api import run_spec
 from poolcheck.cases import load_paths
 from poolcheck.peers import call_peer_many, resolve_peer, resolve_peers
 from poolcheck.spec import attributes as A
-
-CORPUS = Path(__file__).resolve().parents[1] / "poolcheck" / "corpus"
 
 #: A backend module in the style of onnxruntime.backend: module-level prepare / supports_device,
 #: running models with onnx.reference. ``MUTATE`` plants a bug (for the planted-bug check).

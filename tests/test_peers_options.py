@@ -4,14 +4,13 @@ any work, canonical names, and declining (never falling back) when a device is a
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from support import SEED_FILE, cli
 
 from poolcheck.api import run_spec
 from poolcheck.peers import call_peer_many
@@ -19,7 +18,7 @@ from poolcheck.peers.base import PeerSpecError
 from poolcheck.peers.registry import PeerRef, parse_peer_list, resolve_peer, resolve_peers
 from poolcheck.spec import attributes as A
 
-SEEDS = Path(__file__).resolve().parents[1] / "poolcheck" / "corpus" / "seeds" / "openvino-maxpool8.yaml"
+SEEDS = SEED_FILE
 
 
 def _available(name: str) -> None:
@@ -140,11 +139,6 @@ def test_an_absent_provider_or_device_declines_everything_with_the_reason() -> N
     assert all(r.status == "declined" and "device NOSUCHDEVICE is not available" in r.message for r in results)
 
 
-def _poolcheck(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "poolcheck", *args], capture_output=True, text=True, cwd=cwd,
-                          timeout=300)
-
-
 @pytest.mark.parametrize(("spec", "message"), [
     ("onnxruntime:bogus=1", "has no option 'bogus'"),
     ("onnxruntime,precision=bf16", "has no option 'precision'"),
@@ -152,21 +146,21 @@ def _poolcheck(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     ("openvino:precision=f8", "expected one of f32, bf16, f16"),
 ])
 def test_run_rejects_a_bad_peer_spec_in_one_line(tmp_path: Path, spec: str, message: str) -> None:
-    proc = _poolcheck("run", str(SEEDS), "--peers", spec, cwd=tmp_path)
+    proc = cli("run", str(SEEDS), "--peers", spec, cwd=tmp_path)
     assert proc.returncode == 2 and proc.stdout == ""
     assert message in proc.stderr and len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
 
 
 def test_run_reports_the_canonical_name(tmp_path: Path) -> None:
     _available("onnxruntime")
-    proc = _poolcheck("run", str(SEEDS), "--json", "--peers", "onnxruntime:opt=DISABLE", cwd=tmp_path)
+    proc = cli("run", str(SEEDS), "--json", "--peers", "onnxruntime:opt=DISABLE", cwd=tmp_path)
     doc = json.loads(proc.stdout)
     runners = {c["runner"] for case in doc["cases"] for c in case["checks"] if c["kind"] == "peer"}
     assert runners == {"onnxruntime:opt=disable"} and "onnxruntime:opt=disable" in doc["versions"]
 
 
 def test_doctor_lists_options(tmp_path: Path) -> None:
-    proc = _poolcheck("doctor", "--json", cwd=tmp_path)
+    proc = cli("doctor", "--json", cwd=tmp_path)
     peers = {p["name"]: p for p in json.loads(proc.stdout)["peers"]}
     assert "opt=disable|basic|extended|all (default all)" in peers["onnxruntime"]["options"]
     assert "precision=f32|bf16|f16 (default f32)" in peers["openvino"]["options"]

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from support import ROOT
 
 from poolcheck.api import run_spec
 from poolcheck.errors import AttributeValueError, PoolcheckError
@@ -24,7 +25,7 @@ from poolcheck.peers import (
 from poolcheck.peers.plugin import ModulePeer
 from poolcheck.spec import attributes as A
 
-EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "my_peer.py"
+EXAMPLE = ROOT / "examples" / "my_peer.py"
 
 # A plugin that delegates to poolcheck's own API (so it agrees with the engine by design),
 # with a max_pool only.

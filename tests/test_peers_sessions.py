@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from support import available_peer
 
 from poolcheck.api import run_spec
-from poolcheck.peers import PeerDeclined, resolve_peer
+from poolcheck.peers import PeerDeclined
 from poolcheck.peers.adapter import RuntimePeer
 from poolcheck.spec import attributes as A
 
@@ -14,10 +15,7 @@ RUNTIMES = ["onnxruntime", "openvino", "torch", "torch:layout=channels_last", "o
 
 
 def _peer(name: str) -> RuntimePeer:
-    peer = resolve_peer(name)
-    ok, why = peer.available()
-    if not ok:
-        pytest.skip(f"{name} is not available: {why}")
+    peer = available_peer(name)
     assert isinstance(peer, RuntimePeer)
     return peer
 

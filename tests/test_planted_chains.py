@@ -4,8 +4,6 @@ wrong attribute. Skipped with the reason where torch, onnx or onnxruntime is abs
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -14,8 +12,6 @@ import pytest
 from poolcheck.fuzz.session import FuzzOptions, run_sessions
 from poolcheck.peers.isolation import call_peer_many
 from poolcheck.results import Signature
-
-sys.path.insert(0, str(Path(__file__).parent))
 
 
 def _planted(kind: str) -> Any:

@@ -13,8 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-
-PLANTED = Path(__file__).parent / "planted_peers"
+from support import PLANTED
 
 
 def _fuzz(cwd: Path, data: Path, *args: str) -> subprocess.CompletedProcess[str]:

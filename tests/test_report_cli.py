@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from report_sample import sample_case_file, sample_result
+from support import SCHEMA_PATH
 from typer.testing import CliRunner
 
 import poolcheck.runner as run_module
@@ -228,7 +229,7 @@ def test_explain_matches_the_engine_output(case_file: Path) -> None:
 def test_run_json_output_follows_the_documented_schema(case_file: Path) -> None:
     import jsonschema
 
-    schema = json.loads((Path(__file__).resolve().parent.parent / "docs" / "report-schema.json").read_text())
+    schema = json.loads(SCHEMA_PATH.read_text())
     r = runner.invoke(app, ["run", str(case_file), "--json"])
     assert r.exit_code == 1
     data = json.loads(r.stdout)

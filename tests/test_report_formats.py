@@ -11,6 +11,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 from report_sample import DIAGNOSIS, PEER, sample_result
+from support import SCHEMA_PATH
 
 from poolcheck import files
 from poolcheck.report import writers
@@ -19,8 +20,6 @@ from poolcheck.report.jsonfmt import ReportError, from_json, load_result, plain,
 from poolcheck.report.junit import to_junit
 from poolcheck.report.markdown import to_markdown
 from poolcheck.results import VERDICTS, CaseResult, Check, Diff, RunResult
-
-SCHEMA_PATH = Path(__file__).resolve().parent.parent / "docs" / "report-schema.json"
 
 
 @pytest.fixture(scope="module")

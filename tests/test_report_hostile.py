@@ -4,15 +4,14 @@ sent to a terminal or written raw into Markdown, JUnit XML, HTML or JSON."""
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
-import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
 from rich.console import Console
+from support import cli
 
 from poolcheck.report import console as console_report
 from poolcheck.report.html import to_html
@@ -85,10 +84,10 @@ def test_html_and_json_are_inert_and_round_trip() -> None:
     assert again.cases[0].checks[0].severity == "violation"
 
 
-def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "COLUMNS": "120", "TERM": "xterm-256color", "FORCE_COLOR": "1"}
-    return subprocess.run([sys.executable, "-m", "poolcheck", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=120, env=env, check=False)
+def _color_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """The real command on a colour terminal (what a hostile text must not drive)."""
+    return cli(*args, cwd=cwd, columns=120, env={"TERM": "xterm-256color", "FORCE_COLOR": "1"}, plain=False,
+               timeout=120)
 
 
 @pytest.mark.parametrize("fmt", ["console", "md", "junit", "html", "json"])
@@ -100,7 +99,7 @@ def test_hostile_case_file_through_the_real_commands(tmp_path: Path, fmt: str) -
         '  - id: "x[/red]\\e[31mred\\x9b2J"\n    title: "t[/] \\e]0;title\\a"\n    op: MaxPool-14\n'
         '    attributes: {kernel: [2], strides: [1]}\n    input: [[[1, 2, 3]]]\n    expected: {values: [[[2, 9]]]}\n'
         '  - id: "y\\e[2J"\n    op: [MaxPool-14]\n', encoding="utf-8")
-    proc = _cli("run", "d[red]", "--report-dir", "out", cwd=tmp_path)
+    proc = _color_cli("run", "d[red]", "--report-dir", "out", cwd=tmp_path)
     assert proc.returncode == 2, proc.stdout + proc.stderr  # one bad case: exit 2, the other still judged
     assert "MarkupError" not in proc.stderr and "Traceback" not in proc.stderr
     assert "x[/red]\\x1b[31mred\\x9b2J" in proc.stdout
@@ -108,7 +107,7 @@ def test_hostile_case_file_through_the_real_commands(tmp_path: Path, fmt: str) -
     for stream in (proc.stdout, proc.stderr):
         assert not re.search("\x1b(?!\\[[0-9;]*m)", stream)
         assert not re.search("[\x00-\x08\x0b-\x1a\x1c-\x1f\x7f-\x9f]", stream)
-    rerender = _cli("report", "out/result.json", "--format", fmt, cwd=tmp_path)
+    rerender = _color_cli("report", "out/result.json", "--format", fmt, cwd=tmp_path)
     assert rerender.returncode == 0, rerender.stderr
     assert not re.search("\x1b(?!\\[[0-9;]*m)", rerender.stdout)
     assert not re.search("[\x00-\x08\x0b-\x1a\x1c-\x1f\x7f-\x9f]", rerender.stdout)

@@ -9,31 +9,24 @@ an AVX2 CPU, running a peer of the same name without the bug.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from support import PLANTED, ROOT, cli
 
 from poolcheck.fingerprint import fingerprint_id, isa_levels
 from poolcheck.report.merge import merge_results
 from poolcheck.results import RunResult
 
-PLANTED = Path(__file__).parent / "planted_peers"
 SIG = "peer|max|planted-pads-swapped|pads:swapped"
 AVX512 = "sse4_2 avx avx2 fma avx512f avx512cd avx512bw avx512dq avx512vl".split()
 AVX2 = "sse4_2 avx avx2 fma".split()
 
 
-def poolcheck(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "poolcheck", *args], capture_output=True, text=True, timeout=180,
-                          cwd=cwd)
-
-
 def fuzz_result(tmp: Path, name: str, peer: Path, seed: int, flags: list[str], host: str,
                 bound: tuple[str, str] = ("--time-budget", "20s")) -> Path:
     rep = tmp / name
-    out = poolcheck("fuzz", "--peers", str(peer), "--ops", "maxpool", "--oracles", "peers", "--seed", str(seed),
+    out = cli("fuzz", "--peers", str(peer), "--ops", "maxpool", "--oracles", "peers", "--seed", str(seed),
                     "--exit-first", *bound, "--no-progress", "--no-bundled-known",
                     "--save-cases", str(rep / "cases"), "--report", str(rep), cwd=tmp)
     assert out.returncode in (0, 1), out.stdout[-2000:] + out.stderr[-2000:]
@@ -112,7 +105,7 @@ def test_only_on_avx512_core(results: dict[str, Path]) -> None:
 
 def test_cli_merge(results: dict[str, Path], tmp_path: Path) -> None:
     files = [str(results[k]) for k in ("avx512-a", "avx512-b", "avx2")]
-    out = poolcheck("report", "merge", *files, "-f", "json", "-o", str(tmp_path / "merged.json"),
+    out = cli("report", "merge", *files, "-f", "json", "-o", str(tmp_path / "merged.json"),
                     "--report-dir", str(tmp_path / "rep"), cwd=tmp_path)
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
     assert f"reports written to {tmp_path / 'rep'}" in out.stderr.replace("\n", "")
@@ -121,7 +114,7 @@ def test_cli_merge(results: dict[str, Path], tmp_path: Path) -> None:
     assert sum(f"signature:{SIG}" in c["tags"] for c in merged["cases"]) == 1
     assert {p.name for p in (tmp_path / "rep").iterdir()} >= {"result.json", "report.html", "junit.xml", "summary.md"}
     # the merged file is a result like any other: it renders, and merges again
-    again = poolcheck("report", "merge", str(tmp_path / "merged.json"), files[0], "-f", "md", cwd=tmp_path)
+    again = cli("report", "merge", str(tmp_path / "merged.json"), files[0], "-f", "md", cwd=tmp_path)
     assert again.returncode == 0 and "only on avx512_core" in again.stdout
 
 
@@ -129,7 +122,7 @@ def test_cli_merge(results: dict[str, Path], tmp_path: Path) -> None:
                                   ["merge", "ONE", "missing.json"]])
 def test_cli_merge_usage_errors(results: dict[str, Path], tmp_path: Path, args: list[str]) -> None:
     args = [str(results["avx2"]) if a == "ONE" else a for a in args]
-    out = poolcheck("report", *args, cwd=tmp_path)
+    out = cli("report", *args, cwd=tmp_path)
     assert out.returncode == 2, out.stdout + out.stderr
     assert "Traceback" not in out.stderr and out.stderr.strip()
 
@@ -137,10 +130,10 @@ def test_cli_merge_usage_errors(results: dict[str, Path], tmp_path: Path, args: 
 def test_merge_run_results(tmp_path: Path) -> None:
     """``poolcheck run`` results (no signatures) merge by case: the same suite on two machines
     gives each case once."""
-    seeds = Path(__file__).parent.parent / "cases" / "seeds" / "openvino-maxpool8.yaml"
+    seeds = ROOT / "cases" / "seeds" / "openvino-maxpool8.yaml"
     paths = []
     for name in ("x", "y"):
-        out = poolcheck("run", str(seeds), "--quiet", "--report-dir", str(tmp_path / name), cwd=tmp_path)
+        out = cli("run", str(seeds), "--quiet", "--report-dir", str(tmp_path / name), cwd=tmp_path)
         assert out.returncode in (0, 1), out.stdout[-2000:] + out.stderr[-2000:]
         paths.append(tmp_path / name / "result.json")
     one = load(paths[0])

@@ -14,6 +14,7 @@ import jsonschema
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from support import DATA, SCHEMA_PATH
 from typer.testing import CliRunner
 
 from poolcheck.cli import app
@@ -29,10 +30,8 @@ from poolcheck.results import (
     Verdict,
 )
 
-DATA = Path(__file__).resolve().parent / "data"
 FUZZ_V1 = DATA / "fuzz-result-v1.json"
 RUN_V1 = DATA / "run-result-v1.json"
-SCHEMA_PATH = Path(__file__).resolve().parent.parent / "docs" / "report-schema.json"
 runner = CliRunner()
 
 

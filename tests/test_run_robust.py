@@ -11,26 +11,17 @@ import os
 import re
 import shlex
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from support import ROOT, cli
 
 from poolcheck.cases import load_paths
 from poolcheck.cases.load import parse_yaml
 from poolcheck.results import Severity
-
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def cli(*args: str, cwd: Path, columns: int = 200, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    full_env = {**os.environ, "COLUMNS": str(columns), "NO_COLOR": "1", "TERM": "dumb", **(env or {})}
-    return subprocess.run([sys.executable, "-m", "poolcheck", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=300, env=full_env, check=False)
-
 
 GOOD = """\
   - id: ok-case

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support import ROOT
 
 from poolcheck.cases.load import load_file
 from poolcheck.errors import AttributeValueError
@@ -53,7 +53,7 @@ def test_parse_spell_round_trip(name: str, data: st.DataObject) -> None:
 
 def test_spell_of_parsed_case_file_attributes_is_canonical() -> None:
     """Every seed and edge case: its written attributes parse, spell and parse back to the same spec."""
-    root = Path(__file__).resolve().parent.parent / "cases"
+    root = ROOT / "cases"
     seen = set()
     for path in sorted(root.rglob("*.yaml")):
         for case in load_file(path):

@@ -69,7 +69,7 @@ def _interrupt(signum: int, frame: FrameType | None) -> None:
         raise KeyboardInterrupt
 
 
-def _split(text: str) -> list[str]:
+def _comma_list(text: str) -> list[str]:
     return [p.strip() for p in text.split(",") if p.strip()]
 
 
@@ -121,21 +121,21 @@ def fuzz(
     """Fuzz pooling configurations against the peers; shrink, diagnose and save each new divergence."""
     with user_errors():
         op_list = []
-        for o in _split(ops):
+        for o in _comma_list(ops):
             if o not in OP_NAMES:
                 raise AttributeValueError("--ops", f"expected maxpool and/or avgpool, got {o!r}")
             op_list.append(OP_NAMES[o])
         try:
-            rank_list = [int(r) for r in _split(ranks)]
+            rank_list = [int(r) for r in _comma_list(ranks)]
         except ValueError:
             raise AttributeValueError("--ranks", f"expected comma-separated integers, got {ranks!r}") from None
-        dtype_list = list(ALL_DTYPES) if dtypes.strip() == "all" else _split(dtypes)
-        conv_list = _split(conventions)
+        dtype_list = list(ALL_DTYPES) if dtypes.strip() == "all" else _comma_list(dtypes)
+        conv_list = _comma_list(conventions)
         bad = [c for c in conv_list if c not in CONVENTIONS]
         if bad:
             raise AttributeValueError("--conventions", f"expected openvino and/or onnx, got {bad[0]!r}")
         check_arguments(op_list, rank_list, dtype_list, conv_list)
-        oracle_set = frozenset(_split(oracles))
+        oracle_set = frozenset(_comma_list(oracles))
         bad = sorted(oracle_set - set(ORACLES))
         if bad or not oracle_set:
             raise AttributeValueError("--oracles", f"expected some of {', '.join(ORACLES)}, got {oracles!r}")

@@ -636,10 +636,12 @@ def raise_if_stopped() -> None:
         raise KeyboardInterrupt
 
 
-def _split(total: int | None, jobs: int, job: int) -> int | None:
+def share(total: int | None, parts: int, part: int) -> int | None:
+    """Part ``part``'s share of ``total`` examples split into ``parts`` near-equal parts (the
+    first ``total % parts`` parts get one more); None (no limit) stays None."""
     if total is None:
         return None
-    return total // jobs + (1 if job < total % jobs else 0)
+    return total // parts + (1 if part < total % parts else 0)
 
 
 def run_sessions(options: FuzzOptions, on_progress: Callable[[Progress], None] | None = None,
@@ -661,7 +663,7 @@ def run_sessions(options: FuzzOptions, on_progress: Callable[[Progress], None] |
     procs = []
     for job in range(options.jobs):
         p = ctx.Process(target=_job_main, name=f"poolcheck-fuzz-{job}",
-                        args=(options, job, deadline, _split(options.max_examples, options.jobs, job), out))
+                        args=(options, job, deadline, share(options.max_examples, options.jobs, job), out))
         p.start()
         procs.append(p)
     latest: dict[int, Progress] = {}
