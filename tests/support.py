@@ -71,3 +71,14 @@ def available_peer(name: str) -> Any:
     if not ok:
         pytest.skip(f"{name} is not available: {why}")
     return peer
+
+
+def draw_window(rng: Any) -> tuple[int, list[int], list[int], list[int], list[int]]:
+    """The start of a spread's random configuration (``rng``: a NumPy Generator): rank, kernel,
+    strides, dilations (dilated two times in five) and begin pads below the kernel."""
+    r = int(rng.integers(1, 4))
+    k = [int(v) for v in rng.integers(1, 4, r)]
+    s = [int(v) for v in rng.integers(1, 4, r)]
+    d = [int(v) for v in rng.integers(1, 3, r)] if rng.random() < 0.4 else [1] * r
+    pb = [int(rng.integers(0, kk)) for kk in k]
+    return r, k, s, d, pb

@@ -29,6 +29,7 @@ import poolcheck
 from poolcheck import Policy
 from poolcheck import spec as S
 from poolcheck.engines import available_engines
+from poolcheck.spec.operators import ONNX_AUTO_PAD_NAMES
 
 try:  # the shared ``engine`` fixture (tests/conftest.py), when present, drives the parametrisation
     import conftest as _conftest
@@ -390,7 +391,7 @@ def test_targeted_avg_pool(engine: str, geometry: tuple[Any, ...], exclude_pad: 
     x = rng.integers(-8, 9, size=(1, 2, *spatial)).astype(np.float64) / 4
     pads = pb + pe
     ceil_mode = int(rounding != "floor")
-    onnx_pad = {"explicit": "NOTSET", "valid": "VALID", "same_upper": "SAME_UPPER", "same_lower": "SAME_LOWER"}
+    onnx_pad = ONNX_AUTO_PAD_NAMES
     attrs = dict(kernel_shape=kernel, strides=strides, pads=pads, dilations=dil, ceil_mode=ceil_mode,
                  count_include_pad=int(not exclude_pad), auto_pad=onnx_pad[auto_pad])
     label = f"ONNX AveragePool {attrs} engine={engine}"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from support import available_peer
+from support import available_peer, draw_window
 
 from poolcheck.api import run_spec
 from poolcheck.engines._windows import empty_windows
@@ -13,6 +13,7 @@ from poolcheck.peers import PeerDeclined, call_peer, call_peer_many
 from poolcheck.peers._convert import convert_flat_indices
 from poolcheck.spec import attributes as A
 from poolcheck.spec.attributes import PoolSpec
+from poolcheck.spec.operators import ONNX_AUTO_PAD_NAMES
 from poolcheck.spec.shape import resolve
 
 BUILTINS = ["onnxruntime", "openvino", "torch", "onnx_reference"]
@@ -28,11 +29,7 @@ def peer(request: pytest.FixtureRequest):
 
 def _draw(rng: np.random.Generator) -> tuple[PoolSpec, np.ndarray]:
     """One valid configuration from the whole attribute space (pads below the kernel, no NaN)."""
-    r = int(rng.integers(1, 4))
-    k = [int(v) for v in rng.integers(1, 4, r)]
-    s = [int(v) for v in rng.integers(1, 4, r)]
-    d = [int(v) for v in rng.integers(1, 3, r)] if rng.random() < 0.4 else [1] * r
-    pb = [int(rng.integers(0, kk)) for kk in k]
+    r, k, s, d, pb = draw_window(rng)
     pe = [int(rng.integers(0, kk)) for kk in k]
     if rng.random() < 0.3:
         pe = list(pb)  # symmetric, so PyTorch can take part
@@ -46,7 +43,7 @@ def _draw(rng: np.random.Generator) -> tuple[PoolSpec, np.ndarray]:
         else:
             spec = A.openvino_avg_pool(k, s, pb, pe, bool(rng.random() < 0.5), rounding, auto_pad)
     else:
-        onnx_pad = {"explicit": "NOTSET", "valid": "VALID", "same_upper": "SAME_UPPER", "same_lower": "SAME_LOWER"}
+        onnx_pad = ONNX_AUTO_PAD_NAMES
         ceil_mode = int(rng.integers(0, 2))
         if op == "max":
             spec = A.onnx_max_pool(k, s, pb + pe, d, ceil_mode, onnx_pad[auto_pad], int(rng.integers(0, 2)))

@@ -16,13 +16,14 @@ import sys
 
 import numpy as np
 import pytest
-from support import ROOT, available_peer
+from support import ROOT, available_peer, draw_window
 
 from poolcheck.api import run_spec
 from poolcheck.engines._windows import empty_windows
 from poolcheck.peers.onnx_model import to_onnx
 from poolcheck.spec import attributes as A
 from poolcheck.spec.attributes import PoolSpec
+from poolcheck.spec.operators import ONNX_AUTO_PAD_NAMES
 from poolcheck.spec.shape import resolve
 
 NEW = ["tract", "jax", "openvino-onnx", "torch-onnx"]
@@ -33,11 +34,7 @@ NEW = ["tract", "jax", "openvino-onnx", "torch-onnx"]
 
 def _draw(rng: np.random.Generator) -> tuple[PoolSpec, np.ndarray]:
     """One valid-looking configuration over the attribute space (pads below the kernel)."""
-    r = int(rng.integers(1, 4))
-    k = [int(v) for v in rng.integers(1, 4, r)]
-    s = [int(v) for v in rng.integers(1, 4, r)]
-    d = [int(v) for v in rng.integers(1, 3, r)] if rng.random() < 0.4 else [1] * r
-    pb = [int(rng.integers(0, kk)) for kk in k]
+    r, k, s, d, pb = draw_window(rng)
     pe = list(pb) if rng.random() < 0.4 else [int(rng.integers(0, kk)) for kk in k]
     auto_pad = str(rng.choice(["explicit", "explicit", "explicit", "valid", "same_upper", "same_lower"]))
     op = "max" if rng.random() < 0.55 else "avg"
@@ -48,7 +45,7 @@ def _draw(rng: np.random.Generator) -> tuple[PoolSpec, np.ndarray]:
         else:
             spec = A.openvino_avg_pool(k, s, pb, pe, bool(rng.random() < 0.5), rounding, auto_pad)
     else:
-        onnx_pad = {"explicit": "NOTSET", "valid": "VALID", "same_upper": "SAME_UPPER", "same_lower": "SAME_LOWER"}
+        onnx_pad = ONNX_AUTO_PAD_NAMES
         ceil_mode = int(rng.integers(0, 2))
         if op == "max":
             spec = A.onnx_max_pool(k, s, pb + pe, d, ceil_mode, onnx_pad[auto_pad])
