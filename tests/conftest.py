@@ -79,13 +79,26 @@ def _own_data_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
     monkeypatch.setenv("POOLCHECK_DATA_DIR", str(tmp_path_factory.mktemp("poolcheck-data")))
 # --- end per-user data folder --------------------------------------------------------------------
 
-# --- the slow folder (owner: tests) ---------------------------------------------------------------
+# --- slow tests (owner: tests) --------------------------------------------------------------------
+# ``make test-fast`` (-m "not slow") is the inner loop: it must stay under a minute on two cores.
+# Marked slow: everything under tests/slow/, and below, by file or file::test, the tests of the
+# other folders that start many real commands or campaigns (measured with --durations=0: these
+# took 60 % of the non-slow folders' time).
 SLOW_FOLDER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "slow")
+SLOW_TESTS = frozenset({
+    "test_run_robust.py", "test_audit.py", "test_peers_hostile.py", "test_report_merge.py", "test_fuzz_cli.py",
+    "test_report_hostile.py", "test_shape_cli.py",
+    "test_cases_files.py::test_run_cases_exits_0", "test_cases_files.py::test_every_documented_example_has_its_recorded_verdict",
+    "test_peers_new.py::test_doctor_lists_the_new_peers", "test_peers_options.py::test_doctor_lists_options",
+    "test_peers_new.py::test_new_peer_agrees_with_the_engine_where_it_runs",
+})
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Every test under tests/slow/ is marked ``slow`` (``-m "not slow"`` leaves it out)."""
+    """Mark ``slow`` every test under tests/slow/ and every one :data:`SLOW_TESTS` names."""
     for item in items:
-        if str(item.path).startswith(SLOW_FOLDER + os.sep):
+        name = getattr(item, "originalname", item.name)
+        if (str(item.path).startswith(SLOW_FOLDER + os.sep) or item.path.name in SLOW_TESTS
+                or f"{item.path.name}::{name}" in SLOW_TESTS):
             item.add_marker(pytest.mark.slow)
-# --- end the slow folder ----------------------------------------------------------------------------
+# --- end slow tests -------------------------------------------------------------------------------
