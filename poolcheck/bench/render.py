@@ -160,7 +160,7 @@ at most `2^-53`), then one rounding to the output type:
 The speed of the C engine does not come from a weaker rule: it accumulates in float64 as the
 NumPy engine does, in the same order (identical bits) except for global pooling, below.
 
-Exceptions, both tested in `tests/test_c_engine.py`:
+Exceptions, both tested in `tests/engines/test_c_engine.py`:
 
 - The NumPy engine's values-only max path (float32/float64, no indices, NaN policy
   `propagate`) reduces with `np.maximum`, whose SIMD loops return the second operand of a

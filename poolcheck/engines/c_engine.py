@@ -5,7 +5,7 @@ The extension is chosen once, here, at import (the markupsafe/msgpack pattern); 
 poolcheck branches on it. ``AVAILABLE`` says whether it loaded and ``UNAVAILABLE_REASON`` why
 not. ``POOLCHECK_PURE_PYTHON=1`` forces the pure NumPy engine.
 
-Agreement with the NumPy engine (tested in tests/test_c_engine*.py):
+Agreement with the NumPy engine (tested in tests/engines/test_c_engine*.py):
 
 - Max values and indices: bit for bit, for every dtype, NaN policy, layout and geometry. The one
   exception is the NumPy engine's values-only fast path for float32/float64 (no indices, NaN
