@@ -91,6 +91,7 @@ SLOW_TESTS = frozenset({
     "test_cases_files.py::test_run_cases_exits_0", "test_cases_files.py::test_every_documented_example_has_its_recorded_verdict",
     "test_peers_new.py::test_doctor_lists_the_new_peers", "test_peers_options.py::test_doctor_lists_options",
     "test_peers_new.py::test_new_peer_agrees_with_the_engine_where_it_runs",
+    "test_bench.py::test_real_command_reports_the_ratios",
 })
 
 
