@@ -18,8 +18,9 @@ import numpy as np
 
 from poolcheck import spec as S
 from poolcheck.api import run_spec
-from poolcheck.cases import load_file
+from poolcheck.cases import load_file, load_paths
 from poolcheck.cases.model import Case
+from poolcheck.corpus import CORPUS_DIR, EDGE_DIR, KNOWN_DIR, SEEDS_DIR
 from poolcheck.engines.numpy_engine import divisor
 from poolcheck.errors import AttributeValueError, CaseFileError, PoolcheckError
 from poolcheck.judgement import differing, window_cells
@@ -39,6 +40,7 @@ class RunnerValue:
     argmax: list[int] | None = None  # spatial coords of the tap the index (or value) points to
     argmax_from: str = ""  # "index" | "value"
     implied_divisor: float | None = None
+    shape: tuple[int, ...] | None = None  # the whole output's shape, when the runner gave one
 
 
 @dataclass
@@ -54,6 +56,12 @@ class Explanation:
     @property
     def is_max(self) -> bool:
         return self.case.spec.op == "max"
+
+    @property
+    def shape_mismatches(self) -> list[RunnerValue]:
+        """The runners whose whole output has another shape than the reference's: for them no
+        element tells the difference (the element shown lies in both shapes)."""
+        return [r for r in self.runners if r.shape is not None and r.shape != tuple(self.geometry.output_shape)]
 
 
 def split_case_ref(ref: str, k: str | None) -> tuple[str, str | None]:
@@ -86,11 +94,24 @@ def pick_case(cases: list[Case], case_id: str | None, path: str) -> Case:
 
 
 def find_case(ref: str, k: str | None = None) -> Case:
-    """``FILE::ID`` or ``FILE`` with ``-k ID``: the one case to explain (errors name ``-k``)."""
+    """``FILE::ID``, ``FILE`` with ``-k ID``, or a bare case ID of the shipped corpus: the one
+    case to explain (errors name ``-k``)."""
     path, case_id = split_case_ref(ref, k)
     if not Path(path).is_file():
+        if "::" not in ref and k is None and not Path(path).exists():
+            found = corpus_case(ref)
+            if found is not None:
+                return found
+            raise CaseFileError(f"no such case file, and no case of the shipped corpus ({CORPUS_DIR}) has this id",
+                                path=path)
         raise CaseFileError("no such case file", path=path)
     return pick_case(load_file(path), case_id, path)
+
+
+def corpus_case(case_id: str) -> Case | None:
+    """The case of the shipped corpus (seeds, edge cases, known divergences) with id ``case_id``."""
+    cases, _ = load_paths([SEEDS_DIR, EDGE_DIR, KNOWN_DIR])
+    return next((c for c in cases if c.id == case_id), None)
 
 
 def parse_position(text: str, case: Case) -> list[int]:
@@ -110,14 +131,23 @@ def parse_position(text: str, case: Case) -> list[int]:
 
 
 def first_disagreement(case: Case) -> list[int]:
-    """The first position where the reference engine and the document differ, else all zeros."""
+    """The first position where the reference engine and the document differ, else all zeros.
+    When their shapes differ, the first differing position of the part both shapes hold."""
     values, _ = run_spec(case.spec, case.input, engine="numpy", with_indices=False)
     exp = case.expected.get("values")
     if exp is not None:
-        positions, shape_msg = differing("values", np.asarray(exp), values, rtol=case.rtol, atol=case.atol)
+        doc = np.asarray(exp)
+        if doc.ndim == values.ndim and doc.shape != values.shape:
+            common = tuple(slice(0, min(a, b)) for a, b in zip(doc.shape, values.shape))
+            doc, values = doc[common], values[common]
+        positions, shape_msg = differing("values", doc, values, rtol=case.rtol, atol=case.atol)
         if positions and not shape_msg:
             return list(positions[0])
     return [0] * values.ndim
+
+
+def _shape(arr: Any) -> tuple[int, ...] | None:
+    return None if arr is None else tuple(int(n) for n in np.shape(arr))
 
 
 def _at(arr: Any, pos: Sequence[int]) -> Any:
@@ -188,7 +218,8 @@ def explain_element(case: Case, position: Sequence[int] | None, engines: Sequenc
             ex.runners.append(RunnerValue(engine, "engine", status=f"error: {exc}"))
             continue
         index = _at(indices, pos) if indices is not None else None
-        ex.runners.append(RunnerValue(engine, "engine", _at(values, pos), None if index is None else int(index)))
+        ex.runners.append(RunnerValue(engine, "engine", _at(values, pos), None if index is None else int(index),
+                                      shape=_shape(values)))
     ref = next((r for r in ex.runners if r.status == "ok"), None)
     layout = S.index_layout(case.spec, case.input.shape) if case.spec.op == "max" else None
     chosen = ref.index if ref is not None else None
@@ -199,12 +230,14 @@ def explain_element(case: Case, position: Sequence[int] | None, engines: Sequenc
         ex.tap_sum = float(sum(plane[tuple(c.coords)] for c in ex.cells if c.kind == "input"))
 
     documented = [RunnerValue("document", "document", _at(case.expected["values"], pos) if "values" in case.expected else None,
-                              _at(case.expected["indices"], pos) if "indices" in case.expected else None)]
+                              _at(case.expected["indices"], pos) if "indices" in case.expected else None,
+                              shape=_shape(case.expected.get("values")))]
     if case.erratum is not None:
         correct = case.erratum["correct"]
         documented.append(RunnerValue("erratum (corrected)", "erratum",
                                       _at(correct["values"], pos) if "values" in correct else None,
-                                      _at(correct["indices"], pos) if "indices" in correct else None))
+                                      _at(correct["indices"], pos) if "indices" in correct else None,
+                                      shape=_shape(correct.get("values"))))
     ex.runners = documented + ex.runners
 
     if peers:
@@ -215,7 +248,8 @@ def explain_element(case: Case, position: Sequence[int] | None, engines: Sequenc
                 continue
             out = result.output
             index = _at(out.indices, pos) if out.indices is not None else None
-            ex.runners.append(RunnerValue(peer.name, "peer", _at(out.values, pos), None if index is None else int(index)))
+            ex.runners.append(RunnerValue(peer.name, "peer", _at(out.values, pos), None if index is None else int(index),
+                                          shape=_shape(out.values)))
     for rv in ex.runners:
         _describe(ex, rv)
     return ex

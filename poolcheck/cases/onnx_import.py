@@ -7,6 +7,8 @@ The backend test layout: a folder holding ``model.onnx`` and ``test_data_set_N/i
 
 from __future__ import annotations
 
+import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,6 +35,8 @@ ONNX_ATTRS = {op_type: set(operator(ONNX_POOL_OPS[op_type]).attribute_names) for
 #: The onnx backend test runner's own tolerance (onnx/backend/test/runner: rtol=1e-3, atol=1e-7).
 BACKEND_RTOL = 1e-3
 BACKEND_ATOL = 1e-7
+#: The largest model or tensor file read: protobuf's own limit on one serialized message (2 GiB).
+MAX_PROTO_BYTES = 2**31 - 1
 #: Tight tolerance a stored output must meet before it is called exact (float32 rounding).
 TIGHT_RTOL = 1e-6
 TIGHT_ATOL = 1e-7
@@ -58,16 +62,63 @@ class PoolNode:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def _load_onnx(path: Path) -> Any:
+class Unreadable(Exception):
+    """Internal: why :func:`read_regular` refused a file (the caller names the file)."""
+
+
+def read_regular(path: Path, inside: Path | None = None) -> bytes:
+    """The bytes of ``path``, read only when it is a regular file (symlinks followed) of at most
+    :data:`MAX_PROTO_BYTES`: a FIFO, a device (``/dev/zero``) or a folder is refused without
+    blocking or reading. With ``inside``, the file must also resolve to a path inside that folder
+    (a symlink out of a test folder is refused, never followed). Raises :class:`Unreadable`."""
+    if inside is not None:
+        real, root = path.resolve(), inside.resolve()
+        if not real.is_relative_to(root):
+            raise Unreadable(f"leads outside {inside} (a link to {real}); only files inside it are read")
+    try:
+        st = os.stat(path)
+        if stat.S_ISREG(st.st_mode):  # stat first: a FIFO is never opened (opening one may block)
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+        else:
+            fd = -1
+    except OSError as exc:
+        raise Unreadable(f"cannot read: {exc.strerror or exc}") from None
+    if fd < 0:
+        raise Unreadable(f"is not a regular file ({_file_kind(st.st_mode)})")
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(fd)  # the file opened, which may have been swapped since the stat
+        if not stat.S_ISREG(st.st_mode):
+            raise Unreadable(f"is not a regular file ({_file_kind(st.st_mode)})")
+        if st.st_size > MAX_PROTO_BYTES:
+            raise Unreadable(f"is {st.st_size} bytes, more than a protobuf message can hold ({MAX_PROTO_BYTES})")
+        data = f.read(MAX_PROTO_BYTES + 1)
+    if len(data) > MAX_PROTO_BYTES:
+        raise Unreadable(f"grew beyond {MAX_PROTO_BYTES} bytes while being read")
+    return data
+
+
+def _file_kind(mode: int) -> str:
+    for test, kind in ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return kind
+    return "not a plain file"
+
+
+def _load_onnx(path: Path, inside: Path | None = None) -> Any:
     import onnx
 
-    if not path.exists():
+    if not os.path.lexists(path):
         raise ModelError(f"{path}: no such file")
     if path.is_dir():
         raise ModelError(f"{path}: is a folder, not a model file")
     try:
-        # External weights need not be present: only attributes and shapes matter here.
-        return onnx.load(str(path), load_external_data=False)
+        data = read_regular(path, inside)
+    except Unreadable as exc:
+        raise ModelError(f"{path}: {exc}") from None
+    try:
+        # From bytes: external weights are not loaded (only attributes and shapes matter here).
+        return onnx.load_model_from_string(data)
     except Exception as exc:
         reason = " ".join(str(exc).split())[:200] or type(exc).__name__
         raise ModelError(f"{path}: not a readable ONNX model ({reason})") from None
@@ -105,14 +156,16 @@ def _attr_dict(node: Any) -> dict[str, Any]:
     return out
 
 
-def onnx_pool_nodes(path: Path, input_shapes: dict[str, tuple[int, ...]] | None = None) -> list[PoolNode]:
-    """Every pooling node of the ONNX model at ``path`` with its inferred input shape. Raises
-    :class:`ModelError` for an unreadable model or a pooling input whose shape stays unknown
-    (naming the model input to give with ``--input-shape``)."""
+def onnx_pool_nodes(path: Path, input_shapes: dict[str, tuple[int, ...]] | None = None, *,
+                    model: Any = None) -> list[PoolNode]:
+    """Every pooling node of the ONNX model at ``path`` (or of ``model``, already read from it)
+    with its inferred input shape. Raises :class:`ModelError` for an unreadable model or a
+    pooling input whose shape stays unknown (naming the model input to give with ``--input-shape``)."""
     import onnx
     from onnx import helper
 
-    model = _load_onnx(path)
+    if model is None:
+        model = _load_onnx(path)
     input_shapes = dict(input_shapes or {})
     graph_inputs = {i.name: i for i in model.graph.input}
     for name, shape in input_shapes.items():
@@ -244,7 +297,7 @@ def is_backend_dir(path: Path) -> bool:
 def holds_pooling(path: Path) -> bool:
     """Whether the backend test directory's model has a pooling node (cheap: no inference)."""
     try:
-        model = _load_onnx(path / "model.onnx")
+        model = _load_onnx(path / "model.onnx", inside=path)
     except ModelError:
         return True  # let the loader report it
     return any(n.op_type in ONNX_POOL_OPS for n in model.graph.node)
@@ -257,15 +310,36 @@ def find_backend_dirs(root: Path) -> list[Path]:
     return sorted(m.parent for m in root.rglob("model.onnx") if is_backend_dir(m.parent) and holds_pooling(m.parent))
 
 
-def _read_tensor(path: Path) -> np.ndarray:
+def _read_tensor(path: Path, folder: Path, data_types: tuple[str, ...]) -> np.ndarray:
+    """The tensor stored in ``path`` (a regular file inside the test ``folder``) whose element
+    type is one of ``data_types`` (TensorProto names: FLOAT, INT64 ...); anything else is a
+    :class:`CaseFileError` naming the file (and the ``data_type`` field)."""
     from onnx import TensorProto, numpy_helper
 
+    try:
+        data = read_regular(path, folder)
+    except Unreadable as exc:
+        raise CaseFileError(str(exc), path=str(path)) from None
     t = TensorProto()
     try:
-        t.ParseFromString(path.read_bytes())
+        t.ParseFromString(data)
+    except Exception as exc:
+        raise CaseFileError(f"not a readable TensorProto ({' '.join(str(exc).split())[:120]})", path=str(path)) from None
+    name = TensorProto.DataType.Name(t.data_type) if t.data_type in TensorProto.DataType.values() else str(t.data_type)
+    if name not in data_types:
+        raise CaseFileError(f"element type {name} where {' or '.join(data_types)} is expected", path=str(path),
+                            field="data_type")
+    try:
         return numpy_helper.to_array(t)
     except Exception as exc:
         raise CaseFileError(f"not a readable TensorProto ({' '.join(str(exc).split())[:120]})", path=str(path)) from None
+
+
+def _proto_type(dtype: str) -> str:
+    """The TensorProto element type name of numpy dtype ``dtype`` (float32 -> FLOAT)."""
+    from onnx import TensorProto, helper
+
+    return str(TensorProto.DataType.Name(helper.np_dtype_to_tensor_dtype(np.dtype(dtype))))
 
 
 def rounding_note(spec: PoolSpec, x: np.ndarray, stored: np.ndarray) -> str:
@@ -296,10 +370,9 @@ def load_backend_dir(path: Path) -> tuple[list[Case], list[CaseFileError]]:
     are the documented expectation, judged within the onnx backend runner's own tolerance."""
     model_path = path / "model.onnx"
     try:
-        nodes = onnx_pool_nodes(model_path)
-        import onnx
-
-        graph = onnx.load(str(model_path), load_external_data=False).graph
+        model = _load_onnx(model_path, inside=path)
+        graph = model.graph
+        nodes = onnx_pool_nodes(model_path, model=model)
     except (ModelError, PoolcheckError) as exc:
         return [], [CaseFileError(str(exc), path=str(path))]
     # Reshaping wrappers (pytorch's 1-D pools are exported as Unsqueeze -> pool -> Squeeze) only
@@ -312,13 +385,15 @@ def load_backend_dir(path: Path) -> tuple[list[Case], list[CaseFileError]]:
     if node.spec is None:
         return [], [CaseFileError(f"node {node.name!r}: {node.problem}", path=str(path))]
     convention = operator(node.case_op).convention
+    element_types = tuple(_proto_type(d) for d in operator(node.case_op).dtypes)
     cases, errors = [], []
     for ds in sorted(path.glob("test_data_set_*")):
         try:
-            x = _read_tensor(ds / "input_0.pb")
-            expected: dict[str, Any] = {"values": _read_tensor(ds / "output_0.pb")}
-            if (ds / "output_1.pb").exists():
-                expected["indices"] = _read_tensor(ds / "output_1.pb")
+            x = _read_tensor(ds / "input_0.pb", path, element_types)
+            same = (_proto_type(x.dtype.name),)  # the output's element type is the input's (T)
+            expected: dict[str, Any] = {"values": _read_tensor(ds / "output_0.pb", path, same)}
+            if os.path.lexists(ds / "output_1.pb"):
+                expected["indices"] = _read_tensor(ds / "output_1.pb", path, ("INT64",))
             if node.input_shape is not None and x.shape != node.input_shape and x.size == int(np.prod(node.input_shape)):
                 x = x.reshape(node.input_shape)
                 out_shape = (*x.shape[:2], *(a.out for a in resolve(node.spec, x.shape).axes))

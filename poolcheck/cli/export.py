@@ -26,7 +26,9 @@ def export(
     as_json: Annotated[bool, typer.Option("--json", help="Print what was written (and what not, with the reason) as JSON.")] = False,
 ) -> None:
     """Write every case ONNX can express as an ONNX backend test directory holding poolcheck's
-    reference outputs (numpy engine); list the others with the reason.
+    reference outputs (numpy engine); list the others with the reason. OUT/poolcheck-export.json
+    records what was written: a later export replaces only those directories, unchanged, and
+    stops before writing anything when something else is in the way.
 
     Exit codes: 0 written (inexpressible cases are listed, not failures), 2 bad input or usage.
     """

@@ -36,6 +36,7 @@ from poolcheck.cli.common import (
 from poolcheck.corpus import KNOWN_DIR
 from poolcheck.errors import AttributeValueError
 from poolcheck.fuzz.cluster import check_address, run_fuzz
+from poolcheck.fuzz.database import check_database
 from poolcheck.fuzz.session import ORACLES, FuzzOptions, Progress, request_stop, resolve_peer_list
 from poolcheck.fuzz.strategies import ALL_DTYPES, CONVENTIONS, OP_NAMES, check_arguments
 from poolcheck.peers.registry import builtin_peer, parse_peer_list
@@ -155,6 +156,8 @@ def fuzz(
             database = str(writable_dir("--database", examples_dir()))
         elif "://" not in database:
             writable_dir("--database", Path(database))
+        else:
+            check_database(database)
         if report is not None:
             writable_dir("--report-dir", report)
         for k in known or []:

@@ -76,7 +76,7 @@ def report(
 
 
 def explain(
-    case_ref: Annotated[str, typer.Argument(metavar="CASE", help="A case file (with -k ID) or FILE::ID.")],
+    case_ref: Annotated[str, typer.Argument(metavar="CASE", help="A case file (with -k ID), FILE::ID, or the ID of a case shipped with poolcheck.")],
     k: Annotated[str | None, typer.Option("-k", help="The case id (exact, or a substring matching one case).")] = None,
     at: Annotated[str | None, typer.Option("--at", help="The output element n,c,d1,... (default: the first element where the reference and the document differ, else all zeros).")] = None,
     engine: Annotated[str, typer.Option(metavar="ENGINE", help=ENGINE_HELP)] = "all",

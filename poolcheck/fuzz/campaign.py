@@ -9,6 +9,7 @@ is reported as ``pass`` with a "fixed upstream?" message.
 
 from __future__ import annotations
 
+import os
 import shlex
 import time
 from collections.abc import Callable, Sequence
@@ -45,6 +46,7 @@ from poolcheck.fuzz.session import (
 from poolcheck.fuzz.strategies import FuzzCase
 from poolcheck.judgement import judge, tensor, tolerance_for
 from poolcheck.peers.base import Peer
+from poolcheck.peers.registry import PeerRef, parse_peer_list
 from poolcheck.results import (
     DEFAULT_FAIL_ON,
     CaseResult,
@@ -285,11 +287,22 @@ def known_result(k: KnownCheck) -> CaseResult:
     )
 
 
+def _from_anywhere(name: str) -> str:
+    """``name`` as it resolves from any folder: a plugin file's path made absolute (a replay
+    line with ``./mine.py`` failed when pasted in another folder)."""
+    try:
+        refs = parse_peer_list(name)
+    except PoolcheckError:
+        return name
+    return ",".join(str(PeerRef(os.path.abspath(r.name), r.options, r.arg))
+                    if r.name.endswith(".py") or os.sep in r.name else str(r) for r in refs)
+
+
 def replay_command(options: FuzzOptions, examples: int) -> str:
     """The command that re-runs this exploration (same seed, same rounds)."""
     parts = ["poolcheck", "fuzz", "--ops", ",".join(OP_FLAGS[o] for o in options.ops),
              "--ranks", ",".join(str(r) for r in options.ranks), "--dtypes", ",".join(options.dtypes)]
-    names = [p if isinstance(p, str) else getattr(p, "ref", p.name) for p in options.peers]
+    names = [_from_anywhere(p if isinstance(p, str) else getattr(p, "ref", p.name)) for p in options.peers]
     parts += ["--peers", ",".join(names) if names else "none"]
     parts += ["--seed", str(options.seed), "--max-examples", str(examples)]
     if options.jobs > 1:

@@ -32,10 +32,12 @@ needed on one machine, and no scheduler to start).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import datetime
 import multiprocessing
 import pickle
+import socket
 import time
 import uuid
 import warnings
@@ -75,12 +77,72 @@ POLL_S = 0.5
 
 
 def check_address(address: str) -> str:
-    """``tcp://HOST:PORT`` (or ``tls://``, ``ws://``, ``inproc://``), else a usage error."""
+    """``tcp://HOST:PORT`` (or ``tls://``, ``ws://``, ``inproc://``) with a port in [1, 65535],
+    else a usage error."""
     text = address.strip()
     scheme, sep, rest = text.partition("://")
     if not sep or scheme not in ("tcp", "tls", "ws", "wss", "inproc", "ucx") or not rest:
         raise AttributeValueError("--cluster", f"expected a scheduler address like tcp://HOST:8786, got {address!r}")
+    if scheme in NETWORK_SCHEMES:
+        _host_port(text)
     return text
+
+
+#: Address schemes that name a host and a TCP port.
+NETWORK_SCHEMES = ("tcp", "tls", "ws", "wss")
+#: The port of a scheduler address that names none (Dask's own default).
+DEFAULT_SCHEDULER_PORT = 8786
+#: Seconds a scheduler may take to accept a connection and send Dask's greeting (a scheduler
+#: sends it at once; a port where something else listens never does).
+PROBE_TIMEOUT_S = 5.0
+
+
+def _host_port(address: str) -> tuple[str, int]:
+    """The host and port of a ``tcp://HOST:PORT`` address (``[::1]:8786`` for IPv6)."""
+    rest = address.partition("://")[2].split("/", 1)[0]
+    host, port_text = rest, ""
+    if rest.startswith("["):
+        host, _, tail = rest[1:].partition("]")
+        port_text = tail[1:] if tail.startswith(":") else ""
+    elif rest.count(":") == 1:
+        host, _, port_text = rest.partition(":")
+    if not host:
+        raise AttributeValueError("--cluster", f"no host in {address!r}")
+    if not port_text:
+        return host, DEFAULT_SCHEDULER_PORT
+    if not port_text.isdigit() or not 1 <= int(port_text) <= 65535:
+        raise AttributeValueError("--cluster", f"the port must be a number in [1, 65535], got {port_text!r}")
+    return host, int(port_text)
+
+
+def probe_scheduler(address: str, timeout: float = PROBE_TIMEOUT_S) -> None:
+    """Fail fast, in one line, unless a Dask scheduler answers at ``address`` within ``timeout``:
+    nothing listening is said at once, and a port where something else listens (which Dask's own
+    connect would wait on without end: its handshake read has no time limit) after ``timeout``."""
+    scheme = address.partition("://")[0]
+    if scheme not in NETWORK_SCHEMES:
+        return
+    host, port = _host_port(address)
+    try:
+        socket.create_connection((host, port), timeout=timeout).close()
+    except OSError as exc:
+        raise PoolcheckError(f"--cluster {address}: nothing answers at {host}:{port} "
+                             f"({exc.strerror or type(exc).__name__})") from None
+    if scheme != "tcp":
+        return  # tls/ws need the cluster's security settings to greet: Client's own timeout applies
+    from distributed.comm import connect
+
+    async def greet() -> None:
+        comm = await connect(address, timeout=timeout)
+        await comm.close()
+
+    try:
+        asyncio.run(asyncio.wait_for(greet(), timeout))
+    except (OSError, ValueError, TypeError, EOFError) as exc:  # TimeoutError is an OSError
+        why = f"no Dask greeting within {timeout:g} s" if isinstance(exc, TimeoutError) else str(exc) or type(exc).__name__
+        raise PoolcheckError(f"--cluster {address}: not a Dask scheduler ({why})") from None
+    except Exception as exc:  # distributed's own errors (a garbled greeting)
+        raise PoolcheckError(f"--cluster {address}: not a Dask scheduler ({type(exc).__name__}: {exc})") from None
 
 
 def _dask() -> Any:
@@ -600,6 +662,8 @@ def run_cluster_campaign(options: FuzzOptions, address: str, *, on_event: Callab
     (``max_workers``: use at most this many of the scheduler's workers; 1 or None: all)."""
     driver = ClusterDriver(address, connect_timeout=connect_timeout, on_event=on_event,
                            workers=max_workers if max_workers and max_workers > 1 else None)
+    _dask()
+    probe_scheduler(driver.address)  # before any work: a wrong address is said in seconds
     result = run_campaign(options, sessions=driver.sessions, **campaign)
     driver.annotate(result.result)
     return result

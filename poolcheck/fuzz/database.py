@@ -23,12 +23,22 @@ def is_redis(spec: str | Path | None) -> bool:
     return spec is not None and str(spec).startswith(REDIS_SCHEMES)
 
 
+def check_database(spec: str) -> str:
+    """``spec`` when it is a folder or a Redis URL; a URL of any other scheme (``http://...``,
+    once taken for a folder of that name) is a usage error."""
+    scheme, sep, _ = spec.partition("://")
+    if sep and not is_redis(spec):
+        raise AttributeValueError("--database", f"expected a folder or redis://HOST:6379/0, got a {scheme}:// URL "
+                                                f"({spec!r})")
+    return spec
+
+
 def example_database(spec: str | Path | None) -> Any:
     """``--database``: a folder (``DirectoryBasedExampleDatabase``) or ``redis://HOST:PORT/DB``
     (hypothesis' ``RedisExampleDatabase``, shared by every worker and machine)."""
     if spec is None:
         return None
-    text = str(spec)
+    text = check_database(str(spec))
     if is_redis(text):
         try:
             import redis

@@ -14,6 +14,7 @@ from __future__ import annotations
 import atexit
 import multiprocessing
 import os
+import pickle
 import signal
 import sys
 import time
@@ -23,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from poolcheck.errors import PoolcheckError
 from poolcheck.files import stdout_to_stderr
 from poolcheck.peers._convert import short_message
 from poolcheck.peers.base import (
@@ -145,7 +147,7 @@ def _worker_main(conn: Connection, reference: tuple[Any, ...]) -> None:
         conn.send(("failed", f"the plugin called sys.exit({exc.code!r}) while loading"))
         return
     except BaseException as exc:
-        conn.send(("failed", short_message(exc)))
+        conn.send(("failed", short_message(exc), _portable(exc)))
         return
     conn.send(("ready", None))
     while True:
@@ -156,6 +158,18 @@ def _worker_main(conn: Connection, reference: tuple[Any, ...]) -> None:
             conn.send(("done", run_in_process(peer, message[1])))
         except (EOFError, OSError):  # the caller is gone (stopped or killed): leave quietly
             return
+
+
+def _portable(exc: BaseException) -> PoolcheckError | None:
+    """``exc`` when it is one of poolcheck's own errors and survives pickling (so the parent can
+    raise it again: a peer name that names nothing, a module that is no peer), else None."""
+    if not isinstance(exc, PoolcheckError):
+        return None
+    try:
+        copy = pickle.loads(pickle.dumps(exc))
+    except Exception:
+        return None
+    return copy if isinstance(copy, PoolcheckError) and str(copy) == str(exc) else None
 
 
 def _describe_exit(code: int | None) -> str:
@@ -195,6 +209,8 @@ class PeerWorker:
         # A worker that could not start or load its peer will not do better next time: the
         # failure is kept and returned at once (close_workers() forgets it).
         self._startup_failure: _Outcome | None = None
+        #: The poolcheck error the worker raised while building its peer, if any.
+        self.load_error: PoolcheckError | None = None
 
     @property
     def restarts(self) -> int:
@@ -239,13 +255,14 @@ class PeerWorker:
                 what = "start" if stage == "booted" else "load"
                 raise _Outcome("timeout", f"worker for {self.peer.name} did not {what} it within {limit:g} s")
             try:
-                kind, detail = parent.recv()
+                kind, detail, *error = parent.recv()
             except (EOFError, OSError):
                 code = self._reap()
                 raise _Outcome("crash", f"{_describe_exit(code)} while loading {self.peer.name}") from None
             if kind != "booted":
                 break
         if kind != "ready":
+            self.load_error = error[0] if error else None
             self._reap()
             raise _Outcome("unavailable", f"worker could not load {self.peer.name}: {detail}")
 
@@ -438,16 +455,21 @@ class _Loading:
         self.rebuild = rebuild
 
 
-def probe_load(name: str, rebuild: Callable[[], Peer], timeout: float) -> tuple[str, str] | None:
+def probe_load(name: str, rebuild: Callable[[], Peer], timeout: float, *,
+               raise_errors: bool = False) -> tuple[str, str] | None:
     """Build a plugin with ``rebuild`` (picklable) in a throw-away worker first: None if it
     loads (or raises an ordinary error, reported again by the in-process load), else
     ``(status, reason)`` when it killed its process (``crash``), called ``sys.exit`` (``crash``)
-    or hung (``timeout``) while loading."""
+    or hung (``timeout``) while loading. With ``raise_errors``, a poolcheck error raised while
+    loading (no such module, not a peer) is raised here, so the caller need not load the module
+    itself to learn it."""
     worker = PeerWorker(_Loading(name, rebuild), load_timeout=timeout)  # type: ignore[arg-type]
     try:
         worker._spawn()
     except _Outcome as outcome:
         if outcome.status == "unavailable" and "sys.exit(" not in outcome.message:
+            if raise_errors and worker.load_error is not None:
+                raise worker.load_error from None
             return None
         status = "crash" if outcome.status == "unavailable" else outcome.status
         return status, f"loading the plugin: {outcome.message}"

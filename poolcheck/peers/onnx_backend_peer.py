@@ -6,6 +6,11 @@ optionally ``supports_device``) at its top level, as ``onnxruntime.backend`` doe
 holding one subclass of ``onnx.backend.base.Backend``. The peer feeds it the same MaxPool-22 /
 AveragePool-22 models as the ONNX Runtime peer (:mod:`poolcheck.peers.onnx_model`), several
 configurations packed into one model.
+
+MODULE is loaded the way plugins are (:mod:`poolcheck.peers.registry`): first in a throw-away
+worker under the load time limit, so a module that exits, crashes or hangs while importing is
+recorded as that peer's ``crash``/``timeout``; a module that does not exist or is no backend is
+a usage error.
 """
 
 from __future__ import annotations
@@ -19,15 +24,20 @@ from typing import Any
 
 import numpy as np
 
+from poolcheck.errors import PoolcheckError
 from poolcheck.peers.adapter import RuntimePeer, Translated
 from poolcheck.peers.base import BatchItem, PeerOption, PeerOutput
 from poolcheck.peers.onnx_model import OnnxNode, build_model, onnx_outputs, to_onnx
 from poolcheck.spec.poolspec import PoolSpec
 
 
+class NotAnOnnxBackend(PoolcheckError, TypeError):
+    """The module named in ``onnx-backend:MODULE`` implements no ONNX backend API."""
+
+
 def find_backend(module: Any) -> Any:
     """The object carrying ``prepare`` in ``module``: the module itself, or its one
-    ``onnx.backend.base.Backend`` subclass. Raises TypeError when there is none."""
+    ``onnx.backend.base.Backend`` subclass. Raises :class:`NotAnOnnxBackend` when there is none."""
     if callable(getattr(module, "prepare", None)):
         return module
     from onnx.backend.base import Backend
@@ -36,8 +46,8 @@ def find_backend(module: Any) -> Any:
              if issubclass(obj, Backend) and obj is not Backend and obj.__module__ == module.__name__]
     if len(found) == 1:
         return found[0]
-    raise TypeError(f"module {module.__name__} has no prepare() and "
-                    f"{'several' if found else 'no'} onnx.backend.base.Backend subclass(es)")
+    raise NotAnOnnxBackend(f"module {module.__name__} is not an ONNX backend: it has no prepare() and "
+                           f"{'several' if found else 'no'} onnx.backend.base.Backend subclasses")
 
 
 class OnnxBackendPeer(RuntimePeer):
@@ -61,6 +71,12 @@ class OnnxBackendPeer(RuntimePeer):
         self._reps: OrderedDict[tuple[OnnxNode, ...], Any] = OrderedDict()
         self._backend: Any = None
 
+    def load(self) -> None:
+        """Import the module and find its backend now: raises whatever importing it raises, or
+        :class:`NotAnOnnxBackend`. The registry calls this in a throw-away worker first, so a
+        module that exits, crashes or hangs while loading never takes poolcheck with it."""
+        self._get_backend()
+
     def available(self) -> tuple[bool, str]:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)  # backends import old onnx names
@@ -69,7 +85,7 @@ class OnnxBackendPeer(RuntimePeer):
             return ok, why
         try:
             self._get_backend()
-        except TypeError as exc:
+        except NotAnOnnxBackend as exc:
             return False, str(exc)
         return True, ""
 

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from importlib import metadata
 from types import ModuleType
-from typing import Any
+from typing import Any, TypeVar
 
 from poolcheck.errors import PoolcheckError
 from poolcheck.files import stdout_to_stderr
@@ -33,6 +33,8 @@ from poolcheck.peers.base import (
 )
 from poolcheck.peers.isolation import probe_load
 from poolcheck.peers.plugin import ModulePeer, is_plugin_module
+
+_T = TypeVar("_T")
 
 #: Entry-point group under which installed packages register peers.
 ENTRY_POINT_GROUP = "poolcheck.peers"
@@ -208,16 +210,42 @@ def _builtin(name: str) -> metadata.EntryPoint:
     return metadata.EntryPoint(name=name, value=BUILTIN_PEERS[name], group=ENTRY_POINT_GROUP)
 
 
-def builtin_peer(name: str, arg: str = "") -> Peer:
+def builtin_peer(name: str, arg: str = "", load_timeout: float | None = DEFAULT_LOAD_TIMEOUT) -> Peer:
     """The built-in peer ``name`` (with its argument, for a peer in :data:`TAKES_ARGUMENT`)."""
     if name in TAKES_ARGUMENT:
+        what, example = TAKES_ARGUMENT[name]
         if not arg:
-            what, example = TAKES_ARGUMENT[name]
             raise PeerSpecError(f"--peers: {name} needs a {what.lower()}: {name}:{what}, e.g. {name}:{example}")
-        return _load_entry_point(_builtin(name), arg)
+        if not all(part.isidentifier() for part in arg.split(".")):
+            raise PeerSpecError(f"--peers: {name}:{arg}: expected a dotted module name like {example}")
+        return _with_module(_load_entry_point(_builtin(name), arg), arg, load_timeout)
     if arg:
         raise PeerSpecError(f"--peers: peer {name!r} takes no argument (got {name}:{arg})")
     return _load_entry_point(_builtin(name))
+
+
+def _with_module(peer: Any, module: str, load_timeout: float | None) -> Peer:
+    """A peer whose argument names a module (``onnx-backend:MODULE``), that module loaded as a
+    plugin is (``peer.load()``): probed in a throw-away worker first (exit, crash or hang -> an
+    :class:`UnavailablePeer`; no such module, or not what the peer needs -> the usage error
+    raised there), then imported here."""
+    failed = _probe(peer.name, peer.name, load_timeout, raise_errors=True)
+    if failed is not None:
+        return failed
+    what = f"peer {peer.name!r}"
+    try:
+        _import_guarded(what, peer.load)
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and (module == exc.name or module.startswith(exc.name + ".")):
+            raise PeerNotFoundError(f"--peers: {peer.name}: there is no module named {module!r}") from None
+        raise PeerLoadError(f"{what}: importing it failed: {exc}") from exc
+    except PeerLoadError:
+        raise
+    except PoolcheckError as exc:  # the module is not what the peer needs (NotAnOnnxBackend)
+        raise PeerSpecError(f"--peers: {peer.name}: {exc}") from None
+    except Exception as exc:
+        raise PeerLoadError(f"{what}: importing it failed: {type(exc).__name__}: {exc}") from exc
+    return peer
 
 
 # --------------------------------------------------------------------------- entry points
@@ -269,17 +297,18 @@ def _looks_like_file(name: str) -> bool:
     return name.endswith(".py") or os.sep in name or (os.altsep is not None and os.altsep in name)
 
 
-def _probe(name: str, ref: str, timeout: float | None) -> UnavailablePeer | None:
+def _probe(name: str, ref: str, timeout: float | None, *, raise_errors: bool = False) -> UnavailablePeer | None:
     """Load the plugin in a throw-away worker first (``timeout`` None: this process is a worker
     and is the isolation itself): a plugin that kills its process, calls sys.exit or hangs at
-    import becomes an :class:`UnavailablePeer`."""
+    import becomes an :class:`UnavailablePeer`. With ``raise_errors``, a poolcheck error raised
+    there (no such module...) is raised here."""
     if timeout is None:
         return None
-    failure = probe_load(name, functools.partial(resolve_in_worker, ref), timeout)
+    failure = probe_load(name, functools.partial(resolve_in_worker, ref), timeout, raise_errors=raise_errors)
     return None if failure is None else UnavailablePeer(name, ref, *failure)
 
 
-def _import_guarded(what: str, load: Callable[[], ModuleType]) -> ModuleType:
+def _import_guarded(what: str, load: Callable[[], _T]) -> _T:
     """Run an import with stdout sent to stderr; SystemExit and friends become PeerLoadError."""
     try:
         with stdout_to_stderr():
@@ -354,7 +383,7 @@ def resolve_peer(name: str | PeerRef, *, load_timeout: float | None = DEFAULT_LO
         raise PeerNotFoundError(f"expected one peer, got {len(refs)} in {str(name)!r}" if refs else "empty peer name")
     ref = refs[0]
     if ref.name in BUILTIN_PEERS:
-        peer = builtin_peer(ref.name, ref.arg)
+        peer = builtin_peer(ref.name, ref.arg, load_timeout)
     elif ref.arg:
         raise PeerSpecError(f"--peers: peer {ref.name!r} takes no argument (got {ref.name}:{ref.arg})")
     else:
@@ -428,8 +457,13 @@ def all_peers() -> list[Peer]:
     """Every built-in peer (those that take an argument with their worked example), then every
     installed plugin (a plugin that fails to load appears as an unavailable peer carrying the
     error)."""
-    peers = [resolve_peer(f"{name}:{TAKES_ARGUMENT[name][1]}" if name in TAKES_ARGUMENT else name)
-             for name in BUILTIN_PEERS]
+    peers: list[Peer] = []
+    for name in BUILTIN_PEERS:
+        entry = f"{name}:{TAKES_ARGUMENT[name][1]}" if name in TAKES_ARGUMENT else name
+        try:
+            peers.append(resolve_peer(entry))
+        except PoolcheckError as exc:  # e.g. the example's module (onnxruntime) is not installed here
+            peers.append(UnavailablePeer(entry, entry, "unavailable", str(exc)))
     for ep in _entry_points():
         try:
             peers.append(resolve_peer(ep.name))

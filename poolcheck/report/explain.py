@@ -101,10 +101,13 @@ def window_grids(ex: Explanation) -> list[Text | Table]:
                 else:
                     text = "×"
                 style = {"input": "", "pad": "grey50", "overhang": "red"}[kind]
+                # Colour and a mark that survives without colour: [tap], <argmax>.
                 if tap:
                     style = "bold white on blue" if kind == "input" else "bold white on grey37" if kind == "pad" else "bold white on red"
+                    text = f"[{text}]"
                 if argmax is not None and list(coords) == list(argmax):
                     style = "bold black on yellow"
+                    text = f"<{text[1:-1] if tap else text}>"
                 cells.append(Text(text, style=style))
             t.add_row(*cells)
         tables.append(t)
@@ -124,16 +127,23 @@ def explanation_view(ex: Explanation) -> Group:
     head.append((f", overhang {over})" if any(over) else ")"), style="dim")
     parts: list[Any] = [head, *window_grids(ex)]
     legend = Text()
-    legend.append(" 1.5 ", style="bold white on blue")
+    legend.append("[1.5]", style="bold white on blue")
     legend.append(" window tap   ")
     legend.append("pad", style="grey50")
     legend.append(" padding   ")
     legend.append("×", style="red")
     legend.append(" past pads_end (overhang)   ")
     if ex.is_max:
-        legend.append(" 9 ", style="bold black on yellow")
+        legend.append("<9>", style="bold black on yellow")
         legend.append(" reference argmax")
     parts.append(legend)
+    reference = "x".join(map(str, ex.geometry.output_shape))
+    for rv in ex.shape_mismatches:
+        note = Text(f"{safe(rv.name)} gives an output of shape {'x'.join(map(str, rv.shape or ()))}, the reference "
+                    f"{reference}: the shapes differ", style="bold red")
+        if all(_same(r.value, rv.value) for r in ex.runners if r.kind == "engine" and r.status == "ok"):
+            note.append("; this element, which both hold, agrees", style="bold red")
+        parts.append(note)
     n_in = sum(c.kind == "input" for c in ex.cells)
     n_pad = sum(c.kind == "pad" for c in ex.cells)
     n_over = sum(c.kind == "overhang" for c in ex.cells)

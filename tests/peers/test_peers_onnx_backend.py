@@ -5,6 +5,7 @@ edge cases) and against tiny fake backends written to tmp_path."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -125,13 +126,51 @@ def test_a_fake_backend_in_tmp_path(tmp_path: Path, monkeypatch: pytest.MonkeyPa
             np.testing.assert_array_equal(res.output.indices, indices)
 
 
-def test_a_module_that_is_no_backend_is_unavailable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def _poolcheck(*args: str, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """The real command, with ``cwd`` on the module path (where the tests write backend modules)."""
+    env = {**os.environ, "PYTHONPATH": f"{cwd}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    return subprocess.run([sys.executable, "-m", "poolcheck", *args], capture_output=True, text=True, cwd=cwd,
+                          env=env, timeout=timeout)
+
+
+SEED = str(CORPUS / "seeds" / "onnx-averagepool19.yaml")
+
+
+@pytest.mark.parametrize(("module", "message"), [
+    ("no_such_backend_module", "onnx-backend:no_such_backend_module: there is no module named 'no_such_backend_module'"),
+    ("os", "onnx-backend:os: module os is not an ONNX backend: it has no prepare()"),
+    ("not_a_backend", "module not_a_backend is not an ONNX backend"),
+])
+def test_a_module_that_is_no_backend_is_a_usage_error(tmp_path: Path, module: str, message: str) -> None:
     (tmp_path / "not_a_backend.py").write_text("x = 1\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    ok, why = resolve_peer("onnx-backend:not_a_backend").available()
-    assert not ok and "no prepare()" in why
-    ok, why = resolve_peer("onnx-backend:no_such_backend_module").available()
-    assert not ok and "no_such_backend_module is not installed" in why
+    proc = _poolcheck("run", SEED, "--peers", f"onnx-backend:{module}", cwd=tmp_path)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert message in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert "Traceback" not in proc.stderr and proc.stdout == ""
+
+
+#: Modules that take their process with them while importing, and the status each is recorded as.
+HOSTILE = {
+    "exits_zero": ("raise SystemExit(0)\n", "crash", "sys.exit(0)"),
+    "kills_itself": ("import os\nos._exit(9)\n", "crash", "exited with code 9"),
+    "hangs": ("import time\ntime.sleep(600)\n", "timeout", "within 3 s"),
+    "raises": ("raise ValueError('no backend for you')\n", "crash", "ValueError: no backend for you"),
+}
+
+
+@pytest.mark.parametrize("module", sorted(HOSTILE))
+def test_a_module_that_exits_crashes_or_hangs_at_import_is_contained(tmp_path: Path, module: str) -> None:
+    """The module is loaded in a worker first, under --peer-timeout: poolcheck lives on, writes
+    its JSON, records every check of the peer as the crash/timeout, and exits 1 (not 0)."""
+    source, status, reason = HOSTILE[module]
+    (tmp_path / f"{module}.py").write_text(source)
+    proc = _poolcheck("run", SEED, "--json", "--peer-timeout", "3s", "--peers", f"onnx-backend:{module}",
+                      cwd=tmp_path, timeout=120)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    doc = json.loads(proc.stdout)
+    checks = [c for case in doc["cases"] for c in case["checks"] if c["runner"] == f"onnx-backend:{module}"]
+    assert checks and all(c["verdict"] == status for c in checks), {c["verdict"] for c in checks}
+    assert all(reason in c["message"] for c in checks), checks[0]["message"]
 
 
 def test_a_planted_backend_bug_is_a_failure_through_run(tmp_path: Path) -> None:

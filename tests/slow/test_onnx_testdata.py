@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import functools
 import json
+import os
+import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -108,6 +110,57 @@ def test_bad_directories_are_errors(tmp_path: Path) -> None:
     assert proc.returncode == 2 and "input_0.pb" in proc.stderr and "Traceback" not in proc.stderr
 
 
+def _hostile(d: Path, kind: str, outside: Path) -> str:
+    """Plant one hostile entry in backend test folder ``d``; what the error line must say."""
+    ds = d / "test_data_set_0"
+    if kind == "fifo-input":
+        (ds / "input_0.pb").unlink()
+        os.mkfifo(ds / "input_0.pb")
+        return "input_0.pb: is not a regular file (a FIFO)"
+    if kind == "dev-zero-input":
+        (ds / "input_0.pb").unlink()
+        (ds / "input_0.pb").symlink_to("/dev/zero")
+        return "input_0.pb: leads outside"
+    if kind == "link-out-input":
+        (ds / "input_0.pb").unlink()
+        (ds / "input_0.pb").symlink_to(outside)
+        return "input_0.pb: leads outside"
+    if kind == "link-out-data-set":
+        other = outside.parent / "elsewhere"
+        ds.rename(other)
+        ds.symlink_to(other, target_is_directory=True)
+        return "input_0.pb: leads outside"
+    if kind == "link-out-model":
+        (d / "model.onnx").rename(outside.parent / "model.onnx")
+        (d / "model.onnx").symlink_to(outside.parent / "model.onnx")
+        return "model.onnx: leads outside"
+    if kind == "string-input":
+        t = helper.make_tensor("x", TensorProto.STRING, [1, 1, 2, 2], [b"a"] * 4)
+        (ds / "input_0.pb").write_bytes(t.SerializeToString())
+        return "input_0.pb: field 'data_type': element type STRING where"
+    assert kind == "int64-output"
+    write_pb(ds / "output_0.pb", np.ones((1, 1, 1, 1), np.int64))
+    return "output_0.pb: field 'data_type': element type INT64 where FLOAT is expected"
+
+
+@pytest.mark.parametrize("kind", ["fifo-input", "dev-zero-input", "link-out-input", "link-out-data-set",
+                                  "link-out-model", "string-input", "int64-output"])
+def test_test_folders_are_read_only_through_regular_files_inside_them(tmp_path: Path, kind: str) -> None:
+    """A FIFO is never opened (it hung run), /dev/zero never read (MemoryError), a link out of
+    the folder never followed (it read /etc/passwd): one line naming the file, exit 2."""
+    x = np.ones((1, 1, 2, 2), np.float32)
+    d = backend_dir(tmp_path / "tests", "test_max", helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[2, 2]), x,
+                    np.ones((1, 1, 1, 1), np.float32))
+    outside = tmp_path / "secret.pb"
+    write_pb(outside, x)  # a readable tensor: following the link would pass silently
+    message = _hostile(d, kind, outside)
+    proc = cli("run", str(d), cwd=tmp_path, timeout=120)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and message in errors[0], proc.stderr
+    assert "Traceback" not in proc.stderr and "AttributeError" not in proc.stdout + proc.stderr
+
+
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
     out = tmp_path_factory.mktemp("export") / "onnx-tests"
@@ -119,7 +172,8 @@ def exported(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, 
 def test_export_round_trips_through_run(exported: tuple[Path, dict[str, Any]]) -> None:
     out, doc = exported
     written = {Path(w["directory"]).name for w in doc["written"]}
-    assert written == {p.name for p in out.iterdir()} and len(written) > 100
+    assert written == {p.name for p in out.iterdir() if p.is_dir()} and len(written) > 100
+    assert {p.name for p in out.iterdir() if not p.is_dir()} == {"poolcheck-export.json"}
     assert all(r["reason"] for r in doc["not_expressible"])
     proc, result = run_json(str(out))
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -175,6 +229,61 @@ def test_export_usage_errors(tmp_path: Path) -> None:
         assert proc.returncode == 2, args
         assert proc.stderr.strip().startswith("error:") and "Traceback" not in proc.stderr
     assert not (tmp_path / "o").exists() or not any((tmp_path / "o").iterdir())
+
+
+SEED = ROOT / "poolcheck" / "corpus" / "seeds" / "onnx-averagepool19.yaml"
+THREE_D = "test_poolcheck_onnx-averagepool19-3d-default"
+
+
+def _one_error(proc: subprocess.CompletedProcess[str], message: str) -> None:
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert proc.stderr.startswith("error: ") and message in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize("kind", ["notes-in-folder", "file", "link", "changed-file"])
+def test_export_never_deletes_what_it_did_not_write(tmp_path: Path, kind: str) -> None:
+    out = tmp_path / "out"
+    assert cli("export", str(SEED), str(out)).returncode == 0
+    assert cli("export", str(SEED), str(out)).returncode == 0  # its own folders: replaced
+    target = out / THREE_D
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    if kind == "notes-in-folder":
+        (target / "notes.txt").write_text("my notes")
+        kept = target / "notes.txt"
+    elif kind == "changed-file":
+        (target / "model.onnx").write_bytes(b"my own model")
+        kept = target / "model.onnx"
+    else:
+        shutil.rmtree(target)
+        if kind == "file":
+            target.write_text("my notes")
+            kept = target
+        else:
+            (mine / "notes.txt").write_text("my notes")
+            target.symlink_to(mine, target_is_directory=True)
+            kept = mine / "notes.txt"
+    before = kept.read_bytes()
+    stamp = (out / "test_poolcheck_onnx-averagepool19-1d-default" / "model.onnx").stat().st_mtime_ns
+    _one_error(cli("export", str(SEED), str(out)), f"{target}: ")
+    assert kept.read_bytes() == before
+    # Refused before anything was written: no other folder was touched, nothing staged is left.
+    assert (out / "test_poolcheck_onnx-averagepool19-1d-default" / "model.onnx").stat().st_mtime_ns == stamp
+    assert not [p for p in out.iterdir() if p.name.startswith(".")]
+
+
+def test_export_to_a_bad_out_is_one_line(tmp_path: Path) -> None:
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
+    _one_error(cli("export", str(SEED), str(tmp_path / "dangling")), "is a link to")
+    assert not (tmp_path / "nowhere").exists()
+    _one_error(cli("export", str(SEED), "/proc/poolcheck-export-out"), "/proc/poolcheck-export-out")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "poolcheck-export.json").write_text("my own notes")
+    _one_error(cli("export", str(SEED), str(out)), "is not the manifest poolcheck export writes")
+    assert (out / "poolcheck-export.json").read_text() == "my own notes"
+    assert [p.name for p in out.iterdir()] == ["poolcheck-export.json"]
 
 
 def test_replay_of_a_backend_case_reruns_exactly_it(tmp_path: Path) -> None:
