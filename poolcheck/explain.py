@@ -55,7 +55,7 @@ class Explanation:
 
     @property
     def is_max(self) -> bool:
-        return self.case.spec.op == "max"
+        return self.case.pool_spec.op == "max"
 
     @property
     def shape_mismatches(self) -> list[RunnerValue]:
@@ -120,7 +120,7 @@ def parse_position(text: str, case: Case) -> list[int]:
         pos = [int(p) for p in text.replace(" ", "").replace("(", "").replace(")", "").split(",") if p != ""]
     except ValueError:
         raise AttributeValueError("at", f"expected comma-separated integers n,c,d1,..., got {text!r}") from None
-    shape = S.resolve(case.spec, case.input.shape).output_shape
+    shape = S.resolve(case.pool_spec, case.input.shape).output_shape
     if len(pos) != len(shape):
         raise AttributeValueError("at", f"expected {len(shape)} coordinates (n, c and {len(shape) - 2} spatial) "
                                         f"for output shape {shape}, got {len(pos)}")
@@ -133,7 +133,7 @@ def parse_position(text: str, case: Case) -> list[int]:
 def first_disagreement(case: Case) -> list[int]:
     """The first position where the reference engine and the document differ, else all zeros.
     When their shapes differ, the first differing position of the part both shapes hold."""
-    values, _ = run_spec(case.spec, case.input, engine="numpy", with_indices=False)
+    values, _ = run_spec(case.pool_spec, case.input, engine="numpy", with_indices=False)
     exp = case.expected.get("values")
     if exp is not None:
         doc = np.asarray(exp)
@@ -160,9 +160,9 @@ def _at(arr: Any, pos: Sequence[int]) -> Any:
 
 def _index_tap(cells: list[WindowCell], index: int, case: Case, geom: S.Geometry, pos: Sequence[int]) -> list[int] | None:
     """The input tap whose encoded index equals ``index`` (same encoding as the engines)."""
-    if case.spec.op != "max":
+    if case.pool_spec.op != "max":
         return None
-    layout = S.index_layout(case.spec, case.input.shape)
+    layout = S.index_layout(case.pool_spec, case.input.shape)
     sizes = [a.size for a in geom.axes]
     plane = math.prod(sizes)
     nc = pos[0] * geom.channels + pos[1]
@@ -208,12 +208,12 @@ def _describe(ex: Explanation, rv: RunnerValue) -> None:
 def explain_element(case: Case, position: Sequence[int] | None, engines: Sequence[str],
                     peers: Sequence[Any] = (), *, peer_timeout: float = 60.0) -> Explanation:
     """Take one output element of ``case`` apart (``position=None``: the first disagreement)."""
-    geom = S.resolve(case.spec, case.input.shape)
+    geom = S.resolve(case.pool_spec, case.input.shape)
     pos = list(position) if position is not None else first_disagreement(case)
     ex = Explanation(case, pos, geom, [])
     for engine in engines:
         try:
-            values, indices = run_spec(case.spec, case.input, engine=engine)
+            values, indices = run_spec(case.pool_spec, case.input, engine=engine)
         except PoolcheckError as exc:
             ex.runners.append(RunnerValue(engine, "engine", status=f"error: {exc}"))
             continue
@@ -221,11 +221,11 @@ def explain_element(case: Case, position: Sequence[int] | None, engines: Sequenc
         ex.runners.append(RunnerValue(engine, "engine", _at(values, pos), None if index is None else int(index),
                                       shape=_shape(values)))
     ref = next((r for r in ex.runners if r.status == "ok"), None)
-    layout = S.index_layout(case.spec, case.input.shape) if case.spec.op == "max" else None
+    layout = S.index_layout(case.pool_spec, case.input.shape) if case.pool_spec.op == "max" else None
     chosen = ref.index if ref is not None else None
     ex.cells = window_cells(case.input, geom, pos, chosen, layout)
-    if case.spec.op == "avg":
-        ex.divisor = int(np.broadcast_to(divisor(geom, case.spec.exclude_pad), geom.output_shape)[tuple(pos)])
+    if case.pool_spec.op == "avg":
+        ex.divisor = int(np.broadcast_to(divisor(geom, case.pool_spec.exclude_pad), geom.output_shape)[tuple(pos)])
         plane = case.input[pos[0], pos[1]].astype(np.float64)
         ex.tap_sum = float(sum(plane[tuple(c.coords)] for c in ex.cells if c.kind == "input"))
 
@@ -242,7 +242,7 @@ def explain_element(case: Case, position: Sequence[int] | None, engines: Sequenc
 
     if peers:
         for peer in peers:
-            result = call_peer_many(peer, [(case.spec, case.input)], timeout=peer_timeout)[0]
+            result = call_peer_many(peer, [(case.pool_spec, case.input)], timeout=peer_timeout)[0]
             if result.status != "ok" or result.output is None:
                 ex.runners.append(RunnerValue(peer.name, "peer", status=result.verdict))
                 continue

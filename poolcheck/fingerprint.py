@@ -95,6 +95,16 @@ def fingerprint_id(data: Mapping[str, Any]) -> str:
     return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
 
+#: The fields that name the machine itself; ``packages`` and ``peers`` are what it ran that time.
+MACHINE_FIELDS = ("host", "cpu", "isa", "flags", "os", "machine", "python", "cores")
+
+
+def machine_key(data: Mapping[str, Any]) -> str:
+    """What two fingerprints of one machine share (a ``poolcheck run`` records no peer versions,
+    a ``poolcheck fuzz`` on the same machine does: two ids, one machine key)."""
+    return fingerprint_id({k: data.get(k) for k in MACHINE_FIELDS})
+
+
 def _cpuinfo(path: str = "/proc/cpuinfo") -> tuple[str, set[str]]:
     """CPU model name and flags from ``/proc/cpuinfo`` (Linux; x86 ``flags``, ARM ``Features``)."""
     model, flags = "", set[str]()
@@ -189,5 +199,5 @@ def only_on(subject: str, seen: Iterable[Mapping[str, Any]], unseen: Iterable[Ma
     return f"{subject}: only on {', '.join(hosts)} ({len(seen)} of {len(seen) + len(unseen)} machines)"
 
 
-__all__ = ["ISA_LEVELS", "Fingerprint", "distinguishing_isa", "fingerprint_id", "isa_levels", "machine_fingerprint",
-           "only_on"]
+__all__ = ["ISA_LEVELS", "MACHINE_FIELDS", "Fingerprint", "distinguishing_isa", "fingerprint_id", "isa_levels",
+           "machine_fingerprint", "machine_key", "only_on"]

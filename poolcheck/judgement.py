@@ -48,6 +48,7 @@ import numpy as np
 from poolcheck import spec as S
 from poolcheck.results import Diff, WindowCell
 from poolcheck.spec.attributes import PoolSpec
+from poolcheck.spec.family import FamilySpec
 from poolcheck.spec.policy import SPEC, Policy
 from poolcheck.spec.shape import Geometry
 
@@ -74,7 +75,7 @@ class Outputs:
 # --------------------------------------------------------------------------- messages
 
 
-def label(spec: PoolSpec, runner: str) -> str:
+def label(spec: PoolSpec | FamilySpec, runner: str) -> str:
     """``[MaxPool(kernel=[2, 2], ceil) engine=c]``: the operator and who computed the output."""
     return f"[{spec.describe()} {runner}]"
 
@@ -349,13 +350,14 @@ class Judgement:
         return "; ".join(self.messages)
 
 
-def judge(x: np.ndarray, geom: Geometry, layout: S.IndexLayout | None,
+def judge(x: np.ndarray, geom: Geometry | None, layout: S.IndexLayout | None,
           outputs: Sequence[tuple[str, np.ndarray, np.ndarray, np.ndarray | None]], *,
           rtol: float = 0.0, atol: float = 0.0, chosen: np.ndarray | None = None, against: str = "",
           stop_at_shape: bool = False) -> Judgement:
     """Compare each ``(output, expected, actual, tol)``; ``chosen`` (the actual indices) marks the
     tap each differing element's window chose. ``against`` names the expected side in the count
-    message ("the reference")."""
+    message ("the reference"). ``geom`` None (an operator without a sliding window: adaptive
+    pooling, MaxUnpool) leaves the differing elements without their windows."""
     j = Judgement()
     for output, exp, act, tol in outputs:
         positions, shape_msg = differing(output, exp, act, rtol=rtol, atol=atol, tol=tol)
@@ -373,7 +375,7 @@ def judge(x: np.ndarray, geom: Geometry, layout: S.IndexLayout | None,
         for p in positions[:MAX_DIFFS]:
             tap = int(pick[p]) if pick is not None else None
             j.diffs.append(Diff(output, list(p), scalar(exp[p]), scalar(act[p]),
-                                window_cells(x, geom, p, tap, layout)))
+                                window_cells(x, geom, p, tap, layout) if geom is not None else []))
         j.messages.append(f"{output}: {len(positions)} of {act.size} elements differ"
                           + (f" from {against}" if against else ""))
     return j

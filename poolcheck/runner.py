@@ -13,7 +13,7 @@ from __future__ import annotations
 import datetime as _dt
 import shlex
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,15 +23,16 @@ import numpy as np
 import poolcheck
 from poolcheck import spec as S
 from poolcheck.api import run_spec
+from poolcheck.api_family import run_family
 from poolcheck.cases import load_paths
 from poolcheck.cases.model import Case
 from poolcheck.engines import numpy_engine
 from poolcheck.errors import CaseFileError, PoolcheckError
 from poolcheck.fingerprint import machine_fingerprint
+from poolcheck.fuzz.diagnosis.search import diagnose_output
 from poolcheck.judgement import (
     Judgement,
     contract_message,
-    differing,
     judge,
     label,
     should_be,
@@ -41,12 +42,26 @@ from poolcheck.judgement import (
 )
 from poolcheck.judgement import output_contract as judge_contract
 from poolcheck.peers.isolation import call_peer_many
-from poolcheck.results import CaseResult, Check, CheckKind, Diff, PeerStatus, RunResult, Severity, Verdict, worst
-from poolcheck.spec.policy import Policy
+from poolcheck.results import (
+    SIGNATURE_TAG,
+    CaseResult,
+    Check,
+    CheckKind,
+    Diff,
+    PeerStatus,
+    RunResult,
+    Severity,
+    Signature,
+    Verdict,
+    worst,
+)
+from poolcheck.spec.family import FamilySpec, is_family
+from poolcheck.spec.operators import OPERATORS
+from poolcheck.spec.severity import UNEXPLAINED_SEVERITY, rules_citing, severity_of
 
 
 def _against(case: Case, target: dict[str, Any], values: np.ndarray, indices: np.ndarray | None,
-             geom: S.Geometry, layout: S.IndexLayout | None) -> Judgement:
+             geom: S.Geometry | None, layout: S.IndexLayout | None) -> Judgement:
     """Engine outputs against a set of documented outputs (values / indices / shape), under the
     case's own tolerance for numbers written by hand."""
     pre = Judgement()
@@ -78,21 +93,28 @@ def _reason(exc: BaseException) -> str:
 
 def output_contract(case: Case, values: Any, indices: Any, *, peer: bool) -> str:
     """What is wrong with an output's types and shape, or "" (:func:`poolcheck.judgement.output_contract`)."""
-    return contract_message(judge_contract(case.spec, case.input.shape, case.dtype, values, indices))
+    return contract_message(judge_contract(case.pool_spec, case.input.shape, case.dtype, values, indices))
 
 
 def _check_engine(case: Case, engine: str) -> Check:
     where = label(case.spec, f"engine={engine}")
+    geom: S.Geometry | None = None
+    layout: S.IndexLayout | None = None
     try:
-        values, indices = run_spec(case.spec, case.input, engine=engine)
-        geom = S.resolve(case.spec, case.input.shape)
+        if isinstance(case.spec, FamilySpec):
+            values, indices = run_family(case.spec, case.input, engine=engine, indices=case.inputs.get("I"),
+                                         row=OPERATORS[case.op])
+        else:
+            values, indices = run_spec(case.pool_spec, case.input, engine=engine)
+            geom = S.resolve(case.pool_spec, case.input.shape)
     except PoolcheckError as exc:
         return Check(engine, CheckKind.ENGINE, Verdict.ERROR, f"{exc} {where}")
-    contract = output_contract(case, values, indices, peer=False)
-    if contract:
-        return Check(engine, CheckKind.ENGINE, Verdict.FAIL, f"{contract} {where}", severity=Severity.VIOLATION,
-                     diagnosis="output contract")
-    layout = S.index_layout(case.spec, case.input.shape) if case.spec.op == "max" else None
+    if geom is not None:
+        contract = output_contract(case, values, indices, peer=False)
+        if contract:
+            return Check(engine, CheckKind.ENGINE, Verdict.FAIL, f"{contract} {where}", severity=Severity.VIOLATION,
+                         diagnosis="output contract")
+        layout = S.index_layout(case.pool_spec, case.input.shape) if case.pool_spec.op == "max" else None
     if indices is not None:
         indices = indices.astype(np.int64)
     expected = {k: tensor(np.asarray(v)) for k, v in case.expected.items() if k != "shape"}
@@ -189,7 +211,7 @@ def _run_case(case: Case, engines: Sequence[str], extra_checks: list[Check], rep
 def geometry_dicts(case: Case) -> list[dict[str, int]] | None:
     """The resolved per-axis geometry of ``case`` (None when its configuration cannot resolve)."""
     try:
-        geom = S.resolve(case.spec, case.input.shape)
+        geom = S.resolve(case.pool_spec, case.input.shape)
     except Exception:
         return None
     return [{"size": a.size, "kernel": a.kernel, "stride": a.stride, "dilation": a.dilation,
@@ -284,9 +306,9 @@ def _check_peer_output(case: Case, peer_name: str, version: str | None, result: 
         sev = STATUS_SEVERITY.get(result.status)
         return Check(peer_name, CheckKind.PEER, verdict, f"{result.status}: {result.message}".rstrip(": "),
                      version=version, severity=sev if sev and verdict != Verdict.SKIP else None)
-    ref_values, ref_indices = run_spec(case.spec, case.input, engine="numpy")
-    geom = S.resolve(case.spec, case.input.shape)
-    layout = S.index_layout(case.spec, case.input.shape) if case.spec.op == "max" else None
+    ref_values, ref_indices = run_spec(case.pool_spec, case.input, engine="numpy")
+    geom = S.resolve(case.pool_spec, case.input.shape)
+    layout = S.index_layout(case.pool_spec, case.input.shape) if case.pool_spec.op == "max" else None
     out = result.output
     raw_values = _as_output_array(getattr(out, "values", None))
     raw_indices = _as_output_array(getattr(out, "indices", None))
@@ -298,13 +320,20 @@ def _check_peer_output(case: Case, peer_name: str, version: str | None, result: 
         if isinstance(raw_values, np.ndarray) and raw_values.shape != ref_values.shape:
             shape_diffs.append(Diff("shape", None, list(ref_values.shape), list(raw_values.shape)))
         notes = "; ".join(str(n) for n in (getattr(out, "notes", []) or []))
+        severity, why = Severity.VIOLATION, "output contract"
+        breaches = judge_contract(case.spec, case.input.shape, case.dtype, raw_values, raw_indices) \
+            if raw_values is not None else []
+        if breaches and all(b.what == "shape" for b in breaches) and isinstance(raw_values, np.ndarray):
+            # only the shape differs: a geometry the diagnosis can name (and the table weigh)
+            severity, named = peer_severity(case, raw_values, None if raw_indices is None else
+                                            np.asarray(raw_indices).astype(np.int64), peer_name)
+            why = f"output shape: {named}" if named else "output contract"
         return Check(peer_name, CheckKind.PEER, Verdict.FAIL, contract + (f" ({notes})" if notes else ""), shape_diffs,
-                     len(shape_diffs), version=version, severity=Severity.VIOLATION,
-                     diagnosis="output contract")
+                     len(shape_diffs), version=version, severity=severity, diagnosis=why)
     values = raw_values
     indices = None if raw_indices is None else raw_indices.astype(np.int64)
     # the average rule of poolcheck/judgement.py (a runtime accumulates in the input type)
-    tol = tolerance_for(case.spec, case.input, geom, ref_values, numpy_engine) \
+    tol = tolerance_for(case.pool_spec, case.input, geom, ref_values, numpy_engine) \
         if values.shape == ref_values.shape else None
     outputs = [("values", ref_values, values, tol)]
     if ref_indices is not None and indices is not None:
@@ -320,46 +349,66 @@ def _check_peer_output(case: Case, peer_name: str, version: str | None, result: 
     notes = "; ".join(str(n) for n in (getattr(out, "notes", []) or []))
     if not diffs:
         return Check(peer_name, CheckKind.PEER, Verdict.PASS, notes, version=version, expected=expected, actual=actual)
-    severity, why = peer_severity(case, values, indices)
+    weight, diagnosis = peer_severity(case, values, indices, peer_name)
     return Check(peer_name, CheckKind.PEER, Verdict.FAIL, "; ".join(messages) + (f" ({notes})" if notes else ""), diffs, total,
-                 version=version, expected=expected, actual=actual, severity=severity, diagnosis=why)
+                 version=version, expected=expected, actual=actual, severity=weight, diagnosis=diagnosis)
 
 
-#: Policy points the specs leave open (poolcheck/spec/policy.py): a peer whose output matches
-#: the reference under one of them made a choice the spec allows, not an error.
-OPEN_POLICIES: tuple[tuple[str, Policy], ...] = (
-    ("nan=ignore", Policy(nan="ignore")),
-    ("nan=first", Policy(nan="first")),
-    ("empty_max=lowest", Policy(empty_max="lowest")),
-    ("empty_max=zero", Policy(empty_max="zero")),
-    ("empty_index=0", Policy(empty_index=0)),
-    ("empty_avg=nan", Policy(empty_avg="nan")),
-)
-#: Largest input re-run under every open policy to classify a peer's divergence.
+#: Largest input the diagnosis re-runs to name and weigh a peer's divergence.
 POLICY_SEARCH_LIMIT = 1_000_000
-def peer_severity(case: Case, values: np.ndarray, indices: np.ndarray | None) -> tuple[Severity, str | None]:
-    """How much a peer's divergence weighs: ``unspecified`` when the case is tagged so, when the
-    peer matches the reference under a policy the spec leaves open (NaN, empty windows), or when
-    an average differs only by accumulation precision; otherwise a ``violation``."""
+
+
+def _weigh(keys: Sequence[str], spec: S.PoolSpec, what: str) -> tuple[Severity, str]:
+    rules = rules_citing(keys, spec)
+    cites = "; ".join(f"{r.key}: {r.why}" + (f" [{', '.join(r.sentences)}]" if r.sentences else "") for r in rules)
+    return severity_of(keys, spec), f"{what} ({cites})" if cites else what
+
+
+def _registered_class(case: Case, peer: str | None) -> str | None:
+    """The class a known-divergence entry records for ``peer`` (its ``signature:`` tag, when its
+    ``peer:`` tag names that peer), else None."""
+    if peer is None or f"peer:{peer}" not in case.tags:
+        return None
+    tag = next((t for t in case.tags if t.startswith(SIGNATURE_TAG)), None)
+    if tag is None:
+        return None
+    try:
+        return Signature.parse(tag[len(SIGNATURE_TAG):]).detail
+    except ValueError:
+        return None
+
+
+def peer_severity(case: Case, values: np.ndarray, indices: np.ndarray | None,
+                  peer: str | None = None) -> tuple[Severity, str | None]:
+    """How much a peer's divergence weighs: the class the fuzzer's diagnosis names (every named
+    behaviour -- geometry, NaN, empty windows, divisor, accumulation, indices -- verified by
+    replay) weighed by the severity table for the case's convention, exactly as the fuzzer weighs
+    it; else ``unspecified`` within the accumulation precision of an average; for a
+    known-divergence entry re-run on its own peer, the class its diagnosis recorded; ``unspecified``
+    when the case is tagged so; otherwise (nothing explains it) a ``violation``."""
     if "unspecified" in case.tags or any(t.startswith("severity:unspecified") for t in case.tags):
         return Severity.UNSPECIFIED, "the case is tagged unspecified"
     if case.input.size > POLICY_SEARCH_LIMIT:
-        return Severity.VIOLATION, f"input too large to re-run under the open policies (> {POLICY_SEARCH_LIMIT:,})"
-    for name, policy in OPEN_POLICIES:
-        try:
-            v, i = run_spec(case.spec, case.input, engine="numpy", policy=policy)
-        except Exception:
-            continue
-        same_v = v.shape == values.shape and not differing("values", v, values)[0]
-        same_i = indices is None or i is None or (i.shape == indices.shape and not differing("indices", i, indices)[0])
-        if same_v and same_i:
-            return Severity.UNSPECIFIED, f"matches the reference under {name} (the spec leaves it open)"
-    if case.spec.op == "avg":
-        ref, _ = run_spec(case.spec, case.input, engine="numpy")
+        return Severity.VIOLATION, f"input too large to diagnose (> {POLICY_SEARCH_LIMIT:,} elements)"
+    registered = _registered_class(case, peer)
+    # a registry entry on its own peer: its recorded class breaks ties, as the fuzzer's re-check does
+    prefer = {a: 1_000_000 for a in registered.split("+") if a} if registered else None
+    try:
+        d = diagnose_output(numpy_engine, case.pool_spec, case.input, values, indices, prefer)
+    except (PoolcheckError, ArithmeticError, ValueError, IndexError):
+        d = None
+    if d is not None and d.explained and d.severity is not None:
+        return d.severity, _weigh(d.atoms or (d.klass,), case.pool_spec, f"{d.klass}: {d.text}")[1]
+    if case.pool_spec.op == "avg" and values.shape == S.resolve(case.pool_spec, case.input.shape).output_shape:
+        ref, _ = run_spec(case.pool_spec, case.input, engine="numpy")
         rtol = within_accumulation(case.dtype, ref, values)
         if rtol is not None:
-            return Severity.UNSPECIFIED, f"within accumulation precision of {case.dtype.name} (rtol {rtol:g})"
-    return Severity.VIOLATION, None
+            return _weigh(("avg=input-type-sum",), case.pool_spec,
+                          f"within accumulation precision of {case.dtype.name} (rtol {rtol:g})")
+    if registered is not None:
+        return _weigh([a for a in registered.split("+") if a], case.pool_spec,
+                      f"the class the registry records for {peer}: {registered}")
+    return UNEXPLAINED_SEVERITY, None if d is None else f"{d.klass}: {d.text}"
 
 
 def _read_only(x: np.ndarray) -> np.ndarray:
@@ -371,16 +420,25 @@ def _read_only(x: np.ndarray) -> np.ndarray:
 
 
 def peer_checks(cases: Sequence[Case], peers: Sequence[Any], *, isolated: bool = True,
-                timeout: float = 30.0) -> dict[str, list[Check]]:
-    """Run every case on every peer (one batched call per peer); checks keyed by case id."""
+                timeout: float = 30.0,
+                on_output: Callable[[Case, str, Any, Check], None] | None = None) -> dict[str, list[Check]]:
+    """Run every case on every peer (one batched call per peer); checks keyed by case id.
+    ``on_output(case, peer name, PeerResult, check)`` sees each peer's raw result beside its
+    check (``poolcheck audit`` diagnoses the differing outputs from it)."""
     out: dict[str, list[Check]] = {c.id: [] for c in cases}
+    for case in cases:
+        if is_family(case.spec):
+            for peer in peers:
+                out[case.id].append(Check(peer.name, CheckKind.PEER, Verdict.SKIP,
+                                          f"peers do not run {OPERATORS[case.op].title} yet [peer={peer.name}]"))
+    cases = [c for c in cases if not is_family(c.spec)]
     for peer in peers:
         try:
             version = peer.version()
         except Exception:
             version = None
         try:
-            results = call_peer_many(peer, [(c.spec, _read_only(c.input)) for c in cases], isolated=isolated,
+            results = call_peer_many(peer, [(c.pool_spec, _read_only(c.input)) for c in cases], isolated=isolated,
                                      timeout=timeout)
         except Exception as exc:  # a peer layer failure is every case's error on this peer, not the run's end
             for case in cases:
@@ -388,7 +446,10 @@ def peer_checks(cases: Sequence[Case], peers: Sequence[Any], *, isolated: bool =
                                           version=version))
             continue
         for case, result in zip(cases, results):
-            out[case.id].append(check_peer_output(case, peer.name, version, result))
+            check = check_peer_output(case, peer.name, version, result)
+            if on_output is not None:
+                on_output(case, peer.name, result, check)
+            out[case.id].append(check)
     return out
 
 

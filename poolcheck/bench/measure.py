@@ -242,7 +242,10 @@ def machine_info() -> dict[str, Any]:
         "python": sys.version.split()[0], "numpy": np.__version__,
     }
     c_engine, _ = c_engine_status()  # the C extension is optional
-    info["c_engine_avx512"] = None if c_engine is None else bool(c_engine._cpool.AVX512)
+    # The instruction-set path the C engine ran on (POOLCHECK_ISA forces one), and every path
+    # this CPU and build offer.
+    info["c_engine_isa"] = None if c_engine is None else c_engine.active_isa()
+    info["c_engine_isas"] = [] if c_engine is None else list(c_engine.available_isas())
     return info
 
 

@@ -8,6 +8,7 @@ import json
 import math
 from typing import Any
 
+from rich import box
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
@@ -43,7 +44,22 @@ def _cells(r: Result) -> list[str]:
     ]
 
 
-HEADERS = ["contender", "status", "median ms", "min–max ms", "× ORT", "× fastest", "GB/s", "× bound"]
+#: Column headers of a workload table: (first line, second line); the terminal shows them on
+#: two lines so that the table fits 80 columns, Markdown on one.
+HEADERS = [("contender", ""), ("status", ""), ("median", "ms"), ("min–max", "ms"), ("×", "ORT"),
+           ("×", "fastest"), ("GB/s", ""), ("×", "bound")]
+
+
+def _header(h: tuple[str, str], sep: str) -> str:
+    return h[0] + (sep + h[1] if h[1] else "")
+
+
+def where(run: BenchRun) -> str:
+    """The CPU a run was measured on and the instruction-set path of the C engine."""
+    m = run.machine
+    isa = m.get("c_engine_isa")
+    path = "C engine not built" if isa is None else f"C engine path {isa}"
+    return f"{m.get('cpu') or 'unknown CPU'}, {path}"
 
 
 def _caption(w: WorkloadResult) -> str:
@@ -52,14 +68,23 @@ def _caption(w: WorkloadResult) -> str:
     return f"in {list(w.shape)} -> out {list(w.output_shape)}; {bound}"
 
 
-def workload_table(w: WorkloadResult) -> Table:
-    table = Table(title=f"{w.name}  {w.title}", caption=_caption(w), title_justify="left", caption_justify="left")
+def _label(r: Result, run: BenchRun) -> str:
+    if r.key == "c" and run.machine.get("c_engine_isa"):
+        return f"{r.label} [{run.machine['c_engine_isa']}]"
+    return r.label + (f" {r.version}" if r.version and r.key not in ("c", "numpy") else "")
+
+
+def workload_table(w: WorkloadResult, run: BenchRun) -> Table:
+    """One workload's contenders; numbers and headers never cut at 80 columns (the contender
+    names wrap instead)."""
+    table = Table(title=f"{w.name}  {w.title}", caption=f"{_caption(w)}\non {where(run)}", title_justify="left",
+                  caption_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
     for i, h in enumerate(HEADERS):
-        table.add_column(h, justify="left" if i < 2 else "right", no_wrap=True, min_width=20 if i == 0 else None)
+        table.add_column(_header(h, "\n"), justify="left" if i < 2 else "right", no_wrap=i > 0,
+                         overflow="fold", min_width=len(h[0]) if i == 0 else None)
     for r in w.results:
         cells = _cells(r)
-        label = r.label + (f" {r.version}" if r.version and r.key not in ("c", "numpy") else "")
-        row: list[Any] = [label, Text(cells[0], style=STATUS_STYLE.get(r.status, ""))] + cells[1:]
+        row: list[Any] = [_label(r, run), Text(cells[0], style=STATUS_STYLE.get(r.status, ""))] + cells[1:]
         if r.key == "c" and r.timing is not None:
             row = [Text(str(v), style="bold") if isinstance(v, str) else v for v in row]
         table.add_row(*row)
@@ -76,8 +101,11 @@ def notes(run: BenchRun) -> list[str]:
     return lines
 
 
+TARGETS_TITLE = "More targets"
+
+
 def targets_table(targets: list[Target]) -> Table:
-    table = Table(title="Other standing targets", title_justify="left")
+    table = Table(title=TARGETS_TITLE, title_justify="left")
     for h in ("workload", "target", "met", "measured"):
         table.add_column(h)
     for t in targets:
@@ -86,32 +114,37 @@ def targets_table(targets: list[Target]) -> Table:
     return table
 
 
-RATIO_HEADERS = ["workload", f"C / ORT (≤ {C_VS_ORT:g})", f"NumPy / ORT (≤ {NUMPY_VS_ORT:g})",
-                 f"C / fastest NCHW (≤ {C_VS_FASTEST_NCHW:g})", "fastest NCHW contender"]
+RATIO_HEADERS = [("workload", ""), ("C / ORT", f"≤ {C_VS_ORT:g}"), ("NumPy / ORT", f"≤ {NUMPY_VS_ORT:g}"),
+                 ("C / fastest", f"NCHW ≤ {C_VS_FASTEST_NCHW:g}"), ("fastest NCHW", "contender"), ("C engine", "path")]
+RATIOS_TITLE = "Ratios of medians, this run"
 
 
-def ratio_cells(r: Ratios) -> list[tuple[str, bool | None]]:
-    """The cells of one row of the headline ratios, each with whether it meets its target."""
+def ratio_cells(r: Ratios, run: BenchRun) -> list[tuple[str, bool | None]]:
+    """The cells of one row of the headline ratios, each with whether it meets its target, and
+    the C engine's instruction-set path beside them."""
     met = r.met()
     return [(r.workload, None), (fmt_ratio(r.c_ort) or "n/a", met["c_ort"]),
             (fmt_ratio(r.numpy_ort) or "n/a", met["numpy_ort"]),
-            (fmt_ratio(r.c_fastest_nchw) or "n/a", met["c_fastest_nchw"]), (r.fastest_nchw or "none timed", None)]
+            (fmt_ratio(r.c_fastest_nchw) or "n/a", met["c_fastest_nchw"]), (r.fastest_nchw or "none timed", None),
+            (run.machine.get("c_engine_isa") or "not built", None)]
 
 
 def ratios_table(run: BenchRun) -> Table:
-    """The headline ratios of issue 14, side by side from this one run, and the set-up time."""
-    table = Table(title="Ratios of medians, this run (issue 14)", title_justify="left", caption_justify="left",
+    """The headline ratios, side by side from this one run, the CPU and the set-up time."""
+    table = Table(title=f"{RATIOS_TITLE}, on {run.machine.get('cpu') or 'unknown CPU'}", title_justify="left",
+                  caption_justify="left",
                   caption=f"Set-up time of the last fresh install: {setup_time_of(run).text()}")
     for i, h in enumerate(RATIO_HEADERS):
-        table.add_column(h, justify="right" if 0 < i < 4 else "left", no_wrap=True)
+        table.add_column(_header(h, "\n"), justify="right" if 0 < i < 4 else "left", no_wrap=0 < i < 4,
+                         overflow="fold")
     for r in ratios(run):
         table.add_row(*(Text(text, style="" if ok is None else ("green" if ok else "red"))
-                        for text, ok in ratio_cells(r)))
+                        for text, ok in ratio_cells(r, run)))
     return table
 
 
 def renderable(run: BenchRun) -> Group:
-    parts: list[Any] = [workload_table(w) for w in run.workloads]
+    parts: list[Any] = [workload_table(w, run) for w in run.workloads]
     parts.append(ratios_table(run))
     parts.append(targets_table(evaluate(run)))
     extra = notes(run)
@@ -179,6 +212,28 @@ Exceptions, both tested in `tests/engines/test_c_engine.py`:
 """
 
 
+PATHS = """\
+## Instruction-set paths of the C engine
+
+One build serves every CPU of its architecture. The kernels are one C source (templates in
+`poolcheck/engines/_cpool_src/`) compiled once per path, and the extension picks the fastest
+path the CPU runs when it is imported; `POOLCHECK_ISA=portable|avx2|avx512` forces one (a path
+the CPU cannot run is an error, not a silent fallback). Every path gives the same bits as the
+NumPy engine (tests/engines/test_c_engine.py runs the agreement tests on each path the machine runs).
+
+| path | compiled for | chosen on |
+| --- | --- | --- |
+| `portable` | the architecture's baseline: SSE2 on x86-64, NEON (Advanced SIMD, 128-bit) on AArch64, vectorised by the compiler | every CPU |
+| `avx2` | the same source with AVX2 + FMA (256-bit) | x86-64 CPUs with AVX2 and FMA (Haswell, Zen 1 and later) |
+| `avx512` | the same source with AVX-512 F/BW/VL/DQ, plus hand-written AVX-512 kernels for the float32 workloads | x86-64 CPUs with those (Skylake-SP, Ice Lake, Zen 4 and later) |
+
+An ARM machine (AArch64: Graviton, Ampere, Apple silicon under Linux) runs the `portable` path:
+the compiler's NEON code for the same kernels, 128 bits wide, with no hand-written kernels.
+No table on this page was measured on ARM; on x86-64 the portable path (SSE2, also 128-bit)
+is the closest measured proxy, `POOLCHECK_ISA=portable poolcheck bench`.
+"""
+
+
 def _method_text() -> str:
     """The method list of poolcheck.bench.measure's docstring, as Markdown."""
     doc = measure.__doc__ or ""
@@ -186,10 +241,17 @@ def _method_text() -> str:
     return items.replace("``", "`").replace("\n- ", "\n\n- ")
 
 
+def _loaded(m: dict[str, Any]) -> bool:
+    """Whether the load average passed the number of logical CPUs during the run."""
+    cpus = m.get("logical_cpus")
+    loads = [v for v in (m.get("load_start"), m.get("load_end")) if isinstance(v, (int, float))]
+    return isinstance(cpus, int) and any(v > cpus for v in loads)
+
+
 def to_markdown(run: BenchRun, command: str = "poolcheck bench") -> str:
     m = run.machine
     now = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    avx = {True: "yes", False: "no", None: "C engine not built"}[m.get("c_engine_avx512")]
+    isas = ", ".join(m.get("c_engine_isas") or []) or "none (C engine not built)"
     lines = [
         "# Benchmarks",
         "",
@@ -198,9 +260,14 @@ def to_markdown(run: BenchRun, command: str = "poolcheck bench") -> str:
         "## Machine and settings",
         "",
         f"- CPU: {m.get('cpu', '?')} ({m.get('logical_cpus', '?')} logical CPUs); {m.get('platform', '')}",
-        f"- Python {m.get('python')}, NumPy {m.get('numpy')}; C engine AVX-512 kernels: {avx}",
+        f"- Python {m.get('python')}, NumPy {m.get('numpy')}; C engine instruction-set path: "
+        f"{m.get('c_engine_isa') or 'none (not built)'} (this CPU and build offer: {isas}; "
+        "`POOLCHECK_ISA=portable|avx2|avx512` forces one)",
         f"- Load average (1 min) at the start and end of the run: {m.get('load_start', '?')} / "
         f"{m.get('load_end', '?')} (other processes shared the cores)",
+        *([f"- **Measured under load**: the load average exceeded the {m.get('logical_cpus')} logical CPUs; "
+           "other processes competed for the cores, so these ratios are noisier than on a quiet machine"]
+          if _loaded(m) else []),
         f"- Every contender single-threaded (ONNX Runtime intra/inter-op threads 1; OpenVINO "
         f"INFERENCE_NUM_THREADS 1, INFERENCE_PRECISION_HINT f32; torch.set_num_threads(1)); "
         f"reference engine for the checks: poolcheck {run.settings.get('reference_engine')}",
@@ -216,9 +283,12 @@ def to_markdown(run: BenchRun, command: str = "poolcheck bench") -> str:
         f"{NUMPY_VS_ORT:g}x of it, C engine at most {round((C_VS_FASTEST_NCHW - 1) * 100)}% behind the fastest "
         "NCHW contender other than poolcheck's engines; a missed target is in bold.",
         "",
-        _md_row(RATIO_HEADERS),
-        _md_row(["---"] + ["---:"] * 3 + ["---"]),
-        *(_md_row([text if ok is not False else f"**{text}**" for text, ok in ratio_cells(r)]) for r in ratios(run)),
+        f"Measured on {where(run)}.",
+        "",
+        _md_row([_header(h, " ") for h in RATIO_HEADERS]),
+        _md_row(["---"] + ["---:"] * 3 + ["---"] * 2),
+        *(_md_row([text if ok is not False else f"**{text}**" for text, ok in ratio_cells(r, run)])
+          for r in ratios(run)),
         "",
         "## Method",
         "",
@@ -232,21 +302,20 @@ def to_markdown(run: BenchRun, command: str = "poolcheck bench") -> str:
         "",
     ]
     for w in run.workloads:
-        lines += [f"### {w.name} — {w.title}", "", _caption(w), "", _md_row(HEADERS),
-                  _md_row(["---"] * 2 + ["---:"] * (len(HEADERS) - 2))]
+        lines += [f"### {w.name} — {w.title}", "", f"{_caption(w)}; measured on {where(run)}", "",
+                  _md_row([_header(h, " ") for h in HEADERS]), _md_row(["---"] * 2 + ["---:"] * (len(HEADERS) - 2))]
         for r in w.results:
-            label = r.label + (f" {r.version}" if r.version and r.key not in ("c", "numpy") else "")
             cells = _cells(r)
             if r.key == "c" and r.timing is not None:
                 cells[1] = f"**{cells[1]}**"
-            lines.append(_md_row([label, *cells]))
+            lines.append(_md_row([_label(r, run), *cells]))
         lines.append("")
     targets = evaluate(run)
-    lines += ["## Other standing targets", "", _md_row(["workload", "target", "met", "measured"]), _md_row(["---"] * 4)]
+    lines += [f"## {TARGETS_TITLE}", "", _md_row(["workload", "target", "met", "measured"]), _md_row(["---"] * 4)]
     for t in targets:
         lines.append(_md_row([t.workload, t.text, "n/a" if t.met is None else ("yes" if t.met else "**no**"), t.detail]))
     extra = notes(run)
     if extra:
         lines += ["", "## Contenders not timed", ""] + [f"- {n}" for n in extra]
-    lines += ["", ACCURACY]
+    lines += ["", PATHS, ACCURACY]
     return "\n".join(lines).rstrip() + "\n"

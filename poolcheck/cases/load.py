@@ -19,13 +19,14 @@ from poolcheck.cases.model import Case
 from poolcheck.cases.onnx_import import find_backend_dirs, load_backend_dir
 from poolcheck.errors import AttributeValueError, CaseFileError
 from poolcheck.spec import operators
+from poolcheck.spec.family import WITH_INDICES, FamilySpec, check_unpool_indices, unpool_shape
 
 CASE_SUFFIXES = (".yaml", ".yml")
 
 TOP_KEYS = {"schema", "cases"}
 CASE_KEYS = {
     "id", "title", "source", "op", "convention", "attributes", "dtype", "input", "expected",
-    "tolerance", "erratum", "transcription", "notes", "tags",
+    "tolerance", "erratum", "transcription", "notes", "tags", "inputs",
 }
 EXPECTED_KEYS = {"values", "indices", "shape"}
 RECIPES = ("arange", "zeros", "ones", "random", "randint", "constant")
@@ -405,8 +406,12 @@ def parse_case(raw: Any, *, path: str, index: int, lines: dict[tuple[Any, ...], 
     if unknown:
         raise err(unknown[0], f"unknown key (allowed: {', '.join(sorted(CASE_KEYS))})")
     op = raw.get("op")
-    if not isinstance(op, str) or op not in operators.OPERATORS:
-        raise err("op", f"expected one of {', '.join(operators.OPERATORS)}, got {_short(op)}")
+    written = raw.get("convention") if isinstance(raw.get("convention"), str) else None
+    try:
+        # "MaxPool-8" with convention onnx is the catalogue's onnx:MaxPool-8
+        op = operators.lookup(op, written).name
+    except AttributeValueError:
+        raise err("op", f"expected one of {', '.join(operators.OPERATORS)}, got {_short(op)}") from None
     convention = operators.OPERATORS[op].convention
     if "convention" in raw and raw["convention"] != convention:
         raise err("convention", f"{op} is an {convention} operator, got convention {raw['convention']!r}")
@@ -440,12 +445,16 @@ def parse_case(raw: Any, *, path: str, index: int, lines: dict[tuple[Any, ...], 
             x = _array(raw_input, dtype, "input").astype(dtype)
         else:
             raise AttributeValueError("input", "expected a nested list or {shape, recipe}")
-        operators.check_input(spec, x.shape, dtype)
+        operators.check_input(spec, x.shape, dtype, operators.OPERATORS[op])
     except AttributeValueError as exc:
+        if exc.attribute == "output_shape" and exc.attribute in attrs:  # judged against the input
+            raise err("attributes", exc.reason, exc.attribute) from None
         if exc.attribute.startswith("input."):
             raise err("input", exc.reason, exc.attribute.split(".", 1)[1]) from None
         field = "dtype" if exc.attribute == "dtype" else "input"
         raise err(field, exc.reason if exc.attribute.split(".")[0] in ("dtype", "input") else str(exc)) from None
+
+    extra = _extra_inputs(raw.get("inputs"), spec, x, attrs, err)
 
     expected_raw = raw.get("expected")
     if not isinstance(expected_raw, dict) or not expected_raw:
@@ -453,8 +462,8 @@ def parse_case(raw: Any, *, path: str, index: int, lines: dict[tuple[Any, ...], 
     bad = sorted(set(expected_raw) - EXPECTED_KEYS)
     if bad:
         raise err("expected", f"unknown output {bad[0]!r} (allowed: values, indices, shape)", bad[0])
-    if spec.op == "avg" and "indices" in expected_raw:
-        raise err("expected", "average pooling has no indices output", "indices")
+    if "indices" in expected_raw and (spec.op == "avg" or (isinstance(spec, FamilySpec) and spec.op not in WITH_INDICES)):
+        raise err("expected", f"{operators.OPERATORS[op].title} has no indices output", "indices")
     expected: dict[str, Any] = {}
     try:
         if "values" in expected_raw:
@@ -515,8 +524,29 @@ def parse_case(raw: Any, *, path: str, index: int, lines: dict[tuple[Any, ...], 
         expected=expected, path=path, line=line, title=raw.get("title", ""), source=source,
         rtol=float(tol.get("rtol", 0.0)), atol=float(tol.get("atol", 0.0)), erratum=erratum,
         transcription=raw.get("transcription", ""), notes=raw.get("notes", ""), tags=list(tags),
-        input_recipe=recipe, field_lines=field_lines,
+        input_recipe=recipe, field_lines=field_lines, inputs=extra,
     )
+
+
+def _extra_inputs(raw: Any, spec: Any, x: np.ndarray, attrs: dict[str, Any], err: Any) -> dict[str, np.ndarray]:
+    """A case's inputs beyond the first: MaxUnpool's index tensor ``I`` (required there, refused
+    elsewhere), checked against X and the output shape."""
+    wants_indices = isinstance(spec, FamilySpec) and spec.op == "unpool"
+    if raw is None:
+        if wants_indices:
+            raise err("inputs", "MaxUnpool needs its second input: inputs: {I: [...]}")
+        return {}
+    if not wants_indices:
+        raise err("inputs", "this operator takes one input (only MaxUnpool has inputs: {I: ...})")
+    if not isinstance(raw, dict) or set(raw) != {"I"}:
+        raise err("inputs", "expected a mapping with exactly the key I (the MaxPool indices)")
+    try:
+        indices = _array(raw["I"], np.dtype(np.int64), "inputs.I")
+        return {"I": check_unpool_indices(indices, x.shape, unpool_shape(spec, x.shape))}
+    except AttributeValueError as exc:
+        if exc.attribute in attrs or exc.attribute in ("output_shape", "pads"):
+            raise err("attributes", exc.reason, exc.attribute) from None
+        raise err("inputs", exc.reason, "I") from None
 
 
 def _load(path: str | Path) -> tuple[list[Case], list[CaseFileError]]:

@@ -7,6 +7,8 @@ from typing import Any
 
 import numpy as np
 
+from poolcheck.errors import AttributeValueError
+from poolcheck.spec.family import FamilySpec
 from poolcheck.spec.poolspec import PoolSpec
 
 
@@ -17,7 +19,7 @@ class Case:
     id: str
     op: str
     convention: str
-    spec: PoolSpec
+    spec: PoolSpec | FamilySpec
     attributes: dict[str, Any]
     dtype: np.dtype
     input: np.ndarray
@@ -34,6 +36,17 @@ class Case:
     tags: list[str] = field(default_factory=list)
     input_recipe: dict[str, Any] | None = None
     field_lines: dict[str, int] = field(default_factory=dict)
+    #: Inputs beyond the first (MaxUnpool's index tensor ``I``), by the operator's input name.
+    inputs: dict[str, np.ndarray] = field(default_factory=dict)
+
+    @property
+    def pool_spec(self) -> PoolSpec:
+        """The MaxPool/AveragePool configuration, for the commands that handle only those (explain,
+        export, the fuzzer's known divergences, peers); a family operator raises
+        :class:`~poolcheck.errors.AttributeValueError` naming ``op``, one line, exit 2."""
+        if isinstance(self.spec, PoolSpec):
+            return self.spec
+        raise AttributeValueError("op", f"{self.op}: this command handles MaxPool and AveragePool cases only (case {self.id})")
 
     @property
     def location(self) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ from poolcheck.api import run_spec
 from poolcheck.cases.model import Case
 from poolcheck.errors import CaseFileError, PoolcheckError
 from poolcheck.files import native_stderr_silenced
-from poolcheck.spec.operators import Attribute, operator, parse
+from poolcheck.spec.operators import Attribute, onnx_version, operator, parse
 from poolcheck.spec.poolspec import PoolSpec
 from poolcheck.spec.shape import resolve
 
@@ -28,10 +29,17 @@ from poolcheck.spec.shape import resolve
 #: same channel. This is equivalent to MaxPool with kernel size equal to the spatial dimension").
 ONNX_POOL_OPS = {"MaxPool": "MaxPool-22", "AveragePool": "AveragePool-22",
                  "GlobalMaxPool": "MaxPool-22", "GlobalAveragePool": "AveragePool-22"}
+#: ONNX operators of the rest of the family read from backend test directories (their catalogue
+#: row is the version in force at the model's opset, :func:`~poolcheck.spec.operators.onnx_version`).
+ONNX_FAMILY_OPS = ("LpPool", "GlobalLpPool", "MaxUnpool")
 #: OpenVINO IR pooling ops and the case op each maps to.
 OV_POOL_OPS = {"MaxPool": "MaxPool-14", "AvgPool": "AvgPool-14"}
-#: Attributes of an ONNX pooling node poolcheck models (anything else is reported, not judged).
-ONNX_ATTRS = {op_type: set(operator(ONNX_POOL_OPS[op_type]).attribute_names) for op_type in ("MaxPool", "AveragePool")}
+#: ONNX pooling operators whose kernel is the whole spatial extent (read as their row with
+#: kernel_shape = the input's spatial dims).
+WHOLE_EXTENT_OPS = frozenset({"GlobalMaxPool", "GlobalAveragePool"})
+#: Attributes of an ONNX pooling node poolcheck models, from its catalogue row (anything else is
+#: reported, not judged). A new operator is a row in ONNX_POOL_OPS, not a branch here.
+ONNX_ATTRS = {op_type: set(operator(case_op).attribute_names) for op_type, case_op in ONNX_POOL_OPS.items()}
 #: The onnx backend test runner's own tolerance (onnx/backend/test/runner: rtol=1e-3, atol=1e-7).
 BACKEND_RTOL = 1e-3
 BACKEND_ATOL = 1e-7
@@ -156,13 +164,69 @@ def _attr_dict(node: Any) -> dict[str, Any]:
     return out
 
 
+def _np_dtype_name(elem: int) -> str:
+    """The NumPy name of an ONNX element type (``bfloat16``, ``float8_e4m3fn``, ``bool``, ``str``
+    for strings), or ``onnx type N`` for one NumPy cannot hold: shown, never judged."""
+    from onnx import helper
+
+    try:
+        dt = helper.tensor_dtype_to_np_dtype(elem)
+    except Exception:
+        return f"onnx type {elem}"
+    return "string" if dt.kind == "O" else dt.name
+
+
+def _subgraphs(node: Any) -> Iterator[tuple[str, Any]]:
+    """Each graph attribute of ``node`` (If's branches, Loop's and Scan's bodies) with its name."""
+    from onnx import AttributeProto
+
+    for a in node.attribute:
+        if a.type == AttributeProto.GRAPH:
+            yield a.name, a.g
+        elif a.type == AttributeProto.GRAPHS:
+            for j, g in enumerate(a.graphs):
+                yield f"{a.name}[{j}]", g
+
+
+def _scope_types(graph: Any, outer: dict[str, Any]) -> dict[str, Any]:
+    """The value types visible inside ``graph``: the enclosing graphs' and its own."""
+    from onnx import helper
+
+    types = dict(outer)
+    for v in list(graph.input) + list(graph.value_info) + list(graph.output):
+        types[v.name] = v.type
+    for init in graph.initializer:
+        types.setdefault(init.name, helper.make_tensor_type_proto(init.data_type, list(init.dims)))
+    return types
+
+
+def _walk_pool_nodes(graph: Any, outer: dict[str, Any], prefix: str = "") -> Iterator[tuple[str, Any, dict[str, Any], bool]]:
+    """Every pooling node of ``graph`` and of the graphs nested in its nodes (If, Loop, Scan):
+    (display name, node, the types in its scope, whether it sits in a subgraph). A nested node's
+    name is its path: ``outer_node/then_branch/inner_node``."""
+    types = _scope_types(graph, outer)
+    for i, node in enumerate(graph.node):
+        name = prefix + (node.name or f"{node.op_type}#{i}")
+        if node.op_type in ONNX_POOL_OPS and node.domain in ("", "ai.onnx"):
+            yield name, node, types, bool(prefix)
+        for attr, sub in _subgraphs(node):
+            yield from _walk_pool_nodes(sub, types, f"{name}/{attr}/")
+
+
+def _holds_pool(graph: Any) -> bool:
+    return any((n.op_type in ONNX_POOL_OPS and n.domain in ("", "ai.onnx"))
+               or any(_holds_pool(g) for _, g in _subgraphs(n)) for n in graph.node)
+
+
 def onnx_pool_nodes(path: Path, input_shapes: dict[str, tuple[int, ...]] | None = None, *,
                     model: Any = None) -> list[PoolNode]:
-    """Every pooling node of the ONNX model at ``path`` (or of ``model``, already read from it)
-    with its inferred input shape. Raises :class:`ModelError` for an unreadable model or a
-    pooling input whose shape stays unknown (naming the model input to give with ``--input-shape``)."""
+    """Every pooling node of the ONNX model at ``path``, including those inside If/Loop/Scan
+    subgraphs, with its inferred input shape (``model``: the model already read from ``path``). Raises :class:`ModelError` for an unreadable model
+    or a top-level pooling input whose shape stays unknown (naming the model input to give with
+    ``--input-shape``); a node that cannot be judged (a nested node whose shape is unknown, an
+    element type poolcheck does not model, an attribute it does not know) carries its
+    ``problem`` and the other nodes are still read."""
     import onnx
-    from onnx import helper
 
     if model is None:
         model = _load_onnx(path)
@@ -175,41 +239,38 @@ def onnx_pool_nodes(path: Path, input_shapes: dict[str, tuple[int, ...]] | None 
         tt.shape.ClearField("dim")
         for v in shape:
             tt.shape.dim.add().dim_value = v
-    if not any(n.op_type in ONNX_POOL_OPS and n.domain in ("", "ai.onnx") for n in model.graph.node):
+    if not _holds_pool(model.graph):
         return []
     try:
         inferred = onnx.shape_inference.infer_shapes(model, data_prop=True)
     except Exception as exc:
         raise ModelError(f"{path}: shape inference failed ({' '.join(str(exc).split())[:200]})") from None
-    types = {}
-    for v in list(inferred.graph.input) + list(inferred.graph.value_info) + list(inferred.graph.output):
-        types[v.name] = v.type
-    for init in inferred.graph.initializer:
-        types.setdefault(init.name, helper.make_tensor_type_proto(init.data_type, list(init.dims)))
     initializers = {i.name for i in inferred.graph.initializer}
     dynamic = [i.name for i in inferred.graph.input if i.name not in initializers and _dims(i.type) is not None
                and any(not isinstance(d, int) or d == 0 for d in _dims(i.type) or ())]
     nodes = []
-    for i, node in enumerate(inferred.graph.node):
-        if node.op_type not in ONNX_POOL_OPS or node.domain not in ("", "ai.onnx"):
-            continue
-        name = node.name or f"{node.op_type}#{i}"
-        vtype = types.get(node.input[0])
+    for name, node, types, nested in _walk_pool_nodes(inferred.graph, {}):
+        vtype = types.get(node.input[0]) if node.input else None
         dims = _dims(vtype) if vtype is not None else None
         elem = vtype.tensor_type.elem_type if vtype is not None else 0
-        dtype = helper.tensor_dtype_to_np_dtype(elem).name if elem else "float32"
+        dtype = _np_dtype_name(elem) if elem else "float32"
+        case_op = ONNX_POOL_OPS[node.op_type]
+        attrs = _attr_dict(node)
         if dims is None or any(not isinstance(d, int) or d < 1 for d in dims):
             hint = f" (give --input-shape for {', '.join(dynamic)})" if dynamic else ""
-            raise ModelError(f"{path}: node {name!r} ({node.op_type}): the shape of its input {node.input[0]!r} "
-                             f"cannot be inferred{hint}")
+            reason = (f"the shape of its input {(node.input or [''])[0]!r} cannot be inferred"
+                      f"{' inside its subgraph' if nested else ''}{hint}")
+            if not nested:
+                raise ModelError(f"{path}: node {name!r} ({node.op_type}): {reason}")
+            nodes.append(PoolNode(name=name, op_type=node.op_type, case_op=case_op, attributes=attrs,
+                                  input_name=node.input[0] if node.input else "", input_shape=None, dtype=dtype,
+                                  problem=reason))
+            continue
         shape = tuple(int(d) for d in dims)
-        attrs = _attr_dict(node)
-        case_op = ONNX_POOL_OPS[node.op_type]
-        if node.op_type.startswith("Global"):
+        if node.op_type in WHOLE_EXTENT_OPS:
             attrs = {"kernel_shape": list(shape[2:])}
         pn = PoolNode(name, node.op_type, case_op, attrs, node.input[0], shape, dtype)
-        base = "MaxPool" if "Max" in node.op_type else "AveragePool"
-        unknown = sorted(set(attrs) - ONNX_ATTRS[base])
+        unknown = sorted(set(attrs) - ONNX_ATTRS[node.op_type])
         if len(node.output) > 1 and node.output[1]:
             pn.extra["indices"] = True
         if unknown:
@@ -257,7 +318,7 @@ def openvino_pool_nodes(path: Path, input_shapes: dict[str, tuple[int, ...]] | N
         if ps.is_dynamic:
             raise ModelError(f"{path}: node {name!r} ({kind}): its input shape {ps} is dynamic (give --input-shape)")
         shape = tuple(int(d) for d in ps.to_shape())
-        dtype = np.dtype(op.input(0).get_element_type().to_dtype()).name
+        dtype = _ov_dtype_name(op.input(0).get_element_type())
         pn = PoolNode(name, kind, OV_POOL_OPS[kind], attrs, op.input(0).get_source_output().get_any_name()
                       if op.input(0).get_source_output().get_names() else "", shape, dtype)
         try:
@@ -266,6 +327,15 @@ def openvino_pool_nodes(path: Path, input_shapes: dict[str, tuple[int, ...]] | N
             pn.problem = str(exc)
         nodes.append(pn)
     return nodes
+
+
+def _ov_dtype_name(element_type: Any) -> str:
+    """The NumPy name of an OpenVINO element type, or OpenVINO's own name (bf16, string ...)
+    for one NumPy cannot hold."""
+    try:
+        return np.dtype(element_type.to_dtype()).name
+    except Exception:
+        return str(element_type.get_type_name())
 
 
 def _ir_value(attribute: Attribute, raw: Any) -> Any:
@@ -300,7 +370,7 @@ def holds_pooling(path: Path) -> bool:
         model = _load_onnx(path / "model.onnx", inside=path)
     except ModelError:
         return True  # let the loader report it
-    return any(n.op_type in ONNX_POOL_OPS for n in model.graph.node)
+    return any(n.op_type in ONNX_POOL_OPS or n.op_type in ONNX_FAMILY_OPS for n in model.graph.node)
 
 
 def find_backend_dirs(root: Path) -> list[Path]:
@@ -372,6 +442,10 @@ def load_backend_dir(path: Path) -> tuple[list[Case], list[CaseFileError]]:
     try:
         model = _load_onnx(model_path, inside=path)
         graph = model.graph
+        family = [n for n in graph.node if n.op_type in ONNX_FAMILY_OPS]
+        if family and len(graph.node) == 1:
+            opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 1)
+            return _family_backend_cases(path, family[0], opset)
         nodes = onnx_pool_nodes(model_path, model=model)
     except (ModelError, PoolcheckError) as exc:
         return [], [CaseFileError(str(exc), path=str(path))]
@@ -417,4 +491,47 @@ def load_backend_dir(path: Path) -> tuple[list[Case], list[CaseFileError]]:
                           path=str(path), title=title, notes=rounded,
                           source={"document": "onnx backend test data", "path": str(path)},
                           rtol=BACKEND_RTOL, atol=BACKEND_ATOL, tags=tags))
+    return cases, errors
+
+
+def _family_backend_cases(path: Path, node: Any, opset: int) -> tuple[list[Case], list[CaseFileError]]:
+    """The cases of a backend test directory holding one LpPool, GlobalLpPool or MaxUnpool node:
+    its row is the version in force at the model's opset; MaxUnpool's second input is the case's
+    ``I`` and its optional third (output_shape) becomes the attribute of that name."""
+    from onnx import helper
+
+    row = onnx_version(node.op_type, opset)
+    if row is None:
+        return [], [CaseFileError(f"no catalogue row for {node.op_type} at opset {opset}", path=str(path))]
+    attrs: dict[str, Any] = {}
+    for a in node.attribute:
+        value = helper.get_attribute_value(a)
+        attrs[a.name] = value.decode() if isinstance(value, bytes) else (list(value) if isinstance(value, list) else value)
+    element_types = tuple(_proto_type(d) for d in row.dtypes)
+    cases, errors = [], []
+    for ds in sorted(path.glob("test_data_set_*")):
+        try:
+            x = _read_tensor(ds / "input_0.pb", path, element_types)
+            inputs = ({"I": _read_tensor(ds / "input_1.pb", path, ("INT64",))} if node.op_type == "MaxUnpool"
+                      else {})
+            written = dict(attrs)
+            if node.op_type == "MaxUnpool" and len(node.input) > 2 and node.input[2] and (ds / "input_2.pb").exists():
+                written["output_shape"] = [int(v) for v in _read_tensor(ds / "input_2.pb", path, ("INT64",))]
+            spec = parse(row.name, written)
+            # the output's element type is the input's (T)
+            expected = {"values": _read_tensor(ds / "output_0.pb", path, (_proto_type(x.dtype.name),))}
+        except CaseFileError as exc:
+            errors.append(exc)
+            continue
+        except PoolcheckError as exc:
+            errors.append(CaseFileError(str(exc), path=str(ds)))
+            continue
+        except OSError as exc:
+            errors.append(CaseFileError(f"cannot read: {exc.strerror or exc}", path=str(ds)))
+            continue
+        cases.append(Case(id=f"{path.name}/{ds.name}", op=row.name, convention="onnx", spec=spec, attributes=written,
+                          dtype=x.dtype, input=x, expected=expected, path=str(path), inputs=inputs,
+                          title=f"onnx backend test {path.name} ({node.op_type}, as {row.name})",
+                          source={"document": "onnx backend test data", "path": str(path)},
+                          rtol=BACKEND_RTOL, atol=BACKEND_ATOL, tags=["onnx-backend-test"]))
     return cases, errors

@@ -36,7 +36,7 @@ typer.core.TyperOption.display_type_rich = _readable_type  # type: ignore[method
 typer.core.TyperArgument.display_type_rich = _readable_type  # type: ignore[method-assign,assignment]
 
 #: One module per command group under poolcheck/cli/; each defines ``register(app)``.
-COMMAND_MODULES = ["run", "shape", "report", "doctor", "fuzz", "bench", "audit", "export"]
+COMMAND_MODULES = ["run", "shape", "report", "doctor", "fuzz", "bench", "audit", "export", "repro"]
 
 for _name in COMMAND_MODULES:
     importlib.import_module(f"poolcheck.cli.{_name}").register(app)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -11,7 +12,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from poolcheck.bench import run_bench, select
 from poolcheck.bench.render import renderable, to_json, to_markdown
 from poolcheck.bench.summary import read_setup_time
-from poolcheck.cli.common import EXIT_OK, console, err_console, fail, parse_duration, user_errors
+from poolcheck.cli.common import EXIT_OK, console, err_console, fail, parse_duration, user_errors, writable_dir
 from poolcheck.files import write_text_atomic
 
 DEFAULT_DOCS = "docs/benchmarks.md"
@@ -19,6 +20,22 @@ DEFAULT_DOCS = "docs/benchmarks.md"
 
 def register(app: typer.Typer) -> None:
     app.command("bench")(bench)
+
+
+def docs_target(text: str) -> Path:
+    """The --write-docs path, checked before anything is measured: a regular file (or nothing
+    yet) in a folder that exists or can be created, and that is writable."""
+    if not text.strip():
+        raise fail("--write-docs: expected a file path, got an empty string")
+    path = Path(text)
+    if path.is_dir():
+        raise fail(f"--write-docs: {text!r} is a folder; expected a file path such as {DEFAULT_DOCS}")
+    if path.exists() and not path.is_file():
+        raise fail(f"--write-docs: {text!r} exists and is not a regular file")
+    if path.is_symlink() and not path.exists():
+        raise fail(f"--write-docs: {text!r} is a dangling symbolic link")
+    writable_dir("--write-docs", path.resolve().parent)
+    return path
 
 
 def bench(
@@ -45,7 +62,7 @@ def bench(
         names = [n for n in workloads.split(",") if n.strip()] if workloads else None
         chosen = select(names)
         budget = parse_duration("--time-budget", budget_alias if budget_alias is not None else time_budget)
-        docs_path = write_docs
+        docs_path = None if write_docs is None else docs_target(write_docs)
         with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(), TimeElapsedColumn(),
                       console=err_console, transient=True, disable=not err_console.is_terminal) as progress:
             task = progress.add_task("preparing", total=None)

@@ -114,7 +114,7 @@ def fuzz(
     isolation: Annotated[bool, typer.Option("--isolation/--no-isolation", help="Run peers in warm worker processes (a crash or hang is recorded, not fatal).")] = True,
     peer_timeout: Annotated[str, typer.Option("--peer-timeout", metavar="DURATION", help="How long a peer may take per batch before it counts as a timeout (e.g. 60s).")] = "60s",
     oracles: Annotated[str, typer.Option("--oracles", help="Oracles to run (comma-separated): engines, peers, shapes, metamorphic.")] = ",".join(ORACLES),
-    exit_first: Annotated[bool, typer.Option("--exit-first", help="Stop as soon as the first new divergence is shrunk.")] = False,
+    exit_first: Annotated[bool, typer.Option("--exit-first", help="Stop as soon as the first new divergence of a --fail-on severity is shrunk (other finds are kept and the exploration goes on).")] = False,
     shrink: Annotated[bool, typer.Option("--shrink/--no-shrink", help="Shrink each new divergence to a minimal case (--no-shrink: explore only, keep first reproducers).")] = True,
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Live progress display.")] = True,
     fail_on: Annotated[str, typer.Option("--fail-on", metavar="SEVERITIES", help="Severities of new divergences that make the exit code 1 (comma-separated: violation, unspecified, limitation, erratum; or all).")] = "violation",
@@ -179,7 +179,7 @@ def fuzz(
             peers=tuple(peer_names), max_examples=max_examples, time_budget=budget, seed=seed, jobs=jobs,
             database=str(database) if database else None, invalid=invalid, engine_checks=engine_checks,
             isolated=isolation, peer_timeout=timeout_s, shrink=shrink, oracles=oracle_set,
-            exit_first=exit_first, max_configs=batch,
+            exit_first=exit_first, fail_on=severities, max_configs=batch,
         )
         if cluster:
             cluster = check_address(cluster)

@@ -3,7 +3,9 @@ computed by the optional extension ``poolcheck.engines._cpool``.
 
 The extension is chosen once, here, at import (the markupsafe/msgpack pattern); nothing else in
 poolcheck branches on it. ``AVAILABLE`` says whether it loaded and ``UNAVAILABLE_REASON`` why
-not. ``POOLCHECK_PURE_PYTHON=1`` forces the pure NumPy engine.
+not. ``POOLCHECK_PURE_PYTHON=1`` forces the pure NumPy engine. The extension runs one of its
+instruction-set paths (portable, avx2, avx512), the fastest this CPU runs unless
+``POOLCHECK_ISA`` names one; every path gives the same bits.
 
 Agreement with the NumPy engine (tested in tests/engines/test_c_engine*.py):
 
@@ -17,7 +19,7 @@ Agreement with the NumPy engine (tested in tests/engines/test_c_engine*.py):
   order), one division, one rounding to the input type -- identical results (0 ULP) for
   float32 and float64. float16 inputs are widened to float32 (exact), accumulated in float64,
   and the float64 mean is rounded to float16 by NumPy, as the NumPy engine does. Global
-  pooling (one window covering each whole plane) sums each plane in 8 (AVX-512: 16)
+  pooling (one window covering each whole plane) sums each plane in 8 (avx512 path: 16)
   interleaved float64 partial sums instead: within ``(m - 1) 2^-53 sum|x|`` of the exact sum of the plane's m
   elements, as the NumPy engine's pairwise global sum is (docs/benchmarks.md states the bound).
 """
@@ -38,8 +40,14 @@ from poolcheck.spec.shape import Geometry
 
 NAME = "c"
 PURE_ENV = "POOLCHECK_PURE_PYTHON"
+#: Forces the C engine's instruction-set path: portable, avx2 or avx512 (default: the fastest
+#: this CPU runs). A path the CPU or build cannot run makes the engine unavailable.
+ISA_ENV = "POOLCHECK_ISA"
 
 _cpool: ModuleType | None
+#: True when POOLCHECK_ISA named a path the extension refused: then engine "auto" fails too,
+#: instead of quietly running the NumPy engine.
+ISA_REFUSED = False
 if os.environ.get(PURE_ENV, "") not in ("", "0"):
     _cpool = None
     UNAVAILABLE_REASON = f"{PURE_ENV} is set, forcing the pure NumPy engine"
@@ -50,11 +58,25 @@ else:
         UNAVAILABLE_REASON = ""
     except ImportError as exc:
         _cpool = None
-        UNAVAILABLE_REASON = (
+        ISA_REFUSED = str(exc).startswith(ISA_ENV)
+        UNAVAILABLE_REASON = str(exc) if ISA_REFUSED else (
             f"the C extension poolcheck.engines._cpool could not be imported ({exc}); "
             "it is built by `pip install` when a C compiler is present"
         )
 AVAILABLE = _cpool is not None
+
+
+def active_isa() -> str | None:
+    """The instruction-set path the C engine's kernels run on ("portable", "avx2" or
+    "avx512"), or None when the extension is not available."""
+    if _cpool is None:
+        return None
+    return str(_cpool.isa())
+
+
+def available_isas() -> tuple[str, ...]:
+    """Every instruction-set path this CPU and build can run, slowest first."""
+    return () if _cpool is None else tuple(_cpool.ISAS)
 
 # The extension's code tables (its module attributes, defined once in _cpool_src/module.c):
 # element type -> max kernel, NaN policy, divisor rule, average kind (input -> output type).

@@ -35,7 +35,7 @@ def _lowest(dtype: np.dtype) -> float | int:
 
 
 def _pad_fill(dtype: np.dtype) -> float | int:
-    """Padding for max pooling: "All added padding values are equal to negative infinity"."""
+    """Padding for max pooling: -inf [OV-PAD-NEG-INF] (integer types: their lowest value)."""
     return float("-inf") if dtype.kind == "f" else int(np.iinfo(dtype).min)
 
 
@@ -450,8 +450,8 @@ def _max_pool_scan(x: np.ndarray, geom: Geometry,
 def divisor(geom: Geometry, exclude_pad: bool, policy: Policy = SPEC) -> np.ndarray:
     """The per-window divisor of average pooling, broadcastable to the output.
 
-    ONNX: "The output of each pooling window is divided by the number of elements (exclude pad
-    when attribute count_include_pad is zero)". With padding counted, a window that overhangs
+    ONNX: divided by the number of elements, padding excluded when count_include_pad is zero
+    [ONNX-DIVISOR]. With padding counted, a window that overhangs
     the padded input (ceil rounding) counts only the part inside it, as ONNX Runtime, OpenVINO,
     PyTorch and the ONNX reference do.
     """

@@ -9,14 +9,13 @@ is reported as ``pass`` with a "fixed upstream?" message.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from types import ModuleType
-from typing import Any
 
 import numpy as np
 
@@ -24,6 +23,7 @@ from poolcheck.corpus import KNOWN_DIR
 from poolcheck.engines import get_engine
 from poolcheck.errors import CaseFileError, PoolcheckError
 from poolcheck.fuzz import oracles as O
+from poolcheck.fuzz.grouping import cause_tags, group_all, group_finding
 from poolcheck.fuzz.known import (
     KnownEntry,
     case_id,
@@ -32,27 +32,26 @@ from poolcheck.fuzz.known import (
     known_entries,
     write_finding,
 )
+from poolcheck.fuzz.reference import reference
 from poolcheck.fuzz.session import (
     ORACLES,
     FuzzOptions,
     Progress,
     SessionResult,
-    expected_outputs,
     judge_peer,
     merge_results,
     resolve_peer_list,
     run_sessions,
 )
-from poolcheck.fuzz.strategies import FuzzCase
-from poolcheck.judgement import judge, tensor, tolerance_for
+from poolcheck.judgement import tensor
 from poolcheck.peers.base import Peer
+from poolcheck.peers.isolation import call_peer_many
 from poolcheck.peers.registry import PeerRef, parse_peer_list
 from poolcheck.results import (
     DEFAULT_FAIL_ON,
     CaseResult,
     Check,
     CheckKind,
-    Diff,
     FindingKind,
     FuzzSummary,
     KnownState,
@@ -62,7 +61,6 @@ from poolcheck.results import (
     signature_tag,
 )
 from poolcheck.runner import new_result
-from poolcheck.spec.indices import index_layout
 from poolcheck.spec.shape import Geometry, resolve
 
 OP_FLAGS = {"max": "maxpool", "avg": "avgpool"}
@@ -157,12 +155,17 @@ def recheck_known(entries: Sequence[KnownEntry], peers: Sequence[Peer], *, isola
         except Exception:
             version = "unknown"
         cases = [fuzz_case_from(entries[i].case) for i in idxs]
-        refs = [_reference_or_none(eng, c) for c in cases]
+        refs: list[tuple[O.Outputs, Geometry] | None] = []
+        for c in cases:  # None: the engine now rejects it (a peer computing an output accepts an invalid one)
+            try:
+                refs.append(reference(eng, c))
+            except PoolcheckError:
+                refs.append(None)
         # ties between equally good explanations go to the recorded one: the question is
         # whether the recorded behaviour still explains the peer
         prefer = [{entries[i].sig.detail: 1_000_000} for i in idxs]
-        judged = judge_peer(peer, cases, refs, eng, version=version, prefer=prefer.__getitem__,
-                            isolated=isolated, timeout=timeout)
+        results = call_peer_many(peer, [(c.spec, c.x) for c in cases], isolated=isolated, timeout=timeout)
+        judged = judge_peer(peer, cases, refs, results, eng, version=version, prefer=prefer.__getitem__)
         for i, (_case, res, finding) in zip(idxs, judged):
             e = entries[i]
             if res.status in ("declined", "unavailable"):
@@ -188,42 +191,7 @@ def recheck_known(entries: Sequence[KnownEntry], peers: Sequence[Peer], *, isola
     return [c for c in checks if c is not None]
 
 
-def _reference_or_none(engine: ModuleType, case: FuzzCase) -> tuple[O.Outputs, Geometry] | None:
-    """The reference for a known case, or None when the engine now rejects it (then a peer that
-    computes an output accepts an invalid configuration)."""
-    try:
-        return O.reference(engine, case)
-    except PoolcheckError:
-        return None
-
-
 # --------------------------------------------------------------------------- result building
-
-
-def _diffs(finding: O.Finding, expected: dict[str, Any]) -> tuple[list[Diff], int]:
-    """The finding's outputs against the reference, judged as everywhere (:mod:`poolcheck.judgement`)."""
-    case = finding.case
-    actual = finding.actual
-    if not expected or actual.get("values") is None:
-        return [], 0
-    exp_v = np.asarray(expected["values"])
-    act_v = np.asarray(actual["values"])
-    if exp_v.shape != act_v.shape:
-        return [Diff("shape", None, list(exp_v.shape), list(act_v.shape))], 1
-    geom = resolve(case.spec, case.x.shape)
-    layout = index_layout(case.spec, case.x.shape) if case.op == "max" else None
-    outputs: list[tuple[str, np.ndarray, np.ndarray, np.ndarray | None]] = [
-        ("values", exp_v, act_v, tolerance_for(case.spec, case.x, geom, exp_v, get_engine("auto")))]
-    chosen = None
-    if expected.get("indices") is not None and actual.get("indices") is not None:
-        ei = np.asarray(expected["indices"]).astype(np.int64)
-        ai = np.asarray(actual["indices"]).astype(np.int64)
-        if ei.shape == ai.shape:
-            outputs.append(("indices", ei, ai, None))
-    if actual.get("indices") is not None:
-        chosen = np.asarray(actual["indices"])
-    judged = judge(case.x, geom, layout, outputs, chosen=chosen)
-    return judged.diffs, judged.total
 
 
 def _verdict(finding: O.Finding, new: bool) -> Verdict:
@@ -238,11 +206,14 @@ def finding_result(finding: O.Finding, *, new: bool, replay: str, source: str = 
                    detected_at: float | None = None, shrunk: bool = True) -> CaseResult:
     """One signature as a ``CaseResult`` (with diffs over the window when outputs differ)."""
     case = finding.case
-    try:
-        expected = expected_outputs(finding)
-    except PoolcheckError:
-        expected = {}
-    diffs, total = _diffs(finding, expected)
+    if not finding.expected:  # an engine, document or invalid-configuration finding
+        try:
+            finding.expected = O.expected_outputs(finding)
+        except PoolcheckError:
+            finding.expected = {}
+    judged = finding.judged()
+    expected = finding.expected
+    diffs, total = judged.diffs, judged.total
     verdict = _verdict(finding, new)
     kind = {FindingKind.PEER: CheckKind.PEER, FindingKind.INVALID: CheckKind.PEER,
             FindingKind.DOCUMENT: CheckKind.DOCUMENT}.get(finding.kind, CheckKind.ENGINE)
@@ -255,7 +226,9 @@ def finding_result(finding: O.Finding, *, new: bool, replay: str, source: str = 
         actual={k: tensor(np.asarray(v)) for k, v in finding.actual.items() if v is not None},
         severity=finding.weight,
     )
-    tags = ["fuzz", "new" if new else "known", finding.kind.value, signature_tag(finding.sig)]
+    tags = ["fuzz", "new" if new else "known", finding.kind.value, signature_tag(finding.sig), *cause_tags(finding)]
+    if finding.extra.get("examples"):
+        tags.append(f"examples:{finding.extra['examples']}")
     if not shrunk:
         tags.append("unshrunk")
     title = f"{finding.subject}: {finding.text}"
@@ -333,6 +306,8 @@ def run_campaign(
 ) -> Campaign:
     """Re-check the registry, fuzz, write a case per new divergence, and build the result."""
     phase = on_phase or (lambda _s: None)
+    if fail_on is not None:
+        options = replace(options, fail_on=frozenset(fail_on))
     entries, known_errors = known_entries(list(known_paths))
     peers = resolve_peer_list(options.peers)
     available = []
@@ -365,9 +340,12 @@ def run_campaign(
         results = run_sessions(options, on_progress, on_find=save_now)
     else:  # a cluster's sessions (fuzz/cluster.py) stream and claim finds centrally
         results = sessions(options, on_progress)
-    session = merge_results(results)
+    session = regroup(merge_results(results), known_sigs, options.engine)
     elapsed = time.monotonic() - started
     session.progress.elapsed = elapsed
+    for sig in [s for s in saved if s not in session.findings]:  # a find that joined another's group
+        with contextlib.suppress(OSError):
+            saved.pop(sig).unlink()
 
     new = [s for s in session.findings if s not in known_sigs]
     new += [k.finding.signature for k in changed if k.finding is not None and k.finding.signature not in new]
@@ -419,19 +397,53 @@ def run_campaign(
         warnings=session.warnings,
         replay=replay,
     )
-    campaign = Campaign(result, session, new, known_checks, saved, replay, known_errors)
-    if fail_on is not None:
-        campaign.fail_on = frozenset(fail_on)
+    campaign = Campaign(result, session, new, known_checks, saved, replay, known_errors, fail_on=options.fail_on)
     result.fuzz.fail_on = sorted(campaign.fail_on)
     result.fuzz.failing = campaign.failing
     return campaign
+
+
+def regroup(session: SessionResult, known: set[str], engine: str = "auto") -> SessionResult:
+    """One finding per root cause: every example the sessions kept (and each signature's best
+    reproducer) grouped once more across sessions (:mod:`poolcheck.fuzz.grouping`), each group
+    reported by its smallest shrunk reproducer under the name of the explanation that reproduces
+    all its examples, with the number of divergent examples seen."""
+    seen = [*session.examples, *session.findings.values()]
+    order = sorted(range(len(seen)), key=lambda i: session.detected_at.get(seen[i].signature, float("inf")))
+    grouping = group_all(get_engine(engine), [seen[i] for i in order], known, session.ruled_out)
+    findings: dict[str, O.Finding] = {}
+    shrunk: set[str] = set()
+    detected: dict[str, float] = {}
+    shrunk_at: dict[str, float] = {}
+    for g in grouping.groups:
+        if g.known or not g.members:
+            continue
+        keys = g.signatures | {g.key}
+        pool = [session.findings[k] for k in keys if k in session.findings] or g.members
+        shrunk_reps = {id(session.findings[k]) for k in keys if k in session.shrunk and k in session.findings}
+        rep = min(pool, key=lambda f: (id(f) not in shrunk_reps, f.size))
+        examples = sum(session.progress.divergent.get(k, 0) for k in keys) or len(g.members)
+        row = group_finding(g, rep, examples)
+        sig = row.signature
+        findings[sig] = row
+        if any(k in session.shrunk for k in keys):
+            shrunk.add(sig)
+        times = [session.detected_at[k] for k in keys if k in session.detected_at]
+        if times:
+            detected[sig] = min(times)
+        times = [session.shrunk_at[k] for k in keys if k in session.shrunk_at]
+        if times:
+            shrunk_at[sig] = min(times)
+        session.progress.divergent[sig] = examples  # the row counts every example of its group
+    return replace(session, findings=findings, shrunk=shrunk, detected_at={**session.detected_at, **detected},
+                   shrunk_at={**session.shrunk_at, **shrunk_at})
 
 
 def _save(f: O.Finding, save_dir: str | Path, options: FuzzOptions, command: str,
           versions: dict[str, str]) -> Path | None:
     """One finding as a case file in ``save_dir`` (atomic write); None when it has no case form."""
     try:
-        data = finding_case(f, expected_outputs(f), command=command, seed=options.seed,
+        data = finding_case(f, f.expected or O.expected_outputs(f), command=command, seed=options.seed,
                             versions={**versions, **({f.subject: f.version} if f.version else {})})
     except PoolcheckError:
         return None

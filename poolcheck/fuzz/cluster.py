@@ -58,6 +58,7 @@ from poolcheck.fuzz.session import (
     Progress,
     Session,
     SessionResult,
+    ends_exploration,
     raise_if_stopped,
     resolve_peer_list,
     share,
@@ -213,7 +214,7 @@ class ShardSession(Session):
         try:
             super()._example(batch)
         except Divergence as d:
-            sig = d.finding.signature
+            sig = str(getattr(type(d), "signature", d.finding.signature))  # the group key
             if sig not in self.mine:  # first time: claimed meanwhile by another shard? then not ours
                 self.channel.poll(force=True)
                 if self.channel.claims.get(sig, self.channel.job) != self.channel.job:
@@ -450,7 +451,7 @@ class ClusterDriver:
                                     workers=[w], allow_other_workers=False, pure=False, retries=0)
                 futures[job] = fut
             self.on_event(f"submitted {n} shard(s) to {self.address}")
-            self._loop(client, queue, claims_var, stop_var, claims, futures, budget, on_progress, options.exit_first)
+            self._loop(client, queue, claims_var, stop_var, claims, futures, budget, on_progress, options)
         finally:
             with contextlib.suppress(Exception):
                 queue.close()  # release the campaign's queue and variables on the scheduler
@@ -488,7 +489,7 @@ class ClusterDriver:
 
     def _loop(self, client: Any, queue: Any, claims_var: Any, stop_var: Any, claims: dict[str, int],
               futures: dict[int, Any], budget: float | None, on_progress: Callable[[Progress], None] | None,
-              exit_first: bool = False) -> None:
+              options: FuzzOptions) -> None:
         shards = self.run.shards
         hard_deadline = self.run.started + budget + GRACE_S if budget else None
         stopping_since: float | None = None
@@ -571,7 +572,9 @@ class ClusterDriver:
                             pending.discard(job)
                 if hard_deadline is not None and now > hard_deadline:
                     stop()
-                if exit_first and any(s.shrunk for s in shards):  # --exit-first: one shrunk find ends all shards
+                # --exit-first: one shrunk find of a --fail-on severity ends all shards
+                if any(ends_exploration(s.found[sig], options) for s in shards for sig in s.shrunk
+                                      if sig in s.found):
                     stop()
                 if stopping_since is not None and now - stopping_since > STOP_WAIT_S:
                     for job in sorted(pending):

@@ -26,6 +26,8 @@ from poolcheck.errors import CaseFileError
 from poolcheck.fuzz.oracles import Finding
 from poolcheck.fuzz.strategies import FuzzCase
 from poolcheck.results import SIGNATURE_TAG, FindingKind, Signature
+from poolcheck.spec.severity import rules_citing
+from poolcheck.spec.sources import quote
 
 #: Upstream reports (from the project's notes on known divergences) matched by peer and class.
 #: Each entry: (peer, substring of the class, reference, what the report is about).
@@ -110,6 +112,7 @@ def finding_case(finding: Finding, expected: dict[str, Any], *, command: str = "
     if finding.actual.get("indices") is not None:
         lines.append(f"{finding.subject} indices: {_plain_array(finding.actual['indices'])}")
     lines += [f"upstream: {ref} ({about})" for ref, about in refs]
+    lines += severity_lines(finding)
     if versions:
         lines.append("versions: " + ", ".join(f"{k} {v}" for k, v in sorted(versions.items())))
     recipe = _recipe_text(case)
@@ -141,6 +144,18 @@ def finding_case(finding: Finding, expected: dict[str, Any], *, command: str = "
     data["notes"] = "\n".join(lines)
     data["tags"] = tags
     return data
+
+
+def severity_lines(finding: Finding) -> list[str]:
+    """``severity: unspecified -- nan=first: <why> [ONNX-MAX]`` and the cited sentences' words:
+    the weight of a find and the text it rests on (poolcheck/spec/severity.py)."""
+    atoms = [a for a in (finding.atoms or (finding.klass,)) if a]
+    rules = rules_citing(atoms, finding.case.spec)
+    why = "; ".join(f"{r.key}: {r.why}" + (f" [{', '.join(r.sentences)}]" if r.sentences else "") for r in rules)
+    lines = [f"severity: {finding.weight.value}" + (f" -- {why}" if why else "")]
+    cited = dict.fromkeys(sid for r in rules for sid in r.sentences)
+    lines += [f"[{sid}] {quote(sid)}" for sid in cited]
+    return lines
 
 
 def write_finding(directory: str | Path, data: dict[str, Any]) -> Path:
@@ -191,4 +206,4 @@ def known_entries(paths: list[str | Path]) -> tuple[list[KnownEntry], list[CaseF
 
 
 def fuzz_case_from(case: Case) -> FuzzCase:
-    return FuzzCase(case.op, dict(case.attributes), case.spec, case.input, {})
+    return FuzzCase(case.op, dict(case.attributes), case.pool_spec, case.input, {})

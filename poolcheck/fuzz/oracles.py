@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
@@ -26,21 +26,24 @@ from typing import Any
 import numpy as np
 
 from poolcheck.engines import _windows as w
+from poolcheck.engines import get_engine
 from poolcheck.errors import PoolcheckError
 from poolcheck.fuzz.diagnosis import STATUS_SEVERITY, Diagnosis, diagnose_output, diagnose_rejection, severity_of
-from poolcheck.fuzz.reference import run_reference
+from poolcheck.fuzz.reference import reference, run_reference
 from poolcheck.fuzz.strategies import FuzzCase
 from poolcheck.judgement import (
+    Judgement,
     Outputs,
     avg_tolerance,
     close_values,
     first_difference,
+    judge,
     mismatch,
     tolerance_for,
 )
 from poolcheck.judgement import output_contract as judge_contract
 from poolcheck.peers.base import PeerResult
-from poolcheck.results import FindingKind, PeerStatus, Severity, Signature
+from poolcheck.results import Diff, FindingKind, PeerStatus, Severity, Signature
 from poolcheck.spec import attributes as A
 from poolcheck.spec.indices import index_layout
 from poolcheck.spec.operators import parse
@@ -70,6 +73,16 @@ class Finding:
     atom: str = ""  # the one behaviour this copy stands for (see :meth:`focused`)
     #: The weight of this divergence (set by the diagnosis; None until classified).
     severity: Severity | None = None
+    #: What the reference gives here (values, indices, shape), kept from where the divergence was
+    #: found, and the judgement of ``actual`` against it (made once, when first asked for: most
+    #: divergences are known ones or repeats and are never reported).
+    expected: dict[str, Any] = field(default_factory=dict)
+    judgement: Judgement | None = None
+
+    def judged(self) -> Judgement:
+        if self.judgement is None:
+            self.judgement = judge_output(self.case, self.expected, self.actual)
+        return self.judgement
 
     @property
     def weight(self) -> Severity:
@@ -125,10 +138,41 @@ def engine_accepts(case: FuzzCase) -> tuple[bool, str]:
     return True, ""
 
 
-def reference(engine: ModuleType, case: FuzzCase) -> tuple[Outputs, Geometry]:
+def expected_outputs(finding: Finding, engine: str = "auto") -> dict[str, Any]:
+    """The engine's outputs for a find's configuration (what its case file expects)."""
+    case = finding.case
+    if finding.kind == "invalid":
+        return {}
+    base, geom = reference(get_engine(engine), case)
+    out: dict[str, Any] = {"values": base.values, "shape": list(geom.output_shape)}
+    if base.indices is not None:
+        out["indices"] = base.indices
+    return out
+
+
+def judge_output(case: FuzzCase, expected: dict[str, Any], actual: dict[str, Any]) -> Judgement:
+    """A subject's outputs against the expected ones, judged as everywhere
+    (:func:`poolcheck.judgement.judge`): the differing elements with their windows."""
+    out = Judgement()
+    if not expected or actual.get("values") is None:
+        return out
+    exp_v = np.asarray(expected["values"])
+    act_v = np.asarray(actual["values"])
+    if exp_v.shape != act_v.shape:
+        out.diffs.append(Diff("shape", None, list(exp_v.shape), list(act_v.shape)))
+        out.total = 1
+        return out
     geom = resolve(case.spec, case.x.shape)
     layout = index_layout(case.spec, case.x.shape) if case.op == "max" else None
-    return run_reference(engine, case.x, geom, case.op, exclude_pad=case.spec.exclude_pad, layout=layout), geom
+    outputs: list[tuple[str, np.ndarray, np.ndarray, np.ndarray | None]] = [
+        ("values", exp_v, act_v, tolerance_for(case.spec, case.x, geom, exp_v, get_engine("auto")))]
+    if expected.get("indices") is not None and actual.get("indices") is not None:
+        ei = np.asarray(expected["indices"]).astype(np.int64)
+        ai = np.asarray(actual["indices"]).astype(np.int64)
+        if ei.shape == ai.shape:
+            outputs.append(("indices", ei, ai, None))
+    chosen = np.asarray(actual["indices"]) if actual.get("indices") is not None else None
+    return judge(case.x, geom, layout, outputs, chosen=chosen)
 
 
 # --------------------------------------------------------------------------- engines
@@ -148,10 +192,11 @@ def check_engines(case: FuzzCase, engines: dict[str, ModuleType], base: Outputs,
                                 np.dtype(np.float64), result=case.x.dtype, both_float64=True)
         mm = mismatch(base, other.values, other.indices, tol)
         if mm:
-            findings.append(Finding(FindingKind.ENGINE, case.op, f"{names[0]} vs {name}", mm.what(),
-                                    f"the {name} engine differs from the {names[0]} engine ({mm.what()})",
-                                    first_difference(base, other.values, other.indices, mm), case, False,
-                                    actual={"values": other.values, "indices": other.indices}))
+            findings.append(Finding(kind=FindingKind.ENGINE, op=case.op, subject=f"{names[0]} vs {name}",
+                                    klass=mm.what(),
+                                    text=f"the {name} engine differs from the {names[0]} engine ({mm.what()})",
+                                    detail=first_difference(base, other.values, other.indices, mm), case=case,
+                                    explained=False, actual={"values": other.values, "indices": other.indices}))
     return findings
 
 
@@ -180,14 +225,10 @@ def check_shape_rules(case: FuzzCase, geom: Geometry) -> list[Finding]:
         klass = f"{family}, {rounding}"
         written_shape = list(geom.output_shape)
         written_shape[2 + i] = written.out if written.out is not None else -1
-        return [Finding(
-            FindingKind.DOCUMENT, spec.op, f"{rule_name} rule", klass,
-            f"the written {spec.convention} shape rule ({family}, {rounding}) gives {written.out} on axis {i}, "
-            f"the runtimes and the engine {a.out}",
-            f"axis {i}: written: {written.working}; runtime: {a.out}", case,
-            extra={"axis": i, "written_shape": written_shape, "runtime_shape": list(geom.output_shape),
-                   "working": written.working},
-        )]
+        return [Finding(kind=FindingKind.DOCUMENT, op=spec.op, subject=f"{rule_name} rule", klass=klass,
+                        text=f"the written {spec.convention} shape rule ({family}, {rounding}) gives {written.out} on axis {i}, " f"the runtimes and the engine {a.out}",
+                        detail=f"axis {i}: written: {written.working}; runtime: {a.out}", case=case,
+                        extra={"axis": i, "written_shape": written_shape, "runtime_shape": list(geom.output_shape), "working": written.working})]
     return []
 
 
@@ -195,7 +236,8 @@ def check_shape_rules(case: FuzzCase, geom: Geometry) -> list[Finding]:
 
 
 def _violation(case: FuzzCase, engine_name: str, prop: str, text: str, detail: str) -> Finding:
-    return Finding(FindingKind.METAMORPHIC, case.op, engine_name, prop, text, detail, case, False)
+    return Finding(kind=FindingKind.METAMORPHIC, op=case.op, subject=engine_name, klass=prop, text=text,
+                   detail=detail, case=case, explained=False)
 
 
 def _gather_back(case: FuzzCase, engine_name: str, base: Outputs, geom: Geometry) -> Finding | None:
@@ -463,13 +505,11 @@ def _array_key(a: np.ndarray) -> tuple[str, tuple[int, ...], bytes]:
 
 def check_peer(case: FuzzCase, peer: str, result: PeerResult, engine: ModuleType, base: Outputs | None,
                geom: Geometry | None, version: str | None = None,
-               prefer: Mapping[str, int] | None = None, *,
-               diagnose: Callable[..., Diagnosis] = diagnose_output) -> Finding | None:
+               prefer: Mapping[str, int] | None = None, *, memo: DiagnosisMemo | None = None) -> Finding | None:
     """Judge one peer result against the reference (``base`` is None when the engine rejects
     the case, i.e. a deliberately invalid configuration). ``prefer`` counts how often each
-    variant alone explained this peer so far (it breaks ties between explanations); ``diagnose``
-    names a difference (:func:`~poolcheck.fuzz.diagnosis.diagnose_output`, or a
-    :class:`DiagnosisMemo` of it)."""
+    variant alone explained this peer so far (it breaks ties between explanations); a difference
+    is named by :func:`~poolcheck.fuzz.diagnosis.diagnose_output` (through ``memo`` when given)."""
     if result.status in ("declined", "unavailable"):
         return None
     if base is None or geom is None:  # the engine rejects this configuration
@@ -484,33 +524,44 @@ def check_peer(case: FuzzCase, peer: str, result: PeerResult, engine: ModuleType
         actual = {}
         if result.output is not None:
             actual = {"values": result.output.values, "indices": result.output.indices}
-        return Finding(FindingKind.INVALID, case.op, peer, klass, f"{text} ({case.mutation})", result.message or text, case,
-                       False, PeerStatus(result.status), version, actual)
+        return Finding(kind=FindingKind.INVALID, op=case.op, subject=peer, klass=klass,
+                       text=f"{text} ({case.mutation})", detail=result.message or text, case=case, explained=False,
+                       status=PeerStatus(result.status), version=version, actual=actual)
     if result.status in ("crash", "timeout", "invalid"):
-        return Finding(FindingKind.PEER, case.op, peer, result.status, f"{result.status}: {result.message}", result.message,
-                       case, False, PeerStatus(result.status), version, severity=STATUS_SEVERITY.get(result.status))
+        return Finding(kind=FindingKind.PEER, op=case.op, subject=peer, klass=result.status,
+                       text=f"{result.status}: {result.message}", detail=result.message, case=case, explained=False,
+                       status=PeerStatus(result.status), version=version, severity=STATUS_SEVERITY.get(result.status))
     if result.status == "rejects":
         rejection = diagnose_rejection(case.spec, case.x, result.message)
-        return Finding(FindingKind.PEER, case.op, peer, rejection.klass, rejection.text, result.message, case,
-                       rejection.explained, PeerStatus.REJECTS, version, atoms=rejection.atoms, severity=rejection.severity)
+        return Finding(kind=FindingKind.PEER, op=case.op, subject=peer, klass=rejection.klass, text=rejection.text,
+                       detail=result.message, case=case, explained=rejection.explained, status=PeerStatus.REJECTS,
+                       version=version, atoms=rejection.atoms, severity=rejection.severity)
     out = result.output
     assert out is not None
     contract = output_contract(case, out.values, out.indices)
     if contract is not None:
         klass, text = contract
-        return Finding(FindingKind.PEER, case.op, peer, klass, text, text, case, True, PeerStatus.OK, version,
-                       {"values": out.values if isinstance(out.values, np.ndarray) and out.values.dtype.kind in "fiu"
-                        else None}, severity=Severity.VIOLATION)
+        return Finding(kind=FindingKind.PEER, op=case.op, subject=peer, klass=klass, text=text, detail=text,
+                       case=case, explained=True, status=PeerStatus.OK, version=version,
+                       actual={"values": out.values if isinstance(out.values, np.ndarray)
+                               and out.values.dtype.kind in "fiu" else None},
+                       severity=Severity.VIOLATION)
     values = np.asarray(out.values)
     indices = None if out.indices is None else np.asarray(out.indices)
     tol = tolerance_for(case.spec, case.x, geom, base.values, engine) if values.shape == base.values.shape else None
     mm = mismatch(base, values, indices, tol)
     if not mm:
         return None
-    d = diagnose(engine, case.spec, case.x, values, indices, prefer)
+    d = (memo or diagnose_output)(engine, case.spec, case.x, values, indices, prefer)
     if d.klass == "same":  # the diagnosis tolerance is the comparison's: cannot happen, but be safe
         return None
-    return Finding(FindingKind.PEER, case.op, peer, d.klass, d.text, first_difference(base, values, indices, mm), case,
-                   d.explained, PeerStatus.OK, version, {"values": values, "indices": indices},
-                   {"variants": d.variants, "ambiguous": d.ambiguous, "attribution": d.attribution}, d.atoms,
-                   severity=d.severity)
+    expected: dict[str, Any] = {"values": base.values, "shape": list(geom.output_shape)}
+    if base.indices is not None:
+        expected["indices"] = base.indices
+    actual = {"values": values, "indices": indices}
+    return Finding(kind=FindingKind.PEER, op=case.op, subject=peer, klass=d.klass, text=d.text,
+                   detail=first_difference(base, values, indices, mm), case=case, explained=d.explained,
+                   status=PeerStatus.OK, version=version, actual=actual,
+                   extra={"variants": d.variants, "ambiguous": d.ambiguous, "attribution": d.attribution,
+                          "alternatives": d.alternatives},
+                   atoms=d.atoms, severity=d.severity, expected=expected)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from types import ModuleType
+from typing import Protocol
 
 import numpy as np
 
@@ -16,7 +17,7 @@ from poolcheck.spec.indices import IndexLayout, index_layout
 from poolcheck.spec.policy import SPEC, Policy
 from poolcheck.spec.shape import Geometry, resolve
 
-__all__ = ["Outputs", "canonical_layout", "engine_module", "reference_for", "run_reference"]
+__all__ = ["Configuration", "Outputs", "canonical_layout", "engine_module", "reference", "run_reference"]
 
 
 def engine_module(name: str) -> ModuleType:
@@ -59,10 +60,23 @@ def canonical_layout(shape: tuple[int, ...]) -> IndexLayout:
     return IndexLayout("C", math.prod(shape), np.dtype(np.int64))
 
 
-def reference_for(engine: ModuleType, spec: PoolSpec, x: np.ndarray, policy: Policy = SPEC) -> Outputs:
-    """Reference outputs for ``spec`` on ``x`` under ``policy`` (the spec's geometry and layout)."""
+class Configuration(Protocol):
+    """What a reference needs of a configuration (a fuzz case, a case file's case)."""
+
+    @property
+    def spec(self) -> PoolSpec: ...
+
+    @property
+    def x(self) -> np.ndarray: ...
+
+
+def reference(engine: ModuleType, case: Configuration) -> tuple[Outputs, Geometry]:
+    """THE reference for a configuration: the spec's geometry and index layout, the spec's
+    policy, one engine call. Every consumer in the fuzzer (the session, the registry re-check,
+    the expected outputs of a case file) goes through it; a diagnosis variant's geometry or policy
+    goes through :func:`run_reference` instead. Raises :class:`~poolcheck.errors.PoolcheckError`
+    when poolcheck rejects the configuration."""
+    spec, x = case.spec, case.x
     geom = resolve(spec, x.shape)
     layout = index_layout(spec, x.shape) if spec.op == "max" else None
-    return run_reference(engine, x, geom, spec.op, exclude_pad=spec.exclude_pad, layout=layout, policy=policy)
-
-
+    return run_reference(engine, x, geom, spec.op, exclude_pad=spec.exclude_pad, layout=layout), geom

@@ -44,14 +44,18 @@ from poolcheck.engines import available_engines, get_engine
 from poolcheck.errors import AttributeValueError, PoolcheckError
 from poolcheck.fuzz import oracles as O
 from poolcheck.fuzz.database import example_database
-from poolcheck.fuzz.diagnosis import Diagnosis, diagnose_output
 from poolcheck.fuzz.generation import seed_only_generation
+from poolcheck.fuzz.grouping import Grouping, distinguish, group_finding, refutes
+from poolcheck.fuzz.hypothesis_compat import keep_database, set_database_key, shrink_limit
+from poolcheck.fuzz.reference import reference
+from poolcheck.fuzz.repeats import ENGINE_SIDE_CACHE, PEER_RESULTS_CACHE, EngineSide, config_key, peer_key
 from poolcheck.fuzz.strategies import ALL_DTYPES, CONVENTIONS, FuzzCase, config_batches
 from poolcheck.judgement import Outputs
 from poolcheck.peers.base import Peer, PeerResult
 from poolcheck.peers.isolation import call_peer_many, close_workers, submit_peer_many
 from poolcheck.peers.registry import resolve_peer
-from poolcheck.results import FindingKind, Signature
+from poolcheck.results import DEFAULT_FAIL_ON, FindingKind, Signature
+from poolcheck.spec.severity import RANK
 from poolcheck.spec.shape import Geometry
 from poolcheck.userdata import hypothesis_home
 
@@ -86,7 +90,10 @@ class FuzzOptions:
     isolated: bool = True
     peer_timeout: float = 30.0
     oracles: frozenset[str] = frozenset(ORACLES)  # which oracles run (see ORACLES)
-    exit_first: bool = False  # stop once the first new divergence is shrunk
+    exit_first: bool = False  # stop once the first new divergence of a ``fail_on`` severity is shrunk
+    #: Severities (values) of new divergences that fail the campaign (``--fail-on``); with
+    #: ``exit_first`` only a find of one of them ends the exploration.
+    fail_on: frozenset[str] = frozenset(s.value for s in DEFAULT_FAIL_ON)
     shrink: bool = True  # False: explore only (finds are kept as first seen, unshrunk)
     shrink_seconds: float | None = None  # per round; default: the remaining budget, within [5, 30] s
     known_signatures: frozenset[str] = frozenset()
@@ -147,6 +154,11 @@ class SessionResult:
     interrupted: bool = False
     warnings: list[str] = field(default_factory=list)
     rounds: list[tuple[int, int]] = field(default_factory=list)  # (hypothesis seed, examples) per round
+    #: The examples of every divergence group, in the order seen (the campaign groups them again
+    #: across sessions: :mod:`poolcheck.fuzz.grouping`).
+    examples: list[O.Finding] = field(default_factory=list)
+    #: Causes an experiment on the peer refuted: (peer, op, variant keys).
+    ruled_out: list[tuple[str, str, tuple[str, ...]]] = field(default_factory=list)
 
 
 class Divergence(Exception):
@@ -183,79 +195,28 @@ def _collect(exc: BaseException, found: list[Divergence], other: list[BaseExcept
 _KIND_ORDER = {k: i for i, k in enumerate(O.KINDS)}
 
 
-@contextlib.contextmanager
-def _shrink_limit(seconds: float) -> Iterator[None]:
-    """Bound the time hypothesis spends shrinking in one run. Hypothesis has no setting for it,
-    only a module constant (five minutes); it is set for the duration of one run and restored.
-    When shrinking stops early the best reproducer found so far is reported."""
-    from hypothesis.internal.conjecture import engine as conjecture_engine
-
-    old = getattr(conjecture_engine, "MAX_SHRINKING_SECONDS", None)
-    if old is None:  # a hypothesis without the constant: no limit to set
-        yield
-        return
-    conjecture_engine.MAX_SHRINKING_SECONDS = seconds  # type: ignore[assignment]
-    try:
-        yield
-    finally:
-        conjecture_engine.MAX_SHRINKING_SECONDS = old
+def ends_exploration(finding: O.Finding, options: FuzzOptions) -> bool:
+    """Whether ``finding`` (new and final) ends an ``--exit-first`` exploration: its severity is
+    one ``--fail-on`` names. An unspecified or limitation find does not hide a violation found
+    a second later."""
+    return options.exit_first and finding.weight.value in options.fail_on
 
 
 # --------------------------------------------------------------------------- judging a peer
 
 
 def judge_peer(peer: Peer, batch: Sequence[FuzzCase], refs: Sequence[tuple[Outputs, Geometry] | None],
-               engine: ModuleType, *, version: str | None, prefer: Callable[[int], Mapping[str, int]],
-               isolated: bool = True, timeout: float = 30.0,
-               call: Callable[..., list[PeerResult]] = call_peer_many,
-               diagnose: Callable[..., Diagnosis] = diagnose_output) -> Iterator[tuple[FuzzCase, PeerResult,
-                                                                                   O.Finding | None]]:
-    """One batched call of ``peer`` on ``batch``, then each result judged against its reference
-    (``None``: the engine rejects the configuration) by :func:`~poolcheck.fuzz.oracles.check_peer`.
-    The one path a peer's output takes, for new findings and for re-checking known divergences.
-    Lazy: ``prefer(i)`` (the tie-breaking history for item ``i``) is read when item ``i`` is
-    judged, so a caller may update it from the items before."""
-    results = call(peer, [(c.spec, c.x) for c in batch], isolated=isolated, timeout=timeout)
+               results: Sequence[PeerResult], engine: ModuleType, *, version: str | None,
+               prefer: Callable[[int], Mapping[str, int]],
+               memo: O.DiagnosisMemo | None = None) -> Iterator[tuple[FuzzCase, PeerResult, O.Finding | None]]:
+    """``peer``'s results on ``batch``, each judged against its reference (``None``: the engine
+    rejects the configuration) by :func:`~poolcheck.fuzz.oracles.check_peer`: the one path a
+    peer's output takes, for new findings and for re-checking known divergences. Lazy:
+    ``prefer(i)`` (the tie-breaking history for item ``i``) is read when item ``i`` is judged, so
+    a caller may update it from the items before; ``memo`` keeps diagnoses a session repeats."""
     for i, (case, ref, result) in enumerate(zip(batch, refs, results)):
         base, geom = ref if ref is not None else (None, None)
-        yield case, result, O.check_peer(case, peer.name, result, engine, base, geom, version, prefer(i),
-                                         diagnose=diagnose)
-
-
-# --------------------------------------------------------------------------- repeated configurations
-
-#: Configurations whose engine-side verdicts a session keeps. Hypothesis repeats configurations
-#: (its mutations copy one within and across examples, shrinking replays them): in a fuzz run
-#: against ONNX Runtime about two in three configurations were seen before.
-ENGINE_SIDE_CACHE = 4096
-
-
-def config_key(case: FuzzCase) -> tuple[Any, ...]:
-    """Everything a configuration's verdicts depend on: the spelling, the spec peers receive,
-    the mutation, and the input (type, shape, bytes)."""
-    x = case.x
-    return case.op_name, repr(case.attributes), case.spec, case.mutation, x.dtype.str, x.shape, x.tobytes()
-
-
-#: Results a session keeps per repeatable peer (see :attr:`RuntimePeer.repeatable`).
-PEER_RESULTS_CACHE = 4096
-
-
-def peer_key(case: FuzzCase) -> tuple[Any, ...]:
-    """What a peer receives of a configuration: the spec and the input (type, shape, bytes)."""
-    x = case.x
-    return case.spec, x.dtype.str, x.shape, x.tobytes()
-
-
-@dataclass
-class _EngineSide:
-    """What the engines said about one configuration: the reference (None: poolcheck rejects
-    it), findings against poolcheck itself, and the engine comparison and metamorphic findings
-    (None until they ran). Findings are rebound to each repeat's own case."""
-
-    ref: tuple[Outputs, Geometry] | None
-    findings: list[O.Finding]
-    checks: list[O.Finding] | None = None
+        yield case, result, O.check_peer(case, peer.name, result, engine, base, geom, version, prefer(i), memo=memo)
 
 
 # --------------------------------------------------------------------------- one session
@@ -266,8 +227,12 @@ class Session:
 
     def __init__(self, options: FuzzOptions, peers: Sequence[Peer], *, job: int = 0,
                  on_progress: Callable[[Progress], None] | None = None, deadline: float | None = None,
-                 max_examples: int | None = None, on_find: Callable[[O.Finding], None] | None = None) -> None:
+                 max_examples: int | None = None, on_find: Callable[[O.Finding], None] | None = None,
+                 halt: Any = None) -> None:
         self.options = options
+        #: Set by the parent of ``--jobs`` workers when another job's find ends an ``--exit-first``
+        #: exploration (anything with ``is_set()``).
+        self.halt = halt
         #: Called with each new divergence as soon as it is final (shrunk, or found with
         #: --no-shrink), so a campaign can save it before the run ends or is killed.
         self.on_find = on_find
@@ -310,6 +275,9 @@ class Session:
         for sig in map(Signature.parse, options.known_signatures):
             if sig.kind == FindingKind.PEER:
                 self.preference.setdefault(sig.subject, Counter())[sig.detail] += 1
+        #: A peer's divergences that one explanation accounts for, grouped as they appear: an
+        #: example a group already explains is counted, not shrunk again.
+        self.grouping = Grouping(self.engine, options.known_signatures)
         self.started = time.monotonic()
         self._last_progress = 0.0
         self.warnings: list[str] = []
@@ -319,7 +287,7 @@ class Session:
         #: A repeatable peer's outputs and refusals by peer (id) and :func:`peer_key`, oldest first.
         self._peer_results: dict[int, dict[tuple[Any, ...], PeerResult]] = {}
         #: Engine-side verdicts by configuration (:func:`config_key`), oldest first.
-        self._engine_side: dict[tuple[Any, ...], _EngineSide] = {}
+        self._engine_side: dict[tuple[Any, ...], EngineSide] = {}
         self.strategy = config_batches(options.ops, options.ranks, options.dtypes, options.conventions,
                                        max_configs=options.max_configs, invalid=options.invalid)
 
@@ -367,15 +335,17 @@ class Session:
         configuration, or its engine raises)."""
         ok, _why = O.engine_accepts(case)
         if case.mutation and ok:
-            return None, [O.Finding(FindingKind.ENGINE, case.op, "validation", f"accepts invalid: {case.mutation}",
-                                    "poolcheck accepts a configuration it should reject", case.describe(), case, False)]
+            return None, [O.Finding(kind=FindingKind.ENGINE, op=case.op, subject="validation",
+                                    klass=f"accepts invalid: {case.mutation}",
+                                    text="poolcheck accepts a configuration it should reject", detail=case.describe(),
+                                    case=case, explained=False)]
         if not ok:
             return None, []
         try:
-            return O.reference(self.engine, case), []
+            return reference(self.engine, case), []
         except PoolcheckError as exc:
-            return None, [O.Finding(FindingKind.ENGINE, case.op, self.engine.NAME, "error", "the engine raised", str(exc),
-                                    case, False)]
+            return None, [O.Finding(kind=FindingKind.ENGINE, op=case.op, subject=self.engine.NAME, klass="error",
+                                    text="the engine raised", detail=str(exc), case=case, explained=False)]
 
     def check_batch(self, batch: Sequence[FuzzCase]) -> list[O.Finding]:
         """Every oracle on every configuration of one example."""
@@ -389,7 +359,7 @@ class Session:
         for case, key in zip(batch, keys):
             known = self._engine_side.get(key)
             if known is None:
-                known = self._engine_side[key] = _EngineSide(*self._reference(case))
+                known = self._engine_side[key] = EngineSide(*self._reference(case))
                 if len(self._engine_side) > ENGINE_SIDE_CACHE:
                     del self._engine_side[next(iter(self._engine_side))]  # the oldest
             refs.append(known.ref)
@@ -421,14 +391,9 @@ class Session:
             def history(_i: int, p: Counter[str] = prefer) -> Mapping[str, int]:
                 return p  # one history per peer, updated as its items are judged
 
-            def call(*_args: Any, answer: Callable[[], list[PeerResult]] = answer,
-                     **_kwargs: Any) -> list[PeerResult]:
-                return answer()
-
-            for _case, result, f in judge_peer(peer, batch, refs, self.engine, version=self.versions.get(peer.name),
-                                               prefer=history, isolated=self.options.isolated,
-                                               timeout=self.options.peer_timeout, call=call,
-                                               diagnose=self._diagnose):
+            for _case, result, f in judge_peer(peer, batch, refs, answer(), self.engine,
+                                               version=self.versions.get(peer.name), prefer=history,
+                                               memo=self._diagnose):
                 status[result.status] += 1
                 if result.status in ("ok", "rejects"):
                     self.progress.compared[peer.name] += 1
@@ -446,29 +411,37 @@ class Session:
             return  # nothing to shrink: let the round run out quickly
         findings = [ff for f in self.check_batch(batch) for ff in f.focused()]
         now = time.monotonic() - self.started
-        new: list[O.Finding] = []
+        new: list[tuple[str, O.Finding]] = []  # (group key, example)
         for f in findings:
             sig = f.signature
             self.progress.divergent[sig] += 1
             if sig not in self.detected_at:
                 self.detected_at[sig] = now
             if sig in self.settled:
+                self._heavier_example(sig, f)
                 continue
-            new.append(f)
-            best = self.findings.get(sig)
+            group = self.grouping.place(f)
+            if group.known or (group.key != sig and group.key in self.settled):
+                self.settled.add(sig)  # one explanation already on record or shrunk accounts for it
+                continue
+            key = group.key
+            new.append((key, f))
+            best = self.findings.get(key)
             if best is None or f.size < best.size:
-                self.findings[sig] = f
+                self.findings[key] = f
                 if not self.options.shrink:
                     self._found(f)
         self._report_progress()
         if new and self.options.shrink:
-            f = min(new, key=lambda f: (_KIND_ORDER.get(f.kind, 9), f.signature))
+            key, f = min(new, key=lambda t: (_KIND_ORDER.get(t[1].kind, 9), t[0]))
             self.pending = True
-            raise divergence_type(f.signature)(f)
+            raise divergence_type(key)(f)
 
     # ------------------------------------------------------------------ rounds
 
     def _out_of_budget(self) -> bool:
+        if self.halt is not None and self.halt.is_set():
+            return True
         if self.deadline is not None and time.time() >= self.deadline:
             return True
         return self.max_examples is not None and self.progress.examples >= self.max_examples
@@ -506,7 +479,7 @@ class Session:
         def fuzz_example(batch: list[FuzzCase]) -> None:
             self._example(batch)
 
-        fuzz_example._hypothesis_internal_add_digest = self.options.digest()  # type: ignore[attr-defined]
+        set_database_key(fuzz_example, self.options.digest())
         test = settings(
             max_examples=examples, deadline=None, database=db, phases=phases, derandomize=False,
             suppress_health_check=list(HealthCheck), verbosity=Verbosity.quiet, print_blob=False,
@@ -517,14 +490,13 @@ class Session:
             # ``@seed`` switches the example database off (a seeded run is meant to be replayed,
             # not to remember); this fuzzer wants both: the seed drives generation, the database
             # replays earlier finds first and keeps new ones for other runs and machines.
-            test._hypothesis_internal_use_settings = settings(  # type: ignore[attr-defined]
-                test._hypothesis_internal_use_settings, database=db)  # type: ignore[attr-defined]
+            keep_database(test, db)
         self.pending = False
         self.rounds.append((round_seed, examples))
         self.progress.rounds += 1
         self.progress.phase = f"round {index + 1}"
         try:
-            with _shrink_limit(self._shrink_seconds()), seed_only_generation():
+            with shrink_limit(self._shrink_seconds()), seed_only_generation():
                 test()
         except (KeyboardInterrupt, SystemExit):
             raise
@@ -534,14 +506,15 @@ class Session:
             _collect(exc, found, other)
             for d in found:
                 f = d.finding
-                sig = f.signature
+                sig = str(getattr(type(d), "signature", f.signature))  # the group's key
                 self.findings[sig] = f
                 self.shrunk.add(sig)
                 self.shrunk_at[sig] = time.monotonic() - self.started
                 self.settled.add(sig)
                 if sig not in self.progress.new:
                     self.progress.new.append(sig)
-                self._found(f)
+                self._tell_apart(sig)
+                self._found(self.as_group(sig, f))
             for o in other:
                 if isinstance(o, PoolcheckError | AttributeValueError):
                     raise o from None
@@ -549,6 +522,45 @@ class Session:
                     self.warnings.append(f"hypothesis: {type(o).__name__}: {str(o).splitlines()[0][:200]}")
                     continue
                 raise o from None
+
+    def _heavier_example(self, sig: str, f: O.Finding) -> None:
+        """A class weighs by the configuration's convention (spec/severity.py): an example of a
+        settled class that weighs more than the one on record (rounding:ceil_torch->ceil is an
+        erratum under ONNX's texts, a violation under OpenVINO's) stands for it from now on, so
+        the report and ``--exit-first`` see the heavier weight."""
+        group = self.grouping.by_signature.get(sig)
+        key = group.key if group is not None else sig
+        held = self.findings.get(key)
+        if held is not None and RANK.index(f.weight) < RANK.index(held.weight):
+            self.findings[key] = f
+
+    def as_group(self, key: str, f: O.Finding) -> O.Finding:
+        """``f`` (an example of the group ``key``) under its group's current name and severity."""
+        group = self.grouping.by_signature.get(key)
+        if group is None:
+            return f
+        return group_finding(group, f, sum(self.progress.divergent.get(k, 0) for k in group.signatures) or 1)
+
+    def _tell_apart(self, key: str) -> None:
+        """Several explanations reproduce every example of a group: ask its peer on nearby
+        configurations where they part, and drop those it contradicts."""
+        group = self.grouping.by_signature.get(key)
+        peer = next((p for p in self.peers if group is not None and p.name == group.subject), None)
+        if group is None or peer is None or not group.causes:
+            return
+
+        def ask(spec: Any, x: Any) -> tuple[Any, Any] | None:
+            (result,) = call_peer_many(peer, [(spec, x)], isolated=self.options.isolated,
+                                       timeout=self.options.peer_timeout)
+            if result.status != "ok" or result.output is None:
+                return None
+            return result.output.values, result.output.indices
+
+        for cause in distinguish(self.engine, group, ask):
+            self.grouping.ruled_out.add((group.subject, group.op, cause))
+        if len(group.causes) == 1 and refutes(self.engine, group, ask):  # a name that fits its examples only
+            self.grouping.ruled_out.add((group.subject, group.op, group.causes[0]))
+            self.grouping.refute(group)
 
     def _found(self, finding: O.Finding) -> None:
         if self.on_find is not None:
@@ -567,7 +579,8 @@ class Session:
                 raise_if_stopped()
                 self._round(index)
                 index += 1
-                if self.options.exit_first and self.shrunk:
+                if self.options.exit_first and any(ends_exploration(self.as_group(s, self.findings[s]), self.options)
+                                                   for s in self.shrunk if s in self.findings):
                     break
                 if self.deadline is None and self.max_examples is None:
                     break
@@ -577,7 +590,9 @@ class Session:
         self._report_progress(force=True)
         self.progress.elapsed = time.monotonic() - self.started
         return SessionResult(self.findings, self.shrunk, self.detected_at, self.shrunk_at, self.progress,
-                             self.versions, self.unavailable, interrupted, self.warnings, self.rounds)
+                             self.versions, self.unavailable, interrupted, self.warnings, self.rounds,
+                             examples=[m for g in self.grouping.groups for m in g.members],
+                             ruled_out=sorted(self.grouping.ruled_out))
 
 
 # --------------------------------------------------------------------------- processes
@@ -589,7 +604,7 @@ def resolve_peer_list(peers: Sequence[Any]) -> list[Peer]:
 
 
 def _job_main(options: FuzzOptions, job: int, deadline: float | None, max_examples: int | None,
-              out: Any) -> None:
+              out: Any, halt: Any = None) -> None:
     """Entry point of one ``--jobs`` worker process."""
     try:
         peers = resolve_peer_list(options.peers)
@@ -605,7 +620,7 @@ def _job_main(options: FuzzOptions, job: int, deadline: float | None, max_exampl
         # the parent stops it, so what it found has already been streamed.
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         session = Session(options, peers, job=job, on_progress=send, deadline=deadline, max_examples=max_examples,
-                          on_find=found)
+                          on_find=found, halt=halt)
         result = session.run()
         out.put(("done", job, result))
     except KeyboardInterrupt:
@@ -660,10 +675,11 @@ def run_sessions(options: FuzzOptions, on_progress: Callable[[Progress], None] |
         return [session.run()]
     ctx = multiprocessing.get_context("spawn")
     out = ctx.Queue()
+    halt = ctx.Event()  # --exit-first: one job's find of a --fail-on severity winds every job down
     procs = []
     for job in range(options.jobs):
         p = ctx.Process(target=_job_main, name=f"poolcheck-fuzz-{job}",
-                        args=(options, job, deadline, share(options.max_examples, options.jobs, job), out))
+                        args=(options, job, deadline, share(options.max_examples, options.jobs, job), out, halt))
         p.start()
         procs.append(p)
     latest: dict[int, Progress] = {}
@@ -689,6 +705,8 @@ def run_sessions(options: FuzzOptions, on_progress: Callable[[Progress], None] |
                 if payload.signature not in streamed and on_find is not None:
                     on_find(payload)
                 streamed.setdefault(payload.signature, payload)
+                if ends_exploration(payload, options):
+                    halt.set()
             elif kind == "done":
                 results[job] = payload
                 latest[job] = payload.progress
@@ -737,7 +755,11 @@ def merge_results(results: Sequence[SessionResult]) -> SessionResult:
     unavailable: dict[str, str] = {}
     warnings: list[str] = []
     rounds: list[tuple[int, int]] = []
+    examples: list[O.Finding] = []
+    ruled_out: list[tuple[str, str, tuple[str, ...]]] = []
     for r in results:
+        examples += r.examples
+        ruled_out += [c for c in r.ruled_out if c not in ruled_out]
         for sig, f in r.findings.items():
             have = findings.get(sig)
             better = have is None or (sig in r.shrunk and sig not in shrunk) or (
@@ -756,22 +778,10 @@ def merge_results(results: Sequence[SessionResult]) -> SessionResult:
         warnings += r.warnings
         rounds += r.rounds
     return SessionResult(findings, shrunk, detected, shrunk_at, progress, versions, unavailable,
-                         any(r.interrupted for r in results), warnings, rounds)
-
-
-def expected_outputs(finding: O.Finding, engine: str = "auto") -> dict[str, Any]:
-    """The engine's outputs for a find's configuration (what its case file expects)."""
-    case = finding.case
-    if finding.kind == "invalid":
-        return {}
-    base, geom = O.reference(get_engine(engine), case)
-    out: dict[str, Any] = {"values": base.values, "shape": list(geom.output_shape)}
-    if base.indices is not None:
-        out["indices"] = base.indices
-    return out
+                         any(r.interrupted for r in results), warnings, rounds, examples, ruled_out)
 
 
 __all__ = [
-    "Divergence", "FuzzOptions", "Progress", "Session", "SessionResult", "divergence_type", "expected_outputs",
+    "Divergence", "FuzzOptions", "Progress", "Session", "SessionResult", "divergence_type",
     "merge_results", "run_sessions",
 ]

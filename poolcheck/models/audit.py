@@ -1,10 +1,19 @@
-"""``poolcheck audit``: every pooling node of a model, its canonical configuration, its output
-shape under each convention, its risk classes (with the known divergences they point at), and
-its exact configuration run on the engines and peers with random and adversarial inputs."""
+"""``poolcheck audit``: every pooling node of a model (subgraphs of If, Loop and Scan included),
+its canonical configuration, its output shape under each convention, its risk classes (with the
+known divergences they point at), and its exact configuration run on the engines and peers with
+random and adversarial inputs, each divergence named by the fuzzer's diagnosis.
+
+Nodes with the same configuration, input shape (batch and channels cut as :func:`audit_shape`
+says) and element type get the same inputs, so each distinct configuration runs once and its
+verdicts are shared by its nodes. A node that cannot be judged (an element type or size poolcheck
+does not model, anything that goes wrong while preparing it) becomes that node's error, naming
+the model and the node; the other nodes are still judged."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -14,11 +23,15 @@ import numpy as np
 from poolcheck.cases.model import Case
 from poolcheck.cases.onnx_import import PoolNode, model_pool_nodes
 from poolcheck.corpus import KNOWN_DIR
+from poolcheck.engines import numpy_engine
+from poolcheck.errors import PoolcheckError
+from poolcheck.fuzz.diagnosis import diagnose_output
 from poolcheck.fuzz.known import known_entries
 from poolcheck.models.risk import KnownMatch, Risk, known_matches, risk_classes
 from poolcheck.peers.base import Peer
-from poolcheck.results import CaseResult, RunResult, Verdict
+from poolcheck.results import CaseResult, Check, FindingKind, RunResult, Verdict
 from poolcheck.runner import POLICY_SEARCH_LIMIT, new_result, peer_checks, record_peer_versions, run_case
+from poolcheck.spec.limits import MAX_ELEMENTS
 from poolcheck.spec.operators import operator
 from poolcheck.spec.shape import axis_rules, resolve
 
@@ -26,6 +39,13 @@ from poolcheck.spec.shape import axis_rules, resolve
 AUDIT_SEED = 20240601
 #: Input kinds each node runs with.
 INPUT_KINDS = ("random", "adversarial")
+
+#: ``progress(phase, done, total)``: how far the audit is (``poolcheck audit`` draws a bar).
+ProgressFn = Callable[[str, int, int], None]
+
+
+class NodeCannotBeJudged(PoolcheckError):
+    """A node poolcheck does not model (its element type, its size): the node's error."""
 
 
 @dataclass
@@ -38,6 +58,28 @@ class NodeAudit:
     known: list[KnownMatch] = field(default_factory=list)
     cases: list[Case] = field(default_factory=list)
     results: list[CaseResult] = field(default_factory=list)
+    #: Why the audit could not judge this node (besides the reader's ``node.problem``).
+    error: str = ""
+    #: The first node with this node's configuration, input shape and type (None: this is the first).
+    same_as: str | None = None
+    #: Which distinct configuration this node runs as (None: not judged).
+    config: int | None = None
+
+    @property
+    def problem(self) -> str:
+        """Why this node is not judged, or ""."""
+        return self.node.problem or self.error
+
+    def diagnoses(self) -> dict[str, list[str]]:
+        """Each differing peer with the diagnoses of its divergences on this node (distinct)."""
+        out: dict[str, list[str]] = {}
+        for r in self.results:
+            for c in r.checks:
+                if c.kind == "peer" and c.verdict == "fail":
+                    texts = out.setdefault(c.runner, [])
+                    if c.diagnosis and c.diagnosis not in texts:
+                        texts.append(c.diagnosis)
+        return out
 
     @property
     def differing_peers(self) -> list[str]:
@@ -60,14 +102,19 @@ class NodeAudit:
         n = self.node
         return {"node": n.name, "op_type": n.op_type, "op": n.case_op, "attributes": n.attributes,
                 "input": n.input_name, "input_shape": list(n.input_shape or []), "dtype": n.dtype,
-                "config": n.spec.describe() if n.spec else None, "problem": n.problem or None,
+                "config": n.spec.describe() if n.spec else None, "problem": self.problem or None,
                 "output_shapes": self.output_shapes, "risks": [r.value for r in self.risks],
                 "known_divergences": [{"risk": k.risk.value, "case": k.case_id, "signature": k.signature,
                                        "peer": k.peer} for k in self.known],
                 "affected_peers": sorted({k.peer for k in self.known if k.peer}),
                 "differing_peers": self.peer_severities(),
+                "diagnoses": self.diagnoses(),
+                "same_configuration_as": self.same_as,
                 "cases": [{"id": r.case_id, "verdict": r.verdict,
-                           "checks": {c.runner: c.verdict for c in r.checks}} for r in self.results]}
+                           "checks": {c.runner: c.verdict for c in r.checks},
+                           "diagnoses": {c.runner: c.diagnosis for c in r.checks
+                                         if c.kind == "peer" and c.verdict == "fail" and c.diagnosis}}
+                          for r in self.results]}
 
 
 def convention_shapes(node: PoolNode) -> dict[str, list[int | None]]:
@@ -106,7 +153,7 @@ def audit_inputs(node: PoolNode, seed: int = AUDIT_SEED) -> dict[str, np.ndarray
     shape = audit_shape(node.input_shape)
     if dtype.kind in "iu":
         info = np.iinfo(dtype)
-        rnd = rng.integers(info.min, int(info.max) + 1, size=shape).astype(dtype)
+        rnd = rng.integers(info.min, info.max, size=shape, dtype=dtype, endpoint=True)
         adv = rng.integers(-2, 3, size=shape).clip(info.min, info.max).astype(dtype)  # many ties
         flat = adv.reshape(-1)
         flat[rng.choice(flat.size, size=max(1, flat.size // 50), replace=False)] = info.max
@@ -125,33 +172,91 @@ def audit_inputs(node: PoolNode, seed: int = AUDIT_SEED) -> dict[str, np.ndarray
     return {"random": rnd, "adversarial": adv}
 
 
-def node_cases(node: PoolNode, model: Path) -> list[Case]:
+def node_cases(node: PoolNode, model: Path, ident: str | None = None) -> list[Case]:
     """The node's exact configuration as cases, one per input kind (no documented outputs: the
-    engines and peers are judged against the reference)."""
+    engines and peers are judged against the reference). ``ident`` names the cases (default:
+    the node's name)."""
     if node.spec is None or node.input_shape is None:
         return []
     convention = operator(node.case_op).convention
     out = []
     for kind, x in audit_inputs(node).items():
-        out.append(Case(id=f"{node.name}/{kind}", op=node.case_op, convention=convention, spec=node.spec,
+        out.append(Case(id=f"{ident or node.name}/{kind}", op=node.case_op, convention=convention, spec=node.spec,
                         attributes=dict(node.attributes), dtype=x.dtype, input=x, expected={},
                         title=f"{model.name}: {node.op_type} {node.name} ({kind} input)",
                         source={"model": str(model), "node": node.name}, tags=["audit", kind]))
     return out
 
 
-def audit_nodes(nodes: Sequence[PoolNode], model: Path, entries: Sequence[object]) -> list[NodeAudit]:
-    """Shapes, risks, known matches and cases for every node (running them is the caller's)."""
+def judgeable(node: PoolNode) -> None:
+    """Raise :class:`NodeCannotBeJudged` for a node whose element type the operator's catalogue
+    row does not take (bfloat16, float8, bool, string; uint64 where the operator excludes it) or
+    whose one plane is past poolcheck's limits."""
+    row = operator(node.case_op)
+    if node.dtype not in row.dtypes:
+        raise NodeCannotBeJudged(f"cannot judge: dtype {node.dtype} ({row.name} as poolcheck models it takes "
+                                 f"{', '.join(row.dtypes)})")
+    assert node.input_shape is not None
+    plane = int(np.prod([int(v) for v in node.input_shape[2:]], dtype=object))
+    if plane > MAX_ELEMENTS:
+        raise NodeCannotBeJudged(f"cannot judge: one plane of its input ({'x'.join(map(str, node.input_shape[2:]))}) "
+                                 f"holds {plane:,} elements, over the limit of {MAX_ELEMENTS:,}")
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, PoolcheckError):
+        text = str(exc)
+    elif isinstance(exc, MemoryError):
+        text = "out of memory"
+    else:
+        text = f"{type(exc).__name__}: {exc}"
+    text = " ".join(text.split())
+    text = text if len(text) <= 300 else text[:297] + "..."
+    return text if text.startswith("cannot judge") else f"cannot judge: {text}"
+
+
+def config_key(node: PoolNode) -> tuple[Any, ...]:
+    """What a node's cases depend on: nodes with equal keys get equal inputs and verdicts."""
+    assert node.input_shape is not None
+    return (node.case_op, node.spec, audit_shape(node.input_shape), node.dtype)
+
+
+def audit_nodes(nodes: Sequence[PoolNode], model: Path, entries: Sequence[object],
+                progress: ProgressFn | None = None) -> tuple[list[NodeAudit], dict[tuple[Any, ...], list[Case]]]:
+    """Shapes, risks and known matches for every node, and the cases of each distinct
+    configuration (running them is the caller's). A node that cannot be judged gets its error."""
     audits = []
-    for node in nodes:
+    configs: dict[tuple[Any, ...], list[Case]] = {}
+    first: dict[tuple[Any, ...], str] = {}
+    found: dict[tuple[Any, ...], tuple[dict[str, list[int | None]], list[Risk], list[KnownMatch]]] = {}
+    for i, node in enumerate(nodes):
+        if progress is not None:
+            progress("reading nodes", i, len(nodes))
         a = NodeAudit(node)
-        if node.spec is not None and node.input_shape is not None:
-            a.output_shapes = convention_shapes(node)
-            a.risks = risk_classes(node.spec, node.input_shape, node.dtype)
-            a.known = known_matches(node.spec.op, a.risks, entries)
-            a.cases = node_cases(node, model)
         audits.append(a)
-    return audits
+        if node.spec is None or node.input_shape is None:
+            continue
+        try:
+            judgeable(node)
+            seen = found.get((node.case_op, node.spec, node.input_shape, node.dtype))
+            if seen is None:  # a node like an earlier one (same attributes, shape, type) has its findings
+                risks = risk_classes(node.spec, node.input_shape, node.dtype)
+                seen = found[(node.case_op, node.spec, node.input_shape, node.dtype)] = (
+                    convention_shapes(node), risks, known_matches(node.spec.op, risks, entries))
+            a.output_shapes, a.risks, a.known = dict(seen[0]), list(seen[1]), list(seen[2])
+            key = config_key(node)
+            if key not in configs:
+                configs[key] = node_cases(node, model, ident=f"config-{len(configs)}")
+                first[key] = node.name
+            else:
+                a.same_as = first[key]
+            a.cases = configs[key]
+            a.config = list(configs).index(key)
+        except Exception as exc:  # the per-node boundary: this node's error, the others still judged
+            a.error = _reason(exc)
+    if progress is not None:
+        progress("reading nodes", len(nodes), len(nodes))
+    return audits, configs
 
 
 @dataclass
@@ -162,37 +267,100 @@ class ModelAudit:
     audits: list[NodeAudit]
     result: RunResult
     peers: list[str]
+    #: How many distinct configurations ran (nodes sharing one share its verdicts).
+    configurations: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         """The ``--json`` document (schema ``poolcheck.audit/1``)."""
         return {"schema": "poolcheck.audit/1", "model": str(self.model), "peers": self.peers,
-                "nodes": [a.to_dict() for a in self.audits]}
+                "configurations": self.configurations, "nodes": [a.to_dict() for a in self.audits]}
+
+
+def registry_preference(entries: Sequence[object]) -> dict[str, Counter[str]]:
+    """Per peer, how often the registry records each behaviour: the fuzzer's tie-breaking history,
+    so an output several explanations fit is named as the registry names it."""
+    out: dict[str, Counter[str]] = {}
+    for e in entries:
+        sig = e.sig  # type: ignore[attr-defined]
+        if sig.kind == FindingKind.PEER:
+            out.setdefault(sig.subject, Counter())[sig.detail] += 1
+    return out
+
+
+def diagnose_check(case: Case, check: Check, peer_result: Any, prefer: Mapping[str, int] | None = None) -> None:
+    """Name what a differing peer did (the fuzzer's diagnosis: the variant of the reference that
+    reproduces the peer's output, verified by replay) in ``check.diagnosis``; a reason the check
+    already carries (a policy the spec leaves open) is kept after it."""
+    out = getattr(peer_result, "output", None)
+    if check.verdict != Verdict.FAIL or out is None or check.diagnosis == "output contract":
+        return
+    try:
+        values = np.asarray(out.values)
+        indices = None if out.indices is None else np.asarray(out.indices).astype(np.int64)
+        found = diagnose_output(numpy_engine, case.spec, case.input, values, indices, prefer)
+    except Exception as exc:  # a diagnosis that cannot run says so; the verdict stands
+        check.diagnosis = "; ".join(filter(None, [f"no diagnosis ({_reason(exc).removeprefix('cannot judge: ')})",
+                                                  check.diagnosis]))
+        return
+    text = found.text if found.explained else f"unexplained: {found.text}"
+    check.diagnosis = "; ".join(filter(None, [text, check.diagnosis]))
+
+
+def _rename(r: CaseResult, node: PoolNode, model: Path, replay: str) -> CaseResult:
+    kind = r.case_id.rsplit("/", 1)[-1]
+    return dataclasses.replace(r, case_id=f"{node.name}/{kind}", source=f"{model}:{node.name}", replay=replay,
+                               title=f"{model.name}: {node.op_type} {node.name} ({kind} input)")
 
 
 def audit_model(model: Path, input_shapes: dict[str, tuple[int, ...]], peers: Sequence[Peer], engines: Sequence[str],
-                *, timeout: float, command: str, replay: str) -> ModelAudit:
+                *, timeout: float, command: str, replay: str, progress: ProgressFn | None = None) -> ModelAudit:
     """Read every pooling node of ``model`` (raises PoolcheckError for an unreadable model or
-    shapes that cannot be inferred), then run each node's exact configuration on ``engines``
-    and ``peers``. A node poolcheck cannot model becomes an error verdict; an interrupt keeps
-    what ran (``result.interrupted``)."""
+    shapes that cannot be inferred), then run each distinct configuration on ``engines`` and
+    ``peers`` once, diagnose each divergence, and give every node its configuration's verdicts.
+    A node poolcheck cannot judge becomes an error verdict naming model and node; an interrupt
+    keeps what ran (``result.interrupted``)."""
+    def tick(phase: str, done: int, total: int) -> None:
+        if progress is not None:
+            progress(phase, done, total)
+
     nodes = model_pool_nodes(model, input_shapes)
     entries, _ = known_entries([KNOWN_DIR])
-    audits = audit_nodes(nodes, model, entries)
+    audits, configs = audit_nodes(nodes, model, entries, progress)
+    prefer = registry_preference(entries)
     result = new_result(command, kind="run")
-    cases = [c for a in audits for c in a.cases]
+    cases = [c for cs in configs.values() for c in cs]
+    ran: dict[str, CaseResult] = {}
+    differing: list[tuple[Case, Check, Any]] = []
+
+    def keep(case: Case, _peer: str, peer_result: Any, check: Check) -> None:
+        if check.verdict == Verdict.FAIL:
+            differing.append((case, check, peer_result))
+
     try:
-        by_case = peer_checks(cases, list(peers), timeout=timeout) if peers and cases else {}
-        for a in audits:
-            if a.node.problem:  # a node poolcheck cannot model is not judged: an error verdict (exit 2)
-                result.cases.append(CaseResult(case_id=a.node.name, verdict=Verdict.ERROR, source=f"{model}:{a.node.name}",
-                                               op=a.node.op_type, message=f"{model}: node {a.node.name!r}: {a.node.problem}"))
-            for case in a.cases:
-                r = run_case(case, list(engines), by_case.get(case.id, []))
-                r.replay = replay
-                r.source = f"{model}:{a.node.name}"
-                a.results.append(r)
-                result.cases.append(r)
+        by_case: dict[str, list[Check]] = {c.id: [] for c in cases}
+        for j, peer in enumerate(peers if cases else []):
+            tick(f"running on {peer.name}", j, len(peers))
+            for cid, checks in peer_checks(cases, [peer], timeout=timeout, on_output=keep).items():
+                by_case[cid].extend(checks)
+        for k, (case, check, peer_result) in enumerate(differing):
+            tick("diagnosing divergences", k, len(differing))
+            diagnose_check(case, check, peer_result, prefer.get(check.runner))
+        differing.clear()  # the peers' outputs are not needed any more
+        for k, case in enumerate(cases):
+            tick("judging", k, len(cases))
+            ran[case.id] = run_case(case, list(engines), by_case.get(case.id, []))
         record_peer_versions(result, list(peers))
     except KeyboardInterrupt:
         result.interrupted = True
-    return ModelAudit(model, audits, result, [p.name for p in peers])
+    for a in audits:
+        if a.problem:  # a node poolcheck cannot judge: an error verdict (exit 2) naming model and node
+            result.cases.append(CaseResult(case_id=a.node.name, verdict=Verdict.ERROR, source=f"{model}:{a.node.name}",
+                                           op=a.node.op_type, message=f"{model}: node {a.node.name!r}: {a.problem}"))
+            continue
+        for case in a.cases:
+            if case.id in ran:
+                r = _rename(ran[case.id], a.node, model, replay)
+                a.results.append(r)
+                result.cases.append(r)
+    tick("done", 1, 1)
+    return ModelAudit(model, audits, result, [p.name for p in peers], configurations=len(configs))

@@ -18,11 +18,13 @@ from pathlib import Path
 import numpy as np
 
 from poolcheck.api import run_spec
+from poolcheck.api_family import run_family
 from poolcheck.cases.model import Case
 from poolcheck.errors import PoolcheckError
 from poolcheck.files import write_text_atomic
-from poolcheck.peers.onnx_model import OPSET, build_model, to_onnx
-from poolcheck.spec.operators import parse
+from poolcheck.peers.onnx_model import IR_VERSION, OPSET, build_model, to_onnx
+from poolcheck.spec.family import FamilySpec
+from poolcheck.spec.operators import OPERATORS, parse, spell
 
 #: Operator of each exported node, as poolcheck's case format names it (MaxPool-22 / AveragePool-22).
 EXPORT_OPS = {"MaxPool": f"MaxPool-{OPSET}", "AveragePool": f"AveragePool-{OPSET}"}
@@ -61,11 +63,13 @@ def _case_files(case: Case) -> dict[str, bytes]:
     :class:`PoolcheckError` (or ``PeerDeclined``) with the reason when ONNX cannot express it exactly."""
     from onnx import helper, numpy_helper
 
-    node = to_onnx(case.spec, case.input.shape, case.dtype, peer="onnx-tests")
+    if isinstance(case.spec, FamilySpec):
+        return _family_case_files(case)
+    node = to_onnx(case.pool_spec, case.input.shape, case.dtype, peer="onnx-tests")
     # Values only: poolcheck's indices follow its own layout, ONNX's Indices another; a stored
     # Indices output would be a second document to keep in step.
     node = dataclasses.replace(node, with_indices=False)
-    values, _ = run_spec(case.spec, case.input, engine="numpy")
+    values, _ = run_spec(case.pool_spec, case.input, engine="numpy")
     # The written attributes must mean the same configuration: judge them by ONNX's own rules.
     onnx_spec = parse(EXPORT_OPS[node.op_type], node.attrs())
     again, _ = run_spec(onnx_spec, case.input, engine="numpy")
@@ -136,6 +140,40 @@ def _owned(target: Path, recorded: dict[str, str] | None) -> bool:
     if recorded is None or target.is_symlink() or not target.is_dir():
         return False
     return _tree(target) == recorded
+
+
+def _family_case_files(case: Case) -> dict[str, bytes]:
+    """An ONNX family case (LpPool, Global*Pool, MaxUnpool) as the files of a backend test
+    directory at opset 22: the node in the case's own row's words (MaxUnpool's I and output_shape
+    as its second and third inputs), the reference output of the NumPy engine. OpenVINO's
+    adaptive pools have no ONNX operator."""
+    from onnx import helper, numpy_helper
+
+    assert isinstance(case.spec, FamilySpec)
+    row = OPERATORS[case.op]
+    if row.convention != "onnx":
+        raise PoolcheckError(f"{row.title} is an OpenVINO operator; ONNX has no operator for it")
+    values, _ = run_family(case.spec, case.input, engine="numpy", indices=case.inputs.get("I"), row=row)
+    attrs = spell(case.spec, case.op)
+    feeds = {"x0": np.ascontiguousarray(case.input)}
+    if "I" in case.inputs:
+        feeds["i0"] = case.inputs["I"].astype(np.int64)
+    output_shape = attrs.pop("output_shape", None)
+    if output_shape is not None:
+        feeds["s0"] = np.array(output_shape, dtype=np.int64)
+    op_type = row.title.rsplit("-", 1)[0]
+    node = helper.make_node(op_type, list(feeds), ["y0"], **attrs)
+    inputs = [helper.make_tensor_value_info(k, helper.np_dtype_to_tensor_dtype(v.dtype), list(v.shape))
+              for k, v in feeds.items()]
+    graph = helper.make_graph([node], case.id, inputs, [helper.make_tensor_value_info(
+        "y0", helper.np_dtype_to_tensor_dtype(values.dtype), list(values.shape))])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="poolcheck")
+    model.ir_version = IR_VERSION
+    files = {"model.onnx": model.SerializeToString()}
+    for k, (key, arr) in enumerate(feeds.items()):
+        files[f"test_data_set_0/input_{k}.pb"] = numpy_helper.from_array(arr, key).SerializeToString()
+    files["test_data_set_0/output_0.pb"] = numpy_helper.from_array(np.ascontiguousarray(values), "y0").SerializeToString()
+    return files
 
 
 def export_cases(cases: Sequence[Case], out: Path) -> list[Exported]:

@@ -25,8 +25,7 @@ def ceil_as_ceil_torch(spec: PoolSpec, shape: Sequence[int]) -> str | None:
     """Why OpenVINO ``rounding_type=ceil`` cannot be written as ceil_torch / ceil_mode for
     ``shape``, or None when both give the same windows.
 
-    OpenVINO: "If rounding_type is set to ceil_torch, the last pooling operation within a
-    dimension cannot start in the padding area." Plain ``ceil`` keeps that window, and ONNX
+    OpenVINO: under ceil_torch the last window cannot start in the padding [OV-CEIL-TORCH]. Plain ``ceil`` keeps that window, and ONNX
     ``ceil_mode`` and PyTorch ``ceil_mode`` have no way to keep it.
     """
     if spec.rounding_type != "ceil":

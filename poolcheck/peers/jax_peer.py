@@ -235,6 +235,17 @@ def read_back(lay: Layout, result: np.ndarray) -> np.ndarray:
     return res.reshape(lay.shape + lay.out)
 
 
+def _order_free(node: JaxNode, x: np.ndarray) -> bool:
+    """Whether the order of an average's sum can change nothing but its rounding (within the
+    comparison's tolerance): every element finite and no partial sum of a window able to
+    overflow. Such inputs keep the fast shared-block layout."""
+    if x.dtype.kind != "f" or x.size == 0:
+        return True
+    with np.errstate(all="ignore"):
+        top = float(np.max(np.abs(x)))
+    return bool(np.isfinite(top)) and top * math.prod(node.window) < float(np.finfo(x.dtype).max)
+
+
 class JaxPeer(RuntimePeer):
     """JAX on the CPU, 64-bit types enabled, one jitted reduce_window per compile key."""
 
@@ -252,7 +263,7 @@ class JaxPeer(RuntimePeer):
     def __init__(self, *, cache_size: int = 4096, persistent_cache: bool = True) -> None:
         self.cache_size = cache_size
         self.persistent_cache = persistent_cache
-        self._fns: OrderedDict[CompileKey, Any] = OrderedDict()
+        self._fns: OrderedDict[CompileKey | tuple[Any, ...], Any] = OrderedDict()
         self._ready = False
         self.options: dict[str, str] = {}
 
@@ -301,12 +312,51 @@ class JaxPeer(RuntimePeer):
         ((_, node, arr),) = group
         if node.invalid is not None:
             raise ValueError(f"invalid configuration: {node.invalid}")
+        if node.op == "avg" and not _order_free(node, np.asarray(arr)):
+            # An average's float sum depends on the order XLA adds the taps in, and XLA picks
+            # that order from the shapes it sees (a 2x2 float16 window holding -inf, 65504 and
+            # 40 sums to NaN row by row on a (1, 1, 2, 2) input, to -inf on (1, 1, 4, 4)). Where
+            # the order can matter beyond rounding, an average runs on the input's own layout,
+            # as a user's reduce_window call does: a claim about JAX then holds when JAX is
+            # called plainly (the shared-block layout changed the shapes and produced sums a
+            # plain call does not).
+            return [PeerOutput(self._plain_average(node, np.asarray(arr)), None, [])]
         lay = layout(node, np.asarray(arr), self.option("windows"))
         fn = self._compiled(lay.key)
         result = np.asarray(fn(lay.block) if lay.count is None else fn(lay.block, lay.count))
         values = read_back(lay, result)
         return [PeerOutput(values.copy(), None, ["values only: XLA reduce_window has no indices"]
                            if node.op == "max" else [])]
+
+    def _plain_average(self, node: JaxNode, x: np.ndarray) -> np.ndarray:
+        """``reduce_window(add)`` on the input in its own (N, C, *spatial) layout, cropped as the
+        node says, with XLA's own padding; divided by the same sum over ones with the counted
+        padding laid around them (the call poolcheck's reproducer scripts make)."""
+        n_sp = len(node.window)
+        starts = node.start or (0,) * n_sp
+        core = x[(slice(None), slice(None)) + tuple(slice(b, b + k) for b, k in zip(starts, node.keep))]
+        counted = node.counted or tuple((0, 0) for _ in node.keep)
+        ones = np.pad(np.ones_like(core), ((0, 0), (0, 0)) + counted, constant_values=1)
+        rest = tuple((lo - c_lo, hi - c_hi) for (lo, hi), (c_lo, c_hi) in zip(node.padding, counted))
+        key = ("avg-plain", core.shape, core.dtype.str, node.window, node.strides, node.dilations, node.padding, rest)
+        fn = self._fns.get(key)
+        if fn is None:
+            jax = self._setup()
+            from jax import lax
+
+            dims, strides, dil = (1, 1) + node.window, (1, 1) + node.strides, (1, 1) + node.dilations
+            zero = np.array(0, dtype=core.dtype)
+            pads, pads_ones = ((0, 0), (0, 0)) + node.padding, ((0, 0), (0, 0)) + rest
+
+            def f(a: Any, b: Any) -> Any:
+                total = lax.reduce_window(a, zero, lax.add, dims, strides, pads, window_dilation=dil)
+                return total / lax.reduce_window(b, zero, lax.add, dims, strides, pads_ones, window_dilation=dil)
+
+            fn = jax.jit(f)
+            self._fns[key] = fn
+            while len(self._fns) > self.cache_size:
+                self._fns.popitem(last=False)
+        return np.asarray(fn(core, ones)).copy()
 
     def _compiled(self, key: CompileKey) -> Any:
         fn = self._fns.get(key)

@@ -277,7 +277,7 @@ def fuzz_table(result: RunResult) -> Table:
     fz = result.fuzz or FuzzSummary()
     table = Table(title="poolcheck fuzz: divergences", show_lines=False)
     table.add_column("status", no_wrap=True)
-    table.add_column("subject", overflow="ellipsis", no_wrap=True, max_width=16)
+    table.add_column("subject", overflow="fold", max_width=16)  # folded, never cut: the name is the finding
     table.add_column("op", no_wrap=True)
     table.add_column("class", overflow="fold", min_width=16, ratio=1)
     table.add_column("configs", justify="right", no_wrap=True)
@@ -291,12 +291,12 @@ def fuzz_table(result: RunResult) -> Table:
         if check.severity:
             status.append(f"\n{check.severity}", style="")
         first = fz.detected_at_s.get(sig.key)
-        table.add_row(status, safe(sig.subject), sig.op, Text(safe(sig.detail), style="bold"),
+        table.add_row(status, Text(safe(sig.subject)), Text(sig.op), Text(safe(sig.detail), style="bold"),
                       str(fz.divergent_configurations.get(sig.key, 1)), f"{first:.1f} s" if first is not None else "-")
     for key, n in sorted(fz.known_seen.items()):
         sig = Signature.parse(key)
         first = fz.detected_at_s.get(key)
-        table.add_row(Text("known", style="dim"), safe(sig.subject), sig.op, safe(sig.detail), str(n),
+        table.add_row(Text("known", style="dim"), Text(safe(sig.subject)), Text(sig.op), Text(safe(sig.detail)), str(n),
                       f"{first:.1f} s" if first is not None else "-")
     return table
 

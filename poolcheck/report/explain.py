@@ -149,7 +149,7 @@ def explanation_view(ex: Explanation) -> Group:
     n_over = sum(c.kind == "overhang" for c in ex.cells)
     facts = Text(f"{len(ex.cells)} taps = {n_in} input + {n_pad} padding + {n_over} past pads_end", style="dim")
     if not ex.is_max and ex.divisor is not None:
-        facts.append(f"\nreference divisor ({'exclude_pad' if case.spec.exclude_pad else 'include_pad'}) = "
+        facts.append(f"\nreference divisor ({'exclude_pad' if case.pool_spec.exclude_pad else 'include_pad'}) = "
                      f"{ex.divisor}; sum of input taps = {_fmt(ex.tap_sum)}", style="")
     parts.append(facts)
 

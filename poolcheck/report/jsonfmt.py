@@ -8,15 +8,17 @@ positions) and short objects stay on one line so a saved report diffs well in ve
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
+import os
 import re
+import stat
 from pathlib import Path
 from typing import Any
 
 from poolcheck.errors import PoolcheckError
-from poolcheck.results import READABLE_SCHEMAS, SCHEMA, FuzzSummary, RunResult
+from poolcheck.report.text import safe
+from poolcheck.results import SCHEMA, ResultDocumentError, RunResult
 
 #: Objects whose one-line form is at most this long are written on one line.
 INLINE_WIDTH = 120
@@ -26,8 +28,19 @@ class ReportError(PoolcheckError, ValueError):
     """A saved result cannot be read (missing, not JSON, or not a poolcheck.result/2 or /1 document)."""
 
 
+#: Lone surrogates (a path that was not UTF-8): no UTF-8 text can hold them, nor JSON readers.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _text(value: str) -> str:
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group(0)):04x}", value) if _SURROGATE.search(value) else value
+
+
 def plain(value: Any) -> Any:
-    """A JSON-safe copy: non-finite floats as strings, tuples as lists, keys as strings."""
+    """A JSON-safe copy: non-finite floats as strings, tuples as lists, keys as strings, a lone
+    surrogate as the text ``\\udcff``."""
+    if isinstance(value, str):
+        return _text(value)
     if isinstance(value, float):
         if math.isnan(value):
             return "nan"
@@ -35,15 +48,15 @@ def plain(value: Any) -> Any:
             return "inf" if value > 0 else "-inf"
         return value
     if isinstance(value, dict):
-        return {str(k): plain(v) for k, v in value.items()}
+        return {_text(str(k)): plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [plain(v) for v in value]
-    if value is None or isinstance(value, (str, int, bool)):
+    if value is None or isinstance(value, (int, bool)):
         return value
     item = getattr(value, "item", None)  # NumPy scalars
     if callable(item):
         return plain(item())
-    return str(value)
+    return _text(str(value))
 
 
 def _is_tensor(value: Any) -> bool:
@@ -82,78 +95,67 @@ def to_json(result: RunResult) -> str:
     return _INERT.sub(lambda m: f"\\u{ord(m.group(0)):04x}", text)
 
 
-def from_json(text: str, *, name: str = "<input>") -> RunResult:
-    """Parse a ``poolcheck.result/2`` (or ``/1``) JSON text; every problem is a :class:`ReportError`."""
+#: The largest result file ``poolcheck report`` reads (a full corpus run with stored tensors is
+#: under 1 MB; a campaign's result a few MB).
+MAX_DOCUMENT_BYTES = 256 * 1024 * 1024
+
+
+def from_json(text: str | bytes, *, name: str = "<input>") -> RunResult:
+    """Parse a ``poolcheck.result/2`` (or ``/1``) JSON text and check it against the result model;
+    every problem is a :class:`ReportError` of one line naming ``name`` and the field.
+
+    The parser (pydantic-core's) refuses nesting past 200 levels and integers past 4300 digits
+    instead of recursing or converting without end; the model bounds integers further."""
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ReportError(f"{name}: not UTF-8 text (byte {exc.start})") from None
+    import pydantic_core  # the result model's dependency; imported when a document is read
+
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ReportError(f"{name}: not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
-    if not isinstance(data, dict):
-        raise ReportError(f"{name}: expected a JSON object with schema {SCHEMA!r}, got {type(data).__name__}")
-    if data.get("schema") not in READABLE_SCHEMAS:
-        raise ReportError(f"{name}: not a {SCHEMA} (or poolcheck.result/1) document (schema={data.get('schema')!r})")
-    problem = _shape_problem(data)
-    if problem:
-        raise ReportError(f"{name}: malformed {SCHEMA} document: {problem}")
+        data = pydantic_core.from_json(text, allow_inf_nan=True)
+    except ValueError as exc:
+        raise ReportError(f"{name}: not JSON ({safe(exc)})") from None
     try:
         return RunResult.from_dict(data)
-    except (TypeError, ValueError, KeyError, AttributeError) as exc:
-        raise ReportError(f"{name}: malformed {SCHEMA} document: {exc}") from None
+    except ResultDocumentError as exc:
+        where = f"{safe(exc.field)}: " if exc.field else ""
+        raise ReportError(f"{name}: malformed {SCHEMA} document: {where}{safe(exc.problem)}") from None
+
+
+def read_document(path: str | Path, limit: int = MAX_DOCUMENT_BYTES) -> bytes:
+    """The bytes of a saved result: a regular file (a FIFO, device or folder is refused before it
+    is read), at most ``limit`` bytes."""
+    name = safe(str(path))
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise ReportError(f"{name}: cannot read: {exc.strerror or exc}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            kind = "a folder" if stat.S_ISDIR(st.st_mode) else "not a regular file"
+            raise ReportError(f"{name}: cannot read: {kind} (a result is a JSON file)")
+        if st.st_size > limit:
+            raise ReportError(f"{name}: cannot read: {st.st_size} bytes, more than the {limit} a result may have")
+        chunks, size = [], 0
+        while size <= limit:
+            chunk = os.read(fd, min(1 << 20, limit + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        data = b"".join(chunks)
+    except OSError as exc:
+        raise ReportError(f"{name}: cannot read: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+    if len(data) > limit:
+        raise ReportError(f"{name}: cannot read: more than the {limit} bytes a result may have")
+    return data
 
 
 def load_result(path: str | Path) -> RunResult:
     """Read a saved result file (as written by ``--report-dir`` or ``poolcheck run --json``)."""
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise ReportError(f"{path}: cannot read: {reason}") from None
-    return from_json(text, name=str(path))
-
-
-def _shape_problem(data: dict[str, Any]) -> str:
-    """The first structural problem the renderers would trip over ('' when none)."""
-    if not isinstance(data.get("command", ""), str):
-        return "'command' must be a string"
-    cases = data.get("cases", [])
-    if not isinstance(cases, list):
-        return "'cases' must be a list"
-    extra = data.get("extra", {})
-    if not isinstance(extra, dict):
-        return "'extra' must be an object"
-    fuzz = data.get("fuzz", extra.get("fuzz"))
-    if fuzz is not None:
-        if not isinstance(fuzz, dict):
-            return "'fuzz' must be an object or null"
-        for f in dataclasses.fields(FuzzSummary):
-            want = dict if f.type.startswith("dict") else list if f.type.startswith("list") else None
-            if want is not None and f.name in fuzz and not isinstance(fuzz[f.name], want):
-                return f"'fuzz.{f.name}' must be {'an object' if want is dict else 'a list'}"
-    for i, case in enumerate(cases):
-        where = f"cases[{i}]"
-        if not isinstance(case, dict):
-            return f"{where} must be an object"
-        for key in ("case_id", "verdict"):
-            if not isinstance(case.get(key), str):
-                return f"{where}.{key} must be a string"
-        checks = case.get("checks", [])
-        if not isinstance(checks, list):
-            return f"{where}.checks must be a list"
-        for j, check in enumerate(checks):
-            cw = f"{where}.checks[{j}]"
-            if not isinstance(check, dict):
-                return f"{cw} must be an object"
-            for key in ("runner", "kind", "verdict"):
-                if not isinstance(check.get(key), str):
-                    return f"{cw}.{key} must be a string"
-            diffs = check.get("diffs", [])
-            if not isinstance(diffs, list) or not all(isinstance(d, dict) and "output" in d for d in diffs):
-                return f"{cw}.diffs must be a list of objects with 'output'"
-            for d in diffs:
-                window = d.get("window")
-                if window is not None and not (
-                    isinstance(window, list) and all(isinstance(w, dict) and "coords" in w and "kind" in w for w in window)
-                ):
-                    return f"{cw}.diffs[].window must be a list of cells with 'coords' and 'kind'"
-    return ""
+    return from_json(read_document(path), name=safe(str(path)))

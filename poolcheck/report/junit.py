@@ -159,7 +159,7 @@ def to_junit(result: RunResult) -> str:
             ET.SubElement(props, "property", {"name": "interrupted", "value": "true"})
         runner_versions = {c.version for _, c in items if c is not None and c.version}
         for v in sorted(runner_versions):
-            ET.SubElement(props, "property", {"name": f"{name}.version", "value": _clean(v)})
+            ET.SubElement(props, "property", {"name": f"{_clean(name)}.version", "value": _clean(v)})
         for key, value in result.versions.items():
             ET.SubElement(props, "property", {"name": f"version.{_clean(key)}", "value": _clean(str(value))})
         if machine_label(result):

@@ -178,7 +178,7 @@ def case_details(case: CaseResult) -> str:
     if case.source:
         meta.append(f"source {_code(case.source)}")
     if case.op:
-        meta.append(f"{case.op} on {case.dtype} {case.input_shape}")
+        meta.append(f"{_cell(case.op)} on {_cell(case.dtype)} {case.input_shape}")
     if meta:
         lines += [" · ".join(meta), ""]
     for check in case.checks:

@@ -7,8 +7,11 @@ showed it. Where a divergence shows on some of the machines that ran the same ru
 the others, the merged case says so: ``openvino: only on avx512_core`` when an ISA level separates
 them, else the hosts.
 
-Every input's machine fingerprint is carried over (``extra["fingerprints"]``); a result written
-before fingerprints existed counts as one machine of its own, named after its file.
+Every input's machine fingerprint is carried over (``extra["fingerprints"]``), one per machine:
+a ``poolcheck run`` and a ``poolcheck fuzz`` of the same machine record different package lists
+(so different ids), and become one record listing both. A result written before fingerprints
+existed counts as one machine of its own, named after its file. Registry entries a fuzz run did
+not re-check because their peer never ran there (``known``, ``skipped``) are left out.
 """
 
 from __future__ import annotations
@@ -22,9 +25,20 @@ from pathlib import Path
 from typing import Any
 
 from poolcheck.errors import AttributeValueError
-from poolcheck.fingerprint import fingerprint_id, only_on
+from poolcheck.fingerprint import fingerprint_id, machine_key, only_on
+from poolcheck.fuzz.grouping import join_by_cause
 from poolcheck.report.jsonfmt import load_result
-from poolcheck.results import FAILING, VERDICTS, CaseResult, RunResult, Signature, worst
+from poolcheck.results import (
+    FAILING,
+    VERDICTS,
+    CaseResult,
+    KnownState,
+    RunResult,
+    Signature,
+    Verdict,
+    machines,
+    worst,
+)
 
 #: Verdicts that count as "the divergence showed here" (an erratum is a known divergence seen).
 SHOWN: frozenset[str] = frozenset(FAILING | {"error", "rejects", "erratum"})
@@ -36,18 +50,49 @@ class _Input:
     result: RunResult
     fingerprints: dict[str, dict[str, Any]]  # id -> fingerprint (usually one)
     ran: set[str] = field(default_factory=set)  # runners (peers, engines) this run exercised
+    alias: dict[str, str] = field(default_factory=dict)  # an id this input recorded -> its machine's in the merge
 
 
 def _fingerprints(name: str, result: RunResult) -> dict[str, dict[str, Any]]:
-    fps = dict(result.extra.get("fingerprints") or {})
-    single = result.extra.get("fingerprint")
-    if isinstance(single, dict) and single.get("id"):
-        fps.setdefault(single["id"], single)
+    fps = {fid: fp for fid, fp in machines(result).items() if fid}
     if not fps:  # an older result: one unknown machine, named after the file
-        fp = {"host": name, "isa": [], "cpu": "unknown", "packages": dict(result.versions)}
-        fp["id"] = fingerprint_id(fp)
-        fps[fp["id"]] = fp
+        fp: dict[str, Any] = {"host": name, "isa": [], "cpu": "unknown", "packages": dict(result.versions)}
+        fid = fingerprint_id(fp)
+        fps[fid] = {"id": fid, **fp}
     return fps
+
+
+def _one_per_machine(inputs: Sequence[_Input]) -> dict[str, dict[str, Any]]:
+    """Every machine once (poolcheck/fingerprint.py ``machine_key``): the fingerprints one machine
+    left in several inputs become one record whose packages and peers are all of theirs (a
+    package seen at two versions lists both), and each input's ids point to it."""
+    groups: dict[str, dict[str, dict[str, Any]]] = {}
+    for inp in inputs:
+        for fid, fp in inp.fingerprints.items():
+            groups.setdefault(machine_key(fp), {})[fid] = fp
+    merged: dict[str, dict[str, Any]] = {}
+    alias: dict[str, str] = {}
+    for members in groups.values():
+        if len(members) == 1:
+            ((one_id, one),) = members.items()
+        else:
+            one = {k: v for k, v in next(iter(members.values())).items() if k != "id"}
+            for key in ("packages", "peers"):
+                one[key] = dict(sorted(_versions(fp.get(key) or {} for fp in members.values()).items()))
+            one_id = fingerprint_id(one)
+            one = {"id": one_id, **one}
+        merged[one_id] = one
+        alias.update(dict.fromkeys(members, one_id))
+    for inp in inputs:
+        inp.alias = {fid: alias[fid] for fid in inp.fingerprints}
+        inp.fingerprints = {alias[fid]: merged[alias[fid]] for fid in inp.fingerprints}
+    return merged
+
+
+def _not_run_here(case: CaseResult, inp: _Input) -> bool:
+    """A registry entry the run did not re-check because its runner never ran there."""
+    return ("known" in case.tags and KnownState.SKIPPED in case.tags
+            and not any(k.runner in inp.ran for k in case.checks))
 
 
 def _key(case: CaseResult) -> str:
@@ -66,15 +111,15 @@ def _subject(key: str, case: CaseResult) -> str:
 
 
 def _case_fingerprints(case: CaseResult, inp: _Input) -> list[str]:
-    tagged = [t.split(":", 1)[1] for t in case.tags if t.startswith("fingerprint:")]
-    return [f for f in tagged if f in inp.fingerprints] or sorted(inp.fingerprints)
+    tagged = [inp.alias.get(t.split(":", 1)[1]) for t in case.tags if t.startswith("fingerprint:")]
+    return sorted({f for f in tagged if f in inp.fingerprints}) or sorted(inp.fingerprints)
 
 
 def _ran(result: RunResult) -> set[str]:
     fz = result.fuzz
     ran = set(fz.compared) | set(fz.peer_status) if fz is not None else set()
-    for case in result.cases:
-        ran.update(k.runner for k in case.checks)
+    for case in result.cases:  # a runner that only skipped never judged anything here
+        ran.update(k.runner for k in case.checks if k.verdict != Verdict.SKIP)
     return ran
 
 
@@ -88,10 +133,21 @@ def merge_results(results: Sequence[tuple[str, RunResult]], command: str = "pool
     if not results:
         raise ValueError("nothing to merge")
     inputs = [_Input(name, r, _fingerprints(name, r), _ran(r)) for name, r in results]
-    groups: dict[str, list[tuple[_Input, CaseResult]]] = {}
+    all_fps = _one_per_machine(inputs)
+    by_key: dict[str, list[tuple[_Input, CaseResult]]] = {}
+    left_out = 0
     for inp in inputs:
         for case in inp.result.cases:
-            groups.setdefault(_key(case), []).append((inp, case))
+            if _not_run_here(case, inp):
+                left_out += 1
+                continue
+            by_key.setdefault(_key(case), []).append((inp, case))
+    # one root cause, one case: rows of a runner that share an explanation are grouped as the
+    # fuzzer groups them (fuzz.grouping.join_by_cause)
+    alias = join_by_cause({k: (_subject(k, m[0][1]), [t for _, c in m for t in c.tags]) for k, m in by_key.items()})
+    groups: dict[str, list[tuple[_Input, CaseResult]]] = {}
+    for key, members in by_key.items():
+        groups.setdefault(alias[key], []).extend(members)
     # signatures seen by the fuzzer without a case of their own (known divergences re-found)
     seen_extra: dict[str, set[str]] = {}
     for inp in inputs:
@@ -107,9 +163,6 @@ def merge_results(results: Sequence[tuple[str, RunResult]], command: str = "pool
         kind=kinds.pop() if len(kinds) == 1 else "run",
         interrupted=any(inp.result.interrupted for inp in inputs),
     )
-    all_fps: dict[str, dict[str, Any]] = {}
-    for inp in inputs:
-        all_fps.update(inp.fingerprints)
     notes: dict[str, str] = {}
     seen_on: dict[str, list[str]] = {}
     for key, members in groups.items():
@@ -149,6 +202,7 @@ def merge_results(results: Sequence[tuple[str, RunResult]], command: str = "pool
         "seen_on": seen_on,
         "only_on": notes,
         "merged_cases": sum(len(m) for m in groups.values()) - len(groups),
+        "registry_entries_not_run": left_out,
     }
     return merged
 

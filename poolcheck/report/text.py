@@ -2,7 +2,9 @@
 messages are data, never markup or terminal control.
 
 :func:`safe` shows C0 and C1 control characters (ESC, BEL, NUL, CSI ...) and DEL as escapes
-(``\\x1b``), keeping newlines and tabs only where asked. Renderers then escape for their own
+(``\\x1b``), keeping newlines and tabs only where asked; also the line separators, lone
+surrogates (a file name that is not UTF-8 decodes to them, and no UTF-8 output can hold them) and
+the noncharacters U+FFFE/U+FFFF (XML cannot carry them). Renderers then escape for their own
 syntax (rich: plain ``Text``; Markdown/HTML: entities; XML: ElementTree).
 """
 
@@ -10,8 +12,8 @@ from __future__ import annotations
 
 import re
 
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
-_CONTROL_NO_NEWLINES = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff\ufffe\uffff]")
+_CONTROL_NO_NEWLINES = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff\ufffe\uffff]")
 
 
 def _escape(match: re.Match[str]) -> str:

@@ -29,14 +29,11 @@ class IndexLayout:
 def index_layout(spec: PoolSpec, input_shape: Sequence[int]) -> IndexLayout:
     shape = tuple(int(v) for v in input_shape)
     if spec.convention == "onnx":
-        # ONNX MaxPool Indices: "The indices are computed as flatten 1-D tensor, and the indices
-        # do not consider padding. So the values in indices are in [0, N x C x D1 x ... x Dn)."
-        # storage_order: "0 is row major, and 1 is column major" -- applied, as in the ONNX
+        # ONNX MaxPool Indices: the whole tensor, flattened, padding not considered [ONNX-INDICES];
+        # storage_order: row or column major [ONNX-STORAGE-ORDER] -- applied, as in the ONNX
         # reference and ONNX Runtime, to the spatial axes within each (n, c) plane.
         return IndexLayout("F" if spec.storage_order else "C", math.prod(shape), np.dtype(np.int64))
-    # OpenVINO: "axis: indicator of the first dimension in the input shape that should be used to
-    # calculate the upper bound of allowed index output values. The upper bound is the product of
-    # dimensions starting from the one pointed by the 'axis' attribute until the end of the input
-    # shape." -- "When axis == 2, the values are in the range [0, H * W * D)."
+    # OpenVINO: the index bound is the product of the dimensions from ``axis`` to the end
+    # [OV-AXIS] ("When axis == 2, the values are in the range [0, H * W * D).").
     axis = spec.axis + len(shape) if spec.axis < 0 else spec.axis
     return IndexLayout("C", math.prod(shape[axis:]), np.dtype(INDEX_ELEMENT_TYPES[spec.index_element_type]))

@@ -18,6 +18,7 @@ from typing import Any, Literal
 import numpy as np
 
 from poolcheck.errors import AttributeValueError
+from poolcheck.spec.family import FAMILY_OPS, FamilySpec, check_family_input, parse_family, spell_family
 from poolcheck.spec.poolspec import (
     AUTO_PADS,
     FLOAT_DTYPES,
@@ -54,9 +55,12 @@ class Attribute:
 class OperatorVersion:
     """One catalogue row: an operator version's whole vocabulary."""
 
+    #: The case-file name: the operator's own name (``"MaxPool-14"``), qualified by convention
+    #: (``"onnx:MaxPool-8"``) where another convention's operator has the same name.
     name: str
     convention: Literal["openvino", "onnx"]
-    op: Literal["max", "avg"]
+    #: "max"/"avg" (MaxPool/AveragePool, parsed into PoolSpec), or a family op (FamilySpec).
+    op: str
     #: Every attribute in the operator's own order (the order :func:`spell` writes).
     attributes: tuple[Attribute, ...]
     required: tuple[str, ...]
@@ -65,8 +69,16 @@ class OperatorVersion:
     #: The rounding attribute's name and its values -> poolcheck's canonical rounding.
     rounding_attribute: str
     rounding: Mapping[Any, str]
-    #: The sentence of the operator's document the dtypes and rounding come from.
+    #: The sentence of the operator's document the dtypes and rounding come from (for an older
+    #: version: the sentence that differs from its neighbour's).
     source: str = ""
+    #: Whether the operator has a second output (MaxPool's Indices: ONNX from version 8).
+    indices_output: bool = True
+
+    @property
+    def title(self) -> str:
+        """The operator's own versioned name (``"MaxPool-8"`` for ``"onnx:MaxPool-8"``)."""
+        return self.name.split(":", 1)[-1]
 
     @property
     def attribute_names(self) -> tuple[str, ...]:
@@ -122,41 +134,187 @@ _ONNX_COMMON = (
 _ONNX_MAX_ATTRIBUTES = (*_ONNX_COMMON, Attribute("storage_order", "flag", 0))
 _ONNX_AVG_ATTRIBUTES = (*_ONNX_COMMON, Attribute("count_include_pad", "flag", 0))
 
+# The older versions: each drops what its successor added (the Changelog's attribute lists).
+_OV_MAX_1_ATTRIBUTES = tuple(a for a in _OV_MAX_ATTRIBUTES if a.name not in ("dilations", "axis", "index_element_type"))
+_OV_AVG_1_ATTRIBUTES = (
+    Attribute("kernel", "ints"), Attribute("strides", "ints"), Attribute("pads_begin", "ints"),
+    Attribute("pads_end", "ints"), Attribute("exclude-pad", "bool"), Attribute("rounding_type", "str", "floor"),
+    Attribute("auto_pad", "str", "explicit"),
+)
+_ONNX_1_COMMON = tuple(a for a in _ONNX_COMMON if a.name not in ("dilations", "ceil_mode"))
+_ONNX_MAX_1_ATTRIBUTES = _ONNX_1_COMMON
+_ONNX_MAX_8_ATTRIBUTES = (*_ONNX_1_COMMON, Attribute("storage_order", "flag", 0))
+_ONNX_AVG_1_ATTRIBUTES = _ONNX_1_COMMON
+_ONNX_AVG_7_ATTRIBUTES = (*_ONNX_1_COMMON, Attribute("count_include_pad", "flag", 0))
+_ONNX_AVG_10_ATTRIBUTES = tuple(a for a in _ONNX_AVG_ATTRIBUTES if a.name != "dilations")
+#: ONNX MaxPool-1..11, AveragePool-1..22: "T: tensor(float16), tensor(float), tensor(double)".
+ONNX_FLOAT_DTYPES = FLOAT_DTYPES
+
+# The rest of the family (poolcheck/spec/family.py). Attributes that ONNX and OpenVINO pass as an
+# input tensor (MaxUnpool's output_shape, the adaptive pools' output shape) are written as
+# attributes in a case file; MaxUnpool's index tensor I is a case's second input.
+_LP_ATTRIBUTES = (*_ONNX_COMMON, Attribute("p", "int", 2))
+_LP_2_ATTRIBUTES = (*_ONNX_1_COMMON, Attribute("p", "int", 2))
+_UNPOOL_ATTRIBUTES = (Attribute("kernel_shape", "ints"), Attribute("strides", "ints"), Attribute("pads", "ints"),
+                      Attribute("output_shape", "ints", None))
+_ADAPTIVE_AVG_ATTRIBUTES = (Attribute("output_shape", "ints"),)
+_ADAPTIVE_MAX_ATTRIBUTES = (Attribute("output_shape", "ints"), Attribute("index_element_type", "str", "i64"))
+#: AdaptiveAvgPool-8 / AdaptiveMaxPool-8 "T: floating-point type."
+OPENVINO_FLOAT_DTYPES = FLOAT_DTYPES
+
 # --------------------------------------------------------------------------- the catalogue
 
-#: Every operator version poolcheck reads, by its case-file name. One row per version.
+#: Every operator version poolcheck reads, by its case-file name. One row per version, each
+#: op's versions oldest first (:func:`newest` relies on it).
 OPERATORS: dict[str, OperatorVersion] = {
     row.name: row
     for row in (
+        OperatorVersion("MaxPool-1", "openvino", "max", _OV_MAX_1_ATTRIBUTES, ("kernel", "strides"),
+                        OPENVINO_MAX_DTYPES, "rounding_type", OPENVINO_ROUNDING_8,
+                        "OpenVINO MaxPool-1: no dilations and one output (its type as [OV-OUT-TYPE] says); MaxPool-8 "
+                        "adds dilations and the indices output", indices_output=False),
         OperatorVersion("MaxPool-8", "openvino", "max", _OV_MAX_ATTRIBUTES, ("kernel", "strides"),
                         OPENVINO_MAX_DTYPES, "rounding_type", OPENVINO_ROUNDING_8,
                         "OpenVINO MaxPool-8: rounding_type 'ceil, floor'; T 'floating point or integer type'"),
         OperatorVersion("MaxPool-14", "openvino", "max", _OV_MAX_ATTRIBUTES, ("kernel", "strides"),
                         OPENVINO_MAX_DTYPES, "rounding_type", OPENVINO_ROUNDING_14,
                         "OpenVINO MaxPool-14: rounding_type 'ceil_torch, ceil, floor'"),
+        OperatorVersion("AvgPool-1", "openvino", "avg", _OV_AVG_1_ATTRIBUTES, ("kernel", "strides", "exclude-pad"),
+                        AVG_DTYPES, "rounding_type", OPENVINO_ROUNDING_8,
+                        "OpenVINO AvgPool-1: '*exclude-pad* is a type of pooling strategy for values in the padding "
+                        "area' (spelled with a hyphen; Required: yes); rounding_type 'ceil, floor'"),
         OperatorVersion("AvgPool-14", "openvino", "avg", _OV_AVG_ATTRIBUTES, ("kernel", "strides"),
                         AVG_DTYPES, "rounding_type", OPENVINO_ROUNDING_14,
                         "OpenVINO AvgPool-14: no dilations; rounding_type 'ceil_torch, ceil, floor'"),
+        OperatorVersion("onnx:MaxPool-1", "onnx", "max", _ONNX_MAX_1_ATTRIBUTES, ("kernel_shape",),
+                        ONNX_FLOAT_DTYPES, "", {0: "floor"},
+                        "ONNX MaxPool-1: one output Y; 'output_spatial_shape[i] = floor((input_spatial_shape[i] + "
+                        "pad_shape[i] - kernel_spatial_shape[i]) / strides_spatial_shape[i] + 1)'", indices_output=False),
+        OperatorVersion("onnx:MaxPool-8", "onnx", "max", _ONNX_MAX_8_ATTRIBUTES, ("kernel_shape",),
+                        ONNX_FLOAT_DTYPES, "", {0: "floor"},
+                        "ONNX MaxPool-8: 'Indices tensor from max pooling across the input tensor'; storage_order "
+                        "[ONNX-STORAGE-ORDER]"),
+        OperatorVersion("MaxPool-10", "onnx", "max", _ONNX_MAX_ATTRIBUTES, ("kernel_shape",),
+                        ONNX_FLOAT_DTYPES, "ceil_mode", ONNX_CEIL_MODE,
+                        "ONNX MaxPool-10: ceil_mode 'Whether to use ceil or floor (default) to compute the output "
+                        "shape.'; dilations [ONNX-DILATIONS]"),
+        OperatorVersion("MaxPool-11", "onnx", "max", _ONNX_MAX_ATTRIBUTES, ("kernel_shape",),
+                        ONNX_FLOAT_DTYPES, "ceil_mode", ONNX_CEIL_MODE,
+                        "ONNX MaxPool-11: strides 'If not present, the stride defaults to 1 along each spatial axis.' "
+                        "(and dilations likewise; poolcheck applies these defaults to every version)"),
+        OperatorVersion("MaxPool-12", "onnx", "max", _ONNX_MAX_ATTRIBUTES, ("kernel_shape",),
+                        ONNX_MAX_DTYPES, "ceil_mode", ONNX_CEIL_MODE,
+                        "ONNX MaxPool-12: T 'tensor(float16), tensor(float), tensor(double), tensor(int8), "
+                        "tensor(uint8)'"),
         OperatorVersion("MaxPool-22", "onnx", "max", _ONNX_MAX_ATTRIBUTES, ("kernel_shape",),
                         ONNX_MAX_DTYPES, "ceil_mode", ONNX_CEIL_MODE,
                         "ONNX MaxPool-22: T 'tensor(double), tensor(float), tensor(float16), tensor(int8), "
                         "tensor(uint8)'"),
+        OperatorVersion("AveragePool-1", "onnx", "avg", _ONNX_AVG_1_ATTRIBUTES, ("kernel_shape",),
+                        ONNX_FLOAT_DTYPES, "", {0: "floor"},
+                        "ONNX AveragePool-1: [ONNX-DIVISOR] without its parenthesis: the divisor always excludes the "
+                        "pad (no count_include_pad before version 7)"),
+        OperatorVersion("AveragePool-7", "onnx", "avg", _ONNX_AVG_7_ATTRIBUTES, ("kernel_shape",),
+                        ONNX_FLOAT_DTYPES, "", {0: "floor"},
+                        "ONNX AveragePool-7: 'divided by the number of elements (exclude pad when attribute "
+                        "count_include_pad is zero)'"),
+        OperatorVersion("AveragePool-10", "onnx", "avg", _ONNX_AVG_10_ATTRIBUTES, ("kernel_shape",),
+                        ONNX_FLOAT_DTYPES, "ceil_mode", ONNX_CEIL_MODE,
+                        "ONNX AveragePool-10: ceil_mode 'Whether to use ceil or floor (default) to compute the output "
+                        "shape.'"),
+        OperatorVersion("AveragePool-11", "onnx", "avg", _ONNX_AVG_10_ATTRIBUTES, ("kernel_shape",),
+                        ONNX_FLOAT_DTYPES, "ceil_mode", ONNX_CEIL_MODE,
+                        "ONNX AveragePool-11: strides 'If not present, the stride defaults to 1'; its formulas name "
+                        "'dilations[i]', an attribute it does not have (-19 adds it), and 'when ceil_mode is disabled: "
+                        "SAME_UPPER or SAME_LOWER: output_spatial_shape[i] = floor(input_spatial_shape[i] / "
+                        "strides_spatial_shape[i])', which contradicts its auto_pad 'output_shape[i] = "
+                        "ceil(input_shape[i] / strides[i])' (poolcheck applies ceil, as every version does)"),
         OperatorVersion("AveragePool-19", "onnx", "avg", _ONNX_AVG_ATTRIBUTES, ("kernel_shape",),
                         AVG_DTYPES, "ceil_mode", ONNX_CEIL_MODE,
                         "ONNX AveragePool-19: T 'tensor(double), tensor(float), tensor(float16)'"),
         OperatorVersion("AveragePool-22", "onnx", "avg", _ONNX_AVG_ATTRIBUTES, ("kernel_shape",),
                         AVG_DTYPES, "ceil_mode", ONNX_CEIL_MODE,
                         "ONNX AveragePool-22: as -19 (bfloat16 added, which NumPy lacks)"),
+        OperatorVersion("LpPool-2", "onnx", "lp", _LP_2_ATTRIBUTES, ("kernel_shape",), FLOAT_DTYPES, "", {},
+                        "ONNX LpPool-2: no ceil_mode, no dilations; strides 'Stride along each spatial axis.' (no "
+                        "default stated; poolcheck takes 1, as -11 says)", indices_output=False),
+        OperatorVersion("LpPool-11", "onnx", "lp", _LP_2_ATTRIBUTES, ("kernel_shape",), FLOAT_DTYPES, "", {},
+                        "ONNX LpPool-11: strides 'If not present, the stride defaults to 1 along each spatial axis.'",
+                        indices_output=False),
+        OperatorVersion("LpPool-18", "onnx", "lp", _LP_ATTRIBUTES, ("kernel_shape",), FLOAT_DTYPES,
+                        "ceil_mode", ONNX_CEIL_MODE,
+                        "ONNX LpPool-18: 'Lp pooling consisting of computing the Lp norm on all values of a subset of "
+                        "the input tensor'; adds ceil_mode and dilations to -11", indices_output=False),
+        OperatorVersion("LpPool-22", "onnx", "lp", _LP_ATTRIBUTES, ("kernel_shape",), FLOAT_DTYPES,
+                        "ceil_mode", ONNX_CEIL_MODE,
+                        "ONNX LpPool-22: as -18 (T adds tensor(bfloat16), which NumPy lacks)", indices_output=False),
+        OperatorVersion("GlobalAveragePool-1", "onnx", "global_avg", (), (), FLOAT_DTYPES, "", {},
+                        "ONNX GlobalAveragePool-1: as -22 but T 'tensor(float16), tensor(float), tensor(double)' "
+                        "(-22 adds bfloat16, which NumPy lacks)", indices_output=False),
+        OperatorVersion("GlobalAveragePool-22", "onnx", "global_avg", (), (), FLOAT_DTYPES, "", {},
+                        "ONNX GlobalAveragePool-22: 'This is equivalent to AveragePool with kernel size equal to the "
+                        "spatial dimension of input tensor.'", indices_output=False),
+        OperatorVersion("GlobalMaxPool-1", "onnx", "global_max", (), (), FLOAT_DTYPES, "", {},
+                        "ONNX GlobalMaxPool-1: as -22 but T 'tensor(float16), tensor(float), tensor(double)'",
+                        indices_output=False),
+        OperatorVersion("GlobalMaxPool-22", "onnx", "global_max", (), (), FLOAT_DTYPES, "", {},
+                        "ONNX GlobalMaxPool-22: 'This is equivalent to MaxPool with kernel size equal to the spatial "
+                        "dimension of input tensor.'", indices_output=False),
+        OperatorVersion("GlobalLpPool-2", "onnx", "global_lp", (Attribute("p", "int", 2),), (), FLOAT_DTYPES,
+                        "", {}, "ONNX GlobalLpPool-2: as -22 but T 'tensor(float16), tensor(float), tensor(double)' "
+                        "(ONNX Runtime implements this version, not -22)", indices_output=False),
+        OperatorVersion("GlobalLpPool-22", "onnx", "global_lp", (Attribute("p", "int", 2),), (), FLOAT_DTYPES,
+                        "", {}, "ONNX GlobalLpPool-22: 'This is equivalent to LpPool with kernel size equal to the "
+                        "spatial dimension of input tensor.'", indices_output=False),
+        OperatorVersion("MaxUnpool-9", "onnx", "unpool", _UNPOOL_ATTRIBUTES, ("kernel_shape",), FLOAT_DTYPES,
+                        "", {}, "ONNX MaxUnpool-9: strides 'Stride along each spatial axis.' (no default stated; "
+                        "poolcheck takes 1, as -11 says)", indices_output=False),
+        OperatorVersion("MaxUnpool-11", "onnx", "unpool", _UNPOOL_ATTRIBUTES, ("kernel_shape",), FLOAT_DTYPES,
+                        "", {}, "ONNX MaxUnpool-11: strides 'If not present, the stride defaults to 1 along each spatial "
+                        "axis.'; T1 'tensor(float16), tensor(float), tensor(double)'", indices_output=False),
+        OperatorVersion("MaxUnpool-22", "onnx", "unpool", _UNPOOL_ATTRIBUTES, ("kernel_shape",), FLOAT_DTYPES,
+                        "", {}, "ONNX MaxUnpool-22: 'all the non-maximal values from the original input to MaxPool are "
+                        "set to zero in the output of the MaxUnpool op'", indices_output=False),
+        OperatorVersion("AdaptiveAvgPool-8", "openvino", "adaptive_avg", _ADAPTIVE_AVG_ATTRIBUTES, ("output_shape",),
+                        OPENVINO_FLOAT_DTYPES, "", {},
+                        "OpenVINO AdaptiveAvgPool-8: 'h_start = floor(j * H_in / H_out)', 'h_end = ceil((j+1) * "
+                        "H_in / H_out)'; T 'floating-point type'", indices_output=False),
+        OperatorVersion("AdaptiveMaxPool-8", "openvino", "adaptive_max", _ADAPTIVE_MAX_ATTRIBUTES, ("output_shape",),
+                        OPENVINO_FLOAT_DTYPES, "", {},
+                        "OpenVINO AdaptiveMaxPool-8: 'The values of indices are computed as if input spatial "
+                        "dimensions were flatten, so the values are in the range [0, H * W * D)'"),
     )
 }
 
 
-def operator(name: str) -> OperatorVersion:
-    """The catalogue row named ``name`` (e.g. ``"MaxPool-14"``)."""
+def operator(name: Any) -> OperatorVersion:
+    """The catalogue row named ``name`` (e.g. ``"MaxPool-14"``, ``"onnx:MaxPool-8"``)."""
     row = OPERATORS.get(name) if isinstance(name, str) else None
     if row is None:
         raise AttributeValueError("op", f"expected one of {', '.join(OPERATORS)}, got {name!r}")
     return row
+
+
+def lookup(name: Any, convention: str | None = None) -> OperatorVersion:
+    """The row an operator's own name means in ``convention``: ``lookup("MaxPool-8", "onnx")`` is
+    ``onnx:MaxPool-8``, ``lookup("MaxPool-8")`` the catalogue's ``MaxPool-8`` (OpenVINO's)."""
+    if convention is not None and isinstance(name, str) and ":" not in name:
+        qualified = OPERATORS.get(f"{convention}:{name}")
+        if qualified is not None:
+            return qualified
+    return operator(name)
+
+
+def onnx_version(op_type: str, opset: int) -> OperatorVersion | None:
+    """The row of ONNX ``op_type`` in force at ``opset`` (the newest version <= opset), or None
+    when the catalogue has none (the hook for a model's nodes: ``audit``, the importers)."""
+    best: tuple[int, OperatorVersion] | None = None
+    for row in OPERATORS.values():
+        title, _, version = row.title.rpartition("-")
+        if row.convention == "onnx" and title == op_type and version.isdigit() and int(version) <= opset:
+            if best is None or int(version) > best[0]:
+                best = (int(version), row)
+    return None if best is None else best[1]
 
 
 def newest(op: str, convention: str) -> OperatorVersion:
@@ -175,8 +333,10 @@ def allowed_dtypes(op: str, convention: str) -> tuple[str, ...]:
 # --------------------------------------------------------------------------- parse
 
 
-def parse(name: str, attrs: Mapping[str, Any]) -> PoolSpec:
-    """Validate ``attrs`` (spelled as operator ``name`` spells them) into the canonical spec.
+def parse(name: str, attrs: Mapping[str, Any]) -> Any:
+    """Validate ``attrs`` (spelled as operator ``name`` spells them) into the canonical spec: a
+    :class:`PoolSpec` for MaxPool/AveragePool, a :class:`~poolcheck.spec.family.FamilySpec` for
+    the rest of the family.
 
     Unknown attributes, missing required ones and bad values raise
     :class:`~poolcheck.errors.AttributeValueError` naming the attribute.
@@ -184,12 +344,15 @@ def parse(name: str, attrs: Mapping[str, Any]) -> PoolSpec:
     row = operator(name)
     unknown = sorted(set(attrs) - set(row.attribute_names))
     if unknown:
-        raise AttributeValueError(
-            unknown[0], f"not an attribute of {name} (allowed: {', '.join(sorted(row.attribute_names))})")
+        allowed = ", ".join(sorted(row.attribute_names)) or "none"
+        raise AttributeValueError(unknown[0], f"not an attribute of {row.title} (allowed: {allowed})")
     for req in row.required:
         if req not in attrs:
-            raise AttributeValueError(req, f"required by {name}")
+            raise AttributeValueError(req, f"required by {row.title}")
     values = {a.name: attrs.get(a.name, a.default) for a in row.attributes}
+    if row.op in FAMILY_OPS:
+        window = _parse_onnx(row, values) if "kernel_shape" in values else None
+        return parse_family(row, values, window)
     return _PARSERS[row.convention](row, values)
 
 
@@ -206,17 +369,18 @@ def _parse_openvino(row: OperatorVersion, a: dict[str, Any]) -> PoolSpec:
     s = int_list("strides", a["strides"], minimum=1, length=n)
     pb = int_list("pads_begin", _per_axis(a["pads_begin"], 0, n), minimum=0, length=n)
     pe = int_list("pads_end", _per_axis(a["pads_end"], 0, n), minimum=0, length=n)
-    if row.op == "max":
+    if "dilations" in a:
         d = int_list("dilations", _per_axis(a["dilations"], 1, n), minimum=1, length=n)
     else:
-        d = (1,) * n  # AvgPool has no dilations
+        d = (1,) * n  # AvgPool and MaxPool-1 have no dilations
     r = row.rounding[choice("rounding_type", a["rounding_type"], tuple(row.rounding))]
     ap = choice("auto_pad", a["auto_pad"], AUTO_PADS)
     if row.op == "avg":
-        ex = boolean("exclude_pad", a["exclude_pad"])
+        word = "exclude-pad" if "exclude-pad" in a else "exclude_pad"  # AvgPool-1 spells it with a hyphen
+        ex = boolean(word, a[word])
         return PoolSpec("avg", k, s, pb, pe, d, r, ap, ex, 0, "i64", 0, "openvino")  # type: ignore[arg-type]
-    ax = axis_value(a["axis"])
-    it = choice("index_element_type", a["index_element_type"], tuple(INDEX_ELEMENT_TYPES))
+    ax = axis_value(a.get("axis", 0))
+    it = choice("index_element_type", a.get("index_element_type", "i64"), tuple(INDEX_ELEMENT_TYPES))
     return PoolSpec("max", k, s, pb, pe, d, r, ap, False, ax, it, 0, "openvino")  # type: ignore[arg-type]
 
 
@@ -231,23 +395,26 @@ def _parse_onnx(row: OperatorVersion, a: dict[str, Any]) -> PoolSpec:
             "pads",
             f"expected {2 * n} values (all begins, then all ends) for {n} spatial axes, got {len(p)} ({list(p)})",
         )
-    d = int_list("dilations", _per_axis(a["dilations"], 1, n), minimum=1, length=n)
+    # Versions without dilations (MaxPool before 10, AveragePool before 19, MaxUnpool) or without
+    # ceil_mode (before 10) are parsed as dilations 1 and floor.
+    d = int_list("dilations", _per_axis(a.get("dilations"), 1, n), minimum=1, length=n)
     # ceil_mode=1 is ceil_torch under every auto_pad; the shape rule knows that ONNX VALID ignores
     # it (PoolSpec.applied_rounding), so the spec keeps what was written.
-    r = row.rounding[flag("ceil_mode", a["ceil_mode"])]
-    ap = ONNX_AUTO_PADS[choice("auto_pad", a["auto_pad"], tuple(ONNX_AUTO_PADS))]
-    if row.op == "max":
-        so = flag("storage_order", a["storage_order"])
+    r = row.rounding[flag("ceil_mode", a.get("ceil_mode", 0))] if row.rounding else "floor"
+    ap = ONNX_AUTO_PADS[choice("auto_pad", a.get("auto_pad", "NOTSET"), tuple(ONNX_AUTO_PADS))]
+    if row.op in ("max", "unpool"):
+        so = flag("storage_order", a.get("storage_order", 0))
         return PoolSpec("max", k, s, p[:n], p[n:], d, r, ap, False, 0, "i64", so, "onnx")  # type: ignore[arg-type]
     # "count_include_pad: Whether include pad pixels when calculating values for the edges."
-    cip = flag("count_include_pad", a["count_include_pad"])
+    # AveragePool-1 (no such attribute): "divided by the number of elements exclude pad".
+    cip = flag("count_include_pad", a.get("count_include_pad", 0))
     return PoolSpec("avg", k, s, p[:n], p[n:], d, r, ap, not cip, 0, "i64", 0, "onnx")  # type: ignore[arg-type]
 
 
 # --------------------------------------------------------------------------- spell
 
 
-def spell(spec: PoolSpec, name: str) -> dict[str, Any]:
+def spell(spec: Any, name: str) -> dict[str, Any]:
     """``spec`` in operator ``name``'s own attribute names and values (lists, ints, strings).
 
     For a spec of the row's own convention this is exact: ``parse(name, spell(spec, name)) ==
@@ -255,19 +422,46 @@ def spell(spec: PoolSpec, name: str) -> dict[str, Any]:
     (:attr:`PoolSpec.applied_rounding`), and for ONNX, OpenVINO's rounded ``valid`` as NOTSET with
     zero pads. Shape-dependent limits (plain ``ceil`` keeping a window that ``ceil_mode`` would
     drop, ONNX SAME's negative pads) are for the caller to check on its input; a value the
-    operator has no word for raises :class:`~poolcheck.errors.AttributeValueError`.
+    operator has no word for (an older version's missing attribute included) raises
+    :class:`~poolcheck.errors.AttributeValueError`.
     """
     row = operator(name)
+    if isinstance(spec, FamilySpec):
+        if row.op != spec.op:
+            raise AttributeValueError("op", f"{row.title} is not {spec.describe().split('(')[0]}")
+        words = _without_missing(row, _spell_onnx(row, spec.window)) if spec.window is not None else {}
+        return spell_family(row, spec, words)
     if row.op != spec.op:
-        raise AttributeValueError("op", f"{name} is {row.op} pooling, the configuration is {spec.op} pooling")
-    return _SPELLERS[row.convention](row, spec)
+        raise AttributeValueError("op", f"{row.title} is {row.op} pooling, the configuration is {spec.op} pooling")
+    return _without_missing(row, _SPELLERS[row.convention](row, spec))
+
+
+#: What an attribute an older version lacks must say for that version to express a spec.
+_ABSENT_MEANS: dict[str, Any] = {"dilations": None, "ceil_mode": 0, "storage_order": 0, "count_include_pad": 0,
+                                 "axis": 0, "index_element_type": "i64", "auto_pad": "NOTSET"}
+
+
+def _without_missing(row: OperatorVersion, words: dict[str, Any]) -> dict[str, Any]:
+    """``words`` restricted to ``row``'s attributes; a dropped attribute must say its default."""
+    names = set(row.attribute_names)
+    out = {}
+    for key, value in words.items():
+        if key in names:
+            out[key] = value
+            continue
+        meaning = _ABSENT_MEANS.get(key, "unknown")
+        ok = all(v == 1 for v in value) if key == "dilations" else value == meaning
+        if not ok:
+            raise AttributeValueError(key, f"{row.title} has no {key} (got {value!r})")
+    return out
 
 
 def _rounding_word(row: OperatorVersion, rounding: str) -> Any:
     for word, canonical in row.rounding.items():
         if canonical == rounding:
             return word
-    raise AttributeValueError(row.rounding_attribute, f"{row.name} has no rounding {rounding!r}")
+    attribute = row.rounding_attribute or ("ceil_mode" if row.convention == "onnx" else "rounding_type")
+    raise AttributeValueError(attribute, f"{row.title} has no rounding {rounding!r}")
 
 
 def _spell_openvino(row: OperatorVersion, spec: PoolSpec) -> dict[str, Any]:
@@ -278,16 +472,16 @@ def _spell_openvino(row: OperatorVersion, spec: PoolSpec) -> dict[str, Any]:
     if row.op == "max":
         out["dilations"] = list(spec.dilations)
     elif any(d != 1 for d in spec.dilations):
-        raise AttributeValueError("dilations", f"{row.name} has no dilations (got {list(spec.dilations)})")
+        raise AttributeValueError("dilations", f"{row.title} has no dilations (got {list(spec.dilations)})")
+    if row.op == "avg":
+        # ONNX count_include_pad=1 is exclude_pad=false.
+        out["exclude-pad" if "exclude-pad" in row.attribute_names else "exclude_pad"] = bool(spec.exclude_pad)
     out["rounding_type"] = _rounding_word(row, rounding)
     out["auto_pad"] = spec.auto_pad
     if row.op == "max":
         out["axis"] = spec.axis
         out["index_element_type"] = spec.index_element_type
-    else:
-        # ONNX count_include_pad=1 is exclude_pad=false.
-        out["exclude_pad"] = bool(spec.exclude_pad)
-    return out
+    return {k: out[k] for k in [*row.attribute_names, *out] if k in out}
 
 
 def _spell_onnx(row: OperatorVersion, spec: PoolSpec) -> dict[str, Any]:
@@ -312,11 +506,11 @@ def _spell_onnx(row: OperatorVersion, spec: PoolSpec) -> dict[str, Any]:
     if auto_pad == "explicit" or any(pb) or any(pe):
         out["pads"] = list(pb) + list(pe)
     out["dilations"] = list(spec.dilations)
-    out["ceil_mode"] = _rounding_word(row, rounding)
+    out["ceil_mode"] = _rounding_word(row, rounding) if row.rounding else (0 if rounding == "floor" else 1)
     out["auto_pad"] = ONNX_AUTO_PAD_NAMES[auto_pad]
-    if row.op == "max":
+    if row.op in ("max", "unpool"):
         out["storage_order"] = spec.storage_order if spec.convention == "onnx" else 0
-    else:
+    elif row.op == "avg":
         out["count_include_pad"] = 0 if spec.exclude_pad else 1
     return out
 
@@ -328,8 +522,12 @@ _SPELLERS = {"openvino": _spell_openvino, "onnx": _spell_onnx}
 # --------------------------------------------------------------------------- inputs
 
 
-def check_input(spec: PoolSpec, shape: Sequence[int], dtype: Any) -> np.dtype:
-    """Validate an input's rank, dimensions and element type against ``spec``."""
+def check_input(spec: Any, shape: Sequence[int], dtype: Any, row: OperatorVersion | None = None) -> np.dtype:
+    """Validate an input's rank, dimensions and element type against ``spec`` (and the types of
+    ``row``, default: the newest version of the spec's op)."""
+    if isinstance(spec, FamilySpec):
+        family_row = row or [r for r in OPERATORS.values() if r.op == spec.op][-1]
+        return check_family_input(spec, shape, family_row.dtypes, dtype)
     shape = tuple(int(v) for v in shape)
     if len(shape) != spec.rank:
         raise AttributeValueError(

@@ -21,8 +21,8 @@ class Policy:
     """Choices for behaviour the specs leave open.
 
     - ``empty_max``: value of a max window holding no input element (wholly in padding, or past
-      the padded input under ``ceil``). OpenVINO: "If paddings are used, during the pooling
-      calculation their values are -inf" -> ``-inf`` (integer types: their lowest value).
+      the padded input under ``ceil``). OpenVINO pads with -inf [OV-PAD-INF] -> ``-inf``
+      (integer types: their lowest value).
     - ``empty_index``: index reported for such a window; no element was chosen, so -1.
     - ``nan``: ``propagate`` (a NaN in the window wins; the first NaN's index), ``ignore``
       (NaN loses to every number; an all-NaN window is NaN), ``first`` (strict ``>`` scan seeded

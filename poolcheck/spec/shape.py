@@ -87,14 +87,9 @@ def same_pads(size: int, stride: int, dilated_kernel: int, auto_pad: str,
               convention: str = "openvino") -> tuple[int, int, int]:
     """Output size and (pad_begin, pad_end) for same_upper / same_lower.
 
-    ONNX: "SAME_UPPER or SAME_LOWER: output_spatial_shape[i] = ceil(input_spatial_shape[i] /
-    strides_spatial_shape[i])" and "pad_shape[i] = (output_spatial_shape[i] - 1) *
-    strides_spatial_shape[i] + ((kernel_spatial_shape[i] - 1) * dilations[i] + 1) -
-    input_spatial_shape[i]"; the auto_pad attribute: "The padding is split between the two sides
-    equally or almost equally (depending on whether it is even or odd). In case the padding is an
-    odd number, the extra padding is added at the end for SAME_UPPER and at the beginning for
-    SAME_LOWER." OpenVINO: "In case of odd padding value, an extra padding is added at the end
-    (at the beginning)".
+    ONNX: the output size [ONNX-SHAPE-SAME-CEIL] and the pad total [ONNX-SAME-PADS], split with
+    the odd element at the end for SAME_UPPER, at the beginning for SAME_LOWER [ONNX-SAME-SPLIT].
+    OpenVINO: the same split [OV-SAME-SPLIT].
 
     - ``convention="onnx"``: the formula as written. With a stride larger than the dilated
       kernel, ``pad_shape`` is negative: the windows start inside the input (ONNX Runtime 1.32's
@@ -151,9 +146,7 @@ def resolve_axis(
     else:
         out = _ceil_div(padded - dk, stride) + 1
         if rounding_type == "ceil_torch" and (out - 1) * stride >= size + pad_begin:
-            # "If rounding_type is set to ceil_torch, the last pooling operation within a
-            #  dimension cannot start in the padding area. If this is the case, the respective
-            #  dimension is reduced by 1."
+            # the last window may not start in the padding: one fewer [OV-CEIL-TORCH]
             out -= 1
     return AxisGeometry(size, kernel, stride, dilation, pad_begin, pad_end, out)
 
@@ -237,6 +230,9 @@ class RuleResult:
     out: int | None
     working: str
     pads: tuple[int, int] | None = None
+    #: Why this rule's answer can differ from the others' (e.g. "last window would start in
+    #: padding"), for the one line ``poolcheck shape`` prints; "" when nothing sets it apart.
+    note: str = ""
 
 
 def _explicit_working(size: int, pb: int, pe: int, k: int, d: int, s: int, fn: str) -> tuple[int, str]:
@@ -260,13 +256,15 @@ def axis_rules(
 
     # OpenVINO, as written on the shape-rules page.
     if auto_pad in ("same_upper", "same_lower"):
-        results.append(RuleResult("openvino-written", size, f"out = in = {size} (\"H_out = H\"; stride not used)"))
+        results.append(RuleResult("openvino-written", size, f"out = in = {size} (\"H_out = H\"; stride not used)",
+                                  note="as written, out = in (stride not used)"))
     elif auto_pad == "valid":
         num = size - dk + 1
         out = _ceil_div(num, stride)
         results.append(RuleResult(
             "openvino-written", out,
             f"ceil(({size} - (({kernel} - 1) * {dilation} + 1) + 1) / {stride}) = {out}  (rounding_type not used)",
+            note="as written, rounding_type not used",
         ))
     else:
         if size + pad_begin + pad_end < dk:
@@ -281,18 +279,25 @@ def axis_rules(
     # OpenVINO runtime / poolcheck engine.
     try:
         g = resolve_axis(size, kernel, stride, dilation, pad_begin, pad_end, rounding_type, auto_pad)
+        note = ""
         if auto_pad in ("same_upper", "same_lower"):
             text = (f"ceil({size} / {stride}) = {g.out}; pads = max(0, ({g.out} - 1) * {stride} + {dk} - {size})"
                     f" = {g.pad_begin + g.pad_end} -> begin {g.pad_begin}, end {g.pad_end}")
+            if (g.out - 1) * stride + dk - size < 0:
+                note = "a negative SAME pad clamped to 0"
         elif auto_pad == "valid":
             _, text = _explicit_working(size, 0, 0, kernel, dilation, stride, fn)
             if rounding_type == "ceil_torch" and g.out != int(text.rsplit("= ", 1)[1]):
                 text += f"; last window starts in padding -> {g.out}"
+                note = "ceil_torch drops a last window that starts in padding"
         else:
             _, text = _explicit_working(size, pad_begin, pad_end, kernel, dilation, stride, fn)
             if rounding_type == "ceil_torch" and g.out != int(text.rsplit("= ", 1)[1]):
                 text += f"; last window starts at {g.out * stride} >= {size} + {pad_begin} -> {g.out}"
-        results.append(RuleResult("openvino-runtime", g.out, text, (g.pad_begin, g.pad_end)))
+                note = "ceil_torch drops a last window that starts in padding"
+            elif rounding_type == "ceil" and (g.out - 1) * stride >= size + pad_begin:
+                note = "rounding_type ceil keeps a last window that starts in padding"
+        results.append(RuleResult("openvino-runtime", g.out, text, (g.pad_begin, g.pad_end), note))
     except AttributeValueError as exc:
         results.append(RuleResult("openvino-runtime", None, str(exc)))
 
@@ -304,14 +309,16 @@ def axis_rules(
                 f" = {pb + pe} -> begin {pb}, end {pe}")
         if pb + pe < 0:
             text += " (negative: windows start inside the input)"
-        results.append(RuleResult("onnx", out, text, (pb, pe)))
+        results.append(RuleResult("onnx", out, text, (pb, pe),
+                                  "negative pad kept: windows start inside the input" if pb + pe < 0 else ""))
     elif auto_pad == "valid":
         num = size - dk
         if num < 0:
             results.append(RuleResult("onnx", None, "dilated kernel larger than input"))
         elif ceil_mode:
             out = _ceil_div(num + 1, stride)
-            results.append(RuleResult("onnx", out, f"VALID, ceil_mode: ceil(({size} - {dk} + 1) / {stride}) = {out}"))
+            results.append(RuleResult("onnx", out, f"VALID, ceil_mode: ceil(({size} - {dk} + 1) / {stride}) = {out}",
+                                      note="VALID: ceil_mode has no effect"))
         else:
             out = num // stride + 1
             results.append(RuleResult("onnx", out, f"VALID: floor(({size} - {dk}) / {stride}) + 1 = {out}"))
@@ -321,10 +328,12 @@ def axis_rules(
         else:
             out, text = _explicit_working(size, pad_begin, pad_end, kernel, dilation, stride,
                                           "ceil" if ceil_mode else "floor")
+            note = ""
             if ceil_mode and (out - 1) * stride >= size + pad_begin:
                 text += f"; last window would start in padding -> {out - 1}"
                 out -= 1
-            results.append(RuleResult("onnx", out, text))
+                note = "last window would start in padding"
+            results.append(RuleResult("onnx", out, text, note=note))
 
     # PyTorch F.max_poolNd / avg_poolNd: symmetric padding only, pad <= kernel / 2, no auto_pad.
     if auto_pad in ("same_upper", "same_lower"):
@@ -342,13 +351,15 @@ def axis_rules(
             out = (_ceil_div(num, stride) if ceil_mode else num // stride) + 1
             text = (f"{'ceil' if ceil_mode else 'floor'}(({size} + 2 * {pb} - (({kernel} - 1) * {dilation} + 1))"
                     f" / {stride}) + 1 = {out}")
+            note = ""
             if ceil_mode and (out - 1) * stride >= size + pb:
                 text += f"; last window would start in padding -> {out - 1}"
                 out -= 1
+                note = "last window would start in padding"
             if out <= 0:
                 results.append(RuleResult("torch", None, f"output size {out} is rejected"))
             else:
-                results.append(RuleResult("torch", out, text))
+                results.append(RuleResult("torch", out, text, note=note))
     return results
 
 

@@ -233,7 +233,7 @@ def test_cli_table(monkeypatch: pytest.MonkeyPatch) -> None:
                                 env={"COLUMNS": "160"})
     assert result.exit_code == 0, result.output
     assert "T4  tiny MaxPool3D" in result.output
-    assert "poolcheck numpy" in result.output and "Other standing targets" in result.output
+    assert "poolcheck numpy" in result.output and "More targets" in result.output
 
 
 def test_cli_writes_no_docs_unless_asked(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -248,7 +248,7 @@ def test_cli_writes_no_docs_unless_asked(monkeypatch: pytest.MonkeyPatch, tmp_pa
     assert result.exit_code == 2 and "--time-budget" in result.output
 
 
-# --------------------------------------------------------------------------- headline ratios (issue 14)
+# --------------------------------------------------------------------------- headline ratios
 
 
 def fixed_run(setup: dict[str, object] | None = None) -> measure.BenchRun:
@@ -262,17 +262,18 @@ def fixed_run(setup: dict[str, object] | None = None) -> measure.BenchRun:
                                       10.0, 0.0001, results)
 
     workloads_ = [
-        # C 0.5x ORT; NumPy 4x ORT; fastest NCHW contender is openvino (0.16 ms), not torch-cl (0.1, channels_last)
-        wl("A", [res("c", 0.1), res("numpy", 0.8), res("onnxruntime", 0.2), res("openvino", 0.16),
+        # C 0.5x ORT; NumPy 2.5x ORT; fastest NCHW contender is openvino (0.16 ms), not torch-cl (0.1, channels_last)
+        wl("A", [res("c", 0.1), res("numpy", 0.5), res("onnxruntime", 0.2), res("openvino", 0.16),
                  res("torch-cl", 0.1, "channels_last"), res("torch", None, status="wrong")]),
-        # C 1.2x behind ORT, which is the fastest NCHW contender; NumPy 6x: two missed targets
+        # C 1.2x behind ORT, which is the fastest NCHW contender; NumPy 6x (over 3x): two missed targets
         wl("B", [res("c", 0.3), res("numpy", 1.5), res("onnxruntime", 0.25), res("torch", 0.4)]),
         # no ONNX Runtime timed: only C / fastest NCHW is known
         wl("C", [res("c", 0.2), res("numpy", 0.4), res("onnxruntime", None, status="absent"), res("torch", 0.19)]),
         # nothing but poolcheck's engines: no NCHW contender to compare with
         wl("D", [res("c", 0.2), res("numpy", 0.4)]),
     ]
-    machine: dict[str, object] = {"cpu": "test", "load_start": 0.5, "load_end": 0.6}
+    machine: dict[str, object] = {"cpu": "Test CPU 9000", "load_start": 0.5, "load_end": 0.6, "c_engine_isa": "avx2",
+                                  "c_engine_isas": ["portable", "avx2"]}
     machine.update(setup or {})
     return measure.BenchRun(workloads_, machine, {"reps": 10, "reference_engine": "c"})
 
@@ -280,7 +281,7 @@ def fixed_run(setup: dict[str, object] | None = None) -> measure.BenchRun:
 def test_ratios_from_fixed_measurements() -> None:
     by_name = {r.workload: r for r in summary.ratios(fixed_run())}
     a, b, c, d = (by_name[k] for k in "ABCD")
-    assert a.c_ort == pytest.approx(0.5) and a.numpy_ort == pytest.approx(4.0)
+    assert a.c_ort == pytest.approx(0.5) and a.numpy_ort == pytest.approx(2.5)
     assert a.fastest_nchw == "label openvino" and a.c_fastest_nchw == pytest.approx(0.1 / 0.16)
     assert a.met() == {"c_ort": True, "numpy_ort": True, "c_fastest_nchw": True}
     assert b.c_ort == pytest.approx(1.2) and b.numpy_ort == pytest.approx(6.0)
@@ -297,18 +298,21 @@ def test_ratios_rendered_side_by_side() -> None:
     console = Console(record=True, width=200)
     console.print(render.renderable(run))
     text = console.export_text()
-    assert "Ratios of medians, this run (issue 14)" in text
+    assert "Ratios of medians, this run, on Test CPU 9000" in text
     table = text[text.index("Ratios of medians"):text.index("Set-up time")]
-    rows = {line.split("│")[1].strip(): [c.strip() for c in line.split("│")[2:6]]
-            for line in table.splitlines() if line.startswith("│")}
-    assert rows["A"] == ["0.50x", "4.00x", "0.62x", "label openvino"]
-    assert rows["B"] == ["1.20x", "6.00x", "1.20x", "label onnxruntime"]
-    assert rows["C"] == ["n/a", "n/a", "1.05x", "label torch"]
-    assert rows["D"] == ["n/a", "n/a", "n/a", "none timed"]
-    assert "Set-up time of the last fresh install: 83 s (fresh `make install`, recorded 2026-01-02 03:04 UTC)" in text
+    rows = {line.split("│")[1].strip(): [c.strip() for c in line.split("│")[2:7]]
+            for line in table.splitlines() if line.startswith("│") and line.split("│")[1].strip()}
+    assert rows["A"] == ["0.50x", "2.50x", "0.62x", "label openvino", "avx2"]
+    assert rows["B"][:3] == ["1.20x", "6.00x", "1.20x"] and rows["B"][4] == "avx2"
+    assert rows["C"] == ["n/a", "n/a", "1.05x", "label torch", "avx2"]
+    assert rows["D"] == ["n/a", "n/a", "n/a", "none timed", "avx2"]
+    # the caption wraps at the table's width
+    assert "Set-up time of the last fresh install: 83 s (fresh `make install`, recorded 2026-01-02 03:04 UTC)" in \
+        " ".join(text.split())
     md = render.to_markdown(run, "poolcheck bench --test")
-    assert "| B | **1.20x** | **6.00x** | **1.20x** | label onnxruntime |" in md
-    assert "| A | 0.50x | 4.00x | 0.62x | label openvino |" in md
+    assert "| B | **1.20x** | **6.00x** | **1.20x** | label onnxruntime | avx2 |" in md
+    assert "| A | 0.50x | 2.50x | 0.62x | label openvino | avx2 |" in md
+    assert "Measured on Test CPU 9000, C engine path avx2." in md
     assert "install`, from creating the virtual environment to the end of the install): 83 s" in md
     data = json.loads(render.to_json(run))
     assert data["machine"]["setup_seconds"] == 83.4
@@ -338,11 +342,13 @@ def test_real_command_reports_the_ratios(tmp_path: Path) -> None:
     args = [sys.executable, "-m", "poolcheck", "bench", "--workloads", "W2", "--reps", "3", "--time-budget", "0.05s"]
     table = subprocess.run(args, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
     assert table.returncode == 0, table.stderr
-    assert "Ratios of medians, this run (issue 14)" in table.stdout
+    assert "Ratios of medians, this run, on " in table.stdout
     assert "Set-up time of the last fresh install: " in table.stdout
     ratios_part = table.stdout[table.stdout.index("Ratios of medians"):]
-    row = [c.strip() for c in next(ln for ln in ratios_part.splitlines() if ln.startswith("│ W2 ")).split("│")[2:6]]
+    row = [c.strip() for c in next(ln for ln in ratios_part.splitlines() if ln.startswith("│ W2 ")).split("│")[2:7]]
     assert all(c.endswith("x") or c == "n/a" for c in row[:3]) and row[3]
+    from poolcheck.engines import c_engine
+    assert row[4] == (c_engine.active_isa() or "not built")  # the C engine's path beside the ratios
     as_json = subprocess.run([*args, "--json"], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
     assert as_json.returncode == 0, as_json.stderr
     data = json.loads(as_json.stdout)
@@ -355,3 +361,82 @@ def test_real_command_reports_the_ratios(tmp_path: Path) -> None:
             assert data["ratios"][0][key] is None
     assert "setup_note" in data["machine"]
     assert list(tmp_path.iterdir()) == []  # writes nothing without --write-docs
+
+
+# --------------------------------------------------------------------------- what a reader sees
+
+
+def realistic_run() -> measure.BenchRun:
+    """fixed_run with the long labels, versions and wide numbers of real runtimes."""
+    run = fixed_run()
+    w = run.workloads[0]
+    names = {"onnxruntime": ("ONNX Runtime", "1.20.1"), "openvino": ("OpenVINO", "2025.0.0-17942-1f68be9f594"),
+             "torch-cl": ("PyTorch channels_last", "2.5.1+cpu")}
+    for r in w.results:
+        r.label, r.version = names.get(r.key, (r.label, r.version))
+        if r.timing is not None:
+            r.timing = measure.Timing(123.4, 0.01234, 12345.6, 10)
+            r.ratio_ort, r.ratio_fastest, r.gbps, r.ratio_bound = 12.34, 123.45, 1234.5, 12.34
+    return run
+
+
+@pytest.mark.parametrize("width", [80, 100])
+def test_tables_keep_every_header_and_number_at_80_and_100_columns(width: int) -> None:
+    """Nothing is cut (no ellipsis), no column is squeezed away: every header word and every
+    number of every table is printed whole; long contender names wrap instead."""
+    run = realistic_run()
+    console = Console(record=True, width=width)
+    console.print(render.renderable(run))
+    text = console.export_text()
+    assert "…" not in text
+    assert max(len(line) for line in text.splitlines()) <= width
+    for word in ("contender", "status", "median", "min–max", "ORT", "fastest", "GB/s", "bound",
+                 "C / ORT", "NumPy / ORT", "C / fastest", "contender", "path"):
+        assert word in text, word
+    for cell in ("123", "0.0123–12346", "12.34x", "123.45x", "1234.5", "1.20x", "6.00x", "1.05x"):
+        assert cell in text, cell
+
+
+def test_output_names_the_cpu_and_path_and_nothing_internal() -> None:
+    run = realistic_run()
+    console = Console(record=True, width=120)
+    console.print(render.renderable(run))
+    text = console.export_text()
+    md = render.to_markdown(run, "poolcheck bench")
+    for out in (text, md):
+        assert "issue" not in out.lower() and "standing" not in out.lower()
+    # beside every ratio: the C engine's path; the CPU in the title of the ratios and of each table
+    assert text.count("on Test CPU 9000, C engine path avx2") == len(run.workloads)
+    assert md.count("measured on Test CPU 9000, C engine path avx2") == len(run.workloads)
+    assert "C engine instruction-set path: avx2 (this CPU and build offer: portable, avx2;" in md
+    assert "## Instruction-set paths of the C engine" in md and "NEON" in md
+    assert "Measured under load" not in md  # load 0.5-0.6, no CPU count: not flagged
+    run.machine.update(logical_cpus=2, load_end=9.5)
+    assert "**Measured under load**: the load average exceeded the 2 logical CPUs" in render.to_markdown(run)
+
+
+@pytest.mark.parametrize("kind", ["folder", "under-a-file", "not-writable", "dangling", "empty"])
+def test_write_docs_is_checked_before_measuring(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, kind: str) -> None:
+    """A --write-docs path that cannot be written fails at once (exit 2, one line naming the
+    option), before any workload is timed."""
+    import poolcheck.cli.bench as cli_bench
+
+    def no_run(*args: object, **kwargs: object) -> None:
+        raise AssertionError("benchmarked before checking --write-docs")
+
+    monkeypatch.setattr(cli_bench, "run_bench", no_run)
+    (tmp_path / "afile").write_text("x", encoding="utf-8")
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    targets = {"folder": str(tmp_path), "under-a-file": str(tmp_path / "afile" / "bench.md"),
+               "not-writable": str(locked / "bench.md"), "dangling": str(tmp_path / "dangling.md"), "empty": " "}
+    if kind == "dangling":
+        (tmp_path / "dangling.md").symlink_to(tmp_path / "missing" / "x.md")
+    if kind == "not-writable":
+        if os.geteuid() == 0:
+            pytest.skip("root writes into read-only folders")
+        locked.chmod(0o500)
+    result = CliRunner().invoke(app, ["bench", "--workloads", "W2", "--write-docs", targets[kind]])
+    assert result.exit_code == 2, result.output
+    assert "--write-docs" in result.output and "Traceback" not in result.output
+

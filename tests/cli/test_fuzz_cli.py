@@ -166,3 +166,24 @@ def test_a_wrong_index_type_is_its_own_divergence(tmp_path: Path) -> None:
     assert code == 1, out
     data = json.loads((tmp_path / "r" / "result.json").read_text())
     assert data["fuzz"]["new"] == ["peer|max|planted-wide-indices|dtype:indices-int64-for-int32"]
+
+
+def test_exit_first_stops_only_at_a_fail_on_severity(tmp_path: Path) -> None:
+    """--exit-first ends the run at the first new divergence of a --fail-on severity. On seed 1
+    the planted peer's NaN find (unspecified) is shrunk first; it must not end the run and hide
+    the violation (dilations ignored in rank 5 float16) found a few seconds later. With --fail-on
+    all the NaN find itself is one, and the run stops there."""
+    base = ["--peers", str(PLANTED / "nan_ignored_dilations_ignored.py"), "--ops", "maxpool", "--oracles", "peers",
+            "--exit-first", "--time-budget", "90s", "--seed", "1", "--no-isolation", "--no-bundled-known"]
+    code, out = fuzz(*base, "--save-cases", str(tmp_path / "a"), "--database", str(tmp_path / "db-a"),
+                     "--report-dir", str(tmp_path / "ra"))
+    assert code == 1, out
+    new = json.loads((tmp_path / "ra" / "result.json").read_text())["fuzz"]["new"]
+    assert any(s.endswith("|dilations:ignored") for s in new), new
+    assert any("|nan=" in s for s in new), new  # found first, kept, and the run went on
+
+    code, out = fuzz(*base, "--fail-on", "all", "--save-cases", str(tmp_path / "b"), "--database",
+                     str(tmp_path / "db-b"), "--report-dir", str(tmp_path / "rb"))
+    assert code == 1, out
+    new = json.loads((tmp_path / "rb" / "result.json").read_text())["fuzz"]["new"]
+    assert new and all("|nan=" in s for s in new), new

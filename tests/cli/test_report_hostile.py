@@ -125,3 +125,16 @@ def test_a_case_that_cannot_render_never_loses_the_others() -> None:
     console_report.render(result, console)
     text = console.export_text()
     assert "cannot render" in text and "still here" in text
+
+
+def test_junit_stays_well_formed_with_controls_in_a_runner_name() -> None:
+    """A runner name lands in the suite name, the classname and the RUNNER.version property
+    (the last was written raw: a NUL or U+FFFE made junit.xml ill-formed)."""
+    for name in ("a\x00b", "p\x01\x0b\x1f\x7f\x9f", "x\ufffe\uffff", "s\udcff"):
+        check = Check(name, "peer", "fail", "m", version=f"1{name}", severity="violation")
+        result = RunResult(command="c", cases=[CaseResult(case_id="i", verdict="fail", checks=[check])],
+                           versions={name: name}, extra={"fingerprint": {"id": "f", "host": name, "cpu": name}})
+        text = to_junit(result)
+        root = ET.fromstring(text.encode("utf-8"))
+        props = {p.get("name") for p in root.iter("property")}
+        assert f"{safe(name)}.version" in props, props

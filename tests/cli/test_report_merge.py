@@ -155,3 +155,34 @@ def test_results_without_fingerprints_count_as_one_machine_each(results: dict[st
     case = next(k for k in merged.cases if f"signature:{SIG}" in k.tags)
     # the ISA of the old machine is unknown: the note names the host instead
     assert "only-on:planted-pads-swapped: only on old.json (1 of 2 machines)" in case.tags
+
+
+def test_one_machine_is_one_fingerprint_and_registry_rows_of_peers_not_run_are_left_out(tmp_path: Path) -> None:
+    """A ``poolcheck run`` and a ``poolcheck fuzz`` (with the bundled registry) on this machine:
+    the run records no peer versions, so the two fingerprints differ, yet they are one machine;
+    the fuzz result lists every registry entry of a peer it never ran as a skip row."""
+    seeds = ROOT / "cases" / "seeds" / "openvino-maxpool8.yaml"
+    out = cli("run", str(seeds), "--quiet", "--report-dir", "run", cwd=tmp_path)
+    assert out.returncode in (0, 1), out.stdout[-2000:] + out.stderr[-2000:]
+    out = cli("fuzz", "--peers", str(PLANTED / "pads_swapped.py"), "--ops", "maxpool", "--oracles", "peers",
+                    "--seed", "1", "--exit-first", "--time-budget", "20s", "--no-progress", "--report", "fz",
+                    "--save-cases", "fz/cases", cwd=tmp_path)
+    assert out.returncode == 1, out.stdout[-2000:] + out.stderr[-2000:]
+    run, fz = load(tmp_path / "run" / "result.json"), load(tmp_path / "fz" / "result.json")
+    assert run.extra["fingerprint"]["id"] != fz.extra["fingerprint"]["id"]
+    assert run.extra["fingerprint"]["host"] == fz.extra["fingerprint"]["host"]
+    not_run = [c for c in fz.cases if {"known", "skipped"} <= set(c.tags)]
+    assert len(not_run) > 10 and not any(k.runner == "planted-pads-swapped" for c in not_run for k in c.checks)
+
+    out = cli("report", "merge", "run/result.json", "fz/result.json", "-f", "json", "-o", "merged.json",
+                    cwd=tmp_path)
+    assert out.returncode == 0, out.stderr[-2000:]
+    merged = json.loads((tmp_path / "merged.json").read_text())
+    ((fid, fp),) = merged["extra"]["fingerprints"].items()
+    assert fp["packages"]["planted-pads-swapped"] == fz.extra["fingerprint"]["packages"]["planted-pads-swapped"]
+    assert [i["fingerprints"] for i in merged["extra"]["merge"]["inputs"]] == [[fid], [fid]]
+    assert {t for c in merged["cases"] for t in c["tags"] if t.startswith("fingerprint:")} == {f"fingerprint:{fid}"}
+    assert not [c["case_id"] for c in merged["cases"] if {"known", "skipped"} <= set(c["tags"])]
+    assert merged["extra"]["merge"]["registry_entries_not_run"] == len(not_run)
+    assert len(merged["cases"]) == len(run.cases) + len(fz.cases) - len(not_run)
+    assert sum(f"signature:{SIG}" in c["tags"] for c in merged["cases"]) == 1

@@ -46,6 +46,21 @@ pytestmark = pytest.mark.skipif(not c_engine.AVAILABLE, reason=f"C engine: {c_en
 FLOATS = ("float16", "float32", "float64")
 INTS = ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64")
 PROFILE_EXAMPLES = settings().max_examples
+#: The instruction-set paths this CPU and build run (portable first): the agreement tests run
+#: on each, switched in this process.
+ISAS = c_engine.available_isas()
+
+
+@pytest.fixture(scope="module", params=ISAS, ids=[f"isa={i}" for i in ISAS])
+def isa(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Run the test on one instruction-set path of the C engine (restored afterwards)."""
+    from poolcheck.engines import _cpool
+
+    previous = _cpool._set_isa(request.param)
+    try:
+        yield request.param
+    finally:
+        _cpool._set_isa(previous)
 
 
 # --------------------------------------------------------------------------- drawing cases
@@ -166,7 +181,7 @@ FIXTURELESS = settings(max_examples=max(PROFILE_EXAMPLES, 300), suppress_health_
 
 @FIXTURELESS
 @given(cases("max"))
-def test_max_pool_matches_numpy_engine(case: Case) -> None:
+def test_max_pool_matches_numpy_engine(isa: str, case: Case) -> None:
     note(case.label())
     cv, ci = c_engine.max_pool(case.x, case.geom, case.layout, case.policy)
     nv, ni = numpy_engine.max_pool(case.x, case.geom, case.layout, case.policy)
@@ -212,7 +227,7 @@ def assert_avg_within_bound(case: Case, c: np.ndarray, n: np.ndarray) -> None:
 
 @FIXTURELESS
 @given(cases("avg"))
-def test_avg_pool_matches_numpy_engine(case: Case) -> None:
+def test_avg_pool_matches_numpy_engine(isa: str, case: Case) -> None:
     note(case.label())
     c = c_engine.avg_pool(case.x, case.geom, case.spec.exclude_pad, case.policy)
     n = numpy_engine.avg_pool(case.x, case.geom, case.spec.exclude_pad, case.policy)
@@ -239,7 +254,7 @@ WORKLOAD_SPECS = [
 
 @pytest.mark.parametrize(("spec", "shape"), WORKLOAD_SPECS, ids=lambda v: str(v) if isinstance(v, tuple) else v.describe())
 @pytest.mark.parametrize("mode", ["normal", "ties"])
-def test_workload_shapes_match(spec: S.PoolSpec, shape: tuple[int, ...], mode: str) -> None:
+def test_workload_shapes_match(isa: str, spec: S.PoolSpec, shape: tuple[int, ...], mode: str) -> None:
     rng = np.random.default_rng(abs(hash((shape, mode))) % 2**32)
     geom = S.resolve(spec, shape)
     for dtype in (np.dtype(np.float32), np.dtype(np.float64)):
@@ -265,19 +280,56 @@ def test_workload_shapes_match(spec: S.PoolSpec, shape: tuple[int, ...], mode: s
                     assert_same_bits(ci, ni, f"indices nan={nan}")
 
 
-def test_generic_kernels_agree_without_avx512() -> None:
-    """The portable (auto-vectorised) kernels, forced with POOLCHECK_NO_AVX512, agree too."""
+@pytest.mark.parametrize("name", ISAS)
+def test_poolcheck_isa_forces_a_path(name: str) -> None:
+    """POOLCHECK_ISA=NAME makes the import choose that path, and the benchmark shapes agree on it."""
     code = (
         f"import sys; sys.path[:0] = [{os.path.dirname(os.path.abspath(__file__))!r}, {str(TESTS)!r}]; "
         "import test_c_engine as t; "
-        "from poolcheck.engines import _cpool; assert _cpool.AVX512 == 0; "
-        "[t.test_workload_shapes_match(s, sh, m) for s, sh in t.WORKLOAD_SPECS for m in ('normal', 'ties')]; "
+        f"from poolcheck.engines import _cpool, c_engine; assert _cpool.isa() == {name!r}, _cpool.isa(); "
+        f"assert c_engine.active_isa() == {name!r}; "
+        "[t.test_workload_shapes_match('', s, sh, m) for s, sh in t.WORKLOAD_SPECS for m in ('normal', 'ties')]; "
         "print('ok')"
     )
-    env = dict(os.environ, POOLCHECK_NO_AVX512="1")
+    env = dict(os.environ, POOLCHECK_ISA=name)
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip().endswith("ok")
+
+
+def test_poolcheck_isa_refuses_an_unknown_path() -> None:
+    """An unknown POOLCHECK_ISA makes the C engine unavailable, with a reason naming the variable
+    and the paths this CPU runs; engine 'c' and 'auto' then fail instead of silently running
+    another path or engine."""
+    code = (
+        "from poolcheck.engines import c_engine, get_engine\n"
+        "from poolcheck.errors import EngineUnavailableError\n"
+        "assert not c_engine.AVAILABLE\n"
+        "print(c_engine.UNAVAILABLE_REASON)\n"
+        "for name in ('c', 'auto'):\n"
+        "    try:\n"
+        "        get_engine(name)\n"
+        "    except EngineUnavailableError as exc:\n"
+        "        print('refused', name, exc)\n"
+    )
+    env = dict(os.environ, POOLCHECK_ISA="avx9")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "POOLCHECK_ISA: unknown instruction-set path 'avx9'" in out.stdout
+    assert "this CPU runs: portable" in out.stdout
+    assert "refused c " in out.stdout and "refused auto " in out.stdout
+
+
+def test_set_isa_refuses_what_the_cpu_cannot_run() -> None:
+    from poolcheck.engines import _cpool
+
+    with pytest.raises(ValueError, match="unknown instruction-set path 'sse9'"):
+        _cpool._set_isa("sse9")
+    for name in ("portable", "avx2", "avx512"):
+        if name not in ISAS:
+            with pytest.raises(ValueError, match=f"cannot run the {name} path"):
+                _cpool._set_isa(name)
+    assert ISAS[0] == "portable" and _cpool.isa() == c_engine.active_isa()
 
 
 def test_float16_widening_is_exact() -> None:
@@ -452,33 +504,25 @@ def test_multi_phase_init_gives_independent_module_objects() -> None:
     assert out.tolist() == [1, 2, 3, 4, 5]
 
 
-@pytest.fixture
-def fast_and_portable() -> Iterator[Callable[[Callable[[], Any]], tuple[Any, Any]]]:
-    """``both(call)`` runs ``call`` with the AVX-512 kernels and then with the portable ones, in
-    this process; skips where the CPU or the build has no AVX-512 kernels; restores the switch."""
+def on_every_path(call: Callable[[], Any]) -> dict[str, Any]:
+    """``call()`` on every instruction-set path this CPU runs, switched in this process (the
+    path in use is restored)."""
     from poolcheck.engines import _cpool
 
+    previous = _cpool.isa()
     try:
-        original = _cpool._set_avx512(True)
-    except ValueError as exc:
-        assert "not available" in str(exc)
-        pytest.skip("no AVX-512 kernels on this CPU or build")
-
-    def both(call: Callable[[], Any]) -> tuple[Any, Any]:
-        _cpool._set_avx512(True)
-        fast = call()
-        assert _cpool._set_avx512(False) is True  # the switch reports the previous state
-        return fast, call()
-
-    try:
-        yield both
+        results = {}
+        for name in ISAS:
+            _cpool._set_isa(name)
+            results[name] = call()
+        return results
     finally:
-        _cpool._set_avx512(original)
+        _cpool._set_isa(previous)
 
 
-def test_avx512_switch_agrees_in_process(fast_and_portable: Callable[[Callable[[], Any]], tuple[Any, Any]]) -> None:
-    """Where the CPU has AVX-512, the kernels kept for it and the portable ones agree bit for bit
-    on the benchmark shapes (max with and without indices), switched in one process."""
+def test_paths_agree_in_process() -> None:
+    """Every path this CPU runs agrees with the portable one bit for bit on the benchmark shapes
+    (max with and without indices), switched in one process."""
     rng = np.random.default_rng(7)
     for spec, shape in WORKLOAD_SPECS + [(S.openvino_max_pool([4], [4]), (2, 3, 260))]:
         if spec.op != "max":
@@ -488,14 +532,15 @@ def test_avx512_switch_agrees_in_process(fast_and_portable: Callable[[Callable[[
             x = make_input(rng, shape, np.dtype(np.float32), mode)
             for layout in (None, S.index_layout(spec, shape)):
                 for nan in ("propagate", "ignore"):
-                    fast, slow = fast_and_portable(lambda: c_engine.max_pool(x, geom, layout, Policy(nan=nan)))  # noqa: B023
-                    assert_same_bits(fast[0], slow[0], f"values nan={nan}")
-                    if layout is not None:
-                        assert_same_bits(fast[1], slow[1], f"indices nan={nan}")
+                    got = on_every_path(lambda: c_engine.max_pool(x, geom, layout, Policy(nan=nan)))  # noqa: B023
+                    for name, (values, indices) in got.items():
+                        assert_same_bits(values, got["portable"][0], f"{name} values nan={nan}")
+                        if layout is not None:
+                            assert_same_bits(indices, got["portable"][1], f"{name} indices nan={nan}")
 
 
 @pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
-def test_global_average_within_bound_on_wide_exponents(dtype: str) -> None:
+def test_global_average_within_bound_on_wide_exponents(isa: str, dtype: str) -> None:
     """Global pooling sums in 8 interleaved float64 lanes: within the documented bound of the
     NumPy engine even where float64 sums of the plane are inexact (exponents 2^-60..2^60)."""
     rng = np.random.default_rng(11)
@@ -519,7 +564,7 @@ def test_global_average_within_bound_on_wide_exponents(dtype: str) -> None:
 # first, have fused AVX-512 kernels (avx512.c): masked first blocks or strips, overlapping last
 # blocks or strips, scalar borders, rows cut by the padding, whole-row NaN fallbacks. These
 # shapes reach each of those paths and the geometries left to the staged path (and the same
-# shapes the portable kernels, with POOLCHECK_NO_AVX512 or on CPUs without AVX-512).
+# shapes the other paths, switched in process or forced with POOLCHECK_ISA).
 
 FUSED_MAX_SPECS = [
     # (kernel, strides, pads_begin, pads_end, dilations, rounding), (H, W)
@@ -584,7 +629,7 @@ def _check_values_only(spec: S.PoolSpec, geom: S.Geometry, x: np.ndarray) -> Non
 
 @pytest.mark.parametrize(("params", "hw"), FUSED_MAX_SPECS)
 @pytest.mark.parametrize("mode", ["normal", "ties", "finite"])
-def test_fused_max_k3s2_matches_numpy_and_oracle(params: tuple, hw: tuple[int, int], mode: str) -> None:  # type: ignore[type-arg]
+def test_fused_max_k3s2_matches_numpy_and_oracle(isa: str, params: tuple, hw: tuple[int, int], mode: str) -> None:  # type: ignore[type-arg]
     """Values only: bit for bit the C engine's values with indices (which are the NumPy engine's
     bit for bit), equal values to the NumPy engine and to the loop oracle."""
 
@@ -600,7 +645,7 @@ def test_fused_max_k3s2_matches_numpy_and_oracle(params: tuple, hw: tuple[int, i
 
 @pytest.mark.parametrize(("params", "hw"), FUSED_AVG_SPECS)
 @pytest.mark.parametrize("mode", ["normal", "ties", "finite", "wide"])
-def test_fused_avg_matches_numpy_and_oracle(params: tuple, hw: tuple[int, int], mode: str) -> None:  # type: ignore[type-arg]
+def test_fused_avg_matches_numpy_and_oracle(isa: str, params: tuple, hw: tuple[int, int], mode: str) -> None:  # type: ignore[type-arg]
     """float64 sums in the NumPy engine's order: identical bits (NaN where NaN); the loop
     oracle's exact sums give the same values where float64 sums are exact (small integers)."""
     import oracle
@@ -658,7 +703,7 @@ FUSED_MAX_VALUES_SPECS = [
 
 @pytest.mark.parametrize(("params", "spatial"), FUSED_MAX_VALUES_SPECS)
 @pytest.mark.parametrize("mode", ["normal", "zeros", "finite", "late-nan"])
-def test_fused_max_values_match_numpy_and_oracle(params: tuple, spatial: tuple[int, ...], mode: str) -> None:  # type: ignore[type-arg]
+def test_fused_max_values_match_numpy_and_oracle(isa: str, params: tuple, spatial: tuple[int, ...], mode: str) -> None:  # type: ignore[type-arg]
     """Values only: bit for bit the NumPy engine's values (signed-zero ties keep the earlier
     tap) and the C engine's values with indices; equal values to the loop oracle."""
 
@@ -675,9 +720,9 @@ def test_fused_max_values_match_numpy_and_oracle(params: tuple, spatial: tuple[i
     _check_values_only(spec, geom, x)
 
 
-def test_fused_kernels_agree_with_portable_in_process(
-        fast_and_portable: Callable[[Callable[[], Any]], tuple[Any, Any]]) -> None:
-    """The fused AVX-512 kernels and the portable ones, switched in one process: same bits."""
+def test_fused_kernels_agree_with_portable_in_process() -> None:
+    """The fused AVX-512 kernels, the avx2 path and the portable one, switched in one process:
+    same bits."""
     rng = np.random.default_rng(5)
     for mode in ("normal", "ties"):
         # the 2-D k3 s2 shapes with NaN; the values-only shapes without (a NaN hands the 3-D
@@ -691,11 +736,13 @@ def test_fused_kernels_agree_with_portable_in_process(
             if zero_plane:
                 x[0, 1] = np.where(rng.random(spatial) < 0.5, np.float32(-0.0), np.float32(0.0))
             for nan in ("propagate", "ignore"):
-                fast, slow = fast_and_portable(lambda: c_engine.max_pool(x, geom, None, Policy(nan=nan))[0])  # noqa: B023
-                assert_same_bits(fast, slow, f"max {spatial} nan={nan}")
+                got = on_every_path(lambda: c_engine.max_pool(x, geom, None, Policy(nan=nan))[0])  # noqa: B023
+                for name, values in got.items():
+                    assert_same_bits(values, got["portable"], f"{name} max {spatial} nan={nan}")
         for p, hw in FUSED_AVG_SPECS:
             spec = _fused_avg_spec(p)
             geom = S.resolve(spec, (1, 4, *hw))
             x = make_input(rng, (1, 4, *hw), np.dtype(np.float32), mode)
-            fast, slow = fast_and_portable(lambda: c_engine.avg_pool(x, geom, spec.exclude_pad, Policy()))  # noqa: B023
-            assert_same_bits(fast, slow, f"avg {hw}", any_nan=True)
+            got = on_every_path(lambda: c_engine.avg_pool(x, geom, spec.exclude_pad, Policy()))  # noqa: B023
+            for name, values in got.items():
+                assert_same_bits(values, got["portable"], f"{name} avg {hw}", any_nan=True)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -12,31 +14,60 @@ from support import ROOT
 from poolcheck.cases.load import load_file
 from poolcheck.errors import AttributeValueError
 from poolcheck.spec import operators as O
+from poolcheck.spec.family import FAMILY_OPS, FamilySpec
 from poolcheck.spec.poolspec import PoolSpec
 from poolcheck.spec.shape import resolve
 
 
 @st.composite
-def specs_for(draw: st.DrawFn, name: str) -> PoolSpec:
-    """Any canonical spec operator ``name`` can express."""
+def specs_for(draw: st.DrawFn, name: str) -> Any:
+    """Any canonical spec operator ``name`` can express (older versions: only what their
+    attributes can say)."""
     row = O.OPERATORS[name]
+    names = set(row.attribute_names)
+    if row.op in FAMILY_OPS:
+        return draw(family_specs_for(name))
     n = draw(st.integers(1, 3))
     ints = st.lists(st.integers(1, 6), min_size=n, max_size=n).map(tuple)
     pads = st.lists(st.integers(0, 4), min_size=n, max_size=n).map(tuple)
-    dilated = row.op == "max" or row.convention == "onnx"
     return PoolSpec(
-        op=row.op,
+        op=row.op,  # type: ignore[arg-type]
         kernel=draw(ints), strides=draw(ints), pads_begin=draw(pads), pads_end=draw(pads),
-        dilations=draw(ints) if dilated else (1,) * n,
+        dilations=draw(ints) if "dilations" in names else (1,) * n,
         rounding_type=draw(st.sampled_from(sorted(set(row.rounding.values())))),  # type: ignore[arg-type]
         auto_pad=draw(st.sampled_from(["explicit", "valid", "same_upper", "same_lower"])),
-        exclude_pad=draw(st.booleans()) if row.op == "avg" else False,
-        axis=draw(st.integers(-n - 2, n + 1)) if (row.op, row.convention) == ("max", "openvino") else 0,
-        index_element_type=draw(st.sampled_from(["i32", "i64"])) if (row.op, row.convention) == ("max", "openvino")
-        else "i64",
-        storage_order=draw(st.sampled_from([0, 1])) if (row.op, row.convention) == ("max", "onnx") else 0,
+        exclude_pad=draw(st.booleans()) if names & {"exclude_pad", "exclude-pad", "count_include_pad"}
+        else row.op == "avg",
+        axis=draw(st.integers(-n - 2, n + 1)) if "axis" in names else 0,
+        index_element_type=draw(st.sampled_from(["i32", "i64"])) if "index_element_type" in names else "i64",
+        storage_order=draw(st.sampled_from([0, 1])) if "storage_order" in names else 0,
         convention=row.convention,
     )
+
+
+@st.composite
+def family_specs_for(draw: st.DrawFn, name: str) -> FamilySpec:
+    row = O.OPERATORS[name]
+    n = draw(st.integers(1, 3))
+    ints = st.lists(st.integers(1, 6), min_size=n, max_size=n).map(tuple)
+    window = None
+    if row.op in ("lp", "unpool"):
+        attrs: dict[str, Any] = {"kernel_shape": list(draw(ints)), "strides": list(draw(ints)),
+                                 "pads": draw(st.lists(st.integers(0, 4), min_size=2 * n, max_size=2 * n))}
+        if row.op == "lp":
+            attrs.update(dilations=list(draw(ints)), ceil_mode=draw(st.sampled_from([0, 1])),
+                         auto_pad=draw(st.sampled_from(["NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER"])))
+        names = set(row.attribute_names)
+        window = O.parse(name, {k: v for k, v in attrs.items() if k in names}).window
+    output_shape = None
+    if row.op in ("adaptive_avg", "adaptive_max"):
+        output_shape = draw(ints)
+    elif row.op == "unpool":
+        output_shape = draw(st.none() | st.lists(st.integers(1, 9), min_size=n + 2, max_size=n + 2).map(tuple))
+    return FamilySpec(row.op, window, p=draw(st.integers(1, 9)) if "p" in row.attribute_names else 2,  # type: ignore[arg-type]
+                      output_shape=output_shape,
+                      index_element_type=draw(st.sampled_from(["i32", "i64"])) if row.op == "adaptive_max" else "i64",
+                      convention=row.convention)
 
 
 @pytest.mark.parametrize("name", list(O.OPERATORS))
@@ -104,7 +135,7 @@ def test_spell_refuses_what_the_operator_cannot_say() -> None:
 
 
 @pytest.mark.parametrize(("name", "attrs", "attribute", "text"), [
-    ("MaxPool-99", {}, "op", "expected one of MaxPool-8, MaxPool-14"),
+    ("MaxPool-99", {}, "op", "expected one of MaxPool-1, MaxPool-8, MaxPool-14"),
     ("MaxPool-14", {"kernel": [2]}, "strides", "required by MaxPool-14"),
     ("AveragePool-19", {"strides": [1]}, "kernel_shape", "required by AveragePool-19"),
     ("AvgPool-14", {"kernel": [2], "strides": [1], "dilations": [1]}, "dilations", "not an attribute of AvgPool-14"),
@@ -152,3 +183,26 @@ def test_a_new_row_reaches_case_files(monkeypatch: pytest.MonkeyPatch, tmp_path)
         "  dtype: float32\n  input: [[[1, 2, 3, 4]]]\n  expected: {values: [[[1.5, 3.5]]]}\n")
     [case] = load_file(path)
     assert case.convention == "openvino" and case.spec.kernel == (2,)
+
+
+def test_a_new_family_version_is_one_row(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A family operator's new version is a row too: parse, spell, the dtype check, a case file and
+    both engines follow."""
+    from poolcheck.engines import available_engines
+    from poolcheck.runner import run_case
+
+    row = dataclasses.replace(O.OPERATORS["LpPool-22"], name="LpPool-99", dtypes=("float64",),
+                              source="a made-up LpPool-99: float64 only")
+    monkeypatch.setitem(O.OPERATORS, "LpPool-99", row)
+    spec = O.parse("LpPool-99", {"kernel_shape": [2], "p": 3})
+    assert spec == O.parse("LpPool-22", {"kernel_shape": [2], "p": 3})
+    assert O.spell(spec, "LpPool-99") == O.spell(spec, "LpPool-22")
+    assert O.onnx_version("LpPool", 99) is row and O.onnx_version("LpPool", 98).name == "LpPool-22"
+    with pytest.raises(AttributeValueError, match="does not allow float32"):
+        O.check_input(spec, (1, 1, 4), "float32", row)
+    path = tmp_path / "new.yaml"
+    path.write_text(
+        "schema: poolcheck.case/1\ncases:\n- id: new-lp\n  op: LpPool-99\n  attributes: {kernel_shape: [2], p: 1}\n"
+        "  dtype: float64\n  input: [[[1, -2, 3]]]\n  expected: {values: [[[3, 5]]]}\n")
+    [case] = load_file(path)
+    assert {c.verdict for c in run_case(case, available_engines()).checks} == {"pass"}

@@ -16,7 +16,7 @@ import pytest
 from poolcheck.corpus import KNOWN_DIR
 from poolcheck.engines import get_engine
 from poolcheck.fuzz import diagnosis as D
-from poolcheck.fuzz.diagnosis import diagnose_output, diagnose_rejection, replay, severity_of
+from poolcheck.fuzz.diagnosis import diagnose_output, diagnose_rejection, replay, search, severity_of
 from poolcheck.fuzz.known import known_entries
 from poolcheck.results import FindingKind, Severity
 from poolcheck.spec import attributes as A
@@ -100,7 +100,7 @@ def test_nan_and_empty_window_combination_attributed() -> None:
     assert d.severity is Severity.UNSPECIFIED
     # the bounded combination search finds the same pair on its own
     placement = D.Placement(resolve(spec, x.shape))
-    found = D._combinations(ENGINE, spec, x, [(None, placement)], [None], vals, idx, {}, float("inf"))
+    found = search._combinations(ENGINE, spec, x, [(None, placement)], [None], vals, idx, {}, float("inf"))
     assert found is not None and set(found.atoms) == {"nan=ignore", "empty_max=lowest"}
 
 
@@ -183,7 +183,7 @@ def test_a_wrong_name_from_the_search_is_refused(monkeypatch: pytest.MonkeyPatch
     x = np.arange(1, 8, dtype=np.float32).reshape(1, 1, 7)
     out = resolve(spec, x.shape).output_shape[-1]
     peer = avg_padded_divisor_nan_empty(x, 3, 2, 2, 2, out)
-    real = D._explain_on
+    real = search._explain_on
 
     def wrong(*args, **kwargs):  # type: ignore[no-untyped-def]
         ex = real(*args, **kwargs)
@@ -191,8 +191,8 @@ def test_a_wrong_name_from_the_search_is_refused(monkeypatch: pytest.MonkeyPatch
         ex.value_mask = np.zeros_like(ex.value_mask)
         return ex
 
-    monkeypatch.setattr(D, "_explain_on", wrong)
-    monkeypatch.setattr(D, "POLICY_VARIANTS", ())  # no combination search to fall back on either
+    monkeypatch.setattr(search, "_explain_on", wrong)
+    monkeypatch.setattr(search, "POLICY_VARIANTS", ())  # no combination search to fall back on either
     d = diagnose_output(ENGINE, spec, x, peer, None)
     assert not d.explained
     assert "empty_avg=nan" not in d.atoms

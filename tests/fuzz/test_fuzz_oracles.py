@@ -19,11 +19,11 @@ from poolcheck.engines import get_engine, numpy_engine
 from poolcheck.fuzz import oracles as O
 from poolcheck.fuzz.diagnosis import (
     Placement,
-    _legacy_same,
     diagnose_output,
     diagnose_rejection,
     encode_indices,
 )
+from poolcheck.fuzz.diagnosis.variants import _legacy_same
 from poolcheck.fuzz.reference import Outputs, canonical_layout, run_reference
 from poolcheck.fuzz.strategies import FuzzCase
 from poolcheck.peers.base import PeerOutput, PeerResult

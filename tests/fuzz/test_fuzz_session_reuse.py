@@ -13,7 +13,8 @@ import numpy as np
 
 from poolcheck.engines import numpy_engine
 from poolcheck.fuzz import oracles as O
-from poolcheck.fuzz.session import FuzzOptions, Session, config_key, peer_key
+from poolcheck.fuzz.repeats import config_key, peer_key
+from poolcheck.fuzz.session import FuzzOptions, Session
 from poolcheck.fuzz.strategies import FuzzCase
 from poolcheck.peers.base import PeerOutput
 from poolcheck.spec import attributes as A

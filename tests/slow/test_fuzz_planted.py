@@ -19,10 +19,10 @@ from poolcheck.cases import load_file
 from poolcheck.engines import get_engine
 from poolcheck.fuzz import oracles as O
 from poolcheck.fuzz.known import finding_case, fuzz_case_from, write_finding
-from poolcheck.fuzz.session import FuzzOptions, SessionResult, expected_outputs, run_sessions
+from poolcheck.fuzz.session import FuzzOptions, SessionResult, run_sessions
 from poolcheck.peers.isolation import call_peer_many
 from poolcheck.peers.registry import resolve_peer
-from poolcheck.results import Signature
+from poolcheck.results import Severity, Signature
 from poolcheck.runner import run_case
 
 #: planted module, ops to fuzz, the class(es) the diagnosis may give. NaN read as -inf agrees with
@@ -42,7 +42,8 @@ BUGS = [
 
 def fuzz(peer: object, ops: tuple[str, ...], **kw: object) -> SessionResult:
     options = FuzzOptions(peers=(peer,), ops=ops, seed=0, isolated=False, oracles=frozenset({"peers"}),
-                          exit_first=True, time_budget=20.0, max_examples=3000)
+                          exit_first=True, time_budget=20.0, max_examples=3000,
+                          fail_on=frozenset(s.value for s in Severity))  # the first find of any weight ends it
     for k, v in kw.items():
         setattr(options, k, v)
     return run_sessions(options)[0]
@@ -55,7 +56,7 @@ def assert_found_and_replays(result: SessionResult, peer: Any, classes: tuple[st
     f = result.findings[sig]
     assert f.case.x.size <= 16, f"not shrunk: {f.case.describe()}"
     # the find as a case file: the engine passes it, the planted peer still diverges the same way
-    data = finding_case(f, expected_outputs(f), command="test", seed=0)
+    data = finding_case(f, O.expected_outputs(f), command="test", seed=0)
     assert data is not None
     path = write_finding(tmp_path, data)
     (case,) = load_file(path)

@@ -27,10 +27,11 @@ from typing import Any
 import numpy as np
 import pytest
 from report_sample import DIAGNOSIS, PEER, sample_result
+from support import PLANTED, ROOT, cli
 
 from poolcheck.report.html import embed_json, to_html
-from poolcheck.report.jsonfmt import result_document
-from poolcheck.results import VERDICTS, CaseResult, Check, RunResult
+from poolcheck.report.jsonfmt import load_result, result_document
+from poolcheck.results import VERDICTS, CaseResult, Check, RunResult, machine_label, machines
 
 TIMEOUT = 20.0
 
@@ -220,16 +221,7 @@ class Page:
 
     def problems(self) -> list[str]:
         """Console errors, uncaught exceptions and error log entries seen so far."""
-        out = []
-        for ev in self.b.events:
-            p = ev.get("params", {})
-            if ev["method"] == "Runtime.exceptionThrown":
-                out.append(json.dumps(p.get("exceptionDetails", {}))[:500])
-            elif ev["method"] == "Runtime.consoleAPICalled" and p.get("type") in ("error", "assert", "warning"):
-                out.append(" ".join(str(a.get("value", a.get("description"))) for a in p.get("args", [])))
-            elif ev["method"] == "Log.entryAdded" and p.get("entry", {}).get("level") == "error":
-                out.append(p["entry"].get("text", ""))
-        return out
+        return problems(self.b.events)
 
     def requested_urls(self) -> list[str]:
         return [ev["params"]["request"]["url"] for ev in self.b.events if ev["method"] == "Network.requestWillBeSent"]
@@ -239,6 +231,20 @@ class Page:
         if scale != 1.0:
             params["clip"] = {"x": 0, "y": 0, "width": 1280, "height": 1000, "scale": scale}
         return base64.b64decode(self.cmd("Page.captureScreenshot", params)["data"])
+
+
+def problems(events: list[dict[str, Any]]) -> list[str]:
+    """Console errors, uncaught exceptions and error log entries among CDP ``events``."""
+    out = []
+    for ev in events:
+        p = ev.get("params", {})
+        if ev["method"] == "Runtime.exceptionThrown":
+            out.append(json.dumps(p.get("exceptionDetails", {}))[:500])
+        elif ev["method"] == "Runtime.consoleAPICalled" and p.get("type") in ("error", "assert", "warning"):
+            out.append(" ".join(str(a.get("value", a.get("description"))) for a in p.get("args", [])))
+        elif ev["method"] == "Log.entryAdded" and p.get("entry", {}).get("level") == "error":
+            out.append(p["entry"].get("text", ""))
+    return out
 
 
 def png_pixels(data: bytes) -> np.ndarray:
@@ -475,4 +481,153 @@ def test_average_window_shows_the_implied_divisor(page: Page, result: RunResult)
     # Kernel 2x2 with pads_begin 1: the corner window holds one input tap and three padding taps.
     assert f"window taps{len(d.window)} = {len(taps)} input + 3 padding + 0 past pads_end" in facts
     assert f"numpy: {total / d.actual:g}" in facts and "document: 0.11111" in facts
+    assert page.problems() == []
+
+
+# --------------------------------------------------------------------------- every producer's page
+# The pages poolcheck itself writes, made by the real commands: run, fuzz on this machine (one
+# process and --jobs 2), fuzz on a Dask cluster, audit, and report merge. Each must draw its
+# tables with no console error (a fuzz or merged page once stopped at its header:
+# ``prints.filter is not a function``).
+
+PRODUCERS = ("run", "fuzz", "fuzz-jobs", "fuzz-cluster", "audit", "merge")
+
+
+def _poolcheck(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return cli(*args, cwd=cwd, env=env, plain=False)
+
+
+def _audit_model(path: Path) -> Path:
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 5, 5])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    nodes = [helper.make_node("MaxPool", ["x"], ["m"], name="mp", kernel_shape=[3, 3], strides=[3, 3],
+                              pads=[1, 1, 1, 1], ceil_mode=1),
+             helper.make_node("AveragePool", ["m"], ["y"], name="ap", kernel_shape=[2, 2], pads=[1, 1, 0, 0])]
+    model = helper.make_model(helper.make_graph(nodes, "g", [x], [y]), opset_imports=[helper.make_opsetid("", 22)])
+    model.ir_version = 10
+    onnx.save(model, str(path))
+    return path
+
+
+@pytest.fixture(scope="module")
+def produced(browser: Browser, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Report folders written by the real commands, by producer."""
+    tmp = tmp_path_factory.mktemp("producers")
+    env = {**os.environ, "POOLCHECK_DATA_DIR": str(tmp / "data"), "COLUMNS": "100"}
+    peer = str(PLANTED / "pads_swapped.py")
+    fuzz = ("fuzz", "--peers", peer, "--ops", "maxpool", "--oracles", "peers", "--exit-first", "--time-budget", "40s",
+            "--no-progress")
+    commands: dict[str, tuple[tuple[str, ...], tuple[int, ...]]] = {
+        "run": (("run", str(ROOT / "cases" / "seeds" / "openvino-maxpool8.yaml"), "--peers", peer,
+                 "--report-dir", "run"), (0, 1)),
+        "fuzz": ((*fuzz, "--seed", "1", "--report", "fuzz"), (1,)),
+        "fuzz-jobs": ((*fuzz, "--seed", "2", "--jobs", "2", "--report", "fuzz-jobs"), (1,)),
+        "audit": (("audit", str(_audit_model(tmp / "two.onnx")), "--peers", str(PLANTED / "divisor_counts_padding.py"),
+                   "--report-dir", "audit"), (1,)),
+    }
+    for name, (args, codes) in commands.items():
+        out = _poolcheck(*args, cwd=tmp, env=env)
+        assert out.returncode in codes, (name, out.stdout[-2000:], out.stderr[-2000:])
+    from test_cluster import Cluster  # a dask scheduler and workers on loopback (skips without dask)
+
+    cluster = Cluster(2, tmp)
+    try:
+        out = _poolcheck(*fuzz, "--seed", "3", "--cluster", cluster.address, "--report", "fuzz-cluster", cwd=tmp,
+                         env=env)
+    finally:
+        cluster.close()
+    assert out.returncode == 1, out.stdout[-2000:] + out.stderr[-2000:]
+    out = _poolcheck("report", "merge", "run/result.json", "fuzz/result.json", "fuzz-cluster/result.json",
+                     "--report-dir", "merge", cwd=tmp, env=env)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return {name: tmp / name for name in PRODUCERS}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("producer", PRODUCERS)
+def test_every_producers_page_draws_its_tables(browser: Browser, produced: dict[str, Path], producer: str) -> None:
+    document = json.loads((produced[producer] / "result.json").read_text())
+    schema = json.loads((ROOT / "docs" / "report-schema.json").read_text())
+    jsonschema = pytest.importorskip("jsonschema")
+    jsonschema.Draft202012Validator(schema).validate(document)
+    result = load_result(produced[producer] / "result.json")
+    browser.events.clear()
+    try:
+        page = Page(browser, (produced[producer] / "report.html").as_uri())
+    except AssertionError as exc:
+        raise AssertionError(f"{producer}: the page never finished drawing: {problems(browser.events)}") from exc
+    assert page.problems() == []
+    runners = {k.runner for c in result.cases for k in c.checks}
+    drawn = page.js("[...document.querySelectorAll('#runner-table td[data-runner]')].map(td => td.dataset.runner)")
+    assert runners and set(drawn) == runners, (producer, drawn)
+    assert page.js("document.querySelectorAll('#verdict-chips .chip').length") == len(VERDICTS)
+    assert page.js("document.querySelectorAll('details.case').length") == len(result.cases) > 0
+    # the machines: one per fingerprint, labelled as the other formats label them
+    shown = page.js("[...document.querySelectorAll('.machine')].map(e => e.textContent)")
+    assert len(shown) == len(machines(result)) >= 1
+    if producer == "merge":  # run, fuzz and cluster results of this one machine: one machine
+        assert len(shown) == 1, shown
+    assert "; ".join(s.removeprefix("machine ") for s in shown) == machine_label(result)
+    assert page.problems() == []
+
+
+#: Markup that would run script if any text reached the page as HTML, plus controls and markup
+#: of the other formats.
+PAYLOAD = '"><img src=x onerror="window.__owned=1"><script>window.__owned=2</script>\x1b[31m[/red]\u2028'
+
+
+def test_hostile_text_stays_text_in_the_browser(browser: Browser, tmp_path: Path) -> None:
+    """Every text of a result (ids, titles, sources, messages, runners, diagnoses, versions, tags,
+    the erratum, the machine) shown in a real page is text: no element from it, no script run."""
+    from poolcheck.results import Diff
+
+    check = Check(f"peer{PAYLOAD}", "peer", "fail", f"message{PAYLOAD}", [Diff("values", [0, 0, 0], 1.0, 2.0)], 1,
+                  diagnosis=f"diagnosis{PAYLOAD}", version=f"v{PAYLOAD}", severity="violation")
+    case = CaseResult(case_id=f"id{PAYLOAD}", verdict="fail", title=f"title{PAYLOAD}", source=f"s{PAYLOAD}.yaml:3",
+                      op=f"MaxPool{PAYLOAD}", convention=f"c{PAYLOAD}", dtype=f"d{PAYLOAD}", tags=[f"tag{PAYLOAD}"],
+                      checks=[check], message=f"note{PAYLOAD}", replay=f"poolcheck run '{PAYLOAD}'",
+                      spec={"op": PAYLOAD, "kernel": [PAYLOAD]}, input_shape=[1, 1, 2],
+                      erratum={"says": f"says{PAYLOAD}", "why": f"why{PAYLOAD}", "correct": {}})
+    fp = {"id": "f1", "host": f"host{PAYLOAD}", "cpu": f"cpu{PAYLOAD}", "isa": [f"isa{PAYLOAD}"]}
+    result = RunResult(command=f"poolcheck run {PAYLOAD}", cases=[case], versions={f"pkg{PAYLOAD}": f"1{PAYLOAD}"},
+                       created=f"now{PAYLOAD}", tool_version=PAYLOAD, extra={"fingerprint": fp})
+    path = tmp_path / "hostile.html"
+    path.write_text(to_html(result), encoding="utf-8")
+    browser.events.clear()
+    page = Page(browser, path.as_uri())
+    sel = "details.case"
+    page.click(f"{sel} > summary")
+    page.wait_for(f"document.querySelector('{sel} .check-select, {sel} .box') !== null")
+    assert page.js("window.__owned === undefined")
+    assert page.js("document.querySelectorAll('img, iframe, object, embed').length") == 0
+    assert page.js("document.querySelectorAll('script').length") == 2  # the document and the page's own
+    text = page.js("(() => { const b = document.body.cloneNode(true); b.querySelectorAll('script').forEach(s => s.remove()); "
+                   "return b.textContent; })()")
+    shown = PAYLOAD.replace("\x1b", "\\x1b").replace("\u2028", "\\u2028")
+    for what in ("id", "title", "message", "diagnosis", "host", "pkg", "says", "why"):
+        assert f"{what}{shown}" in text, what
+    assert page.problems() == []
+
+
+def test_a_window_too_large_to_draw_is_described(browser: Browser, result: RunResult, tmp_path: Path) -> None:
+    """A geometry whose window has 10^18 taps (a hostile or a huge case) is described in one line
+    instead of drawn (drawing it froze the page)."""
+    import copy
+
+    big = copy.deepcopy(result)
+    case = next(c for c in big.cases if c.case_id == "max2d-ceil-peer-fail")
+    for axis in case.geometry or []:
+        axis["kernel"] = 10**9
+    path = tmp_path / "big.html"
+    path.write_text(to_html(big), encoding="utf-8")
+    browser.events.clear()
+    page = Page(browser, path.as_uri())
+    sel = "details.case[data-case-id='max2d-ceil-peer-fail']"
+    page.wait_for(f"document.querySelector(\"{sel} .grid-actual td[data-pos='0,0,0,0']\") !== null")
+    page.click(f"{sel} .grid-actual td[data-pos='0,0,0,0']")
+    page.wait_for(f"document.querySelector(\"{sel} .window-view\").textContent.includes('too many to draw')")
+    assert "1000000000x1000000000" in page.js(f"document.querySelector(\"{sel} .window-view\").textContent")
     assert page.problems() == []

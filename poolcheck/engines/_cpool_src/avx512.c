@@ -34,9 +34,21 @@
 #include "kernels.h"
 
 #if POOLCHECK_AVX512
-DEF_MAX_BORDER(f32p, float, uint32_t, SBETTER_PROP)
-DEF_MAX_BORDER(f32i, float, uint32_t, SBETTER_IGN)
-DEF_AVG_ROWS(f32, float)
+/* The portable kernels' scalar border rows (mw_brow_f32p, mw_brow_f32i). */
+#define PC_BORDER_ONLY
+#define PC_SUF f32p
+#define PC_T float
+#define PC_UT uint32_t
+#define PC_BETTER BETTER_PROP
+#define PC_SBETTER SBETTER_PROP
+#include "tmpl_maxsep.h"
+#define PC_SUF f32i
+#define PC_T float
+#define PC_UT uint32_t
+#define PC_BETTER BETTER_IGN
+#define PC_SBETTER SBETTER_IGN
+#include "tmpl_maxsep.h"
+#undef PC_BORDER_ONLY
 #endif
 
 /* ------------------------------------------------------------------------------------------ */
@@ -997,7 +1009,7 @@ T512 static inline __attribute__((always_inline)) void avg2d_strip(
     for (int j = 0; MASKED && j < KW; j++) m[j] = (__mmask8)lanes_inside(e + j, NW, 8);
 #define RS(h) aw512_strip_sums(xp + (h) * NW, e, MASKED, m, KW, wz, zaddw)
 #define QUOT(v, oh)                                                                                \
-    /* "The output of each pooling window is divided by the number of elements". */               \
+    /* divided by the number of elements [ONNX-DIVISOR]                          */               \
     _mm256_storeu_ps(yp + (oh) * OW + o0,                                                          \
                      _mm512_cvtpd_ps(_mm512_div_pd(_mm512_add_pd((v), zadd),                       \
                                                    _mm512_loadu_pd(dtab + (oh) * OW + o0))))
@@ -1091,7 +1103,7 @@ T512 void avgglobal_f32_512(const float *x, float *out, int64_t nc, int64_t m, d
             a1 = _mm512_mask_add_pd(a1, (__mmask8)(kt >> 8), a1, _mm512_cvtps_pd(_mm512_extractf32x8_ps(v, 1)));
         }
         const double sum = _mm512_reduce_add_pd(_mm512_add_pd(a0, a1)) + zadd;
-        /* "The output of each pooling window is divided by the number of elements". */
+        /* divided by the number of elements [ONNX-DIVISOR]                          */
         out[p] = div == 0.0 ? (float)efill : (float)(sum / div);
     }
 }

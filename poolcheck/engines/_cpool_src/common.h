@@ -1,7 +1,7 @@
 /*
  * Shared declarations of the C engine's translation units (see module.c for the overview):
  * build switches, the geometry of one call (geo_t), per-thread scratch buffers and Ctrl-C
- * polling, and the entry points of the portable and AVX-512 kernels.
+ * polling, the kernel table of an instruction-set path, and the hand-written AVX-512 kernels.
  */
 #ifndef POOLCHECK_CPOOL_COMMON_H
 #define POOLCHECK_CPOOL_COMMON_H
@@ -12,24 +12,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Portable kernels: GCC function multiversioning, an x86-64-v3 (AVX2) clone and the baseline,
- * chosen by the loader. */
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) && \
-    !defined(POOLCHECK_NO_MULTIVERSION)
-#define HOT __attribute__((target_clones("arch=x86-64-v3", "default")))
-#define POOLCHECK_MULTIVERSION 1
-#else
-#define HOT
-#define POOLCHECK_MULTIVERSION 0
-#endif
-
 #if defined(__GNUC__)
 #define INLINE static inline __attribute__((always_inline))
 #else
 #define INLINE static inline
 #endif
 
-/* Hand-written AVX-512 kernels (avx512.c), chosen at import when the CPU has them. */
+/* A template's entry point: static, reached through the kernel table (or left unused where a
+ * path takes another path's kernel). */
+#if defined(__GNUC__)
+#define PC_ENTRY static __attribute__((unused))
+#else
+#define PC_ENTRY static
+#endif
+
+/* Hand-written AVX-512 kernels (avx512.c), used on the avx512 path. */
 #if defined(__GNUC__) && defined(__x86_64__) && !defined(POOLCHECK_NO_AVX512)
 #define POOLCHECK_AVX512 1
 #else
@@ -124,39 +121,43 @@ static inline int64_t ring_rows(const ax_t *h) {
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* Kernel entry points                                                                        */
+/* Kernel tables: one per instruction-set path                                                */
 
-#define DECL_MAX_SEP(SUF, T)                                                                   \
-    void maxsep_##SUF(const T *x, T *out, int64_t *pos, const geo_t *g, const int64_t *w,      \
-                      T *t0, T *t1, int64_t *q0, int64_t *q1, int64_t chunk);
-DECL_MAX_SEP(f32p, float)
-DECL_MAX_SEP(f32i, float)
-DECL_MAX_SEP(f64p, double)
-DECL_MAX_SEP(f64i, double)
-DECL_MAX_SEP(i8, int8_t)
-DECL_MAX_SEP(u8, uint8_t)
-DECL_MAX_SEP(i16, int16_t)
-DECL_MAX_SEP(u16, uint16_t)
-DECL_MAX_SEP(i32, int32_t)
-DECL_MAX_SEP(u32, uint32_t)
-DECL_MAX_SEP(i64, int64_t)
-DECL_MAX_SEP(u64, uint64_t)
-void maxdirect_f32f(const float *x, float *out, int64_t *pos, const geo_t *g, const int64_t *w);
-void maxdirect_f64f(const double *x, double *out, int64_t *pos, const geo_t *g, const int64_t *w);
-#define DECL_AVG(SUF, TI, TO)                                                                  \
-    void avg_##SUF(const TI *x, TO *out, const geo_t *g, const double *dtab, const double *rtab,\
-                   int zeros, double efill, double *t0, double *t1, int64_t chunk);            \
-    void avgglobal_##SUF(const TI *x, TO *out, int64_t nc, int64_t m, double div, double efill, \
-                         double zadd);
-DECL_AVG(f32, float, float)
-DECL_AVG(f64, double, double)
-DECL_AVG(f32to64, float, double)
+/* Max kernels by element type and NaN policy (floats: propagate or ignore; the "first" policy
+ * scans directly, maxdirect). */
+enum { MK_F32P, MK_F32I, MK_F64P, MK_F64I, MK_I8, MK_U8, MK_I16, MK_U16, MK_I32, MK_U32, MK_I64, MK_U64,
+       MK_COUNT };
+/* Average kinds by input -> output type; float16 runs as float32 -> float64. */
+enum { A_F32, A_F64, A_F32TO64, A_COUNT };
+/* Instruction-set paths, slowest first. */
+enum { ISA_PORTABLE, ISA_AVX2, ISA_AVX512, ISA_COUNT };
 
-/* Whether the CPU runs x86-64-v3 code (AVX2, FMA): the exact float32 quotient kernel. */
-int quot_fma_available(void);
+typedef void (*maxsep_fn)(const void *x, void *out, int64_t *pos, const geo_t *g, const int64_t *w, void *t0,
+                          void *t1, int64_t *q0, int64_t *q1, int64_t chunk);
+typedef void (*maxdirect_fn)(const void *x, void *out, int64_t *pos, const geo_t *g, const int64_t *w);
+/* rtab: reciprocals of the divisors, or NULL (see fma_quot). */
+typedef void (*avg_fn)(const void *x, void *out, const geo_t *g, const double *dtab, const double *rtab, int zeros,
+                       double efill, double *t0, double *t1, int64_t chunk);
+typedef void (*avgglobal_fn)(const void *x, void *out, int64_t nc, int64_t m, double div, double efill,
+                             double zadd);
+typedef void (*indices_fn)(const int64_t *pos, void *idx, int idx64, const geo_t *g, int64_t modulus,
+                           int64_t empty_index, const uint8_t *empty);
 
-void finish_indices(const int64_t *pos, void *idx, int idx64, const geo_t *g, int64_t modulus,
-                    int64_t empty_index, const uint8_t *empty);
+/* The kernels of one path: kernels_isa.h compiled once per path (isa_portable.c, isa_avx2.c,
+ * isa_avx512.c, each with its compiler flags). A NULL entry takes the next slower path's
+ * kernel (module.c), where a kernel measured no faster for the wider instructions. */
+typedef struct {
+    const char *name;  /* NULL: this build has no such path (another architecture or compiler) */
+    maxsep_fn maxsep[MK_COUNT];
+    maxdirect_fn maxdirect[2]; /* float32, float64 */
+    avg_fn avg[A_COUNT];
+    avgglobal_fn avgglobal[A_COUNT];
+    indices_fn finish_indices;
+    int fma_quot; /* avg[A_F32] divides exactly with FMA when given reciprocals (divisors < 2^51) */
+} kernels_t;
+
+extern const kernels_t pc_kernels_portable, pc_kernels_avx2, pc_kernels_avx512;
+
 uint8_t *empty_mask(const geo_t *g, int *err);
 void fill_empty(char *out, int64_t itemsize, const geo_t *g, const uint8_t *empty, const char *fill);
 

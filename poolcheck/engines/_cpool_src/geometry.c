@@ -191,3 +191,34 @@ int geo_global(const geo_t *g, int *padded) {
     }
     return 1;
 }
+
+/* Output-plane mask of windows with no valid element (NULL when there are none). */
+uint8_t *empty_mask(const geo_t *g, int *err) {
+    *err = 0;
+    int any = 0;
+    for (int i = 0; i < g->r; i++) any |= g->a[i].has_empty;
+    if (!any) return NULL;
+    uint8_t *m = (uint8_t *)malloc((size_t)g->plane_out);
+    if (!m) {
+        *err = 1;
+        return NULL;
+    }
+    int64_t o[3] = {0, 0, 0};
+    for (int64_t i = 0; i < g->plane_out; i++) {
+        uint8_t e = 0;
+        for (int a = 0; a < g->r; a++) e |= (uint8_t)(g->a[a].jlo[o[a]] >= g->a[a].jhi[o[a]]);
+        m[i] = e;
+        for (int a = g->r - 1; a >= 0; a--) {
+            if (++o[a] < g->a[a].o) break;
+            o[a] = 0;
+        }
+    }
+    return m;
+}
+
+void fill_empty(char *out, int64_t itemsize, const geo_t *g, const uint8_t *empty,
+                       const char *fill) {
+    for (int64_t p = 0; p < g->nc; p++)
+        for (int64_t i = 0; i < g->plane_out; i++)
+            if (empty[i]) memcpy(out + (p * g->plane_out + i) * itemsize, fill, (size_t)itemsize);
+}

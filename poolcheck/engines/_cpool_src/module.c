@@ -22,22 +22,70 @@
  *    any tap outside the input adds one +0.0 after its valid taps. Then one division by the
  *    divisor and one rounding to the output type.
  *
- * Nothing allocates a padded copy. Planes are processed in chunks that fit in cache. Every
- * kernel is portable C compiled for x86-64-v3 (AVX2) and the baseline, chosen at load time
- * (GCC function multiversioning); a few float32 max kernels also have hand-written AVX-512
- * versions, chosen at import when the CPU has AVX-512 F/BW/VL/DQ (unless POOLCHECK_NO_AVX512
- * is set), kept only where they measured at least 20% faster. The GIL is released while
- * computing.
+ * Nothing allocates a padded copy. Planes are processed in chunks that fit in cache. The GIL
+ * is released while computing.
  *
- * Files: common.h (shared types and declarations), geometry.c (per-call geometry, scratch
- * buffers, Ctrl-C polling), kernels.h + portable.c (the portable kernels, one instance per
- * element type, and the index output), avx512.c (the AVX-512 kernels), module.c (this file:
- * argument checking, dispatch, and the module with multi-phase initialisation).
+ * Instruction-set paths, chosen at import (the fastest the CPU runs; POOLCHECK_ISA forces one;
+ * _set_isa switches in-process): the same kernel source (the templates tmpl_*.h, instantiated
+ * by kernels_isa.h) is compiled once per path with that path's flags -- portable (the
+ * architecture's baseline: SSE2 on x86-64, NEON on aarch64), avx2 (AVX2 + FMA) and avx512
+ * (AVX-512 F/BW/VL/DQ) -- each into a table of kernels. On the avx512 path a few float32
+ * kernels are also hand-written with intrinsics (avx512.c), kept only where they measured at
+ * least 20% faster.
+ *
+ * Files: common.h (shared types, the kernel table), geometry.c (per-call geometry, scratch
+ * buffers, Ctrl-C polling, empty windows), kernels.h (comparisons), tmpl_maxsep.h,
+ * tmpl_maxdirect.h, tmpl_avg.h (the kernel templates), kernels_isa.h (their instances and the
+ * table of one path), isa_portable.c, isa_avx2.c, isa_avx512.c (one path each), avx512.c (the
+ * hand-written AVX-512 kernels), module.c (this file: argument checking, the choice of path,
+ * dispatch, and the module with multi-phase initialisation), family.c (Lp pooling sums, adaptive
+ * pooling, MaxUnpool: plain portable C, registered at exec).
  */
 #include "common.h"
 
-/* Set at import: use the AVX-512 kernels (the CPU has them and the build has them). */
-static int use_avx512 = 0;
+/* The rest of the pooling family (family.c): its entry points, added to the module at exec. */
+PyMethodDef *pc_family_methods(void);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Instruction-set paths                                                                      */
+
+static const char *const ISA_NAMES[ISA_COUNT] = {"portable", "avx2", "avx512"};
+static const kernels_t *const BUILT[ISA_COUNT] = {&pc_kernels_portable, &pc_kernels_avx2, &pc_kernels_avx512};
+/* Per path: its table with every NULL entry taken from the next slower path (filled at import). */
+static kernels_t merged[ISA_COUNT];
+/* The path in use: chosen at import (the fastest this CPU runs, or POOLCHECK_ISA), switched by
+ * _set_isa. Each entry point reads it once, with the GIL held. */
+static int isa_id = ISA_PORTABLE;
+
+/* Whether this build has the path and this CPU runs it. */
+static int isa_runs(int id) {
+    if (id < 0 || id >= ISA_COUNT || BUILT[id]->name == NULL) return 0;
+#if defined(__GNUC__) && defined(__x86_64__)
+    __builtin_cpu_init();
+    const int avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    if (id == ISA_AVX2) return avx2;
+    if (id == ISA_AVX512) return avx2 && POOLCHECK_AVX512 && cpu_has_avx512();
+#endif
+    return id == ISA_PORTABLE;
+}
+
+static void merge_tables(void) {
+    for (int id = 0; id < ISA_COUNT; id++) {
+        merged[id] = *BUILT[id];
+        if (id == 0 || BUILT[id]->name == NULL) continue;
+        const kernels_t *lower = &merged[id - 1];
+        kernels_t *t = &merged[id];
+        for (int i = 0; i < MK_COUNT; i++)
+            if (!t->maxsep[i]) t->maxsep[i] = lower->maxsep[i];
+        for (int i = 0; i < 2; i++)
+            if (!t->maxdirect[i]) t->maxdirect[i] = lower->maxdirect[i];
+        for (int i = 0; i < A_COUNT; i++) {
+            if (!t->avg[i]) t->avg[i] = lower->avg[i];
+            if (!t->avgglobal[i]) t->avgglobal[i] = lower->avgglobal[i];
+        }
+        if (!t->finish_indices) t->finish_indices = lower->finish_indices;
+    }
+}
 
 /* ------------------------------------------------------------------------------------------ */
 /* Python entry points                                                                        */
@@ -46,6 +94,8 @@ static int use_avx512 = 0;
  * are exported to Python as module attributes (MAX_TYPES, NAN_MODES, DIVISOR_RULES,
  * AVG_KINDS), so c_engine.py never mirrors them by hand. */
 enum { T_F32, T_F64, T_I8, T_U8, T_I16, T_U16, T_I32, T_U32, T_I64, T_U64, T_COUNT };
+/* Max kernel of each integer type (floats depend on the NaN policy). */
+static const int INT_KERNEL[T_COUNT] = {-1, -1, MK_I8, MK_U8, MK_I16, MK_U16, MK_I32, MK_U32, MK_I64, MK_U64};
 static const int64_t ITEMSIZE[T_COUNT] = {4, 8, 1, 1, 2, 2, 4, 4, 8, 8};
 static const char *const TYPE_NAMES[T_COUNT] = {"float32", "float64", "int8",  "uint8",  "int16",
                                                 "uint16",  "int32",   "uint32", "int64", "uint64"};
@@ -130,8 +180,6 @@ static void weights(const geo_t *g, int order_f, int64_t *w) {
     }
 }
 
-#define DISPATCH_SEP(SUF, T)                                                                   \
-    maxsep_##SUF((const T *)xb.buf, (T *)ob.buf, pos, &g, w, (T *)t0, (T *)t1, q0, q1, chunk)
 
 /* max_pool(x, out, indices_or_None, geometry, type_code, nan_mode, fill_bytes, empty_index,
  *          order_f, modulus) */
@@ -158,6 +206,8 @@ static PyObject *py_max_pool(PyObject *self, PyObject *args) {
     uint8_t *empty = NULL;
     PyObject *result = NULL;
     int have_ib = 0;
+    const kernels_t *K = &merged[isa_id];
+    const int use_avx512 = isa_id == ISA_AVX512;
     if (!PyArg_ParseTuple(args, "y*w*OOiiy*LiL", &xb, &ob, &idx_obj, &geo_obj, &tcode, &nan_mode,
                           &fb, &empty_index, &order_f, &modulus))
         return NULL;
@@ -274,10 +324,7 @@ static PyObject *py_max_pool(PyObject *self, PyObject *args) {
     pc_interrupted = 0;
     Py_BEGIN_ALLOW_THREADS
     if (direct) {
-        if (tcode == T_F32)
-            maxdirect_f32f((const float *)xb.buf, (float *)ob.buf, pos, &g, w);
-        else
-            maxdirect_f64f((const double *)xb.buf, (double *)ob.buf, pos, &g, w);
+        K->maxdirect[tcode == T_F32 ? 0 : 1](xb.buf, ob.buf, pos, &g, w);
     } else {
         switch (tcode) {
             case T_F32:
@@ -300,25 +347,20 @@ static PyObject *py_max_pool(PyObject *self, PyObject *args) {
                     break;
                 }
 #endif
-                if (nan_mode == NAN_IGNORE) DISPATCH_SEP(f32i, float);
-                else DISPATCH_SEP(f32p, float);
+                K->maxsep[nan_mode == NAN_IGNORE ? MK_F32I : MK_F32P](xb.buf, ob.buf, pos, &g, w, t0, t1, q0,
+                                                                      q1, chunk);
                 break;
             case T_F64:
-                if (nan_mode == NAN_IGNORE) DISPATCH_SEP(f64i, double);
-                else DISPATCH_SEP(f64p, double);
+                K->maxsep[nan_mode == NAN_IGNORE ? MK_F64I : MK_F64P](xb.buf, ob.buf, pos, &g, w, t0, t1, q0,
+                                                                      q1, chunk);
                 break;
-            case T_I8: DISPATCH_SEP(i8, int8_t); break;
-            case T_U8: DISPATCH_SEP(u8, uint8_t); break;
-            case T_I16: DISPATCH_SEP(i16, int16_t); break;
-            case T_U16: DISPATCH_SEP(u16, uint16_t); break;
-            case T_I32: DISPATCH_SEP(i32, int32_t); break;
-            case T_U32: DISPATCH_SEP(u32, uint32_t); break;
-            case T_I64: DISPATCH_SEP(i64, int64_t); break;
-            case T_U64: DISPATCH_SEP(u64, uint64_t); break;
+            default:
+                K->maxsep[INT_KERNEL[tcode]](xb.buf, ob.buf, pos, &g, w, t0, t1, q0, q1, chunk);
+                break;
         }
     }
     if (empty) fill_empty((char *)ob.buf, isz, &g, empty, (const char *)fb.buf);
-    if (have_ib) finish_indices(pos, ib.buf, idx64, &g, modulus, empty_index, empty);
+    if (have_ib) K->finish_indices(pos, ib.buf, idx64, &g, modulus, empty_index, empty);
     Py_END_ALLOW_THREADS
     free(tags);
     free(hrow);
@@ -337,8 +379,7 @@ done:
 
 enum { DIV_FULL, DIV_PADDED, DIV_VALID, DIV_COUNT };
 static const char *const DIV_NAMES[DIV_COUNT] = {"full", "padded", "valid"};
-/* Average kinds by input -> output type; float16 runs as float32 -> float64. */
-enum { A_F32, A_F64, A_F32TO64, A_COUNT };
+/* Average kinds (common.h): input -> output type; float16 runs as float32 -> float64. */
 static const char *const AVG_NAMES[A_COUNT] = {"float32", "float64", "float32_to_float64"};
 
 /* avg_pool(x, out, geometry, kind, divisor_rule, empty_avg) */
@@ -352,6 +393,8 @@ static PyObject *py_avg_pool(PyObject *self, PyObject *args) {
     memset(&g, 0, sizeof(g));
     double *t0 = NULL, *t1 = NULL, *dtab = NULL;
     PyObject *result = NULL;
+    const kernels_t *K = &merged[isa_id];
+    const int use_avx512 = isa_id == ISA_AVX512;
     if (!PyArg_ParseTuple(args, "y*w*Oiid", &xb, &ob, &geo_obj, &kind, &rule, &efill)) return NULL;
     if (parse_geo(geo_obj, &g) < 0) goto done;
     if (kind < A_F32 || kind > A_F32TO64 || rule < DIV_FULL || rule > DIV_VALID) {
@@ -398,15 +441,15 @@ static PyObject *py_avg_pool(PyObject *self, PyObject *args) {
         }
     }
     int zeros = 0;
-    /* float32 averages divide with FMA (portable.c, quot_f32) given reciprocals: on CPUs with
-     * it and for divisors below 2^51 (each a product of counts, so any divisor then fits). */
+    /* float32 averages divide with FMA (kernels_isa.h, quot_f32) given reciprocals: on the paths
+     * with FMA and for divisors below 2^51 (each a product of counts, so any divisor then fits). */
     double *rtab = NULL;
     /* float32, two axes, stride and dilation 1, W windows of 2 or 3, H windows of 1 to 3: the
      * AVX-512 strip kernel (avx512.c), which divides with vdivpd and needs no reciprocals. */
     const int fused2d = POOLCHECK_AVX512 && use_avx512 && kind == A_F32 && g.r == 2 && g.a[1].s == 1 &&
                         g.a[1].d == 1 && (g.a[1].k == 2 || g.a[1].k == 3) && g.a[1].o >= 8 && g.a[0].s == 1 &&
                         g.a[0].d == 1 && g.a[0].k <= 3 && geo_small(&g);
-    if (kind == A_F32 && !fused2d && quot_fma_available()) {
+    if (kind == A_F32 && !fused2d && K->fma_quot) {
         rtab = (double *)scratch_get(S_RTAB, (size_t)g.plane_out * sizeof(double));
         cnt_ok = cnt_ok && rtab != NULL;
     }
@@ -442,12 +485,7 @@ static PyObject *py_avg_pool(PyObject *self, PyObject *args) {
             avgglobal_f32_512((const float *)xb.buf, (float *)ob.buf, g.nc, g.plane_in, dtab[0], efill, zadd);
         else
 #endif
-        if (kind == A_F32)
-            avgglobal_f32((const float *)xb.buf, (float *)ob.buf, g.nc, g.plane_in, dtab[0], efill, zadd);
-        else if (kind == A_F64)
-            avgglobal_f64((const double *)xb.buf, (double *)ob.buf, g.nc, g.plane_in, dtab[0], efill, zadd);
-        else
-            avgglobal_f32to64((const float *)xb.buf, (double *)ob.buf, g.nc, g.plane_in, dtab[0], efill, zadd);
+        K->avgglobal[kind](xb.buf, ob.buf, g.nc, g.plane_in, dtab[0], efill, zadd);
         Py_END_ALLOW_THREADS
         result = kernel_outcome();
         goto done;
@@ -472,12 +510,7 @@ static PyObject *py_avg_pool(PyObject *self, PyObject *args) {
     }
     pc_interrupted = 0;
     Py_BEGIN_ALLOW_THREADS
-    if (kind == A_F32)
-        avg_f32((const float *)xb.buf, (float *)ob.buf, &g, dtab, rtab, zeros, efill, t0, t1, chunk);
-    else if (kind == A_F64)
-        avg_f64((const double *)xb.buf, (double *)ob.buf, &g, dtab, rtab, zeros, efill, t0, t1, chunk);
-    else
-        avg_f32to64((const float *)xb.buf, (double *)ob.buf, &g, dtab, rtab, zeros, efill, t0, t1, chunk);
+    K->avg[kind](xb.buf, ob.buf, &g, dtab, rtab, zeros, efill, t0, t1, chunk);
     Py_END_ALLOW_THREADS
     result = kernel_outcome();
 done:
@@ -488,27 +521,66 @@ done:
     return result;
 }
 
-/* _set_avx512(flag) -> previous: switch the AVX-512 kernels off or (where the CPU and build
- * have them) back on, so that a benchmark can time them against the portable kernels in one
- * process. Not for use while another thread is computing. */
-static PyObject *py_set_avx512(PyObject *self, PyObject *arg) {
-    (void)self;
-    const int flag = PyObject_IsTrue(arg);
-    if (flag < 0) return NULL;
-    const int previous = use_avx512;
-    if (flag && !(POOLCHECK_AVX512 && cpu_has_avx512())) {
-        PyErr_SetString(PyExc_ValueError, "AVX-512 kernels are not available (CPU or build)");
-        return NULL;
+static int isa_by_name(const char *name) {
+    for (int i = 0; i < ISA_COUNT; i++)
+        if (strcmp(name, ISA_NAMES[i]) == 0) return i;
+    return -1;
+}
+
+/* The paths this CPU and build run, as "a, b, c" (for messages). */
+static void runnable_names(char *buf, size_t size) {
+    buf[0] = 0;
+    for (int i = 0; i < ISA_COUNT; i++) {
+        if (!isa_runs(i)) continue;
+        if (buf[0]) strncat(buf, ", ", size - strlen(buf) - 1);
+        strncat(buf, ISA_NAMES[i], size - strlen(buf) - 1);
     }
-    use_avx512 = flag;
-    return PyBool_FromLong(previous);
+}
+
+/* Sets a Python exception (type exc) and returns -1 unless `name` is a path this CPU runs. */
+static int check_isa(const char *what, const char *name, PyObject *exc) {
+    char runs[64];
+    runnable_names(runs, sizeof runs);
+    const int id = isa_by_name(name);
+    if (id < 0) {
+        PyErr_Format(exc, "%s: unknown instruction-set path '%.40s'; expected portable, avx2 or avx512 "
+                     "(this CPU runs: %s)", what, name, runs);
+        return -1;
+    }
+    if (!isa_runs(id)) {
+        PyErr_Format(exc, "%s: this %s cannot run the %s path; it runs: %s", what,
+                     BUILT[id]->name == NULL ? "build" : "CPU", name, runs);
+        return -1;
+    }
+    return id;
+}
+
+/* isa() -> the name of the path in use. */
+static PyObject *py_isa(PyObject *self, PyObject *unused) {
+    (void)self;
+    (void)unused;
+    return PyUnicode_FromString(ISA_NAMES[isa_id]);
+}
+
+/* _set_isa(name) -> previous name: switch paths, so that tests and benchmarks can compare them
+ * in one process. Not for use while another thread is computing. */
+static PyObject *py_set_isa(PyObject *self, PyObject *arg) {
+    (void)self;
+    const char *name = PyUnicode_AsUTF8(arg);
+    if (!name) return NULL;
+    const int id = check_isa("_set_isa", name, PyExc_ValueError);
+    if (id < 0) return NULL;
+    const int previous = isa_id;
+    isa_id = id;
+    return PyUnicode_FromString(ISA_NAMES[previous]);
 }
 
 static PyMethodDef methods[] = {
     {"max_pool", py_max_pool, METH_VARARGS,
      "max_pool(x, out, indices, geometry, type_code, nan_mode, fill, empty_index, order_f, modulus)"},
     {"avg_pool", py_avg_pool, METH_VARARGS, "avg_pool(x, out, geometry, kind, divisor_rule, empty_avg)"},
-    {"_set_avx512", py_set_avx512, METH_O, "_set_avx512(flag) -> previous (benchmarking only)"},
+    {"isa", py_isa, METH_NOARGS, "isa() -> the instruction-set path in use (portable, avx2 or avx512)"},
+    {"_set_isa", py_set_isa, METH_O, "_set_isa(name) -> previous path (tests and benchmarks only)"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -533,17 +605,46 @@ static int add_table(PyObject *m, const char *attr, const char *const *names, in
 }
 
 /* Multi-phase initialisation (PEP 489): the module object is created by the import machinery,
- * then this slot fills it. The module keeps no Python state (use_avx512 is a process-wide
- * fact about the CPU), so every interpreter may import it. */
+ * then this slot fills it. The module keeps no Python state (the path in use is a process-wide
+ * fact about the CPU), so every interpreter may import it. POOLCHECK_ISA=portable|avx2|avx512
+ * forces a path; a path this CPU or build cannot run fails the import with a message saying
+ * which paths it can. */
 static int cpool_exec(PyObject *m) {
-    use_avx512 = POOLCHECK_AVX512 && cpu_has_avx512() && getenv("POOLCHECK_NO_AVX512") == NULL;
-    if (PyModule_AddIntConstant(m, "MULTIVERSION", POOLCHECK_MULTIVERSION) < 0 ||
-        PyModule_AddIntConstant(m, "AVX512", use_avx512) < 0 ||
-        PyModule_AddIntConstant(m, "CHUNK_BYTES", CHUNK_BYTES) < 0)
+    merge_tables();
+    const char *forced = getenv("POOLCHECK_ISA");
+    if (forced && forced[0]) {
+        const int id = check_isa("POOLCHECK_ISA", forced, PyExc_ImportError);
+        if (id < 0) return -1;
+        isa_id = id;
+    } else {
+        isa_id = ISA_PORTABLE;
+        for (int i = ISA_COUNT - 1; i > 0; i--)
+            if (isa_runs(i)) {
+                isa_id = i;
+                break;
+            }
+    }
+    PyObject *runs = PyTuple_New(0);
+    if (!runs) return -1;
+    for (int i = 0; i < ISA_COUNT; i++) {
+        if (!isa_runs(i)) continue;
+        PyObject *name = PyUnicode_FromString(ISA_NAMES[i]);
+        if (!name || _PyTuple_Resize(&runs, PyTuple_GET_SIZE(runs) + 1) < 0) {
+            Py_XDECREF(name);
+            Py_XDECREF(runs);
+            return -1;
+        }
+        PyTuple_SET_ITEM(runs, PyTuple_GET_SIZE(runs) - 1, name);
+    }
+    if (PyModule_AddObject(m, "ISAS", runs) < 0) {
+        Py_DECREF(runs);
         return -1;
+    }
+    if (PyModule_AddIntConstant(m, "CHUNK_BYTES", CHUNK_BYTES) < 0) return -1;
     if (add_table(m, "MAX_TYPES", TYPE_NAMES, T_COUNT) < 0 || add_table(m, "NAN_MODES", NAN_NAMES, NAN_COUNT) < 0 ||
         add_table(m, "DIVISOR_RULES", DIV_NAMES, DIV_COUNT) < 0 || add_table(m, "AVG_KINDS", AVG_NAMES, A_COUNT) < 0)
         return -1;
+    if (PyModule_AddFunctions(m, pc_family_methods()) < 0) return -1;
     return 0;
 }
 

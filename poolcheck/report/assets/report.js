@@ -7,6 +7,7 @@
   var SVGNS = "http://www.w3.org/2000/svg";
   var MAX_GRID = 32;      // value grids larger than this (per side) show only the heatmap
   var MAX_WINDOW_SPAN = 24; // padded axes longer than this are cropped around the window
+  var MAX_WINDOW_TAPS = 4096; // a window with more taps is described, not drawn
   var PAD_FILL = "#eaeef2", OVERHANG_FILL = "#ffe1e1", CHOSEN_FILL = "#ffd27f";
 
   var result = JSON.parse(document.getElementById("poolcheck-result").textContent);
@@ -110,10 +111,11 @@
     return names;
   }
 
-  // The machines a result was made on (extra.fingerprint, or extra.fingerprints when merged).
+  // The machines a result was made on: extra.fingerprints, id -> fingerprint, in every result
+  // (poolcheck.results.machines; the model writes it beside a run's own extra.fingerprint).
   function machines() {
     var extra = result.extra || {};
-    var prints = extra.fingerprints || (extra.fingerprint ? [extra.fingerprint] : []);
+    var prints = extra.fingerprints ? Object.values(extra.fingerprints) : (extra.fingerprint ? [extra.fingerprint] : []);
     return prints.filter(function (fp) { return fp && fp.host; }).map(function (fp) {
       var isa = fp.isa || [];
       return fp.host + " (" + (fp.cpu || "?") + ", " + (isa.length ? isa[isa.length - 1] : (fp.machine || "?")) + ")";
@@ -566,6 +568,11 @@
     var diff = storedDiff(view);
     var taps;
     if (geometry && geometry.length === r) {
+      var nTaps = geometry.reduce(function (m, a) { return m * a.kernel; }, 1);
+      if (!(nTaps <= MAX_WINDOW_TAPS)) {
+        host.appendChild(el("p", { "class": "note", text: "The window of this element has " + nTaps + " taps (kernel " + geometry.map(function (a) { return a.kernel; }).join("x") + "): too many to draw." }));
+        return;
+      }
       taps = windowTaps(geometry, o);
       if (diff) {
         var a = diff.window.map(function (w) { return w.coords.join(",") + ":" + w.kind; }).join(" ");

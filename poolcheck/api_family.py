@@ -1,0 +1,138 @@
+"""The public functions of the rest of the pooling family (LpPool, global pooling, MaxUnpool,
+adaptive pooling), over the same catalogue rows a case file uses, and :func:`run_family`, the one
+path from a :class:`~poolcheck.spec.family.FamilySpec` to its outputs."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from poolcheck import spec as S
+from poolcheck.api import _as_array, run_spec
+from poolcheck.engines import get_engine, get_family_engine
+from poolcheck.errors import AttributeValueError
+from poolcheck.spec import operators
+from poolcheck.spec.family import (
+    FamilySpec,
+    check_unpool_indices,
+    global_window,
+    unpool_shape,
+)
+from poolcheck.spec.poolspec import INDEX_ELEMENT_TYPES
+
+
+def lp_root(sums: np.ndarray, p: int, dtype: np.dtype) -> np.ndarray:
+    """The Lp norm from the sums of ``|x|^p``: the 1/p-th root in float64 (p = 1: the sum; p = 2:
+    the correctly rounded square root), rounded once to ``dtype``. Both engines finish here."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        if p == 1:
+            root = sums
+        elif p == 2:
+            root = np.sqrt(sums)
+        else:
+            root = np.power(sums, 1.0 / p)
+        return root.astype(dtype)
+
+
+def run_family(spec: FamilySpec, x: Any, *, engine: str = "numpy", indices: Any = None,
+               row: operators.OperatorVersion | None = None) -> tuple[np.ndarray, np.ndarray | None]:
+    """Run ``spec`` on ``x`` (and MaxUnpool's ``indices``); returns ``(values, indices or None)``.
+    ``row`` (default: the newest version of the op) decides the element types allowed."""
+    arr = _as_array(x)
+    operators.check_input(spec, arr.shape, arr.dtype, row)
+    kernels = get_family_engine(engine)
+    if spec.op in ("global_avg", "global_max"):
+        return run_spec(global_window(spec, arr.shape), arr, engine=engine, with_indices=False)[0], None
+    if spec.op in ("lp", "global_lp"):
+        window = spec.window if spec.op == "lp" else global_window(spec, arr.shape)
+        assert window is not None
+        geom = S.resolve(window, arr.shape)
+        return lp_root(kernels.lp_sums(arr, geom, spec.p), spec.p, arr.dtype), None
+    if spec.op == "adaptive_avg":
+        assert spec.output_shape is not None
+        return kernels.adaptive_avg(arr, spec.output_shape), None
+    if spec.op == "adaptive_max":
+        assert spec.output_shape is not None
+        values, where = kernels.adaptive_max(arr, spec.output_shape)
+        return values, where.astype(INDEX_ELEMENT_TYPES[spec.index_element_type])
+    # MaxUnpool
+    if indices is None:
+        raise AttributeValueError("indices", "MaxUnpool needs its second input I (the MaxPool indices)")
+    out_shape = unpool_shape(spec, arr.shape)
+    ind = check_unpool_indices(indices, arr.shape, out_shape)
+    return kernels.max_unpool(arr, ind, out_shape), None
+
+
+def _parse(name: str, attrs: dict[str, Any]) -> FamilySpec:
+    spec = operators.parse(name, {k: v for k, v in attrs.items() if v is not None})
+    assert isinstance(spec, FamilySpec)
+    return spec
+
+
+def _engine(engine: str) -> str:
+    get_engine(engine)  # an unknown engine name raises ValueError naming "engine"
+    return engine
+
+
+def onnx_lp_pool(
+    x: Any,
+    kernel_shape: Sequence[int],
+    p: int = 2,
+    strides: Sequence[int] | None = None,
+    pads: Sequence[int] | None = None,
+    dilations: Sequence[int] | None = None,
+    ceil_mode: int = 0,
+    auto_pad: str = "NOTSET",
+    engine: str = "numpy",
+) -> np.ndarray:
+    """ONNX LpPool-22 (= 18): ``(sum |x|^p over each window) ** (1/p)``; padding counts zero."""
+    spec = _parse("LpPool-22", {"kernel_shape": kernel_shape, "p": p, "strides": strides, "pads": pads,
+                                "dilations": dilations, "ceil_mode": ceil_mode, "auto_pad": auto_pad})
+    return run_family(spec, x, engine=_engine(engine))[0]
+
+
+def onnx_global_average_pool(x: Any, engine: str = "numpy") -> np.ndarray:
+    """ONNX GlobalAveragePool-22: the mean of each (n, c) plane, shape ``(N, C, 1, ...)``."""
+    return run_family(_parse("GlobalAveragePool-22", {}), x, engine=_engine(engine))[0]
+
+
+def onnx_global_max_pool(x: Any, engine: str = "numpy") -> np.ndarray:
+    """ONNX GlobalMaxPool-22: the maximum of each (n, c) plane, shape ``(N, C, 1, ...)``."""
+    return run_family(_parse("GlobalMaxPool-22", {}), x, engine=_engine(engine))[0]
+
+
+def onnx_global_lp_pool(x: Any, p: int = 2, engine: str = "numpy") -> np.ndarray:
+    """ONNX GlobalLpPool-22: the Lp norm of each (n, c) plane, shape ``(N, C, 1, ...)``."""
+    return run_family(_parse("GlobalLpPool-22", {"p": p}), x, engine=_engine(engine))[0]
+
+
+def onnx_max_unpool(
+    x: Any,
+    indices: Any,
+    kernel_shape: Sequence[int],
+    strides: Sequence[int] | None = None,
+    pads: Sequence[int] | None = None,
+    output_shape: Sequence[int] | None = None,
+    engine: str = "numpy",
+) -> np.ndarray:
+    """ONNX MaxUnpool-22: ``x`` scattered to the flat positions ``indices`` (int64, the shape of
+    ``x``) of a zero output; ``output_shape`` (the whole shape) is the optional third input."""
+    spec = _parse("MaxUnpool-22", {"kernel_shape": kernel_shape, "strides": strides, "pads": pads,
+                                   "output_shape": output_shape})
+    return run_family(spec, x, engine=_engine(engine), indices=indices)[0]
+
+
+def adaptive_max_pool(x: Any, output_shape: Sequence[int], index_element_type: str = "i64",
+                      engine: str = "numpy") -> tuple[np.ndarray, np.ndarray]:
+    """OpenVINO AdaptiveMaxPool-8: ``(values, indices)``; ``output_shape`` = the spatial sizes."""
+    spec = _parse("AdaptiveMaxPool-8", {"output_shape": output_shape, "index_element_type": index_element_type})
+    values, indices = run_family(spec, x, engine=_engine(engine))
+    assert indices is not None
+    return values, indices
+
+
+def adaptive_avg_pool(x: Any, output_shape: Sequence[int], engine: str = "numpy") -> np.ndarray:
+    """OpenVINO AdaptiveAvgPool-8; ``output_shape`` = the spatial sizes."""
+    return run_family(_parse("AdaptiveAvgPool-8", {"output_shape": output_shape}), x, engine=_engine(engine))[0]

@@ -1,0 +1,128 @@
+"""Max indices re-encoded in another layout (order, scope, padded coordinates) and the index a
+window wholly in padding reports under each empty-window rule."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from poolcheck.engines import _windows as w
+from poolcheck.spec.attributes import PoolSpec
+from poolcheck.spec.indices import index_layout
+from poolcheck.spec.shape import Geometry
+
+
+def encode_indices(canon: np.ndarray, shape: tuple[int, ...], order: str, modulus: int,
+                   pads: tuple[tuple[int, ...], tuple[int, ...]] | None = None) -> np.ndarray:
+    """Re-encode whole-tensor row-major indices (``-1`` = no element) in another layout:
+    spatial ``order``, ``modulus``, and optionally coordinates in the padded input."""
+    if order == TRANSPOSED:
+        return _transpose_spatial(encode_indices(canon, shape, "C", modulus, pads))
+    spatial = shape[2:]
+    plane = math.prod(spatial)
+    valid = canon >= 0
+    nc, sp = np.divmod(np.where(valid, canon, 0), plane)
+    sizes = spatial
+    if order != "C" or pads is not None:
+        coords = list(np.unravel_index(sp, spatial))
+        if pads is not None:
+            coords = [c + b for c, b in zip(coords, pads[0])]
+            sizes = tuple(s + b + e for s, b, e in zip(spatial, pads[0], pads[1]))
+        sp = np.ravel_multi_index(tuple(coords), sizes, order=order)  # type: ignore[call-overload]
+    full = nc * math.prod(sizes) + sp
+    whole = math.prod(shape)
+    if pads is not None:
+        # the same scope (whole tensor, or from ``axis`` on) measured in the padded shape
+        first = next((i for i in range(len(shape)) if math.prod(shape[i:]) == modulus), 0)
+        modulus = math.prod((*shape[:2], *sizes)[first:])
+        whole = math.prod((*shape[:2], *sizes))
+    # a whole-tensor index is not wrapped (an empty window's index may lie past the input)
+    return np.where(valid, full % modulus if modulus != whole else full, canon)
+
+
+#: Index "order" of a peer that writes row-major indices into a tensor whose spatial axes are
+#: reversed (OpenVINO's ONNX frontend maps storage_order=1 to a Transpose of the index output).
+TRANSPOSED = "T"
+
+
+def _palindromic(geom: Geometry) -> bool:
+    """The output's spatial shape reads the same reversed (a transposed index tensor keeps it)."""
+    out = tuple(a.out for a in geom.axes)
+    return len(out) > 1 and out == out[::-1]
+
+
+def _transpose_spatial(a: np.ndarray) -> np.ndarray:
+    """``a`` with its spatial axes reversed; where that changes the shape, no index can match
+    (the lowest int64, which no peer reports)."""
+    t = np.transpose(a, (0, 1, *range(a.ndim - 1, 1, -1)))
+    return t if t.shape == a.shape else np.full_like(a, np.iinfo(np.int64).min)
+
+
+def _spec_order_modulus(spec: PoolSpec, shape: tuple[int, ...]) -> tuple[str, int]:
+    lay = index_layout(spec, shape)
+    return lay.order, lay.modulus
+
+
+def empty_index_fill(key: str, out_shape: tuple[int, ...], shape: tuple[int, ...], geom: Geometry,
+                     crop: tuple[tuple[int, int], ...] | None = None, order: str = "C") -> np.ndarray:
+    """Whole-tensor index an empty-window rule reports at every output position, flattened in
+    ``order`` (used only where the reference has no element): per-axis coordinates, flattened
+    without a bounds check. ``-1-per-axis`` is ONNX Runtime's (coordinate -1 on every axis);
+    ``first-tap`` is PyTorch's scan start ``o * stride - pad_begin``, moved up by whole dilations
+    while negative."""
+    start = _plane_start(out_shape, shape)
+    spatial = shape[2:]
+    if key == "empty_index=0":
+        return start
+    n = len(spatial)
+    strides = [math.prod(spatial[i + 1:]) if order == "C" else math.prod(spatial[:i]) for i in range(n)]
+    if key == "empty_index=-1-per-axis":
+        return start - sum(strides)
+    total = np.zeros((1, 1) + (1,) * n, dtype=np.int64)
+    for i, a in enumerate(geom.axes):
+        first = np.arange(a.out, dtype=np.int64) * a.stride - a.pad_begin
+        first = np.where(first < 0, first + (-first + a.dilation - 1) // a.dilation * a.dilation, first)
+        if crop is not None:
+            first = first + crop[i][0]
+        total = total + w.broadcast_axis(first * strides[i], i, n)
+    return start + total
+
+
+def encode_with_fill(canon: np.ndarray, shape: tuple[int, ...], order: str, modulus: int,
+                     pads: tuple[tuple[int, ...], tuple[int, ...]] | None, fill: str | None, geom: Geometry,
+                     crop: tuple[tuple[int, int], ...] | None = None) -> np.ndarray:
+    """:func:`encode_indices`, with the windows holding no element (``canon < 0``) reporting what
+    the empty-window rule ``fill`` gives, in the same ``order`` and ``modulus`` (a negative index
+    is not wrapped)."""
+    if order == TRANSPOSED:
+        return _transpose_spatial(encode_with_fill(canon, shape, "C", modulus, pads, fill, geom, crop))
+    encoded = encode_indices(canon, shape, order, modulus, pads)
+    if fill is None or not (canon < 0).any():
+        return encoded
+    if fill == "empty_index=first-tap":
+        # PyTorch flattens row-major per plane; that number then goes through the same layout
+        # conversion as any index (storage order, axis)
+        f = np.broadcast_to(empty_index_fill(fill, canon.shape, shape, geom, crop, "C"), canon.shape)
+        return np.where(canon < 0, encode_indices(f, shape, order, modulus, pads), encoded)
+    # ONNX Runtime flattens the coordinates -1 in its own storage order
+    f = np.broadcast_to(empty_index_fill(fill, canon.shape, shape, geom, crop, order), canon.shape)
+    if modulus != math.prod(shape):
+        f = np.where(f >= 0, f % modulus, f)
+    return np.where(canon < 0, f, encoded)
+
+
+def renumber_planes(canon: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """Whole-tensor indices with their (n, c) plane numbered ``c * N + n`` instead of ``n * C +
+    c`` (``-1``, no element, stays)."""
+    plane = math.prod(shape[2:])
+    valid = canon >= 0
+    nc, sp = np.divmod(np.where(valid, canon, 0), plane)
+    n, c = np.divmod(nc, shape[1])
+    return np.where(valid, (c * shape[0] + n) * plane + sp, canon)
+
+
+def _plane_start(out_shape: tuple[int, ...], in_shape: tuple[int, ...]) -> np.ndarray:
+    """Whole-tensor index of element 0 of each output position's (n, c) plane."""
+    grid = np.indices(out_shape[:2]).reshape(2, *out_shape[:2], *(1,) * (len(out_shape) - 2))
+    return (grid[0] * in_shape[1] + grid[1]) * math.prod(in_shape[2:])

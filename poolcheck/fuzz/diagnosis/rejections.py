@@ -1,0 +1,117 @@
+"""Diagnosis of a peer refusing a configuration the engine accepts."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from poolcheck.engines import _windows as w
+from poolcheck.errors import AttributeValueError
+from poolcheck.fuzz.diagnosis.model import Diagnosis
+from poolcheck.fuzz.diagnosis.severity import REJECTION_SEVERITY
+from poolcheck.fuzz.diagnosis.variants import placements
+from poolcheck.spec.attributes import PoolSpec
+from poolcheck.spec.shape import resolve
+
+
+@dataclass(frozen=True)
+class RejectRule:
+    key: str
+    text: str
+    holds: Callable[[PoolSpec, np.ndarray], bool]
+    needs: str = ""  # a regular expression the peer's message must match (empty: any message)
+
+
+def _pads_ge_kernel(spec: PoolSpec) -> bool:
+    return spec.auto_pad == "explicit" and any(
+        p >= k for p, k in zip(spec.pads_begin + spec.pads_end, spec.kernel + spec.kernel))
+
+
+def _empty_windows(spec: PoolSpec, x: np.ndarray) -> bool:
+    try:
+        return w.empty_windows(resolve(spec, x.shape)) is not None
+    except AttributeValueError:
+        return False
+
+
+def _starts_in_pad(spec: PoolSpec, x: np.ndarray) -> bool:
+    if spec.applied_rounding == "floor" or spec.auto_pad not in ("explicit", "valid"):
+        return False
+    try:
+        g = resolve(spec.replace(rounding_type="ceil"), x.shape)
+    except AttributeValueError:
+        return False
+    return any((a.out - 1) * a.stride >= a.size + a.pad_begin for a in g.axes)
+
+
+#: A rejection is named only when the peer's own message points at the condition (and the
+#: condition holds); anything else is classed by its message with the numbers blanked.
+REJECT_RULES: tuple[RejectRule, ...] = (
+    RejectRule("exclude_pad with pads >= kernel", "rejects exclude_pad with a pad >= the kernel",
+               lambda s, x: s.op == "avg" and s.exclude_pad and _pads_ge_kernel(s), r"(?i)exclude_pad"),
+    RejectRule("pads >= kernel", "rejects a pad >= the kernel (the ONNX spec does not forbid it)",
+               lambda s, x: _pads_ge_kernel(s), r"(?i)pad should be smaller than kernel|pads\[dim\] <"),
+    RejectRule("input smaller than the kernel", "rejects an input smaller than the kernel (padding not counted)",
+               lambda s, x: any(n < (k - 1) * d + 1 for n, k, d in zip(x.shape[2:], s.kernel, s.dilations)),
+               r"(?i)smaller than (the )?kernel"),
+    RejectRule("pads > kernel / 2", "rejects a pad larger than half the kernel",
+               lambda s, x: s.auto_pad == "explicit" and any(
+                   2 * p > k for p, k in zip(s.pads_begin + s.pads_end, s.kernel + s.kernel)), r"(?i)half of"),
+    RejectRule("window wholly in padding", "rejects a configuration with a window wholly in padding",
+               _empty_windows, r"(?i)wholly in padding|only padding"),
+    RejectRule("ceil window starting in padding", "rejects a ceil window that starts in the padding",
+               _starts_in_pad, r"(?i)ceil.*(start|begin).*pad"),
+    RejectRule("dilations", "rejects dilations > 1", lambda s, x: any(d > 1 for d in s.dilations), r"(?i)dilation"),
+    RejectRule("asymmetric pads", "rejects asymmetric pads",
+               lambda s, x: s.auto_pad == "explicit" and s.pads_begin != s.pads_end, r"(?i)symmetric"),
+)
+
+
+#: Geometry variants that can leave a configuration without output (a peer following one rejects).
+REJECTING_VARIANTS = frozenset({"same:undilated-kernel", "same:negative-pads"})
+
+
+def normalise_message(message: str, limit: int = 80) -> str:
+    """A message with numbers and paths blanked, so one cause gives one class."""
+    text = re.sub(r"0x[0-9a-fA-F]+", "#", message)
+    text = re.sub(r"\d+", "#", text)
+    # a tuple or list of numbers (a shape) is one blank, however many axes or signs it has
+    text = re.sub(r"[\(\[][-#,\s]*[\)\]]", "#", text)
+    text = re.sub(r"\s+", " ", text).strip()
+    return text[:limit]
+
+
+def diagnose_rejection(spec: PoolSpec, x: np.ndarray, message: str) -> Diagnosis:
+    """A peer refused a configuration the engine accepts: name the condition it trips on."""
+    if "NOT_IMPLEMENTED" in message or "Could not find an implementation" in message:
+        key = f"no {spec.op} kernel for {x.dtype.name}"
+        return Diagnosis(f"rejects: {key}", f"has no kernel for {x.dtype.name} ({message[:120]})", True, (key,),
+                         severity=REJECTION_SEVERITY)
+
+    def holds(rule: RejectRule) -> bool:
+        try:
+            return rule.holds(spec, x)
+        except (AttributeValueError, ValueError):
+            return False
+
+    # 1. a named condition the message itself points at
+    for rule in REJECT_RULES:
+        if rule.needs and re.search(rule.needs, message) and holds(rule):
+            return Diagnosis(f"rejects: {rule.key}", f"{rule.text} ({message[:160]})", True, (rule.key,),
+                             severity=REJECTION_SEVERITY)
+    # 2. a SAME-padding variant under which the configuration has no output
+    try:
+        options = placements(spec, tuple(int(v) for v in x.shape))
+    except AttributeValueError:
+        options = []
+    for gv, p in options:
+        if gv is not None and p is None and gv.key in REJECTING_VARIANTS:
+            key = f"{gv.key} gives no output"
+            return Diagnosis(f"rejects: {key}", f"rejects it: {gv.text}, and then the output size is negative "
+                             f"({message[:160]})", True, (gv.key,), severity=REJECTION_SEVERITY)
+    norm = normalise_message(message)
+    return Diagnosis(f"rejects: {norm}", f"rejects the configuration: {message[:200]}", False,
+                     severity=REJECTION_SEVERITY)

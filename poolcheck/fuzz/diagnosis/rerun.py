@@ -1,0 +1,234 @@
+"""The reference re-run under a variant: a policy (including the diagnosis-only NaN and
+accumulation settings), a narrower computation type, a cropped input."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from types import ModuleType
+
+import numpy as np
+
+from poolcheck.engines import _windows as w
+from poolcheck.engines import numpy_engine as _NUMPY
+from poolcheck.engines.numpy_engine import empty_max_value
+from poolcheck.fuzz.diagnosis.indices import _plane_start
+from poolcheck.fuzz.reference import Outputs, canonical_layout, run_reference
+from poolcheck.judgement import avg_tolerance
+from poolcheck.spec.attributes import PoolSpec
+from poolcheck.spec.policy import Policy
+from poolcheck.spec.shape import Geometry
+
+
+def _tolerance(engine: ModuleType, spec: PoolSpec, x: np.ndarray, geom: Geometry, policy: Policy,
+               expected: np.ndarray) -> np.ndarray | None:
+    if spec.op != "avg" or 0 in geom.output_shape:
+        return None
+    return avg_tolerance(x, geom, spec.exclude_pad, policy, expected, engine)
+
+
+def _run(engine: ModuleType, spec: PoolSpec, x: np.ndarray, geom: Geometry, policy: Policy,
+         out_dtype: np.dtype | None = None) -> Outputs:
+    """The reference under ``policy`` on ``geom``; values cast to ``out_dtype`` (the peer's type
+    when ``x`` is a float32 stand-in). Two diagnosis-only NaN settings: ``policy.nan == "-inf"``
+    reads NaN as -inf; ``"skip"`` makes NaN elements no candidates at all, so a window of NaN
+    and padding is an empty window."""
+    layout = canonical_layout(x.shape) if spec.op == "max" else None
+    dtype = np.dtype(out_dtype or x.dtype)
+    if 0 in geom.output_shape:  # an empty output: nothing to compute
+        empty = np.zeros(geom.output_shape, dtype=dtype)
+        return Outputs(empty, np.zeros(geom.output_shape, dtype=np.int64) if spec.op == "max" else None)
+    if policy.empty_max == "nan":  # diagnosis-only: an empty max window is NaN (padding read as NaN)
+        out = _run(engine, spec, x, geom, policy.replace(empty_max="-inf"), out_dtype)
+        empty = w.empty_windows(geom)
+        if empty is None or spec.op != "max" or out.values.dtype.kind != "f":
+            return out
+        return Outputs(np.where(np.broadcast_to(empty, out.values.shape), np.nan, out.values).astype(
+            out.values.dtype), out.indices)
+    if policy.empty_avg == "signed-divisor":  # diagnosis-only: see _signed_divisor_empty
+        out = _run(engine, spec, x, geom, policy.replace(empty_avg="zero"), out_dtype)
+        if spec.op != "avg" or out.values.dtype.kind != "f":
+            return out
+        rule = policy.divisor if policy.divisor != "attribute" else ("valid" if spec.exclude_pad else "padded")
+        return Outputs(np.where(_signed_divisor_empty(geom, out.values.shape, rule), np.nan, out.values).astype(
+            out.values.dtype))
+    if policy.nan == "avg-skip" and spec.op == "avg":  # diagnosis-only: NaN neither summed nor counted
+        nan = np.isnan(x) if x.dtype.kind == "f" else np.zeros(x.shape, dtype=bool)
+        full = Policy(divisor="full")
+        total = run_reference(engine, np.where(nan, 0, x).astype(np.float64), geom, "avg", policy=full).values
+        count = run_reference(engine, (~nan).astype(np.float64), geom, "avg", policy=full).values
+        with np.errstate(all="ignore"):
+            mean = np.where(count > 0, total / np.where(count > 0, count, 1), np.nan)
+        out = Outputs(mean.astype(x.dtype))
+    elif policy.nan == "sum-in-input-type" and spec.op == "avg":
+        out = Outputs(_avg_in_input_type(x, geom, spec.exclude_pad, policy.replace(nan="propagate")))
+    elif policy.nan == "sum-rounded-to-input-type" and spec.op == "avg":
+        out = Outputs(_avg_in_input_type(x, geom, spec.exclude_pad, policy.replace(nan="propagate"), rounded=True))
+    elif policy.nan == "sum-in-input-type-by-axis" and spec.op == "avg":
+        out = Outputs(_avg_in_input_type(x, geom, spec.exclude_pad, policy.replace(nan="propagate"), by_axis=True))
+    elif policy.nan in ("seeded", "seed-zero", "seed-lowest+1") and spec.op == "max":
+        seed = {"seeded": _lowest(x.dtype), "seed-zero": 0, "seed-lowest+1": _lowest(x.dtype) + 1}[str(policy.nan)]
+        low = np.asarray(seed, dtype=x.dtype)
+        xs = np.where(np.isnan(x), low, x).astype(x.dtype) if x.dtype.kind == "f" else x
+        out = run_reference(engine, xs, geom, "max", layout=layout,
+                            policy=policy.replace(nan="propagate", empty_max="lowest"))
+        assert out.indices is not None
+        lost = out.values <= low  # nothing beat the seed: its value, index 0 of the (n, c) plane
+        out = Outputs(np.where(lost, low, out.values), np.where(lost, _plane_start(out.values.shape, x.shape),
+                                                                   out.indices))
+    elif policy.nan == "pad-zero" and spec.op == "max":
+        out = run_reference(engine, x, geom, "max", layout=layout, policy=policy.replace(nan="propagate"))
+        touching = np.broadcast_to(_touches_padding(geom), out.values.shape)
+        zero = np.zeros((), dtype=out.values.dtype)
+        out = Outputs(np.where(touching & ~(out.values > zero), zero, out.values), out.indices)
+    elif policy.nan == "-inf" and spec.op == "max" and x.dtype.kind == "f":
+        out = run_reference(engine, np.where(np.isnan(x), -np.inf, x).astype(x.dtype), geom, "max", layout=layout,
+                            policy=policy.replace(nan="propagate"))
+    elif policy.nan == "last-index" and spec.op == "max" and x.dtype.kind == "f":
+        out = run_reference(engine, x, geom, "max", layout=layout, policy=policy.replace(nan="propagate"))
+        nan = np.isnan(x)
+        # the largest whole-tensor position among a window's NaNs is the last one scanned
+        pos = np.where(nan, np.arange(x.size, dtype=np.float64).reshape(x.shape), -1.0)
+        last = run_reference(engine, pos, geom, "max", policy=Policy(empty_max="lowest")).values
+        assert out.indices is not None
+        with np.errstate(all="ignore"):
+            last_i = np.where(last >= 0, last, 0).astype(np.int64)
+        out = Outputs(out.values, np.where(last >= 0, last_i, out.indices))
+    elif policy.nan == "skip" and spec.op == "max" and x.dtype.kind == "f":
+        nan = np.isnan(x)
+        base = policy.replace(nan="propagate")
+        out = run_reference(engine, np.where(nan, -np.inf, x).astype(x.dtype), geom, "max", layout=layout,
+                            policy=base)
+        count = run_reference(engine, (~nan).astype(np.float64), geom, "avg", policy=Policy(divisor="full")).values
+        present = count > 0
+        values = np.where(present, out.values, np.asarray(empty_max_value(x.dtype, base), dtype=x.dtype))
+        assert out.indices is not None
+        out = Outputs(values, np.where(present, out.indices, base.empty_index))
+    else:
+        out = run_reference(engine, x, geom, spec.op, exclude_pad=spec.exclude_pad, layout=layout, policy=policy)
+    if out.values.dtype != dtype:
+        with np.errstate(all="ignore"):
+            values = out.values.astype(dtype)
+        if x.dtype == np.float32 and dtype == np.float64:  # a float32 stand-in: the result converted back
+            values = _saturate(values)
+        out = Outputs(values, out.indices)
+    return out
+
+
+def _touches_padding(geom: Geometry) -> np.ndarray:
+    """Windows with a tap in the padding (``[-pad_begin, 0)`` or ``[size, size + pad_end)`` on
+    some axis; taps past the padded input under ceil rounding are not padding)."""
+    n = len(geom.axes)
+    touching = np.zeros((1, 1) + (1,) * n, dtype=bool)
+    for i, a in enumerate(geom.axes):
+        taps = (np.arange(a.out, dtype=np.int64)[:, None] * a.stride - a.pad_begin
+                + np.arange(a.kernel, dtype=np.int64)[None, :] * a.dilation)
+        pad = ((taps < 0) & (taps >= -a.pad_begin)) | ((taps >= a.size) & (taps < a.size + a.pad_end))
+        touching = touching | w.broadcast_axis(np.asarray(pad.any(axis=1)), i, n)
+    return touching
+
+
+def _signed_divisor_empty(geom: Geometry, shape: tuple[int, ...], rule: str) -> np.ndarray:
+    """Windows holding no input element whose per-axis size is 0 on some axis, the sizes taken
+    unclipped at zero and multiplied (so 0 / 0 = NaN; a negative size gives -0): with padding
+    counted (``rule`` "padded") ``min(start + span, size + pad_end) - start``, without it
+    ("valid") ``min(start + span, size) - max(start, 0)``. OpenVINO's average with ceil rounding,
+    measured both ways (exclude_pad false and true); the full kernel size ("full") is never 0."""
+    n = len(geom.axes)
+    zero = np.zeros((1, 1) + (1,) * n, dtype=bool)
+    if rule == "full":
+        return np.zeros(shape, dtype=bool)
+    for i, a in enumerate(geom.axes):
+        start = np.arange(a.out, dtype=np.int64) * a.stride - a.pad_begin
+        end = start + (a.kernel - 1) * a.dilation + 1
+        if rule == "valid":
+            size = np.minimum(end, a.size) - np.maximum(start, 0)
+        else:
+            size = np.minimum(end, a.size + a.pad_end) - start
+        zero = zero | w.broadcast_axis(size == 0, i, n)
+    empty = w.empty_windows(geom)
+    if empty is None:
+        return np.zeros(shape, dtype=bool)
+    return np.broadcast_to(empty & zero, shape)
+
+
+def _saturate(values: np.ndarray) -> np.ndarray:
+    """float64 values as a float32 computation hands them back through a saturating conversion
+    (OpenVINO, measured: an average overflowing to inf in float32 comes back as FLT_MAX)."""
+    fmax = float(np.finfo(np.float32).max)
+    return np.where(np.isnan(values), values, np.clip(values, -fmax, fmax))
+
+
+def _narrow(x: np.ndarray, to: np.dtype) -> np.ndarray:
+    """``x`` as a runtime computing in ``to`` sees it: float64 saturated to +-FLT_MAX (as
+    OpenVINO's conversion does), float16 widened exactly, integers wrapped to 32 bits."""
+    if x.dtype == np.float64 and to == np.float32:
+        fmax = float(np.finfo(np.float32).max)
+        return np.where(np.isnan(x), x, np.clip(x, -fmax, fmax)).astype(np.float32)
+    with np.errstate(all="ignore"):
+        return x.astype(to)
+
+
+def _avg_in_input_type(x: np.ndarray, geom: Geometry, exclude_pad: bool, policy: Policy,
+                       by_axis: bool = False, rounded: bool = False) -> np.ndarray:
+    """Average pooling whose sum runs in ``x.dtype`` (taps in row-major window order, padding
+    adding nothing), divided once: how a runtime without a wider accumulator computes it. With
+    ``by_axis`` the sum nests by axis, innermost first (XLA's reduce_window on the CPU: each row
+    along the last axis from 0, then those row sums, and so on outwards). With ``rounded`` the sum
+    runs wider (float32 for float16, float64 for float32) and is rounded to ``x.dtype`` before the
+    division (tract)."""
+    # x sits at offset max(0, pad_begin): a negative pad_begin (ONNX SAME with a stride past the
+    # dilated kernel) starts the windows inside the input rather than before it
+    lows = [max(0, a.pad_begin) for a in geom.axes]
+    ends = [lo + max(a.size, (a.out - 1) * a.stride - a.pad_begin + a.dilated_kernel) for a, lo in zip(geom.axes, lows)]
+    acc_dtype = (np.dtype(np.float32) if x.dtype == np.float16 else np.dtype(np.float64)) if rounded else x.dtype
+    padded = np.zeros(tuple(x.shape[:2]) + tuple(ends), dtype=acc_dtype)
+    padded[(slice(None), slice(None), *(slice(lo, lo + a.size) for a, lo in zip(geom.axes, lows)))] = x
+    def tap(offsets: tuple[int, ...]) -> np.ndarray:
+        sl = tuple(slice(lo - a.pad_begin + j * a.dilation,
+                         lo - a.pad_begin + j * a.dilation + (a.out - 1) * a.stride + 1, a.stride)
+                   for a, j, lo in zip(geom.axes, offsets, lows))
+        return padded[(slice(None), slice(None), *sl)]
+
+    def nested(prefix: tuple[int, ...]) -> np.ndarray:
+        part = np.zeros(geom.output_shape, dtype=acc_dtype)
+        for j in range(geom.axes[len(prefix)].kernel):
+            part += tap(prefix + (j,)) if len(prefix) + 1 == len(geom.axes) else nested(prefix + (j,))
+        return part
+
+    acc = np.zeros(geom.output_shape, dtype=acc_dtype)
+    with np.errstate(all="ignore"):
+        if by_axis:
+            acc = nested(())
+        else:
+            for offsets in itertools.product(*(range(a.kernel) for a in geom.axes)):
+                acc += tap(offsets)
+        acc = acc.astype(x.dtype)  # a wider sum is rounded to the input type here
+        div = _NUMPY.divisor(geom, exclude_pad, policy).astype(np.float64)
+        mean = acc.astype(np.float64) / div
+        empty = np.broadcast_to(div == 0, mean.shape)
+        mean[empty] = 0.0 if policy.empty_avg == "zero" else np.nan
+    return mean.astype(x.dtype)
+
+
+def _lowest(dtype: np.dtype) -> float | int:
+    return float(np.finfo(dtype).min) if dtype.kind == "f" else int(np.iinfo(dtype).min)
+
+
+def _crop(x: np.ndarray, crop: tuple[tuple[int, int], ...] | None) -> np.ndarray:
+    if crop is None:
+        return x
+    return x[(slice(None), slice(None), *(slice(a, b) for a, b in crop))]
+
+
+def _uncrop_indices(canon: np.ndarray, cropped: tuple[int, ...], shape: tuple[int, ...],
+                    crop: tuple[tuple[int, int], ...] | None) -> np.ndarray:
+    """Whole-tensor indices over a crop -> the same elements' indices over the full input."""
+    if crop is None:
+        return canon
+    valid = canon >= 0
+    plane_c = math.prod(cropped[2:])
+    nc, sp = np.divmod(np.where(valid, canon, 0), plane_c)
+    coords = np.unravel_index(sp, cropped[2:])
+    moved = np.ravel_multi_index(tuple(c + a for c, (a, _b) in zip(coords, crop)), shape[2:])
+    return np.where(valid, nc * math.prod(shape[2:]) + moved, canon)
