@@ -19,6 +19,7 @@ TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
 DATA = TESTS / "data"
 PLANTED = TESTS / "planted_peers"
+KERNELS = TESTS / "planted_kernels"
 CORPUS = ROOT / "poolcheck" / "corpus"
 SEED_FILE = CORPUS / "seeds" / "openvino-maxpool8.yaml"
 SCHEMA_PATH = ROOT / "docs" / "report-schema.json"

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from support import CORPUS
 
 pytest.importorskip("onnx")
 
@@ -56,7 +57,7 @@ def test_family_cases_export_as_onnx_tests_that_load_back_and_run_in_onnxruntime
 
     from poolcheck.models.export import export_cases
 
-    corpus = Path(__file__).resolve().parent.parent / "poolcheck" / "corpus"
+    corpus = CORPUS
     cases, errors = load_paths([corpus / "edge" / "family.yaml", corpus / "seeds" / "onnx-lppool.yaml",
                                 corpus / "seeds" / "onnx-maxunpool.yaml", corpus / "seeds" / "openvino-adaptive-pool.yaml"])
     assert errors == []

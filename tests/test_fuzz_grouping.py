@@ -5,10 +5,10 @@ rows from separate runs that share an explanation merge in ``report merge``."""
 from __future__ import annotations
 
 import runpy
-from pathlib import Path
 from typing import Any
 
 import numpy as np
+from support import KERNELS
 
 from poolcheck.engines import get_engine
 from poolcheck.fuzz import oracles as O
@@ -21,7 +21,7 @@ from poolcheck.results import CaseResult, RunResult, Verdict
 from poolcheck.spec import attributes as A
 
 ENGINE = get_engine("auto")
-K01 = runpy.run_path(str(Path(__file__).parent / "planted_kernels" / "k01_ceil_torch_last_window_vs_h.py"))
+K01 = runpy.run_path(str(KERNELS / "k01_ceil_torch_last_window_vs_h.py"))
 
 
 def kernel(spec: A.PoolSpec, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -5,18 +5,17 @@ diagnosis names the variant, or lists it among the explanations that reproduce t
 from __future__ import annotations
 
 import runpy
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from support import KERNELS
 
 from poolcheck.engines import get_engine
 from poolcheck.fuzz.diagnosis import diagnose_output, replay
 from poolcheck.spec import attributes as A
 
 ENGINE = get_engine("auto")
-KERNELS = Path(__file__).parent / "planted_kernels"
 
 
 def keywords(spec: A.PoolSpec) -> dict[str, Any]:

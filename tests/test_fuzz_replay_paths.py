@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-PLANTED = Path(__file__).parent / "planted_peers"
+from support import PLANTED
 
 
 def _fuzz(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:

@@ -16,12 +16,13 @@ import runpy
 from pathlib import Path
 
 import pytest
+from support import KERNELS
 from typer.testing import CliRunner
 
 from poolcheck.cli import app
 from poolcheck.results import Signature
 
-KERNELS_DIR = Path(__file__).parent / "planted_kernels"
+KERNELS_DIR = KERNELS
 KERNELS = sorted(p.stem for p in KERNELS_DIR.glob("k*.py"))
 #: Issue 20's own three bugs run in every suite run; the others are marked slow.
 ISSUE_BUGS = {"k01_ceil_torch_last_window_vs_h", "k02_int_max_pad_zero", "k03_ort_pads_interleaved"}

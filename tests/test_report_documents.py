@@ -26,14 +26,13 @@ from typing import Any
 
 import pytest
 from report_sample import sample_result
+from support import PLANTED, SCHEMA_PATH
 from typer.testing import CliRunner
 
 from poolcheck.cli import app
 from poolcheck.report.jsonfmt import ReportError, from_json, read_document, result_document, to_json
 from poolcheck.results import RunResult
 
-PLANTED = Path(__file__).parent / "planted_peers"
-SCHEMA_PATH = Path(__file__).resolve().parent.parent / "docs" / "report-schema.json"
 runner = CliRunner()
 
 #: Markup, ANSI colour and title sequences, BEL, NUL, a C1 CSI, DEL, HTML, a JS line separator,

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from support import ROOT
 
 from poolcheck.api import run_spec
 from poolcheck.cases import load_paths, write_cases
@@ -18,8 +19,6 @@ from poolcheck.spec.operators import parse
 from poolcheck.spec.policy import Policy
 from poolcheck.spec.severity import SEVERITY_RULES, severity_of, severity_rule, severity_table_markdown
 from poolcheck.spec.sources import SENTENCES
-
-ROOT = Path(__file__).resolve().parents[1]
 
 OV_MAX = A.openvino_max_pool([2], [2], [1], [1])
 ONNX_MAX = A.onnx_max_pool([2], [2], [1, 1])

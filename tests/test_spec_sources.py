@@ -12,12 +12,12 @@ import re
 from pathlib import Path
 
 import pytest
+from support import DATA, ROOT
 
 from poolcheck.spec import sources
 from poolcheck.spec.sources import DOCUMENTS, SENTENCES, cited, quote, sentence
 
-ROOT = Path(__file__).resolve().parents[1]
-SEEDS = Path(__file__).parent / "data" / "seeds"
+SEEDS = DATA / "seeds"
 
 
 def _fold(text: str) -> str:
