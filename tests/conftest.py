@@ -22,6 +22,8 @@ from __future__ import annotations
 # their own, on purpose, and the profile does not change them:
 #   engines/test_c_engine.py (fixtureless properties: at least 300, more when the profile asks),
 #   engines/test_judgement.py (60), engines/test_spec_operators.py (150: every catalogue row),
+#   engines/test_family_engines.py (60), fuzz/test_hypothesis_compat.py (50: a seeded test that
+#   must find its failure),
 #   cli/test_cases_yaml.py (200), fuzz/test_fuzz_strategies.py (a find() over 3000 draws, and 30),
 #   fuzz/test_fuzz_generation.py (300, seeded: the draws themselves are compared),
 #   slow/test_extreme_attributes.py (its subprocess's count, given on the command line).

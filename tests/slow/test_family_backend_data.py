@@ -70,7 +70,7 @@ def test_family_cases_export_as_onnx_tests_that_load_back_and_run_in_onnxruntime
     ran = 0
     for d in done:
         if d.directory is None or "globallppool" in d.case_id:
-            continue  # ONNX Runtime has no GlobalLpPool-22 kernel (tests/test_family_runtimes.py)
+            continue  # ONNX Runtime has no GlobalLpPool-22 kernel (tests/peers/test_family_runtimes.py)
         data = d.directory / "test_data_set_0"
         session = ort.InferenceSession(str(d.directory / "model.onnx"), providers=["CPUExecutionProvider"])
         feeds = {}

@@ -211,7 +211,7 @@ def test_onnxruntime_reads_every_exported_directory(exported: tuple[Path, dict[s
             session = ort.InferenceSession(str(d / "model.onnx"), providers=["CPUExecutionProvider"])
         except Exception as exc:
             # ORT refuses some valid configurations at load time; the refusal must say why. It has
-            # no GlobalLpPool-22 kernel (tests/test_family_runtimes.py).
+            # no GlobalLpPool-22 kernel (tests/peers/test_family_runtimes.py).
             assert ("AveragePool" in str(exc) or "MaxPool" in str(exc) or "Pad should be smaller" in str(exc)
                     or "GlobalLpPool(22)" in str(exc))
             refused += 1
