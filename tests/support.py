@@ -37,9 +37,10 @@ def cli_command() -> list[str]:
 def cli(*args: str, cwd: Path = ROOT, columns: int = 200, env: dict[str, str] | None = None,
         timeout: float = 300, plain: bool = True) -> subprocess.CompletedProcess[str]:
     """``poolcheck ARGS`` as a real command in a subprocess, from ``cwd``, on a terminal of
-    ``columns`` columns, plain (no colour) unless ``plain=False``; ``env`` adds to or overrides
-    the environment."""
-    full_env = {**os.environ, **(PLAIN if plain else {}), "COLUMNS": str(columns), **(env or {})}
+    ``columns`` columns, plain (no colour) unless ``plain=False``, importing this tree's poolcheck
+    first; ``env`` adds to or overrides the environment."""
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    full_env = {**os.environ, **(PLAIN if plain else {}), "COLUMNS": str(columns), "PYTHONPATH": path, **(env or {})}
     return subprocess.run([*cli_command(), *args], cwd=cwd, capture_output=True, text=True, timeout=timeout,
                           env=full_env, check=False)
 

@@ -6,13 +6,12 @@ covered by its own tests."""
 from __future__ import annotations
 
 import ast
-import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from support import cli as real_command
 
 import poolcheck
 
@@ -22,11 +21,8 @@ INTERNAL = re.compile(r"\bissues? #?\d+|standing target|\bthe lead\b", re.IGNORE
 
 
 def cli(*args: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "COLUMNS": "80", "NO_COLOR": "1", "TERM": "dumb",
-           "POOLCHECK_DATA_DIR": str(tmp_path / "data"),
-           "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)}
-    return subprocess.run([sys.executable, "-m", "poolcheck", *args], capture_output=True, text=True, timeout=600,
-                          env=env, cwd=tmp_path, check=False)
+    return real_command(*args, cwd=tmp_path, columns=80, env={"POOLCHECK_DATA_DIR": str(tmp_path / "data")},
+                        timeout=600)
 
 
 def long_lines(text: str) -> list[str]:

@@ -3,20 +3,16 @@ given by a relative path is named by its absolute path there."""
 
 from __future__ import annotations
 
-import os
 import shlex
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
-from support import PLANTED
+from support import PLANTED, cli
 
 
 def _fuzz(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "COLUMNS": "400", "NO_COLOR": "1"}
-    return subprocess.run([sys.executable, "-m", "poolcheck", "fuzz", *args], capture_output=True, text=True,
-                          cwd=cwd, env=env, timeout=300)
+    return cli("fuzz", *args, cwd=cwd, columns=400)
 
 
 def test_the_replay_line_of_a_relative_plugin_path_works_from_another_folder(tmp_path: Path) -> None:

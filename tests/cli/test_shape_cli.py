@@ -4,22 +4,14 @@ each convention applies (ONNX keeps a negative same_* pad, OpenVINO clamps it), 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 
 import pytest
-
-import poolcheck
+from support import cli
 
 
 def _shape(*args: str, columns: int = 200) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ)
-    root = os.path.dirname(os.path.dirname(poolcheck.__file__))
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
-    env["COLUMNS"] = str(columns)
-    return subprocess.run([sys.executable, "-m", "poolcheck", "shape", *args], capture_output=True, text=True,
-                          timeout=60, env=env)
+    return cli("shape", *args, columns=columns, plain=False, timeout=60)
 
 
 def test_no_input_prints_the_formula_per_axis() -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from support import CORPUS
+from support import CORPUS, ROOT, cli
 
 from poolcheck.api import run_spec
 from poolcheck.cases import load_paths
@@ -128,9 +128,8 @@ def test_a_fake_backend_in_tmp_path(tmp_path: Path, monkeypatch: pytest.MonkeyPa
 
 def _poolcheck(*args: str, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
     """The real command, with ``cwd`` on the module path (where the tests write backend modules)."""
-    env = {**os.environ, "PYTHONPATH": f"{cwd}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-    return subprocess.run([sys.executable, "-m", "poolcheck", *args], capture_output=True, text=True, cwd=cwd,
-                          env=env, timeout=timeout)
+    path = os.pathsep.join(p for p in (str(cwd), str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    return cli(*args, cwd=cwd, env={"PYTHONPATH": path}, plain=False, timeout=timeout)
 
 
 SEED = str(CORPUS / "seeds" / "onnx-averagepool19.yaml")
