@@ -94,6 +94,7 @@ SLOW_TESTS = frozenset({
     "test_peers_new.py::test_doctor_lists_the_new_peers", "test_peers_options.py::test_doctor_lists_options",
     "test_peers_new.py::test_new_peer_agrees_with_the_engine_where_it_runs",
     "test_bench.py::test_real_command_reports_the_ratios",
+    "test_cli_80_columns.py", "test_hostile_options.py",
 })
 
 
