@@ -1,13 +1,13 @@
 # Two commands do all set-up on a fresh machine:
 #   make run   -- create .venv, install poolcheck with every peer, run the seed cases
-#   make test  -- the same set-up, then the whole test suite
+#   make test  -- the same set-up, then the whole test suite (make test-fast: all but the slow tests)
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
 STAMP  := $(VENV)/.installed
 
-.PHONY: install run reports browser redis test lint bench clean
+.PHONY: install run reports browser redis test test-fast lint bench clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -59,8 +59,16 @@ redis:
 # The suite runs on one pytest-xdist worker per logical CPU (PYTEST_XDIST_AUTO_NUM_WORKERS=N to
 # choose); an idle worker takes tests queued for a busy one (worksteal: test times run from
 # milliseconds to tens of seconds).
+# The slowest tests are listed at the end (--durations). tests/conftest.py says how the suite is
+# grouped; tests/slow/ and tests marked @pytest.mark.slow are what test-fast leaves out.
+PYTEST := $(PY) -m pytest -q -n logical --dist worksteal
+
 test: $(STAMP) browser redis
-	$(PY) -m pytest -q -n logical --dist worksteal
+	$(PYTEST) --durations=25
+
+# The inner loop: every test not marked slow (no browser, no redis, no cluster needed).
+test-fast: $(STAMP)
+	$(PYTEST) -m "not slow" --durations=10
 
 bench: $(STAMP)
 	$(VENV)/bin/poolcheck bench --write-docs docs/benchmarks.md

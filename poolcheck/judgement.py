@@ -99,7 +99,7 @@ def same_values(expected: np.ndarray, actual: np.ndarray) -> np.ndarray:
 
 
 def avg_tolerance(x: np.ndarray, geom: Geometry, exclude_pad: bool, policy: Policy,
-                  expected: np.ndarray, engine: ModuleType, dtype: np.dtype | None = None, *,
+                  expected: np.ndarray, engine_module: ModuleType, dtype: np.dtype | None = None, *,
                   result: np.dtype | None = None, both_float64: bool = False) -> np.ndarray:
     """The average rule: the per-element bound on a correct average's deviation from the
     float64 reference, for a subject accumulating in ``dtype`` (default: the input type) and
@@ -111,7 +111,7 @@ def avg_tolerance(x: np.ndarray, geom: Geometry, exclude_pad: bool, policy: Poli
     taps = math.prod(a.kernel for a in geom.axes)
     sides = 2.0 if both_float64 else 1.0
     with np.errstate(all="ignore"):
-        mean_abs = engine.avg_pool(np.abs(x.astype(np.float64)), geom, exclude_pad, policy)
+        mean_abs = engine_module.avg_pool(np.abs(x.astype(np.float64)), geom, exclude_pad, policy)
         e = np.abs(expected.astype(np.float64))
         ulp = np.spacing(np.where(np.isfinite(e), e, 0).astype(res)).astype(np.float64)
         tol = sides * (taps + 1) * ULPS_PER_TAP * eps * mean_abs + ulp
@@ -119,13 +119,13 @@ def avg_tolerance(x: np.ndarray, geom: Geometry, exclude_pad: bool, policy: Poli
     return np.where(np.isnan(tol), 0.0, tol)
 
 
-def tolerance_for(spec: PoolSpec, x: np.ndarray, geom: Geometry, expected: np.ndarray, engine: ModuleType,
+def tolerance_for(spec: PoolSpec, x: np.ndarray, geom: Geometry, expected: np.ndarray, engine_module: ModuleType,
                   policy: Policy = SPEC) -> np.ndarray | None:
     """The average rule for a runtime (accumulating in the input type), or None (exact) for max
     pooling, integer types and empty outputs."""
     if spec.op != "avg" or not dtypes.is_float(x.dtype) or 0 in geom.output_shape:
         return None
-    return avg_tolerance(x, geom, spec.exclude_pad, policy, expected, engine)
+    return avg_tolerance(x, geom, spec.exclude_pad, policy, expected, engine_module)
 
 
 def close_values(expected: np.ndarray, actual: np.ndarray, tol: np.ndarray | None) -> np.ndarray:

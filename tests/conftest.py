@@ -1,10 +1,34 @@
-"""Shared pytest configuration."""
+"""Shared pytest configuration: hypothesis profiles, the engine fixture, the data folder, and the
+folders the suite is grouped in.
+
+The tests are grouped by the floor they exercise (docs/architecture.md):
+
+- ``engines/``: spec, engines, judgement, results, the ground floor (and the floors test);
+- ``peers/``: the runtime adapters, plugins, isolation, the registry;
+- ``fuzz/``: strategies, oracles, diagnosis, sessions and campaigns;
+- ``cli/``: case files, reports and the commands, in-process and as real commands;
+- ``slow/``: long end-to-end runs (fuzz campaigns against planted bugs, clusters, browsers,
+  ONNX's test data), marked ``slow`` as a whole.
+
+``make test-fast`` runs everything not marked ``slow`` (the inner loop); ``make test`` runs all.
+What several files share lives in ``support.py`` (paths, the real command, a peer or a skip).
+"""
 
 from __future__ import annotations
 
 # --- hypothesis settings profiles (owner: engine oracle tests) -------------------------------
-# Select with POOLCHECK_HYPOTHESIS_PROFILE=dev|ci|nightly (default: dev). Tests set no
-# max_examples of their own, so the profile alone decides how hard the properties are pushed.
+# Select with POOLCHECK_HYPOTHESIS_PROFILE=dev|ci|nightly (default: dev). The profile decides how
+# many examples a property test runs when the test sets no max_examples of its own. Some set
+# their own, on purpose, and the profile does not change them:
+#   engines/test_c_engine.py (fixtureless properties: at least 300, more when the profile asks),
+#   engines/test_judgement.py (60), engines/test_spec_operators.py (150: every catalogue row),
+#   engines/test_family_engines.py (60), fuzz/test_hypothesis_compat.py (50: a seeded test that
+#   must find its failure),
+#   cli/test_cases_yaml.py (200), fuzz/test_fuzz_strategies.py (a find() over 3000 draws, and 30),
+#   fuzz/test_fuzz_generation.py (300, seeded: the draws themselves are compared),
+#   slow/test_extreme_attributes.py (its subprocess's count, given on the command line).
+# FuzzOptions(max_examples=...) in the fuzz tests is the size of a fuzz campaign under test, not
+# a hypothesis setting of the test.
 import os
 
 from hypothesis import settings
@@ -56,3 +80,29 @@ def _own_data_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
     """Each test its own data folder: no example database or find leaks from one test to another."""
     monkeypatch.setenv("POOLCHECK_DATA_DIR", str(tmp_path_factory.mktemp("poolcheck-data")))
 # --- end per-user data folder --------------------------------------------------------------------
+
+# --- slow tests (owner: tests) --------------------------------------------------------------------
+# ``make test-fast`` (-m "not slow") is the inner loop: it must stay under a minute on two cores.
+# Marked slow: everything under tests/slow/, and below, by file or file::test, the tests of the
+# other folders that start many real commands or campaigns (measured with --durations=0: these
+# took 60 % of the non-slow folders' time).
+SLOW_FOLDER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "slow")
+SLOW_TESTS = frozenset({
+    "test_run_robust.py", "test_audit.py", "test_peers_hostile.py", "test_report_merge.py", "test_fuzz_cli.py",
+    "test_report_hostile.py", "test_shape_cli.py",
+    "test_cases_files.py::test_run_cases_exits_0", "test_cases_files.py::test_every_documented_example_has_its_recorded_verdict",
+    "test_peers_new.py::test_doctor_lists_the_new_peers", "test_peers_options.py::test_doctor_lists_options",
+    "test_peers_new.py::test_new_peer_agrees_with_the_engine_where_it_runs",
+    "test_bench.py::test_real_command_reports_the_ratios",
+    "test_cli_80_columns.py", "test_hostile_options.py",
+})
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark ``slow`` every test under tests/slow/ and every one :data:`SLOW_TESTS` names."""
+    for item in items:
+        name = getattr(item, "originalname", item.name)
+        if (str(item.path).startswith(SLOW_FOLDER + os.sep) or item.path.name in SLOW_TESTS
+                or f"{item.path.name}::{name}" in SLOW_TESTS):
+            item.add_marker(pytest.mark.slow)
+# --- end slow tests -------------------------------------------------------------------------------

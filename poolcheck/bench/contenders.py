@@ -19,8 +19,8 @@ import numpy as np
 from poolcheck import spec as S
 from poolcheck.bench.workloads import Workload
 from poolcheck.engines import c_engine_status, get_engine
-from poolcheck.peers._convert import PeerDeclined
 from poolcheck.peers.adapter import RuntimePeer
+from poolcheck.peers.base import PeerDeclined
 from poolcheck.peers.onnx_reference_peer import OnnxReferencePeer
 from poolcheck.peers.onnxruntime_peer import OnnxRuntimePeer
 from poolcheck.peers.openvino_peer import OpenVinoPeer

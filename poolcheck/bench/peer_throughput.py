@@ -17,9 +17,9 @@ import numpy as np
 
 from poolcheck.api import run_spec
 from poolcheck.errors import AttributeValueError
-from poolcheck.peers.base import BatchItem
+from poolcheck.peers.base import BatchItem, PeerSpecError
 from poolcheck.peers.isolation import call_peer_many, close_workers
-from poolcheck.peers.registry import PeerSpecError, parse_peer_list, resolve_peers
+from poolcheck.peers.registry import parse_peer_list, resolve_peers
 from poolcheck.spec.attributes import openvino_avg_pool, openvino_max_pool
 from poolcheck.spec.poolspec import PoolSpec
 from poolcheck.spec.shape import resolve

@@ -193,7 +193,7 @@ at most `2^-53`), then one rounding to the output type:
 The speed of the C engine does not come from a weaker rule: it accumulates in float64 as the
 NumPy engine does, in the same order (identical bits) except for global pooling, below.
 
-Exceptions, both tested in `tests/test_c_engine.py`:
+Exceptions, both tested in `tests/engines/test_c_engine.py`:
 
 - The NumPy engine's values-only max path (float32/float64, no indices, NaN policy
   `propagate`) reduces with `np.maximum`, whose SIMD loops return the second operand of a
@@ -219,7 +219,7 @@ One build serves every CPU of its architecture. The kernels are one C source (te
 `poolcheck/engines/_cpool_src/`) compiled once per path, and the extension picks the fastest
 path the CPU runs when it is imported; `POOLCHECK_ISA=portable|avx2|avx512` forces one (a path
 the CPU cannot run is an error, not a silent fallback). Every path gives the same bits as the
-NumPy engine (tests/test_c_engine.py runs the agreement tests on each path the machine runs).
+NumPy engine (tests/engines/test_c_engine.py runs the agreement tests on each path the machine runs).
 
 | path | compiled for | chosen on |
 | --- | --- | --- |

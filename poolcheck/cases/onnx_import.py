@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import os
 import stat
-import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,6 +19,7 @@ import numpy as np
 from poolcheck.api import run_spec
 from poolcheck.cases.model import Case
 from poolcheck.errors import CaseFileError, PoolcheckError
+from poolcheck.files import native_stderr_silenced
 from poolcheck.spec.operators import Attribute, onnx_version, operator, parse
 from poolcheck.spec.poolspec import PoolSpec
 from poolcheck.spec.shape import resolve
@@ -285,21 +284,6 @@ def onnx_pool_nodes(path: Path, input_shapes: dict[str, tuple[int, ...]] | None 
     return nodes
 
 
-@contextmanager
-def _native_stderr_silenced() -> Iterator[None]:
-    """Native code's own logging on file descriptor 2 goes to the null device meanwhile."""
-    sys.stderr.flush()
-    saved = os.dup(2)
-    null = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(null, 2)
-        yield
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
-        os.close(null)
-
-
 def openvino_pool_nodes(path: Path, input_shapes: dict[str, tuple[int, ...]] | None = None) -> list[PoolNode]:
     """The MaxPool / AvgPool ops of an OpenVINO IR model (``.xml`` + ``.bin``)."""
     if not path.exists():
@@ -309,7 +293,7 @@ def openvino_pool_nodes(path: Path, input_shapes: dict[str, tuple[int, ...]] | N
     except ImportError:
         raise ModelError(f"{path}: reading OpenVINO IR needs the openvino package (pip install openvino)") from None
     try:
-        with _native_stderr_silenced():  # the IR reader logs to fd 2; the reason comes back in the exception
+        with native_stderr_silenced():  # the IR reader logs to fd 2; the reason comes back in the exception
             model = ov.Core().read_model(str(path))
     except Exception as exc:
         raise ModelError(f"{path}: not a readable OpenVINO IR model ({' '.join(str(exc).split())[:200]})") from None

@@ -28,10 +28,10 @@ from poolcheck.cli.common import (
     parse_duration,
     parse_fail_on,
     safe,
-    stdout_to_stderr,
     user_errors,
     write_report_set,
 )
+from poolcheck.files import stdout_to_stderr
 from poolcheck.models.audit import NodeAudit, ProgressFn, audit_model
 from poolcheck.report.writers import check_report_dir
 

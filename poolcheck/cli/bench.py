@@ -12,8 +12,8 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from poolcheck.bench import run_bench, select
 from poolcheck.bench.render import renderable, to_json, to_markdown
 from poolcheck.bench.summary import read_setup_time
-from poolcheck.cases.dump import write_text_atomic
 from poolcheck.cli.common import EXIT_OK, console, err_console, fail, parse_duration, user_errors, writable_dir
+from poolcheck.files import write_text_atomic
 
 DEFAULT_DOCS = "docs/benchmarks.md"
 

@@ -8,7 +8,7 @@ import os
 import re
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager, redirect_stdout
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +18,9 @@ from rich.text import Text
 
 from poolcheck.engines import available_engines, get_engine
 from poolcheck.errors import AttributeValueError, PoolcheckError
-from poolcheck.peers.registry import PeerLoadError, resolve_peers
+from poolcheck.files import stdout_to_stderr
+from poolcheck.peers.base import PeerLoadError
+from poolcheck.peers.registry import resolve_peers
 from poolcheck.report.text import safe
 from poolcheck.report.writers import write_reports
 from poolcheck.results import DEFAULT_FAIL_ON, FAILING, RunResult, Severity, Verdict
@@ -140,25 +142,6 @@ def write_report_set(result: object, report_dir: Path, *, to_stderr: bool = Fals
         write_reports(result, report_dir)  # type: ignore[arg-type]
     (err_console if to_stderr else console).print(f"reports written to {safe(str(report_dir))}", markup=False,
                                                   highlight=False, soft_wrap=True)
-
-
-@contextmanager
-def stdout_to_stderr(active: bool = True) -> Iterator[None]:
-    """With ``--json``, standard output carries the document only: anything a peer or plugin
-    prints meanwhile (Python or native code) goes to standard error."""
-    if not active:
-        yield
-        return
-    sys.stdout.flush()
-    saved = os.dup(1)
-    try:
-        os.dup2(2, 1)
-        with redirect_stdout(sys.stderr):
-            yield
-    finally:
-        sys.stderr.flush()
-        os.dup2(saved, 1)
-        os.close(saved)
 
 
 def load_peers(peers: str, timeout: float) -> list[Any]:

@@ -39,7 +39,7 @@ from poolcheck.fuzz.cluster import check_address, run_fuzz
 from poolcheck.fuzz.database import check_database
 from poolcheck.fuzz.session import ORACLES, FuzzOptions, Progress, request_stop, resolve_peer_list
 from poolcheck.fuzz.strategies import ALL_DTYPES, CONVENTIONS, OP_NAMES, check_arguments
-from poolcheck.peers.registry import BUILTIN_PEERS, parse_peer_list
+from poolcheck.peers.registry import builtin_peer, parse_peer_list
 from poolcheck.report import console as console_report
 from poolcheck.report.writers import write_reports
 from poolcheck.userdata import examples_dir, finds_dir
@@ -70,7 +70,7 @@ def _interrupt(signum: int, frame: FrameType | None) -> None:
         raise KeyboardInterrupt
 
 
-def _split(text: str) -> list[str]:
+def _comma_list(text: str) -> list[str]:
     return [p.strip() for p in text.split(",") if p.strip()]
 
 
@@ -82,11 +82,9 @@ DEFAULT_FUZZ_PEERS = ("onnxruntime", "openvino", "torch", "onnx_reference")
 def default_peers() -> list[str]:
     """Every default peer that is available here."""
     names = []
-    for name, factory in BUILTIN_PEERS.items():
-        if name not in DEFAULT_FUZZ_PEERS:
-            continue
+    for name in DEFAULT_FUZZ_PEERS:
         try:
-            if factory().available()[0]:
+            if builtin_peer(name).available()[0]:
                 names.append(name)
         except Exception:
             continue
@@ -125,21 +123,21 @@ def fuzz(
     """Fuzz pooling configurations against the peers; shrink, diagnose and save each new divergence."""
     with user_errors():
         op_list = []
-        for o in _split(ops):
+        for o in _comma_list(ops):
             if o not in OP_NAMES:
                 raise AttributeValueError("--ops", f"expected maxpool and/or avgpool, got {o!r}")
             op_list.append(OP_NAMES[o])
         try:
-            rank_list = [int(r) for r in _split(ranks)]
+            rank_list = [int(r) for r in _comma_list(ranks)]
         except ValueError:
             raise AttributeValueError("--ranks", f"expected comma-separated integers, got {ranks!r}") from None
-        dtype_list = list(ALL_DTYPES) if dtypes.strip() == "all" else _split(dtypes)
-        conv_list = _split(conventions)
+        dtype_list = list(ALL_DTYPES) if dtypes.strip() == "all" else _comma_list(dtypes)
+        conv_list = _comma_list(conventions)
         bad = [c for c in conv_list if c not in CONVENTIONS]
         if bad:
             raise AttributeValueError("--conventions", f"expected openvino and/or onnx, got {bad[0]!r}")
         check_arguments(op_list, rank_list, dtype_list, conv_list)
-        oracle_set = frozenset(_split(oracles))
+        oracle_set = frozenset(_comma_list(oracles))
         bad = sorted(oracle_set - set(ORACLES))
         if bad or not oracle_set:
             raise AttributeValueError("--oracles", f"expected some of {', '.join(ORACLES)}, got {oracles!r}")

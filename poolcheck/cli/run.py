@@ -20,11 +20,11 @@ from poolcheck.cli.common import (
     parse_duration,
     parse_fail_on,
     safe,
-    stdout_to_stderr,
     user_errors,
     write_report_set,
 )
 from poolcheck.corpus import CORPUS_DIR
+from poolcheck.files import stdout_to_stderr
 from poolcheck.report import console as console_report
 from poolcheck.report.jsonfmt import to_json
 from poolcheck.report.writers import check_report_dir

@@ -7,7 +7,7 @@ not. ``POOLCHECK_PURE_PYTHON=1`` forces the pure NumPy engine. The extension run
 instruction-set paths (portable, avx2, avx512), the fastest this CPU runs unless
 ``POOLCHECK_ISA`` names one; every path gives the same bits.
 
-Agreement with the NumPy engine (tested in tests/test_c_engine*.py):
+Agreement with the NumPy engine (tested in tests/engines/test_c_engine*.py):
 
 - Max values and indices: bit for bit, for every dtype, NaN policy, layout and geometry. The one
   exception is the NumPy engine's values-only fast path for float32/float64 (no indices, NaN

@@ -61,6 +61,7 @@ from poolcheck.fuzz.session import (
     ends_exploration,
     raise_if_stopped,
     resolve_peer_list,
+    share,
 )
 from poolcheck.peers.isolation import close_workers
 from poolcheck.results import Signature
@@ -358,12 +359,6 @@ def _workers(client: Any) -> dict[str, dict[str, Any]]:
         return client.scheduler_info()["workers"]
 
 
-def _split(total: int | None, parts: int, i: int) -> int | None:
-    if total is None:
-        return None
-    return total // parts + (1 if i < total % parts else 0)
-
-
 class ClusterDriver:
     """Runs the sessions of a campaign on a Dask cluster (``sessions=`` of ``run_campaign``)."""
 
@@ -452,7 +447,7 @@ class ClusterDriver:
             portable = _portable(options)
             for job, w in enumerate(workers):
                 fut = client.submit(shard_main, portable, job, budget,
-                                    _split(options.max_examples, n, job), name, key=f"{name}-shard-{job}",
+                                    share(options.max_examples, n, job), name, key=f"{name}-shard-{job}",
                                     workers=[w], allow_other_workers=False, pure=False, retries=0)
                 futures[job] = fut
             self.on_event(f"submitted {n} shard(s) to {self.address}")

@@ -1,4 +1,4 @@
-"""The one place poolcheck touches Hypothesis' private attributes (tests/test_hypothesis_compat.py
+"""The one place poolcheck touches Hypothesis' private attributes (tests/fuzz/test_hypothesis_compat.py
 fails when an upgrade removes one of them):
 
 - ``_hypothesis_internal_add_digest`` on a test function: the key of its example database entries,

@@ -45,6 +45,7 @@ from poolcheck.errors import AttributeValueError, PoolcheckError
 from poolcheck.fuzz import coverage as cov
 from poolcheck.fuzz import oracles as O
 from poolcheck.fuzz.database import example_database
+from poolcheck.fuzz.generation import seed_only_generation
 from poolcheck.fuzz.grouping import Grouping, distinguish, group_finding, refutes
 from poolcheck.fuzz.hypothesis_compat import keep_database, set_database_key, shrink_limit
 from poolcheck.fuzz.reference import reference
@@ -524,7 +525,7 @@ class Session:
         self.progress.rounds += 1
         self.progress.phase = f"round {index + 1}"
         try:
-            with shrink_limit(self._shrink_seconds()):
+            with shrink_limit(self._shrink_seconds()), seed_only_generation():
                 test()
         except (KeyboardInterrupt, SystemExit):
             raise
@@ -679,10 +680,12 @@ def raise_if_stopped() -> None:
         raise KeyboardInterrupt
 
 
-def _split(total: int | None, jobs: int, job: int) -> int | None:
+def share(total: int | None, parts: int, part: int) -> int | None:
+    """Part ``part``'s share of ``total`` examples split into ``parts`` near-equal parts (the
+    first ``total % parts`` parts get one more); None (no limit) stays None."""
     if total is None:
         return None
-    return total // jobs + (1 if job < total % jobs else 0)
+    return total // parts + (1 if part < total % parts else 0)
 
 
 def run_sessions(options: FuzzOptions, on_progress: Callable[[Progress], None] | None = None,
@@ -705,7 +708,7 @@ def run_sessions(options: FuzzOptions, on_progress: Callable[[Progress], None] |
     procs = []
     for job in range(options.jobs):
         p = ctx.Process(target=_job_main, name=f"poolcheck-fuzz-{job}",
-                        args=(options, job, deadline, _split(options.max_examples, options.jobs, job), out, halt))
+                        args=(options, job, deadline, share(options.max_examples, options.jobs, job), out, halt))
         p.start()
         procs.append(p)
     latest: dict[int, Progress] = {}

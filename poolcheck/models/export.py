@@ -19,9 +19,9 @@ import numpy as np
 
 from poolcheck.api import run_spec
 from poolcheck.api_family import run_family
-from poolcheck.cases.dump import write_text_atomic
 from poolcheck.cases.model import Case
 from poolcheck.errors import PoolcheckError
+from poolcheck.files import write_text_atomic
 from poolcheck.peers.onnx_model import IR_VERSION, OPSET, build_model, to_onnx
 from poolcheck.spec.family import FamilySpec
 from poolcheck.spec.operators import OPERATORS, parse, spell

@@ -6,18 +6,21 @@ implementations behind one small interface, called in-process or isolated in a w
     results = call_peer_many(peers[0], [(spec, x), ...])   # one result per item, batched
 """
 
-from poolcheck.peers._convert import PeerDeclined
-from poolcheck.peers.base import PEER_STATUSES, BatchItem, BatchPeer, Peer, PeerOutput, PeerResult
-from poolcheck.peers.isolation import DEFAULT_TIMEOUT, call_peer, call_peer_many, close_workers
-from poolcheck.peers.registry import (
-    BUILTIN_PEERS,
-    ENTRY_POINT_GROUP,
+from poolcheck.peers.base import (
+    PEER_STATUSES,
+    BatchItem,
+    BatchPeer,
+    Peer,
+    PeerDeclined,
     PeerLoadError,
     PeerNotFoundError,
-    all_peers,
-    resolve_peer,
-    resolve_peers,
+    PeerOutput,
+    PeerResult,
+    PeerSpecError,
+    UnavailablePeer,
 )
+from poolcheck.peers.isolation import DEFAULT_TIMEOUT, call_peer, call_peer_many, close_workers
+from poolcheck.peers.registry import BUILTIN_PEERS, ENTRY_POINT_GROUP, all_peers, resolve_peer, resolve_peers
 
 __all__ = [
     "BUILTIN_PEERS",
@@ -32,6 +35,8 @@ __all__ = [
     "PeerNotFoundError",
     "PeerOutput",
     "PeerResult",
+    "PeerSpecError",
+    "UnavailablePeer",
     "all_peers",
     "call_peer",
     "call_peer_many",

@@ -8,18 +8,10 @@ from collections.abc import Sequence
 import numpy as np
 
 from poolcheck.errors import AttributeValueError, PoolcheckError
+from poolcheck.peers.base import PeerDeclined
 from poolcheck.spec.indices import index_layout
 from poolcheck.spec.poolspec import AUTO_PADS, ROUNDING_TYPES, PoolSpec
 from poolcheck.spec.shape import resolve
-
-
-class PeerDeclined(PoolcheckError):
-    """A peer cannot express a configuration (raised by ``run`` when ``supports`` says no)."""
-
-    def __init__(self, peer: str, reason: str) -> None:
-        self.peer = peer
-        self.reason = reason
-        super().__init__(f"{peer} cannot express this configuration: {reason}")
 
 
 def _outs(spec: PoolSpec, shape: Sequence[int]) -> tuple[int, ...] | None:

@@ -6,7 +6,7 @@ it) and how to execute a group of translated configurations in one model
 (:meth:`RuntimePeer.execute`). Availability, versions, ``supports``, ``run`` and the batched
 ``run_many`` -- with a failing group bisected until each failing configuration carries its own
 error -- live here once, and so does :meth:`RuntimePeer.prepare`: one configuration made ready
-once (:class:`PreparedSession`) and run on many inputs (the benchmark times its ``bind`` call).
+once (:class:`PreparedConfig`) and run on many inputs (the benchmark times its ``bind`` call).
 """
 
 from __future__ import annotations
@@ -17,8 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from poolcheck.peers._convert import PeerDeclined
-from poolcheck.peers.base import BatchItem, PeerOption, PeerOutput
+from poolcheck.peers.base import BatchItem, PeerDeclined, PeerOption, PeerOutput
 from poolcheck.spec.poolspec import PoolSpec
 
 #: One translated item of a batch: its position in the batch, the runtime's node, the input.
@@ -34,7 +33,7 @@ def prepared_input(peer_name: str, shape: tuple[int, ...], dtype: np.dtype, x: n
     return arr
 
 
-class PreparedSession:
+class PreparedConfig:
     """One configuration of one peer, made ready once (translated, model built, session
     compiled) for inputs of one shape and element type; :meth:`run` it on as many as needed."""
 
@@ -117,11 +116,11 @@ class RuntimePeer:
         """Build ``node``'s model and session now (kept for later calls); nothing by default."""
 
     def bind(self, node: Any, spec: PoolSpec, arr: np.ndarray) -> Callable[[], object]:
-        """A call running ``node`` on ``arr`` (see :meth:`PreparedSession.bind`). The default runs
+        """A call running ``node`` on ``arr`` (see :meth:`PreparedConfig.bind`). The default runs
         :meth:`execute`; adapters override it with their runtime's bare call."""
         return lambda: self.execute([(0, node, arr)], [(spec, arr)])
 
-    def prepare(self, spec: PoolSpec, shape: Sequence[int], dtype: Any, *, indices: bool = True) -> PreparedSession:
+    def prepare(self, spec: PoolSpec, shape: Sequence[int], dtype: Any, *, indices: bool = True) -> PreparedConfig:
         """Make ``spec`` ready once for inputs of ``shape``/``dtype`` (``indices=False``: values
         only). Raises :class:`PeerDeclined` when the peer cannot express it, or the runtime's error
         when it refuses the model."""
@@ -137,7 +136,7 @@ class RuntimePeer:
         if known is not None:
             raise known
         self.warm(node)
-        return PreparedSession(self, spec, shape, dt, node)
+        return PreparedConfig(self, spec, shape, dt, node)
 
     # ------------------------------------------------------------------ Peer protocol
 

@@ -1,4 +1,6 @@
-"""The one small interface every peer (runtime adapter or user plugin) implements."""
+"""The one small interface every peer (runtime adapter or user plugin) implements, its results,
+its options, the public errors of the peers package and the stand-in for a peer that cannot be
+had (:class:`UnavailablePeer`)."""
 
 from __future__ import annotations
 
@@ -7,8 +9,36 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from poolcheck.errors import PoolcheckError
 from poolcheck.spec import dtypes
 from poolcheck.spec.poolspec import PoolSpec
+
+# --------------------------------------------------------------------------- errors
+
+
+class PeerDeclined(PoolcheckError):
+    """A peer cannot express a configuration (raised by ``run`` when ``supports`` says no)."""
+
+    def __init__(self, peer: str, reason: str) -> None:
+        self.peer = peer
+        self.reason = reason
+        super().__init__(f"{peer} cannot express this configuration: {reason}")
+
+
+class PeerNotFoundError(PoolcheckError, LookupError):
+    """A name in ``--peers`` is no built-in, no installed plugin, and no importable module/file."""
+
+
+class PeerLoadError(PoolcheckError):
+    """A plugin was found but could not be loaded, or does not define a peer."""
+
+
+class PeerSpecError(PoolcheckError, ValueError):
+    """A ``--peers`` list is malformed, or names an option the peer does not accept (exit 2)."""
+
+
+class InvalidPeerOutput(ValueError):
+    """A peer answered with something that is not a pooling output (status ``invalid``)."""
 
 
 @dataclass
@@ -29,6 +59,11 @@ class Peer(Protocol):
       this configuration). A peer declines rather than silently computing something else.
     - ``run(spec, x)`` computes; raising means the peer rejects the configuration.
     - ``version()`` is the peer's version string, or None.
+
+    Optional attributes: ``ref``, the name the peer was resolved from (``onnxruntime:opt=all``,
+    a file path), and ``rebuild``, a picklable zero-argument callable that makes the same peer
+    in another process (the registry sets it on every peer it resolves; an isolation worker
+    calls it, and pickles the peer object itself when there is none).
     """
 
     name: str
@@ -90,10 +125,6 @@ def _check_array(what: str, value: Any, rank: int, kinds: str) -> np.ndarray:
     return arr
 
 
-class InvalidPeerOutput(ValueError):
-    """A peer answered with something that is not a pooling output (status ``invalid``)."""
-
-
 def validate_output(out: PeerOutput, x: np.ndarray) -> PeerOutput:
     """Check a peer's answer for input ``x`` before anything compares it: values a real numeric
     ndarray (integer, float; bool only for a bool input) of the input's rank, indices (when
@@ -142,3 +173,28 @@ class BatchPeer(Peer, Protocol):
     """
 
     def run_many(self, items: list[BatchItem]) -> list[PeerOutput | Exception]: ...
+
+
+class UnavailablePeer:
+    """Stands in for a peer that cannot be had -- a plugin that crashed, exited or hung while
+    loading (``status`` ``crash`` or ``timeout``), or an installed plugin that failed to load
+    (``unavailable``) -- so a run goes on, every call to it gets ``status`` with the reason, and
+    ``doctor`` can say why."""
+
+    def __init__(self, name: str, ref: str, status: str, reason: str) -> None:
+        self.name = name
+        self.ref = ref
+        self.status = status
+        self.reason = reason
+
+    def available(self) -> tuple[bool, str]:
+        return False, self.reason if self.status == "unavailable" else f"{self.status}: {self.reason}"
+
+    def version(self) -> str | None:
+        return None
+
+    def supports(self, spec: PoolSpec, shape: tuple[int, ...], dtype: np.dtype) -> tuple[bool, str]:
+        return False, self.reason
+
+    def run(self, spec: PoolSpec, x: np.ndarray) -> PeerOutput:
+        raise PeerLoadError(self.reason)

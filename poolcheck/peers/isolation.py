@@ -12,22 +12,31 @@ worker serves every call to its peer until it dies, is killed after a timeout, o
 from __future__ import annotations
 
 import atexit
-import contextlib
 import multiprocessing
 import os
 import pickle
 import signal
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from multiprocessing.connection import Connection
 from typing import Any
 
 import numpy as np
 
 from poolcheck.errors import PoolcheckError
-from poolcheck.peers._convert import PeerDeclined, short_message
-from poolcheck.peers.base import BatchItem, InvalidPeerOutput, Peer, PeerOutput, PeerResult, validate_output
+from poolcheck.files import stdout_to_stderr
+from poolcheck.peers._convert import short_message
+from poolcheck.peers.base import (
+    BatchItem,
+    InvalidPeerOutput,
+    Peer,
+    PeerDeclined,
+    PeerOutput,
+    PeerResult,
+    UnavailablePeer,
+    validate_output,
+)
 
 #: Seconds a peer call may take before it is recorded as ``timeout``.
 DEFAULT_TIMEOUT = 30.0
@@ -36,33 +45,6 @@ STARTUP_TIMEOUT = 120.0
 
 
 # --------------------------------------------------------------------------- in-process calls
-
-
-@contextlib.contextmanager
-def stdout_to_stderr() -> Iterator[None]:
-    """Send everything written to stdout -- ``print`` and native code writing to fd 1 alike --
-    to stderr, so a peer's chatter never mixes with poolcheck's machine-readable output."""
-    try:
-        sys.stdout.flush()
-    except Exception:
-        pass
-    saved: int | None = None
-    try:
-        saved = os.dup(1)
-        os.dup2(2, 1)
-    except OSError:  # no fd 1 / fd 2 (embedded interpreters): Python-level redirect only
-        saved = None
-    try:
-        with contextlib.redirect_stdout(sys.stderr):
-            yield
-    finally:
-        try:
-            sys.stderr.flush()
-        except Exception:
-            pass
-        if saved is not None:
-            os.dup2(saved, 1)
-            os.close(saved)
 
 
 def _read_only(x: np.ndarray) -> np.ndarray:
@@ -138,23 +120,13 @@ def _as_result(out: Any, x: np.ndarray) -> PeerResult:
 # --------------------------------------------------------------------------- the worker process
 
 
-#: How a worker turns a peer's name back into the peer (``peers.registry`` installs
-#: ``resolve_in_worker`` when it is imported: every peer with a name came through it). It travels
-#: to the worker pickled by reference, so this module never imports the registry.
-_resolver: Callable[[str], Peer] | None = None
-
-
-def set_resolver(resolver: Callable[[str], Peer]) -> None:
-    """Install the function a worker resolves peer names with (the registry's)."""
-    global _resolver
-    _resolver = resolver
-
-
 def _peer_reference(peer: Peer) -> tuple[Any, ...]:
-    """How a worker re-creates ``peer``: by the name it was resolved from, or by pickling it."""
-    ref = getattr(peer, "ref", None)
-    if isinstance(ref, str) and _resolver is not None:
-        return ("ref", ref, _resolver)
+    """How a worker makes ``peer`` again: by calling the picklable ``rebuild`` the peer carries
+    (every peer resolved by name does, see :class:`~poolcheck.peers.base.Peer`), else by
+    unpickling the peer object itself."""
+    rebuild = getattr(peer, "rebuild", None)
+    if callable(rebuild):
+        return ("rebuild", rebuild)
     return ("object", peer)
 
 
@@ -170,10 +142,7 @@ def _worker_main(conn: Connection, reference: tuple[Any, ...]) -> None:
     sys.stdout = sys.stderr
     conn.send(("booted", None))
     try:
-        if reference[0] == "ref":
-            peer = reference[2](reference[1])
-        else:
-            peer = reference[1]
+        peer = reference[1]() if reference[0] == "rebuild" else reference[1]
     except SystemExit as exc:
         conn.send(("failed", f"the plugin called sys.exit({exc.code!r}) while loading"))
         return
@@ -418,9 +387,8 @@ def call_peer_many(
     items = list(items)
     if not items:
         return []
-    failure = getattr(peer, "load_failure", None)
-    if failure is not None:  # a plugin that crashed, exited or hung while loading
-        return [PeerResult(failure[0], None, failure[1]) for _ in items]
+    if isinstance(peer, UnavailablePeer):  # e.g. a plugin that crashed, exited or hung while loading
+        return [PeerResult(peer.status, None, peer.reason) for _ in items]
     if not isolated:
         return run_in_process(peer, items)
     worker = _worker_for(peer)
@@ -458,7 +426,7 @@ def submit_peer_many(
     In-process (``isolated=False``) the whole call happens when the function is called. Call
     each returned function once, before the next call to the same peer."""
     items = list(items)
-    if not isolated or not items or getattr(peer, "load_failure", None) is not None:
+    if not isolated or not items or isinstance(peer, UnavailablePeer):
         return lambda: call_peer_many(peer, items, isolated=isolated, timeout=timeout)
     worker = _worker_for(peer)
     failed: _Outcome | None = None
@@ -479,21 +447,23 @@ def submit_peer_many(
     return results
 
 
-class _Ref:
-    """A stand-in peer for :func:`probe_load`: just a name and a reference."""
+class _Loading:
+    """A stand-in peer for :func:`probe_load`: a name and how to build the real one."""
 
-    def __init__(self, name: str, ref: str) -> None:
+    def __init__(self, name: str, rebuild: Callable[[], Peer]) -> None:
         self.name = name
-        self.ref = ref
+        self.rebuild = rebuild
 
 
-def probe_load(name: str, ref: str, timeout: float, *, raise_errors: bool = False) -> tuple[str, str] | None:
-    """Load plugin ``ref`` in a throw-away worker first: None if it loads (or raises an ordinary
-    error, reported again by the in-process load), else ``(status, reason)`` when it killed its
-    process (``crash``), called ``sys.exit`` (``crash``) or hung (``timeout``) while loading.
-    With ``raise_errors``, a poolcheck error raised while loading (no such module, not a peer)
-    is raised here, so the caller need not load the module itself to learn it."""
-    worker = PeerWorker(_Ref(name, ref), load_timeout=timeout)  # type: ignore[arg-type]
+def probe_load(name: str, rebuild: Callable[[], Peer], timeout: float, *,
+               raise_errors: bool = False) -> tuple[str, str] | None:
+    """Build a plugin with ``rebuild`` (picklable) in a throw-away worker first: None if it
+    loads (or raises an ordinary error, reported again by the in-process load), else
+    ``(status, reason)`` when it killed its process (``crash``), called ``sys.exit`` (``crash``)
+    or hung (``timeout``) while loading. With ``raise_errors``, a poolcheck error raised while
+    loading (no such module, not a peer) is raised here, so the caller need not load the module
+    itself to learn it."""
+    worker = PeerWorker(_Loading(name, rebuild), load_timeout=timeout)  # type: ignore[arg-type]
     try:
         worker._spawn()
     except _Outcome as outcome:

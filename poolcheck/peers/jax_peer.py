@@ -36,9 +36,9 @@ import numpy as np
 
 from poolcheck.engines._windows import empty_windows
 from poolcheck.errors import PoolcheckError
-from poolcheck.peers._convert import PeerDeclined, check_expressible
+from poolcheck.peers._convert import check_expressible
 from poolcheck.peers.adapter import RuntimePeer, Translated
-from poolcheck.peers.base import BatchItem, PeerOption, PeerOutput
+from poolcheck.peers.base import BatchItem, PeerDeclined, PeerOption, PeerOutput
 from poolcheck.spec import dtypes
 from poolcheck.spec.operators import allowed_dtypes
 from poolcheck.spec.poolspec import PoolSpec

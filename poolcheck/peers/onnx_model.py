@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from poolcheck.peers._convert import PeerDeclined, ceil_as_ceil_torch, check_expressible, convert_flat_indices
-from poolcheck.peers.base import PeerOutput
+from poolcheck.peers._convert import ceil_as_ceil_torch, check_expressible, convert_flat_indices
+from poolcheck.peers.base import PeerDeclined, PeerOutput
 from poolcheck.spec.operators import operator, spell
 from poolcheck.spec.poolspec import PoolSpec
 

@@ -25,7 +25,6 @@ from poolcheck.spec.poolspec import PoolSpec
 
 STEP = "OpenVINO ONNX frontend"
 
-_AUTO_PAD = {"NOTSET": "explicit", "VALID": "valid", "SAME_UPPER": "same_upper", "SAME_LOWER": "same_lower"}
 
 
 def expected_openvino_attributes(node: OnnxNode) -> dict[str, tuple[str, Any]]:

@@ -16,9 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from poolcheck.peers._convert import PeerDeclined, convert_flat_indices, negative_same_pads
+from poolcheck.peers._convert import convert_flat_indices, negative_same_pads
 from poolcheck.peers.adapter import RuntimePeer, Translated
-from poolcheck.peers.base import BatchItem, PeerOption, PeerOutput
+from poolcheck.peers.base import BatchItem, PeerDeclined, PeerOption, PeerOutput
 from poolcheck.spec import dtypes
 from poolcheck.spec.operators import spell
 from poolcheck.spec.poolspec import PoolSpec

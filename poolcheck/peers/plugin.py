@@ -19,9 +19,9 @@ from typing import Any
 
 import numpy as np
 
-from poolcheck.peers._convert import PeerDeclined, negative_same_pads
+from poolcheck.peers._convert import negative_same_pads
 from poolcheck.peers.adapter import prepared_input
-from poolcheck.peers.base import InvalidPeerOutput, PeerOutput
+from poolcheck.peers.base import InvalidPeerOutput, PeerDeclined, PeerOutput
 from poolcheck.spec.operators import allowed_dtypes, spell
 from poolcheck.spec.poolspec import PoolSpec
 
@@ -64,7 +64,7 @@ class ModulePeer:
                 return False, f"avg_pool has no dilations keyword (dilations={list(spec.dilations)})"
         return True, ""
 
-    def prepare(self, spec: PoolSpec, shape: Sequence[int], dtype: Any, *, indices: bool = True) -> PreparedCall:
+    def prepare(self, spec: PoolSpec, shape: Sequence[int], dtype: Any, *, indices: bool = True) -> PreparedPluginConfig:
         """Make ``spec`` ready once for inputs of ``shape``/``dtype``, as a runtime peer's
         :meth:`~poolcheck.peers.adapter.RuntimePeer.prepare` does: the keywords are spelled once
         and the session calls the plugin's function on each input. Raises :class:`PeerDeclined`
@@ -79,16 +79,16 @@ class ModulePeer:
         fn = self._avg if spec.op == "avg" else self._max
         assert fn is not None
         keywords = spell(spec, "AvgPool-14" if spec.op == "avg" else "MaxPool-14")
-        return PreparedCall(self, spec, shape, dt, fn, keywords, indices)
+        return PreparedPluginConfig(self, spec, shape, dt, fn, keywords, indices)
 
     def run(self, spec: PoolSpec, x: np.ndarray) -> PeerOutput:
         arr = np.asarray(x)
         return self.prepare(spec, arr.shape, arr.dtype).run(arr)
 
 
-class PreparedCall:
+class PreparedPluginConfig:
     """One configuration of a plugin, ready for inputs of one shape and element type: the same
-    interface as a runtime peer's :class:`~poolcheck.peers.adapter.PreparedSession`."""
+    interface as a runtime peer's :class:`~poolcheck.peers.adapter.PreparedConfig`."""
 
     def __init__(self, peer: ModulePeer, spec: PoolSpec, shape: tuple[int, ...], dtype: np.dtype,
                  function: Callable[..., Any], keywords: dict[str, Any], indices: bool) -> None:

@@ -1,7 +1,14 @@
-"""Finding peers by name: built-ins, installed plugins (entry points), module and file paths."""
+"""Finding peers by name: built-ins, installed plugins (entry points), module and file paths.
+
+Every way in ends in one loader: a built-in is a ``"module:Class"`` entry of
+:data:`BUILTIN_PEERS` loaded like an installed plugin's entry point, and a module or file path is
+imported and read by the same :func:`_from_object`. Every peer resolved here carries ``rebuild``
+(see :class:`~poolcheck.peers.base.Peer`): how an isolation worker makes the same peer again.
+"""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib
 import importlib.util
@@ -14,35 +21,26 @@ from importlib import metadata
 from types import ModuleType
 from typing import Any, TypeVar
 
-import numpy as np
-
 from poolcheck.errors import PoolcheckError
-from poolcheck.peers.base import Peer, PeerOption, PeerOutput
-from poolcheck.peers.isolation import probe_load, set_resolver, stdout_to_stderr
+from poolcheck.files import stdout_to_stderr
+from poolcheck.peers.base import (
+    Peer,
+    PeerLoadError,
+    PeerNotFoundError,
+    PeerOption,
+    PeerSpecError,
+    UnavailablePeer,
+)
+from poolcheck.peers.isolation import probe_load
 from poolcheck.peers.plugin import ModulePeer, is_plugin_module
-from poolcheck.spec.poolspec import PoolSpec
 
 _T = TypeVar("_T")
 
 #: Entry-point group under which installed packages register peers.
 ENTRY_POINT_GROUP = "poolcheck.peers"
 
-#: Set in peer workers: the worker is the isolation, so plugins are imported directly there.
-LOAD_IN_PROCESS = False
 #: Seconds a plugin may take to load (the default of ``--peer-timeout``).
 DEFAULT_LOAD_TIMEOUT = 60.0
-
-
-class PeerNotFoundError(PoolcheckError, LookupError):
-    """A name in ``--peers`` is no built-in, no installed plugin, and no importable module/file."""
-
-
-class PeerLoadError(PoolcheckError):
-    """A plugin was found but could not be loaded, or does not define a peer."""
-
-
-class PeerSpecError(PoolcheckError, ValueError):
-    """A ``--peers`` list is malformed, or names an option the peer does not accept (exit 2)."""
 
 
 # --------------------------------------------------------------------------- peer references
@@ -185,78 +183,52 @@ def _apply_options(peer: Any, ref: PeerRef) -> Any:
     return peer
 
 
-def _onnxruntime() -> Peer:
-    from poolcheck.peers.onnxruntime_peer import OnnxRuntimePeer
+#: The built-in peers, written as entry points are: name -> ``"module:Class"``. They load the way
+#: an installed plugin does (:func:`_load_entry_point`); constructing one imports no runtime
+#: (``available()`` does). A class named in :data:`TAKES_ARGUMENT` is called with the argument
+#: after ``:`` (``onnx-backend:onnxruntime.backend``), every other one with none.
+BUILTIN_PEERS: dict[str, str] = {
+    "onnxruntime": "poolcheck.peers.onnxruntime_peer:OnnxRuntimePeer",
+    "openvino": "poolcheck.peers.openvino_peer:OpenVinoPeer",
+    "torch": "poolcheck.peers.torch_peer:TorchPeer",
+    "onnx_reference": "poolcheck.peers.onnx_reference_peer:OnnxReferencePeer",
+    "tract": "poolcheck.peers.tract_peer:TractPeer",
+    "jax": "poolcheck.peers.jax_peer:JaxPeer",
+    "openvino-onnx": "poolcheck.peers.openvino_onnx_peer:OpenVinoOnnxPeer",
+    "torch-onnx": "poolcheck.peers.torch_onnx_peer:TorchOnnxPeer",
+    "onnx-backend": "poolcheck.peers.onnx_backend_peer:OnnxBackendPeer",
+}
 
-    return OnnxRuntimePeer()
-
-
-def _openvino() -> Peer:
-    from poolcheck.peers.openvino_peer import OpenVinoPeer
-
-    return OpenVinoPeer()
-
-
-def _torch() -> Peer:
-    from poolcheck.peers.torch_peer import TorchPeer
-
-    return TorchPeer()
-
-
-def _onnx_reference() -> Peer:
-    from poolcheck.peers.onnx_reference_peer import OnnxReferencePeer
-
-    return OnnxReferencePeer()
-
-
-def _tract() -> Peer:
-    from poolcheck.peers.tract_peer import TractPeer
-
-    return TractPeer()
-
-
-def _jax() -> Peer:
-    from poolcheck.peers.jax_peer import JaxPeer
-
-    return JaxPeer()
-
-
-def _openvino_onnx() -> Peer:
-    from poolcheck.peers.openvino_onnx_peer import OpenVinoOnnxPeer
-
-    return OpenVinoOnnxPeer()
-
-
-def _torch_onnx() -> Peer:
-    from poolcheck.peers.torch_onnx_peer import TorchOnnxPeer
-
-    return TorchOnnxPeer()
-
-
-#: Built-in peers by name (constructing one imports no runtime; ``available()`` does).
-BUILTIN_PEERS: dict[str, Callable[[], Peer]] = {
-    "onnxruntime": _onnxruntime,
-    "openvino": _openvino,
-    "torch": _torch,
-    "onnx_reference": _onnx_reference,
-    "tract": _tract,
-    "jax": _jax,
-    "openvino-onnx": _openvino_onnx,
-    "torch-onnx": _torch_onnx,
+#: Built-in peers that take an argument after ``:``: what it is, and the worked example (the one
+#: ``doctor`` lists).
+TAKES_ARGUMENT: dict[str, tuple[str, str]] = {
+    "onnx-backend": ("MODULE", "onnxruntime.backend"),
 }
 
 
-def _onnx_backend(ref: PeerRef, load_timeout: float = DEFAULT_LOAD_TIMEOUT) -> Peer:
-    """The ``onnx-backend:MODULE`` peer, MODULE loaded as a plugin is: probed in a throw-away
-    worker first (exit, crash or hang -> a :class:`FailedPeer`; no such module, or no backend
-    -> the usage error raised there), then imported here."""
-    from poolcheck.peers.onnx_backend_peer import NotAnOnnxBackend, OnnxBackendPeer
+def _builtin(name: str) -> metadata.EntryPoint:
+    return metadata.EntryPoint(name=name, value=BUILTIN_PEERS[name], group=ENTRY_POINT_GROUP)
 
-    if not ref.arg:
-        raise PeerSpecError("--peers: onnx-backend needs a module: onnx-backend:MODULE, e.g. onnx-backend:onnxruntime.backend")
-    if not all(part.isidentifier() for part in ref.arg.split(".")):
-        raise PeerSpecError(f"--peers: onnx-backend:{ref.arg}: expected a dotted module name like onnxruntime.backend")
-    peer = OnnxBackendPeer(ref.arg)
+
+def builtin_peer(name: str, arg: str = "", load_timeout: float | None = DEFAULT_LOAD_TIMEOUT) -> Peer:
+    """The built-in peer ``name`` (with its argument, for a peer in :data:`TAKES_ARGUMENT`)."""
+    if name in TAKES_ARGUMENT:
+        what, example = TAKES_ARGUMENT[name]
+        if not arg:
+            raise PeerSpecError(f"--peers: {name} needs a {what.lower()}: {name}:{what}, e.g. {name}:{example}")
+        if not all(part.isidentifier() for part in arg.split(".")):
+            raise PeerSpecError(f"--peers: {name}:{arg}: expected a dotted module name like {example}")
+        return _with_module(_load_entry_point(_builtin(name), arg), arg, load_timeout)
+    if arg:
+        raise PeerSpecError(f"--peers: peer {name!r} takes no argument (got {name}:{arg})")
+    return _load_entry_point(_builtin(name))
+
+
+def _with_module(peer: Any, module: str, load_timeout: float | None) -> Peer:
+    """A peer whose argument names a module (``onnx-backend:MODULE``), that module loaded as a
+    plugin is (``peer.load()``): probed in a throw-away worker first (exit, crash or hang -> an
+    :class:`UnavailablePeer`; no such module, or not what the peer needs -> the usage error
+    raised there), then imported here."""
     failed = _probe(peer.name, peer.name, load_timeout, raise_errors=True)
     if failed is not None:
         return failed
@@ -264,70 +236,16 @@ def _onnx_backend(ref: PeerRef, load_timeout: float = DEFAULT_LOAD_TIMEOUT) -> P
     try:
         _import_guarded(what, peer.load)
     except ModuleNotFoundError as exc:
-        if exc.name is not None and (ref.arg == exc.name or ref.arg.startswith(exc.name + ".")):
-            raise PeerNotFoundError(f"--peers: {peer.name}: there is no module named {ref.arg!r}") from None
+        if exc.name is not None and (module == exc.name or module.startswith(exc.name + ".")):
+            raise PeerNotFoundError(f"--peers: {peer.name}: there is no module named {module!r}") from None
         raise PeerLoadError(f"{what}: importing it failed: {exc}") from exc
-    except NotAnOnnxBackend as exc:
-        raise PeerSpecError(f"--peers: {peer.name}: {exc}") from None
     except PeerLoadError:
         raise
+    except PoolcheckError as exc:  # the module is not what the peer needs (NotAnOnnxBackend)
+        raise PeerSpecError(f"--peers: {peer.name}: {exc}") from None
     except Exception as exc:
         raise PeerLoadError(f"{what}: importing it failed: {type(exc).__name__}: {exc}") from exc
     return peer
-
-
-#: Peers that take an argument after ``:`` (``onnx-backend:onnxruntime.backend``), built from
-#: the reference and the load time limit.
-SPECIAL_PEERS: dict[str, Callable[[PeerRef, float], Peer]] = {
-    "onnx-backend": _onnx_backend,
-}
-
-
-#: What ``doctor`` lists for the peers that take an argument (their worked examples).
-SPECIAL_EXAMPLES: tuple[str, ...] = ("onnx-backend:onnxruntime.backend",)
-
-
-class FailedPeer:
-    """A plugin that crashed, exited or hung while loading: every call gets ``load_failure``
-    (``crash`` or ``timeout`` with the reason), so the run goes on and its exit code shows it."""
-
-    def __init__(self, name: str, ref: str, status: str, reason: str) -> None:
-        self.name = name
-        self.ref = ref
-        self.load_failure = (status, reason)
-
-    def available(self) -> tuple[bool, str]:
-        return False, f"{self.load_failure[0]}: {self.load_failure[1]}"
-
-    def version(self) -> str | None:
-        return None
-
-    def supports(self, spec: PoolSpec, shape: tuple[int, ...], dtype: np.dtype) -> tuple[bool, str]:
-        return True, ""
-
-    def run(self, spec: PoolSpec, x: np.ndarray) -> PeerOutput:
-        raise PeerLoadError(self.load_failure[1])
-
-
-class BrokenPeer:
-    """Stands in for an installed plugin that failed to load (so ``doctor`` can say why)."""
-
-    def __init__(self, name: str, reason: str) -> None:
-        self.name = name
-        self.ref = name
-        self.reason = reason
-
-    def available(self) -> tuple[bool, str]:
-        return False, self.reason
-
-    def version(self) -> str | None:
-        return None
-
-    def supports(self, spec: PoolSpec, shape: tuple[int, ...], dtype: np.dtype) -> tuple[bool, str]:
-        return False, self.reason
-
-    def run(self, spec: PoolSpec, x: np.ndarray) -> PeerOutput:
-        raise PeerLoadError(self.reason)
 
 
 # --------------------------------------------------------------------------- entry points
@@ -337,16 +255,18 @@ def _entry_points() -> list[metadata.EntryPoint]:
     return sorted(metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda ep: ep.name)
 
 
-def _from_object(obj: Any, *, name: str, ref: str) -> Peer:
+def _from_object(obj: Any, *, name: str, ref: str, args: tuple[str, ...] = ()) -> Peer:
     """A peer from what a plugin exposes: a module with max_pool/avg_pool, a Peer instance,
-    a Peer class, or a zero-argument factory returning a Peer."""
+    a Peer class, or a factory returning a Peer (called with ``args``)."""
     if isinstance(obj, ModuleType):
         if not is_plugin_module(obj):
             raise PeerLoadError(f"peer {name!r}: module {obj.__name__} defines neither max_pool nor avg_pool")
         return ModulePeer(obj, name=str(getattr(obj, "PEER_NAME", name)), ref=ref)
     if inspect.isclass(obj) or (callable(obj) and not isinstance(obj, Peer)):
         try:
-            obj = obj()
+            obj = obj(*args)
+        except PoolcheckError:
+            raise
         except Exception as exc:
             raise PeerLoadError(f"peer {name!r}: creating it failed: {type(exc).__name__}: {exc}") from exc
     if not isinstance(obj, Peer):
@@ -361,12 +281,13 @@ def _from_object(obj: Any, *, name: str, ref: str) -> Peer:
     return obj
 
 
-def _load_entry_point(ep: metadata.EntryPoint) -> Peer:
+def _load_entry_point(ep: metadata.EntryPoint, *args: str) -> Peer:
     try:
         obj = ep.load()
     except Exception as exc:
         raise PeerLoadError(f"plugin {ep.name!r} ({ep.value}) failed to load: {type(exc).__name__}: {exc}") from exc
-    return _from_object(obj, name=ep.name, ref=ep.name)
+    ref = f"{ep.name}:{args[0]}" if args else ep.name
+    return _from_object(obj, name=ep.name, ref=ref, args=args)
 
 
 # --------------------------------------------------------------------------- module / file paths
@@ -376,14 +297,15 @@ def _looks_like_file(name: str) -> bool:
     return name.endswith(".py") or os.sep in name or (os.altsep is not None and os.altsep in name)
 
 
-def _probe(name: str, ref: str, timeout: float, *, raise_errors: bool = False) -> FailedPeer | None:
-    """Load the plugin in a throw-away worker first (unless this process is a worker): a plugin
-    that kills its process, calls sys.exit or hangs at import becomes a :class:`FailedPeer`.
-    With ``raise_errors``, a poolcheck error raised there (no such module...) is raised here."""
-    if LOAD_IN_PROCESS:
+def _probe(name: str, ref: str, timeout: float | None, *, raise_errors: bool = False) -> UnavailablePeer | None:
+    """Load the plugin in a throw-away worker first (``timeout`` None: this process is a worker
+    and is the isolation itself): a plugin that kills its process, calls sys.exit or hangs at
+    import becomes an :class:`UnavailablePeer`. With ``raise_errors``, a poolcheck error raised
+    there (no such module...) is raised here."""
+    if timeout is None:
         return None
-    failure = probe_load(name, ref, timeout, raise_errors=raise_errors)
-    return None if failure is None else FailedPeer(name, ref, *failure)
+    failure = probe_load(name, functools.partial(resolve_in_worker, ref), timeout, raise_errors=raise_errors)
+    return None if failure is None else UnavailablePeer(name, ref, *failure)
 
 
 def _import_guarded(what: str, load: Callable[[], _T]) -> _T:
@@ -395,7 +317,7 @@ def _import_guarded(what: str, load: Callable[[], _T]) -> _T:
         raise PeerLoadError(f"{what}: the plugin called sys.exit({exc.code!r}) while loading") from None
 
 
-def _load_file(path: str, load_timeout: float = DEFAULT_LOAD_TIMEOUT) -> Peer:
+def _load_file(path: str, load_timeout: float | None) -> Peer:
     full = os.path.abspath(path)
     if not os.path.isfile(full):
         raise PeerNotFoundError(f"peer {path!r}: no such file")
@@ -423,7 +345,7 @@ def _load_file(path: str, load_timeout: float = DEFAULT_LOAD_TIMEOUT) -> Peer:
     return _from_object(module, name=stem, ref=full)
 
 
-def _load_module(name: str, load_timeout: float = DEFAULT_LOAD_TIMEOUT) -> Peer | None:
+def _load_module(name: str, load_timeout: float | None) -> Peer | None:
     """The peer defined by importable module ``name``, or None if there is no such module."""
     if name not in sys.modules:
         try:
@@ -451,27 +373,32 @@ def _load_module(name: str, load_timeout: float = DEFAULT_LOAD_TIMEOUT) -> Peer 
 # --------------------------------------------------------------------------- public API
 
 
-def resolve_peer(name: str | PeerRef, *, load_timeout: float = DEFAULT_LOAD_TIMEOUT) -> Peer:
-    """One peer by name (with options): built-in, entry point, file path, or dotted module path."""
+def resolve_peer(name: str | PeerRef, *, load_timeout: float | None = DEFAULT_LOAD_TIMEOUT) -> Peer:
+    """One peer by name (with options): built-in, entry point, file path, or dotted module path.
+
+    A plugin file or module is first loaded in a throw-away worker for at most ``load_timeout``
+    seconds; ``None`` loads it here directly (what a worker does: it is the isolation)."""
     refs = _as_refs(name)
     if len(refs) != 1:
         raise PeerNotFoundError(f"expected one peer, got {len(refs)} in {str(name)!r}" if refs else "empty peer name")
     ref = refs[0]
-    special = SPECIAL_PEERS.get(ref.name)
-    if special is not None:
-        peer = special(ref, load_timeout)
+    if ref.name in BUILTIN_PEERS:
+        peer = builtin_peer(ref.name, ref.arg, load_timeout)
     elif ref.arg:
         raise PeerSpecError(f"--peers: peer {ref.name!r} takes no argument (got {ref.name}:{ref.arg})")
     else:
         peer = _resolve_plain(ref.name, load_timeout)
-    if isinstance(peer, FailedPeer):
+    if isinstance(peer, UnavailablePeer):
         return peer
-    return _apply_options(peer, ref)
+    peer = _apply_options(peer, ref)
+    try:
+        peer.rebuild = functools.partial(resolve_in_worker, str(getattr(peer, "ref", ref)))
+    except AttributeError:  # a peer object that takes no new attributes is pickled to its worker
+        pass
+    return peer
 
 
-def _resolve_plain(name: str, load_timeout: float = DEFAULT_LOAD_TIMEOUT) -> Peer:
-    if name in BUILTIN_PEERS:
-        return BUILTIN_PEERS[name]()
+def _resolve_plain(name: str, load_timeout: float | None) -> Peer:
     eps = _entry_points()
     for ep in eps:
         if ep.name == name:
@@ -481,8 +408,9 @@ def _resolve_plain(name: str, load_timeout: float = DEFAULT_LOAD_TIMEOUT) -> Pee
     peer = _load_module(name, load_timeout) if all(part.isidentifier() for part in name.split(".")) else None
     if peer is None:
         plugins = ", ".join(ep.name for ep in eps) or "none installed"
+        builtins = ", ".join(f"{n}:{TAKES_ARGUMENT[n][0]}" if n in TAKES_ARGUMENT else n for n in BUILTIN_PEERS)
         raise PeerNotFoundError(
-            f"unknown peer {name!r}: not a built-in ({', '.join(BUILTIN_PEERS)}, {', '.join(SPECIAL_PEERS)}:MODULE), "
+            f"unknown peer {name!r}: not a built-in ({builtins}), "
             f"not an installed plugin (entry points in {ENTRY_POINT_GROUP!r}: {plugins}), "
             "and no importable module or .py file of that name"
         )
@@ -492,21 +420,16 @@ def _resolve_plain(name: str, load_timeout: float = DEFAULT_LOAD_TIMEOUT) -> Pee
 def resolve_in_worker(name: str) -> Peer:
     """Resolve ``name`` inside an isolation worker: that process is the isolation, so a plugin
     is loaded in it directly (no nested probe)."""
-    global LOAD_IN_PROCESS
-    LOAD_IN_PROCESS = True
-    return resolve_peer(name)
-
-
-set_resolver(resolve_in_worker)
+    return resolve_peer(name, load_timeout=None)
 
 
 def resolve_peers(names: str | Iterable[str | PeerRef], *, load_timeout: float = DEFAULT_LOAD_TIMEOUT) -> list[Peer]:
     """Peers for a ``--peers`` string or a list of names/PeerRefs, in order (duplicates dropped).
 
     The whole list is parsed (:func:`parse_peer_list`) before any peer is built, so a malformed
-    list fails at once. A plugin that raises, exits or hangs while loading becomes a
-    :class:`FailedPeer` (each call ``crash``/``timeout`` with the reason) and the others still
-    run. Raises :class:`PeerSpecError` or :class:`PeerNotFoundError` naming the first entry
+    list fails at once. A plugin that raises, exits or hangs while loading becomes an
+    :class:`UnavailablePeer` (each call ``crash``/``timeout`` with the reason) and the others
+    still run. Raises :class:`PeerSpecError` or :class:`PeerNotFoundError` naming the first entry
     that does not resolve."""
     refs = _as_refs(names)
     peers: list[Peer] = []
@@ -520,7 +443,7 @@ def resolve_peers(names: str | Iterable[str | PeerRef], *, load_timeout: float =
         except PeerLoadError as exc:
             name = os.path.splitext(os.path.basename(ref.name))[0] if _looks_like_file(ref.name) else str(ref)
             full = os.path.abspath(ref.name) if _looks_like_file(ref.name) else str(ref)
-            peer = FailedPeer(name, full, "crash", str(exc))
+            peer = UnavailablePeer(name, full, "crash", str(exc))
         same = next((p for p in peers if p.name == peer.name), None)
         if same is not None:
             if getattr(same, "ref", None) == getattr(peer, "ref", None):
@@ -531,23 +454,25 @@ def resolve_peers(names: str | Iterable[str | PeerRef], *, load_timeout: float =
 
 
 def all_peers() -> list[Peer]:
-    """Every built-in peer, then every installed plugin (a plugin that fails to load appears as
-    an unavailable peer carrying the error)."""
-    peers: list[Peer] = [factory() for factory in BUILTIN_PEERS.values()]
-    for example in SPECIAL_EXAMPLES:
+    """Every built-in peer (those that take an argument with their worked example), then every
+    installed plugin (a plugin that fails to load appears as an unavailable peer carrying the
+    error)."""
+    peers: list[Peer] = []
+    for name in BUILTIN_PEERS:
+        entry = f"{name}:{TAKES_ARGUMENT[name][1]}" if name in TAKES_ARGUMENT else name
         try:
-            peers.append(resolve_peer(example))
-        except PoolcheckError as exc:  # e.g. onnxruntime is not installed here
-            peers.append(BrokenPeer(example, str(exc)))
+            peers.append(resolve_peer(entry))
+        except PoolcheckError as exc:  # e.g. the example's module (onnxruntime) is not installed here
+            peers.append(UnavailablePeer(entry, entry, "unavailable", str(exc)))
     for ep in _entry_points():
         try:
-            peers.append(_load_entry_point(ep))
+            peers.append(resolve_peer(ep.name))
         except PoolcheckError as exc:
-            peers.append(BrokenPeer(ep.name, str(exc)))
+            peers.append(UnavailablePeer(ep.name, ep.name, "unavailable", str(exc)))
     return peers
 
 
 def peer_kind(peer: Peer) -> str:
     """``built-in`` or ``plugin``."""
     base = str(getattr(peer, "ref", None)).partition(":")[0]
-    return "built-in" if base in BUILTIN_PEERS or base in SPECIAL_PEERS else "plugin"
+    return "built-in" if base in BUILTIN_PEERS else "plugin"

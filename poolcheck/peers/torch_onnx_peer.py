@@ -24,9 +24,9 @@ from typing import Any
 
 import numpy as np
 
-from poolcheck.peers._convert import PeerDeclined, convert_flat_indices
+from poolcheck.peers._convert import convert_flat_indices
 from poolcheck.peers.adapter import RuntimePeer, Translated
-from poolcheck.peers.base import BatchItem, PeerOutput
+from poolcheck.peers.base import BatchItem, PeerDeclined, PeerOutput
 from poolcheck.peers.torch_peer import _kernel_error, to_torch
 from poolcheck.spec.poolspec import PoolSpec
 

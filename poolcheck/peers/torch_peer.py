@@ -14,9 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from poolcheck.peers._convert import PeerDeclined, ceil_as_ceil_torch, check_expressible, convert_flat_indices
+from poolcheck.peers._convert import ceil_as_ceil_torch, check_expressible, convert_flat_indices
 from poolcheck.peers.adapter import RuntimePeer, Translated
-from poolcheck.peers.base import BatchItem, PeerOption, PeerOutput
+from poolcheck.peers.base import BatchItem, PeerDeclined, PeerOption, PeerOutput
 from poolcheck.spec import dtypes
 from poolcheck.spec.poolspec import PoolSpec
 

@@ -1,25 +1,20 @@
 """Write every report format for one result into a folder, as a set.
 
-Every file is rendered in memory first (a renderer error leaves the old set untouched), written
-into a fresh temporary folder beside the target, and the folder is then swapped in by rename
-(an atomic exchange where the system has one, else two renames). A killed run leaves either the
-previous set or the new one, never a mix, and no temporary file inside the target. A target
+Every file is rendered in memory first (a renderer error leaves the old set untouched), then
+written as one folder by :func:`poolcheck.files.write_folder_atomic` (staged beside the target,
+swapped in by rename): a killed run leaves either the previous set or the new one, never a mix. A target
 that holds other files than a report set is updated file by file (each file atomically), so
 ``--report-dir .`` never moves anything else.
 """
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import os
-import shutil
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from poolcheck.cases.dump import write_text_atomic
 from poolcheck.errors import PoolcheckError
+from poolcheck.files import write_folder_atomic, write_text_atomic
 from poolcheck.report.html import to_html
 from poolcheck.report.jsonfmt import to_json
 from poolcheck.report.junit import to_junit
@@ -81,19 +76,6 @@ def check_report_dir(directory: Path) -> Path:
     return directory
 
 
-def _exchange(a: Path, b: Path) -> bool:
-    """Atomically swap two paths (Linux renameat2 RENAME_EXCHANGE); False when unsupported."""
-    if not hasattr(os, "uname") or os.uname().sysname != "Linux":
-        return False
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-        renameat2 = libc.renameat2
-    except (OSError, AttributeError):
-        return False
-    at_fdcwd, rename_exchange = -100, 2
-    return renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) == 0
-
-
 def _is_report_set(directory: Path) -> bool:
     """Whether ``directory`` holds nothing but report files (safe to replace as a whole)."""
     return all(p.name in REPORT_FILES for p in directory.iterdir())
@@ -111,34 +93,6 @@ def write_reports(result: RunResult, directory: Path) -> list[Path]:
         directory.parent.mkdir(parents=True, exist_ok=True)
         if directory.exists() and not _is_report_set(directory):
             return [write_text(directory / name, text) for name, text in texts.items()]
-        staging = Path(tempfile.mkdtemp(prefix=f".{directory.name}.", suffix=".new", dir=directory.parent))
-        try:
-            for name, text in texts.items():
-                with open(staging / name, "w", encoding="utf-8") as fh:
-                    fh.write(text)
-                    fh.flush()
-                    os.fsync(fh.fileno())
-            umask = os.umask(0)
-            os.umask(umask)
-            os.chmod(staging, 0o777 & ~umask)  # mkdtemp folders are private; give the usual permissions
-            if not directory.exists():
-                os.rename(staging, directory)
-            elif _exchange(staging, directory):
-                shutil.rmtree(staging, ignore_errors=True)  # now holds the previous set
-            else:
-                old = Path(tempfile.mkdtemp(prefix=f".{directory.name}.", suffix=".old", dir=directory.parent))
-                try:
-                    os.rename(directory, old / "set")
-                    try:
-                        os.rename(staging, directory)
-                    except OSError:
-                        os.rename(old / "set", directory)  # put the previous set back
-                        raise
-                finally:
-                    shutil.rmtree(old, ignore_errors=True)
-        finally:
-            if staging.exists() and staging != directory:
-                shutil.rmtree(staging, ignore_errors=True)
+        return write_folder_atomic(directory, texts)
     except OSError as exc:
         raise ReportWriteError(f"{directory}: cannot write reports: {exc.strerror or exc}") from None
-    return [directory / name for name in texts]

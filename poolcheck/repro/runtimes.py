@@ -20,7 +20,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from poolcheck.peers._convert import PeerDeclined
+from poolcheck.peers.base import PeerDeclined
 from poolcheck.peers.jax_peer import to_jax
 from poolcheck.peers.onnx_model import OPSET as ONNX_OPSET
 from poolcheck.peers.onnx_model import build_model, to_onnx

@@ -3,7 +3,7 @@
 This file is copied verbatim into every reproducer script (it needs NumPy and the standard
 library only, and imports nothing of poolcheck), so a maintainer reads the whole computation the
 report rests on. It is poolcheck's reference rewritten as the plainest loop, not a call into it:
-``tests/test_repro.py`` checks it against poolcheck's engines on every registry entry.
+``tests/slow/test_repro.py`` checks it against poolcheck's engines on every registry entry.
 
 An axis is ``(size, kernel, stride, dilation, pad_begin, pad_end, out)``: the pads actually
 applied and the output length the shape rule gives. Window ``o`` reads input position

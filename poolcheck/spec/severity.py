@@ -288,7 +288,7 @@ _DOC_HEAD = """\
 
 Generated from `poolcheck/spec/severity.py` (`SEVERITY_RULES`) and the sentences of
 `poolcheck/spec/sources.py` by `python -m poolcheck.spec.severity > docs/severity.md`;
-`tests/test_spec_severity.py` fails when this page is out of date. Do not edit it by hand.
+`tests/engines/test_spec_severity.py` fails when this page is out of date. Do not edit it by hand.
 
 A class is a named behaviour of a runner where the reference does something else. Its severity
 comes from the sentence of the text that applies to the configuration's convention, never from

@@ -11,7 +11,7 @@ the words up here. A sentence is kept verbatim (typos and all) from the document
 - the OpenVINO Python API's opset14 docstrings (``openvino:opset14.<function>``) where the
   seed documents say nothing about an OpenVINO operator (AvgPool-14's ``exclude_pad``).
 
-``tests/test_spec_sources.py`` checks that every sentence occurs word for word (whitespace
+``tests/engines/test_spec_sources.py`` checks that every sentence occurs word for word (whitespace
 folded) in each place it names.
 """
 

@@ -30,7 +30,7 @@ def _declined(why: str) -> Exception:
     try:
         from poolcheck.peers.base import PeerDeclined
     except ImportError:
-        from poolcheck.peers._convert import PeerDeclined
+        from poolcheck.peers.base import PeerDeclined
     return PeerDeclined("ort-converter", why)
 
 

@@ -3,22 +3,7 @@ the fuzzer must find nothing here)."""
 
 from __future__ import annotations
 
-from typing import Any
-
-import numpy as np
-
-import poolcheck
+from poolcheck import avg_pool as avg_pool  # the correct ones: the plugin signatures are poolcheck's
+from poolcheck import max_pool as max_pool
 
 PEER_NAME = "planted-correct"
-
-
-def max_pool(x: Any, kernel: Any, strides: Any, pads_begin: Any = None, pads_end: Any = None, dilations: Any = None,
-             rounding_type: str = "floor", auto_pad: str = "explicit", axis: int = 0,
-             index_element_type: str = "i64") -> tuple[np.ndarray, np.ndarray]:
-    return poolcheck.max_pool(x, kernel, strides, pads_begin, pads_end, dilations, rounding_type, auto_pad, axis,
-                              index_element_type)
-
-
-def avg_pool(x: Any, kernel: Any, strides: Any, pads_begin: Any = None, pads_end: Any = None,
-             exclude_pad: bool = False, rounding_type: str = "floor", auto_pad: str = "explicit") -> np.ndarray:
-    return poolcheck.avg_pool(x, kernel, strides, pads_begin, pads_end, exclude_pad, rounding_type, auto_pad)

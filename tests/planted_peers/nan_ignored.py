@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 import poolcheck
+from poolcheck import avg_pool as avg_pool  # the correct ones: the plugin signatures are poolcheck's
 
 PEER_NAME = "planted-nan-ignored"
 
@@ -24,8 +25,3 @@ def max_pool(x: Any, kernel: Any, strides: Any, pads_begin: Any = None, pads_end
         return values, indices
     return poolcheck.max_pool(x, kernel, strides, pads_begin, pads_end, dilations, rounding_type, auto_pad, axis,
                               index_element_type)
-
-
-def avg_pool(x: Any, kernel: Any, strides: Any, pads_begin: Any = None, pads_end: Any = None,
-             exclude_pad: bool = False, rounding_type: str = "floor", auto_pad: str = "explicit") -> np.ndarray:
-    return poolcheck.avg_pool(x, kernel, strides, pads_begin, pads_end, exclude_pad, rounding_type, auto_pad)

@@ -192,7 +192,7 @@ static inline void quot_div_f64(double *restrict out, const double *restrict sum
  * below the distance from sum/d to any rounding midpoint (a multiple of 2^(E-53) over d,
  * never zero) for d < 2^51, and a nonzero sum of float32 values (a multiple of 2^-149) is
  * never subnormal in float64, nor is its quotient. Zeros, infinities and NaN keep q0 (the
- * sign of a zero, the NaN itself). Bit-identical to a true division (tests/test_c_engine.py
+ * sign of a zero, the NaN itself). Bit-identical to a true division (tests/engines/test_c_engine.py
  * compares with the NumPy engine's), and 4 multiply-adds cost less than one vdivpd. module.c
  * passes reciprocals only where the divisors are below 2^51. */
 static inline void quot_f32(float *restrict out, const double *restrict sum, const double *restrict dtab,

@@ -1,0 +1,192 @@
+"""``poolcheck fuzz`` end to end: usage errors exit 2, no new divergence exits 0, a new one exits
+1 with a saved case and reports; the known-divergence registry is re-checked (reproduces, or
+fixed upstream) and known classes do not count as new."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from support import PLANTED
+from typer.testing import CliRunner
+
+from poolcheck.cases import load_file
+from poolcheck.cli import app
+from poolcheck.cli.common import parse_duration
+
+runner = CliRunner()
+
+
+def fuzz(*args: str) -> tuple[int, str]:
+    result = runner.invoke(app, ["fuzz", "--no-progress", *args])
+    return result.exit_code, " ".join(result.output.split())  # the console wraps at 80 columns
+
+
+@pytest.mark.parametrize(("args", "needle"), [
+    (["--ops", "maxpol"], "--ops"),
+    (["--ranks", "3,7"], "ranks"),
+    (["--ranks", "x"], "--ranks"),
+    (["--dtypes", "float8"], "dtypes"),
+    (["--time-budget", "soon"], "--time-budget"),
+    (["--peers", "no_such_peer_anywhere"], "no_such_peer_anywhere"),
+    (["--oracles", "peers,vibes"], "--oracles"),
+    (["--jobs", "0"], "--jobs"),
+    (["--ops", "avgpool", "--dtypes", "int8"], "average pooling needs one"),
+])
+def test_bad_usage_exits_2_naming_the_option(args: list[str], needle: str, tmp_path: Path) -> None:
+    code, out = fuzz(*args, "--max-examples", "1", "--no-bundled-known")
+    assert code == 2, out
+    assert needle in out
+    assert "Traceback" not in out
+
+
+def test_parse_duration() -> None:
+    assert parse_duration("--x", "60s") == 60 and parse_duration("--x", "2m") == 120
+    assert parse_duration("--x", "90") == 90
+    assert parse_duration("--x", "1.5h") == 5400 and parse_duration("--x", "250ms") == 0.25
+
+
+def test_engine_only_run_finds_nothing_new(tmp_path: Path) -> None:
+    code, out = fuzz("--peers", "none", "--oracles", "engines,metamorphic", "--max-examples", "60", "--seed", "3",
+                     "--no-bundled-known", "--save-cases", str(tmp_path / "finds"))
+    assert code == 0, out
+    assert "0 new divergence(s)" in out
+    assert "replay: poolcheck fuzz" in out and "--seed 3" in out
+    assert not (tmp_path / "finds").exists()
+
+
+def test_new_divergence_exits_1_saves_a_case_and_reports(tmp_path: Path) -> None:
+    peer = str(PLANTED / "pads_swapped.py")
+    finds, report = tmp_path / "finds", tmp_path / "report"
+    code, out = fuzz("--peers", peer, "--ops", "maxpool", "--oracles", "peers", "--exit-first", "--max-examples", "2000",
+                     "--time-budget", "30s", "--seed", "0", "--no-isolation", "--no-bundled-known",
+                     "--save-cases", str(finds), "--report-dir", str(report))
+    assert code == 1, out
+    assert "NEW" in out and "1 new divergence(s)" in out
+    files = sorted(finds.glob("*.yaml"))
+    assert len(files) == 1
+    (case,) = load_file(files[0])
+    assert "peer:planted-pads-swapped" in case.tags and "fuzz" in case.tags
+    assert "pads_begin and pads_end swapped" in case.notes
+    # the case replays: the engine passes it
+    ran = runner.invoke(app, ["run", str(files[0])])
+    assert ran.exit_code == 0, ran.output
+    data = json.loads((report / "result.json").read_text())
+    assert data["kind"] == "fuzz"
+    assert data["fuzz"]["new"] == ["peer|max|planted-pads-swapped|pads:swapped"]
+    assert (report / "junit.xml").exists() and (report / "report.html").exists()
+
+    # Filed as a known divergence: the same run now exits 0, and the registry entry reproduces.
+    known = tmp_path / "known"
+    known.mkdir()
+    shutil.copy(files[0], known / files[0].name)
+    code, out = fuzz("--peers", peer, "--ops", "maxpool", "--oracles", "peers", "--max-examples", "300", "--seed", "0", "--no-isolation",
+                     "--no-bundled-known", "--known", str(known), "--save-cases", str(tmp_path / "finds2"))
+    assert code == 0, out
+    assert "1 reproduce" in out
+
+    # The "runtime" fixes its bug (same peer name, no bug): the entry is reported as fixed upstream.
+    fixed = tmp_path / "fixed_peer.py"
+    fixed.write_text((PLANTED / "correct.py").read_text().replace('"planted-correct"', '"planted-pads-swapped"'))
+    code, out = fuzz("--peers", str(fixed), "--ops", "maxpool", "--oracles", "peers", "--max-examples", "50", "--seed", "0",
+                     "--no-isolation", "--no-bundled-known", "--known", str(known), "--save-cases", str(tmp_path / "finds3"))
+    assert code == 0, out
+    assert "1 fixed upstream" in out and "no longer reproduces" in out
+
+
+@pytest.mark.slow
+def test_jobs_run_in_parallel_processes(tmp_path: Path) -> None:
+    code, out = fuzz("--peers", str(PLANTED / "correct.py"), "--jobs", "2", "--max-examples", "60", "--seed", "5",
+                     "--oracles", "peers,engines", "--no-isolation", "--no-bundled-known")
+    assert code == 0, out
+    assert "--jobs 2" in out
+
+
+def test_the_example_database_replays_a_find_first(tmp_path: Path) -> None:
+    args = ["--peers", str(PLANTED / "pads_swapped.py"), "--ops", "maxpool", "--oracles", "peers", "--exit-first",
+            "--max-examples", "2000", "--no-isolation", "--database", str(tmp_path / "db"),
+            "--no-bundled-known", "--save-cases", str(tmp_path / "finds")]
+    code, _ = fuzz(*args, "--seed", "1", "--report", str(tmp_path / "r1"))
+    assert code == 1 and any((tmp_path / "db").iterdir())
+    first = json.loads((tmp_path / "r1" / "result.json").read_text())["fuzz"]
+    # another seed: the saved example replays before any generation
+    code, _ = fuzz(*args, "--seed", "2", "--report", str(tmp_path / "r2"))
+    second = json.loads((tmp_path / "r2" / "result.json").read_text())["fuzz"]
+    assert code == 1 and second["new"] == first["new"]
+    assert second["examples"] < first["examples"] and second["examples"] <= 5
+
+
+def test_fail_on_chooses_which_severities_exit_1(tmp_path: Path) -> None:
+    """NaN handling is a policy point (the spec is silent): a peer that ignores NaN is a new
+    `unspecified` divergence, which fails the run only when --fail-on names it."""
+    base = ["--peers", str(PLANTED / "nan_ignored.py"), "--ops", "maxpool", "--oracles", "peers", "--seed", "0",
+            "--no-isolation", "--no-bundled-known"]
+    args = [*base, "--max-examples", "400"]
+    code, out = fuzz(*args, "--save-cases", str(tmp_path / "a"), "--database", str(tmp_path / "db-a"),
+                     "--report-dir", str(tmp_path / "ra"))
+    assert code == 0, out
+    assert "new divergence(s) (0 of a --fail-on severity: violation)" in out
+    data = json.loads((tmp_path / "ra" / "result.json").read_text())
+    severities = {c["checks"][0]["severity"] for c in data["cases"] if "new" in c["tags"]}
+    assert severities == {"unspecified"}
+    # the same find, replayed first from the first run's database (not searched for again over the
+    # same 400 examples), fails the run once --fail-on names its severity
+    code, out = fuzz(*base, "--max-examples", "20", "--save-cases", str(tmp_path / "b"), "--database", str(tmp_path / "db-a"),
+                     "--fail-on", "unspecified,violation")
+    assert code == 1, out
+    assert "(1 of a --fail-on severity: unspecified, violation)" in out
+    code, out = fuzz(*args, "--fail-on", "severe")
+    assert code == 2 and "--fail-on" in out
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "nan", "inf", "soon"])
+def test_peer_timeout_must_be_a_positive_finite_duration(value: str) -> None:
+    code, out = fuzz("--peer-timeout", value, "--max-examples", "1", "--peers", "none")
+    assert code == 2 and "--peer-timeout" in out and "Traceback" not in out
+
+
+def test_jobs_and_output_folders_are_checked_before_any_work(tmp_path: Path) -> None:
+    code, out = fuzz("--jobs", "100000", "--max-examples", "1", "--peers", "none")
+    assert code == 2 and "--jobs" in out
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    code, out = fuzz("--save-cases", str(blocker / "sub"), "--max-examples", "1", "--peers", "none")
+    assert code == 2 and "--save-cases" in out
+    code, out = fuzz("--known", str(tmp_path / "missing"), "--max-examples", "1", "--peers", "none")
+    assert code == 2 and "--known" in out
+
+
+def test_a_wrong_index_type_is_its_own_divergence(tmp_path: Path) -> None:
+    """Issue 9: int64 indices where index_element_type is i32 are never cast away."""
+    code, out = fuzz("--peers", str(PLANTED / "wide_indices.py"), "--ops", "maxpool", "--conventions", "openvino",
+                     "--oracles", "peers", "--max-examples", "300", "--seed", "0", "--no-isolation",
+                     "--no-bundled-known", "--save-cases", str(tmp_path / "f"), "--report-dir", str(tmp_path / "r"))
+    assert code == 1, out
+    data = json.loads((tmp_path / "r" / "result.json").read_text())
+    assert data["fuzz"]["new"] == ["peer|max|planted-wide-indices|dtype:indices-int64-for-int32"]
+
+
+def test_exit_first_stops_only_at_a_fail_on_severity(tmp_path: Path) -> None:
+    """--exit-first ends the run at the first new divergence of a --fail-on severity. On seed 1
+    the planted peer's NaN find (unspecified) is shrunk first; it must not end the run and hide
+    the violation (dilations ignored in rank 5 float16) found a few seconds later. With --fail-on
+    all the NaN find itself is one, and the run stops at the end of the round that shrank it."""
+    base = ["--peers", str(PLANTED / "nan_ignored_dilations_ignored.py"), "--ops", "maxpool", "--oracles", "peers",
+            "--exit-first", "--time-budget", "90s", "--seed", "1", "--no-isolation", "--no-bundled-known"]
+    code, out = fuzz(*base, "--save-cases", str(tmp_path / "a"), "--database", str(tmp_path / "db-a"),
+                     "--report-dir", str(tmp_path / "ra"))
+    assert code == 1, out
+    new = json.loads((tmp_path / "ra" / "result.json").read_text())["fuzz"]["new"]
+    assert any(s.endswith("|dilations:ignored") for s in new), new
+    assert any("|nan=" in s for s in new), new  # found first, kept, and the run went on
+
+    code, out = fuzz(*base, "--fail-on", "all", "--save-cases", str(tmp_path / "b"), "--database",
+                     str(tmp_path / "db-b"), "--report-dir", str(tmp_path / "rb"))
+    assert code == 1, out
+    fz = json.loads((tmp_path / "rb" / "result.json").read_text())["fuzz"]
+    # the round that shrank the NaN find ends the run (finds shrunk in that same round are kept:
+    # which ones share it depends on the draws), long before the budget
+    assert any("|nan=" in s for s in fz["new"]), fz["new"]
+    assert fz["elapsed_s"] < 60, fz["elapsed_s"]

@@ -1,0 +1,294 @@
+"""The runtime and converter-chain peers added after the first four: tract, JAX/XLA, OpenVINO's
+ONNX frontend (openvino-onnx) and the PyTorch ONNX exporter run by ONNX Runtime (torch-onnx).
+
+Each is checked against the NumPy engine on a spread of configurations it supports (minus its
+diagnosed divergences, each pinned by its own test), on the reasons it declines the rest, and, for
+the chains, on the attribution of a wrong converted attribute to the step that wrote it. Peers
+that are not installed are skipped with the reason.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from support import ROOT, available_peer, draw_window
+
+from poolcheck.api import run_spec
+from poolcheck.engines._windows import empty_windows
+from poolcheck.peers.onnx_model import to_onnx
+from poolcheck.spec import attributes as A
+from poolcheck.spec.attributes import PoolSpec
+from poolcheck.spec.operators import ONNX_AUTO_PAD_NAMES
+from poolcheck.spec.shape import resolve
+
+NEW = ["tract", "jax", "openvino-onnx", "torch-onnx"]
+
+
+# --------------------------------------------------------------------------- the spread
+
+
+def _draw(rng: np.random.Generator) -> tuple[PoolSpec, np.ndarray]:
+    """One valid-looking configuration over the attribute space (pads below the kernel)."""
+    r, k, s, d, pb = draw_window(rng)
+    pe = list(pb) if rng.random() < 0.4 else [int(rng.integers(0, kk)) for kk in k]
+    auto_pad = str(rng.choice(["explicit", "explicit", "explicit", "valid", "same_upper", "same_lower"]))
+    op = "max" if rng.random() < 0.55 else "avg"
+    rounding = str(rng.choice(["floor", "ceil", "ceil_torch"]))
+    if rng.random() < 0.5:
+        if op == "max":
+            spec = A.openvino_max_pool(k, s, pb, pe, d, rounding, auto_pad)
+        else:
+            spec = A.openvino_avg_pool(k, s, pb, pe, bool(rng.random() < 0.5), rounding, auto_pad)
+    else:
+        onnx_pad = ONNX_AUTO_PAD_NAMES
+        ceil_mode = int(rng.integers(0, 2))
+        if op == "max":
+            spec = A.onnx_max_pool(k, s, pb + pe, d, ceil_mode, onnx_pad[auto_pad])
+        else:
+            spec = A.onnx_average_pool(k, s, pb + pe, d, ceil_mode, int(rng.integers(0, 2)), onnx_pad[auto_pad])
+    shape = (int(rng.integers(1, 3)), int(rng.integers(1, 4)), *(int(v) for v in rng.integers(2, 8, r)))
+    x = (rng.standard_normal(shape) * 10).astype(np.float32)
+    return spec, x
+
+
+def spread(seed: int, n: int) -> list[tuple[PoolSpec, np.ndarray]]:
+    rng = np.random.default_rng(seed)
+    items = []
+    while len(items) < n:
+        spec, x = _draw(rng)
+        try:
+            geom = resolve(spec, x.shape)
+        except ValueError:
+            continue
+        if empty_windows(geom) is None:  # an all-padding window is a policy point, pinned apart
+            items.append((spec, x))
+    return items
+
+
+def _out(spec: PoolSpec, shape: tuple[int, ...]) -> tuple[int, ...] | None:
+    try:
+        return resolve(spec, shape).output_shape
+    except ValueError:
+        return None
+
+
+def known_divergence(peer: str, spec: PoolSpec, x: np.ndarray) -> str | None:
+    """Configurations where ``peer`` parts ways with the engine (cases/known/<peer>.yaml)."""
+    geom = resolve(spec, x.shape)
+    if peer in ("tract", "openvino-onnx") and any(a.pad_begin < 0 or a.pad_end < 0 for a in geom.axes):
+        return "ONNX SAME with a stride past the dilated kernel: the peer clamps the negative pad_shape at 0"
+    if peer == "openvino-onnx":
+        if spec.auto_pad != "explicit" and spec.convention == "onnx" and spec.ceil_mode:
+            return "OpenVINO's ONNX frontend applies ceil_mode=1 under VALID / SAME_* (the ONNX formulas do not)"
+        if spec.op == "avg" and not spec.exclude_pad and any(a.overhang for a in geom.axes):
+            return "OpenVINO divides an overhanging ceil window by the full kernel"
+        ceil_written = spec.rounding_type != "floor" or (spec.convention == "onnx" and spec.ceil_mode)
+        if ceil_written and _out(spec.replace(rounding_type="ceil"), x.shape) != geom.output_shape:
+            return "the frontend writes rounding_type=ceil for ceil_mode=1 (and for ceil_torch)"
+    return None
+
+
+@pytest.mark.parametrize("name", NEW)
+def test_new_peer_agrees_with_the_engine_where_it_runs(name: str) -> None:
+    peer = available_peer(name)
+    items = [(s, x) for s, x in spread(7, 120) if peer.supports(s, x.shape, x.dtype)[0]]
+    assert len(items) >= 30, f"{name} declined too much of the spread"
+    outs = peer.run_many(items)
+    compared = 0
+    for (spec, x), out in zip(items, outs, strict=True):
+        if known_divergence(name, spec, x):
+            continue
+        assert not isinstance(out, Exception), f"{name} {spec}: {out}"
+        want_values, want_indices = run_spec(spec, x)
+        np.testing.assert_allclose(out.values, want_values, rtol=1e-5, atol=1e-5, err_msg=f"{name} {spec}")
+        if out.indices is not None:
+            np.testing.assert_array_equal(out.indices, want_indices, err_msg=f"{name} {spec}")
+        compared += 1
+    assert compared >= 25
+
+
+# --------------------------------------------------------------------------- declines
+
+
+def test_jax_gives_values_only_and_declines_integer_averages() -> None:
+    peer = available_peer("jax")
+    spec = A.openvino_max_pool([2], [1], [0], [0])
+    x = np.arange(4, dtype=np.float32).reshape(1, 1, 4)
+    out = peer.run(spec, x)
+    assert out.indices is None and out.values.tolist() == [[[1.0, 2.0, 3.0]]]
+    ok, why = peer.supports(A.openvino_avg_pool([2], [1], [0], [0], False), (1, 1, 4), np.dtype("int32"))
+    assert not ok and "floating-point" in why
+
+
+def test_jax_expresses_ceil_rounding_through_padding_exactly() -> None:
+    """ceil_torch / ONNX ceil_mode=1 grow the XLA high padding (or crop the input) to give the
+    spec's windows; OpenVINO ceil keeping a window wholly in the end padding is declined."""
+    peer = available_peer("jax")
+    x = np.arange(6, dtype=np.float32).reshape(1, 1, 6)
+    for spec, want in ((A.openvino_avg_pool([2], [2], [1], [1], True, "ceil_torch"), [0.0, 1.5, 3.5, 5.0]),
+                       (A.openvino_avg_pool([2], [2], [1], [1], False, "ceil_torch"), [0.0, 1.5, 3.5, 2.5]),
+                       (A.openvino_max_pool([3], [2], [0], [0], None, "ceil_torch"), [2.0, 4.0, 5.0]),
+                       (A.openvino_max_pool([2], [3], [0], [0], None, "floor"), [1.0, 4.0])):
+        out = peer.run(spec, x)
+        assert out.values.ravel().tolist() == want, spec
+        np.testing.assert_array_equal(out.values, run_spec(spec, x)[0])
+    ok, why = peer.supports(A.openvino_avg_pool([2], [2], [1], [1], True, "ceil"), (1, 1, 5), np.dtype("float32"))
+    assert not ok and "no input element" in why
+
+
+def test_jax_one_compile_serves_every_shape_pad_stride_and_dilation_of_a_window() -> None:
+    """windows=shared: the compile depends on the reduction, the type, the window shape and the
+    block only; values stay the spec's (int8 extremes, padding, strides, dilations, ceil), and
+    windows=xla (strides and dilations in reduce_window) agrees on every one."""
+    from poolcheck.peers.jax_peer import JaxPeer
+
+    shared = JaxPeer(persistent_cache=False)
+    xla = JaxPeer(persistent_cache=False)
+    xla.configure({"windows": "xla"})
+    rng = np.random.default_rng(5)
+    items = []
+    for size in (3, 5, 8, 12):
+        for stride in (1, 2, 3):
+            for dil in (1, 2, 3):
+                for pb, pe in ((0, 0), (1, 0), (1, 1)):
+                    spec = A.openvino_max_pool([2], [stride], [pb], [pe], [dil], "ceil_torch")
+                    shape = (int(rng.integers(1, 3)), int(rng.integers(1, 4)), size)
+                    x = rng.integers(-128, 128, shape).astype(np.int8)
+                    x.flat[0] = -128
+                    if _out(spec, shape) is not None and shared.supports(spec, shape, x.dtype)[0]:
+                        items.append((spec, x))
+    assert len(items) > 60
+    got = shared.run_many(items)
+    for (spec, x), out in zip(items, got, strict=True):
+        assert not isinstance(out, Exception), (spec, out)
+        np.testing.assert_array_equal(out.values, run_spec(spec, x)[0], err_msg=str(spec))
+    assert len(shared._fns) == 1  # one window (2,), one type, one block: one compile
+    for (spec, _x), a, b in zip(items, got, xla.run_many(items), strict=True):
+        np.testing.assert_array_equal(a.values, b.values, err_msg=str(spec))
+    assert len(xla._fns) == 9  # one compile per (strides, dilations): 3 x 3
+    # averages: float16, padding counted or not, a dilated 2-D window split by residue
+    avg = A.onnx_average_pool([2, 2], [2, 1], [1, 0, 0, 1], [2, 1], 1, 0)
+    x = (rng.standard_normal((2, 3, 7, 6)) * 8).astype(np.float16)
+    np.testing.assert_allclose(shared.run(avg, x).values.astype(np.float64),
+                               run_spec(avg, x)[0].astype(np.float64), rtol=2e-3, atol=2e-3)
+
+
+def test_torch_onnx_declines_what_a_torch_module_cannot_write() -> None:
+    peer = available_peer("torch-onnx")
+    asym = A.openvino_max_pool([3], [1], [1], [0])
+    ok, why = peer.supports(asym, (1, 1, 6), np.dtype("float32"))
+    assert not ok and "symmetric" in why
+    ok, why = peer.supports(A.openvino_max_pool([2], [1], [0], [0]), (1, 1, 6), np.dtype("int8"))
+    assert not ok and "int8" in why
+
+
+# --------------------------------------------------------------------------- attribution
+
+
+def test_openvino_onnx_frontend_attribute_check_names_the_step() -> None:
+    from poolcheck.peers.openvino_onnx_peer import attribute_mismatches
+
+    node = to_onnx(A.onnx_max_pool([3], [2], [1, 1], None, 1), (1, 1, 6), np.dtype("float32"), "t")
+    good = {"kernel": [3], "strides": [2], "dilations": [1], "pads_begin": [1], "pads_end": [1],
+            "rounding_type": "ceil_torch"}
+    assert attribute_mismatches(node, good) == []
+    assert attribute_mismatches(node, dict(good, rounding_type="floor")) == [
+        "OpenVINO ONNX frontend wrote rounding_type=floor for ceil_mode=1"
+    ]
+
+
+def test_torch_onnx_exporter_attribute_check_names_the_step() -> None:
+    peer = available_peer("torch-onnx")
+    from poolcheck.peers.torch_onnx_peer import attribute_mismatches
+
+    spec = A.openvino_avg_pool([3, 3], [2, 2], [1, 1], [1, 1], False, "ceil_torch")
+    node = peer.translate(spec, (1, 1, 6, 6), np.dtype("float32"))
+    model = peer.export((node,))
+    written = peer.written_attributes(model, 0)
+    assert written is not None and attribute_mismatches(node, written) == []  # torch 2.13 writes it right
+    dropped = {k: v for k, v in written.items() if k != "ceil_mode"}
+    assert attribute_mismatches(node, dropped) == ["torch.onnx.export wrote ceil_mode=0 for ceil_mode=True"]
+
+
+# --------------------------------------------------------------------------- doctor
+
+
+def test_doctor_lists_the_new_peers() -> None:
+    proc = subprocess.run([sys.executable, "-m", "poolcheck", "doctor", "--json"], capture_output=True, text=True,
+                          env=dict(os.environ), timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    peers = {p["name"]: p for p in json.loads(proc.stdout)["peers"]}
+    for name in NEW:
+        assert name in peers, sorted(peers)
+        assert peers[name]["kind"] == "built-in"
+        assert peers[name]["available"] == (peers[name]["version"] is not None) or not peers[name]["available"]
+        assert peers[name]["available"] or peers[name]["reason"]
+
+
+def test_tract_max_pool_indices_on_every_onnx_max_type() -> None:
+    """tract takes the ONNX models of the onnxruntime peer, indices output included."""
+    peer = available_peer("tract")
+    spec = A.onnx_max_pool([2, 2], [1, 2], [1, 0, 0, 1], None, 0, "NOTSET", 1)
+    for dtype in ("float32", "float16", "float64", "int8", "uint8"):
+        x = (np.arange(2 * 3 * 4 * 5) % 97).astype(dtype).reshape(2, 3, 4, 5)
+        out = peer.run(spec, x)
+        values, indices = run_spec(spec, x)
+        np.testing.assert_array_equal(out.values, values, err_msg=dtype)
+        np.testing.assert_array_equal(out.indices, indices, err_msg=dtype)
+
+
+def test_jax_rejects_a_configuration_without_output_like_a_runtime() -> None:
+    """A kernel larger than the padded input has no output: the peer raises (a `rejects`
+    result), it does not decline or invent an empty answer."""
+    peer = available_peer("jax")
+    spec = PoolSpec(op="max", kernel=(5,), strides=(1,), pads_begin=(0,), pads_end=(0,), dilations=(1,))
+    assert peer.supports(spec, (1, 1, 3), np.dtype("float32"))[0]
+    (res,) = peer.run_many([(spec, np.zeros((1, 1, 3), np.float32))])
+    assert isinstance(res, ValueError) and "invalid configuration" in str(res)
+
+
+def test_run_names_the_frontend_step_in_the_verdict(tmp_path) -> None:
+    """Through the real command: a registered openvino-onnx case replays as a failure whose
+    message attributes the wrong rounding to OpenVINO's ONNX frontend (run from another folder)."""
+    available_peer("openvino-onnx")
+    import yaml
+
+    known = str(ROOT / "cases" / "known" / "openvino-onnx.yaml")
+    with open(known) as fh:
+        cases = yaml.safe_load(fh)["cases"]
+    (case,) = [c for c in cases if c["id"] == "fuzz-openvino-onnx-max-rounding-ceil-torch-ceil-max-seeded-scan-3c4dc5"]
+    path = tmp_path / "case.yaml"
+    path.write_text(yaml.safe_dump({"schema": "poolcheck.case/1", "cases": [case]}))
+    # ONNX's ceil formula keeps that window and its own example drops it: an erratum, with the
+    # seeded scan (unspecified) -- not a violation (docs/severity.md), so --fail-on names them
+    proc = subprocess.run([sys.executable, "-m", "poolcheck", "run", str(path), "--peers", "openvino-onnx", "--json",
+                           "--fail-on", "unspecified,erratum"], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert proc.returncode == 1, proc.stderr
+    assert "OpenVINO ONNX frontend wrote rounding_type=ceil for ceil_mode=1" in proc.stdout
+    assert '"severity": "unspecified"' in proc.stdout and '"severity": "violation"' not in proc.stdout
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["case.yaml"]  # nothing written beside it
+
+
+def test_torch_channels_last_max_pool3d_start_index_lacks_the_depth_term() -> None:
+    # cases/known/torch.yaml::fuzz-torch-channels-last-max-lowest-value-depth-dropped: the scalar
+    # channel tail of PyTorch's channels_last max_pool3d starts from h*W + w (no d*H*W), which shows
+    # where no element beats the start value (here the only one is int8's lowest)
+    peer = available_peer("torch:layout=channels_last")
+    spec = A.openvino_max_pool([1, 1, 1], [1, 1, 1], [0, 0, 0], [0, 0, 0], [1, 1, 1], "floor", "explicit")
+    x = np.arange(1, 17, dtype=np.int8).reshape(1, 2, 2, 2, 2)
+    x[0, 1, 1, 1, 1] = -128
+    out = peer.run(spec, x)
+    want_values, want_indices = run_spec(spec, x)
+    np.testing.assert_array_equal(out.values, want_values)
+    assert want_indices[0, 1, 1, 1, 1] == 15  # plane 1 starts at 8; (d, h, w) = (1, 1, 1) is 7 in it
+    assert out.indices[0, 1, 1, 1, 1] == 8 + 1 * 2 + 1  # h*W + w only
+    mask = np.ones(x.shape, dtype=bool)
+    mask[0, 1, 1, 1, 1] = False
+    np.testing.assert_array_equal(out.indices[mask], want_indices[mask])
+    # the contiguous kernel is right
+    np.testing.assert_array_equal(available_peer("torch").run(spec, x).indices, want_indices)
