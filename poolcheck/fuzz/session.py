@@ -425,7 +425,8 @@ class Session:
     def _example(self, batch: list[FuzzCase]) -> None:
         """The hypothesis test body."""
         raise_if_stopped()
-        self.progress.examples += 1
+        if not self.pending:  # a generated example; the calls that shrink a find are not counted
+            self.progress.examples += 1
         if not self.pending and self._out_of_budget():
             return  # nothing to shrink: let the round run out quickly
         findings = [ff for f in self.check_batch(batch) for ff in f.focused()]

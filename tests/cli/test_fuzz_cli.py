@@ -190,3 +190,18 @@ def test_exit_first_stops_only_at_a_fail_on_severity(tmp_path: Path) -> None:
     # which ones share it depends on the draws), long before the budget
     assert any("|nan=" in s for s in fz["new"]), fz["new"]
     assert fz["elapsed_s"] < 60, fz["elapsed_s"]
+
+
+def test_the_replay_line_never_asks_for_fewer_examples_than_ran(tmp_path: Path) -> None:
+    """Shrinking a find costs many calls of the test body; they are not examples. The summary's
+    example count (generated examples) stays within the --max-examples the replay line prints
+    (before, this run: '570 examples' and a replay line saying --max-examples 261)."""
+    code, _ = fuzz("--peers", str(PLANTED / "dilations_ignored.py"), "--ops", "maxpool", "--oracles", "peers",
+                   "--max-examples", "250", "--seed", "1", "--no-isolation", "--no-bundled-known",
+                   "--save-cases", str(tmp_path / "f"), "--database", str(tmp_path / "db"),
+                   "--report-dir", str(tmp_path / "r"))
+    assert code == 1
+    fz = json.loads((tmp_path / "r" / "result.json").read_text())["fuzz"]
+    asked = int(fz["replay"].split("--max-examples ")[1].split()[0])
+    assert fz["new"] and fz["shrunk_at_s"]  # something was shrunk
+    assert 250 <= fz["examples"] <= asked, (fz["examples"], asked)
