@@ -269,7 +269,10 @@ def test_two_clients_share_a_redis_database(redis_url: str, tmp_path: Path) -> N
     a2 = _fuzz(tmp_path, "a2", dilations, *db, "--seed", "4", "--max-examples", "3")
     assert _find(a2, s_dilations) == _find(b2, s_dilations) is not None
     a3 = _fuzz(tmp_path, "a3", swapped, *db, "--seed", "5", "--max-examples", "3")
-    assert _find(a3, s_swapped) == _find(a, s_swapped)
+    # a stored example, replayed: A's own, or B2's when that one shows the swapped pads too (pads
+    # 0/1 with dilation 2 on two elements reads the same with the pads swapped or the dilation
+    # ignored; which one the database holds first depends on the draws)
+    assert _find(a3, s_swapped) in (_find(a, s_swapped), _find(b2, s_dilations))
 
 
 def test_unreachable_redis_is_a_usage_error(tmp_path: Path) -> None:
