@@ -48,6 +48,7 @@ from poolcheck.fuzz.database import example_database
 from poolcheck.fuzz.generation import seed_only_generation
 from poolcheck.fuzz.grouping import Grouping, distinguish, group_finding, refutes
 from poolcheck.fuzz.hypothesis_compat import keep_database, set_database_key, shrink_limit
+from poolcheck.fuzz.progress import Progress
 from poolcheck.fuzz.reference import reference
 from poolcheck.fuzz.repeats import ENGINE_SIDE_CACHE, PEER_RESULTS_CACHE, EngineSide, config_key, peer_key
 from poolcheck.fuzz.strategies import ALL_DTYPES, CONVENTIONS, FuzzCase, config_batches
@@ -109,42 +110,7 @@ class FuzzOptions:
         return hashlib.sha256(key.encode()).digest()
 
 
-# --------------------------------------------------------------------------- progress
-
-
-@dataclass
-class Progress:
-    """A snapshot of one session's counters (summed over jobs by the parent)."""
-
-    examples: int = 0
-    cases: int = 0
-    compared: Counter[str] = field(default_factory=Counter)  # per peer: configurations compared
-    divergent: Counter[str] = field(default_factory=Counter)  # per signature: divergent configurations
-    peer_status: dict[str, Counter[str]] = field(default_factory=dict)
-    new: list[str] = field(default_factory=list)  # signatures settled (shrunk) so far
-    known: frozenset[str] = frozenset()  # signatures in the known-divergence registry
-    phase: str = "starting"
-    elapsed: float = 0.0
-    rounds: int = 0
-    coverage: cov.Coverage = field(default_factory=cov.Coverage)  # hits per runner and spec region
-
-    @property
-    def differential(self) -> int:
-        """Configurations compared against at least one peer (max over peers)."""
-        return max(self.compared.values(), default=0)
-
-    def merge(self, other: Progress) -> None:
-        self.examples += other.examples
-        self.cases += other.cases
-        self.compared.update(other.compared)
-        self.divergent.update(other.divergent)
-        for peer, counts in other.peer_status.items():
-            self.peer_status.setdefault(peer, Counter()).update(counts)
-        self.new += [s for s in other.new if s not in self.new]
-        self.known |= other.known
-        self.coverage.merge(other.coverage)
-        self.elapsed = max(self.elapsed, other.elapsed)
-        self.rounds += other.rounds
+# --------------------------------------------------------------------------- results (Progress: fuzz/progress.py)
 
 
 @dataclass

@@ -228,9 +228,18 @@ def test_cli_json_and_docs(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> N
 
 
 def test_cli_table(monkeypatch: pytest.MonkeyPatch) -> None:
+    from poolcheck.cli import common
+
     monkeypatch.setitem(workloads.BY_NAME, "T4", TINY[4])
-    result = CliRunner().invoke(app, ["bench", "--workloads", "T4", "--reps", "3", "--time-budget", "0.1s"],
-                                env={"COLUMNS": "160"})
+    # A console made while COLUMNS was set keeps that width for the whole process (rich reads it
+    # once); a real command starts a process of its own, so give this in-process one 160 columns.
+    saved = common.console._width
+    common.console.width = 160
+    try:
+        result = CliRunner().invoke(app, ["bench", "--workloads", "T4", "--reps", "3", "--time-budget", "0.1s"],
+                                    env={"COLUMNS": "160"})
+    finally:
+        common.console._width = saved
     assert result.exit_code == 0, result.output
     assert "T4  tiny MaxPool3D" in result.output
     assert "poolcheck numpy" in result.output and "More targets" in result.output
