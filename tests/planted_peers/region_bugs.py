@@ -15,9 +15,10 @@ from collections.abc import Callable
 import numpy as np
 import oracle
 
+from planted_peers.storage_order_ignored import EnginePeer
 from poolcheck.api import run_spec
 from poolcheck.peers.base import PeerOutput
-from poolcheck.spec.attributes import PoolSpec, check_input
+from poolcheck.spec.attributes import PoolSpec
 
 LARGE_KERNEL_TAP_DROP = "large-kernel-tap-drop"
 SINGLE_WINDOW_AVG = "single-window-avg-tap-drop"
@@ -119,26 +120,13 @@ def _tap_dropped(spec: PoolSpec, axes: list[oracle.Axis], which: list[int]) -> P
                         auto_pad="explicit", rounding_type=rounding)
 
 
-class RegionBug:
+class RegionBug(EnginePeer):
     """poolcheck's engine, wrong only where :data:`TRIGGERS` ``[region]`` holds (or one of the
     two tap-dropping kernel bugs)."""
 
     def __init__(self, region: str | None) -> None:
         self.region = region  # None: the faithful control, the same wrapper without a bug
         self.name = f"planted-{region or 'faithful'}"
-
-    def available(self) -> tuple[bool, str]:
-        return True, ""
-
-    def version(self) -> str | None:
-        return "planted"
-
-    def supports(self, spec: PoolSpec, shape: tuple[int, ...], dtype: np.dtype) -> tuple[bool, str]:
-        try:
-            check_input(spec, shape, dtype)
-        except ValueError as exc:
-            return False, str(exc)
-        return True, ""
 
     def run(self, spec: PoolSpec, x: np.ndarray) -> PeerOutput:
         values, indices = run_spec(spec, x)

@@ -13,10 +13,11 @@ from poolcheck.peers.base import PeerOutput
 from poolcheck.spec.attributes import PoolSpec, check_input
 
 
-class StorageOrderIgnored:
-    """poolcheck's engine, except that column-major indices are reported row-major."""
+class EnginePeer:
+    """The Peer plumbing of a class-based planted peer: always available, version "planted",
+    supports what the operator allows. Subclasses write ``run`` (with their one bug)."""
 
-    name = "planted-storage-order-ignored"
+    name = "planted-engine"
 
     def available(self) -> tuple[bool, str]:
         return True, ""
@@ -30,6 +31,12 @@ class StorageOrderIgnored:
         except ValueError as exc:
             return False, str(exc)
         return True, ""
+
+
+class StorageOrderIgnored(EnginePeer):
+    """poolcheck's engine, except that column-major indices are reported row-major."""
+
+    name = "planted-storage-order-ignored"
 
     def run(self, spec: PoolSpec, x: np.ndarray) -> PeerOutput:
         if spec.storage_order:
