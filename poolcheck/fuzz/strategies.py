@@ -165,6 +165,11 @@ def check_arguments(
             "dtypes", f"dtypes={list(dtypes)!r} has no floating type, and average pooling needs one "
             "(add float16, float32 or float64, or fuzz maxpool)"
         )
+    if not any(set(dtypes) & set(operators.allowed_dtypes(o, c)) for o in ops for c in conventions):
+        raise AttributeValueError(
+            "dtypes", f"dtypes={list(dtypes)!r}: no operator of these ops and conventions takes them "
+            f"(ops {list(ops)}, conventions {list(conventions)}; bfloat16: ONNX MaxPool-22 and AveragePool-22 only)"
+        )
 
 
 def allowed_dtypes(op: str, convention: str, dtypes: Sequence[str]) -> list[str]:

@@ -34,6 +34,7 @@ def fuzz(*args: str) -> tuple[int, str]:
     (["--oracles", "peers,vibes"], "--oracles"),
     (["--jobs", "0"], "--jobs"),
     (["--ops", "avgpool", "--dtypes", "int8"], "average pooling needs one"),
+    (["--dtypes", "bfloat16", "--conventions", "openvino"], "no operator of these ops and conventions"),
 ])
 def test_bad_usage_exits_2_naming_the_option(args: list[str], needle: str, tmp_path: Path) -> None:
     code, out = fuzz(*args, "--max-examples", "1", "--no-bundled-known")
