@@ -32,7 +32,7 @@ from poolcheck.fuzz.known import (
     known_entries,
     write_finding,
 )
-from poolcheck.fuzz.reference import reference
+from poolcheck.fuzz.reference import expected_for
 from poolcheck.fuzz.session import (
     ORACLES,
     FuzzOptions,
@@ -155,17 +155,17 @@ def recheck_known(entries: Sequence[KnownEntry], peers: Sequence[Peer], *, isola
         except Exception:
             version = "unknown"
         cases = [fuzz_case_from(entries[i].case) for i in idxs]
-        refs: list[tuple[O.Outputs, Geometry] | None] = []
+        expected: list[tuple[O.Outputs, Geometry] | None] = []
         for c in cases:  # None: the engine now rejects it (a peer computing an output accepts an invalid one)
             try:
-                refs.append(reference(eng, c))
+                expected.append(expected_for(eng, c))
             except PoolcheckError:
-                refs.append(None)
+                expected.append(None)
         # ties between equally good explanations go to the recorded one: the question is
         # whether the recorded behaviour still explains the peer
         prefer = [{entries[i].sig.detail: 1_000_000} for i in idxs]
         results = call_peer_many(peer, [(c.spec, c.x) for c in cases], isolated=isolated, timeout=timeout)
-        judged = judge_peer(peer, cases, refs, results, eng, version=version, prefer=prefer.__getitem__)
+        judged = judge_peer(peer, cases, expected, results, eng, version=version, prefer=prefer.__getitem__)
         for i, (_case, res, finding) in zip(idxs, judged):
             e = entries[i]
             if res.status in ("declined", "unavailable"):

@@ -122,7 +122,7 @@ def _diagnosed(f: O.Finding) -> bool:
     return f.kind == FindingKind.PEER and f.status == PeerStatus.OK and "variants" in f.extra
 
 
-def covers(engine: ModuleType, cause: Cause, f: O.Finding) -> bool:
+def covers(engine_module: ModuleType, cause: Cause, f: O.Finding) -> bool:
     """Whether ``cause`` accounts for ``f``'s example: its replay reproduces the peer's output
     (alone, or with the example's other behaviours), or it explains the peer's refusal."""
     if not cause:
@@ -139,7 +139,7 @@ def covers(engine: ModuleType, cause: Cause, f: O.Finding) -> bool:
     others = [k for k in f.extra.get("variants", ()) if k != f.atom and k not in cause]
     for keys in ([*cause], [*others, *cause]) if others else ([*cause],):
         try:
-            r = replay(engine, spec, x, keys, values, indices)
+            r = replay(engine_module, spec, x, keys, values, indices)
         except (PoolcheckError, ValueError):
             continue
         if r is not None and r.exact:
@@ -164,9 +164,9 @@ def candidates(f: O.Finding) -> list[Cause]:
 class Grouping:
     """The groups of one campaign (or one session), by peer and operator."""
 
-    def __init__(self, engine: ModuleType, known_signatures: Iterable[str] = (),
+    def __init__(self, engine_module: ModuleType, known_signatures: Iterable[str] = (),
                  ruled_out: Iterable[tuple[str, str, Cause]] = ()) -> None:
-        self.engine = engine
+        self.engine_module = engine_module
         #: (subject, op, cause) that an experiment on the peer refuted (see :func:`distinguish`)
         self.ruled_out: set[tuple[str, str, Cause]] = set(ruled_out)
         self.groups: list[Group] = []
@@ -192,7 +192,7 @@ class Grouping:
         if g is not None:
             # the example's own diagnosis is the group's cause: it reproduces it by construction
             own = g.causes == [(f.atom,)] or not g.causes
-            fitting = g.causes if own else [c for c in g.causes if covers(self.engine, c, f)]
+            fitting = g.causes if own else [c for c in g.causes if covers(self.engine_module, c, f)]
             if fitting or not g.causes:
                 narrowed = len(fitting) < len(g.causes)
                 g.causes = fitting
@@ -209,7 +209,7 @@ class Grouping:
             while any(other.key == key for other in self.groups):
                 key += "#"  # one signature in two groups (its name fits one example, not the other)
             g = Group(key, f.kind, f.op, f.subject,
-                      [c for c in self._candidates(f) if covers(self.engine, c, f)] or self._candidates(f))
+                      [c for c in self._candidates(f) if covers(self.engine_module, c, f)] or self._candidates(f))
             self.groups.append(g)
             self.by_signature.setdefault(key, g)
         g.add(f, pin=self._pin)
@@ -239,7 +239,7 @@ class Grouping:
     def _absorb(self, f: O.Finding) -> Group | None:
         """An existing group whose cause reproduces ``f`` (its causes narrowed to those that do)."""
         for g in self._peers(f):
-            fitting = [c for c in g.causes if covers(self.engine, c, f)]
+            fitting = [c for c in g.causes if covers(self.engine_module, c, f)]
             if fitting:
                 if len(fitting) < len(g.causes):
                     g.causes = fitting
@@ -250,11 +250,11 @@ class Grouping:
     def _adopt(self, f: O.Finding) -> Group | None:
         """An existing group all of whose examples one of ``f``'s explanations reproduces: it
         takes that explanation as its cause."""
-        mine = [c for c in self._candidates(f) if covers(self.engine, c, f)]
+        mine = [c for c in self._candidates(f) if covers(self.engine_module, c, f)]
         for g in self._peers(f):
             if g.known or not g.members:
                 continue
-            fitting = [c for c in mine if all(covers(self.engine, c, m) for m in g.members)]
+            fitting = [c for c in mine if all(covers(self.engine_module, c, m) for m in g.members)]
             if fitting:
                 g.causes = fitting
                 self._pin = True  # the example that named the group stays on record
@@ -268,7 +268,7 @@ class Grouping:
         for g in list(self._peers(into.members[0])):
             if g is into or g.known or not g.members:
                 continue
-            fitting = [c for c in into.causes if all(covers(self.engine, c, m) for m in g.members)]
+            fitting = [c for c in into.causes if all(covers(self.engine_module, c, m) for m in g.members)]
             if fitting:
                 into.causes = fitting
                 for m in g.members:
@@ -338,7 +338,7 @@ def _agrees(pred: tuple[np.ndarray, np.ndarray | None], out: tuple[np.ndarray, n
     return bool((pred[1] == np.asarray(out[1]).astype(np.int64)).all())
 
 
-def distinguish(engine: ModuleType, group: Group, ask: Ask, *, budget: int = 24) -> list[Cause]:
+def distinguish(engine_module: ModuleType, group: Group, ask: Ask, *, budget: int = 24) -> list[Cause]:
     """Tell a group's candidate causes apart by experiment: on configurations next to its smallest
     example where they predict different outputs, ask the peer, and keep the causes whose
     prediction it matches. Returns the causes refuted (at most ``budget`` peer calls)."""
@@ -353,7 +353,7 @@ def distinguish(engine: ModuleType, group: Group, ask: Ask, *, budget: int = 24)
         if not _informative(spec, shape, group.causes):
             continue
         x = _sample(shape, rep.case.x.dtype, rng)
-        preds = {c: predict(engine, spec, x, c) for c in group.causes}
+        preds = {c: predict(engine_module, spec, x, c) for c in group.causes}
         if any(p is None for p in preds.values()):
             continue
         first = next(iter(preds.values()))
@@ -388,7 +388,7 @@ def _informative(spec: PoolSpec, shape: tuple[int, ...], causes: Sequence[Cause]
     return True
 
 
-def refutes(engine: ModuleType, group: Group, ask: Ask, *, budget: int = 8) -> bool:
+def refutes(engine_module: ModuleType, group: Group, ask: Ask, *, budget: int = 8) -> bool:
     """Whether the peer contradicts its group's one cause: on configurations next to the smallest
     example where the cause predicts a divergence, the peer diverges from the spec in a way the
     cause does not predict. (A peer that agrees with the spec there says nothing: its bug may
@@ -405,7 +405,7 @@ def refutes(engine: ModuleType, group: Group, ask: Ask, *, budget: int = 8) -> b
         if not _informative(spec, shape, (cause,)):
             continue
         x = _sample(shape, rep.case.x.dtype, rng)
-        mine, plain = predict(engine, spec, x, cause), predict(engine, spec, x, ())
+        mine, plain = predict(engine_module, spec, x, cause), predict(engine_module, spec, x, ())
         if mine is None or plain is None or (_agrees(mine, plain) and _agrees(plain, mine)):
             continue
         budget -= 1
@@ -494,10 +494,10 @@ def join_by_cause(rows: dict[str, tuple[str, Sequence[str]]]) -> dict[str, str]:
     return {k: root(k) for k in rows}
 
 
-def group_all(engine: ModuleType, findings: Sequence[O.Finding], known: Iterable[str] = (),
+def group_all(engine_module: ModuleType, findings: Sequence[O.Finding], known: Iterable[str] = (),
               ruled_out: Iterable[tuple[str, str, Cause]] = ()) -> Grouping:
     """Group ``findings`` (in the order they were seen) as a session does."""
-    grouping = Grouping(engine, known, ruled_out)
+    grouping = Grouping(engine_module, known, ruled_out)
     for f in findings:
         grouping.place(f)
     return grouping

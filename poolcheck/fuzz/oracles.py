@@ -29,7 +29,7 @@ from poolcheck.engines import _windows as w
 from poolcheck.engines import get_engine
 from poolcheck.errors import PoolcheckError
 from poolcheck.fuzz.diagnosis import STATUS_SEVERITY, Diagnosis, diagnose_output, diagnose_rejection, severity_of
-from poolcheck.fuzz.reference import reference, run_reference
+from poolcheck.fuzz.reference import compute_expected, expected_for
 from poolcheck.fuzz.strategies import FuzzCase
 from poolcheck.judgement import (
     Judgement,
@@ -144,7 +144,7 @@ def expected_outputs(finding: Finding, engine: str = "auto") -> dict[str, Any]:
     case = finding.case
     if finding.kind == "invalid":
         return {}
-    base, geom = reference(get_engine(engine), case)
+    base, geom = expected_for(get_engine(engine), case)
     out: dict[str, Any] = {"values": base.values, "shape": list(geom.output_shape)}
     if base.indices is not None:
         out["indices"] = base.indices
@@ -186,7 +186,7 @@ def check_engines(case: FuzzCase, engines: dict[str, ModuleType], base: Outputs,
     names = list(engines)
     findings = []
     for name in names[1:]:
-        other, _ = reference(engines[name], case)
+        other, _ = expected_for(engines[name], case)
         tol = None
         if case.op == "avg" and dtypes.is_float(case.x.dtype):
             tol = avg_tolerance(case.x, geom, case.spec.exclude_pad, SPEC, base.values, engines[names[0]],
@@ -286,7 +286,7 @@ def _gather_back(case: FuzzCase, engine_name: str, base: Outputs, geom: Geometry
     return None
 
 
-def _identity(case: FuzzCase, engine: ModuleType, engine_name: str) -> Finding | None:
+def _identity(case: FuzzCase, engine_module: ModuleType, engine_name: str) -> Finding | None:
     """Kernel 1, stride 1, no padding: the output is the input (and each index its position)."""
     spec, x = case.spec, case.x
     n = spec.spatial_rank
@@ -294,7 +294,7 @@ def _identity(case: FuzzCase, engine: ModuleType, engine_name: str) -> Finding |
                        auto_pad="explicit", rounding_type="floor")
     geom = resolve(one, x.shape)
     lay = index_layout(one, x.shape) if spec.op == "max" else None
-    out = run_reference(engine, x, geom, spec.op, exclude_pad=spec.exclude_pad, layout=lay)
+    out = compute_expected(engine_module, x, geom, spec.op, exclude_pad=spec.exclude_pad, layout=lay)
     if not close_values(x, out.values, None).all():
         return _violation(case, engine_name, "identity", "kernel 1 stride 1 does not return the input",
                           first_difference(Outputs(x), out.values, None, mismatch(Outputs(x), out.values, None)))
@@ -313,7 +313,7 @@ def _identity(case: FuzzCase, engine: ModuleType, engine_name: str) -> Finding |
     return None
 
 
-def _flip(case: FuzzCase, engine: ModuleType, engine_name: str, base: Outputs, geom: Geometry) -> Finding | None:
+def _flip(case: FuzzCase, engine_module: ModuleType, engine_name: str, base: Outputs, geom: Geometry) -> Finding | None:
     """Flipping a spatial axis whose windows tile the padded axis exactly mirrors the output,
     with pads_begin/pads_end (or same_upper/same_lower) swapped. Values only: with ties the
     first-wins index becomes the last one."""
@@ -336,11 +336,11 @@ def _flip(case: FuzzCase, engine: ModuleType, engine_name: str, base: Outputs, g
         if any(g2.axes[j] != geom.axes[j] for j in range(len(geom.axes)) if j != i):
             continue
         xf = np.flip(x, axis=2 + i).copy()
-        out = run_reference(engine, xf, g2, spec.op, exclude_pad=spec.exclude_pad)
+        out = compute_expected(engine_module, xf, g2, spec.op, exclude_pad=spec.exclude_pad)
         want = np.flip(base.values, axis=2 + i)
         tol = None
         if spec.op == "avg":
-            tol = avg_tolerance(x, geom, spec.exclude_pad, SPEC, base.values, engine, np.dtype(np.float64),
+            tol = avg_tolerance(x, geom, spec.exclude_pad, SPEC, base.values, engine_module, np.dtype(np.float64),
                                 result=x.dtype, both_float64=True)
             tol = np.flip(tol, axis=2 + i)
         if not close_values(want, out.values, tol).all():
@@ -352,7 +352,7 @@ def _flip(case: FuzzCase, engine: ModuleType, engine_name: str, base: Outputs, g
     return None
 
 
-def _explicit_padding(case: FuzzCase, engine: ModuleType, engine_name: str, base: Outputs,
+def _explicit_padding(case: FuzzCase, engine_module: ModuleType, engine_name: str, base: Outputs,
                       geom: Geometry) -> Finding | None:
     """Padding the input by hand (-inf for max, 0 for an average that counts padding) and
     pooling without padding gives the padded pooling's output."""
@@ -380,10 +380,10 @@ def _explicit_padding(case: FuzzCase, engine: ModuleType, engine_name: str, base
         return None
     if g2.output_shape != geom.output_shape:
         return None
-    out = run_reference(engine, xp, g2, spec.op, exclude_pad=False)
+    out = compute_expected(engine_module, xp, g2, spec.op, exclude_pad=False)
     tol = None
     if spec.op == "avg":
-        tol = avg_tolerance(x, geom, False, SPEC, base.values, engine, np.dtype(np.float64),
+        tol = avg_tolerance(x, geom, False, SPEC, base.values, engine_module, np.dtype(np.float64),
                             result=x.dtype, both_float64=True)
     if not close_values(base.values, out.values, tol).all():
         return _violation(case, engine_name, "explicit padding",
@@ -392,7 +392,7 @@ def _explicit_padding(case: FuzzCase, engine: ModuleType, engine_name: str, base
     return None
 
 
-def _shift(case: FuzzCase, engine: ModuleType, engine_name: str, base: Outputs, geom: Geometry) -> Finding | None:
+def _shift(case: FuzzCase, engine_module: ModuleType, engine_name: str, base: Outputs, geom: Geometry) -> Finding | None:
     """max(x + c) = max(x) + c (rounding is monotone), with the same indices when x + c is exact."""
     spec, x = case.spec, case.x
     if spec.op != "max":
@@ -410,7 +410,7 @@ def _shift(case: FuzzCase, engine: ModuleType, engine_name: str, base: Outputs, 
             finite = np.isfinite(x)
             exact = bool(np.all((xs[finite].astype(np.float64) - c) == x[finite].astype(np.float64)))
     lay = index_layout(spec, x.shape) if exact else None
-    out = run_reference(engine, xs, geom, "max", layout=lay)
+    out = compute_expected(engine_module, xs, geom, "max", layout=lay)
     with np.errstate(all="ignore"):
         if x.dtype.kind in "iu":
             want = (base.values.astype(np.int64) + c).astype(x.dtype)
@@ -429,14 +429,14 @@ def _shift(case: FuzzCase, engine: ModuleType, engine_name: str, base: Outputs, 
     return None
 
 
-def _constant(case: FuzzCase, engine: ModuleType, engine_name: str, geom: Geometry) -> Finding | None:
+def _constant(case: FuzzCase, engine_module: ModuleType, engine_name: str, geom: Geometry) -> Finding | None:
     """The average of a constant is the constant where the divisor counts exactly the elements
     summed (exclude_pad: every window holding an input element; include_pad: windows with no
     padding); the max of a constant is the constant in every window holding an element."""
     spec, x = case.spec, case.x
     v = 3
     xc = np.full(x.shape, v, dtype=x.dtype)
-    out = run_reference(engine, xc, geom, spec.op, exclude_pad=spec.exclude_pad)
+    out = compute_expected(engine_module, xc, geom, spec.op, exclude_pad=spec.exclude_pad)
     n = len(geom.axes)
     mask = np.ones(out.values.shape, dtype=bool)
     for i, a in enumerate(geom.axes):
@@ -454,16 +454,16 @@ def _constant(case: FuzzCase, engine: ModuleType, engine_name: str, geom: Geomet
     return None
 
 
-def check_metamorphic(case: FuzzCase, engine: ModuleType, engine_name: str, base: Outputs,
+def check_metamorphic(case: FuzzCase, engine_module: ModuleType, engine_name: str, base: Outputs,
                       geom: Geometry) -> list[Finding]:
     """Every metamorphic property on one engine (a violation is a bug in that engine)."""
     found = [
         _gather_back(case, engine_name, base, geom),
-        _identity(case, engine, engine_name),
-        _flip(case, engine, engine_name, base, geom),
-        _explicit_padding(case, engine, engine_name, base, geom),
-        _shift(case, engine, engine_name, base, geom),
-        _constant(case, engine, engine_name, geom),
+        _identity(case, engine_module, engine_name),
+        _flip(case, engine_module, engine_name, base, geom),
+        _explicit_padding(case, engine_module, engine_name, base, geom),
+        _shift(case, engine_module, engine_name, base, geom),
+        _constant(case, engine_module, engine_name, geom),
     ]
     return [f for f in found if f is not None]
 
@@ -488,13 +488,13 @@ class DiagnosisMemo:
         self.size = size
         self._kept: dict[tuple[Any, ...], Diagnosis] = {}
 
-    def __call__(self, engine: ModuleType, spec: Any, x: np.ndarray, values: np.ndarray,
+    def __call__(self, engine_module: ModuleType, spec: Any, x: np.ndarray, values: np.ndarray,
                  indices: np.ndarray | None, prefer: Mapping[str, int] | None = None) -> Diagnosis:
-        key = (engine.__name__, spec, _array_key(x), _array_key(values),
+        key = (engine_module.__name__, spec, _array_key(x), _array_key(values),
                None if indices is None else _array_key(indices), tuple(sorted((prefer or {}).items())))
         found = self._kept.get(key)
         if found is None:
-            found = self._kept[key] = diagnose_output(engine, spec, x, values, indices, prefer)
+            found = self._kept[key] = diagnose_output(engine_module, spec, x, values, indices, prefer)
             if len(self._kept) > self.size:
                 del self._kept[next(iter(self._kept))]  # the oldest
         return found
@@ -504,7 +504,7 @@ def _array_key(a: np.ndarray) -> tuple[str, tuple[int, ...], bytes]:
     return a.dtype.str, a.shape, a.tobytes()
 
 
-def check_peer(case: FuzzCase, peer: str, result: PeerResult, engine: ModuleType, base: Outputs | None,
+def check_peer(case: FuzzCase, peer: str, result: PeerResult, engine_module: ModuleType, base: Outputs | None,
                geom: Geometry | None, version: str | None = None,
                prefer: Mapping[str, int] | None = None, *, memo: DiagnosisMemo | None = None) -> Finding | None:
     """Judge one peer result against the reference (``base`` is None when the engine rejects
@@ -549,11 +549,11 @@ def check_peer(case: FuzzCase, peer: str, result: PeerResult, engine: ModuleType
                        severity=Severity.VIOLATION)
     values = np.asarray(out.values)
     indices = None if out.indices is None else np.asarray(out.indices)
-    tol = tolerance_for(case.spec, case.x, geom, base.values, engine) if values.shape == base.values.shape else None
+    tol = tolerance_for(case.spec, case.x, geom, base.values, engine_module) if values.shape == base.values.shape else None
     mm = mismatch(base, values, indices, tol)
     if not mm:
         return None
-    d = (memo or diagnose_output)(engine, case.spec, case.x, values, indices, prefer)
+    d = (memo or diagnose_output)(engine_module, case.spec, case.x, values, indices, prefer)
     if d.klass == "same":  # the diagnosis tolerance is the comparison's: cannot happen, but be safe
         return None
     expected: dict[str, Any] = {"values": base.values, "shape": list(geom.output_shape)}

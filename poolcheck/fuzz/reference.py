@@ -10,22 +10,18 @@ from typing import Protocol
 
 import numpy as np
 
-from poolcheck.engines import get_engine, numpy_engine
+from poolcheck.engines import numpy_engine
 from poolcheck.judgement import Outputs
 from poolcheck.spec.attributes import PoolSpec
 from poolcheck.spec.indices import IndexLayout, index_layout
 from poolcheck.spec.policy import SPEC, Policy
 from poolcheck.spec.shape import Geometry, resolve
 
-__all__ = ["Configuration", "Outputs", "canonical_layout", "engine_module", "reference", "run_reference"]
+__all__ = ["Configuration", "Outputs", "canonical_layout", "compute_expected", "expected_for"]
 
 
-def engine_module(name: str) -> ModuleType:
-    return get_engine(name)
-
-
-def run_reference(
-    engine: ModuleType,
+def compute_expected(
+    engine_module: ModuleType,
     x: np.ndarray,
     geom: Geometry,
     op: str,
@@ -40,18 +36,18 @@ def run_reference(
     NumPy engine, which takes any window placement, computes it then."""
     with np.errstate(all="ignore"):
         try:
-            return _call(engine, x, geom, op, exclude_pad, layout, policy)
+            return _call(engine_module, x, geom, op, exclude_pad, layout, policy)
         except ValueError:
-            if engine is numpy_engine:
+            if engine_module is numpy_engine:
                 raise
             return _call(numpy_engine, x, geom, op, exclude_pad, layout, policy)
 
 
-def _call(engine: ModuleType, x: np.ndarray, geom: Geometry, op: str, exclude_pad: bool,
+def _call(engine_module: ModuleType, x: np.ndarray, geom: Geometry, op: str, exclude_pad: bool,
           layout: IndexLayout | None, policy: Policy) -> Outputs:
     if op == "avg":
-        return Outputs(engine.avg_pool(x, geom, exclude_pad, policy))
-    values, indices = engine.max_pool(x, geom, layout, policy)
+        return Outputs(engine_module.avg_pool(x, geom, exclude_pad, policy))
+    values, indices = engine_module.max_pool(x, geom, layout, policy)
     return Outputs(values, indices)
 
 
@@ -70,13 +66,13 @@ class Configuration(Protocol):
     def x(self) -> np.ndarray: ...
 
 
-def reference(engine: ModuleType, case: Configuration) -> tuple[Outputs, Geometry]:
+def expected_for(engine_module: ModuleType, case: Configuration) -> tuple[Outputs, Geometry]:
     """THE reference for a configuration: the spec's geometry and index layout, the spec's
     policy, one engine call. Every consumer in the fuzzer (the session, the registry re-check,
     the expected outputs of a case file) goes through it; a diagnosis variant's geometry or policy
-    goes through :func:`run_reference` instead. Raises :class:`~poolcheck.errors.PoolcheckError`
+    goes through :func:`compute_expected` instead. Raises :class:`~poolcheck.errors.PoolcheckError`
     when poolcheck rejects the configuration."""
     spec, x = case.spec, case.x
     geom = resolve(spec, x.shape)
     layout = index_layout(spec, x.shape) if spec.op == "max" else None
-    return run_reference(engine, x, geom, spec.op, exclude_pad=spec.exclude_pad, layout=layout), geom
+    return compute_expected(engine_module, x, geom, spec.op, exclude_pad=spec.exclude_pad, layout=layout), geom

@@ -37,10 +37,10 @@ def peer_key(case: FuzzCase) -> tuple[Any, ...]:
 
 @dataclass
 class EngineSide:
-    """What the engines said about one configuration: the reference (None: poolcheck rejects
+    """What the engines said about one configuration: the expected outputs (None: poolcheck rejects
     it), findings against poolcheck itself, and the engine comparison and metamorphic findings
     (None until they ran). Findings are rebound to each repeat's own case."""
 
-    ref: tuple[Outputs, Geometry] | None
+    expected: tuple[Outputs, Geometry] | None
     findings: list[O.Finding]
     checks: list[O.Finding] | None = None

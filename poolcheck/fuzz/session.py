@@ -49,7 +49,7 @@ from poolcheck.fuzz.generation import seed_only_generation
 from poolcheck.fuzz.grouping import Grouping, distinguish, group_finding, refutes
 from poolcheck.fuzz.hypothesis_compat import keep_database, set_database_key, shrink_limit
 from poolcheck.fuzz.progress import Progress
-from poolcheck.fuzz.reference import reference
+from poolcheck.fuzz.reference import expected_for
 from poolcheck.fuzz.repeats import ENGINE_SIDE_CACHE, PEER_RESULTS_CACHE, EngineSide, config_key, peer_key
 from poolcheck.fuzz.strategies import ALL_DTYPES, CONVENTIONS, FuzzCase, config_batches
 from poolcheck.judgement import Outputs
@@ -178,8 +178,8 @@ def ends_exploration(finding: O.Finding, options: FuzzOptions) -> bool:
 # --------------------------------------------------------------------------- judging a peer
 
 
-def judge_peer(peer: Peer, batch: Sequence[FuzzCase], refs: Sequence[tuple[Outputs, Geometry] | None],
-               results: Sequence[PeerResult], engine: ModuleType, *, version: str | None,
+def judge_peer(peer: Peer, batch: Sequence[FuzzCase], expected: Sequence[tuple[Outputs, Geometry] | None],
+               results: Sequence[PeerResult], engine_module: ModuleType, *, version: str | None,
                prefer: Callable[[int], Mapping[str, int]],
                memo: O.DiagnosisMemo | None = None) -> Iterator[tuple[FuzzCase, PeerResult, O.Finding | None]]:
     """``peer``'s results on ``batch``, each judged against its reference (``None``: the engine
@@ -187,9 +187,9 @@ def judge_peer(peer: Peer, batch: Sequence[FuzzCase], refs: Sequence[tuple[Outpu
     peer's output takes, for new findings and for re-checking known divergences. Lazy:
     ``prefer(i)`` (the tie-breaking history for item ``i``) is read when item ``i`` is judged, so
     a caller may update it from the items before; ``memo`` keeps diagnoses a session repeats."""
-    for i, (case, ref, result) in enumerate(zip(batch, refs, results)):
-        base, geom = ref if ref is not None else (None, None)
-        yield case, result, O.check_peer(case, peer.name, result, engine, base, geom, version, prefer(i), memo=memo)
+    for i, (case, exp, result) in enumerate(zip(batch, expected, results)):
+        base, geom = exp if exp is not None else (None, None)
+        yield case, result, O.check_peer(case, peer.name, result, engine_module, base, geom, version, prefer(i), memo=memo)
 
 
 # --------------------------------------------------------------------------- one session
@@ -212,10 +212,10 @@ class Session:
         self._call = call_peer_many
         self.job = job
         self.on_progress = on_progress
-        self.engine: ModuleType = get_engine(options.engine)
+        self.engine_module: ModuleType = get_engine(options.engine)
         # the reference engine first: every other engine is compared with it
-        self.engines: dict[str, ModuleType] = {self.engine.NAME: self.engine}
-        self.engines.update({name: get_engine(name) for name in available_engines() if name != self.engine.NAME})
+        self.engines: dict[str, ModuleType] = {self.engine_module.NAME: self.engine_module}
+        self.engines.update({name: get_engine(name) for name in available_engines() if name != self.engine_module.NAME})
         self.versions: dict[str, str] = {}
         self.unavailable: dict[str, str] = {}
         self.peers: list[Peer] = []
@@ -252,7 +252,7 @@ class Session:
                 self.preference.setdefault(sig.subject, Counter())[sig.detail] += 1
         #: A peer's divergences that one explanation accounts for, grouped as they appear: an
         #: example a group already explains is counted, not shrunk again.
-        self.grouping = Grouping(self.engine, options.known_signatures)
+        self.grouping = Grouping(self.engine_module, options.known_signatures)
         self.started = time.monotonic()
         self._last_progress = 0.0
         self.warnings: list[str] = []
@@ -304,7 +304,7 @@ class Session:
 
         return results
 
-    def _reference(self, case: FuzzCase) -> tuple[tuple[Outputs, Geometry] | None, list[O.Finding]]:
+    def _expected(self, case: FuzzCase) -> tuple[tuple[Outputs, Geometry] | None, list[O.Finding]]:
         """The reference engine's outputs and geometry for ``case`` (None where poolcheck
         rejects it) and the findings against poolcheck itself (it accepts an invalid
         configuration, or its engine raises)."""
@@ -317,9 +317,9 @@ class Session:
         if not ok:
             return None, []
         try:
-            return reference(self.engine, case), []
+            return expected_for(self.engine_module, case), []
         except PoolcheckError as exc:
-            return None, [O.Finding(kind=FindingKind.ENGINE, op=case.op, subject=self.engine.NAME, klass="error",
+            return None, [O.Finding(kind=FindingKind.ENGINE, op=case.op, subject=self.engine_module.NAME, klass="error",
                                     text="the engine raised", detail=str(exc), case=case, explained=False)]
 
     def check_batch(self, batch: Sequence[FuzzCase]) -> list[O.Finding]:
@@ -329,30 +329,30 @@ class Session:
         peers = self.peers if "peers" in oracles else []
         # Isolated peers get the batch first: their workers compute while the engines do.
         pending = [self._ask_peer(peer, batch) for peer in peers]
-        refs: list[tuple[Outputs, Geometry] | None] = []
+        expected: list[tuple[Outputs, Geometry] | None] = []
         keys = [config_key(case) for case in batch]
         for case, key in zip(batch, keys):
             known = self._engine_side.get(key)
             if known is None:
-                known = self._engine_side[key] = EngineSide(*self._reference(case))
+                known = self._engine_side[key] = EngineSide(*self._expected(case))
                 if len(self._engine_side) > ENGINE_SIDE_CACHE:
                     del self._engine_side[next(iter(self._engine_side))]  # the oldest
-            refs.append(known.ref)
+            expected.append(known.expected)
             findings += [dataclasses.replace(f, case=case) for f in known.findings]
-            if known.ref is not None and "shapes" in oracles:
-                findings += O.check_shape_rules(case, known.ref[1])
+            if known.expected is not None and "shapes" in oracles:
+                findings += O.check_shape_rules(case, known.expected[1])
         # The engine-side oracles (the other engines against the reference engine, metamorphic
         # properties of the reference engine) run on the first configuration of each example, or
         # on all of them: they cost several engine calls per configuration.
-        for case, key, ref in zip(batch, keys, refs):
-            if ref is not None:
+        for case, key, exp in zip(batch, keys, expected):
+            if exp is not None:
                 known = self._engine_side[key]
                 if known.checks is None:
                     known.checks = []
                     if len(self.engines) > 1 and "engines" in oracles:
-                        known.checks += O.check_engines(case, self.engines, ref[0], ref[1])
+                        known.checks += O.check_engines(case, self.engines, exp[0], exp[1])
                     if "metamorphic" in oracles:
-                        known.checks += O.check_metamorphic(case, self.engine, self.engine.NAME, ref[0], ref[1])
+                        known.checks += O.check_metamorphic(case, self.engine_module, self.engine_module.NAME, exp[0], exp[1])
                     findings += known.checks
                 else:
                     findings += [dataclasses.replace(f, case=case) for f in known.checks]
@@ -361,10 +361,10 @@ class Session:
         self.progress.cases += len(batch)
         reached = {id(case): cov.regions_of(case.spec, case.x) if case.mutation is None else frozenset()
                    for case in batch}
-        for hit, ref in zip(reached.values(), refs):
-            if ref is not None:
-                self.progress.coverage.record(self.engine.NAME, hit)
-        self._rarity = max((cov.rarity(hit, self.progress.coverage.hits.get(self.engine.NAME, {}))
+        for hit, exp in zip(reached.values(), expected):
+            if exp is not None:
+                self.progress.coverage.record(self.engine_module.NAME, hit)
+        self._rarity = max((cov.rarity(hit, self.progress.coverage.hits.get(self.engine_module.NAME, {}))
                             for hit in reached.values()), default=0.0)
         for peer, answer in zip(peers, pending):
             status = self.progress.peer_status.setdefault(peer.name, Counter())
@@ -373,7 +373,7 @@ class Session:
             def history(_i: int, p: Counter[str] = prefer) -> Mapping[str, int]:
                 return p  # one history per peer, updated as its items are judged
 
-            for _case, result, f in judge_peer(peer, batch, refs, answer(), self.engine,
+            for _case, result, f in judge_peer(peer, batch, expected, answer(), self.engine_module,
                                                version=self.versions.get(peer.name), prefer=history,
                                                memo=self._diagnose):
                 status[result.status] += 1
@@ -439,7 +439,7 @@ class Session:
     def _covered(self) -> bool:
         """Every reachable region has ``min_per_region`` hits on every runner."""
         keys = self._plan.reachable
-        runners = [self.engine.NAME, *(p.name for p in self.peers)]
+        runners = [self.engine_module.NAME, *(p.name for p in self.peers)]
         return all(self.progress.coverage.least(r, keys) >= self.options.min_per_region for r in runners)
 
     def _report_progress(self, *, force: bool = False) -> None:
@@ -552,9 +552,9 @@ class Session:
                 return None
             return result.output.values, result.output.indices
 
-        for cause in distinguish(self.engine, group, ask):
+        for cause in distinguish(self.engine_module, group, ask):
             self.grouping.ruled_out.add((group.subject, group.op, cause))
-        if len(group.causes) == 1 and refutes(self.engine, group, ask):  # a name that fits its examples only
+        if len(group.causes) == 1 and refutes(self.engine_module, group, ask):  # a name that fits its examples only
             self.grouping.ruled_out.add((group.subject, group.op, group.causes[0]))
             self.grouping.refute(group)
 

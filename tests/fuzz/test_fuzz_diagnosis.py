@@ -396,7 +396,7 @@ def test_each_focused_behaviour_keeps_its_own_severity() -> None:
     out = resolve(spec, x.shape).output_shape[-1]
     vals, idx = max_nan_ignored_empty_lowest(x, 2, 2, 2, out)
     case = FuzzCase("MaxPool-14", {}, spec, x, {})
-    base, geom = O.reference(ENGINE, case)
+    base, geom = O.expected_for(ENGINE, case)
     f = O.check_peer(case, "planted", PeerResult("ok", PeerOutput(vals, idx)), ENGINE, base, geom)
     assert f is not None and f.severity is Severity.UNSPECIFIED
     assert {c.atom: c.severity for c in f.focused()} == {"nan=ignore": Severity.UNSPECIFIED,
@@ -406,7 +406,7 @@ def test_each_focused_behaviour_keeps_its_own_severity() -> None:
     n2 = resolve(excl, x2.shape).output_shape[-1]
     peer = avg_padded_divisor_nan_empty(x2, 3, 2, 3, 2, n2, count_padding=False)
     case2 = FuzzCase("AvgPool-14", {}, excl, x2, {})
-    base2, geom2 = O.reference(ENGINE, case2)
+    base2, geom2 = O.expected_for(ENGINE, case2)
     f2 = O.check_peer(case2, "planted", PeerResult("ok", PeerOutput(peer, None)), ENGINE, base2, geom2)
     assert f2 is not None and f2.severity is Severity.VIOLATION
     assert {c.atom: c.severity for c in f2.focused()} == {"divisor=valid": Severity.VIOLATION,

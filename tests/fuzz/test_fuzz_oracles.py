@@ -24,7 +24,7 @@ from poolcheck.fuzz.diagnosis import (
     encode_indices,
 )
 from poolcheck.fuzz.diagnosis.variants import _legacy_same
-from poolcheck.fuzz.reference import Outputs, canonical_layout, run_reference
+from poolcheck.fuzz.reference import Outputs, canonical_layout, compute_expected
 from poolcheck.fuzz.strategies import FuzzCase
 from poolcheck.peers.base import PeerOutput, PeerResult
 from poolcheck.spec import attributes as A
@@ -45,7 +45,7 @@ def case(spec: A.PoolSpec, x: Any, op_name: str | None = None) -> FuzzCase:
 def run(spec: A.PoolSpec, x: np.ndarray, policy: Policy = SPEC, geom: Any = None) -> Outputs:
     geom = geom or resolve(spec, x.shape)
     layout = index_layout(spec, x.shape) if spec.op == "max" else None
-    return run_reference(ENGINE, x, geom, spec.op, exclude_pad=spec.exclude_pad, layout=layout, policy=policy)
+    return compute_expected(ENGINE, x, geom, spec.op, exclude_pad=spec.exclude_pad, layout=layout, policy=policy)
 
 
 def x1(*values: float, dtype: str = "float32") -> np.ndarray:
@@ -156,16 +156,16 @@ def test_onnxruntime_same_padding_model() -> None:
     x = x1(*range(1, 8))
     place = _legacy_same(dilated=True)(spec, x.shape)
     assert place.crop == ((1, 7),)  # pad_head -1: the windows start one element into the input
-    out = run_reference(ENGINE, x[..., 1:], place.geom, "max")
+    out = compute_expected(ENGINE, x[..., 1:], place.geom, "max")
     assert out.values.ravel().tolist() == [2.0, 6.0]
     lower = A.onnx_max_pool([1], [4], auto_pad="SAME_LOWER")
     place = _legacy_same(dilated=True)(lower, x.shape)  # pad_head = (-2 + 1) / 2 = 0 in C
     assert place.crop is None
-    out = run_reference(ENGINE, x, place.geom, "max")
+    out = compute_expected(ENGINE, x, place.geom, "max")
     assert out.values.ravel().tolist() == [1.0, 5.0]
     # The spec (pad_shape as written, -2 split -1/-1): windows at 1 and 5 for both modes, so ONNX
     # Runtime's SAME_UPPER agrees; its SAME_LOWER (C division: 0/-2, windows at 0 and 4) is diagnosed.
-    assert run_reference(ENGINE, x, resolve(spec, x.shape), "max").values.ravel().tolist() == [2.0, 6.0]
+    assert compute_expected(ENGINE, x, resolve(spec, x.shape), "max").values.ravel().tolist() == [2.0, 6.0]
     d = diagnose_output(ENGINE, lower, x, np.asarray([[[1.0, 5.0]]], np.float32), None)
     # here C division (0/-2) and clamping (0/0) place the windows alike: either name reproduces it
     assert d.klass in ("same:negative-pads", "same:clamped")
@@ -230,7 +230,7 @@ def test_check_peer_agreement_and_float_tolerance() -> None:
     spec = A.openvino_avg_pool([3], [1], [1], [1], exclude_pad=True)
     x = x1(0.1, 0.2, 0.7, 1.3, dtype="float32")
     c = case(spec, x)
-    base, geom = O.reference(ENGINE, c)
+    base, geom = O.expected_for(ENGINE, c)
     same = PeerResult("ok", PeerOutput(base.values.copy()))
     assert O.check_peer(c, "p", same, ENGINE, base, geom) is None
     nudged = np.nextafter(base.values, np.float32(np.inf)).astype(np.float32)  # one unit in the last place
@@ -243,7 +243,7 @@ def test_check_peer_agreement_and_float_tolerance() -> None:
 def test_check_peer_statuses() -> None:
     spec = A.openvino_max_pool([2], [1], [2], [0])
     c = case(spec, x1(1, 2, 3))
-    base, geom = O.reference(ENGINE, c)
+    base, geom = O.expected_for(ENGINE, c)
     assert O.check_peer(c, "p", PeerResult("declined", None, "no"), ENGINE, base, geom) is None
     crash = O.check_peer(c, "p", PeerResult("crash", None, "killed by SIGSEGV"), ENGINE, base, geom)
     assert crash is not None and crash.klass == "crash" and crash.signature == "peer|max|p|crash"
@@ -282,7 +282,7 @@ def _broken(**overrides: Any) -> SimpleNamespace:
 def _props(eng: Any, c: FuzzCase) -> set[str]:
     geom = resolve(c.spec, c.x.shape)
     layout = index_layout(c.spec, c.x.shape) if c.op == "max" else None
-    base = run_reference(eng, c.x, geom, c.op, exclude_pad=c.spec.exclude_pad, layout=layout)
+    base = compute_expected(eng, c.x, geom, c.op, exclude_pad=c.spec.exclude_pad, layout=layout)
     return {f.klass for f in O.check_metamorphic(c, eng, "broken", base, geom)}
 
 
@@ -325,7 +325,7 @@ def test_engine_comparison_flags_a_differing_engine() -> None:
         return v * 2, i
 
     c = MAX_CASE
-    base, geom = O.reference(numpy_engine, c)
+    base, geom = O.expected_for(numpy_engine, c)
     found = O.check_engines(c, {"numpy": numpy_engine, "broken": _broken(max_pool=wrong)}, base, geom)
     assert [f.signature for f in found] == ["engine|max|numpy vs broken|values"]
     assert O.check_engines(c, {"numpy": numpy_engine, "again": numpy_engine}, base, geom) == []
@@ -334,7 +334,7 @@ def test_engine_comparison_flags_a_differing_engine() -> None:
 def test_canonical_layout_indices_decode() -> None:
     x = np.arange(12, dtype=np.float32).reshape(1, 2, 6)
     spec = A.openvino_max_pool([2], [2])
-    out = run_reference(ENGINE, x, resolve(spec, x.shape), "max", layout=canonical_layout(x.shape))
+    out = compute_expected(ENGINE, x, resolve(spec, x.shape), "max", layout=canonical_layout(x.shape))
     assert out.indices is not None
     assert (x.reshape(-1)[out.indices.reshape(-1)] == out.values.reshape(-1)).all()
     assert Placement(resolve(spec, x.shape)).output_shape == (1, 2, 3)

@@ -54,7 +54,7 @@ class _CountingPeer:
         self.asked.append((spec, np.array(x)))
         if self.raises:
             raise ValueError("this accelerator has no pooling")
-        values, indices = O.reference(numpy_engine, SimpleNamespace(spec=spec, x=np.asarray(x), op=spec.op))[0].values, None
+        values, indices = O.expected_for(numpy_engine, SimpleNamespace(spec=spec, x=np.asarray(x), op=spec.op))[0].values, None
         return PeerOutput(values + self.shift, indices)
 
 
@@ -123,8 +123,8 @@ def test_engine_side_verdicts_are_computed_once_and_rebound() -> None:
         return SimpleNamespace(NAME=name, max_pool=max_pool, avg_pool=numpy_engine.avg_pool)
 
     session = _session(engine_checks="all", oracles=frozenset({"engines"}))
-    session.engine = engine("reference", 0)  # type: ignore[assignment]
-    session.engines = {"reference": session.engine, "broken": engine("broken", 1)}  # type: ignore[dict-item]
+    session.engine_module = engine("reference", 0)  # type: ignore[assignment]
+    session.engines = {"reference": session.engine_module, "broken": engine("broken", 1)}  # type: ignore[dict-item]
     first, twin = _case(), _case()
     found = session.check_batch([first, twin]) + session.check_batch([_case(seed=1)])
     assert calls == ["reference", "broken", "reference", "broken"]  # the repeat reused the first verdicts
@@ -146,7 +146,7 @@ def test_a_diagnosis_is_reused_only_while_its_history_is_unchanged(monkeypatch) 
     monkeypatch.setattr(O, "diagnose_output", counting)
     memo = O.DiagnosisMemo()
     case = _case()
-    values = O.reference(numpy_engine, case)[0].values
+    values = O.expected_for(numpy_engine, case)[0].values
     wrong = values.copy()
     wrong.reshape(-1)[0] = np.nan  # a NaN where the reference has a number
     first = memo(numpy_engine, case.spec, case.x, wrong, None, {})

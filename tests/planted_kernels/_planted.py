@@ -15,7 +15,7 @@ import numpy as np
 
 import poolcheck
 from poolcheck.engines import get_engine
-from poolcheck.fuzz.reference import run_reference
+from poolcheck.fuzz.reference import compute_expected
 from poolcheck.spec.indices import index_layout
 from poolcheck.spec.operators import parse
 from poolcheck.spec.poolspec import PoolSpec
@@ -47,7 +47,7 @@ def on_geometry(op: str, x: np.ndarray, geom: Geometry, kw: dict[str, Any]) -> A
     """The engine on ``geom`` (windows where the kernel puts them), indices in the spec's layout."""
     s = spec(op, kw)
     layout = index_layout(s, np.shape(x)) if op == "max" else None
-    out = run_reference(get_engine("numpy"), np.asarray(x), geom, op, exclude_pad=s.exclude_pad, layout=layout)
+    out = compute_expected(get_engine("numpy"), np.asarray(x), geom, op, exclude_pad=s.exclude_pad, layout=layout)
     if op == "max":
         assert out.indices is not None
         return out.values, out.indices.astype(np.int32 if s.index_element_type == "i32" else np.int64)

@@ -64,7 +64,7 @@ def assert_found_and_replays(result: SessionResult, peer: Any, classes: tuple[st
     (res,) = call_peer_many(peer, [(case.spec, case.input)], isolated=False)
     engine = get_engine("auto")
     fc = fuzz_case_from(case)
-    base, geom = O.reference(engine, fc)
+    base, geom = O.expected_for(engine, fc)
     again = O.check_peer(fc, f.subject, res, engine, base, geom)
     # re-diagnosed without the session's tie-breaking history: any of the acceptable names
     assert again is not None and set(again.atoms or (again.klass,)) & set(classes), again.klass

@@ -42,7 +42,7 @@ class Replay:
         return bool(self.value_ok.all()) and (self.index_ok is None or bool(self.index_ok.all()))
 
 
-def replay(engine: ModuleType, spec: PoolSpec, x: np.ndarray, keys: tuple[str, ...] | list[str],
+def replay(engine_module: ModuleType, spec: PoolSpec, x: np.ndarray, keys: tuple[str, ...] | list[str],
            values: np.ndarray, indices: np.ndarray | None) -> Replay | None:
     """Re-run the reference under ``keys`` (any mix of precision, geometry, policy and index
     variants) and compare with the peer's ``values``/``indices``. None: the keys give no output of
@@ -73,10 +73,10 @@ def replay(engine: ModuleType, spec: PoolSpec, x: np.ndarray, keys: tuple[str, .
     xc = _crop(_narrow(x, compute) if compute is not None else x, placement.crop)
     geom = placement.geom
     try:
-        ref = _run(engine, spec, xc, geom, policy, x.dtype)
+        ref = _run(engine_module, spec, xc, geom, policy, x.dtype)
     except (PoolcheckError, ValueError):
         return None
-    value_ok = close_values(ref.values, values, _tolerance(engine, spec, xc, geom, policy, ref.values))
+    value_ok = close_values(ref.values, values, _tolerance(engine_module, spec, xc, geom, policy, ref.values))
     if spec.op != "max" or indices is None or ref.indices is None or np.shape(indices) != values.shape:
         return Replay(ref.values, None, value_ok, None, xc, geom)
     canon = _uncrop_indices(ref.indices.astype(np.int64), tuple(xc.shape), shape, placement.crop)
@@ -103,7 +103,7 @@ def replay(engine: ModuleType, spec: PoolSpec, x: np.ndarray, keys: tuple[str, .
     return Replay(ref.values, encoded, value_ok, index_ok, xc, geom)
 
 
-def predict(engine: ModuleType, spec: PoolSpec, x: np.ndarray,
+def predict(engine_module: ModuleType, spec: PoolSpec, x: np.ndarray,
             keys: tuple[str, ...] | list[str]) -> tuple[np.ndarray, np.ndarray | None] | None:
     """What a runner behaving as ``keys`` says gives on ``x``: values, and indices in the spec's
     layout (None: the keys give no output here, or name something unknown)."""
@@ -119,7 +119,7 @@ def predict(engine: ModuleType, spec: PoolSpec, x: np.ndarray,
     if any(n < 1 for n in out):
         return None
     blank = np.zeros(out, dtype=x.dtype)
-    r = replay(engine, spec, x, keys, blank, np.zeros(out, dtype=np.int64) if spec.op == "max" else None)
+    r = replay(engine_module, spec, x, keys, blank, np.zeros(out, dtype=np.int64) if spec.op == "max" else None)
     return None if r is None else (r.values, r.indices)
 
 
@@ -134,24 +134,24 @@ def _covers(a: Replay | None, b: Replay) -> bool:
     return True
 
 
-def settle(engine: ModuleType, spec: PoolSpec, x: np.ndarray, keys: list[str], values: np.ndarray,
+def settle(engine_module: ModuleType, spec: PoolSpec, x: np.ndarray, keys: list[str], values: np.ndarray,
            indices: np.ndarray | None) -> tuple[list[str], Replay | None, list[tuple[str, int, int]]]:
     """Verify ``keys`` by replay, drop every variant the replay does not need (one that changes
     nothing relevant), and attribute to each remaining variant the elements that stop agreeing
     without it: ``(key, values, indices)``."""
-    full = replay(engine, spec, x, keys, values, indices)
+    full = replay(engine_module, spec, x, keys, values, indices)
     if full is None:
         return keys, None, []
     kept = list(keys)
     for key in list(kept):
         trial = [k for k in kept if k != key]
-        if _covers(replay(engine, spec, x, trial, values, indices), full):
+        if _covers(replay(engine_module, spec, x, trial, values, indices), full):
             kept = trial
     # the elements each variant is needed for; an element several are needed for goes to the most
     # specific one (the variant needed for the fewest elements), so the counts add up
     lost: list[tuple[str, np.ndarray, np.ndarray]] = []
     for key in kept:
-        without = replay(engine, spec, x, [k for k in kept if k != key], values, indices)
+        without = replay(engine_module, spec, x, [k for k in kept if k != key], values, indices)
         if without is None or without.value_ok.shape != full.value_ok.shape:
             lost_v = full.value_ok.copy()
             lost_i = np.zeros_like(lost_v) if full.index_ok is None else full.index_ok & ~lost_v

@@ -13,7 +13,7 @@ from poolcheck.engines import _windows as w
 from poolcheck.engines import numpy_engine as _NUMPY
 from poolcheck.engines.numpy_engine import empty_max_value
 from poolcheck.fuzz.diagnosis.indices import _plane_start
-from poolcheck.fuzz.reference import Outputs, canonical_layout, run_reference
+from poolcheck.fuzz.reference import Outputs, canonical_layout, compute_expected
 from poolcheck.judgement import avg_tolerance
 from poolcheck.spec.attributes import PoolSpec
 from poolcheck.spec.dtypes import is_float, lowest
@@ -21,14 +21,14 @@ from poolcheck.spec.policy import Policy
 from poolcheck.spec.shape import Geometry
 
 
-def _tolerance(engine: ModuleType, spec: PoolSpec, x: np.ndarray, geom: Geometry, policy: Policy,
+def _tolerance(engine_module: ModuleType, spec: PoolSpec, x: np.ndarray, geom: Geometry, policy: Policy,
                expected: np.ndarray) -> np.ndarray | None:
     if spec.op != "avg" or 0 in geom.output_shape:
         return None
-    return avg_tolerance(x, geom, spec.exclude_pad, policy, expected, engine)
+    return avg_tolerance(x, geom, spec.exclude_pad, policy, expected, engine_module)
 
 
-def _run(engine: ModuleType, spec: PoolSpec, x: np.ndarray, geom: Geometry, policy: Policy,
+def _run(engine_module: ModuleType, spec: PoolSpec, x: np.ndarray, geom: Geometry, policy: Policy,
          out_dtype: np.dtype | None = None) -> Outputs:
     """The reference under ``policy`` on ``geom``; values cast to ``out_dtype`` (the peer's type
     when ``x`` is a float32 stand-in). Two diagnosis-only NaN settings: ``policy.nan == "-inf"``
@@ -40,14 +40,14 @@ def _run(engine: ModuleType, spec: PoolSpec, x: np.ndarray, geom: Geometry, poli
         empty = np.zeros(geom.output_shape, dtype=dtype)
         return Outputs(empty, np.zeros(geom.output_shape, dtype=np.int64) if spec.op == "max" else None)
     if policy.empty_max == "nan":  # diagnosis-only: an empty max window is NaN (padding read as NaN)
-        out = _run(engine, spec, x, geom, policy.replace(empty_max="-inf"), out_dtype)
+        out = _run(engine_module, spec, x, geom, policy.replace(empty_max="-inf"), out_dtype)
         empty = w.empty_windows(geom)
         if empty is None or spec.op != "max" or not is_float(out.values.dtype):
             return out
         return Outputs(np.where(np.broadcast_to(empty, out.values.shape), np.nan, out.values).astype(
             out.values.dtype), out.indices)
     if policy.empty_avg == "signed-divisor":  # diagnosis-only: see _signed_divisor_empty
-        out = _run(engine, spec, x, geom, policy.replace(empty_avg="zero"), out_dtype)
+        out = _run(engine_module, spec, x, geom, policy.replace(empty_avg="zero"), out_dtype)
         if spec.op != "avg" or not is_float(out.values.dtype):
             return out
         rule = policy.divisor if policy.divisor != "attribute" else ("valid" if spec.exclude_pad else "padded")
@@ -56,8 +56,8 @@ def _run(engine: ModuleType, spec: PoolSpec, x: np.ndarray, geom: Geometry, poli
     if policy.nan == "avg-skip" and spec.op == "avg":  # diagnosis-only: NaN neither summed nor counted
         nan = np.isnan(x) if is_float(x.dtype) else np.zeros(x.shape, dtype=bool)
         full = Policy(divisor="full")
-        total = run_reference(engine, np.where(nan, 0, x).astype(np.float64), geom, "avg", policy=full).values
-        count = run_reference(engine, (~nan).astype(np.float64), geom, "avg", policy=full).values
+        total = compute_expected(engine_module, np.where(nan, 0, x).astype(np.float64), geom, "avg", policy=full).values
+        count = compute_expected(engine_module, (~nan).astype(np.float64), geom, "avg", policy=full).values
         with np.errstate(all="ignore"):
             mean = np.where(count > 0, total / np.where(count > 0, count, 1), np.nan)
         out = Outputs(mean.astype(x.dtype))
@@ -71,26 +71,26 @@ def _run(engine: ModuleType, spec: PoolSpec, x: np.ndarray, geom: Geometry, poli
         seed = {"seeded": _lowest(x.dtype), "seed-zero": 0, "seed-lowest+1": _lowest(x.dtype) + 1}[str(policy.nan)]
         low = np.asarray(seed, dtype=x.dtype)
         xs = np.where(np.isnan(x), low, x).astype(x.dtype) if is_float(x.dtype) else x
-        out = run_reference(engine, xs, geom, "max", layout=layout,
+        out = compute_expected(engine_module, xs, geom, "max", layout=layout,
                             policy=policy.replace(nan="propagate", empty_max="lowest"))
         assert out.indices is not None
         lost = out.values <= low  # nothing beat the seed: its value, index 0 of the (n, c) plane
         out = Outputs(np.where(lost, low, out.values), np.where(lost, _plane_start(out.values.shape, x.shape),
                                                                    out.indices))
     elif policy.nan == "pad-zero" and spec.op == "max":
-        out = run_reference(engine, x, geom, "max", layout=layout, policy=policy.replace(nan="propagate"))
+        out = compute_expected(engine_module, x, geom, "max", layout=layout, policy=policy.replace(nan="propagate"))
         touching = np.broadcast_to(_touches_padding(geom), out.values.shape)
         zero = np.zeros((), dtype=out.values.dtype)
         out = Outputs(np.where(touching & ~(out.values > zero), zero, out.values), out.indices)
     elif policy.nan == "-inf" and spec.op == "max" and is_float(x.dtype):
-        out = run_reference(engine, np.where(np.isnan(x), -np.inf, x).astype(x.dtype), geom, "max", layout=layout,
+        out = compute_expected(engine_module, np.where(np.isnan(x), -np.inf, x).astype(x.dtype), geom, "max", layout=layout,
                             policy=policy.replace(nan="propagate"))
     elif policy.nan == "last-index" and spec.op == "max" and is_float(x.dtype):
-        out = run_reference(engine, x, geom, "max", layout=layout, policy=policy.replace(nan="propagate"))
+        out = compute_expected(engine_module, x, geom, "max", layout=layout, policy=policy.replace(nan="propagate"))
         nan = np.isnan(x)
         # the largest whole-tensor position among a window's NaNs is the last one scanned
         pos = np.where(nan, np.arange(x.size, dtype=np.float64).reshape(x.shape), -1.0)
-        last = run_reference(engine, pos, geom, "max", policy=Policy(empty_max="lowest")).values
+        last = compute_expected(engine_module, pos, geom, "max", policy=Policy(empty_max="lowest")).values
         assert out.indices is not None
         with np.errstate(all="ignore"):
             last_i = np.where(last >= 0, last, 0).astype(np.int64)
@@ -98,15 +98,15 @@ def _run(engine: ModuleType, spec: PoolSpec, x: np.ndarray, geom: Geometry, poli
     elif policy.nan == "skip" and spec.op == "max" and is_float(x.dtype):
         nan = np.isnan(x)
         base = policy.replace(nan="propagate")
-        out = run_reference(engine, np.where(nan, -np.inf, x).astype(x.dtype), geom, "max", layout=layout,
+        out = compute_expected(engine_module, np.where(nan, -np.inf, x).astype(x.dtype), geom, "max", layout=layout,
                             policy=base)
-        count = run_reference(engine, (~nan).astype(np.float64), geom, "avg", policy=Policy(divisor="full")).values
+        count = compute_expected(engine_module, (~nan).astype(np.float64), geom, "avg", policy=Policy(divisor="full")).values
         present = count > 0
         values = np.where(present, out.values, np.asarray(empty_max_value(x.dtype, base), dtype=x.dtype))
         assert out.indices is not None
         out = Outputs(values, np.where(present, out.indices, base.empty_index))
     else:
-        out = run_reference(engine, x, geom, spec.op, exclude_pad=spec.exclude_pad, layout=layout, policy=policy)
+        out = compute_expected(engine_module, x, geom, spec.op, exclude_pad=spec.exclude_pad, layout=layout, policy=policy)
     if out.values.dtype != dtype:
         with np.errstate(all="ignore"):
             values = out.values.astype(dtype)

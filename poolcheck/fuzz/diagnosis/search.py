@@ -35,7 +35,7 @@ from poolcheck.fuzz.diagnosis.variants import (
     placements,
     variant_text,
 )
-from poolcheck.fuzz.reference import Outputs, run_reference
+from poolcheck.fuzz.reference import Outputs, compute_expected
 from poolcheck.judgement import close_values
 from poolcheck.spec.attributes import PoolSpec
 from poolcheck.spec.dtypes import is_float
@@ -66,7 +66,7 @@ class _Explained:
         return self.remaining_values + self.remaining_indices
 
 
-def _explain_values(engine: ModuleType, spec: PoolSpec, x: np.ndarray, geom: Geometry, values: np.ndarray,
+def _explain_values(engine_module: ModuleType, spec: PoolSpec, x: np.ndarray, geom: Geometry, values: np.ndarray,
                     prefer: Mapping[str, int], out_dtype: np.dtype | None = None,
                     index_score: Callable[[Outputs], int] | None = None,
                     ) -> tuple[list[PolicyVariant], Policy, Outputs, np.ndarray, bool]:
@@ -75,8 +75,8 @@ def _explain_values(engine: ModuleType, spec: PoolSpec, x: np.ndarray, geom: Geo
     whether another variant of a chosen group would have fixed exactly the same elements.
     Variants fixing the same values are told apart by ``index_score`` (how many of the peer's
     indices the variant's reference reproduces), then by ``prefer``, then by their order."""
-    base = _run(engine, spec, x, geom, SPEC, out_dtype)
-    ok0 = close_values(base.values, values, _tolerance(engine, spec, x, geom, SPEC, base.values))
+    base = _run(engine_module, spec, x, geom, SPEC, out_dtype)
+    ok0 = close_values(base.values, values, _tolerance(engine_module, spec, x, geom, SPEC, base.values))
     base_score = index_score(base) if index_score is not None else 0
     if ok0.all() and (index_score is None or base_score == values.size):
         return [], SPEC, base, ~ok0, False
@@ -86,8 +86,8 @@ def _explain_values(engine: ModuleType, spec: PoolSpec, x: np.ndarray, geom: Geo
         if not _policy_applies(v, spec, x, geom):
             continue
         pol = SPEC.replace(**v.change)
-        ref = _run(engine, spec, x, geom, pol, out_dtype)
-        ok = close_values(ref.values, values, _tolerance(engine, spec, x, geom, pol, ref.values))
+        ref = _run(engine_module, spec, x, geom, pol, out_dtype)
+        ok = close_values(ref.values, values, _tolerance(engine_module, spec, x, geom, pol, ref.values))
         fixes = bad0 & ok
         breaks = ok0 & ~ok
         score = index_score(ref) if index_score is not None else 0
@@ -117,7 +117,7 @@ def _explain_values(engine: ModuleType, spec: PoolSpec, x: np.ndarray, geom: Geo
         # alone would (an element equal to the lowest value keeps index 0: its own effect)
         seeded_floor = base_score
         if w.empty_windows(geom) is not None and index_score is not None:
-            seeded_floor = index_score(_run(engine, spec, x, geom, SPEC.replace(empty_index=0), out_dtype))
+            seeded_floor = index_score(_run(engine_module, spec, x, geom, SPEC.replace(empty_index=0), out_dtype))
         better = [(sc, -i, v) for i, (v, _f, sc) in enumerate(candidates)
                   if sc > base_score and (v.key != "max=seeded-scan" or sc > seeded_floor)]
         if better:
@@ -125,8 +125,8 @@ def _explain_values(engine: ModuleType, spec: PoolSpec, x: np.ndarray, geom: Geo
     policy = SPEC
     for v in chosen:
         policy = policy.replace(**v.change)
-    ref = _run(engine, spec, x, geom, policy, out_dtype) if chosen else base
-    ok = close_values(ref.values, values, _tolerance(engine, spec, x, geom, policy, ref.values))
+    ref = _run(engine_module, spec, x, geom, policy, out_dtype) if chosen else base
+    ok = close_values(ref.values, values, _tolerance(engine_module, spec, x, geom, policy, ref.values))
     return chosen, policy, ref, ~ok, ambiguous
 
 
@@ -188,7 +188,7 @@ def _explain_indices(spec: PoolSpec, x: np.ndarray, geom: Geometry, ref: Outputs
     return chosen, bad0
 
 
-def _explain_on(engine: ModuleType, spec: PoolSpec, x: np.ndarray, placement: Placement, values: np.ndarray,
+def _explain_on(engine_module: ModuleType, spec: PoolSpec, x: np.ndarray, placement: Placement, values: np.ndarray,
                 indices: np.ndarray | None, prefer: Mapping[str, int], compute: np.dtype | None = None) -> _Explained:
     xc = _crop(_narrow(x, compute) if compute is not None else x, placement.crop)
     geom = placement.geom
@@ -202,7 +202,7 @@ def _explain_on(engine: ModuleType, spec: PoolSpec, x: np.ndarray, placement: Pl
             canon = _uncrop_indices(ref.indices.astype(np.int64), tuple(xc.shape), tuple(x.shape), placement.crop)
             return int((encode_indices(canon, tuple(x.shape), order, modulus) == peer_idx).sum())
 
-    chosen, _policy, ref, value_mask, ambiguous = _explain_values(engine, spec, xc, geom, values, prefer,
+    chosen, _policy, ref, value_mask, ambiguous = _explain_values(engine_module, spec, xc, geom, values, prefer,
                                                                   x.dtype, score)
     keys = [v.key for v in chosen]
     texts = [v.text for v in chosen]
@@ -217,7 +217,7 @@ def _explain_on(engine: ModuleType, spec: PoolSpec, x: np.ndarray, placement: Pl
     return _Explained(keys, texts, value_mask, index_mask, ambiguous, xc, geom)
 
 
-def diagnose_output(engine: ModuleType, spec: PoolSpec, x: np.ndarray, values: np.ndarray,
+def diagnose_output(engine_module: ModuleType, spec: PoolSpec, x: np.ndarray, values: np.ndarray,
                     indices: np.ndarray | None, prefer: Mapping[str, int] | None = None, *,
                     transposed_retry: bool = True) -> Diagnosis:
     """Name the variant(s) of the reference that reproduce a subject's output.
@@ -234,7 +234,7 @@ def diagnose_output(engine: ModuleType, spec: PoolSpec, x: np.ndarray, values: n
     shape = tuple(int(v) for v in x.shape)
     values = np.asarray(values)
     if indices is not None and spec.op == "max" and tuple(np.shape(indices)) != tuple(values.shape):
-        found = _transposed_retry(engine, spec, x, values, np.asarray(indices), prefer)
+        found = _transposed_retry(engine_module, spec, x, values, np.asarray(indices), prefer)
         if found is not None:
             return found
         indices = np.asarray(indices)
@@ -262,7 +262,7 @@ def diagnose_output(engine: ModuleType, spec: PoolSpec, x: np.ndarray, values: n
     for order, (gv, p, rep) in enumerate(trials):
         assert p is not None
         try:
-            ex = _explain_on(engine, spec, x, p, values, indices, prefer, rep)
+            ex = _explain_on(engine_module, spec, x, p, values, indices, prefer, rep)
         except (PoolcheckError, ValueError):  # an engine refusing a variant's geometry: not this one
             continue
         if gv is not None:
@@ -286,31 +286,31 @@ def diagnose_output(engine: ModuleType, spec: PoolSpec, x: np.ndarray, values: n
     # every full explanation is verified by replaying the case under exactly the named variants
     verified: list[Diagnosis] = []
     for _key, ex in full[:MAX_VERIFIED]:
-        found = _verified(engine, spec, x, ex.keys, values, indices, ambiguous=ex.ambiguous or len(full) > 1)
+        found = _verified(engine_module, spec, x, ex.keys, values, indices, ambiguous=ex.ambiguous or len(full) > 1)
         if found is not None and all(found.variants != v.variants for v in verified):
             verified.append(found)
     if verified:
         # the first is the name for this example; the others reproduce it as well (a campaign
         # replays them on the subject's other examples: only a cause that fits all is named)
         alternatives = tuple(v.variants for v in verified[1:] if v.variants)
-        alternatives += tuple(a for a in _geometry_aliases(engine, spec, x, verified[0].variants, values, indices)
+        alternatives += tuple(a for a in _geometry_aliases(engine_module, spec, x, verified[0].variants, values, indices)
                               if a not in alternatives)
         return dataclasses.replace(verified[0], alternatives=alternatives,
                                    ambiguous=verified[0].ambiguous or bool(alternatives))
     # the greedy cover found no full explanation: search combinations (cheap ones first, bounded)
-    found = _combinations(engine, spec, x, candidates, reps, values, indices, prefer, deadline)
+    found = _combinations(engine_module, spec, x, candidates, reps, values, indices, prefer, deadline)
     if found is not None:
         return found
     if best is None:
         return Diagnosis("unexplained", "no variant could be evaluated", False, severity=UNEXPLAINED_SEVERITY)
     if transposed_retry and indices is not None:
-        found = _transposed_retry(engine, spec, x, values, np.asarray(indices), prefer)
+        found = _transposed_retry(engine_module, spec, x, values, np.asarray(indices), prefer)
         if found is not None:
             return found
-    return _partial(engine, spec, x, best, values, indices)
+    return _partial(engine_module, spec, x, best, values, indices)
 
 
-def _geometry_aliases(engine: ModuleType, spec: PoolSpec, x: np.ndarray, keys: tuple[str, ...],
+def _geometry_aliases(engine_module: ModuleType, spec: PoolSpec, x: np.ndarray, keys: tuple[str, ...],
                       values: np.ndarray, indices: np.ndarray | None) -> list[tuple[str, ...]]:
     """``keys`` with a geometry variant swapped for another that places the windows the same way
     on this example (``placements`` keeps only the first of such twins), verified by replay: a
@@ -334,13 +334,13 @@ def _geometry_aliases(engine: ModuleType, spec: PoolSpec, x: np.ndarray, keys: t
                 continue
             alt = (*keys[:i], other.key, *keys[i + 1:])
             if same and alt not in out:
-                r = replay(engine, spec, x, alt, values, indices)
+                r = replay(engine_module, spec, x, alt, values, indices)
                 if r is not None and r.exact:
                     out.append(alt)
     return out
 
 
-def _transposed_retry(engine: ModuleType, spec: PoolSpec, x: np.ndarray, values: np.ndarray,
+def _transposed_retry(engine_module: ModuleType, spec: PoolSpec, x: np.ndarray, values: np.ndarray,
                       indices: np.ndarray, prefer: Mapping[str, int]) -> Diagnosis | None:
     """storage_order=1 honoured by transposing the index tensor (OpenVINO's ONNX frontend): the
     peer's indices with their spatial axes reversed back are diagnosed as usual; when that fully
@@ -353,7 +353,7 @@ def _transposed_retry(engine: ModuleType, spec: PoolSpec, x: np.ndarray, values:
     back = np.transpose(indices, (0, 1, *range(indices.ndim - 1, 1, -1)))
     if np.array_equal(back, indices):
         return None  # the transposition changes nothing here: nothing to tell apart
-    inner = diagnose_output(engine, spec, x, values, back, prefer, transposed_retry=False)
+    inner = diagnose_output(engine_module, spec, x, values, back, prefer, transposed_retry=False)
     if not inner.explained:
         return None
     keys = tuple(k for k in inner.atoms if k != "index:storage_order-ignored") + ("index:storage_order-transposed",)
@@ -367,11 +367,11 @@ MAX_DEPTH = 3
 DIAGNOSIS_SECONDS = 2.0
 
 
-def _verified(engine: ModuleType, spec: PoolSpec, x: np.ndarray, keys: list[str], values: np.ndarray,
+def _verified(engine_module: ModuleType, spec: PoolSpec, x: np.ndarray, keys: list[str], values: np.ndarray,
               indices: np.ndarray | None, ambiguous: bool = False) -> Diagnosis | None:
     """A diagnosis naming ``keys`` if replaying the case under them reproduces the peer exactly
     (averages within the tolerance), with the unneeded variants dropped; else None."""
-    kept, rep, attribution = settle(engine, spec, x, list(keys), values, indices)
+    kept, rep, attribution = settle(engine_module, spec, x, list(keys), values, indices)
     if rep is None or not rep.exact:
         return None
     if not kept:
@@ -382,7 +382,7 @@ def _verified(engine: ModuleType, spec: PoolSpec, x: np.ndarray, keys: list[str]
                      severity=severity_of(kept, spec), attribution=tuple(attribution))
 
 
-def _combinations(engine: ModuleType, spec: PoolSpec, x: np.ndarray,
+def _combinations(engine_module: ModuleType, spec: PoolSpec, x: np.ndarray,
                   candidates: Sequence[tuple[GeometryVariant | None, Placement | None]], reps: list[np.dtype | None],
                   values: np.ndarray, indices: np.ndarray | None, prefer: Mapping[str, int],
                   deadline: float) -> Diagnosis | None:
@@ -395,7 +395,7 @@ def _combinations(engine: ModuleType, spec: PoolSpec, x: np.ndarray,
             assert p is not None
             xc = _crop(_narrow(x, rep) if rep is not None else x, p.crop)
             base = [*([f"precision:{rep.name}"] if rep is not None else []), *([gv.key] if gv is not None else [])]
-            start = replay(engine, spec, x, base, values, indices)
+            start = replay(engine_module, spec, x, base, values, indices)
             if start is None:
                 continue
             useful, alone = [], {}
@@ -403,7 +403,7 @@ def _combinations(engine: ModuleType, spec: PoolSpec, x: np.ndarray,
             for v in POLICY_VARIANTS:
                 if not _policy_applies(v, spec, xc, p.geom):
                     continue
-                r = replay(engine, spec, x, [*base, v.key], values, indices)
+                r = replay(engine_module, spec, x, [*base, v.key], values, indices)
                 # useful: it reproduces a value, or changes which indices agree (a scan rule whose
                 # only trace is an index, seen once an index layout variant is applied)
                 if r is not None and ((r.value_ok & ~start.value_ok).any() or (
@@ -419,7 +419,7 @@ def _combinations(engine: ModuleType, spec: PoolSpec, x: np.ndarray,
                 for u in list(useful):
                     if u.group == v.group or u.key not in alone:
                         continue
-                    r = replay(engine, spec, x, [*base, u.key, v.key], values, indices)
+                    r = replay(engine_module, spec, x, [*base, u.key, v.key], values, indices)
                     if r is not None and (r.value_ok & ~alone[u.key].value_ok).any():
                         useful.append(v)
                         break
@@ -431,32 +431,32 @@ def _combinations(engine: ModuleType, spec: PoolSpec, x: np.ndarray,
                     if len({v.group for v in combo}) < depth:
                         continue
                     keys = [*base, *(v.key for v in combo)]
-                    r = replay(engine, spec, x, keys, values, indices)
+                    r = replay(engine_module, spec, x, keys, values, indices)
                     if r is None or not r.value_ok.all():
                         continue
                     if r.index_ok is not None and not r.index_ok.all():
-                        ref = _run(engine, spec, r.x, r.geom, SPEC.replace(
+                        ref = _run(engine_module, spec, r.x, r.geom, SPEC.replace(
                             **{k: val for v in combo for k, val in v.change.items()}), x.dtype)
                         assert ref.indices is not None and indices is not None
                         ref = Outputs(ref.values, _uncrop_indices(ref.indices.astype(np.int64), tuple(r.x.shape),
                                                                   tuple(x.shape), p.crop))
                         idx, _mask = _explain_indices(spec, x, p.geom, ref, values, indices, p.crop, prefer)
                         keys += [k for k, _t in idx]
-                    found = _verified(engine, spec, x, keys, values, indices)
+                    found = _verified(engine_module, spec, x, keys, values, indices)
                     if found is not None:
                         return found
     return None
 
 
-def _partial(engine: ModuleType, spec: PoolSpec, x: np.ndarray, best: _Explained, values: np.ndarray,
+def _partial(engine_module: ModuleType, spec: PoolSpec, x: np.ndarray, best: _Explained, values: np.ndarray,
              indices: np.ndarray | None) -> Diagnosis:
     """No verified combination reproduces the peer: the class names no variant (a partial match
     may be a coincidence, and a wrong name is worse than none), only ``unexplained values/indices``
     kept apart by the kind of window the differing elements lie in. The closest partial match,
     verified element by element, is mentioned in the text as a lead."""
-    _kept, rep, attribution = settle(engine, spec, x, list(best.keys), values, indices)
+    _kept, rep, attribution = settle(engine_module, spec, x, list(best.keys), values, indices)
     attribution = [a for a in attribution if a[1] or a[2]] if rep is not None else []
-    raw = replay(engine, spec, x, [], values, indices)
+    raw = replay(engine_module, spec, x, [], values, indices)
     # the elements the closest match leaves over (its per-element agreement is verified; only its
     # name is withheld), else every differing element of the spec's own windows
     where = rep if rep is not None and attribution else raw if raw is not None else rep
@@ -496,7 +496,7 @@ def _window_kind(spec: PoolSpec, ex: _Explained, mask: np.ndarray) -> str:
     if empty is not None and (np.broadcast_to(empty, mask.shape) & mask).any():
         return "window wholly in padding"
     if is_float(x.dtype) and np.isnan(x).any() and 0 not in geom.output_shape:
-        nan = run_reference(_NUMPY, np.isnan(x).astype(np.float64), geom, "avg", policy=Policy(divisor="full")).values
+        nan = compute_expected(_NUMPY, np.isnan(x).astype(np.float64), geom, "avg", policy=Policy(divisor="full")).values
         if ((nan > 0) & mask).any():
             return "window with NaN"
     n = len(geom.axes)
