@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
+import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -145,6 +146,39 @@ def _combine(ufunc: np.ufunc, values: list[np.ndarray], dst: np.ndarray, init: f
             ufunc(dst, v, out=dst)
 
 
+_LITTLE_ENDIAN = sys.byteorder == "little"
+
+
+def _gather_phase(src: np.ndarray, phase: int, stride: int, dst: np.ndarray) -> None:
+    """Copy row ``phase`` of every group of ``stride`` rows of a C-contiguous ``(R, size, inner)``
+    array (``size`` a multiple of ``stride``) into the 1-D ``dst``, in order.
+
+    Where a whole group is at most 8 bytes and a row a power of two bytes, the copy is an integer
+    cast: the group read as one unsigned integer and truncated to the width of a row keeps its
+    lowest bytes, which on a little-endian machine are the group's first row; reading from row
+    ``phase`` on makes that row ``phase``. A contiguous cast runs about twice as fast as a
+    strided copy, and it moves bits (NaN payloads, -0.0) untouched. Else a strided copy."""
+    rows, size, inner = src.shape
+    groups = rows * size // stride
+    unit = inner * src.itemsize
+    if not (_LITTLE_ENDIAN and unit in (1, 2, 4) and stride * unit in (2, 4, 8) and src.flags.c_contiguous):
+        grouped = src.reshape(groups, stride, inner)
+        if inner == 1:  # 1-D: NumPy copies a (k, 1) array row by row
+            np.copyto(dst, grouped[:, phase, 0])
+        else:
+            np.copyto(dst.reshape(groups, inner), grouped[:, phase, :])
+        return
+    flat = src.reshape(-1)
+    start = phase * inner
+    # The last group read from row ``phase`` on would run past the end unless ``phase`` is 0.
+    whole = groups if phase == 0 else groups - 1
+    packed = flat[start:start + whole * stride * inner].view(f"u{stride * unit}")
+    np.copyto(dst[:whole * inner].view(f"u{unit}"), packed, casting="unsafe")
+    if whole < groups:
+        tail = start + whole * stride * inner
+        dst[whole * inner:] = flat[tail:tail + inner]
+
+
 def _reduce_axis_flat(src: np.ndarray, plan: _FlatPlan, ufunc: np.ufunc, init: float | int,
                       out: np.ndarray | None = None) -> np.ndarray:
     """Combine the taps of every window along the middle axis of a C-contiguous ``(R, size, inner)``
@@ -169,14 +203,10 @@ def _reduce_axis_flat(src: np.ndarray, plan: _FlatPlan, ufunc: np.ufunc, init: f
         views = [flat[(first + q) * inner:(last + q) * inner] for _, q in plan.taps]
         dst = out.reshape(-1)[first * inner:last * inner]
     elif inner < CONTIGUOUS_ROW:
-        grouped = src.reshape(rows * n, s, inner)
         phases = {}
         for p in plan.phases:
             phase = _scratch(2 + p, rows * n * inner, src.dtype)
-            if inner == 1:  # 1-D: NumPy copies a (k, 1) array row by row
-                np.copyto(phase, grouped[:, p, 0])
-            else:
-                np.copyto(phase.reshape(rows * n, inner), grouped[:, p, :])
+            _gather_phase(src, p, s, phase)
             phases[p] = phase
         views = [phases[p][(first + q) * inner:(last + q) * inner] for p, q in plan.taps]
         dst = out.reshape(-1)[first * inner:last * inner]
@@ -203,6 +233,25 @@ def _is_global(geom: Geometry) -> bool:
                for a in geom.axes)
 
 
+def _plane_sums(rows: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """``np.add.reduce(rows.astype(dtype), axis=1)``, bit for bit, in less time.
+
+    That reduction starts each row's sum from +0.0 and adds NumPy's pairwise sum of the row:
+    ``0.0 + pairwise(x0, ..., x[m-1])``. ``np.add.reduceat`` over a segment gives
+    ``s0 + pairwise(s1, ...)`` (its first element, plus the pairwise sum of the rest), with far
+    less overhead per row; so each row is copied (and widened) behind a +0.0 of its own, and the
+    segments ``[+0.0, x0, ..., x[m-1]]`` are reduced. The same additions in the same order
+    (tests/engines/test_numpy_engine.py compares the bits with np.add.reduce on rows of wide
+    exponent ranges, which any other order would round differently)."""
+    count, m = rows.shape
+    if m == 0 or count == 0:
+        return np.add.reduce(rows.astype(dtype, copy=False), axis=1)
+    buffer = _scratch(-1, count * (m + 1), dtype).reshape(count, m + 1)
+    buffer[:, 0] = 0.0
+    np.copyto(buffer[:, 1:], rows, casting="unsafe")
+    return np.add.reduceat(buffer.reshape(-1), np.arange(0, count * (m + 1), m + 1))
+
+
 def _chunk_planes(geom: Geometry, dtype: np.dtype) -> int:
     """How many (n, c) planes :func:`_separable` reduces at a time."""
     plane_bytes = dtype.itemsize * math.prod(max(a.size, a.out) for a in geom.axes)
@@ -224,8 +273,10 @@ def _separable(x: np.ndarray, geom: Geometry, ufunc: np.ufunc, init: float | int
     planes = geom.batch * geom.channels
     if _is_global(geom):
         # Global pooling: one window covers each whole plane; a single reduction per plane.
-        flat = x.reshape(planes, -1).astype(dtype, copy=False)
-        result = ufunc.reduce(flat, axis=1).reshape(out.shape)
+        if ufunc is np.add:
+            result = _plane_sums(x.reshape(planes, -1), dtype).reshape(out.shape)
+        else:
+            result = ufunc.reduce(x.reshape(planes, -1).astype(dtype, copy=False), axis=1).reshape(out.shape)
         if finish is None:
             out[...] = result
         else:
@@ -501,6 +552,27 @@ def _chunk_divisor(geom: Geometry, exclude_pad: bool, policy: Policy, planes: in
     return full
 
 
+#: Input types whose float64 sums :func:`avg_pool` may give their +0.0 after the division.
+_NARROW_FLOATS = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(dtypes.BFLOAT16))
+
+
+def _holds_negative_zero(values: np.ndarray) -> bool:
+    """Whether a float16/float32/bfloat16 array holds a -0.0: its bits, read as a signed integer
+    of the same width, are that integer type's lowest value (one integer min, no masks)."""
+    signed = np.dtype(f"i{values.dtype.itemsize}")
+    return bool(values.view(signed).min() == np.iinfo(signed).min)
+
+
+def _negative_zero_quotients(quotients: np.ndarray) -> np.ndarray:
+    """Where float64 quotients ``sum / divisor`` of float16/float32/bfloat16 sums are -0.0, which
+    is exactly where the sum was -0.0: such a sum is 0 or at least 2^-149 in magnitude (every term
+    is a multiple of 2^-149 and a float64 sum below 2^-96 is exact), and a divisor counts taps
+    (far below 2^900), so a nonzero sum never divides to zero in float64. ``(sum + 0.0) / d``
+    therefore equals ``sum / d`` except that these -0.0 become +0.0; a nonzero quotient that
+    rounds to -0.0 only in the output type keeps its sign."""
+    return (quotients == 0) & np.signbit(quotients)
+
+
 def avg_pool(x: np.ndarray, geom: Geometry, exclude_pad: bool, policy: Policy = SPEC) -> np.ndarray:
     """Average pooling. Sums accumulate in float64 from +0.0 (last spatial axis first, taps in
     order, taps outside the input skipped), are divided once, and rounded once to the input type.
@@ -514,6 +586,12 @@ def avg_pool(x: np.ndarray, geom: Geometry, exclude_pad: bool, policy: Policy = 
     out = np.empty(geom.output_shape, dtype=x.dtype)
     out_planes = out.reshape(geom.batch * geom.channels, *geom.output_shape[2:])
     from_zero = not _is_global(geom) and any(_starts_from_zero(a) for a in geom.axes)
+    # Sums of float16/float32/bfloat16 values: a zero quotient is -0.0 exactly where the sum was
+    # (see _negative_zero_quotients), so the +0.0 can be added after the division, and only
+    # where the rounded output holds a -0.0 at all: no pass over the sums in the common case.
+    zero_after = from_zero and x.dtype in _NARROW_FLOATS
+    # Integer outputs have one zero: the sign of a zero sum is lost in the rounding anyway.
+    from_zero = from_zero and not zero_after and dtypes.is_float(x.dtype)
     # Global pooling without padding: np.add.reduce starts its pairwise sums from +0.0, but a
     # plane of -0.0 alone sums to -0.0 (as the C engine's sums, started from -0.0, do).
     global_unpadded = _is_global(geom) and not any(a.pad_begin > 0 or a.kernel - a.pad_begin > a.size
@@ -533,6 +611,8 @@ def avg_pool(x: np.ndarray, geom: Geometry, exclude_pad: bool, policy: Policy = 
             np.add(sums, 0.0, out=sums)
         np.divide(sums, per_chunk[:len(sums)] if len(sums) <= len(per_chunk) else per_plane, out=sums)
         out_planes[planes] = dtypes.cast(sums, out.dtype) if out.dtype == dtypes.BFLOAT16 else sums
+        if zero_after and _holds_negative_zero(out_planes[planes]):
+            out_planes[planes][_negative_zero_quotients(sums)] = 0.0
 
     # inf + -inf is NaN, as IEEE-754 says; x / 0 is replaced below
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
