@@ -264,6 +264,29 @@ def _chunk_planes(geom: Geometry, dtype: np.dtype) -> int:
     return -(-planes // chunks)
 
 
+@dataclass(frozen=True)
+class _Layout:
+    """What :func:`_separable` derives from the geometry alone (cached: it runs on every call)."""
+
+    is_global: bool
+    plans: tuple[_FlatPlan | None, ...]
+    order: tuple[int, ...]  #: the spatial axes in the order of the passes
+    step: int  #: planes per chunk
+    biggest: int  #: elements of one plane at its largest between passes
+
+
+@functools.lru_cache(maxsize=256)
+def _layout(geom: Geometry, dtype: np.dtype, any_order: bool) -> _Layout:
+    order = tuple(range(len(geom.axes)))[::1 if any_order else -1]
+    extent = [a.size for a in geom.axes]
+    biggest = math.prod(extent)
+    for i in order:
+        extent[i] = geom.axes[i].out
+        biggest = max(biggest, math.prod(extent))
+    return _Layout(_is_global(geom), tuple(_flat_plan(a) for a in geom.axes), order, _chunk_planes(geom, dtype),
+                   biggest)
+
+
 def _separable(x: np.ndarray, geom: Geometry, ufunc: np.ufunc, init: float | int, dtype: np.dtype,
                out: np.ndarray, finish: Callable[[np.ndarray, slice], None] | None = None) -> None:
     """Reduce every window in ``dtype``, one spatial axis at a time, in cache-sized chunks of
@@ -277,7 +300,13 @@ def _separable(x: np.ndarray, geom: Geometry, ufunc: np.ufunc, init: float | int
     (a round-to-nearest sum is -0.0 only when both operands are), so the caller adds +0.0 to the
     sums once, before dividing them (see :func:`avg_pool`)."""
     planes = geom.batch * geom.channels
-    if _is_global(geom):
+    # Sums go last axis first (the documented order), and so does a float16 max (whose scalar
+    # np.maximum keeps the first of tied zeros: the row-major scan's pick). An integer max, or a
+    # float32/float64 one (whose SIMD np.maximum picks either tied zero anyway), goes first axis
+    # first: the long-row passes shrink the data before the short-row ones.
+    any_order = ufunc is np.maximum and (dtype.kind in "iub" or dtype in (np.float32, np.float64))
+    layout = _layout(geom, dtype, any_order)
+    if layout.is_global:
         # Global pooling: one window covers each whole plane; a single reduction per plane.
         if ufunc is np.add:
             result = _plane_sums(x.reshape(planes, -1), dtype).reshape(out.shape)
@@ -289,22 +318,11 @@ def _separable(x: np.ndarray, geom: Geometry, ufunc: np.ufunc, init: float | int
             finish(result, slice(0, planes))
         return
     src = x.reshape((planes, *x.shape[2:]))
-    plans = [_flat_plan(a) for a in geom.axes]
-    # Sums go last axis first (the documented order), and so does a float16 max (whose scalar
-    # np.maximum keeps the first of tied zeros: the row-major scan's pick). An integer max, or a
-    # float32/float64 one (whose SIMD np.maximum picks either tied zero anyway), goes first axis
-    # first: the long-row passes shrink the data before the short-row ones.
-    any_order = ufunc is np.maximum and (dtype.kind in "iub" or dtype in (np.float32, np.float64))
-    order = list(range(len(geom.axes)))[::1 if any_order else -1]
+    plans, order, step = layout.plans, layout.order, layout.step
     direct = finish is None and out.dtype == dtype and plans[order[-1]] is not None
-    step = _chunk_planes(geom, dtype)
     # Two scratch buffers that the passes of every chunk use in turn: a small cache footprint,
     # and no fresh pages to fault in for each pass.
-    extent, biggest = list(x.shape[2:]), math.prod(x.shape[2:])
-    for i in order:
-        extent[i] = geom.axes[i].out
-        biggest = max(biggest, math.prod(extent))
-    buffers = [_scratch(slot, min(step, planes) * biggest, dtype) for slot in range(2)]
+    buffers = [_scratch(slot, step * layout.biggest, dtype) for slot in range(2)]
     for lo in range(0, planes, step):
         chunk = slice(lo, min(planes, lo + step))
         acc = src[chunk]
@@ -558,6 +576,34 @@ def _chunk_divisor(geom: Geometry, exclude_pad: bool, policy: Policy, planes: in
     return full
 
 
+@dataclass(frozen=True)
+class _AvgLayout:
+    """What :func:`avg_pool` derives from the geometry alone (cached: it runs on every call)."""
+
+    per_plane: np.ndarray  #: the divisor of one plane, (1, *out): broadcasts over any planes
+    step: int  #: planes per chunk of :func:`_separable`
+    chunked: bool  #: whether the divisor is repeated for a chunk (:func:`_chunk_divisor`)
+    from_zero: bool  #: whether the sums must come out as if started from +0.0
+    #: Global pooling without padding: np.add.reduce starts its pairwise sums from +0.0, but a
+    #: plane of -0.0 alone sums to -0.0 (as the C engine's sums, started from -0.0, do).
+    global_unpadded: bool
+    empty: np.ndarray | None  #: windows without a counted element (divisor 0), or None
+
+
+@functools.lru_cache(maxsize=256)
+def _avg_layout(geom: Geometry, exclude_pad: bool, policy: Policy) -> _AvgLayout:
+    div = _float_divisor(geom, exclude_pad, policy)
+    step = _chunk_planes(geom, np.dtype(np.float64))
+    is_global = _is_global(geom)
+    empty = div == 0
+    empty.flags.writeable = False  # cached: shared between calls
+    return _AvgLayout(
+        per_plane=div[0], step=step, chunked=step > 1 and step * div.size * 8 <= SCRATCH_KEEP_BYTES,
+        from_zero=not is_global and any(_starts_from_zero(a) for a in geom.axes),
+        global_unpadded=is_global and not any(a.pad_begin > 0 or a.kernel - a.pad_begin > a.size for a in geom.axes),
+        empty=empty if empty.any() else None)
+
+
 #: Input types whose float64 sums :func:`avg_pool` may give their +0.0 after the division.
 _NARROW_FLOATS = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(dtypes.BFLOAT16))
 
@@ -565,8 +611,11 @@ _NARROW_FLOATS = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(dtypes.BF
 def _holds_negative_zero(values: np.ndarray) -> bool:
     """Whether a float16/float32/bfloat16 array holds a -0.0: its bits, read as a signed integer
     of the same width, are that integer type's lowest value (one integer min, no masks)."""
-    signed = np.dtype(f"i{values.dtype.itemsize}")
-    return bool(values.view(signed).min() == np.iinfo(signed).min)
+    signed, lowest = _SIGNED[values.dtype.itemsize]
+    return bool(values.view(signed).min() == lowest)
+
+
+_SIGNED = {size: (np.dtype(f"i{size}"), np.iinfo(f"i{size}").min) for size in (2, 4)}
 
 
 def _negative_zero_quotients(quotients: np.ndarray) -> np.ndarray:
@@ -583,25 +632,19 @@ def avg_pool(x: np.ndarray, geom: Geometry, exclude_pad: bool, policy: Policy = 
     """Average pooling. Sums accumulate in float64 from +0.0 (last spatial axis first, taps in
     order, taps outside the input skipped), are divided once, and rounded once to the input type.
     (Each chunk of planes is divided and rounded while it is still in cache.)"""
-    div = _float_divisor(geom, exclude_pad, policy)
-    step = min(_chunk_planes(geom, np.dtype(np.float64)), geom.batch * geom.channels)
-    per_plane: np.ndarray = div[0]  # (1, *out): broadcasts over any number of planes
-    per_chunk = per_plane
-    if step > 1 and step * div.size * 8 <= SCRATCH_KEEP_BYTES:
-        per_chunk = _chunk_divisor(geom, exclude_pad, policy, step)
+    layout = _avg_layout(geom, exclude_pad, policy)
+    per_plane = layout.per_plane
+    per_chunk = _chunk_divisor(geom, exclude_pad, policy, layout.step) if layout.chunked else per_plane
     out = np.empty(geom.output_shape, dtype=x.dtype)
     out_planes = out.reshape(geom.batch * geom.channels, *geom.output_shape[2:])
-    from_zero = not _is_global(geom) and any(_starts_from_zero(a) for a in geom.axes)
+    from_zero = layout.from_zero
     # Sums of float16/float32/bfloat16 values: a zero quotient is -0.0 exactly where the sum was
     # (see _negative_zero_quotients), so the +0.0 can be added after the division, and only
     # where the rounded output holds a -0.0 at all: no pass over the sums in the common case.
     zero_after = from_zero and x.dtype in _NARROW_FLOATS
     # Integer outputs have one zero: the sign of a zero sum is lost in the rounding anyway.
     from_zero = from_zero and not zero_after and dtypes.is_float(x.dtype)
-    # Global pooling without padding: np.add.reduce starts its pairwise sums from +0.0, but a
-    # plane of -0.0 alone sums to -0.0 (as the C engine's sums, started from -0.0, do).
-    global_unpadded = _is_global(geom) and not any(a.pad_begin > 0 or a.kernel - a.pad_begin > a.size
-                                                   for a in geom.axes)
+    global_unpadded = layout.global_unpadded
 
     def finish(sums: np.ndarray, planes: slice) -> None:
         if global_unpadded:
@@ -623,7 +666,6 @@ def avg_pool(x: np.ndarray, geom: Geometry, exclude_pad: bool, policy: Policy = 
     # inf + -inf is NaN, as IEEE-754 says; x / 0 is replaced below
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
         _separable(x, geom, np.add, 0.0, np.dtype(np.float64), out_planes, finish)
-    zero = div == 0
-    if zero.any():
-        out[np.broadcast_to(zero, out.shape)] = 0.0 if policy.empty_avg == "zero" else np.nan
+    if layout.empty is not None:
+        out[np.broadcast_to(layout.empty, out.shape)] = 0.0 if policy.empty_avg == "zero" else np.nan
     return out
