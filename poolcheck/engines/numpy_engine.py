@@ -251,7 +251,14 @@ def _plane_sums(rows: np.ndarray, dtype: np.dtype) -> np.ndarray:
     buffer = _scratch(-1, count * (m + 1), dtype).reshape(count, m + 1)
     buffer[:, 0] = 0.0
     np.copyto(buffer[:, 1:], rows, casting="unsafe")
-    return np.add.reduceat(buffer.reshape(-1), np.arange(0, count * (m + 1), m + 1))
+    return np.add.reduceat(buffer.reshape(-1), _segment_starts(count, m + 1))
+
+
+@functools.lru_cache(maxsize=64)
+def _segment_starts(count: int, length: int) -> np.ndarray:
+    starts = np.arange(0, count * length, length)
+    starts.flags.writeable = False  # cached: shared between calls
+    return starts
 
 
 def _chunk_planes(geom: Geometry, dtype: np.dtype) -> int:
@@ -649,8 +656,8 @@ def avg_pool(x: np.ndarray, geom: Geometry, exclude_pad: bool, policy: Policy = 
     def finish(sums: np.ndarray, planes: slice) -> None:
         if global_unpadded:
             flat = sums.reshape(-1)
-            zero = np.flatnonzero(flat == 0)
-            if zero.size:  # a zero sum of elements that all carry a sign bit: all are -0.0
+            if not flat.all():  # a zero sum of elements that all carry a sign bit: all are -0.0
+                zero = np.flatnonzero(flat == 0)
                 rows = x.reshape(geom.batch * geom.channels, -1)[planes][zero]
                 flat[zero[np.all(np.signbit(rows), axis=1)]] = -0.0
         if from_zero:
