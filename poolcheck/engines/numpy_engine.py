@@ -3,10 +3,13 @@
 No Python loop runs over output elements. Values-only max pooling and average pooling are
 separable reductions, one axis at a time over cache-sized chunks of planes: where an axis is
 ``stride * out`` long, one contiguous 1-D ufunc call per tap covers every window of every plane
-(:func:`_reduce_axis_flat`), else one strided slice per tap (:func:`_reduce_axis`). Max pooling
-with indices scans the kernel offsets in row-major order over the whole output at once, with
-running maxima where no NaN, zero or padding pick is involved (:func:`_max_pool_scan`), else
-with the general masked scan.
+(:func:`_reduce_axis_flat`; a stride's phases gathered first, by an integer cast where a group
+of rows fits 8 bytes, :func:`_gather_phase`), else one strided slice per tap
+(:func:`_reduce_axis`). A global average sums each plane in NumPy's pairwise order
+(:func:`_global_average`). Max pooling with indices scans the kernel offsets in row-major order
+over the whole output at once, with running maxima where no NaN, zero or padding pick is
+involved (:func:`_max_pool_scan`), else with the general masked scan. Every shortcut gives the
+bits of the path it replaced (tests/engines/test_numpy_fast_paths.py).
 """
 
 from __future__ import annotations
