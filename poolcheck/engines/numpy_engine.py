@@ -105,6 +105,11 @@ def _reduce_axis(src: np.ndarray, a: AxisGeometry, axis: int, ufunc: np.ufunc, i
 MAX_EDGE_OUTPUTS = 16
 #: Rows of at least this many elements are combined in place; shorter ones are gathered first.
 CONTIGUOUS_ROW = 32
+#: Below this many elements, rows are also gathered where some phase serves two taps or more: a
+#: gathered phase is copied once and then read by 1-D calls, while combining in place pays a
+#: ufunc call per row for each tap (W1's first axis, rows of 112, 3 taps on 2 phases: 5% faster
+#: with it; W4's, 2 taps on 2 phases, is not, so it keeps its row views).
+SHARED_PHASE_ROW = 128
 
 
 @dataclass(frozen=True)
@@ -194,7 +199,8 @@ def _reduce_axis_flat(src: np.ndarray, plan: _FlatPlan, ufunc: np.ufunc, init: f
     (the positions congruent to it modulo the stride). So one 1-D contiguous ufunc call per tap
     covers every interior window of every plane at once. With a stride above one, each phase in
     use is first gathered into a contiguous scratch array when rows are short (a strided copy is
-    far cheaper than a strided ufunc); long rows are combined where they lie. The few windows
+    far cheaper than a strided ufunc), or not long and some phase serves several taps; long rows
+    are combined where they lie. The few windows
     that overhang the input, where the flat pass read a neighbouring plane, are then recomputed
     from their valid taps, in tap order.
     """
@@ -207,7 +213,7 @@ def _reduce_axis_flat(src: np.ndarray, plan: _FlatPlan, ufunc: np.ufunc, init: f
         flat = src.reshape(-1)
         views = [flat[(first + q) * inner:(last + q) * inner] for _, q in plan.taps]
         dst = out.reshape(-1)[first * inner:last * inner]
-    elif inner < CONTIGUOUS_ROW:
+    elif inner < CONTIGUOUS_ROW or (inner < SHARED_PHASE_ROW and len(plan.taps) > len(plan.phases)):
         phases = {}
         for p in plan.phases:
             phase = _scratch(2 + p, rows * n * inner, src.dtype)

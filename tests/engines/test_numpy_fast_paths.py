@@ -4,6 +4,8 @@
   integer and truncated keeps one row. Checked on random bytes (every NaN payload, -0.0) against
   the strided copy, and through max and average pooling against the loop oracle and against the
   same engine with the cast switched off.
+- Rows of 32..127 elements gathered where a phase serves several taps (``SHARED_PHASE_ROW``):
+  bit for bit against combining them in place.
 - Averages of float16/float32/bfloat16 sums take their +0.0 after the division, and only where
   the output holds a -0.0: bit for bit against the same engine adding +0.0 to every sum first.
 - Global sums by ``np.add.reduceat`` behind a +0.0: bit for bit against ``np.add.reduce``, on
@@ -192,6 +194,39 @@ def test_workload_geometries_reach_the_cast(monkeypatch: pytest.MonkeyPatch) -> 
     x2 = x[:, :, 0]
     numpy_engine.max_pool(x2, S.resolve(S.openvino_max_pool([3, 3], [2, 2], [1, 1], [1, 1]), x2.shape), None)
     assert any(casts(dt.name, stride, inner) for dt, stride, inner in seen), seen
+
+
+@FAST
+@given(stride=st.integers(2, 3), extra=st.integers(1, 2), begin=st.integers(0, 4), out=st.integers(2, 6),
+       row=st.integers(32, 127), dtype=st.sampled_from(["float16", "float32", "float64", "int8", "bfloat16"]),
+       op=st.sampled_from(["max", "avg"]), seed=st.integers(0, 2**32 - 1))
+def test_rows_gathered_for_shared_phases_keep_their_bits(stride: int, extra: int, begin: int, out: int, row: int,
+                                                         dtype: str, op: str, seed: int) -> None:
+    """Rows of 32..127 elements where a phase serves two taps (a kernel longer than the stride)
+    are gathered (SHARED_PHASE_ROW) instead of combined in place: the same operands in the same
+    order, so the same bits, tied zeros of float32 and NaN included."""
+    kernel = stride + extra
+    begin = min(begin, kernel - 1)
+    end = max(0, kernel - stride - begin)
+    x = special_input(np.random.default_rng(seed), (1, 2, stride * (out + kernel), row), dtype)
+    if op == "max":
+        spec = S.openvino_max_pool([kernel, 1], [stride, 1], [begin, 0], [end, 0])
+    else:
+        spec = S.openvino_avg_pool([kernel, 1], [stride, 1], [begin, 0], [end, 0], True)
+    geom = S.resolve(spec, x.shape)
+    plan = numpy_engine._flat_plan(geom.axes[0])
+    assert plan is not None and len(plan.taps) > len(plan.phases)
+
+    def run() -> np.ndarray:
+        with np.errstate(all="ignore"):
+            if op == "max":
+                return numpy_engine.max_pool(x, geom, None)[0]
+            return numpy_engine.avg_pool(x, geom, True)
+
+    got = run()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(numpy_engine, "SHARED_PHASE_ROW", 0)  # rows of 32 and more combined in place
+        assert same_bits(got, run())
 
 
 # --------------------------------------------------------------------------- +0.0 after the division
