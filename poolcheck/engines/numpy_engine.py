@@ -252,13 +252,18 @@ def _plane_sums(rows: np.ndarray, dtype: np.dtype) -> np.ndarray:
     ``s0 + pairwise(s1, ...)`` (its first element, plus the pairwise sum of the rest), with far
     less overhead per row; so each row is copied (and widened) behind a +0.0 of its own, and the
     segments ``[+0.0, x0, ..., x[m-1]]`` are reduced. The same additions in the same order
-    (tests/engines/test_numpy_engine.py compares the bits with np.add.reduce on rows of wide
-    exponent ranges, which any other order would round differently)."""
+    (tests/engines/test_numpy_fast_paths.py compares the bits with np.add.reduce on rows of wide
+    exponent ranges, which any other order would round differently). A kept scratch buffer
+    whose zeros are in place from the previous call of the same shape is not zeroed again."""
     count, m = rows.shape
     if m == 0 or count == 0:
         return np.add.reduce(rows.astype(dtype, copy=False), axis=1)
     buffer = _scratch(-1, count * (m + 1), dtype).reshape(count, m + 1)
-    buffer[:, 0] = 0.0
+    kept = buffer.nbytes <= SCRATCH_KEEP_BYTES  # else a fresh array (_scratch)
+    zeroed = (buffer.ctypes.data, count, m, buffer.dtype)
+    if not kept or getattr(_kept, "zeroed", None) != zeroed:
+        buffer[:, 0] = 0.0
+        _kept.zeroed = zeroed if kept else None
     np.copyto(buffer[:, 1:], rows, casting="unsafe")
     return np.add.reduceat(buffer.reshape(-1), _segment_starts(count, m + 1))
 

@@ -337,3 +337,15 @@ def test_global_average_uses_the_plane_sums() -> None:
     sums[1] = -0.0  # the all--0.0 plane keeps its sign (tests/engines/test_numpy_engine.py)
     with np.errstate(invalid="ignore"):
         assert same_bits(got.reshape(-1), (sums / 49).astype(np.float32))
+
+
+def test_plane_sums_zero_their_prefix_again_after_another_shape() -> None:
+    """The +0.0 in front of each row stays in the kept buffer between calls of the same shape;
+    a call of another shape writes data where those zeros were, so the next call of the first
+    shape must put them back (else a row would start from another row's element)."""
+    rng = np.random.default_rng(9)
+    shapes = [(8, 49), (7, 57), (8, 49), (8, 49), (50, 7), (8, 49), (1, 400), (8, 49)]
+    for count, m in shapes:
+        rows = rng.standard_normal((count, m)).astype(np.float32) + 1000  # no sum is zero
+        got = numpy_engine._plane_sums(rows, np.dtype(np.float64))
+        assert same_bits(got, np.add.reduce(rows.astype(np.float64), axis=1)), (count, m)
