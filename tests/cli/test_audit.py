@@ -95,8 +95,10 @@ def test_global_pool_and_dynamic_input(tmp_path: Path) -> None:
     proc, doc = audit_json(str(model), "--input-shape", "x=2,3,4,6", "--peers", str(PLANTED / "correct.py"))
     assert proc.returncode == 0, proc.stderr
     (node,) = doc["nodes"]
-    assert node["op_type"] == "GlobalAveragePool" and node["attributes"] == {"kernel_shape": [4, 6]}
-    assert node["output_shapes"]["onnx"] == [2, 3, 1, 1]
+    # judged as its own operator (its row at opset 22), not as an AveragePool over the whole extent
+    assert (node["op_type"], node["operator"], node["opset"]) == ("GlobalAveragePool", "GlobalAveragePool-22", 22)
+    assert node["attributes"] == {} and node["config"] == "GlobalAveragePool()"
+    assert node["output_shapes"] == {"onnx": [2, 3, 1, 1]}
 
 
 def test_no_pooling_node(tmp_path: Path) -> None:
@@ -139,9 +141,11 @@ def test_openvino_ir(two_pools: Path, tmp_path: Path) -> None:
     ov.save_model(ov.convert_model(str(two_pools)), str(xml))
     proc, doc = audit_json(str(xml), "--peers", str(PLANTED / "correct.py"))
     assert proc.returncode == 0, proc.stderr
-    ops = sorted(n["op"] for n in doc["nodes"])
-    assert ops == ["AvgPool-14", "MaxPool-14"]
-    mp = next(n for n in doc["nodes"] if n["op"] == "MaxPool-14")
+    # Each node is judged by the row of the version the IR names (OpenVINO's ONNX frontend writes
+    # AvgPool of opset1 and MaxPool of opset8), not by the newest version.
+    ops = sorted((n["op"], n["opset"]) for n in doc["nodes"])
+    assert ops == [("AvgPool-1", "1"), ("MaxPool-8", "8")]
+    mp = next(n for n in doc["nodes"] if n["op"] == "MaxPool-8")
     # OpenVINO's ONNX frontend writes ceil_mode=1 as rounding_type "ceil" (not ceil_torch): the IR keeps
     # the last window that starts in the padding, so its node has 3 windows where ONNX has 2.
     assert mp["attributes"]["rounding_type"] == "ceil"
@@ -310,7 +314,7 @@ def test_quiet_lists_only_diverging_nodes_and_names_the_diagnosis(two_pools: Pat
     assert "2 pooling node(s), 1 diverging or not judged" in text
     assert "│ mp" not in proc.stdout and "│ ap" in proc.stdout
     # the fuzzer's diagnosis names what the planted peer does: it divides by the window with its padding
-    assert "ap (AveragePool), planted-divisor-counts-padding (violation): divisor" in text
+    assert "ap (AveragePool-22), planted-divisor-counts-padding (violation): divisor" in text
     _, doc = audit_json(str(two_pools), "--peers", str(PLANTED / "divisor_counts_padding.py"))
     mp, ap = doc["nodes"]
     assert mp["diagnoses"] == {} and ap["diagnoses"]["planted-divisor-counts-padding"][0].startswith("divisor")
@@ -361,7 +365,7 @@ def test_openvino_full_kernel_divisor_is_named(tmp_path: Path) -> None:
     # padding counted: whether taps past the padded input count is not said (docs/severity.md,
     # divisor=full), so the named divergence is unspecified and the audit exits 0
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "ap (AveragePool), openvino (unspecified): divisor = the full kernel size" in " ".join(proc.stdout.split())
+    assert "ap (AveragePool-22), openvino (unspecified): divisor = the full kernel size" in " ".join(proc.stdout.split())
 
 
 def test_a_subgraph_node_of_unknown_shape_is_its_own_error(tmp_path: Path) -> None:
