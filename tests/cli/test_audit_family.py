@@ -213,3 +213,32 @@ def test_family_risks() -> None:
     assert family_risks(even, (1, 1, 6), "float16") == [Risk.AVG_PRECISION]
     assert family_risks(even, (1, 1, 7), "float32") == [Risk.ADAPTIVE_UNEVEN_BINS]
     assert family_risks(parse("GlobalMaxPool-22", {}), (1, 1, 4), "float32") == [Risk.NAN_MAX]
+
+
+def test_max_pool_1_has_one_output_and_no_storage_order(tmp_path: Path) -> None:
+    """At opset 7 MaxPool is MaxPool-1: a second output (Indices arrived with MaxPool-8) and
+    storage_order are errors of the model."""
+    two = save(tmp_path / "two.onnx", [helper.make_node("MaxPool", ["x"], ["y", "i"], name="mp", kernel_shape=[2])],
+               [1, 1, 4], opset=7)
+    proc, doc = audit_json(str(two), "--peers", CORRECT)
+    assert proc.returncode == 2 and doc["nodes"][0]["operator"] == "MaxPool-1"
+    assert proc.stderr.strip().splitlines() == [f"error: {two}: node 'mp': MaxPool-1 has one output, the node has 2"]
+    so = save(tmp_path / "so.onnx", [helper.make_node("MaxPool", ["x"], ["y"], name="mp", kernel_shape=[2],
+                                                      storage_order=0)], [1, 1, 4], opset=7)
+    proc = cli("audit", str(so), "--peers", CORRECT)
+    assert proc.returncode == 2 and "'storage_order' is not an attribute of MaxPool-1" in proc.stderr
+    assert "(MaxPool-8 has it)" in proc.stderr
+
+
+@pytest.mark.parametrize(("opset", "judged"), [(18, False), (22, True)])
+def test_bfloat16_lp_pool_is_judged_where_its_version_takes_it(tmp_path: Path, opset: int, judged: bool) -> None:
+    model = save(tmp_path / "bf.onnx", [helper.make_node("LpPool", ["x"], ["y"], name="lp", kernel_shape=[2, 2])],
+                 [1, 2, 5, 5], opset=opset, elem=TensorProto.BFLOAT16)
+    proc, doc = audit_json(str(model), "--peers", CORRECT)
+    (node,) = doc["nodes"]
+    assert node["operator"] == f"LpPool-{opset}" and node["dtype"] == "bfloat16"
+    if judged:
+        assert proc.returncode == 0, proc.stderr
+        assert engine_verdicts(node) == {"pass"}
+    else:
+        assert proc.returncode == 2 and "cannot judge: dtype bfloat16" in node["problem"]
