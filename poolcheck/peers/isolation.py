@@ -65,7 +65,7 @@ Item = BatchItem | FamilyItem
 def _private(item: Item) -> Item:
     """``item`` with read-only copies of its input tensors."""
     if len(item) == 3:
-        spec, x, indices = item  # type: ignore[misc]
+        spec, x, indices = item
         return (spec, _read_only(x), None if indices is None else _read_only(indices))
     return (item[0], _read_only(item[1]))
 
