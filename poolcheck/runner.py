@@ -26,13 +26,14 @@ from poolcheck.api import run_spec
 from poolcheck.api_family import run_family
 from poolcheck.cases import load_paths
 from poolcheck.cases.model import Case
-from poolcheck.engines import numpy_engine
+from poolcheck.engines import family_numpy, numpy_engine
 from poolcheck.errors import CaseFileError, PoolcheckError
 from poolcheck.fingerprint import machine_fingerprint
 from poolcheck.fuzz.diagnosis.search import diagnose_output
 from poolcheck.judgement import (
     Judgement,
     contract_message,
+    family_tolerance,
     judge,
     label,
     should_be,
@@ -41,7 +42,7 @@ from poolcheck.judgement import (
     within_accumulation,
 )
 from poolcheck.judgement import output_contract as judge_contract
-from poolcheck.peers.isolation import call_peer_many
+from poolcheck.peers.isolation import call_peer_family, call_peer_many
 from poolcheck.results import (
     SIGNATURE_TAG,
     CaseResult,
@@ -426,11 +427,8 @@ def peer_checks(cases: Sequence[Case], peers: Sequence[Any], *, isolated: bool =
     ``on_output(case, peer name, PeerResult, check)`` sees each peer's raw result beside its
     check (``poolcheck audit`` diagnoses the differing outputs from it)."""
     out: dict[str, list[Check]] = {c.id: [] for c in cases}
-    for case in cases:
-        if is_family(case.spec):
-            for peer in peers:
-                out[case.id].append(Check(peer.name, CheckKind.PEER, Verdict.SKIP,
-                                          f"peers do not run {OPERATORS[case.op].title} yet [peer={peer.name}]"))
+    family_peer_checks([c for c in cases if is_family(c.spec)], peers, out, isolated=isolated, timeout=timeout,
+                       on_output=on_output)
     cases = [c for c in cases if not is_family(c.spec)]
     for peer in peers:
         try:
@@ -451,6 +449,93 @@ def peer_checks(cases: Sequence[Case], peers: Sequence[Any], *, isolated: bool =
                 on_output(case, peer.name, result, check)
             out[case.id].append(check)
     return out
+
+
+def family_peer_checks(cases: Sequence[Case], peers: Sequence[Any], out: dict[str, list[Check]], *,
+                       isolated: bool = True, timeout: float = 30.0,
+                       on_output: Callable[[Case, str, Any, Check], None] | None = None) -> None:
+    """:func:`peer_checks` for family cases (LpPool, global pooling, MaxUnpool, adaptive pooling):
+    each peer gets ``(FamilySpec, x, I)`` items (a peer whose ``family_ops`` lacks the op is
+    declined without being called), judged by :func:`check_family_peer_output`."""
+    if not cases:
+        return
+    for peer in peers:
+        try:
+            version = peer.version()
+        except Exception:
+            version = None
+        items = [(c.spec, _read_only(c.input), None if c.inputs.get("I") is None else _read_only(np.asarray(c.inputs["I"])))
+                 for c in cases]
+        try:
+            results = call_peer_family(peer, items, isolated=isolated, timeout=timeout)  # type: ignore[arg-type]
+        except Exception as exc:  # a peer layer failure is every case's error on this peer
+            for case in cases:
+                out[case.id].append(Check(peer.name, CheckKind.PEER, Verdict.ERROR, f"{_reason(exc)} [peer={peer.name}]",
+                                          version=version))
+            continue
+        for case, result in zip(cases, results):
+            check = check_family_peer_output(case, peer.name, version, result)
+            if on_output is not None:
+                on_output(case, peer.name, result, check)
+            out[case.id].append(check)
+
+
+def check_family_peer_output(case: Case, peer_name: str, version: str | None, result: Any) -> Check:
+    """Judge one peer's result on a family case against the reference engine (``run_family``):
+    exact for the max pools and MaxUnpool, the average rule and the Lp rule of
+    :mod:`poolcheck.judgement` (:func:`~poolcheck.judgement.family_tolerance`) otherwise."""
+    try:
+        return _check_family_peer_output(case, peer_name, version, result)
+    except Exception as exc:  # the per-case boundary
+        return Check(peer_name, CheckKind.PEER, Verdict.ERROR, f"{_reason(exc)} [peer={peer_name}]", version=version)
+
+
+def _check_family_peer_output(case: Case, peer_name: str, version: str | None, result: Any) -> Check:
+    if result.status != "ok":
+        verdict = STATUS_VERDICT.get(result.status, Verdict.REJECTS)
+        sev = STATUS_SEVERITY.get(result.status)
+        return Check(peer_name, CheckKind.PEER, verdict, f"{result.status}: {result.message}".rstrip(": "),
+                     version=version, severity=sev if sev and verdict != Verdict.SKIP else None)
+    spec = case.spec
+    assert isinstance(spec, FamilySpec)
+    ref_values, ref_indices = run_family(spec, case.input, indices=case.inputs.get("I"), row=OPERATORS[case.op])
+    values = np.asarray(result.output.values)
+    indices = None if result.output.indices is None else np.asarray(result.output.indices)
+    where = label(spec, f"peer={peer_name}")
+    contract = []
+    if values.dtype != ref_values.dtype:
+        contract.append(should_be("values.dtype", values.dtype.name, ref_values.dtype.name))
+    if ref_indices is not None and indices is None:
+        contract.append("indices: the peer returned none")
+    elif ref_indices is not None and indices is not None and indices.dtype != ref_indices.dtype:
+        contract.append(should_be("indices.dtype", indices.dtype.name, ref_indices.dtype.name))
+    if contract:
+        return Check(peer_name, CheckKind.PEER, Verdict.FAIL, "; ".join(contract) + f" {where}", version=version,
+                     severity=Severity.VIOLATION, diagnosis="output contract")
+    tol = family_tolerance(spec, case.input, ref_values, numpy_engine, family_numpy) \
+        if values.shape == ref_values.shape else None
+    outputs = [("values", ref_values, values, tol)]
+    if ref_indices is not None and indices is not None:
+        outputs.append(("indices", ref_indices.astype(np.int64), indices.astype(np.int64), None))
+    judged = judge(case.input, None, None, outputs, against="the reference", stop_at_shape=True)
+    expected = {"values": tensor(ref_values)}
+    actual = {"values": tensor(values)}
+    if ref_indices is not None:
+        expected["indices"] = tensor(ref_indices)
+    if indices is not None:
+        actual["indices"] = tensor(indices)
+    notes = "; ".join(str(n) for n in (getattr(result.output, "notes", []) or []))
+    if not judged.diffs:
+        return Check(peer_name, CheckKind.PEER, Verdict.PASS, notes, version=version, expected=expected, actual=actual)
+    severity, diagnosis = UNEXPLAINED_SEVERITY, None
+    registered = _registered_class(case, peer_name)
+    if "unspecified" in case.tags or any(t.startswith("severity:unspecified") for t in case.tags):
+        severity, diagnosis = Severity.UNSPECIFIED, "the case is tagged unspecified"
+    elif registered is not None:
+        diagnosis = f"the class the registry records for {peer_name}: {registered}"
+    return Check(peer_name, CheckKind.PEER, Verdict.FAIL, judged.message() + f" {where}" + (f" ({notes})" if notes else ""),
+                 judged.diffs, judged.total, version=version, expected=expected, actual=actual, severity=severity,
+                 diagnosis=diagnosis)
 
 
 # --------------------------------------------------------------------------- a whole run
