@@ -36,9 +36,11 @@ from poolcheck.fuzz.diagnosis import (
     severity_of,
     variant_text,
 )
+from poolcheck.fuzz.diagnosis.family import replay_family
 from poolcheck.fuzz.diagnosis.symptom import shape_symptom
 from poolcheck.judgement import close_values
 from poolcheck.results import FindingKind, PeerStatus, Signature
+from poolcheck.spec.family import is_family
 from poolcheck.spec.poolspec import PoolSpec
 from poolcheck.spec.shape import resolve
 
@@ -136,6 +138,8 @@ def covers(engine_module: ModuleType, cause: Cause, f: O.Finding) -> bool:
         return False
     values, indices = arrays
     spec, x = f.case.spec, f.case.x
+    if is_family(spec):
+        return replay_family(spec, x, getattr(f.case, "indices", None), cause, (values, indices))
     others = [k for k in f.extra.get("variants", ()) if k != f.atom and k not in cause]
     for keys in ([*cause], [*others, *cause]) if others else ([*cause],):
         try:
@@ -424,7 +428,8 @@ def group_text(g: Group, rep: O.Finding) -> str:
     others that fit every example too), or "unexplained" and the symptom."""
     parts = []
     arrays = _arrays(rep)
-    symptom = shape_symptom(rep.case.spec, tuple(rep.case.x.shape), tuple(arrays[0].shape)) if arrays else ""
+    symptom = shape_symptom(rep.case.spec, tuple(rep.case.x.shape), tuple(arrays[0].shape)) \
+        if arrays and not is_family(rep.case.spec) else ""
     if symptom:
         parts.append(symptom)
     if g.causes:
