@@ -19,6 +19,7 @@ import numpy as np
 from poolcheck.peers._convert import convert_flat_indices, negative_same_pads
 from poolcheck.peers.adapter import RuntimePeer, Translated
 from poolcheck.peers.base import BatchItem, PeerDeclined, PeerOption, PeerOutput
+from poolcheck.peers.family_openvino import OpenVinoFamily
 from poolcheck.spec import dtypes
 from poolcheck.spec.operators import spell
 from poolcheck.spec.poolspec import PoolSpec
@@ -87,7 +88,7 @@ def to_openvino(spec: PoolSpec, shape: Sequence[int], dtype: np.dtype, peer: str
                   shape, dt.name)
 
 
-class OpenVinoPeer(RuntimePeer):
+class OpenVinoPeer(OpenVinoFamily, RuntimePeer):
     """OpenVINO CPU, opset14 pooling, f32 inference precision, one thread."""
 
     name = "openvino"
