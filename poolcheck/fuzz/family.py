@@ -11,6 +11,7 @@ the C one) and a peer's judgement with its diagnosis (:mod:`poolcheck.fuzz.diagn
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -274,6 +275,16 @@ def check_family_engines(case: FamilyCase, base: tuple[np.ndarray, np.ndarray | 
     return findings
 
 
+def rejection_reason(message: str) -> str:
+    """What a refusal says, as a class: its first line without error codes, numbers as N (a
+    refusal is named by the runtime's own words; the shrunk example shows the condition)."""
+    line = (message.strip().splitlines() or ["no message"])[0]
+    line = re.sub(r"\[ONNXRuntimeError\]\s*:\s*\d+\s*:\s*\w+\s*:", "", line)
+    line = re.sub(r"\d+", "N", line)
+    line = " ".join(line.split())
+    return line[:72] or "no message"
+
+
 def judge_family_peer(case: FamilyCase, peer: str, result: PeerResult, exp: tuple[np.ndarray, np.ndarray | None],
                       version: str | None) -> O.Finding | None:
     """A peer's result on a family configuration: None when it agrees (or declines), else a
@@ -284,7 +295,7 @@ def judge_family_peer(case: FamilyCase, peer: str, result: PeerResult, exp: tupl
     if status in (PeerStatus.DECLINED, PeerStatus.UNAVAILABLE):
         return None
     if status == PeerStatus.REJECTS:
-        klass = "rejects: a valid configuration"
+        klass = "rejects: " + rejection_reason(result.message)
         return O.Finding(klass=klass, text=f"{peer} rejects a valid configuration", detail=result.message[:300],
                          explained=False, severity=severity_of((klass,), case.spec), judgement=Judgement(), **common)
     if status in (PeerStatus.CRASH, PeerStatus.TIMEOUT):

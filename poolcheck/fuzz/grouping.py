@@ -36,7 +36,7 @@ from poolcheck.fuzz.diagnosis import (
     severity_of,
     variant_text,
 )
-from poolcheck.fuzz.diagnosis.family import replay_family
+from poolcheck.fuzz.diagnosis.family import family_variant_text, replay_family
 from poolcheck.fuzz.diagnosis.symptom import shape_symptom
 from poolcheck.judgement import close_values
 from poolcheck.results import FindingKind, PeerStatus, Signature
@@ -100,7 +100,8 @@ def _rejection_explained(cause: Cause, f: O.Finding) -> bool:
     """A geometry explanation accounts for a peer refusing the configuration when, read its
     way, the configuration has no output, or a pad of at least the kernel the spec's has not."""
     spec, shape = f.case.spec, tuple(int(v) for v in f.case.x.shape)
-
+    if is_family(spec):  # a family refusal is named by the runtime's words, never by a geometry
+        return False
     for key in cause:
         gv = _GEOMETRY.get(key)
         if gv is None:  # (applied whether or not the diagnosis would try it here: the cause is established)
@@ -433,7 +434,8 @@ def group_text(g: Group, rep: O.Finding) -> str:
     if symptom:
         parts.append(symptom)
     if g.causes:
-        parts.append("; ".join(variant_text(k) for k in g.causes[0]))
+        text = family_variant_text if is_family(rep.case.spec) else variant_text
+        parts.append("; ".join(text(k) for k in g.causes[0]))
         if len(g.causes) > 1:
             parts.append("ambiguous: also consistent with " + ", ".join("+".join(c) for c in g.causes[1:]))
     elif _diagnosed(rep) and rep.explained:

@@ -248,6 +248,8 @@ SEVERITY_RULES: tuple[SeverityRule, ...] = (
           "LpPool, GlobalLpPool"),
     _rule("lp:no-abs", _V, ("ONNX-LP-NORM",), "a norm sums |x|^p: x^p of a negative x with odd p is not a norm",
           "LpPool, GlobalLpPool"),
+    _rule("lp:ceil-window-rescaled", _V, ("ONNX-LP-NORM",), "the norm is over the window's values: a window "
+          "past the input's end is not scaled up to the kernel's size", "LpPool"),
     _rule("lp:p-ignored", _V, ("ONNX-LP-P",), "p is the norm's order", "LpPool, GlobalLpPool"),
     _rule("lp:pads-ignored", _V, ("ONNX-LP-PADS",), "pads add positions to each axis", "LpPool"),
     _rule("lp:dilations-ignored", _V, ("ONNX-LP-NORM",), "the window's taps are those dilations place", "LpPool"),
@@ -273,6 +275,9 @@ SEVERITY_RULES: tuple[SeverityRule, ...] = (
     _rule("adaptive_max:nan-skipped", _U, (), _NAN, "AdaptiveMaxPool-8"),
 )
 
+#: The prefixes of the family operators' own classes (the rest of a family class is a window's).
+FAMILY_CLASS_PREFIXES: tuple[str, ...] = ("lp:", "global:", "unpool:", "adaptive:", "adaptive_max:")
+
 #: Classes outside the table: a rejection of a valid configuration is a limitation; what no
 #: variant reproduces is a violation until explained (the reference implements the text).
 REJECTION_SEVERITY = Severity.LIMITATION
@@ -284,7 +289,12 @@ RANK = (Severity.VIOLATION, Severity.LIMITATION, Severity.UNSPECIFIED, Severity.
 
 
 def severity_rule(key: str, spec: PoolSpec) -> SeverityRule | None:
-    """The table row that weighs ``key`` for ``spec`` (None: not a named class)."""
+    """The table row that weighs ``key`` for ``spec`` (None: not a named class). A class of the
+    pooling window (``rounding:...``, ``same:...``) on a family operator that slides one (LpPool)
+    weighs as on that window."""
+    window = getattr(spec, "window", None)
+    if window is not None and not key.startswith(FAMILY_CLASS_PREFIXES):
+        spec = window
     for rule in SEVERITY_RULES:
         if rule.key == key and (rule.when is None or rule.when(spec)):
             return rule

@@ -20,6 +20,7 @@ import numpy as np
 from poolcheck.api_family import lp_root, run_family
 from poolcheck.engines import get_family_engine
 from poolcheck.errors import PoolcheckError
+from poolcheck.fuzz.diagnosis.variants import GEOMETRY_VARIANTS, GeometryVariant
 from poolcheck.spec import dtypes
 from poolcheck.spec.family import FamilySpec, adaptive_bins, global_window
 from poolcheck.spec.shape import resolve
@@ -107,6 +108,21 @@ def _lp(spec: FamilySpec, x: np.ndarray, *, p: int | None = None, root: bool = T
     if overflow:  # |x|^p summed in the input type: past its largest value the norm is inf
         out = np.where(sums > float(dtypes.finfo(x.dtype).max), np.array(np.inf, x.dtype), out)
     return out, None
+
+
+def _lp_on(spec: FamilySpec, x: np.ndarray, gv: GeometryVariant | None, *, rescale: bool = False) -> FamilyOutputs:
+    """LpPool on the windows geometry variant ``gv`` places (None: the spec's); ``rescale``: each
+    window's sum scaled by kernel taps / taps inside the input (an average of |x|^p over the
+    window clipped to the input, times the kernel size: torch's lp_pool under ceil_mode)."""
+    assert spec.window is not None
+    geom = resolve(spec.window, x.shape) if gv is None else gv.build(spec.window, tuple(x.shape)).geom
+    kernels = get_family_engine("numpy")
+    sums = kernels.lp_sums(x, geom, spec.p)
+    if rescale:
+        count = kernels.lp_sums(np.ones(x.shape), geom, 1)
+        with np.errstate(all="ignore"):
+            sums = sums * (math.prod(spec.window.kernel) / count)
+    return lp_root(sums, spec.p, x.dtype), None
 
 
 def _reduce(spec: FamilySpec, x: np.ndarray, axes: tuple[int, ...]) -> FamilyOutputs:
@@ -245,6 +261,12 @@ FAMILY_VARIANTS: tuple[FamilyVariant, ...] = (
     FamilyVariant("lp:dilations-ignored", ("lp",), "LpPool's dilations ignored",
                   lambda s, x, i: _lp(s, x, dilations=False),
                   lambda s: s.window is not None and any(d > 1 for d in s.window.dilations)),
+    FamilyVariant("lp:ceil-window-rescaled", ("lp",), "a window past the input's end summed over its taps inside "
+                  "the input and scaled by kernel size / those taps (avg_pool(x^p) * kernel size)",
+                  lambda s, x, i: _lp_on(s, x, None, rescale=True),
+                  lambda s: s.window is not None and s.window.rounding_type != "floor"),
+    *(FamilyVariant(gv.key, ("lp",), gv.text, lambda s, x, i, gv=gv: _lp_on(s, x, gv),
+                    lambda s, gv=gv: s.window is not None and gv.applies(s.window)) for gv in GEOMETRY_VARIANTS),
     FamilyVariant("lp:p-ignored", ("lp", "global_lp"), "p read as 2 whatever its value",
                   lambda s, x, i: _lp(s, x, p=2), lambda s: s.p != 2),
     FamilyVariant("lp:input-type-overflow", ("lp", "global_lp"), "|x|^p summed in the input type: inf past its "
@@ -299,7 +321,7 @@ def variant_outputs(key: str, spec: FamilySpec, x: np.ndarray, indices: np.ndarr
         return None
     try:
         return v.compute(spec, x, indices)
-    except (PoolcheckError, ValueError, IndexError):
+    except (PoolcheckError, ValueError, IndexError, ZeroDivisionError):
         return None
 
 

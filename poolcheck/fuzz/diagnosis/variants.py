@@ -13,7 +13,6 @@ import numpy as np
 
 from poolcheck.engines import _windows as w
 from poolcheck.errors import AttributeValueError
-from poolcheck.fuzz.diagnosis.family import FAMILY_VARIANT_KEYS, family_variant_text
 from poolcheck.fuzz.diagnosis.indices import TRANSPOSED, _palindromic, _spec_order_modulus
 from poolcheck.spec.attributes import PoolSpec
 from poolcheck.spec.dtypes import BFLOAT16, is_float
@@ -496,8 +495,6 @@ _EMPTY_INDEX_KEYS = {k for k, _ in EMPTY_INDEX_VARIANTS}
 
 def variant_text(key: str) -> str:
     """The sentence for a variant key."""
-    if key in FAMILY_VARIANT_KEYS:
-        return family_variant_text(key)
     if key.startswith("precision:"):
         return PRECISION_TEXT.get(key.split(":", 1)[1], key)
     if key in _GEOMETRY_BY_KEY:
