@@ -23,6 +23,7 @@ from poolcheck.corpus import KNOWN_DIR
 from poolcheck.engines import get_engine
 from poolcheck.errors import CaseFileError, PoolcheckError
 from poolcheck.fuzz import oracles as O
+from poolcheck.fuzz.family import FAMILY_FLAGS
 from poolcheck.fuzz.grouping import cause_tags, group_all, group_finding
 from poolcheck.fuzz.known import (
     KnownEntry,
@@ -63,7 +64,7 @@ from poolcheck.results import (
 from poolcheck.runner import new_result
 from poolcheck.spec.shape import Geometry, resolve
 
-OP_FLAGS = {"max": "maxpool", "avg": "avgpool"}
+OP_FLAGS = {"max": "maxpool", "avg": "avgpool", **FAMILY_FLAGS}
 
 
 @dataclass

@@ -133,6 +133,8 @@ def finding_case(finding: Finding, expected: dict[str, Any], *, command: str = "
         "input": case.x.tolist(),
         "expected": {k: v for k, v in expected.items() if v is not None},
     }
+    if getattr(case, "indices", None) is not None:  # MaxUnpool's second input
+        data["inputs"] = {"I": np.asarray(case.indices).tolist()}
     if finding.kind == "document":
         extra = finding.extra
         data["expected"] = {"shape": extra["written_shape"]}

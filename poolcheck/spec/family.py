@@ -40,7 +40,7 @@ class FamilySpec:
 
     - ``window``: LpPool's window (kernel, strides, pads, dilations, rounding, auto_pad) and
       MaxUnpool's (kernel, strides, pads of the MaxPool it inverts); None for the others.
-    - ``p``: LpPool / GlobalLpPool, "p value of the Lp norm used to pool over the input data".
+    - ``p``: LpPool / GlobalLpPool's p [ONNX-LP-P].
     - ``output_shape``: AdaptiveAvgPool/AdaptiveMaxPool's spatial output sizes (OpenVINO input 2,
       "1D tensor describing output shape for spatial dimensions"); MaxUnpool's whole output shape
       (ONNX optional input 3) or None.
