@@ -29,6 +29,7 @@ from poolcheck.cases.model import Case
 from poolcheck.engines import family_numpy, numpy_engine
 from poolcheck.errors import CaseFileError, PoolcheckError
 from poolcheck.fingerprint import machine_fingerprint
+from poolcheck.fuzz.diagnosis.family import diagnose_family, family_variant_text
 from poolcheck.fuzz.diagnosis.search import diagnose_output
 from poolcheck.judgement import (
     Judgement,
@@ -527,15 +528,35 @@ def _check_family_peer_output(case: Case, peer_name: str, version: str | None, r
     notes = "; ".join(str(n) for n in (getattr(result.output, "notes", []) or []))
     if not judged.diffs:
         return Check(peer_name, CheckKind.PEER, Verdict.PASS, notes, version=version, expected=expected, actual=actual)
-    severity, diagnosis = UNEXPLAINED_SEVERITY, None
-    registered = _registered_class(case, peer_name)
-    if "unspecified" in case.tags or any(t.startswith("severity:unspecified") for t in case.tags):
-        severity, diagnosis = Severity.UNSPECIFIED, "the case is tagged unspecified"
-    elif registered is not None:
-        diagnosis = f"the class the registry records for {peer_name}: {registered}"
+    severity, diagnosis = family_peer_severity(case, values, indices, peer_name)
     return Check(peer_name, CheckKind.PEER, Verdict.FAIL, judged.message() + f" {where}" + (f" ({notes})" if notes else ""),
                  judged.diffs, judged.total, version=version, expected=expected, actual=actual, severity=severity,
                  diagnosis=diagnosis)
+
+
+def family_peer_severity(case: Case, values: np.ndarray, indices: np.ndarray | None,
+                         peer: str | None = None) -> tuple[Severity, str | None]:
+    """:func:`peer_severity` for a family case: the first family variant that reproduces the
+    peer's output (:func:`~poolcheck.fuzz.diagnosis.family.diagnose_family`, the registry's class
+    first when it is among them) weighed by the severity table; for a registry entry whose class
+    no variant reproduces here, its recorded class; else ``violation``, unexplained."""
+    if "unspecified" in case.tags or any(t.startswith("severity:unspecified") for t in case.tags):
+        return Severity.UNSPECIFIED, "the case is tagged unspecified"
+    spec = case.spec
+    assert isinstance(spec, FamilySpec)
+    registered = _registered_class(case, peer)
+    if case.input.size <= POLICY_SEARCH_LIMIT:
+        unpool_indices = case.inputs.get("I")
+        expected = run_family(spec, case.input, indices=unpool_indices, row=OPERATORS[case.op])
+        keys = diagnose_family(spec, case.input, unpool_indices, expected, (values, indices))
+        if registered in keys:
+            keys = [registered]
+        if keys:
+            return _weigh(keys[:1], spec, f"{keys[0]}: {family_variant_text(keys[0])}")  # type: ignore[arg-type]
+    if registered is not None:
+        return _weigh([a for a in registered.split("+") if a], spec,  # type: ignore[arg-type]
+                      f"the class the registry records for {peer}: {registered}")
+    return UNEXPLAINED_SEVERITY, None
 
 
 # --------------------------------------------------------------------------- a whole run
