@@ -68,6 +68,7 @@ AGREES = {
     "torch": ["lp-p3-strides", "lp-1d-p1", "global-avg-3d", "global-max-2d", "global-lp-p2", "unpool",
               "unpool-output-shape", "adaptive-avg", "adaptive-max-i64"],
     "openvino": ["adaptive-avg", "adaptive-max-i32"],
+    "jax": ["global-avg-3d", "global-max-2d", "global-lp-p2"],
 }
 
 
@@ -113,7 +114,9 @@ def test_each_peer_agrees_with_both_engines_where_the_runtime_follows_the_text(p
     ("onnxruntime", "adaptive-avg", "does not take AdaptiveAvgPool"),
     ("torch", "lp-p2-pads", "torch lp_pool has no padding"),
     ("torch", "adaptive-max-i32", "int64 indices only"),
-    ("jax", "global-max-2d", "does not take GlobalMaxPool"),
+    ("jax", "lp-p2-pads", "jax has no LpPool"),
+    ("jax", "unpool", "jax has no MaxUnpool"),
+    ("jax", "adaptive-max-i64", "jax has no AdaptiveMaxPool"),
 ])
 def test_a_peer_declines_what_its_runtime_cannot_express(peer_name: str, key: str, reason: str) -> None:
     peer = available_peer(peer_name)
