@@ -302,12 +302,17 @@ def _as_output_array(value: Any) -> Any:
         return value
 
 
+def _status_check(peer_name: str, version: str | None, result: Any) -> Check:
+    """The check of a peer call that gave no output (declined, rejects, crash, timeout, ...)."""
+    verdict = STATUS_VERDICT.get(result.status, Verdict.REJECTS)
+    sev = STATUS_SEVERITY.get(result.status)
+    return Check(peer_name, CheckKind.PEER, verdict, f"{result.status}: {result.message}".rstrip(": "),
+                 version=version, severity=sev if sev and verdict != Verdict.SKIP else None)
+
+
 def _check_peer_output(case: Case, peer_name: str, version: str | None, result: Any) -> Check:
     if result.status != "ok":
-        verdict = STATUS_VERDICT.get(result.status, Verdict.REJECTS)
-        sev = STATUS_SEVERITY.get(result.status)
-        return Check(peer_name, CheckKind.PEER, verdict, f"{result.status}: {result.message}".rstrip(": "),
-                     version=version, severity=sev if sev and verdict != Verdict.SKIP else None)
+        return _status_check(peer_name, version, result)
     ref_values, ref_indices = run_spec(case.pool_spec, case.input, engine="numpy")
     geom = S.resolve(case.pool_spec, case.input.shape)
     layout = S.index_layout(case.pool_spec, case.input.shape) if case.pool_spec.op == "max" else None
@@ -380,6 +385,10 @@ def _registered_class(case: Case, peer: str | None) -> str | None:
         return None
 
 
+def _tagged_unspecified(case: Case) -> bool:
+    return "unspecified" in case.tags or any(t.startswith("severity:unspecified") for t in case.tags)
+
+
 def peer_severity(case: Case, values: np.ndarray, indices: np.ndarray | None,
                   peer: str | None = None) -> tuple[Severity, str | None]:
     """How much a peer's divergence weighs: the class the fuzzer's diagnosis names (every named
@@ -388,7 +397,7 @@ def peer_severity(case: Case, values: np.ndarray, indices: np.ndarray | None,
     it; else ``unspecified`` within the accumulation precision of an average; for a
     known-divergence entry re-run on its own peer, the class its diagnosis recorded; ``unspecified``
     when the case is tagged so; otherwise (nothing explains it) a ``violation``."""
-    if "unspecified" in case.tags or any(t.startswith("severity:unspecified") for t in case.tags):
+    if _tagged_unspecified(case):
         return Severity.UNSPECIFIED, "the case is tagged unspecified"
     if case.input.size > POLICY_SEARCH_LIMIT:
         return Severity.VIOLATION, f"input too large to diagnose (> {POLICY_SEARCH_LIMIT:,} elements)"
@@ -431,25 +440,35 @@ def peer_checks(cases: Sequence[Case], peers: Sequence[Any], *, isolated: bool =
     family_peer_checks([c for c in cases if is_family(c.spec)], peers, out, isolated=isolated, timeout=timeout,
                        on_output=on_output)
     cases = [c for c in cases if not is_family(c.spec)]
+    items = [(c.pool_spec, _read_only(c.input)) for c in cases]
     for peer in peers:
-        try:
-            version = peer.version()
-        except Exception:
-            version = None
-        try:
-            results = call_peer_many(peer, [(c.pool_spec, _read_only(c.input)) for c in cases], isolated=isolated,
-                                     timeout=timeout)
-        except Exception as exc:  # a peer layer failure is every case's error on this peer, not the run's end
-            for case in cases:
-                out[case.id].append(Check(peer.name, CheckKind.PEER, Verdict.ERROR, f"{_reason(exc)} [peer={peer.name}]",
-                                          version=version))
-            continue
-        for case, result in zip(cases, results):
-            check = check_peer_output(case, peer.name, version, result)
-            if on_output is not None:
-                on_output(case, peer.name, result, check)
-            out[case.id].append(check)
+        _check_on_peer(cases, peer, out, lambda p: call_peer_many(p, items, isolated=isolated, timeout=timeout),
+                       check_peer_output, on_output)
     return out
+
+
+def _check_on_peer(cases: Sequence[Case], peer: Any, out: dict[str, list[Check]], call: Callable[[Any], list[Any]],
+                   check: Callable[[Case, str, str | None, Any], Check],
+                   on_output: Callable[[Case, str, Any, Check], None] | None) -> None:
+    """``call(peer)`` for every case at once, each result judged by ``check`` into ``out``."""
+    if not cases:
+        return
+    try:
+        version = peer.version()
+    except Exception:
+        version = None
+    try:
+        results = call(peer)
+    except Exception as exc:  # a peer layer failure is every case's error on this peer, not the run's end
+        for case in cases:
+            out[case.id].append(Check(peer.name, CheckKind.PEER, Verdict.ERROR, f"{_reason(exc)} [peer={peer.name}]",
+                                      version=version))
+        return
+    for case, result in zip(cases, results):
+        checked = check(case, peer.name, version, result)
+        if on_output is not None:
+            on_output(case, peer.name, result, checked)
+        out[case.id].append(checked)
 
 
 def family_peer_checks(cases: Sequence[Case], peers: Sequence[Any], out: dict[str, list[Check]], *,
@@ -458,27 +477,12 @@ def family_peer_checks(cases: Sequence[Case], peers: Sequence[Any], out: dict[st
     """:func:`peer_checks` for family cases (LpPool, global pooling, MaxUnpool, adaptive pooling):
     each peer gets ``(FamilySpec, x, I)`` items (a peer whose ``family_ops`` lacks the op is
     declined without being called), judged by :func:`check_family_peer_output`."""
-    if not cases:
-        return
+    items = [(c.spec, _read_only(c.input), None if c.inputs.get("I") is None else _read_only(np.asarray(c.inputs["I"])))
+             for c in cases]
     for peer in peers:
-        try:
-            version = peer.version()
-        except Exception:
-            version = None
-        items = [(c.spec, _read_only(c.input), None if c.inputs.get("I") is None else _read_only(np.asarray(c.inputs["I"])))
-                 for c in cases]
-        try:
-            results = call_peer_family(peer, items, isolated=isolated, timeout=timeout)  # type: ignore[arg-type]
-        except Exception as exc:  # a peer layer failure is every case's error on this peer
-            for case in cases:
-                out[case.id].append(Check(peer.name, CheckKind.PEER, Verdict.ERROR, f"{_reason(exc)} [peer={peer.name}]",
-                                          version=version))
-            continue
-        for case, result in zip(cases, results):
-            check = check_family_peer_output(case, peer.name, version, result)
-            if on_output is not None:
-                on_output(case, peer.name, result, check)
-            out[case.id].append(check)
+        _check_on_peer(cases, peer, out,
+                       lambda p: call_peer_family(p, items, isolated=isolated, timeout=timeout),  # type: ignore[arg-type]
+                       check_family_peer_output, on_output)
 
 
 def check_family_peer_output(case: Case, peer_name: str, version: str | None, result: Any) -> Check:
@@ -493,10 +497,7 @@ def check_family_peer_output(case: Case, peer_name: str, version: str | None, re
 
 def _check_family_peer_output(case: Case, peer_name: str, version: str | None, result: Any) -> Check:
     if result.status != "ok":
-        verdict = STATUS_VERDICT.get(result.status, Verdict.REJECTS)
-        sev = STATUS_SEVERITY.get(result.status)
-        return Check(peer_name, CheckKind.PEER, verdict, f"{result.status}: {result.message}".rstrip(": "),
-                     version=version, severity=sev if sev and verdict != Verdict.SKIP else None)
+        return _status_check(peer_name, version, result)
     spec = case.spec
     assert isinstance(spec, FamilySpec)
     ref_values, ref_indices = run_family(spec, case.input, indices=case.inputs.get("I"), row=OPERATORS[case.op])
@@ -540,7 +541,7 @@ def family_peer_severity(case: Case, values: np.ndarray, indices: np.ndarray | N
     peer's output (:func:`~poolcheck.fuzz.diagnosis.family.diagnose_family`, the registry's class
     first when it is among them) weighed by the severity table; for a registry entry whose class
     no variant reproduces here, its recorded class; else ``violation``, unexplained."""
-    if "unspecified" in case.tags or any(t.startswith("severity:unspecified") for t in case.tags):
+    if _tagged_unspecified(case):
         return Severity.UNSPECIFIED, "the case is tagged unspecified"
     spec = case.spec
     assert isinstance(spec, FamilySpec)
