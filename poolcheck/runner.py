@@ -302,6 +302,11 @@ def _as_output_array(value: Any) -> Any:
         return value
 
 
+def _outputs(values: np.ndarray, indices: np.ndarray | None) -> dict[str, Any]:
+    """Outputs as a check stores them (values, and indices when there are some)."""
+    return {"values": tensor(values), **({"indices": tensor(indices)} if indices is not None else {})}
+
+
 def _status_check(peer_name: str, version: str | None, result: Any) -> Check:
     """The check of a peer call that gave no output (declined, rejects, crash, timeout, ...)."""
     verdict = STATUS_VERDICT.get(result.status, Verdict.REJECTS)
@@ -347,12 +352,7 @@ def _check_peer_output(case: Case, peer_name: str, version: str | None, result: 
         outputs.append(("indices", ref_indices.astype(np.int64), indices, None))
     judged = judge(case.input, geom, layout, outputs, chosen=indices, against="the reference", stop_at_shape=True)
     diffs, total, messages = judged.diffs, judged.total, judged.messages
-    expected = {"values": tensor(ref_values)}
-    actual = {"values": tensor(values)}
-    if ref_indices is not None:
-        expected["indices"] = tensor(ref_indices)
-    if indices is not None:
-        actual["indices"] = tensor(indices)
+    expected, actual = _outputs(ref_values, ref_indices), _outputs(values, indices)
     notes = "; ".join(str(n) for n in (getattr(out, "notes", []) or []))
     if not diffs:
         return Check(peer_name, CheckKind.PEER, Verdict.PASS, notes, version=version, expected=expected, actual=actual)
@@ -520,12 +520,7 @@ def _check_family_peer_output(case: Case, peer_name: str, version: str | None, r
     if ref_indices is not None and indices is not None:
         outputs.append(("indices", ref_indices.astype(np.int64), indices.astype(np.int64), None))
     judged = judge(case.input, None, None, outputs, against="the reference", stop_at_shape=True)
-    expected = {"values": tensor(ref_values)}
-    actual = {"values": tensor(values)}
-    if ref_indices is not None:
-        expected["indices"] = tensor(ref_indices)
-    if indices is not None:
-        actual["indices"] = tensor(indices)
+    expected, actual = _outputs(ref_values, ref_indices), _outputs(values, indices)
     notes = "; ".join(str(n) for n in (getattr(result.output, "notes", []) or []))
     if not judged.diffs:
         return Check(peer_name, CheckKind.PEER, Verdict.PASS, notes, version=version, expected=expected, actual=actual)

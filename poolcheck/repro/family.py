@@ -1,6 +1,6 @@
 """Reproducer scripts for the rest of the family (LpPool, global pooling, MaxUnpool, adaptive
 pooling): the runtime's plain call (:func:`family_runtime_call`, from the same translation the
-family peers use) and the script around it (:func:`family_script`), whose expected answer is
+family peers use) and the constants the script's loop needs (:func:`family_constants`), whose expected answer is
 :mod:`poolcheck.repro.textbook_family`'s loop. Same exit statuses as every reproducer: 1 while
 the divergence stands, 0 once the runtime agrees, 2 when it fails some other way.
 """
@@ -145,61 +145,9 @@ def textbook_family_source() -> str:
     return src[doc_end:].strip("\n").replace(head, "")
 
 
-FAMILY_MAIN = '''
+#: What a family script compares with: the loop's values, indices (AdaptiveMaxPool) and tolerance.
+FAMILY_REFERENCE = '''
 
-def show(label, array):
-    print(f"{label}: shape {tuple(np.shape(array))}")
-    print(np.array2string(np.asarray(array), threshold=200, max_line_width=100))
-
-
-def main():
-    print(f"{RUNTIME}: {CLASS} ({SEVERITY})")
-    print(f"operator {OP} {ATTRIBUTES}")
-    print(f"runtime call: {CALL}")
-    for sid, document, text in SENTENCES:
-        print(f"[{sid}] {document}: {text!r}")
-    print(f"why: {WHY}")
-    show(f"input ({X.dtype})", X)
-    if I is not None:
-        show("indices input I", I)
-    save = sys.argv[2] if len(sys.argv) > 2 and sys.argv[1] == "--save" else None  # an .npz of the outputs
-    try:
-        values, indices = actual(X.copy(), None if I is None else I.copy())
-    except Exception as exc:  # the runtime refuses or fails
-        print(f"{RUNTIME} raised {type(exc).__name__}: {' '.join(str(exc).split())[:500]}")
-        return 1 if EXPECTS == "rejection" else 2
-    if EXPECTS == "rejection":
-        print(f"{RUNTIME} now accepts the configuration: the rejection is gone")
-        return 0
-    values = np.asarray(values)
-    expected, expected_indices, tolerance = family_reference(FAMILY_OP, X, I, AXES, P, OUT_SHAPE, OUTS)
-    if save:
-        np.savez(save, expected=expected, actual=values,
-                 **({"expected_indices": expected_indices} if expected_indices is not None else {}),
-                 **({"actual_indices": np.asarray(indices)} if indices is not None else {}))
-    show("expected values", expected)
-    show("actual values", values)
-    if values.shape != expected.shape:
-        print(f"DIVERGES: output shape {values.shape}, the text requires {expected.shape}")
-        return 1
-    bad = differences(expected, values, tolerance)
-    bad_indices = []
-    if expected_indices is not None and indices is not None:
-        show("expected indices", expected_indices)
-        show("actual indices", indices)
-        bad_indices = differences(expected_indices, np.asarray(indices).astype(np.int64))
-    for label, where, exp, act in (("values", bad, expected, values), ("indices", bad_indices, expected_indices,
-                                                                          indices)):
-        if where:
-            p = where[0]
-            print(f"DIVERGES: {label} differ at {len(where)} position(s); first at {list(p)}: expected "
-                  f"{np.asarray(exp)[p]!r}, got {np.asarray(act)[p]!r}")
-    if bad or bad_indices:
-        return 1
-    print(f"{RUNTIME} agrees with the text here: the divergence is fixed")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+def reference():
+    return family_reference(FAMILY_OP, X, I, AXES, P, OUT_SHAPE, OUTS)
 '''
