@@ -24,7 +24,7 @@ from poolcheck.repro import reproducer, textbook
 from poolcheck.repro import textbook_family as loops
 from poolcheck.repro.family import family_constants
 from poolcheck.results import KnownState, Severity
-from poolcheck.runner import peer_checks
+from poolcheck.runner import peer_checks, run_case
 from poolcheck.spec.family import FamilySpec
 from tests.support import available_peer
 
@@ -155,3 +155,34 @@ def test_run_weighs_a_family_entry_on_its_peer_as_its_class() -> None:
     check = peer_checks([entry.case], [available_peer("torch")], isolated=False)[entry.case.id][0]
     assert check.verdict == "fail" and check.severity == Severity.VIOLATION
     assert (check.diagnosis or "").startswith("lp:no-abs")
+
+
+class _EndFloor(_Agreeing):
+    """AdaptiveAvgPool with bin ends rounded down (floor((j + 1) H / O)): a planted bin bug."""
+
+    def run(self, spec: Any, x: np.ndarray, *, indices: np.ndarray | None = None) -> PeerOutput:
+        (size,), (out,) = x.shape[2:], spec.output_shape
+        bins = [(j * size // out, max((j + 1) * size // out, j * size // out + 1)) for j in range(out)]
+        values = np.stack([x[..., a:b].mean(axis=-1) for a, b in bins], axis=-1).astype(x.dtype)
+        return PeerOutput(values)
+
+
+def test_run_names_a_planted_adaptive_bin_bug(tmp_path: Path) -> None:
+    from poolcheck.cases.load import load_file
+
+    path = tmp_path / "adaptive.yaml"
+    path.write_text("""schema: poolcheck.case/1
+cases:
+- id: adaptive-5-to-3
+  op: AdaptiveAvgPool-8
+  attributes: {output_shape: [3]}
+  dtype: float32
+  input: [[[1.0, 2.0, 4.0, 8.0, 16.0]]]
+  expected: {values: [[[1.5, 4.6666667, 12.0]]]}
+  tolerance: {rtol: 1.0e-6, atol: 0}
+""")
+    case = load_file(path)[0]
+    assert run_case(case, ["numpy", "c"]).verdict == "pass"  # bins [0, 2), [1, 4), [3, 5)
+    check = peer_checks([case], [_EndFloor("end-floor")], isolated=False)[case.id][0]
+    assert check.verdict == "fail" and check.severity == Severity.VIOLATION
+    assert (check.diagnosis or "").startswith("adaptive:end-floor"), check.diagnosis
