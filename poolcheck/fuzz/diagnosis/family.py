@@ -59,6 +59,14 @@ def close(spec: FamilySpec, x: np.ndarray, expected: np.ndarray, actual: np.ndar
     if exact or spec.op not in SUMMING or not dtypes.is_float(x.dtype):
         return same
     finite = np.isfinite(e) & np.isfinite(a)
+    if spec.op in ("global_avg", "adaptive_avg") and e.shape[:2] == x.shape[:2]:
+        # A plane whose finite magnitudes overflow even a float64 sum: its mean (inf, -inf, NaN or
+        # a finite value) depends on the order of the additions, which the text leaves open.
+        with np.errstate(all="ignore"):
+            magnitude = np.sum(np.abs(np.where(np.isfinite(x), x, 0).astype(np.float64)),
+                               axis=tuple(range(2, x.ndim)))
+        overflows = np.isinf(magnitude).reshape(*x.shape[:2], *([1] * (e.ndim - 2)))
+        same = same | overflows
     with np.errstate(all="ignore"):
         scale = float(np.nanmax(np.abs(np.where(np.isfinite(x), x, 0)).astype(np.float64), initial=0.0))
         if spec.op in ("lp", "global_lp"):
@@ -207,11 +215,25 @@ def _adaptive(spec: FamilySpec, x: np.ndarray, bins: Bins = adaptive_bins, *, la
     return out, (where if spec.op == "adaptive_max" else None)
 
 
+def _inferred_unpool_shape(spec: FamilySpec, shape: Sequence[int]) -> tuple[int, ...]:
+    """MaxUnpool's shape from kernel, strides and pads, unchecked (a size may be 0 or less)."""
+    w = spec.window
+    assert w is not None
+    return (*(int(v) for v in shape[:2]), *((int(shape[2 + i]) - 1) * w.strides[i] + w.kernel[i] - w.pads_begin[i]
+                                            - w.pads_end[i] for i in range(w.spatial_rank)))
+
+
 def _unpool(spec: FamilySpec, x: np.ndarray, indices: np.ndarray | None, *, first: bool = False,
             summed: bool = False, ignore_output_shape: bool = False, pads_ignored: bool = False) -> FamilyOutputs:
     assert spec.window is not None and indices is not None
-    if ignore_output_shape:
-        spec = spec.replace(output_shape=None)
+    if ignore_output_shape:  # the inferred shape; a write past its end is dropped (or refused)
+        shape = _inferred_unpool_shape(spec, x.shape)
+        if min(shape[2:]) < 0:
+            return None  # no output of that shape: a runtime refuses (see rejection_explained)
+        flat = np.zeros(math.prod(shape), dtype=x.dtype)
+        keep = indices.reshape(-1) < flat.size
+        flat[indices.reshape(-1)[keep]] = x.reshape(-1)[keep]
+        return flat.reshape(shape), None
     if pads_ignored:
         n = spec.window.spatial_rank
         spec = spec.replace(output_shape=None, window=spec.window.replace(pads_begin=(0,) * n, pads_end=(0,) * n))
@@ -314,6 +336,25 @@ def family_variant_text(key: str) -> str:
     return v.text if v is not None else key
 
 
+def rejection_explained(cause: Sequence[str], spec: FamilySpec, shape: Sequence[int]) -> bool:
+    """Whether ``cause`` accounts for a refusal of ``spec`` on ``shape``: read its way, the
+    configuration has no output (an inferred MaxUnpool size below 1, an LpPool window placement
+    with no window)."""
+    for key in cause:
+        if key == "unpool:output-shape-ignored" and spec.output_shape is not None:
+            if min(_inferred_unpool_shape(spec, shape)[2:]) < 1:
+                return True
+        gv = next((g for g in GEOMETRY_VARIANTS if g.key == key), None)
+        if gv is not None and spec.window is not None and gv.applies(spec.window):
+            try:
+                geom = gv.build(spec.window, tuple(int(v) for v in shape)).geom
+            except (PoolcheckError, ValueError, ZeroDivisionError):
+                return True
+            if any(o < 1 for o in geom.output_shape[2:]):
+                return True
+    return False
+
+
 def variant_outputs(key: str, spec: FamilySpec, x: np.ndarray, indices: np.ndarray | None) -> FamilyOutputs | None:
     """The reference under variant ``key`` (None where it does not apply or cannot be computed)."""
     v = _BY_KEY.get(key)
@@ -349,4 +390,5 @@ def replay_family(spec: FamilySpec, x: np.ndarray, indices: np.ndarray | None, k
 
 
 __all__ = ["FAMILY_VARIANTS", "FAMILY_VARIANT_KEYS", "SUMMING", "FamilyVariant", "agrees", "close",
-           "diagnose_family", "family_variant_text", "replay_family", "taps", "variant_outputs"]
+           "diagnose_family", "family_variant_text", "rejection_explained", "replay_family", "taps",
+           "variant_outputs"]
