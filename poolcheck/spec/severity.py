@@ -29,6 +29,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from poolcheck.results import Severity
+from poolcheck.spec.family import FamilySpec
 from poolcheck.spec.poolspec import PoolSpec
 from poolcheck.spec.sources import DOCUMENTS, quote, sentence
 
@@ -288,20 +289,20 @@ STATUS_SEVERITY: dict[str, Severity] = {"crash": Severity.VIOLATION, "timeout": 
 RANK = (Severity.VIOLATION, Severity.LIMITATION, Severity.UNSPECIFIED, Severity.ERRATUM)
 
 
-def severity_rule(key: str, spec: PoolSpec) -> SeverityRule | None:
+def severity_rule(key: str, spec: PoolSpec | FamilySpec) -> SeverityRule | None:
     """The table row that weighs ``key`` for ``spec`` (None: not a named class). A class of the
     pooling window (``rounding:...``, ``same:...``) on a family operator that slides one (LpPool)
     weighs as on that window."""
     window = getattr(spec, "window", None)
     if window is not None and not key.startswith(FAMILY_CLASS_PREFIXES):
         spec = window
-    for rule in SEVERITY_RULES:
-        if rule.key == key and (rule.when is None or rule.when(spec)):
+    for rule in SEVERITY_RULES:  # a family operator's own rows hold for any configuration
+        if rule.key == key and (rule.when is None or (isinstance(spec, PoolSpec) and rule.when(spec))):
             return rule
     return None
 
 
-def severity_of(atoms: Sequence[str], spec: PoolSpec) -> Severity:
+def severity_of(atoms: Sequence[str], spec: PoolSpec | FamilySpec) -> Severity:
     """The most severe weight among a divergence's atoms (a combination of open behaviours stays
     open; one contradicted sentence makes it a violation)."""
     found = []
@@ -314,7 +315,7 @@ def severity_of(atoms: Sequence[str], spec: PoolSpec) -> Severity:
     return min(found, key=RANK.index) if found else UNEXPLAINED_SEVERITY
 
 
-def rules_citing(atoms: Sequence[str], spec: PoolSpec) -> list[SeverityRule]:
+def rules_citing(atoms: Sequence[str], spec: PoolSpec | FamilySpec) -> list[SeverityRule]:
     """The rows that weigh ``atoms`` for ``spec``, in order (unknown atoms left out)."""
     return [r for r in (severity_rule(a, spec) for a in atoms if not a.startswith("rejects: ")) if r is not None]
 

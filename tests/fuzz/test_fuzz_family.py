@@ -13,7 +13,6 @@ from hypothesis import HealthCheck, given, settings
 from planted_peers.family import PLANTED_FAMILY, FamilyPeer
 from support import cli
 
-from poolcheck.api_family import run_family
 from poolcheck.fuzz import family as F
 from poolcheck.fuzz.campaign import run_campaign
 from poolcheck.fuzz.diagnosis.family import agrees, diagnose_family

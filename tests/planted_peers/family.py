@@ -12,9 +12,9 @@ import math
 from typing import Any
 
 import numpy as np
-from planted_peers.storage_order_ignored import EnginePeer
 
 import poolcheck
+from planted_peers.storage_order_ignored import EnginePeer
 from poolcheck.api_family import run_family
 from poolcheck.peers.base import PeerOutput
 from poolcheck.spec.family import FAMILY_OPS, FamilySpec

@@ -191,10 +191,10 @@ def _adaptive(spec: FamilySpec, x: np.ndarray, bins: Bins = adaptive_bins, *, la
     wide = x.astype(np.float64)
     with np.errstate(all="ignore"):
         for pos in itertools.product(*(range(o) for o in spec.output_shape)):
-            sl = tuple(slice(int(s[i]), int(e[i])) for (s, e), i in zip(edges, pos))
+            sl: tuple[slice, ...] = tuple(slice(int(s[i]), int(e[i])) for (s, e), i in zip(edges, pos))
             region = wide[(slice(None), slice(None), *sl)].reshape(n, c, -1)
             ids = flat[sl].reshape(-1)
-            at = (slice(None), slice(None), *pos)
+            at: tuple[slice | int, ...] = (slice(None), slice(None), *pos)
             if region.shape[2] == 0:
                 values[at] = np.nan if spec.op == "adaptive_avg" else -np.inf
                 continue
@@ -228,8 +228,8 @@ def _unpool(spec: FamilySpec, x: np.ndarray, indices: np.ndarray | None, *, firs
     assert spec.window is not None and indices is not None
     if ignore_output_shape:  # the inferred shape; a write past its end is dropped (or refused)
         shape = _inferred_unpool_shape(spec, x.shape)
-        if min(shape[2:]) < 0:
-            return None  # no output of that shape: a runtime refuses (see rejection_explained)
+        if min(shape[2:]) < 0:  # no output of that shape: a runtime refuses (see rejection_explained)
+            raise ValueError("no inferred MaxUnpool output")
         flat = np.zeros(math.prod(shape), dtype=x.dtype)
         keep = indices.reshape(-1) < flat.size
         flat[indices.reshape(-1)[keep]] = x.reshape(-1)[keep]
@@ -264,6 +264,18 @@ class FamilyVariant:
     applies: Callable[[FamilySpec], bool] = lambda _s: True
 
 
+def _window_variant(gv: GeometryVariant) -> FamilyVariant:
+    """LpPool's windows placed as MaxPool/AveragePool geometry variant ``gv`` places them."""
+
+    def compute(s: FamilySpec, x: np.ndarray, _i: np.ndarray | None) -> FamilyOutputs:
+        return _lp_on(s, x, gv)
+
+    def applies(s: FamilySpec) -> bool:
+        return s.window is not None and gv.applies(s.window)
+
+    return FamilyVariant(gv.key, ("lp",), gv.text, compute, applies)
+
+
 def _explicit_pads(s: FamilySpec) -> bool:
     w = s.window
     return w is not None and w.auto_pad == "explicit" and any(w.pads_begin + w.pads_end)
@@ -287,8 +299,7 @@ FAMILY_VARIANTS: tuple[FamilyVariant, ...] = (
                   "the input and scaled by kernel size / those taps (avg_pool(x^p) * kernel size)",
                   lambda s, x, i: _lp_on(s, x, None, rescale=True),
                   lambda s: s.window is not None and s.window.rounding_type != "floor"),
-    *(FamilyVariant(gv.key, ("lp",), gv.text, lambda s, x, i, gv=gv: _lp_on(s, x, gv),
-                    lambda s, gv=gv: s.window is not None and gv.applies(s.window)) for gv in GEOMETRY_VARIANTS),
+    *(_window_variant(gv) for gv in GEOMETRY_VARIANTS),
     FamilyVariant("lp:p-ignored", ("lp", "global_lp"), "p read as 2 whatever its value",
                   lambda s, x, i: _lp(s, x, p=2), lambda s: s.p != 2),
     FamilyVariant("lp:input-type-overflow", ("lp", "global_lp"), "|x|^p summed in the input type: inf past its "
