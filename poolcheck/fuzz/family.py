@@ -329,10 +329,12 @@ def judge_family_peer(case: FamilyCase, peer: str, result: PeerResult, exp: tupl
         what = "shape" if shape_differs else (j.diffs[0].output if j.diffs else "values")
         klass, explained = f"unexplained {what}", False
         text = f"no named variant of {case.op_name} reproduces the {what}" + (f" ({_first(j)})" if shape_differs else "")
+    atoms = tuple(klass.split("+")) if explained else (klass,)
     return O.Finding(klass=klass, text=text, detail=_first(j), explained=explained,
-                     actual={"values": values, "indices": indices}, atoms=(klass,),
-                     severity=severity_of((klass,), case.spec), judgement=j,
-                     extra={"variants": [klass] if explained else [], "alternatives": [[k] for k in keys[1:]],
+                     actual={"values": values, "indices": indices}, atoms=atoms,
+                     severity=severity_of(atoms, case.spec), judgement=j,
+                     extra={"variants": list(atoms) if explained else [],
+                            "alternatives": [k.split("+") for k in keys[1:]],
                             "ambiguous": len(keys) > 1, "family": True}, **common)
 
 

@@ -260,6 +260,15 @@ SEVERITY_RULES: tuple[SeverityRule, ...] = (
             "GlobalAveragePool, GlobalMaxPool, GlobalLpPool")
       for key in ("global:last-axis-only", "global:first-spatial-axis-only", "global:channels-too")),
     _rule("global:nan-skipped", _U, (), _NAN, "GlobalMaxPool"),
+    _rule("global:nan-any", _U, (), _NAN, "GlobalMaxPool"),
+    _rule("global:seed-lowest", _V, ("ONNX-MAX",), "the max of a plane is one of its elements: a plane of -inf "
+          "gives -inf (GlobalMaxPool is MaxPool over the whole plane)", "GlobalMaxPool"),
+    _rule("adaptive:float64-as-float32", _U, (), "the text states no computation type (T is any floating-point "
+          "type); computing f64 as f32, with inf saturated, changes the result beyond f32's range",
+          "AdaptiveAvgPool-8, AdaptiveMaxPool-8"),
+    _rule("adaptive_max:nan-any", _U, (), _NAN, "AdaptiveMaxPool-8"),
+    _rule("avg:input-type-overflow", _U, (), "the text gives no accumulation type or order for the average's sum: "
+          "a sum in the input type overflows where a wider one does not", "GlobalAveragePool, AdaptiveAvgPool-8"),
     *(_rule(key, _U, (), "MaxUnpool's text does not say which element is kept where two indices are equal",
             "MaxUnpool") for key in ("unpool:first-write-wins", "unpool:collisions-summed")),
     _rule("unpool:output-shape-ignored", _V, ("ONNX-UNPOOL-OUTPUT-SIZE",), "the third input sets the output size",
@@ -277,7 +286,7 @@ SEVERITY_RULES: tuple[SeverityRule, ...] = (
 )
 
 #: The prefixes of the family operators' own classes (the rest of a family class is a window's).
-FAMILY_CLASS_PREFIXES: tuple[str, ...] = ("lp:", "global:", "unpool:", "adaptive:", "adaptive_max:")
+FAMILY_CLASS_PREFIXES: tuple[str, ...] = ("lp:", "global:", "unpool:", "adaptive:", "adaptive_max:", "avg:")
 
 #: Classes outside the table: a rejection of a valid configuration is a limitation; what no
 #: variant reproduces is a violation until explained (the reference implements the text).

@@ -66,8 +66,8 @@ class LpNoRoot(FamilyPeer):
 
 
 class LpNoAbs(FamilyPeer):
-    """LpPool sums x^p, not |x|^p (an odd p keeps the sign), then roots the magnitude and puts the
-    sign back: torch's lp_pool formula."""
+    """LpPool sums x^p, not |x|^p (an odd p keeps the sign), then takes the 1/p-th power (NaN for
+    a negative sum, p > 1): torch's lp_pool formula."""
 
     name = "planted-family-lp-no-abs"
     family_ops = ("lp",)
@@ -79,7 +79,7 @@ class LpNoAbs(FamilyPeer):
         with np.errstate(all="ignore"):
             # the bug: x^p, sign kept (LpPool with p = 1 adds |.|: positive and negative parts apart)
             s = _window_sums(spec, np.maximum(wide, 0) ** spec.p) - _window_sums(spec, np.maximum(-wide, 0) ** spec.p)
-            return PeerOutput((np.sign(s) * np.abs(s) ** (1.0 / spec.p)).astype(x.dtype))
+            return PeerOutput((s if spec.p == 1 else np.power(s, 1.0 / spec.p)).astype(x.dtype))
 
 
 class GlobalMaxLastAxis(FamilyPeer):
