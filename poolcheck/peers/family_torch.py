@@ -73,6 +73,8 @@ class TorchFamily:
                     raise PeerDeclined(self.name, "torch adaptive_max_pool returns int64 indices only "
                                                   f"(index_element_type {spec.index_element_type} asked)")
                 node["return_indices"] = True
+        if rank == 1 and spec.op in ("lp", "global_lp"):  # lp_pool1d takes "a single int" (it multiplies by it)
+            node.update({k: node[k][0] for k in ("kernel_size", "stride") if k in node})
         self._setup()
         err = family_kernel_error(spec.op, rank, np.dtype(dtype).name)
         if err is not None:
