@@ -18,62 +18,39 @@ from dataclasses import dataclass
 import numpy as np
 
 from poolcheck.api_family import lp_root, run_family
-from poolcheck.engines import get_family_engine
+from poolcheck.engines import get_engine, get_family_engine
 from poolcheck.errors import PoolcheckError
 from poolcheck.fuzz.diagnosis.variants import GEOMETRY_VARIANTS, GeometryVariant
+from poolcheck.judgement import close_values, family_tolerance
 from poolcheck.spec import dtypes
 from poolcheck.spec.family import FamilySpec, adaptive_bins, global_window
 from poolcheck.spec.shape import resolve
 
 #: Outputs of a family configuration: values and (AdaptiveMaxPool) per-plane indices.
 FamilyOutputs = tuple[np.ndarray, "np.ndarray | None"]
-#: Operators judged within a tolerance (sums); the others bit for bit.
-SUMMING: tuple[str, ...] = ("lp", "global_lp", "global_avg", "adaptive_avg")
 
 
 # --------------------------------------------------------------------------- judging
 
 
-def taps(spec: FamilySpec, shape: Sequence[int]) -> int:
-    """The most input elements one output element reads (the tolerance's term count)."""
-    if spec.window is not None:
-        return math.prod(spec.window.kernel)
-    if spec.op.startswith("global"):
-        return math.prod(int(v) for v in shape[2:])
-    assert spec.output_shape is not None
-    most = 1
-    for size, out in zip(shape[2:], spec.output_shape):
-        start, end = adaptive_bins(int(size), out)
-        most *= int((end - start).max())
-    return most
-
-
 def close(spec: FamilySpec, x: np.ndarray, expected: np.ndarray, actual: np.ndarray, *,
           exact: bool = False) -> np.ndarray:
-    """Per element, whether ``actual`` may stand for ``expected``: the same non-finite value
-    (NaN for NaN, inf of the same sign), else equal (max, MaxUnpool) or, for sums, within
-    ``(taps + 4) * eps * (|expected| + max |x|)`` of it (both sides may round each term once)."""
-    e = np.asarray(expected, dtype=np.float64)
-    a = np.asarray(actual, dtype=np.float64)
-    same = (e == a) | (np.isnan(e) & np.isnan(a))
-    if exact or spec.op not in SUMMING or not dtypes.is_float(x.dtype):
-        return same
-    finite = np.isfinite(e) & np.isfinite(a)
-    if spec.op in ("global_avg", "adaptive_avg") and e.shape[:2] == x.shape[:2]:
-        # A plane whose finite magnitudes overflow even a float64 sum: its mean (inf, -inf, NaN or
-        # a finite value) depends on the order of the additions, which the text leaves open.
+    """Per element, whether ``actual`` may stand for ``expected``: the one judgement
+    (:func:`poolcheck.judgement.family_tolerance` under :func:`~poolcheck.judgement.close_values`:
+    exact for the max pools and MaxUnpool, the average and Lp rules for sums), or bit for bit
+    (``exact``: the engines). An average over a plane whose finite magnitudes overflow even a
+    float64 sum is left open: its value (inf, -inf, NaN or finite) depends on the order of the
+    additions, which the text leaves open."""
+    e = np.asarray(expected)
+    a = np.asarray(actual)
+    tol = None if exact else family_tolerance(spec, x, e, get_engine("numpy"), get_family_engine("numpy"))
+    near = close_values(e, a, tol)
+    if not exact and spec.op in ("global_avg", "adaptive_avg") and e.shape[:2] == x.shape[:2]:
         with np.errstate(all="ignore"):
             magnitude = np.sum(np.abs(np.where(np.isfinite(x), x, 0).astype(np.float64)),
                                axis=tuple(range(2, x.ndim)))
-        overflows = np.isinf(magnitude).reshape(*x.shape[:2], *([1] * (e.ndim - 2)))
-        same = same | overflows
-    with np.errstate(all="ignore"):
-        scale = float(np.nanmax(np.abs(np.where(np.isfinite(x), x, 0)).astype(np.float64), initial=0.0))
-        if spec.op in ("lp", "global_lp"):
-            scale = 0.0
-        eps = float(np.finfo(x.dtype).eps)
-        tol = (taps(spec, x.shape) + 4) * eps * (np.abs(e) + scale) + float(np.finfo(x.dtype).tiny)
-        return same | (finite & (np.abs(e - a) <= tol))
+        near = near | np.isinf(magnitude).reshape(*x.shape[:2], *([1] * (e.ndim - 2)))
+    return near
 
 
 def agrees(spec: FamilySpec, x: np.ndarray, expected: FamilyOutputs, actual: FamilyOutputs, *,
@@ -509,6 +486,6 @@ def replay_family(spec: FamilySpec, x: np.ndarray, indices: np.ndarray | None, k
     return out is not None and v is not None and agrees(spec, x, out, actual, open_values=_open(v, spec, x))
 
 
-__all__ = ["FAMILY_VARIANTS", "FAMILY_VARIANT_KEYS", "SUMMING", "FamilyVariant", "agrees", "close",
-           "diagnose_family", "family_variant_text", "rejection_explained", "replay_family", "taps",
+__all__ = ["FAMILY_VARIANTS", "FAMILY_VARIANT_KEYS", "FamilyVariant", "agrees", "close",
+           "diagnose_family", "family_variant_text", "rejection_explained", "replay_family",
            "variant_outputs"]
