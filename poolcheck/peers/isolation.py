@@ -40,6 +40,7 @@ from poolcheck.peers.base import (
     run_family_item,
     validate_output,
 )
+from poolcheck.spec.family import FamilySpec
 
 #: Seconds a peer call may take before it is recorded as ``timeout``.
 DEFAULT_TIMEOUT = 30.0
@@ -63,7 +64,10 @@ Item = BatchItem | FamilyItem
 
 
 def _private(item: Item) -> Item:
-    """``item`` with read-only copies of its input tensors."""
+    """``item`` with read-only copies of its input tensors; a family configuration given as
+    ``(spec, x)`` is the family item ``(spec, x, None)`` (it never reaches ``run_many``)."""
+    if len(item) == 2 and isinstance(item[0], FamilySpec):
+        return (item[0], _read_only(item[1]), None)
     if len(item) == 3:
         spec, x, indices = item
         return (spec, _read_only(x), None if indices is None else _read_only(indices))

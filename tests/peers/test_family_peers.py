@@ -9,6 +9,7 @@ unchanged, and that the runner judges the answer with the right rule."""
 from __future__ import annotations
 
 import json
+import os
 from typing import Any, ClassVar
 
 import numpy as np
@@ -247,3 +248,35 @@ cases:
     assert checks[("adaptive-avg", "openvino")]["verdict"] == "pass"
     assert checks[("adaptive-avg", "torch")]["verdict"] == "pass"
     assert checks[("adaptive-avg", "onnxruntime")]["verdict"] == "skip"
+
+
+class _Crashes(_PoolingOnly):
+    """Opts in to GlobalMaxPool and kills its process when asked for it."""
+
+    name = "family-crashes"
+    family_ops = ("global_max",)
+
+    def run(self, spec: Any, x: np.ndarray) -> PeerOutput:
+        os._exit(3)
+
+
+def test_a_family_call_that_kills_its_worker_is_a_crash_and_the_next_call_runs() -> None:
+    spec, x, _ = _item("global-max-2d")
+    (result,) = call_peer_family(_Crashes(), [(spec, x, None)], isolated=True, timeout=120)
+    assert result.status == "crash", result
+    peer = _Unpooler()  # a fresh worker for the next peer: the run goes on
+    uspec, ux, uind = _item("unpool")
+    (again,) = call_peer_family(peer, [(uspec, ux, uind)], isolated=True, timeout=120)
+    assert again.status == "ok", again
+
+
+def test_a_family_configuration_in_a_pooling_batch_takes_the_family_path() -> None:
+    """``call_peer_many`` with ``(FamilySpec, x)``: run as a family item (never handed to run_many),
+    declined for a peer without the op, run for one that has it."""
+    from poolcheck.peers.isolation import call_peer_many
+
+    spec, x, _ = _item("global-avg-3d")
+    ort = available_peer("onnxruntime")
+    pooled, declined = call_peer_many(ort, [(spec, x), (spec, x)], isolated=False), \
+        call_peer_many(_PoolingOnly(), [(spec, x)], isolated=False)
+    assert [r.status for r in pooled] == ["ok", "ok"] and declined[0].status == "declined"
