@@ -15,9 +15,10 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
+from hypothesis import reject
 from hypothesis import strategies as st
 
 from poolcheck import api
@@ -25,7 +26,7 @@ from poolcheck.api_family import run_family
 from poolcheck.errors import AttributeValueError, PoolcheckError
 from poolcheck.fuzz import oracles as O
 from poolcheck.fuzz.diagnosis.family import agrees, close, diagnose_family, family_variant_text
-from poolcheck.fuzz.strategies import _REGIME_CHOICES, REGIMES, Limits, _ints, _pick, draw_input
+from poolcheck.fuzz.strategies import _REGIME_CHOICES, REGIMES, FuzzCase, Limits, _ints, _pick, draw_input
 from poolcheck.judgement import Judgement
 from poolcheck.peers.base import PeerResult
 from poolcheck.peers.isolation import call_peer_many
@@ -75,6 +76,13 @@ class FamilyCase:
 
     def describe(self) -> str:
         return f"{self.op_name} {self.spec.describe()} on {self.x.dtype.name}{list(self.x.shape)}"
+
+
+def _stand_in(case: FamilyCase) -> FuzzCase:
+    """A family case where a :class:`~poolcheck.fuzz.oracles.Finding` holds a case: what the
+    fuzzer does with a finding's case beyond its spelling and input (grouping's replay and
+    refusals, severities, symptoms) dispatches on ``is_family(case.spec)``."""
+    return cast(FuzzCase, case)
 
 
 # --------------------------------------------------------------------------- strategies
@@ -181,7 +189,6 @@ def family_configs(draw: st.DrawFn, ops: Sequence[str], ranks: Sequence[int], dt
     try:
         family_output_shape(spec, x.shape)
     except AttributeValueError:
-        from hypothesis import reject
         reject()
     return FamilyCase(row.name, attrs, spec, x, recipe)
 
@@ -262,14 +269,14 @@ def check_family_engines(case: FamilyCase, base: tuple[np.ndarray, np.ndarray | 
             other = expected(case, name)
         except PoolcheckError as exc:
             findings.append(O.Finding(kind=FindingKind.ENGINE, op=case.op, subject=name, klass="error",
-                                      text="the engine raised", detail=str(exc), case=case, explained=False))
+                                      text="the engine raised", detail=str(exc), case=_stand_in(case), explained=False))
             continue
         if not agrees(case.spec, case.x, base, other, exact=case.op != "global_avg"):
             j = judgement(case, base, other[0], other[1])
             what = j.diffs[0].output if j.diffs else "values"
             findings.append(O.Finding(kind=FindingKind.ENGINE, op=case.op, subject=f"numpy vs {name}", klass=what,
                                       text=f"the {name} family engine differs from the numpy one ({what})",
-                                      detail=_first(j), case=case, explained=False,
+                                      detail=_first(j), case=_stand_in(case), explained=False,
                                       actual={"values": other[0], "indices": other[1]},
                                       expected=_outputs(*base), judgement=j))
     return findings
@@ -290,7 +297,7 @@ def judge_family_peer(case: FamilyCase, peer: str, result: PeerResult, exp: tupl
     """A peer's result on a family configuration: None when it agrees (or declines), else a
     finding named after the variant that reproduces it (``unexplained ...`` when none does)."""
     status = PeerStatus(result.status)
-    common = {"kind": FindingKind.PEER, "op": case.op, "subject": peer, "case": case, "version": version,
+    common: dict[str, Any] = {"kind": FindingKind.PEER, "op": case.op, "subject": peer, "case": _stand_in(case), "version": version,
               "status": status, "expected": _outputs(*exp)}
     if status in (PeerStatus.DECLINED, PeerStatus.UNAVAILABLE):
         return None
@@ -322,10 +329,12 @@ def judge_family_peer(case: FamilyCase, peer: str, result: PeerResult, exp: tupl
         what = "shape" if shape_differs else (j.diffs[0].output if j.diffs else "values")
         klass, explained = f"unexplained {what}", False
         text = f"no named variant of {case.op_name} reproduces the {what}" + (f" ({_first(j)})" if shape_differs else "")
+    atoms = tuple(klass.split("+")) if explained else (klass,)
     return O.Finding(klass=klass, text=text, detail=_first(j), explained=explained,
-                     actual={"values": values, "indices": indices}, atoms=(klass,),
-                     severity=severity_of((klass,), case.spec), judgement=j,
-                     extra={"variants": [klass] if explained else [], "alternatives": [[k] for k in keys[1:]],
+                     actual={"values": values, "indices": indices}, atoms=atoms,
+                     severity=severity_of(atoms, case.spec), judgement=j,
+                     extra={"variants": list(atoms) if explained else [],
+                            "alternatives": [k.split("+") for k in keys[1:]],
                             "ambiguous": len(keys) > 1, "family": True}, **common)
 
 
@@ -344,7 +353,7 @@ def check_batch(session: Session, batch: Sequence[FamilyCase]) -> list[O.Finding
         except PoolcheckError as exc:
             exps.append(None)
             findings.append(O.Finding(kind=FindingKind.ENGINE, op=case.op, subject=ref, klass="error",
-                                      text="the engine raised", detail=str(exc), case=case, explained=False))
+                                      text="the engine raised", detail=str(exc), case=_stand_in(case), explained=False))
     if "engines" in oracles:
         others = [name for name in session.engines if name != ref]
         for case, exp in zip(batch, exps):
@@ -362,7 +371,7 @@ def check_batch(session: Session, batch: Sequence[FamilyCase]) -> list[O.Finding
     items = [(case.spec, case.x, case.indices) for case in batch]
     for peer in session.peers:
         status = session.progress.peer_status.setdefault(peer.name, Counter())
-        results = call_peer_many(peer, items, isolated=session.options.isolated,  # type: ignore[arg-type]
+        results = call_peer_many(peer, items, isolated=session.options.isolated,
                                  timeout=session.options.peer_timeout)
         for case, exp, hit, result in zip(batch, exps, reached, results):
             status[result.status] += 1

@@ -37,6 +37,7 @@ from poolcheck.fuzz.diagnosis import (
     variant_text,
 )
 from poolcheck.fuzz.diagnosis.family import family_variant_text, replay_family
+from poolcheck.fuzz.diagnosis.family import rejection_explained as family_rejection_explained
 from poolcheck.fuzz.diagnosis.symptom import shape_symptom
 from poolcheck.judgement import close_values
 from poolcheck.results import FindingKind, PeerStatus, Signature
@@ -100,8 +101,8 @@ def _rejection_explained(cause: Cause, f: O.Finding) -> bool:
     """A geometry explanation accounts for a peer refusing the configuration when, read its
     way, the configuration has no output, or a pad of at least the kernel the spec's has not."""
     spec, shape = f.case.spec, tuple(int(v) for v in f.case.x.shape)
-    if is_family(spec):  # a family refusal is named by the runtime's words, never by a geometry
-        return False
+    if is_family(spec):
+        return family_rejection_explained(cause, spec, shape)
     for key in cause:
         gv = _GEOMETRY.get(key)
         if gv is None:  # (applied whether or not the diagnosis would try it here: the cause is established)

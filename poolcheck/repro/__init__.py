@@ -115,7 +115,7 @@ def _textbook_source() -> str:
 
 def _sentences(atoms: Sequence[str], case: Case) -> list[tuple[str, str, str]]:
     out: list[tuple[str, str, str]] = []
-    for rule in rules_citing(atoms, case.spec):  # type: ignore[arg-type]  # a FamilySpec weighs too
+    for rule in rules_citing(atoms, case.spec):  # a FamilySpec weighs too
         for sid in rule.sentences:
             s = sentence(sid)
             if all(sid != o[0] for o in out):
@@ -211,7 +211,7 @@ def reproducer(case: Case, runtime: str | None = None) -> Reproducer:
     sig = signature_of(case)
     klass = sig.detail if sig is not None else "divergence"
     atoms = [a for a in klass.split("+") if a]
-    severity = severity_of(atoms, case.spec).value  # type: ignore[arg-type]  # a FamilySpec weighs too
+    severity = severity_of(atoms, case.spec).value  # a FamilySpec weighs too
     x = np.asarray(case.input)
     if isinstance(case.spec, FamilySpec):
         return _family_reproducer(case, runtime, klass, atoms, severity)
@@ -261,7 +261,7 @@ def _described(case: Case, runtime: str, klass: str, atoms: Sequence[str], sever
 
 
 def _why(atoms: Sequence[str], case: Case, expects: str) -> str:
-    rules = rules_citing(atoms, case.spec)  # type: ignore[arg-type]  # a FamilySpec weighs too
+    rules = rules_citing(atoms, case.spec)  # a FamilySpec weighs too
     return "; ".join(f"{r.key}: {r.why}" for r in rules) or (
         "a rejection of a valid configuration (limitation)" if expects == "rejection" else
         "no named behaviour explains it: the loop below is what the text requires")

@@ -14,7 +14,7 @@ import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeGuard
 
 import numpy as np
 
@@ -90,7 +90,7 @@ class FamilySpec:
         return f"{_LABELS[self.op]}({', '.join(parts)})"
 
 
-def is_family(spec: Any) -> bool:
+def is_family(spec: Any) -> TypeGuard[FamilySpec]:
     return isinstance(spec, FamilySpec)
 
 
