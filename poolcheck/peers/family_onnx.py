@@ -68,8 +68,10 @@ def family_to_onnx(spec: FamilySpec, shape: Sequence[int], dtype: np.dtype, peer
     return FamilyNode(op_type, tuple(sorted(attrs.items())), tuple(int(v) for v in shape), dt.name, inputs)
 
 
-def family_model(node: FamilyNode) -> Any:
-    """The one-node model of ``node``: inputs ``x`` (and ``i``, ``s``), output ``y``."""
+def family_model(node: FamilyNode, *, output_rank: bool = False) -> Any:
+    """The one-node model of ``node``: inputs ``x`` (and ``i``, ``s``), output ``y``
+    (``output_rank``: declared with symbolic dimensions, for backends whose checker wants a
+    shape on every output)."""
     from onnx import TensorProto, helper
 
     elem = helper.np_dtype_to_tensor_dtype(np.dtype(node.dtype))
@@ -79,7 +81,7 @@ def family_model(node: FamilyNode) -> Any:
         inputs.append(helper.make_tensor_value_info("i", TensorProto.INT64, list(node.shape)))
     if node.inputs == 3:
         inputs.append(helper.make_tensor_value_info("s", TensorProto.INT64, [len(node.shape)]))
-    output = helper.make_tensor_value_info("y", elem, None)
+    output = helper.make_tensor_value_info("y", elem, [f"y_d{k}" for k in range(len(node.shape))] if output_rank else None)
     graph = helper.make_graph([helper.make_node(node.op_type, names, ["y"], name="pool", **node.attrs())],
                               "poolcheck", inputs, [output])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="poolcheck")

@@ -64,13 +64,12 @@ Item = BatchItem | FamilyItem
 
 
 def _private(item: Item) -> Item:
-    """``item`` with read-only copies of its input tensors; a family configuration given as
-    ``(spec, x)`` is the family item ``(spec, x, None)`` (it never reaches ``run_many``)."""
-    if len(item) == 2 and isinstance(item[0], FamilySpec):
-        return (item[0], _read_only(item[1]), None)
-    if len(item) == 3:
-        spec, x, indices = item
-        return (spec, _read_only(x), None if indices is None else _read_only(indices))
+    """``item`` with read-only copies of its input tensors. The spec decides the kind: a
+    ``FamilySpec`` makes a family item ``(spec, x, indices or None)`` (given as ``(spec, x)``
+    too; it never reaches ``run_many``), a ``PoolSpec`` a pooling item ``(spec, x)``."""
+    if isinstance(item[0], FamilySpec):
+        indices = item[2] if len(item) == 3 else None
+        return (item[0], _read_only(item[1]), None if indices is None else _read_only(indices))
     return (item[0], _read_only(item[1]))
 
 
@@ -81,11 +80,11 @@ def run_in_process(peer: Peer, items: Sequence[Item]) -> list[PeerResult]:
     ``family_ops`` lists the op (see :class:`~poolcheck.peers.base.Peer`)."""
     items = [_private(item) for item in items]
     with stdout_to_stderr():
-        family = [i for i, item in enumerate(items) if len(item) == 3]
+        family = [i for i, item in enumerate(items) if isinstance(item[0], FamilySpec)]
         if not family:
             return _run_in_process(peer, items)  # type: ignore[arg-type]
         results: list[PeerResult | None] = [None] * len(items)
-        pooling = [i for i in range(len(items)) if len(items[i]) != 3]
+        pooling = [i for i in range(len(items)) if not isinstance(items[i][0], FamilySpec)]
         for i, r in zip(pooling, _run_in_process(peer, [items[i] for i in pooling])):  # type: ignore[misc]
             results[i] = r
         for i in family:
