@@ -255,8 +255,7 @@ OPERATORS: dict[str, OperatorVersion] = {
                         indices_output=False),
         OperatorVersion("LpPool-18", "onnx", "lp", _LP_ATTRIBUTES, ("kernel_shape",), FLOAT_DTYPES,
                         "ceil_mode", ONNX_CEIL_MODE,
-                        "ONNX LpPool-18: 'Lp pooling consisting of computing the Lp norm on all values of a subset of "
-                        "the input tensor'; adds ceil_mode and dilations to -11", indices_output=False),
+                        "ONNX LpPool-18: the Lp norm of each window [ONNX-LP-NORM]; adds ceil_mode and dilations to -11", indices_output=False),
         OperatorVersion("LpPool-22", "onnx", "lp", _LP_ATTRIBUTES, ("kernel_shape",), ONNX_FAMILY_DTYPES_22,
                         "ceil_mode", ONNX_CEIL_MODE,
                         "ONNX LpPool-22: as -18; T [ONNX-AVG-TYPES] "
