@@ -47,7 +47,7 @@ ISA_FLAGS = {
 #: templates unroll their constant tap loops themselves) at a third of the compile time.
 O3_SOURCES = ("isa_portable.c",)
 #: Compile the costliest sources first, so that the cores finish together.
-COST_ORDER = ("avx512.c", "isa_portable.c", "isa_avx2.c", "isa_avx512.c")
+COST_ORDER = ("isa_portable.c", "isa_avx2.c", "isa_avx512.c")
 X86_64 = platform.machine().lower() in ("x86_64", "amd64")
 
 

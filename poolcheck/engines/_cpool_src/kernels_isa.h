@@ -230,6 +230,11 @@ static inline void quot_f32(float *restrict out, const double *restrict sum, con
 #include "tmpl_avg.h"
 
 /* ------------------------------------------------------------------------------------------ */
+/* Fused float32 kernels (values only), written with the vector layer of simd.h               */
+
+#include "fused_f32.h"
+
+/* ------------------------------------------------------------------------------------------ */
 /* Index output                                                                               */
 
 /* index = ((n * C + c) * S + pos) % modulus, or empty_index for a window with no element;
@@ -298,8 +303,12 @@ const kernels_t PC_TABLE = {
     },
     .maxdirect = {PC_NARROW_ONLY(maxdirect_f32f), maxdirect_f64f},
     .avg = {[A_F32] = avg_f32, [A_F64] = avg_f64, [A_F32TO64] = avg_f32to64},
-    .avgglobal = {[A_F32] = PC_NARROW_ONLY(avgglobal_f32), [A_F64] = avgglobal_f64,
+    .avgglobal = {[A_F32] = avgglobal_f32x16, [A_F64] = avgglobal_f64,
                   [A_F32TO64] = PC_NARROW_ONLY(avgglobal_f32to64)},
     .finish_indices = finish_indices,
+    .max2d_strips = max2d_strips,
+    .max3d_k2s2 = max3d_k2s2,
+    .max2d_k3s2 = max2d_k3s2,
+    .avg2d_strips = avg2d_strips,
     .fma_quot = PC_FMA_QUOT,
 };
