@@ -42,10 +42,10 @@ ISA_FLAGS = {
     "isa_avx2.c": ["-mavx2", "-mfma"],
     "isa_avx512.c": ["-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512dq", "-mavx2", "-mfma"],
 }
-#: Sources compiled at -O3 instead of UNIX_FLAGS' -O2 (with the vectoriser on): the baseline
-#: path, whose SSE2 code lost up to 6x (W4) at -O2. -O2 elsewhere measured as fast as -O3 (the
-#: templates unroll their constant tap loops themselves) at a third of the compile time.
-O3_SOURCES = ("isa_portable.c",)
+#: Sources compiled at -O3 instead of UNIX_FLAGS' -O2 (with the vectoriser on). None since the
+#: fused kernels (fused_f32.h) serve the portable path too: its -O3 cost 37 s of CPU against
+#: 13 s at -O2 (the largest translation unit), for the staged kernels' speed on SSE2 only.
+O3_SOURCES: tuple[str, ...] = ()
 #: Compile the costliest sources first, so that the cores finish together.
 COST_ORDER = ("isa_portable.c", "isa_avx2.c", "isa_avx512.c")
 X86_64 = platform.machine().lower() in ("x86_64", "amd64")

@@ -15,8 +15,8 @@
  * Average: float64 sums, vectorised ACROSS windows (8 windows per d8, each lane one window's
  * own sequence of additions), so every sum has the bits of the staged path's.
  *
- * Measured against the staged templates and the earlier AVX-512 intrinsics (avx512.c, removed):
- * see docs/benchmarks.md and the commit messages.
+ * They replace a file of hand-written AVX-512 intrinsics that served the avx512 path only; the
+ * timings of both are in the commit that made the change.
  */
 #include "simd.h"
 

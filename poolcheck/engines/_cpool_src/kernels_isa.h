@@ -24,10 +24,11 @@
 /* Max pooling                                                                                */
 
 /* Floats, vector paths: the plain strict '>' instances (f32n, f64n) serve the chunks without
- * NaN of the NaN-policy instances (PC_NAN_FREE): on the avx2 path W1 0.57x the time, W6 0.91x,
- * W1i/W4/W5 1.04-1.06x (the two builds side by side in one process). Not on the portable
- * path, where the SSE2 code of the plain comparison measured 22x slower on W4 and 1.9x on W5
- * (W1i 6.6x faster). */
+ * NaN of the NaN-policy instances (PC_NAN_FREE): on the avx2 path W1 0.57x the time, W6
+ * 0.91x, W1i/W4/W5 1.04-1.06x (the two builds side by side in one process). Not on the
+ * portable path, where the SSE2 code of the plain comparison measured 22x slower on W4 and
+ * 1.9x on W5 (W1i 6.6x faster). The chunks with a NaN (rare data) run the portable path's
+ * kernel of their policy (PC_NAN_CHUNKS), so the vector paths compile two instances fewer. */
 #if PC_WIDE
 /* Whether x[0 .. n) holds a NaN: the largest magnitude bit pattern is above infinity's (an
  * integer max reduction, which vectorises). */
@@ -71,6 +72,7 @@ static inline int has_nan_f64n(const double *restrict x, int64_t n) {
 #define PC_SUF f32p
 #if PC_FLOAT_NAN_FREE
 #define PC_NAN_FREE f32n
+#define PC_NAN_CHUNKS pc_kernels_portable.maxsep[MK_F32P]
 #endif
 #define PC_T float
 #define PC_UT uint32_t
@@ -80,6 +82,7 @@ static inline int has_nan_f64n(const double *restrict x, int64_t n) {
 #define PC_SUF f32i
 #if PC_FLOAT_NAN_FREE
 #define PC_NAN_FREE f32n
+#define PC_NAN_CHUNKS pc_kernels_portable.maxsep[MK_F32I]
 #endif
 #define PC_T float
 #define PC_UT uint32_t
@@ -89,6 +92,7 @@ static inline int has_nan_f64n(const double *restrict x, int64_t n) {
 #define PC_SUF f64p
 #if PC_FLOAT_NAN_FREE
 #define PC_NAN_FREE f64n
+#define PC_NAN_CHUNKS pc_kernels_portable.maxsep[MK_F64P]
 #endif
 #define PC_T double
 #define PC_UT uint64_t
@@ -98,6 +102,7 @@ static inline int has_nan_f64n(const double *restrict x, int64_t n) {
 #define PC_SUF f64i
 #if PC_FLOAT_NAN_FREE
 #define PC_NAN_FREE f64n
+#define PC_NAN_CHUNKS pc_kernels_portable.maxsep[MK_F64I]
 #endif
 #define PC_T double
 #define PC_UT uint64_t
@@ -230,7 +235,8 @@ static inline void quot_f32(float *restrict out, const double *restrict sum, con
 #include "tmpl_avg.h"
 
 /* ------------------------------------------------------------------------------------------ */
-/* Fused float32 kernels (values only), written with the vector layer of simd.h               */
+/* Fused float32 kernels (values only) and the float32 global average, written with the vector */
+/* layer of simd.h (the avgglobal_f32 instance above is left unused)                          */
 
 #include "fused_f32.h"
 

@@ -29,15 +29,15 @@
  * _set_isa switches in-process): the same kernel source (the templates tmpl_*.h, instantiated
  * by kernels_isa.h) is compiled once per path with that path's flags -- portable (the
  * architecture's baseline: SSE2 on x86-64, NEON on aarch64), avx2 (AVX2 + FMA) and avx512
- * (AVX-512 F/BW/VL/DQ) -- each into a table of kernels. On the avx512 path a few float32
- * kernels are also hand-written with intrinsics (avx512.c), kept only where they measured at
- * least 20% faster.
+ * (AVX-512 F/BW/VL/DQ) -- each into a table of kernels. The fused float32 kernels of the
+ * common shapes (fused_f32.h) are part of that source too, written with the vector types of
+ * simd.h at the path's native width, so every path runs the same algorithms.
  *
  * Files: common.h (shared types, the kernel table), geometry.c (per-call geometry, scratch
  * buffers, Ctrl-C polling, empty windows), kernels.h (comparisons), tmpl_maxsep.h,
- * tmpl_maxdirect.h, tmpl_avg.h (the kernel templates), kernels_isa.h (their instances and the
- * table of one path), isa_portable.c, isa_avx2.c, isa_avx512.c (one path each), avx512.c (the
- * hand-written AVX-512 kernels), module.c (this file: argument checking, the choice of path,
+ * tmpl_maxdirect.h, tmpl_avg.h (the kernel templates), simd.h (the vector layer) and
+ * fused_f32.h (the fused float32 kernels), kernels_isa.h (their instances and the table of one
+ * path), isa_portable.c, isa_avx2.c, isa_avx512.c (one path each), module.c (this file: argument checking, the choice of path,
  * dispatch, and the module with multi-phase initialisation), family.c (Lp pooling sums, adaptive
  * pooling, MaxUnpool: plain portable C, registered at exec).
  */
