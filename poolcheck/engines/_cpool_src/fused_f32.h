@@ -325,20 +325,27 @@ PC_ENTRY int max3d_k2s2(const float *x, float *out, const geo_t *g) {
 /* rows in tap order: the staged path's operations in its order, without its plane-sized      */
 /* intermediates.                                                                              */
 
-/* One input row -> its O window maxima. Any NaN among the vectorised windows' taps sends the
- * whole row through the exact scalar code of the policy; the border windows take it too.
- * Returns whether any result may be NaN. */
+/* One input row -> its O window maxima. When the first windows reach at most 2 elements before
+ * the row, the first block loads those taps as -inf (a strict '>' scan never takes a -inf over
+ * a valid tap, and a window whose valid taps are all -inf gets -inf either way). Any NaN among
+ * the vectorised windows' taps sends the whole row through the exact scalar code of the
+ * policy; the other border windows take it too. Returns whether any result may be NaN. */
 INLINE int k3s2_row(const float *restrict xr, float *restrict yr, const ax_t *restrict A, const int ign) {
     const int64_t lo = A->lo, hi = A->hi, O = A->o, pb = A->pb;
-    const int vec = hi - lo >= PC_VL;
+    const int head = lo > 0 && pb <= 2 && hi >= PC_VL; /* windows [0, lo) in the first block */
+    const int64_t vlo = head ? 0 : lo;
+    const int vec = hi - vlo >= PC_VL;
     if (vec) {
         vi nanm = {0};
-        for (int64_t o0 = lo;; o0 += PC_VL) {
+        const float ninf = -__builtin_inff();
+        for (int64_t o0 = vlo;; o0 += PC_VL) {
             if (o0 > hi - PC_VL) o0 = hi - PC_VL; /* overlap: recomputes equal values */
-            const float *p = xr + (2 * o0 - pb);
+            const float *p = at(xr, 2 * o0 - pb);
             /* p[0 .. 2 PC_VL]: every element is a tap of one of the PC_VL windows */
-            const vf a = vf_load(p), b = vf_load(p + PC_VL);
-            const vf c = vf_load(p + 1), d = vf_load(p + 1 + PC_VL);
+            const int first = head && o0 == 0;
+            const vf a = first ? vf_load_fill(p, pb, PC_VL, ninf) : vf_load(p), b = vf_load(p + PC_VL);
+            const vf c = first ? vf_load_fill(p + 1, pb > 1 ? pb - 1 : 0, PC_VL, ninf) : vf_load(p + 1);
+            const vf d = vf_load(p + 1 + PC_VL);
             nanm |= vf_nan(a) | vf_nan(b); /* p[0 .. 2 PC_VL); the row's last tap below */
             const vf t0 = vf_evens(a, b), t1 = vf_odds(a, b), t2 = vf_odds(c, d);
             vf_store(yr + o0, vf_max(t2, vf_max(t1, t0)));
@@ -356,7 +363,7 @@ INLINE int k3s2_row(const float *restrict xr, float *restrict yr, const ax_t *re
      * output rows through the exact combine */
     int nan = 0;
     for (int part = 0; part < 2; part++) {
-        const int64_t u0 = part == 0 ? 0 : (vec ? hi : lo), u1 = part == 0 ? (vec ? lo : hi) : O;
+        const int64_t u0 = part == 0 ? 0 : (vec ? hi : lo), u1 = part == 0 ? (vec ? vlo : hi) : O;
         if (part == 0 && !vec) {
             if (ign) mw_brow_f32i(xr, yr, NULL, A, 0, 0, 0, O);
             else mw_brow_f32p(xr, yr, NULL, A, 0, 0, 0, O);
@@ -378,10 +385,14 @@ INLINE void k3s2_combine(const float *restrict ring, const int64_t RS, const int
                          const int ign) {
     const int64_t c = CNT ? CNT : cnt;
     if (!nan) {
+        /* the first three rows hoisted out of the block loop */
+        const float *r0 = ring + sl[0] * RS, *r1 = ring + sl[c > 1 ? 1 : 0] * RS, *r2 = ring + sl[c > 2 ? 2 : 0] * RS;
         for (int64_t i0 = 0;; i0 += PC_VL) {
             if (i0 > OW - PC_VL) i0 = OW - PC_VL; /* overlap: recomputes equal values */
-            vf v = vf_load(ring + sl[0] * RS + i0);
-            for (int64_t j = 1; j < c; j++) v = vf_max(vf_load(ring + sl[j] * RS + i0), v);
+            vf v = vf_load(r0 + i0);
+            if (c > 1) v = vf_max(vf_load(r1 + i0), v);
+            if (c > 2) v = vf_max(vf_load(r2 + i0), v);
+            for (int64_t j = 3; j < c; j++) v = vf_max(vf_load(ring + sl[j] * RS + i0), v);
             vf_store(yo + i0, v);
             if (i0 == OW - PC_VL) break;
         }

@@ -56,6 +56,10 @@ INLINE vf vf_load_fill(const float *p, const int64_t lo, const int64_t hi, const
     const __m256i m = _mm256_and_si256(_mm256_cmpgt_epi32(t, _mm256_set1_epi32((int)lo - 1)),
                                        _mm256_cmpgt_epi32(_mm256_set1_epi32((int)hi), t));
     return (vf)_mm256_blendv_ps(_mm256_set1_ps(fill), _mm256_maskload_ps(p, m), _mm256_castsi256_ps(m));
+#elif PC_VL == 4
+    /* built in registers: a vector loaded from scalar stores stalls (store forwarding fails) */
+    return (vf){0 >= lo && 0 < hi ? p[0] : fill, 1 >= lo && 1 < hi ? p[1] : fill, 2 >= lo && 2 < hi ? p[2] : fill,
+                3 >= lo && 3 < hi ? p[3] : fill};
 #else
     vf v;
     for (int t = 0; t < PC_VL; t++) v[t] = t >= lo && t < hi ? p[t] : fill;
@@ -192,6 +196,14 @@ INLINE d8 d8_load_f32_fill(const float *p, const int64_t lo, const int64_t hi) {
     const __m128 z = _mm_set1_ps(-0.0f);
     r.v0 = (vd)_mm256_cvtps_pd(_mm_blendv_ps(z, _mm_maskload_ps(p, m0), _mm_castsi128_ps(m0)));
     r.v1 = (vd)_mm256_cvtps_pd(_mm_blendv_ps(z, _mm_maskload_ps(p + 4, m1), _mm_castsi128_ps(m1)));
+    return r;
+#elif PC_VLD == 2
+    /* built in registers (see vf_load_fill) */
+    d8 r;
+    r.v0 = (vd){0 >= lo && 0 < hi ? (double)p[0] : -0.0, 1 >= lo && 1 < hi ? (double)p[1] : -0.0};
+    r.v1 = (vd){2 >= lo && 2 < hi ? (double)p[2] : -0.0, 3 >= lo && 3 < hi ? (double)p[3] : -0.0};
+    r.v2 = (vd){4 >= lo && 4 < hi ? (double)p[4] : -0.0, 5 >= lo && 5 < hi ? (double)p[5] : -0.0};
+    r.v3 = (vd){6 >= lo && 6 < hi ? (double)p[6] : -0.0, 7 >= lo && 7 < hi ? (double)p[7] : -0.0};
     return r;
 #else
     float t[8];
