@@ -7,8 +7,8 @@
  *
  * PC_WIDE (the vector paths) leaves to the portable path the kernels that measured no faster
  * with AVX2 (x86-64-v3 against the baseline, side by side in one process): the float32 direct
- * scan (-14% to +26%, mostly slower) and the float32-input global averages (+7%, +8%: the
- * baseline code already runs near memory speed). PC_WITH_INTS 0 leaves the integer max
+ * scan (-14% to +26%, mostly slower) and the float32-to-float64 global averages (+7%, +8%:
+ * the baseline code already runs near memory speed). PC_WITH_INTS 0 leaves the integer max
  * kernels to the next slower path.
  */
 #include "kernels.h"
