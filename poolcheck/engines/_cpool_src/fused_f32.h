@@ -69,7 +69,7 @@ INLINE vf strip_max_row(const float *restrict xr, const int64_t e, const int64_t
     const vf t0 = MASKED ? vf_load_fill(at(xr, e), m->lo[0], m->hi[0], ninf) : vf_load(xr + e);
     const vf t1 = MASKED ? vf_load_fill(at(xr, e + dw), m->lo[1], m->hi[1], ninf) : vf_load(xr + e + dw);
     vf v = vf_max(t1, t0);
-    vi u = vf_nan(t0) | vf_nan(t1);
+    vi u = vf_nan2(t0, t1);
     if (KW == 3) {
         const vf t2 = MASKED ? vf_load_fill(at(xr, e + 2 * dw), m->lo[2], m->hi[2], ninf) : vf_load(xr + e + 2 * dw);
         u |= vf_nan(t2);
@@ -286,7 +286,7 @@ PC_ENTRY int avg2d_strips(const float *x, float *out, const geo_t *g, const doub
 /* each vf_max(later, earlier). Returns 1 at the first NaN (module.c then runs the staged path). */
 INLINE vf pairmax(const float *restrict p, vi *restrict nanm) {
     const vf a = vf_load(p), b = vf_load(p + PC_VL);
-    *nanm |= vf_nan(a) | vf_nan(b);
+    *nanm |= vf_nan2(a, b);
     return vf_max(vf_odds(a, b), vf_evens(a, b));
 }
 
@@ -346,7 +346,7 @@ INLINE int k3s2_row(const float *restrict xr, float *restrict yr, const ax_t *re
             const vf a = first ? vf_load_fill(p, pb, PC_VL, ninf) : vf_load(p), b = vf_load(p + PC_VL);
             const vf c = first ? vf_load_fill(p + 1, pb > 1 ? pb - 1 : 0, PC_VL, ninf) : vf_load(p + 1);
             const vf d = vf_load(p + 1 + PC_VL);
-            nanm |= vf_nan(a) | vf_nan(b); /* p[0 .. 2 PC_VL); the row's last tap below */
+            nanm |= vf_nan2(a, b); /* p[0 .. 2 PC_VL); the row's last tap below */
             const vf t0 = vf_evens(a, b), t1 = vf_odds(a, b), t2 = vf_odds(c, d);
             vf_store(yr + o0, vf_max(t2, vf_max(t1, t0)));
             if (o0 == hi - PC_VL) break;

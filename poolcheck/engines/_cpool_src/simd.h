@@ -84,6 +84,18 @@ INLINE vf vf_max(vf b, vf a) {
 
 /* Lanes holding a NaN (all ones), to be or-ed into a mask. */
 INLINE vi vf_nan(vf a) { return (vi)(a != a); }
+/* Lanes where a or b holds a NaN: one unordered comparison on x86. */
+INLINE vi vf_nan2(vf a, vf b) {
+#if PC_X86 && PC_VBYTES == 64
+    return (vi)_mm512_movm_epi32(_mm512_cmp_ps_mask((__m512)a, (__m512)b, _CMP_UNORD_Q));
+#elif PC_X86 && PC_VBYTES == 32
+    return (vi)_mm256_castps_si256(_mm256_cmp_ps((__m256)a, (__m256)b, _CMP_UNORD_Q));
+#elif PC_X86
+    return (vi)_mm_castps_si128(_mm_cmpunord_ps((__m128)a, (__m128)b));
+#else
+    return vf_nan(a) | vf_nan(b);
+#endif
+}
 
 /* Whether any lane of a mask is set. */
 INLINE int vi_any(vi m) {
