@@ -24,7 +24,7 @@ from poolcheck.fuzz.diagnosis.variants import GEOMETRY_VARIANTS, GeometryVariant
 from poolcheck.judgement import close_values, family_tolerance
 from poolcheck.spec import dtypes
 from poolcheck.spec.family import FamilySpec, adaptive_bins, global_window
-from poolcheck.spec.shape import resolve
+from poolcheck.spec.shape import Geometry, resolve
 
 #: Outputs of a family configuration: values and (AdaptiveMaxPool) per-plane indices.
 FamilyOutputs = tuple[np.ndarray, "np.ndarray | None"]
@@ -91,9 +91,15 @@ def _lp(spec: FamilySpec, x: np.ndarray, *, p: int | None = None, root: bool = T
     kernels = get_family_engine("numpy")
     if signed:  # the sum of x ** p (an odd p keeps the sign), then its 1/p-th power: NaN for a
         # negative sum unless p = 1 (torch's lp_pool: avg_pool(x.pow(p)) * kernel, .pow(1 / p))
-        sums = kernels.lp_sums(np.maximum(x, 0), geom, p) - kernels.lp_sums(np.maximum(-x, 0), geom, p)
+        pos, neg = kernels.lp_sums(np.maximum(x, 0), geom, p), kernels.lp_sums(np.maximum(-x, 0), geom, p)
+        if overflow:  # each part past the input type's largest value is inf
+            big = float(dtypes.finfo(x.dtype).max)
+            pos, neg = np.where(pos > big, np.inf, pos), np.where(neg > big, np.inf, neg)
         with np.errstate(all="ignore"):
-            powered = sums if p == 1 else np.where(sums < 0, np.nan, lp_root(np.abs(sums), p, np.dtype(np.float64)))
+            sums = pos - neg
+            # C's pow: a finite negative base gives NaN, -inf gives +inf
+            powered = sums if p == 1 else np.where(np.isfinite(sums) & (sums < 0), np.nan,
+                                                   lp_root(np.abs(sums), p, np.dtype(np.float64)))
             return powered.astype(x.dtype), None
     sums = kernels.lp_sums(x, geom, p)
     if not root:
@@ -110,14 +116,40 @@ def _lp_on(spec: FamilySpec, x: np.ndarray, gv: GeometryVariant | None, *, resca
     window's sum scaled by kernel taps / taps inside the input (an average of |x|^p over the
     window clipped to the input, times the kernel size: torch's lp_pool under ceil_mode)."""
     assert spec.window is not None
-    geom = resolve(spec.window, x.shape) if gv is None else gv.build(spec.window, tuple(x.shape)).geom
-    kernels = get_family_engine("numpy")
-    sums = kernels.lp_sums(x, geom, spec.p)
+    if gv is None:
+        geom = resolve(spec.window, x.shape)
+    else:  # a negative pad is a crop of the input: windows start inside it
+        placement = gv.build(spec.window, tuple(x.shape))
+        geom = placement.geom
+        if placement.crop is not None:
+            x = x[(slice(None), slice(None), *(slice(a, b) for a, b in placement.crop))]
+    powers = get_family_engine("numpy").power(x, spec.p)
+    sums = _placed_sums(powers, geom)
     if rescale:
-        count = kernels.lp_sums(np.ones(x.shape), geom, 1)
+        count = _placed_sums(np.ones(x.shape), geom)
         with np.errstate(all="ignore"):
             sums = sums * (math.prod(spec.window.kernel) / count)
     return lp_root(sums, spec.p, x.dtype), None
+
+
+def _placed_sums(values: np.ndarray, geom: Geometry) -> np.ndarray:
+    """Per window of ``geom`` (any placement a variant makes, windows past the padded input
+    included), the sum of ``values`` over its taps inside the input, in row-major tap order."""
+    n, c = values.shape[:2]
+    out = np.zeros((n, c, *(a.out for a in geom.axes)))
+    with np.errstate(all="ignore"):
+        for offsets in itertools.product(*(range(a.kernel) for a in geom.axes)):
+            where, inside = [], []
+            for a, j in zip(geom.axes, offsets):
+                t = np.arange(a.out) * a.stride - a.pad_begin + j * a.dilation
+                where.append(np.clip(t, 0, a.size - 1))
+                inside.append((t >= 0) & (t < a.size))
+            taken = values[(slice(None), slice(None), *np.ix_(*where))]
+            mask = np.ones((), dtype=bool)
+            for m in inside:
+                mask = np.multiply.outer(mask, m)
+            out = out + np.where(mask, taken, 0.0)
+    return out
 
 
 def _reduce(spec: FamilySpec, x: np.ndarray, axes: tuple[int, ...]) -> FamilyOutputs:
@@ -349,6 +381,9 @@ FAMILY_VARIANTS: tuple[FamilyVariant, ...] = (
                   lambda s, x, i: _lp(s, x, p=2), lambda s: s.p != 2),
     FamilyVariant("lp:input-type-overflow", ("lp", "global_lp"), "|x|^p summed in the input type: inf past its "
                   "largest value", lambda s, x, i: _lp(s, x, overflow=True)),
+    FamilyVariant("lp:input-type-overflow+lp:no-abs", ("lp", "global_lp"), "x^p summed without |x| in the input "
+                  "type (inf past its largest value; torch's lp_pool)", lambda s, x, i: _lp(s, x, signed=True,
+                                                                                             overflow=True), _odd_p),
     FamilyVariant("global:last-axis-only", ("global_avg", "global_max", "global_lp"),
                   "pooled over the last axis only", lambda s, x, i: _reduce(s, x, (x.ndim - 1,)),
                   lambda s: True),
@@ -403,9 +438,9 @@ _BY_KEY = {v.key: v for v in FAMILY_VARIANTS}
 
 
 def family_variant_text(key: str) -> str:
-    if "+" in key:
-        return "; ".join(family_variant_text(k) for k in key.split("+"))
     v = _BY_KEY.get(key)
+    if v is None and "+" in key:
+        return "; ".join(family_variant_text(k) for k in key.split("+"))
     return v.text if v is not None else key
 
 
@@ -479,6 +514,10 @@ def replay_family(spec: FamilySpec, x: np.ndarray, indices: np.ndarray | None, k
             return False
         widened = (out[0].astype(np.float64), out[1])
         return agrees(spec, narrow, widened, actual, open_values=_open(v, spec, narrow))
+    if len(keys) == 2 and "+".join(keys[::-1]) in _BY_KEY:
+        keys = ["+".join(keys[::-1])]
+    elif len(keys) == 2 and "+".join(keys) in _BY_KEY:
+        keys = ["+".join(keys)]
     if len(keys) != 1:
         return False
     out = variant_outputs(keys[0], spec, x, indices)
