@@ -94,7 +94,7 @@ def _lp(spec: FamilySpec, x: np.ndarray, *, p: int | None = None, root: bool = T
         # negative sum unless p = 1 (torch's lp_pool: avg_pool(x.pow(p)) * kernel, .pow(1 / p))
         pos, neg = kernels.lp_sums(np.maximum(x, 0), geom, p), kernels.lp_sums(np.maximum(-x, 0), geom, p)
         if overflow:  # each part past the input type's largest value is inf
-            big = float(dtypes.finfo(x.dtype).max)
+            big = _overflow_bound(x.dtype, geom)
             pos, neg = np.where(pos > big, np.inf, pos), np.where(neg > big, np.inf, neg)
         with np.errstate(all="ignore"):
             sums = pos - neg
@@ -108,7 +108,7 @@ def _lp(spec: FamilySpec, x: np.ndarray, *, p: int | None = None, root: bool = T
             return sums.astype(x.dtype), None
     out = lp_root(sums, p, x.dtype)
     if overflow:  # |x|^p summed in the input type: past its largest value the norm is inf
-        out = np.where(sums > float(dtypes.finfo(x.dtype).max), np.array(np.inf, x.dtype), out)
+        out = np.where(sums > _overflow_bound(x.dtype, geom), np.array(np.inf, x.dtype), out)
     return out, None
 
 
@@ -128,7 +128,7 @@ def _lp_on(spec: FamilySpec, x: np.ndarray, gv: GeometryVariant | None, *, resca
         geom = placement.geom
         if placement.crop is not None:
             x = x[(slice(None), slice(None), *(slice(a, b) for a, b in placement.crop))]
-    big = float(dtypes.finfo(x.dtype).max)
+    big = _overflow_bound(x.dtype, geom)
     with np.errstate(all="ignore"):
         powers = get_family_engine("numpy").power(x, spec.p)
         if signed and spec.p % 2:
@@ -176,6 +176,14 @@ def _lp_combinations(spec: FamilySpec) -> list[tuple[str, ...]]:
     subsets = [tuple(c) for n in (1, 2, 3) for c in itertools.combinations(modifiers, n)]
     out = [(*w, *m) for w in [(), *windows] for m in [(), *subsets]]
     return sorted((c for c in out if len(c) >= 2), key=len)
+
+
+def _overflow_bound(dtype: np.dtype, geom: Geometry) -> float:
+    """Past what a sum of a window's taps, each addition rounded to ``dtype``, may round to inf:
+    the type's largest value less the rounding of as many additions as taps (and one step more)."""
+    taps = math.prod(a.kernel for a in geom.axes)
+    info = dtypes.finfo(dtype)
+    return float(info.max) * (1.0 - (taps + 2) * float(info.eps))
 
 
 def _placed_sums(values: np.ndarray, geom: Geometry) -> np.ndarray:
@@ -424,13 +432,13 @@ FAMILY_VARIANTS: tuple[FamilyVariant, ...] = (
                   lambda s, x, i: _lp_on(s, x, None, rescale=True),
                   lambda s: s.window is not None and s.window.rounding_type != "floor"),
     *(_window_variant(gv) for gv in GEOMETRY_VARIANTS),
-    FamilyVariant("lp:p-ignored", ("lp", "global_lp"), "p read as 2 whatever its value",
-                  lambda s, x, i: _lp(s, x, p=2), lambda s: s.p != 2),
     FamilyVariant("lp:input-type-overflow", ("lp", "global_lp"), "|x|^p summed in the input type: inf past its "
                   "largest value", lambda s, x, i: _lp(s, x, overflow=True)),
     FamilyVariant("lp:input-type-overflow+lp:no-abs", ("lp", "global_lp"), "x^p summed without |x| in the input "
                   "type (inf past its largest value; torch's lp_pool)", lambda s, x, i: _lp(s, x, signed=True,
                                                                                              overflow=True), _odd_p),
+    FamilyVariant("lp:p-ignored", ("lp", "global_lp"), "p read as 2 whatever its value",
+                  lambda s, x, i: _lp(s, x, p=2), lambda s: s.p != 2),
     FamilyVariant("global:last-axis-only", ("global_avg", "global_max", "global_lp"),
                   "pooled over the last axis only", lambda s, x, i: _reduce(s, x, (x.ndim - 1,)),
                   lambda s: True),
