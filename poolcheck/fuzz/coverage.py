@@ -93,8 +93,9 @@ def plan(ops: Sequence[str], conventions: Sequence[str], ranks: Sequence[int], d
     if not any(np.dtype(d).kind in "iu" for d in chosen) and reach.pop("int-extreme", "") is None:
         why["int-extreme"] = "no integer type among --dtypes"
     if 5 not in ranks:
-        reach.pop("rank-5", None)
-        why["rank-5"] = "rank 5 is not among --ranks"
+        for key in ("rank-5", "family-rank-5"):
+            if reach.pop(key, "") is None:
+                why[key] = "rank 5 is not among --ranks"
     keys = [r.key for r in regions.REGIONS if r.key in reach] + [k for k in regions.FAMILY_REGIONS if k in reach]
     keys += [k for k in reach if k.startswith("dtype-")]
     return Plan(tuple(keys), {k: v for k, v in why.items() if k not in reach})

@@ -94,6 +94,40 @@ def test_adaptive_bins_rounded_down_are_named() -> None:
     assert diagnose_family(case.spec, x, None, exp, (floor_end, None)) == ["adaptive:end-floor"]
 
 
+def test_a_max_seeded_with_the_lowest_value_is_a_violation() -> None:
+    """ONNX Runtime's GlobalMaxPool (measured, 1.32): a plane of -inf gives -FLT_MAX."""
+    x = np.array([[[-np.inf, -np.inf]]], dtype=np.float32)
+    case = _case("GlobalMaxPool-22", {}, x)
+    lowest = np.array([[[np.finfo(np.float32).min]]], dtype=np.float32)
+    f = F.judge_family_peer(case, "p", PeerResult("ok", PeerOutput(lowest)), F.expected(case), None)
+    assert f is not None and f.klass == "global:seed-lowest" and f.weight.value == "violation"
+
+
+def test_lp_windows_a_negative_same_pad_starts_inside_the_input() -> None:
+    """ONNX Runtime's LpPool SAME pads from the undilated kernel (measured, 1.32): kernel 2,
+    dilation 3, stride 4 on 4 elements -> pads -1/-1, one window on elements 1 and 4 (past the end):
+    |2|, where the text's window reads elements 0 and 3."""
+    x = np.array([[[[1.0, 2.0, 3.0, 4.0]]]], dtype=np.float32)
+    case = _case("LpPool-22", {"kernel_shape": [1, 2], "strides": [1, 4], "dilations": [1, 3],
+                               "auto_pad": "SAME_UPPER"}, x)
+    exp = F.expected(case)
+    assert exp[0].ravel().tolist() == [pytest.approx(17 ** 0.5)]
+    keys = diagnose_family(case.spec, x, None, exp, (np.array([[[[2.0]]]], dtype=np.float32), None))
+    assert keys[0] == "same:undilated-kernel"
+
+
+def test_torch_lp_in_float16_is_two_behaviours() -> None:
+    """torch's lp_pool (x^p, not |x|^p, in the input type): a negative sum gives NaN, a power past
+    65504 inf; the finding names both, each weighed on its own."""
+    x = np.array([[[36.0], [-35.0], [46.0]]], dtype=np.float16)
+    case = _case("GlobalLpPool-22", {"p": 3}, x)
+    torch_like = np.array([[[35.97], [np.nan], [np.inf]]], dtype=np.float16)
+    f = F.judge_family_peer(case, "p", PeerResult("ok", PeerOutput(torch_like)), F.expected(case), None)
+    assert f is not None and set(f.atoms) == {"lp:input-type-overflow", "lp:no-abs"}
+    assert {g.atom: g.weight.value for g in f.focused()} == {"lp:input-type-overflow": "unspecified",
+                                                             "lp:no-abs": "violation"}
+
+
 def test_a_refusal_is_named_by_the_runtimes_words() -> None:
     msg = "NotImplemented: [ONNXRuntimeError] : 9 : NOT_IMPLEMENTED : Could not find an implementation for LpPool(18)"
     assert F.rejection_reason(msg) == "NotImplemented: Could not find an implementation for LpPool(N)"

@@ -14,6 +14,7 @@ import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -24,7 +25,7 @@ from poolcheck.fuzz.diagnosis.variants import GEOMETRY_VARIANTS, GeometryVariant
 from poolcheck.judgement import close_values, family_tolerance
 from poolcheck.spec import dtypes
 from poolcheck.spec.family import FamilySpec, adaptive_bins, global_window
-from poolcheck.spec.shape import resolve
+from poolcheck.spec.shape import Geometry, resolve
 
 #: Outputs of a family configuration: values and (AdaptiveMaxPool) per-plane indices.
 FamilyOutputs = tuple[np.ndarray, "np.ndarray | None"]
@@ -91,9 +92,15 @@ def _lp(spec: FamilySpec, x: np.ndarray, *, p: int | None = None, root: bool = T
     kernels = get_family_engine("numpy")
     if signed:  # the sum of x ** p (an odd p keeps the sign), then its 1/p-th power: NaN for a
         # negative sum unless p = 1 (torch's lp_pool: avg_pool(x.pow(p)) * kernel, .pow(1 / p))
-        sums = kernels.lp_sums(np.maximum(x, 0), geom, p) - kernels.lp_sums(np.maximum(-x, 0), geom, p)
+        pos, neg = kernels.lp_sums(np.maximum(x, 0), geom, p), kernels.lp_sums(np.maximum(-x, 0), geom, p)
+        if overflow:  # each part past the input type's largest value is inf
+            big = _overflow_bound(x.dtype, geom)
+            pos, neg = np.where(pos > big, np.inf, pos), np.where(neg > big, np.inf, neg)
         with np.errstate(all="ignore"):
-            powered = sums if p == 1 else np.where(sums < 0, np.nan, lp_root(np.abs(sums), p, np.dtype(np.float64)))
+            sums = pos - neg
+            # C's pow: a finite negative base gives NaN, -inf gives +inf
+            powered = sums if p == 1 else np.where(np.isfinite(sums) & (sums < 0), np.nan,
+                                                   lp_root(np.abs(sums), p, np.dtype(np.float64)))
             return powered.astype(x.dtype), None
     sums = kernels.lp_sums(x, geom, p)
     if not root:
@@ -101,23 +108,103 @@ def _lp(spec: FamilySpec, x: np.ndarray, *, p: int | None = None, root: bool = T
             return sums.astype(x.dtype), None
     out = lp_root(sums, p, x.dtype)
     if overflow:  # |x|^p summed in the input type: past its largest value the norm is inf
-        out = np.where(sums > float(dtypes.finfo(x.dtype).max), np.array(np.inf, x.dtype), out)
+        out = np.where(sums > _overflow_bound(x.dtype, geom), np.array(np.inf, x.dtype), out)
     return out, None
 
 
-def _lp_on(spec: FamilySpec, x: np.ndarray, gv: GeometryVariant | None, *, rescale: bool = False) -> FamilyOutputs:
-    """LpPool on the windows geometry variant ``gv`` places (None: the spec's); ``rescale``: each
-    window's sum scaled by kernel taps / taps inside the input (an average of |x|^p over the
-    window clipped to the input, times the kernel size: torch's lp_pool under ceil_mode)."""
-    assert spec.window is not None
-    geom = resolve(spec.window, x.shape) if gv is None else gv.build(spec.window, tuple(x.shape)).geom
-    kernels = get_family_engine("numpy")
-    sums = kernels.lp_sums(x, geom, spec.p)
-    if rescale:
-        count = kernels.lp_sums(np.ones(x.shape), geom, 1)
-        with np.errstate(all="ignore"):
-            sums = sums * (math.prod(spec.window.kernel) / count)
-    return lp_root(sums, spec.p, x.dtype), None
+def _lp_on(spec: FamilySpec, x: np.ndarray, gv: GeometryVariant | None, *, rescale: bool = False,
+           signed: bool = False, overflow: bool = False) -> FamilyOutputs:
+    """LpPool (GlobalLpPool) on the windows geometry variant ``gv`` places (None: the spec's);
+    ``rescale``: each window's sum scaled by kernel taps / taps inside the input (an average of
+    |x|^p over the window clipped to the input, times the kernel size: torch's lp_pool under
+    ceil_mode); ``signed``: x^p, not |x|^p, and C's pow for the root (lp:no-abs); ``overflow``:
+    powers and sums past the input type's largest value are inf (lp:input-type-overflow)."""
+    window = spec.window if spec.op == "lp" else global_window(spec, x.shape)
+    assert window is not None
+    if gv is None:
+        geom = resolve(window, x.shape)
+    else:  # a negative pad is a crop of the input: windows start inside it
+        placement = gv.build(window, tuple(x.shape))
+        geom = placement.geom
+        if placement.crop is not None:
+            x = x[(slice(None), slice(None), *(slice(a, b) for a, b in placement.crop))]
+    big = _overflow_bound(x.dtype, geom)
+    with np.errstate(all="ignore"):
+        powers = get_family_engine("numpy").power(x, spec.p)
+        if signed and spec.p % 2:
+            powers = np.where(x < 0, -powers, powers)
+        if overflow:
+            powers = np.where(np.abs(powers) > big, np.sign(powers) * np.inf, powers)
+        sums = _placed_sums(powers, geom)
+        if rescale:
+            sums = sums * (math.prod(window.kernel) / _placed_sums(np.ones(x.shape), geom))
+        if overflow:
+            sums = np.where(np.abs(sums) > big, np.sign(sums) * np.inf, sums)
+        if not signed:
+            return lp_root(sums, spec.p, x.dtype), None
+        root = sums if spec.p == 1 else np.where(np.isfinite(sums) & (sums < 0), np.nan,
+                                                 lp_root(np.abs(sums), spec.p, np.dtype(np.float64)))
+        return root.astype(x.dtype), None
+
+
+#: What may combine on one LpPool example (each a behaviour of its own): one window placement,
+#: then these, in this order in a joined key.
+_LP_MODIFIERS: tuple[str, ...] = ("lp:ceil-window-rescaled", "lp:no-abs", "lp:input-type-overflow")
+
+
+def _lp_combination(spec: FamilySpec, x: np.ndarray, keys: Sequence[str]) -> FamilyOutputs | None:
+    """LpPool under several behaviours at once (a window variant and/or :data:`_LP_MODIFIERS`),
+    or None when ``keys`` are not such a combination."""
+    window_keys = [k for k in keys if k not in _LP_MODIFIERS]
+    if len(window_keys) > 1 or spec.op not in ("lp", "global_lp"):
+        return None
+    gv = next((g for g in GEOMETRY_VARIANTS if window_keys and g.key == window_keys[0]), None)
+    if window_keys and (gv is None or spec.window is None or not gv.applies(spec.window)):
+        return None
+    try:
+        return _lp_on(spec, x, gv, rescale="lp:ceil-window-rescaled" in keys, signed="lp:no-abs" in keys,
+                      overflow="lp:input-type-overflow" in keys)
+    except (PoolcheckError, ValueError, ZeroDivisionError):
+        return None
+
+
+def _lp_combinations(spec: FamilySpec) -> list[tuple[str, ...]]:
+    """The combinations of two or three LpPool behaviours worth trying on ``spec``, smallest first."""
+    windows = [(g.key,) for g in GEOMETRY_VARIANTS if spec.window is not None and g.applies(spec.window)]
+    modifiers = [m for m in _LP_MODIFIERS if m != "lp:ceil-window-rescaled" or
+                 (spec.window is not None and spec.window.rounding_type != "floor")]
+    subsets = [tuple(c) for n in (1, 2, 3) for c in itertools.combinations(modifiers, n)]
+    out = [(*w, *m) for w in [(), *windows] for m in [(), *subsets]]
+    return sorted((c for c in out if len(c) >= 2), key=len)
+
+
+def _overflow_bound(dtype: np.dtype, geom: Geometry) -> float:
+    """Past what a sum of a window's taps, each addition rounded to ``dtype``, may round to inf:
+    the type's largest value less the rounding of as many additions as taps (and one step more)."""
+    taps = math.prod(a.kernel for a in geom.axes)
+    info = dtypes.finfo(dtype)
+    return float(info.max) * (1.0 - (taps + 2) * float(info.eps))
+
+
+def _placed_sums(values: np.ndarray, geom: Geometry) -> np.ndarray:
+    """Per window of ``geom`` (any placement a variant makes, windows past the padded input
+    included), the sum of ``values`` over its taps inside the input, in row-major tap order."""
+    n, c = values.shape[:2]
+    out = np.zeros((n, c, *(a.out for a in geom.axes)))
+    with np.errstate(all="ignore"):
+        for offsets in itertools.product(*(range(a.kernel) for a in geom.axes)):
+            where, inside = [], []
+            for a, j in zip(geom.axes, offsets):
+                t = np.arange(a.out) * a.stride - a.pad_begin + j * a.dilation
+                where.append(np.clip(t, 0, a.size - 1))
+                inside.append((t >= 0) & (t < a.size))
+            at: tuple[Any, ...] = (slice(None), slice(None), *np.ix_(*where))
+            taken = values[at]
+            mask = np.ones((), dtype=bool)
+            for m in inside:
+                mask = np.multiply.outer(mask, m)
+            out = out + np.where(mask, taken, 0.0)
+    return out
 
 
 def _reduce(spec: FamilySpec, x: np.ndarray, axes: tuple[int, ...]) -> FamilyOutputs:
@@ -345,10 +432,13 @@ FAMILY_VARIANTS: tuple[FamilyVariant, ...] = (
                   lambda s, x, i: _lp_on(s, x, None, rescale=True),
                   lambda s: s.window is not None and s.window.rounding_type != "floor"),
     *(_window_variant(gv) for gv in GEOMETRY_VARIANTS),
-    FamilyVariant("lp:p-ignored", ("lp", "global_lp"), "p read as 2 whatever its value",
-                  lambda s, x, i: _lp(s, x, p=2), lambda s: s.p != 2),
     FamilyVariant("lp:input-type-overflow", ("lp", "global_lp"), "|x|^p summed in the input type: inf past its "
                   "largest value", lambda s, x, i: _lp(s, x, overflow=True)),
+    FamilyVariant("lp:input-type-overflow+lp:no-abs", ("lp", "global_lp"), "x^p summed without |x| in the input "
+                  "type (inf past its largest value; torch's lp_pool)", lambda s, x, i: _lp(s, x, signed=True,
+                                                                                             overflow=True), _odd_p),
+    FamilyVariant("lp:p-ignored", ("lp", "global_lp"), "p read as 2 whatever its value",
+                  lambda s, x, i: _lp(s, x, p=2), lambda s: s.p != 2),
     FamilyVariant("global:last-axis-only", ("global_avg", "global_max", "global_lp"),
                   "pooled over the last axis only", lambda s, x, i: _reduce(s, x, (x.ndim - 1,)),
                   lambda s: True),
@@ -403,9 +493,9 @@ _BY_KEY = {v.key: v for v in FAMILY_VARIANTS}
 
 
 def family_variant_text(key: str) -> str:
-    if "+" in key:
-        return "; ".join(family_variant_text(k) for k in key.split("+"))
     v = _BY_KEY.get(key)
+    if v is None and "+" in key:
+        return "; ".join(family_variant_text(k) for k in key.split("+"))
     return v.text if v is not None else key
 
 
@@ -453,6 +543,13 @@ def diagnose_family(spec: FamilySpec, x: np.ndarray, indices: np.ndarray | None,
             continue
         if agrees(spec, x, out, actual, open_values=left_open):
             found.append(v.key)
+    if not found and spec.op in ("lp", "global_lp"):
+        for keys in _lp_combinations(spec):
+            if found and len(keys) > len(found[0].split("+")):
+                break
+            out = _lp_combination(spec, x, keys)
+            if out is not None and not agrees(spec, x, expected, out) and agrees(spec, x, out, actual):
+                found.append("+".join(keys))
     if not found and spec.op in ("adaptive_avg", "adaptive_max") and x.dtype == np.float64:
         # computed as float32 and misread besides: the pair, each a behaviour of its own
         found = [f"{AS_FLOAT32}+{v.key}" for v in FAMILY_VARIANTS
@@ -479,6 +576,15 @@ def replay_family(spec: FamilySpec, x: np.ndarray, indices: np.ndarray | None, k
             return False
         widened = (out[0].astype(np.float64), out[1])
         return agrees(spec, narrow, widened, actual, open_values=_open(v, spec, narrow))
+    if len(keys) > 1 and spec.op in ("lp", "global_lp"):
+        ordered = sorted(keys, key=lambda k: _LP_MODIFIERS.index(k) if k in _LP_MODIFIERS else -1)
+        combined = _lp_combination(spec, x, ordered)
+        if combined is not None:
+            return agrees(spec, x, combined, actual)
+    if len(keys) == 2 and "+".join(keys[::-1]) in _BY_KEY:
+        keys = ["+".join(keys[::-1])]
+    elif len(keys) == 2 and "+".join(keys) in _BY_KEY:
+        keys = ["+".join(keys)]
     if len(keys) != 1:
         return False
     out = variant_outputs(keys[0], spec, x, indices)
