@@ -204,13 +204,10 @@ def _verdict(finding: O.Finding, new: bool) -> Verdict:
 
 def finding_result(finding: O.Finding, *, new: bool, replay: str, source: str = "",
                    detected_at: float | None = None, shrunk: bool = True) -> CaseResult:
-    """One signature as a ``CaseResult`` (with diffs over the window when outputs differ)."""
+    """One signature as a ``CaseResult``: the expected outputs and the judgement the finding
+    carries from where its outputs were compared (the differing elements with their windows),
+    neither computed again."""
     case = finding.case
-    if not finding.expected:  # an engine, document or invalid-configuration finding
-        try:
-            finding.expected = O.expected_outputs(finding)
-        except PoolcheckError:
-            finding.expected = {}
     judged = finding.judged()
     expected = finding.expected
     diffs, total = judged.diffs, judged.total
@@ -450,7 +447,7 @@ def _save(f: O.Finding, save_dir: str | Path, options: FuzzOptions, command: str
           versions: dict[str, str]) -> Path | None:
     """One finding as a case file in ``save_dir`` (atomic write); None when it has no case form."""
     try:
-        data = finding_case(f, f.expected or O.expected_outputs(f), command=command, seed=options.seed,
+        data = finding_case(f, O.expected_outputs(f), command=command, seed=options.seed,
                             versions={**versions, **({f.subject: f.version} if f.version else {})})
     except PoolcheckError:
         return None
