@@ -321,10 +321,19 @@ def _neighbours(spec: PoolSpec, shape: tuple[int, ...]) -> Iterator[tuple[PoolSp
 
 
 def _sample(shape: tuple[int, ...], dtype: np.dtype, rng: np.random.Generator) -> np.ndarray:
-    """Distinct values (no ties), negative ones where the type has them."""
+    """Distinct values (no ties), negative ones where the type has them; an integer type's lowest
+    and highest values in two places (a bug at the extremes -- a negation wrapping, a scan seeded
+    off by one -- shows in the experiment as it did in the example, instead of leaving a name that
+    fits the example only unrefuted)."""
     size = math.prod(shape)
     values = rng.permutation(size) - (size // 2 if dtype.kind != "u" else 0)
-    return values.reshape(shape).astype(dtype)
+    out = values.reshape(shape).astype(dtype)
+    if dtype.kind in "iu" and size:
+        info = np.iinfo(dtype)
+        flat = out.reshape(-1)
+        places = rng.choice(size, size=min(2, size), replace=False)
+        flat[places] = (info.min, info.max)[:len(places)]
+    return out
 
 
 def _agrees(pred: tuple[np.ndarray, np.ndarray | None], out: tuple[np.ndarray, np.ndarray | None]) -> bool:
