@@ -98,6 +98,11 @@ def _rejection_explained(cause: Cause, f: O.Finding) -> bool:
     """A geometry explanation accounts for a peer refusing the configuration when, read its
     way, the configuration has no output, or a pad of at least the kernel the spec's has not."""
     spec, shape = f.case.spec, tuple(int(v) for v in f.case.x.shape)
+    try:  # the pads the spec applies (under SAME or VALID its pads attributes are ignored)
+        applied = [(a.pad_begin, a.pad_end, a.kernel) for a in resolve(spec, shape).axes]
+    except (PoolcheckError, ValueError, ZeroDivisionError):
+        applied = list(zip(spec.pads_begin, spec.pads_end, spec.kernel))
+    own_too_large = any(p >= k for b, e, k in applied for p in (b, e))
 
     for key in cause:
         gv = _GEOMETRY.get(key)
@@ -110,8 +115,7 @@ def _rejection_explained(cause: Cause, f: O.Finding) -> bool:
             return True
         if any(o < 1 for o in g.output_shape[2:]):
             return True
-        if any(p >= a.kernel for a in g.axes for p in (a.pad_begin, a.pad_end)) and not any(
-                p >= k for p, k in zip(spec.pads_begin + spec.pads_end, spec.kernel + spec.kernel)):
+        if any(p >= a.kernel for a in g.axes for p in (a.pad_begin, a.pad_end)) and not own_too_large:
             return True
     return False
 

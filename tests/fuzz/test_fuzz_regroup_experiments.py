@@ -86,3 +86,28 @@ def test_the_experiment_inputs_hold_an_integer_types_extremes() -> None:
         assert x.min() == info.min and x.max() == info.max
     f = _sample((1, 1, 4), np.dtype(np.float32), rng)
     assert len(set(f.ravel().tolist())) == 4  # floats: distinct values, no extremes
+
+
+def test_a_refusal_under_same_is_explained_by_the_pads_it_applies() -> None:
+    """k03 (a converter writing ONNX pads interleaved) on seed 2: under same_lower the converter
+    writes the SAME pads it resolved, interleaved, and ONNX Runtime refuses 'Pad should be
+    smaller than kernel'. The spec's own pads attributes (ignored under SAME, here 1 on a kernel
+    of 1) were taken for the pads it applies, so the refusal stayed a row of its own."""
+    from poolcheck.fuzz.grouping import covers
+
+    spec = A.PoolSpec(op="max", kernel=(1, 1, 3), strides=(1, 1, 1), pads_begin=(0, 1, 2), pads_end=(0, 0, 3),
+                      dilations=(1, 1, 1), rounding_type="ceil_torch", auto_pad="same_lower", axis=2,
+                      index_element_type="i32")
+    case = FuzzCase("MaxPool-14", {}, spec, np.zeros((1, 1, 7, 4, 4), np.uint8), {})
+    base, geom = O.expected_for(numpy_engine, case)
+    f = O.check_peer(case, "k03", PeerResult("rejects", None, "Pad should be smaller than kernel."), numpy_engine,
+                     base, geom)
+    assert f is not None
+    assert covers(numpy_engine, ("pads:onnx-written-interleaved",), f)
+    # pads that are the spec's own: a refusal of them is no sign of interleaving
+    own = A.openvino_max_pool([1, 3], [1, 1], [1, 1], [0, 0])
+    case = FuzzCase("MaxPool-14", {}, own, np.zeros((1, 1, 3, 4), np.float32), {})
+    base, geom = O.expected_for(numpy_engine, case)
+    f = O.check_peer(case, "k03", PeerResult("rejects", None, "Pad should be smaller than kernel."), numpy_engine,
+                     base, geom)
+    assert f is not None and not covers(numpy_engine, ("pads:onnx-written-interleaved",), f)
