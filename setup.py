@@ -8,14 +8,17 @@ the install still succeeds; ``engine="c"`` then raises EngineUnavailableError an
 The sources are in ``poolcheck/engines/_cpool_src/`` (module.c describes each file); their
 translation units compile in parallel, one compiler process per CPU.
 
-Flags: ``-O2 -ftree-vectorize`` (``-O3`` for the baseline path, O3_SOURCES); ``-ffp-contract=off`` so no multiply-add is ever fused (averages must round
-exactly as the NumPy engine's float64 additions and division do); ``-fno-math-errno``;
+Flags: ``-O2 -ftree-vectorize`` (O3_SOURCES: none now); ``-ffp-contract=off`` so no multiply-add
+is ever fused (averages must round exactly as the NumPy engine's float64 additions and division
+do); ``-fno-math-errno``;
 ``-std=c11``; ``-fvisibility=hidden`` (only ``PyInit__cpool`` is exported). No
 ``-march=native``: one build runs on every CPU of its architecture. The kernels are compiled
 once per instruction-set path, as NumPy compiles its dispatched sources: ``isa_portable.c``
 for the baseline, and on x86-64 ``isa_avx2.c`` with ``-mavx2 -mfma`` and ``isa_avx512.c``
 with AVX-512 F/BW/VL/DQ (ISA_FLAGS); the extension picks the fastest path the CPU runs at
-import (``POOLCHECK_ISA`` forces one).
+import (``POOLCHECK_ISA`` forces one). The three path files are the whole compile time (about
+13, 12 and 5 s of CPU with GCC 12; module.c, geometry.c and family.c under 1 s together), so on
+2 cores the build takes about as long as its largest file.
 """
 
 from __future__ import annotations
@@ -42,12 +45,12 @@ ISA_FLAGS = {
     "isa_avx2.c": ["-mavx2", "-mfma"],
     "isa_avx512.c": ["-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512dq", "-mavx2", "-mfma"],
 }
-#: Sources compiled at -O3 instead of UNIX_FLAGS' -O2 (with the vectoriser on): the baseline
-#: path, whose SSE2 code lost up to 6x (W4) at -O2. -O2 elsewhere measured as fast as -O3 (the
-#: templates unroll their constant tap loops themselves) at a third of the compile time.
-O3_SOURCES = ("isa_portable.c",)
+#: Sources compiled at -O3 instead of UNIX_FLAGS' -O2 (with the vectoriser on). None since the
+#: fused kernels (fused_f32.h) serve the portable path too: its -O3 cost 37 s of CPU against
+#: 13 s at -O2 (the largest translation unit), for the staged kernels' speed on SSE2 only.
+O3_SOURCES: tuple[str, ...] = ()
 #: Compile the costliest sources first, so that the cores finish together.
-COST_ORDER = ("avx512.c", "isa_portable.c", "isa_avx2.c", "isa_avx512.c")
+COST_ORDER = ("isa_portable.c", "isa_avx2.c", "isa_avx512.c")
 X86_64 = platform.machine().lower() in ("x86_64", "amd64")
 
 

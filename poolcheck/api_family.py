@@ -13,7 +13,7 @@ from poolcheck import spec as S
 from poolcheck.api import _as_array, run_spec
 from poolcheck.engines import get_engine, get_family_engine
 from poolcheck.errors import AttributeValueError
-from poolcheck.spec import operators
+from poolcheck.spec import dtypes, operators
 from poolcheck.spec.family import (
     FamilySpec,
     check_unpool_indices,
@@ -25,7 +25,8 @@ from poolcheck.spec.poolspec import INDEX_ELEMENT_TYPES
 
 def lp_root(sums: np.ndarray, p: int, dtype: np.dtype) -> np.ndarray:
     """The Lp norm from the sums of ``|x|^p``: the 1/p-th root in float64 (p = 1: the sum; p = 2:
-    the correctly rounded square root), rounded once to ``dtype``. Both engines finish here."""
+    the correctly rounded square root), rounded once to ``dtype`` (bfloat16 too:
+    :func:`poolcheck.spec.dtypes.cast`). Both engines finish here."""
     with np.errstate(over="ignore", invalid="ignore"):
         if p == 1:
             root = sums
@@ -33,7 +34,7 @@ def lp_root(sums: np.ndarray, p: int, dtype: np.dtype) -> np.ndarray:
             root = np.sqrt(sums)
         else:
             root = np.power(sums, 1.0 / p)
-        return root.astype(dtype)
+        return dtypes.cast(root, dtype)
 
 
 def run_family(spec: FamilySpec, x: Any, *, engine: str = "numpy", indices: Any = None,

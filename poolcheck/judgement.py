@@ -24,6 +24,23 @@ rounding. When both sides accumulate in float64 (engine against engine, a metamo
 both err: the bound is counted twice. Inf equals inf, NaN equals NaN, and where ``|x|`` sums past
 the float64 range no bound is useful (the element must then agree exactly).
 
+**The rest of the family.** GlobalMaxPool, AdaptiveMaxPool (values and indices) and MaxUnpool
+agree bit for bit. GlobalAveragePool follows the average rule over its one window (the plane);
+AdaptiveAvgPool too, with ``taps`` the largest bin and ``mean|x|`` each bin's average of ``|x|``.
+LpPool and GlobalLpPool (``y = S ** (1/p)``, ``S`` the sum of ``|x|^p`` over ``taps`` cells,
+padding counting zero) agree when
+
+    |a - e| <= ((taps + 1) / p + 1) * eps_A * |e| + ulp_R(e) + (taps * tiny_A) ** (1/p)   (the Lp rule)
+
+All terms of ``S`` are non-negative, so a subject summing them in ``A`` errs by at most
+``(taps - 1) * eps * S``; each term ``|x|^p`` rounded once more (``+ 2 eps`` with the rounding of
+the sum's last step) gives ``(taps + 1) * eps`` relative on ``S``. The 1/p-th root divides a
+relative error by ``p`` and rounds once more (``+ eps``); ``ulp_R(e)`` covers the final rounding
+to the result type. Terms below the smallest normal ``tiny`` of ``A`` may be flushed or lose
+digits: at most ``taps * tiny`` absolutely on ``S``, at most ``(taps * tiny) ** (1/p)`` on
+``y``. A term that overflows ``A`` (``|x|^p`` past its range) has no bound: the element must
+agree exactly, and such a difference is a finding.
+
 A case file's documented outputs are the exception: they are compared with the case's own
 ``rtol``/``atol`` (default exact), which the case author chose for numbers written by hand.
 
@@ -49,7 +66,7 @@ from poolcheck import spec as S
 from poolcheck.results import Diff, WindowCell
 from poolcheck.spec import dtypes
 from poolcheck.spec.attributes import PoolSpec
-from poolcheck.spec.family import FamilySpec
+from poolcheck.spec.family import FamilySpec, adaptive_bins, global_window
 from poolcheck.spec.policy import SPEC, Policy
 from poolcheck.spec.shape import Geometry
 
@@ -126,6 +143,39 @@ def tolerance_for(spec: PoolSpec, x: np.ndarray, geom: Geometry, expected: np.nd
     if spec.op != "avg" or not dtypes.is_float(x.dtype) or 0 in geom.output_shape:
         return None
     return avg_tolerance(x, geom, spec.exclude_pad, policy, expected, engine_module)
+
+
+def family_tolerance(spec: FamilySpec, x: np.ndarray, expected: np.ndarray, engine_module: ModuleType,
+                     family_module: ModuleType) -> np.ndarray | None:
+    """The per-element bound a runtime's output of family operator ``spec`` on ``x`` may deviate
+    from the float64-accumulated reference ``expected`` (module docstring: the average rule for
+    GlobalAveragePool and AdaptiveAvgPool, the Lp rule for LpPool and GlobalLpPool), or None
+    (exact) for the max pools, MaxUnpool, integer types and empty outputs. ``engine_module`` and
+    ``family_module`` are the reference engines (averages of ``|x|``)."""
+    if spec.op in ("global_max", "adaptive_max", "unpool") or not dtypes.is_float(x.dtype) or expected.size == 0:
+        return None
+    acc = np.dtype(x.dtype)
+    eps = float(dtypes.finfo(acc).eps)
+    e = np.abs(expected.astype(np.float64))
+    with np.errstate(all="ignore"):
+        ulp = np.spacing(np.where(np.isfinite(e), e, 0).astype(acc)).astype(np.float64)
+    if spec.op == "global_avg":
+        geom = S.resolve(global_window(spec, x.shape), x.shape)
+        return avg_tolerance(x, geom, False, SPEC, expected, engine_module)
+    if spec.op == "adaptive_avg":
+        assert spec.output_shape is not None
+        taps = math.prod(int((end - start).max()) for start, end in
+                         (adaptive_bins(n, o) for n, o in zip(x.shape[2:], spec.output_shape)))
+        with np.errstate(all="ignore"):
+            mean_abs = family_module.adaptive_avg(np.abs(x.astype(np.float64)), spec.output_shape)
+            tol = (taps + 1) * ULPS_PER_TAP * eps * mean_abs + ulp
+        return np.where(np.isnan(tol), 0.0, tol)
+    window = spec.window
+    taps = math.prod(window.kernel) if window is not None and spec.op == "lp" else math.prod(x.shape[2:])
+    tiny = float(dtypes.finfo(acc).tiny)
+    with np.errstate(all="ignore"):
+        tol = ((taps + 1) / spec.p + 1) * ULPS_PER_TAP * eps * e + ulp + (taps * tiny) ** (1.0 / spec.p)
+    return np.where(np.isfinite(tol), tol, 0.0)
 
 
 def close_values(expected: np.ndarray, actual: np.ndarray, tol: np.ndarray | None) -> np.ndarray:

@@ -26,13 +26,15 @@ from poolcheck.api import run_spec
 from poolcheck.api_family import run_family
 from poolcheck.cases import load_paths
 from poolcheck.cases.model import Case
-from poolcheck.engines import numpy_engine
+from poolcheck.engines import family_numpy, numpy_engine
 from poolcheck.errors import CaseFileError, PoolcheckError
 from poolcheck.fingerprint import machine_fingerprint
+from poolcheck.fuzz.diagnosis.family import diagnose_family, family_variant_text
 from poolcheck.fuzz.diagnosis.search import diagnose_output
 from poolcheck.judgement import (
     Judgement,
     contract_message,
+    family_tolerance,
     judge,
     label,
     should_be,
@@ -41,7 +43,7 @@ from poolcheck.judgement import (
     within_accumulation,
 )
 from poolcheck.judgement import output_contract as judge_contract
-from poolcheck.peers.isolation import call_peer_many
+from poolcheck.peers.isolation import call_peer_family, call_peer_many
 from poolcheck.results import (
     SIGNATURE_TAG,
     CaseResult,
@@ -300,12 +302,22 @@ def _as_output_array(value: Any) -> Any:
         return value
 
 
+def _outputs(values: np.ndarray, indices: np.ndarray | None) -> dict[str, Any]:
+    """Outputs as a check stores them (values, and indices when there are some)."""
+    return {"values": tensor(values), **({"indices": tensor(indices)} if indices is not None else {})}
+
+
+def _status_check(peer_name: str, version: str | None, result: Any) -> Check:
+    """The check of a peer call that gave no output (declined, rejects, crash, timeout, ...)."""
+    verdict = STATUS_VERDICT.get(result.status, Verdict.REJECTS)
+    sev = STATUS_SEVERITY.get(result.status)
+    return Check(peer_name, CheckKind.PEER, verdict, f"{result.status}: {result.message}".rstrip(": "),
+                 version=version, severity=sev if sev and verdict != Verdict.SKIP else None)
+
+
 def _check_peer_output(case: Case, peer_name: str, version: str | None, result: Any) -> Check:
     if result.status != "ok":
-        verdict = STATUS_VERDICT.get(result.status, Verdict.REJECTS)
-        sev = STATUS_SEVERITY.get(result.status)
-        return Check(peer_name, CheckKind.PEER, verdict, f"{result.status}: {result.message}".rstrip(": "),
-                     version=version, severity=sev if sev and verdict != Verdict.SKIP else None)
+        return _status_check(peer_name, version, result)
     ref_values, ref_indices = run_spec(case.pool_spec, case.input, engine="numpy")
     geom = S.resolve(case.pool_spec, case.input.shape)
     layout = S.index_layout(case.pool_spec, case.input.shape) if case.pool_spec.op == "max" else None
@@ -340,12 +352,7 @@ def _check_peer_output(case: Case, peer_name: str, version: str | None, result: 
         outputs.append(("indices", ref_indices.astype(np.int64), indices, None))
     judged = judge(case.input, geom, layout, outputs, chosen=indices, against="the reference", stop_at_shape=True)
     diffs, total, messages = judged.diffs, judged.total, judged.messages
-    expected = {"values": tensor(ref_values)}
-    actual = {"values": tensor(values)}
-    if ref_indices is not None:
-        expected["indices"] = tensor(ref_indices)
-    if indices is not None:
-        actual["indices"] = tensor(indices)
+    expected, actual = _outputs(ref_values, ref_indices), _outputs(values, indices)
     notes = "; ".join(str(n) for n in (getattr(out, "notes", []) or []))
     if not diffs:
         return Check(peer_name, CheckKind.PEER, Verdict.PASS, notes, version=version, expected=expected, actual=actual)
@@ -378,6 +385,10 @@ def _registered_class(case: Case, peer: str | None) -> str | None:
         return None
 
 
+def _tagged_unspecified(case: Case) -> bool:
+    return "unspecified" in case.tags or any(t.startswith("severity:unspecified") for t in case.tags)
+
+
 def peer_severity(case: Case, values: np.ndarray, indices: np.ndarray | None,
                   peer: str | None = None) -> tuple[Severity, str | None]:
     """How much a peer's divergence weighs: the class the fuzzer's diagnosis names (every named
@@ -386,7 +397,7 @@ def peer_severity(case: Case, values: np.ndarray, indices: np.ndarray | None,
     it; else ``unspecified`` within the accumulation precision of an average; for a
     known-divergence entry re-run on its own peer, the class its diagnosis recorded; ``unspecified``
     when the case is tagged so; otherwise (nothing explains it) a ``violation``."""
-    if "unspecified" in case.tags or any(t.startswith("severity:unspecified") for t in case.tags):
+    if _tagged_unspecified(case):
         return Severity.UNSPECIFIED, "the case is tagged unspecified"
     if case.input.size > POLICY_SEARCH_LIMIT:
         return Severity.VIOLATION, f"input too large to diagnose (> {POLICY_SEARCH_LIMIT:,} elements)"
@@ -426,31 +437,122 @@ def peer_checks(cases: Sequence[Case], peers: Sequence[Any], *, isolated: bool =
     ``on_output(case, peer name, PeerResult, check)`` sees each peer's raw result beside its
     check (``poolcheck audit`` diagnoses the differing outputs from it)."""
     out: dict[str, list[Check]] = {c.id: [] for c in cases}
-    for case in cases:
-        if is_family(case.spec):
-            for peer in peers:
-                out[case.id].append(Check(peer.name, CheckKind.PEER, Verdict.SKIP,
-                                          f"peers do not run {OPERATORS[case.op].title} yet [peer={peer.name}]"))
+    family_peer_checks([c for c in cases if is_family(c.spec)], peers, out, isolated=isolated, timeout=timeout,
+                       on_output=on_output)
     cases = [c for c in cases if not is_family(c.spec)]
+    items = [(c.pool_spec, _read_only(c.input)) for c in cases]
     for peer in peers:
-        try:
-            version = peer.version()
-        except Exception:
-            version = None
-        try:
-            results = call_peer_many(peer, [(c.pool_spec, _read_only(c.input)) for c in cases], isolated=isolated,
-                                     timeout=timeout)
-        except Exception as exc:  # a peer layer failure is every case's error on this peer, not the run's end
-            for case in cases:
-                out[case.id].append(Check(peer.name, CheckKind.PEER, Verdict.ERROR, f"{_reason(exc)} [peer={peer.name}]",
-                                          version=version))
-            continue
-        for case, result in zip(cases, results):
-            check = check_peer_output(case, peer.name, version, result)
-            if on_output is not None:
-                on_output(case, peer.name, result, check)
-            out[case.id].append(check)
+        _check_on_peer(cases, peer, out, lambda p: call_peer_many(p, items, isolated=isolated, timeout=timeout),
+                       check_peer_output, on_output)
     return out
+
+
+def _check_on_peer(cases: Sequence[Case], peer: Any, out: dict[str, list[Check]], call: Callable[[Any], list[Any]],
+                   check: Callable[[Case, str, str | None, Any], Check],
+                   on_output: Callable[[Case, str, Any, Check], None] | None) -> None:
+    """``call(peer)`` for every case at once, each result judged by ``check`` into ``out``."""
+    if not cases:
+        return
+    try:
+        version = peer.version()
+    except Exception:
+        version = None
+    try:
+        results = call(peer)
+    except Exception as exc:  # a peer layer failure is every case's error on this peer, not the run's end
+        for case in cases:
+            out[case.id].append(Check(peer.name, CheckKind.PEER, Verdict.ERROR, f"{_reason(exc)} [peer={peer.name}]",
+                                      version=version))
+        return
+    for case, result in zip(cases, results):
+        checked = check(case, peer.name, version, result)
+        if on_output is not None:
+            on_output(case, peer.name, result, checked)
+        out[case.id].append(checked)
+
+
+def family_peer_checks(cases: Sequence[Case], peers: Sequence[Any], out: dict[str, list[Check]], *,
+                       isolated: bool = True, timeout: float = 30.0,
+                       on_output: Callable[[Case, str, Any, Check], None] | None = None) -> None:
+    """:func:`peer_checks` for family cases (LpPool, global pooling, MaxUnpool, adaptive pooling):
+    each peer gets ``(FamilySpec, x, I)`` items (a peer whose ``family_ops`` lacks the op is
+    declined without being called), judged by :func:`check_family_peer_output`."""
+    items = [(c.spec, _read_only(c.input), None if c.inputs.get("I") is None else _read_only(np.asarray(c.inputs["I"])))
+             for c in cases]
+    for peer in peers:
+        _check_on_peer(cases, peer, out,
+                       lambda p: call_peer_family(p, items, isolated=isolated, timeout=timeout),  # type: ignore[arg-type]
+                       check_family_peer_output, on_output)
+
+
+def check_family_peer_output(case: Case, peer_name: str, version: str | None, result: Any) -> Check:
+    """Judge one peer's result on a family case against the reference engine (``run_family``):
+    exact for the max pools and MaxUnpool, the average rule and the Lp rule of
+    :mod:`poolcheck.judgement` (:func:`~poolcheck.judgement.family_tolerance`) otherwise."""
+    try:
+        return _check_family_peer_output(case, peer_name, version, result)
+    except Exception as exc:  # the per-case boundary
+        return Check(peer_name, CheckKind.PEER, Verdict.ERROR, f"{_reason(exc)} [peer={peer_name}]", version=version)
+
+
+def _check_family_peer_output(case: Case, peer_name: str, version: str | None, result: Any) -> Check:
+    if result.status != "ok":
+        return _status_check(peer_name, version, result)
+    spec = case.spec
+    assert isinstance(spec, FamilySpec)
+    ref_values, ref_indices = run_family(spec, case.input, indices=case.inputs.get("I"), row=OPERATORS[case.op])
+    values = np.asarray(result.output.values)
+    indices = None if result.output.indices is None else np.asarray(result.output.indices)
+    where = label(spec, f"peer={peer_name}")
+    contract = []
+    if values.dtype != ref_values.dtype:
+        contract.append(should_be("values.dtype", values.dtype.name, ref_values.dtype.name))
+    if ref_indices is not None and indices is None:
+        contract.append("indices: the peer returned none")
+    elif ref_indices is not None and indices is not None and indices.dtype != ref_indices.dtype:
+        contract.append(should_be("indices.dtype", indices.dtype.name, ref_indices.dtype.name))
+    if contract:
+        return Check(peer_name, CheckKind.PEER, Verdict.FAIL, "; ".join(contract) + f" {where}", version=version,
+                     severity=Severity.VIOLATION, diagnosis="output contract")
+    tol = family_tolerance(spec, case.input, ref_values, numpy_engine, family_numpy) \
+        if values.shape == ref_values.shape else None
+    outputs = [("values", ref_values, values, tol)]
+    if ref_indices is not None and indices is not None:
+        outputs.append(("indices", ref_indices.astype(np.int64), indices.astype(np.int64), None))
+    judged = judge(case.input, None, None, outputs, against="the reference", stop_at_shape=True)
+    expected, actual = _outputs(ref_values, ref_indices), _outputs(values, indices)
+    notes = "; ".join(str(n) for n in (getattr(result.output, "notes", []) or []))
+    if not judged.diffs:
+        return Check(peer_name, CheckKind.PEER, Verdict.PASS, notes, version=version, expected=expected, actual=actual)
+    severity, diagnosis = family_peer_severity(case, values, indices, peer_name)
+    return Check(peer_name, CheckKind.PEER, Verdict.FAIL, judged.message() + f" {where}" + (f" ({notes})" if notes else ""),
+                 judged.diffs, judged.total, version=version, expected=expected, actual=actual, severity=severity,
+                 diagnosis=diagnosis)
+
+
+def family_peer_severity(case: Case, values: np.ndarray, indices: np.ndarray | None,
+                         peer: str | None = None) -> tuple[Severity, str | None]:
+    """:func:`peer_severity` for a family case: the first family variant that reproduces the
+    peer's output (:func:`~poolcheck.fuzz.diagnosis.family.diagnose_family`, the registry's class
+    first when it is among them) weighed by the severity table; for a registry entry whose class
+    no variant reproduces here, its recorded class; else ``violation``, unexplained."""
+    if _tagged_unspecified(case):
+        return Severity.UNSPECIFIED, "the case is tagged unspecified"
+    spec = case.spec
+    assert isinstance(spec, FamilySpec)
+    registered = _registered_class(case, peer)
+    if case.input.size <= POLICY_SEARCH_LIMIT:
+        unpool_indices = case.inputs.get("I")
+        expected = run_family(spec, case.input, indices=unpool_indices, row=OPERATORS[case.op])
+        keys = diagnose_family(spec, case.input, unpool_indices, expected, (values, indices))
+        if registered in keys:
+            keys = [registered]
+        if keys:
+            return _weigh(keys[:1], spec, f"{keys[0]}: {family_variant_text(keys[0])}")  # type: ignore[arg-type]
+    if registered is not None:
+        return _weigh([a for a in registered.split("+") if a], spec,  # type: ignore[arg-type]
+                      f"the class the registry records for {peer}: {registered}")
+    return UNEXPLAINED_SEVERITY, None
 
 
 # --------------------------------------------------------------------------- a whole run

@@ -90,6 +90,7 @@ SLOW_FOLDER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "slow")
 SLOW_TESTS = frozenset({
     "test_run_robust.py", "test_audit.py", "test_peers_hostile.py", "test_report_merge.py", "test_fuzz_cli.py",
     "test_report_hostile.py", "test_shape_cli.py",
+    "test_audit_family.py", "test_shape_family.py",
     "test_cases_files.py::test_run_cases_exits_0", "test_cases_files.py::test_every_documented_example_has_its_recorded_verdict",
     "test_peers_new.py::test_doctor_lists_the_new_peers", "test_peers_options.py::test_doctor_lists_options",
     "test_peers_new.py::test_new_peer_agrees_with_the_engine_where_it_runs",

@@ -28,6 +28,15 @@ import numpy as np
 import oracle
 
 
+def to_dtype(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """float64 ``values`` rounded once to ``dtype``: NumPy's cast, or for bfloat16 (whose ml_dtypes
+    cast from float64 rounds twice, through float32) :func:`oracle.bfloat16_round` per element."""
+    if dtype.name == "bfloat16":
+        exact = [oracle.bfloat16_round(float(v)) for v in values.reshape(-1)]
+        return np.array(exact, dtype=np.float32).astype(dtype).reshape(values.shape)  # exact values
+    return values.astype(dtype)
+
+
 def _exact_sum_of_powers(values: list[float], p: int) -> float:
     """``sum |v|^p`` exactly, then to float64 (inf when it overflows, NaN when a value is NaN)."""
     if any(math.isnan(v) for v in values):
@@ -62,7 +71,7 @@ def lp_pool(x: np.ndarray, kernel_shape: Sequence[int], p: int = 2, strides: Seq
                 if all(0 <= q < a.size for q, a in zip(pos, axes)):
                     taps.append(float(plane[pos]))
             out[nc + o] = _root(_exact_sum_of_powers(taps, p), p)
-    return out.astype(x.dtype)
+    return to_dtype(out, x.dtype)
 
 
 def global_pool(x: np.ndarray, kind: str, p: int = 2) -> np.ndarray:
@@ -77,7 +86,7 @@ def global_pool(x: np.ndarray, kind: str, p: int = 2) -> np.ndarray:
             out[where] = _root(_exact_sum_of_powers(values, p), p)
         else:
             out[where] = _exact_mean(values)
-    return out.astype(x.dtype)
+    return to_dtype(out, x.dtype)
 
 
 def _exact_mean(values: list[float]) -> float:
@@ -115,7 +124,7 @@ def adaptive(x: np.ndarray, output_shape: Sequence[int], kind: str) -> tuple[np.
             assert at is not None and best is not None
             values[nc + o] = best
             index[nc + o] = int(np.ravel_multi_index(at, spatial))
-    return values.astype(x.dtype), (index if kind == "max" else None)
+    return to_dtype(values, x.dtype), (index if kind == "max" else None)
 
 
 def unpool_shape(x_shape: Sequence[int], kernel_shape: Sequence[int], strides: Sequence[int] | None,

@@ -20,20 +20,26 @@ from poolcheck.api import run_spec
 from poolcheck.cases.model import Case
 from poolcheck.errors import CaseFileError, PoolcheckError
 from poolcheck.files import native_stderr_silenced
-from poolcheck.spec.operators import Attribute, onnx_version, operator, parse
+from poolcheck.spec.family import FamilySpec
+from poolcheck.spec.operators import OPERATORS, Attribute, OperatorVersion, onnx_version, operator, parse
 from poolcheck.spec.poolspec import PoolSpec
 from poolcheck.spec.shape import resolve
 
-#: ONNX pooling operators and the poolcheck op each maps to (Global* are the degenerate case:
-#: "GlobalMaxPool consumes an input tensor X and applies max pooling across the values in the
-#: same channel. This is equivalent to MaxPool with kernel size equal to the spatial dimension").
+#: ONNX pooling operators of a backend test directory and the row each is read as (Global* are the
+#: degenerate case: "GlobalMaxPool consumes an input tensor X and applies max pooling across the
+#: values in the same channel. This is equivalent to MaxPool with kernel size equal to the spatial
+#: dimension").
 ONNX_POOL_OPS = {"MaxPool": "MaxPool-22", "AveragePool": "AveragePool-22",
                  "GlobalMaxPool": "MaxPool-22", "GlobalAveragePool": "AveragePool-22"}
 #: ONNX operators of the rest of the family read from backend test directories (their catalogue
 #: row is the version in force at the model's opset, :func:`~poolcheck.spec.operators.onnx_version`).
 ONNX_FAMILY_OPS = ("LpPool", "GlobalLpPool", "MaxUnpool")
-#: OpenVINO IR pooling ops and the case op each maps to.
-OV_POOL_OPS = {"MaxPool": "MaxPool-14", "AvgPool": "AvgPool-14"}
+#: Every ONNX pooling operator a model's node is judged as (``poolcheck audit``): each by its own
+#: catalogue row, the version in force at the model's opset.
+ONNX_NODE_OPS = (*ONNX_POOL_OPS, *ONNX_FAMILY_OPS)
+#: OpenVINO IR pooling ops; each node is read as the row of its own version (``MaxPool`` of
+#: ``opset8`` is ``MaxPool-8``).
+OV_NODE_OPS = ("MaxPool", "AvgPool", "AdaptiveAvgPool", "AdaptiveMaxPool")
 #: ONNX pooling operators whose kernel is the whole spatial extent (read as their row with
 #: kernel_shape = the input's spatial dims).
 WHOLE_EXTENT_OPS = frozenset({"GlobalMaxPool", "GlobalAveragePool"})
@@ -60,12 +66,12 @@ class PoolNode:
 
     name: str
     op_type: str  # as in the model: MaxPool, AveragePool, GlobalMaxPool, AvgPool ...
-    case_op: str  # poolcheck op: MaxPool-22, AveragePool-22, MaxPool-14, AvgPool-14
+    case_op: str  # its catalogue row: onnx:MaxPool-8, AveragePool-7, GlobalAveragePool-1, MaxPool-14 ...
     attributes: dict[str, Any]  # as the catalogue row spells them (for operators.parse)
     input_name: str
     input_shape: tuple[int, ...] | None
     dtype: str
-    spec: PoolSpec | None = None
+    spec: PoolSpec | FamilySpec | None = None
     problem: str = ""  # why the node cannot be judged (unknown attribute, shape not inferable ...)
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -200,32 +206,80 @@ def _scope_types(graph: Any, outer: dict[str, Any]) -> dict[str, Any]:
     return types
 
 
-def _walk_pool_nodes(graph: Any, outer: dict[str, Any], prefix: str = "") -> Iterator[tuple[str, Any, dict[str, Any], bool]]:
-    """Every pooling node of ``graph`` and of the graphs nested in its nodes (If, Loop, Scan):
-    (display name, node, the types in its scope, whether it sits in a subgraph). A nested node's
-    name is its path: ``outer_node/then_branch/inner_node``."""
+def _walk_pool_nodes(graph: Any, outer: dict[str, Any], ops: tuple[str, ...],
+                     prefix: str = "") -> Iterator[tuple[str, Any, dict[str, Any], bool]]:
+    """Every node of ``graph`` whose type is one of ``ops``, and of the graphs nested in its
+    nodes (If, Loop, Scan): (display name, node, the types in its scope, whether it sits in a
+    subgraph). A nested node's name is its path: ``outer_node/then_branch/inner_node``."""
     types = _scope_types(graph, outer)
     for i, node in enumerate(graph.node):
         name = prefix + (node.name or f"{node.op_type}#{i}")
-        if node.op_type in ONNX_POOL_OPS and node.domain in ("", "ai.onnx"):
+        if node.op_type in ops and node.domain in ("", "ai.onnx"):
             yield name, node, types, bool(prefix)
         for attr, sub in _subgraphs(node):
-            yield from _walk_pool_nodes(sub, types, f"{name}/{attr}/")
+            yield from _walk_pool_nodes(sub, types, ops, f"{name}/{attr}/")
 
 
-def _holds_pool(graph: Any) -> bool:
-    return any((n.op_type in ONNX_POOL_OPS and n.domain in ("", "ai.onnx"))
-               or any(_holds_pool(g) for _, g in _subgraphs(n)) for n in graph.node)
+def _holds_pool(graph: Any, ops: tuple[str, ...]) -> bool:
+    return any((n.op_type in ops and n.domain in ("", "ai.onnx"))
+               or any(_holds_pool(g, ops) for _, g in _subgraphs(n)) for n in graph.node)
+
+
+def model_opset(model: Any) -> int:
+    """The default-domain opset a model imports (1 when it names none)."""
+    return next((int(o.version) for o in model.opset_import if o.domain in ("", "ai.onnx")), 1)
+
+
+def _rows_of(op_type: str) -> list[OperatorVersion]:
+    """The catalogue rows of ONNX ``op_type``, oldest first."""
+    return [r for r in OPERATORS.values() if r.convention == "onnx" and r.title.rpartition("-")[0] == op_type]
+
+
+def _versioned_row(op_type: str, opset: int, attrs: dict[str, Any]) -> tuple[str, str]:
+    """(catalogue row, problem) of an ONNX node at ``opset``: the version in force there; an
+    attribute that version lacks is the model's error (naming the version that has it)."""
+    row = onnx_version(op_type, opset)
+    if row is None:
+        return "", (f"{op_type} at opset {opset}: poolcheck has no row for it "
+                    f"(its versions: {', '.join(r.title for r in _rows_of(op_type))})")
+    for name in sorted(set(attrs) - set(row.attribute_names)):
+        later = [r.title for r in _rows_of(op_type) if name in r.attribute_names]
+        if later:
+            return row.name, (f"attribute {name!r} is not an attribute of {row.title}, the version in force at the "
+                              f"model's opset {opset} ({later[0]} has it)")
+        return row.name, f"attribute {name!r} is not modelled"
+    return row.name, ""
+
+
+def _constant_ints(graph: Any, name: str) -> list[int] | None:
+    """The integers of tensor ``name`` when it is an initializer or a Constant's output."""
+    from onnx import numpy_helper
+
+    for init in graph.initializer:
+        if init.name == name:
+            return [int(v) for v in numpy_helper.to_array(init).reshape(-1)]
+    for node in graph.node:
+        if node.op_type == "Constant" and list(node.output) == [name]:
+            for a in node.attribute:
+                if a.name == "value":
+                    return [int(v) for v in numpy_helper.to_array(a.t).reshape(-1)]
+    return None
 
 
 def onnx_pool_nodes(path: Path, input_shapes: dict[str, tuple[int, ...]] | None = None, *,
-                    model: Any = None) -> list[PoolNode]:
+                    model: Any = None, versions: bool = True) -> list[PoolNode]:
     """Every pooling node of the ONNX model at ``path``, including those inside If/Loop/Scan
-    subgraphs, with its inferred input shape (``model``: the model already read from ``path``). Raises :class:`ModelError` for an unreadable model
-    or a top-level pooling input whose shape stays unknown (naming the model input to give with
-    ``--input-shape``); a node that cannot be judged (a nested node whose shape is unknown, an
-    element type poolcheck does not model, an attribute it does not know) carries its
-    ``problem`` and the other nodes are still read."""
+    subgraphs, with its inferred input shape (``model``: the model already read from ``path``).
+
+    With ``versions`` (``poolcheck audit``) every node of :data:`ONNX_NODE_OPS` is read as the
+    catalogue row of its version at the model's opset (an opset-9 MaxPool is MaxPool-8, a
+    GlobalAveragePool is GlobalAveragePool-1); without it (backend test directories) MaxPool,
+    AveragePool and their Global forms are read as :data:`ONNX_POOL_OPS` says.
+
+    Raises :class:`ModelError` for an unreadable model or a top-level pooling input whose shape
+    stays unknown (naming the model input to give with ``--input-shape``); a node that cannot be
+    judged (a nested node whose shape is unknown, an element type poolcheck does not model, an
+    attribute its version does not have) carries its ``problem`` and the other nodes are still read."""
     import onnx
 
     if model is None:
@@ -239,7 +293,8 @@ def onnx_pool_nodes(path: Path, input_shapes: dict[str, tuple[int, ...]] | None 
         tt.shape.ClearField("dim")
         for v in shape:
             tt.shape.dim.add().dim_value = v
-    if not _holds_pool(model.graph):
+    ops = ONNX_NODE_OPS if versions else tuple(ONNX_POOL_OPS)
+    if not _holds_pool(model.graph, ops):
         return []
     try:
         inferred = onnx.shape_inference.infer_shapes(model, data_prop=True)
@@ -248,14 +303,20 @@ def onnx_pool_nodes(path: Path, input_shapes: dict[str, tuple[int, ...]] | None 
     initializers = {i.name for i in inferred.graph.initializer}
     dynamic = [i.name for i in inferred.graph.input if i.name not in initializers and _dims(i.type) is not None
                and any(not isinstance(d, int) or d == 0 for d in _dims(i.type) or ())]
+    opset = model_opset(model)
     nodes = []
-    for name, node, types, nested in _walk_pool_nodes(inferred.graph, {}):
+    for name, node, types, nested in _walk_pool_nodes(inferred.graph, {}, ops):
         vtype = types.get(node.input[0]) if node.input else None
         dims = _dims(vtype) if vtype is not None else None
         elem = vtype.tensor_type.elem_type if vtype is not None else 0
         dtype = _np_dtype_name(elem) if elem else "float32"
-        case_op = ONNX_POOL_OPS[node.op_type]
         attrs = _attr_dict(node)
+        if versions:
+            case_op, problem = _versioned_row(node.op_type, opset, attrs)
+        else:
+            case_op = ONNX_POOL_OPS[node.op_type]
+            unknown = sorted(set(attrs) - ONNX_ATTRS[node.op_type])
+            problem = f"attribute {unknown[0]!r} is not modelled" if unknown else ""
         if dims is None or any(not isinstance(d, int) or d < 1 for d in dims):
             hint = f" (give --input-shape for {', '.join(dynamic)})" if dynamic else ""
             reason = (f"the shape of its input {(node.input or [''])[0]!r} cannot be inferred"
@@ -267,15 +328,27 @@ def onnx_pool_nodes(path: Path, input_shapes: dict[str, tuple[int, ...]] | None 
                                   problem=reason))
             continue
         shape = tuple(int(d) for d in dims)
-        if node.op_type in WHOLE_EXTENT_OPS:
+        if node.op_type in WHOLE_EXTENT_OPS and not versions:
             attrs = {"kernel_shape": list(shape[2:])}
-        pn = PoolNode(name, node.op_type, case_op, attrs, node.input[0], shape, dtype)
-        unknown = sorted(set(attrs) - ONNX_ATTRS[node.op_type])
+        pn = PoolNode(name, node.op_type, case_op, attrs, node.input[0], shape, dtype, problem=problem)
+        pn.extra["opset"] = opset
         if len(node.output) > 1 and node.output[1]:
             pn.extra["indices"] = True
-        if unknown:
-            pn.problem = f"attribute {unknown[0]!r} is not modelled"
-        else:
+            if case_op and not operator(case_op).indices_output and not pn.problem:
+                pn.problem = f"{operator(case_op).title} has one output, the node has {len(node.output)}"
+        if node.op_type == "MaxUnpool" and len(node.input) > 2 and node.input[2] and not pn.problem:
+            # output_shape is MaxUnpool's third input; poolcheck's row holds it as an attribute.
+            given = _constant_ints(inferred.graph, node.input[2])
+            if given is None:
+                out_type = types.get(node.output[0])
+                out_dims = _dims(out_type) if out_type is not None else None
+                given = [int(d) for d in out_dims] if out_dims and all(isinstance(d, int) and d > 0
+                                                                         for d in out_dims) else None
+            if given is None:
+                pn.problem = f"its output_shape input {node.input[2]!r} is neither a constant nor inferable"
+            else:
+                pn.attributes = attrs = {**attrs, "output_shape": given}
+        if not pn.problem:
             try:
                 pn.spec = parse(case_op, attrs)
             except PoolcheckError as exc:
@@ -285,7 +358,9 @@ def onnx_pool_nodes(path: Path, input_shapes: dict[str, tuple[int, ...]] | None 
 
 
 def openvino_pool_nodes(path: Path, input_shapes: dict[str, tuple[int, ...]] | None = None) -> list[PoolNode]:
-    """The MaxPool / AvgPool ops of an OpenVINO IR model (``.xml`` + ``.bin``)."""
+    """The MaxPool, AvgPool, AdaptiveAvgPool and AdaptiveMaxPool ops of an OpenVINO IR model
+    (``.xml`` + ``.bin``), each read as the catalogue row of its own version (``MaxPool`` of
+    ``opset8`` is ``MaxPool-8``)."""
     if not path.exists():
         raise ModelError(f"{path}: no such file")
     try:
@@ -305,24 +380,40 @@ def openvino_pool_nodes(path: Path, input_shapes: dict[str, tuple[int, ...]] | N
     nodes = []
     for op in model.get_ordered_ops():
         kind = op.get_type_name()
-        if kind not in OV_POOL_OPS:
+        if kind not in OV_NODE_OPS:
             continue
-        a = op.get_attributes()
-        # The IR spells attributes as the catalogue row does (AvgPool's "exclude-pad" with a dash).
-        attrs = {at.name: _ir_value(at, a[key]) for at in operator(OV_POOL_OPS[kind]).attributes
-                 for key in (at.name, at.name.replace("_", "-")) if key in a}
-        if attrs.get("auto_pad") == "notset":
-            attrs["auto_pad"] = "explicit"
-        ps = op.input(0).get_partial_shape()
+        version = "".join(ch for ch in str(op.get_type_info().version_id) if ch.isdigit())
+        case_op = f"{kind}-{version}"
         name = op.get_friendly_name()
+        ps = op.input(0).get_partial_shape()
         if ps.is_dynamic:
             raise ModelError(f"{path}: node {name!r} ({kind}): its input shape {ps} is dynamic (give --input-shape)")
         shape = tuple(int(d) for d in ps.to_shape())
         dtype = _ov_dtype_name(op.input(0).get_element_type())
-        pn = PoolNode(name, kind, OV_POOL_OPS[kind], attrs, op.input(0).get_source_output().get_any_name()
-                      if op.input(0).get_source_output().get_names() else "", shape, dtype)
+        source = op.input(0).get_source_output()
+        pn = PoolNode(name, kind, case_op, {}, source.get_any_name() if source.get_names() else "", shape, dtype)
+        pn.extra["opset"] = version
+        if case_op not in OPERATORS:
+            pn.problem = f"{kind} of opset{version}: poolcheck has no row for it"
+            nodes.append(pn)
+            continue
+        a = op.get_attributes()
+        # The IR spells attributes as the catalogue row does (AvgPool's "exclude-pad" with a dash).
+        attrs = {at.name: _ir_value(at, a[key]) for at in operator(case_op).attributes
+                 for key in (at.name, at.name.replace("_", "-")) if key in a}
+        if attrs.get("auto_pad") == "notset":
+            attrs["auto_pad"] = "explicit"
+        if kind.startswith("Adaptive"):
+            # output_shape is the adaptive pools' second input; poolcheck's row holds it as an attribute.
+            out = op.output(0).get_partial_shape()
+            given = op.input(1).get_source_output().get_node()
+            if given.get_type_name() == "Constant":
+                attrs["output_shape"] = [int(v) for v in np.asarray(given.get_data()).reshape(-1)]
+            elif not out.is_dynamic:
+                attrs["output_shape"] = [int(d) for d in out.to_shape()][2:]
+        pn.attributes = attrs
         try:
-            pn.spec = parse(pn.case_op, attrs)
+            pn.spec = parse(case_op, attrs)
         except PoolcheckError as exc:
             pn.problem = str(exc)
         nodes.append(pn)
@@ -444,9 +535,8 @@ def load_backend_dir(path: Path) -> tuple[list[Case], list[CaseFileError]]:
         graph = model.graph
         family = [n for n in graph.node if n.op_type in ONNX_FAMILY_OPS]
         if family and len(graph.node) == 1:
-            opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 1)
-            return _family_backend_cases(path, family[0], opset)
-        nodes = onnx_pool_nodes(model_path, model=model)
+            return _family_backend_cases(path, family[0], model_opset(model))
+        nodes = onnx_pool_nodes(model_path, model=model, versions=False)
     except (ModelError, PoolcheckError) as exc:
         return [], [CaseFileError(str(exc), path=str(path))]
     # Reshaping wrappers (pytorch's 1-D pools are exported as Unsqueeze -> pool -> Squeeze) only
@@ -458,6 +548,8 @@ def load_backend_dir(path: Path) -> tuple[list[Case], list[CaseFileError]]:
     node = nodes[0]
     if node.spec is None:
         return [], [CaseFileError(f"node {node.name!r}: {node.problem}", path=str(path))]
+    assert isinstance(node.spec, PoolSpec)  # read without versions: MaxPool/AveragePool rows only
+    spec = node.spec
     convention = operator(node.case_op).convention
     element_types = tuple(_proto_type(d) for d in operator(node.case_op).dtypes)
     cases, errors = [], []
@@ -470,7 +562,7 @@ def load_backend_dir(path: Path) -> tuple[list[Case], list[CaseFileError]]:
                 expected["indices"] = _read_tensor(ds / "output_1.pb", path, ("INT64",))
             if node.input_shape is not None and x.shape != node.input_shape and x.size == int(np.prod(node.input_shape)):
                 x = x.reshape(node.input_shape)
-                out_shape = (*x.shape[:2], *(a.out for a in resolve(node.spec, x.shape).axes))
+                out_shape = (*x.shape[:2], *(a.out for a in resolve(spec, x.shape).axes))
                 expected = {k: v.reshape(out_shape) if v.size == int(np.prod(out_shape)) else v
                             for k, v in expected.items()}
         except CaseFileError as exc:
@@ -482,11 +574,11 @@ def load_backend_dir(path: Path) -> tuple[list[Case], list[CaseFileError]]:
         cid = f"{path.name}/{ds.name}"
         title = f"onnx backend test {path.name} ({node.op_type})"
         tags = ["onnx-backend-test"]
-        rounded = rounding_note(node.spec, x, expected["values"])
+        rounded = rounding_note(spec, x, expected["values"])
         if rounded:
             title += f"; note: {rounded}"
             tags.append("note:stored-output-rounded")
-        cases.append(Case(id=cid, op=node.case_op, convention=convention, spec=node.spec,
+        cases.append(Case(id=cid, op=node.case_op, convention=convention, spec=spec,
                           attributes=dict(node.attributes), dtype=x.dtype, input=x, expected=expected,
                           path=str(path), title=title, notes=rounded,
                           source={"document": "onnx backend test data", "path": str(path)},

@@ -32,7 +32,7 @@ from poolcheck.cli.common import (
     write_report_set,
 )
 from poolcheck.files import stdout_to_stderr
-from poolcheck.models.audit import NodeAudit, ProgressFn, audit_model
+from poolcheck.models.audit import POOLING_NODE_TYPES, NodeAudit, ProgressFn, audit_model
 from poolcheck.report.writers import check_report_dir
 
 #: Peers ``audit`` runs by default (those installed here).
@@ -133,8 +133,7 @@ def _names(group: list[NodeAudit]) -> str:
 def _render(model: Path, audits: list[NodeAudit], peer_names: list[str], *, quiet: bool = False,
             configurations: int = 0) -> None:
     if not audits:
-        console.print(f"{safe(str(model))}: no pooling node (MaxPool, AveragePool, GlobalMaxPool, GlobalAveragePool)",
-                      markup=False)
+        console.print(f"{safe(str(model))}: no pooling node ({', '.join(POOLING_NODE_TYPES)})", markup=False)
         return
     groups = _groups(audits)
     if quiet:
@@ -151,7 +150,7 @@ def _render(model: Path, audits: list[NodeAudit], peer_names: list[str], *, quie
     for group in groups:
         a = group[0]
         n = a.node
-        out = a.output_shapes.get("openvino-runtime")
+        out = a.output_shape
         shape = f"{'x'.join(map(str, n.input_shape or []))}\n-> {'x'.join(map(str, out)) if out else '?'}"
         differs = a.peer_severities()
         known_peers = sorted({k.peer for k in a.known if k.peer in peer_names})
@@ -159,7 +158,7 @@ def _render(model: Path, audits: list[NodeAudit], peer_names: list[str], *, quie
         if known_peers:
             risk_text.append(f"\n{len(a.known)} known ({', '.join(safe(p) for p in known_peers)})", style="dim")
         config = Text(n.spec.describe()) if n.spec and not a.problem else Text(safe(a.problem), style="red")
-        table.add_row(Text(f"{_names(group)}\n{safe(n.op_type)}"), shape, config, risk_text,
+        table.add_row(Text(f"{_names(group)}\n{safe(a.operator)}"), shape, config, risk_text,
                       Text("\n".join(f"{safe(p)}:\n {s}" for p, s in differs.items()),
                            style="bold red" if "violation" in differs.values() else "yellow")
                       if differs else Text("none", style="green"))
@@ -172,7 +171,7 @@ def _render(model: Path, audits: list[NodeAudit], peer_names: list[str], *, quie
             a = group[0]
             severities = a.peer_severities()
             for peer, texts in a.diagnoses().items():
-                line = Text(f"  {_names(group)} ({safe(a.node.op_type)}), {safe(peer)} "
+                line = Text(f"  {_names(group)} ({safe(a.operator)}), {safe(peer)} "
                             f"({severities.get(peer, 'violation')}): ", style="bold")
                 line.append(" | ".join(safe(t) for t in texts) or "not diagnosed", style="")
                 console.print(line)

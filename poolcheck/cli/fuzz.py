@@ -37,6 +37,7 @@ from poolcheck.corpus import KNOWN_DIR
 from poolcheck.errors import AttributeValueError
 from poolcheck.fuzz.cluster import check_address, run_fuzz
 from poolcheck.fuzz.database import check_database
+from poolcheck.fuzz.family import FAMILY_FLAGS, check_family_arguments, is_family_ops
 from poolcheck.fuzz.session import ORACLES, FuzzOptions, Progress, request_stop, resolve_peer_list
 from poolcheck.fuzz.strategies import ALL_DTYPES, CONVENTIONS, OP_NAMES, check_arguments
 from poolcheck.peers.registry import builtin_peer, parse_peer_list
@@ -92,7 +93,7 @@ def default_peers() -> list[str]:
 
 
 def fuzz(
-    ops: Annotated[str, typer.Option("--ops", help="Operators: maxpool, avgpool (comma-separated).")] = "maxpool,avgpool",
+    ops: Annotated[str, typer.Option("--ops", help="Operators (comma-separated): maxpool, avgpool; or the rest of the family, fuzzed on its own: lp, global_avg, global_max, global_lp, unpool, adaptive_avg, adaptive_max.")] = "maxpool,avgpool",
     ranks: Annotated[str, typer.Option("--ranks", help="Input ranks (3, 4, 5), comma-separated.")] = "3,4,5",
     dtypes: Annotated[str, typer.Option("--dtypes", help=f"Element types, comma-separated, or 'all' ({', '.join(ALL_DTYPES)}).")] = "all",
     conventions: Annotated[str, typer.Option("--conventions", help="Attribute conventions: openvino, onnx.")] = "openvino,onnx",
@@ -123,10 +124,16 @@ def fuzz(
     """Fuzz pooling configurations against the peers; shrink, diagnose and save each new divergence."""
     with user_errors():
         op_list = []
+        words = {**OP_NAMES, **{flag: op for op, flag in FAMILY_FLAGS.items()}}
         for o in _comma_list(ops):
-            if o not in OP_NAMES:
-                raise AttributeValueError("--ops", f"expected maxpool and/or avgpool, got {o!r}")
-            op_list.append(OP_NAMES[o])
+            if o not in words:
+                raise AttributeValueError("--ops", f"expected maxpool, avgpool or a family operator "
+                                                   f"({', '.join(FAMILY_FLAGS.values())}), got {o!r}")
+            op_list.append(words[o])
+        if is_family_ops(op_list) and invalid:
+            raise AttributeValueError("--invalid", "family operators are fuzzed with valid configurations only")
+        if not is_family_ops(op_list) and any(op in FAMILY_FLAGS for op in op_list):
+            raise AttributeValueError("--ops", "the family operators fuzz on their own: give them without maxpool/avgpool")
         try:
             rank_list = [int(r) for r in _comma_list(ranks)]
         except ValueError:
@@ -136,7 +143,10 @@ def fuzz(
         bad = [c for c in conv_list if c not in CONVENTIONS]
         if bad:
             raise AttributeValueError("--conventions", f"expected openvino and/or onnx, got {bad[0]!r}")
-        check_arguments(op_list, rank_list, dtype_list, conv_list)
+        if is_family_ops(op_list):
+            check_family_arguments(op_list, rank_list, dtype_list)
+        else:
+            check_arguments(op_list, rank_list, dtype_list, conv_list)
         oracle_set = frozenset(_comma_list(oracles))
         bad = sorted(oracle_set - set(ORACLES))
         if bad or not oracle_set:

@@ -12,7 +12,9 @@ from rich.text import Text
 from poolcheck.cli.common import EXIT_OK, console, fail, parse_int_list, user_errors
 from poolcheck.spec.shape_report import (
     CONVENTION_RULES,
+    FAMILY_SHAPE_OPS,
     RULE_LABELS,
+    family_shape_report,
     only_runtime_rule,
     shape_report,
     split_onnx_pads,
@@ -20,6 +22,10 @@ from poolcheck.spec.shape_report import (
 )
 
 CONVENTIONS = (*CONVENTION_RULES, "all")
+#: ``--op`` values: MaxPool/AveragePool (``pool``) and the rest of the family.
+OPS = ("pool", *FAMILY_SHAPE_OPS)
+#: The ops without a sliding window of their own: the window options do not apply.
+NO_WINDOW_OPS = ("global", "adaptive")
 
 
 def register(app: typer.Typer) -> None:
@@ -27,7 +33,14 @@ def register(app: typer.Typer) -> None:
 
 
 def shape(
-    kernel: Annotated[str, typer.Option(help="Kernel, one value per spatial axis, e.g. 2,2.")],
+    kernel: Annotated[str | None, typer.Option(
+        help="Kernel, one value per spatial axis, e.g. 2,2 (--op pool, lp, unpool).")] = None,
+    op: Annotated[str, typer.Option(
+        "--op", help="pool (MaxPool/AveragePool, default), lp (LpPool: the ONNX rule), global (Global*Pool), "
+                     "unpool (MaxUnpool) or adaptive (AdaptiveAvg/MaxPool).")] = "pool",
+    output_shape: Annotated[str | None, typer.Option(
+        "--output-shape", help="--op unpool: MaxUnpool's optional output_shape (N,C,spatial... or the spatial "
+                               "dims; pads are then ignored); --op adaptive: the spatial output sizes.")] = None,
     input: Annotated[str | None, typer.Option(
         "--input", help="Input shape: N,C,spatial... or just the spatial dims. Omit it to see the formula per axis.",
     )] = None,
@@ -51,7 +64,41 @@ def shape(
              "--count-include-pad is given, else openvino.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
-    """Output-shape arithmetic: the result, the working per axis, and where conventions disagree."""
+    """Output-shape arithmetic: the result, the working per axis, and where conventions disagree.
+
+    --op covers the whole family: LpPool follows the ONNX pooling rule; global pooling keeps N
+    and C and gives 1 per spatial axis; MaxUnpool inverts the MaxPool rule (or takes
+    --output-shape); adaptive pooling gives --output-shape, with its bins per axis."""
+    if op not in OPS:
+        raise fail(f"--op: expected one of {', '.join(OPS)}, got {op!r}")
+    given = {"--kernel": kernel, "--strides": strides, "--dilations": dilations, "--pads": pads,
+             "--pads-begin": pads_begin, "--pads-end": pads_end, "--rounding-type": rounding_type,
+             "--ceil-mode": ceil_mode or None, "--auto-pad": None if auto_pad == "explicit" else auto_pad,
+             "--count-include-pad/--exclude-pad": count_include_pad, "--convention": convention,
+             "--output-shape": output_shape}
+    takes = {"global": (), "adaptive": ("--output-shape",), "unpool": ("--kernel", "--strides", "--pads",
+             "--output-shape"), "lp": tuple(k for k in given if k not in ("--output-shape", "--rounding-type", "--convention",
+                                                                        "--count-include-pad/--exclude-pad"))}
+    if op != "pool":
+        refused = next((k for k, v in given.items() if v is not None and k not in takes[op]), None)
+        if refused is not None:
+            raise fail(f"{refused}: --op {op} does not take it")
+    elif output_shape is not None:
+        raise fail("--output-shape: only --op unpool and --op adaptive take it")
+    if op == "adaptive" and output_shape is None:
+        raise fail("--output-shape: required for --op adaptive (the spatial output sizes)")
+    if op in ("global", "unpool", "adaptive"):
+        with user_errors():
+            family = family_shape_report(op, parse_int_list("--input", input), kernel=parse_int_list("--kernel", kernel),
+                                         strides=parse_int_list("--strides", strides),
+                                         pads=parse_int_list("--pads", pads),
+                                         output_shape=parse_int_list("--output-shape", output_shape))
+        _render_family(family, as_json)
+        raise typer.Exit(EXIT_OK)
+    if kernel is None:
+        raise fail(f"--kernel: required for --op {op}")
+    if op == "lp":
+        convention = "onnx"  # LpPool is ONNX's operator: its rule is ONNX's pooling rule
     onnx_words = pads is not None or ceil_mode or count_include_pad is True  # --exclude-pad is OpenVINO's word
     conv = convention if convention is not None else ("onnx" if onnx_words else "openvino")
     if conv not in CONVENTIONS:
@@ -78,6 +125,8 @@ def shape(
             report = shape_report(in_shape, k, s or [], d, begin, end, rounding, auto_pad,
                                   convention="openvino" if conv == "all" else conv,
                                   count_include_pad=count_include_pad)
+            if op == "lp":
+                report["operator"] = FAMILY_SHAPE_OPS["lp"]
     if input is None:
         _render_symbolic(sym, conv, as_json)
     elif as_json:
@@ -85,6 +134,22 @@ def shape(
     else:
         _render(report, conv)
     raise typer.Exit(EXIT_OK)
+
+
+def _render_family(report: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        console.print_json(json.dumps(report))
+        return
+    if report["output"] is None:
+        console.print(Text(f"no --input: the formula per axis ({report['operator']}; give --input to evaluate it)",
+                           style="bold"))
+        for ax in report["axes"]:
+            console.print(Text(f"  {ax['axis']}: {ax['formula']}"))
+        return
+    console.print(Text.assemble(("output shape", "bold"), f" ({report['operator']}): ",
+                                (str(tuple(report["output"])), "bold green")))
+    for ax in report["axes"]:
+        console.print(Text(f"  {ax['axis']}: {ax['working']}"))
 
 
 def _render_symbolic(sym: dict[str, Any], conv: str, as_json: bool) -> None:
@@ -101,7 +166,8 @@ def _render_symbolic(sym: dict[str, Any], conv: str, as_json: bool) -> None:
 
 def _render(report: dict[str, Any], conv: str) -> None:
     rule = CONVENTION_RULES["openvino" if conv == "all" else conv]
-    console.print(Text.assemble(("output shape", "bold"), f" ({RULE_LABELS[rule]}): ",
+    label = f"{report['operator']}, {RULE_LABELS[rule]} rule" if "operator" in report else RULE_LABELS[rule]
+    console.print(Text.assemble(("output shape", "bold"), f" ({label}): ",
                                 (str(tuple(report["output"])), "bold green")))
     for ax in report["axes"]:
         mine = next(r for r in ax["rules"] if r["convention"] == rule)

@@ -19,8 +19,8 @@ Agreement with the NumPy engine (tested in tests/engines/test_c_engine*.py):
   order), one division, one rounding to the input type -- identical results (0 ULP) for
   float32 and float64. float16 inputs are widened to float32 (exact), accumulated in float64,
   and the float64 mean is rounded to float16 by NumPy, as the NumPy engine does. Global
-  pooling (one window covering each whole plane) sums each plane in 8 (avx512 path: 16)
-  interleaved float64 partial sums instead: within ``(m - 1) 2^-53 sum|x|`` of the exact sum of the plane's m
+  pooling (one window covering each whole plane) sums each plane in 16 (float32 input; 8 for
+  the others) interleaved float64 partial sums instead: within ``(m - 1) 2^-53 sum|x|`` of the exact sum of the plane's m
   elements, as the NumPy engine's pairwise global sum is (docs/benchmarks.md states the bound).
 - bfloat16 (no kernel of its own): max runs on the float32 kernel (bfloat16 widens to float32
   exactly, and narrows back exactly); averages run as float16's do (float32 in, the float64

@@ -3,10 +3,13 @@
 No Python loop runs over output elements. Values-only max pooling and average pooling are
 separable reductions, one axis at a time over cache-sized chunks of planes: where an axis is
 ``stride * out`` long, one contiguous 1-D ufunc call per tap covers every window of every plane
-(:func:`_reduce_axis_flat`), else one strided slice per tap (:func:`_reduce_axis`). Max pooling
-with indices scans the kernel offsets in row-major order over the whole output at once, with
-running maxima where no NaN, zero or padding pick is involved (:func:`_max_pool_scan`), else
-with the general masked scan.
+(:func:`_reduce_axis_flat`; a stride's phases gathered first, by an integer cast where a group
+of rows fits 8 bytes, :func:`_gather_phase`), else one strided slice per tap
+(:func:`_reduce_axis`). A global average sums each plane in NumPy's pairwise order
+(:func:`_global_average`). Max pooling with indices scans the kernel offsets in row-major order
+over the whole output at once, with running maxima where no NaN, zero or padding pick is
+involved (:func:`_max_pool_scan`), else with the general masked scan. Every shortcut gives the
+bits of the path it replaced (tests/engines/test_numpy_fast_paths.py).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
+import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -54,9 +58,11 @@ def _narrow_max(values: np.ndarray, dtype: np.dtype, geom: Geometry, policy: Pol
     return out
 
 
-#: Bytes of accumulator per chunk of (n, c) planes: about one core's L2 cache (measured best
-#: among 32 KiB..2 MiB on the benchmark workloads; smaller chunks pay per-call overhead).
-CHUNK_BYTES = 1 << 20
+#: Bytes of accumulator per chunk of (n, c) planes: about two of one core's L2 cache. Each
+#: chunk costs some 20 us of calls and views besides its passes, so fewer chunks pay off even past
+#: L2: 2 MiB ran W1, W4, W5, W6 5-10% faster than 1 MiB, and W3 the same (AMD EPYC, 1 MiB L2
+#: per core; 32 KiB..512 KiB were slower still).
+CHUNK_BYTES = 1 << 21
 
 
 def _tap_range(a: AxisGeometry, j: int) -> tuple[int, int, int]:
@@ -99,6 +105,11 @@ def _reduce_axis(src: np.ndarray, a: AxisGeometry, axis: int, ufunc: np.ufunc, i
 MAX_EDGE_OUTPUTS = 16
 #: Rows of at least this many elements are combined in place; shorter ones are gathered first.
 CONTIGUOUS_ROW = 32
+#: Below this many elements, rows are also gathered where some phase serves two taps or more: a
+#: gathered phase is copied once and then read by 1-D calls, while combining in place pays a
+#: ufunc call per row for each tap (W1's first axis, rows of 112, 3 taps on 2 phases: 5% faster
+#: with it; W4's, 2 taps on 2 phases, is not, so it keeps its row views).
+SHARED_PHASE_ROW = 128
 
 
 @dataclass(frozen=True)
@@ -145,6 +156,39 @@ def _combine(ufunc: np.ufunc, values: list[np.ndarray], dst: np.ndarray, init: f
             ufunc(dst, v, out=dst)
 
 
+_LITTLE_ENDIAN = sys.byteorder == "little"
+
+
+def _gather_phase(src: np.ndarray, phase: int, stride: int, dst: np.ndarray) -> None:
+    """Copy row ``phase`` of every group of ``stride`` rows of a C-contiguous ``(R, size, inner)``
+    array (``size`` a multiple of ``stride``) into the 1-D ``dst``, in order.
+
+    Where a whole group is at most 8 bytes and a row a power of two bytes, the copy is an integer
+    cast: the group read as one unsigned integer and truncated to the width of a row keeps its
+    lowest bytes, which on a little-endian machine are the group's first row; reading from row
+    ``phase`` on makes that row ``phase``. A contiguous cast runs about twice as fast as a
+    strided copy, and it moves bits (NaN payloads, -0.0) untouched. Else a strided copy."""
+    rows, size, inner = src.shape
+    groups = rows * size // stride
+    unit = inner * src.itemsize
+    if not (_LITTLE_ENDIAN and unit in (1, 2, 4) and stride * unit in (2, 4, 8) and src.flags.c_contiguous):
+        grouped = src.reshape(groups, stride, inner)
+        if inner == 1:  # 1-D: NumPy copies a (k, 1) array row by row
+            np.copyto(dst, grouped[:, phase, 0])
+        else:
+            np.copyto(dst.reshape(groups, inner), grouped[:, phase, :])
+        return
+    flat = src.reshape(-1)
+    start = phase * inner
+    # The last group read from row ``phase`` on would run past the end unless ``phase`` is 0.
+    whole = groups if phase == 0 else groups - 1
+    packed = flat[start:start + whole * stride * inner].view(f"u{stride * unit}")
+    np.copyto(dst[:whole * inner].view(f"u{unit}"), packed, casting="unsafe")
+    if whole < groups:
+        tail = start + whole * stride * inner
+        dst[whole * inner:] = flat[tail:tail + inner]
+
+
 def _reduce_axis_flat(src: np.ndarray, plan: _FlatPlan, ufunc: np.ufunc, init: float | int,
                       out: np.ndarray | None = None) -> np.ndarray:
     """Combine the taps of every window along the middle axis of a C-contiguous ``(R, size, inner)``
@@ -155,7 +199,8 @@ def _reduce_axis_flat(src: np.ndarray, plan: _FlatPlan, ufunc: np.ufunc, init: f
     (the positions congruent to it modulo the stride). So one 1-D contiguous ufunc call per tap
     covers every interior window of every plane at once. With a stride above one, each phase in
     use is first gathered into a contiguous scratch array when rows are short (a strided copy is
-    far cheaper than a strided ufunc); long rows are combined where they lie. The few windows
+    far cheaper than a strided ufunc), or not long and some phase serves several taps; long rows
+    are combined where they lie. The few windows
     that overhang the input, where the flat pass read a neighbouring plane, are then recomputed
     from their valid taps, in tap order.
     """
@@ -168,15 +213,11 @@ def _reduce_axis_flat(src: np.ndarray, plan: _FlatPlan, ufunc: np.ufunc, init: f
         flat = src.reshape(-1)
         views = [flat[(first + q) * inner:(last + q) * inner] for _, q in plan.taps]
         dst = out.reshape(-1)[first * inner:last * inner]
-    elif inner < CONTIGUOUS_ROW:
-        grouped = src.reshape(rows * n, s, inner)
+    elif inner < CONTIGUOUS_ROW or (inner < SHARED_PHASE_ROW and len(plan.taps) > len(plan.phases)):
         phases = {}
         for p in plan.phases:
             phase = _scratch(2 + p, rows * n * inner, src.dtype)
-            if inner == 1:  # 1-D: NumPy copies a (k, 1) array row by row
-                np.copyto(phase, grouped[:, p, 0])
-            else:
-                np.copyto(phase.reshape(rows * n, inner), grouped[:, p, :])
+            _gather_phase(src, p, s, phase)
             phases[p] = phase
         views = [phases[p][(first + q) * inner:(last + q) * inner] for p, q in plan.taps]
         dst = out.reshape(-1)[first * inner:last * inner]
@@ -203,10 +244,68 @@ def _is_global(geom: Geometry) -> bool:
                for a in geom.axes)
 
 
+def _plane_sums(rows: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """``np.add.reduce(rows.astype(dtype), axis=1)``, bit for bit, in less time.
+
+    That reduction starts each row's sum from +0.0 and adds NumPy's pairwise sum of the row:
+    ``0.0 + pairwise(x0, ..., x[m-1])``. ``np.add.reduceat`` over a segment gives
+    ``s0 + pairwise(s1, ...)`` (its first element, plus the pairwise sum of the rest), with far
+    less overhead per row; so each row is copied (and widened) behind a +0.0 of its own, and the
+    segments ``[+0.0, x0, ..., x[m-1]]`` are reduced. The same additions in the same order
+    (tests/engines/test_numpy_fast_paths.py compares the bits with np.add.reduce on rows of wide
+    exponent ranges, which any other order would round differently). A kept scratch buffer
+    whose zeros are in place from the previous call of the same shape is not zeroed again."""
+    count, m = rows.shape
+    if m == 0 or count == 0:
+        return np.add.reduce(rows.astype(dtype, copy=False), axis=1)
+    buffer = _scratch(-1, count * (m + 1), dtype).reshape(count, m + 1)
+    kept = buffer.nbytes <= SCRATCH_KEEP_BYTES  # else a fresh array (_scratch)
+    zeroed = (buffer.ctypes.data, count, m, buffer.dtype)
+    if not kept or getattr(_kept, "zeroed", None) != zeroed:
+        buffer[:, 0] = 0.0
+        _kept.zeroed = zeroed if kept else None
+    np.copyto(buffer[:, 1:], rows, casting="unsafe")
+    return np.add.reduceat(buffer.reshape(-1), _segment_starts(count, m + 1))
+
+
+@functools.lru_cache(maxsize=64)
+def _segment_starts(count: int, length: int) -> np.ndarray:
+    starts = np.arange(0, count * length, length)
+    starts.flags.writeable = False  # cached: shared between calls
+    return starts
+
+
 def _chunk_planes(geom: Geometry, dtype: np.dtype) -> int:
-    """How many (n, c) planes :func:`_separable` reduces at a time."""
+    """How many (n, c) planes :func:`_separable` reduces at a time: at most :data:`CHUNK_BYTES`
+    of them, in chunks of equal size (no short last chunk that costs a chunk's calls)."""
     plane_bytes = dtype.itemsize * math.prod(max(a.size, a.out) for a in geom.axes)
-    return max(1, CHUNK_BYTES // max(1, plane_bytes))
+    most = max(1, CHUNK_BYTES // max(1, plane_bytes))
+    planes = geom.batch * geom.channels
+    chunks = max(1, -(-planes // most))
+    return -(-planes // chunks)
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """What :func:`_separable` derives from the geometry alone (cached: it runs on every call)."""
+
+    is_global: bool
+    plans: tuple[_FlatPlan | None, ...]
+    order: tuple[int, ...]  #: the spatial axes in the order of the passes
+    step: int  #: planes per chunk
+    biggest: int  #: elements of one plane at its largest between passes
+
+
+@functools.lru_cache(maxsize=256)
+def _layout(geom: Geometry, dtype: np.dtype, any_order: bool) -> _Layout:
+    order = tuple(range(len(geom.axes)))[::1 if any_order else -1]
+    extent = [a.size for a in geom.axes]
+    biggest = math.prod(extent)
+    for i in order:
+        extent[i] = geom.axes[i].out
+        biggest = max(biggest, math.prod(extent))
+    return _Layout(_is_global(geom), tuple(_flat_plan(a) for a in geom.axes), order, _chunk_planes(geom, dtype),
+                   biggest)
 
 
 def _separable(x: np.ndarray, geom: Geometry, ufunc: np.ufunc, init: float | int, dtype: np.dtype,
@@ -222,32 +321,29 @@ def _separable(x: np.ndarray, geom: Geometry, ufunc: np.ufunc, init: float | int
     (a round-to-nearest sum is -0.0 only when both operands are), so the caller adds +0.0 to the
     sums once, before dividing them (see :func:`avg_pool`)."""
     planes = geom.batch * geom.channels
-    if _is_global(geom):
+    # Sums go last axis first (the documented order), and so does a float16 max (whose scalar
+    # np.maximum keeps the first of tied zeros: the row-major scan's pick). An integer max, or a
+    # float32/float64 one (whose SIMD np.maximum picks either tied zero anyway), goes first axis
+    # first: the long-row passes shrink the data before the short-row ones.
+    any_order = ufunc is np.maximum and (dtype.kind in "iub" or dtype in (np.float32, np.float64))
+    layout = _layout(geom, dtype, any_order)
+    if layout.is_global:
         # Global pooling: one window covers each whole plane; a single reduction per plane.
-        flat = x.reshape(planes, -1).astype(dtype, copy=False)
-        result = ufunc.reduce(flat, axis=1).reshape(out.shape)
+        if ufunc is np.add:
+            result = _plane_sums(x.reshape(planes, -1), dtype).reshape(out.shape)
+        else:
+            result = ufunc.reduce(x.reshape(planes, -1).astype(dtype, copy=False), axis=1).reshape(out.shape)
         if finish is None:
             out[...] = result
         else:
             finish(result, slice(0, planes))
         return
     src = x.reshape((planes, *x.shape[2:]))
-    plans = [_flat_plan(a) for a in geom.axes]
-    # Sums go last axis first (the documented order), and so does a float16 max (whose scalar
-    # np.maximum keeps the first of tied zeros: the row-major scan's pick). An integer max, or a
-    # float32/float64 one (whose SIMD np.maximum picks either tied zero anyway), goes first axis
-    # first: the long-row passes shrink the data before the short-row ones.
-    any_order = ufunc is np.maximum and (dtype.kind in "iub" or dtype in (np.float32, np.float64))
-    order = list(range(len(geom.axes)))[::1 if any_order else -1]
+    plans, order, step = layout.plans, layout.order, layout.step
     direct = finish is None and out.dtype == dtype and plans[order[-1]] is not None
-    step = _chunk_planes(geom, dtype)
     # Two scratch buffers that the passes of every chunk use in turn: a small cache footprint,
     # and no fresh pages to fault in for each pass.
-    extent, biggest = list(x.shape[2:]), math.prod(x.shape[2:])
-    for i in order:
-        extent[i] = geom.axes[i].out
-        biggest = max(biggest, math.prod(extent))
-    buffers = [_scratch(slot, min(step, planes) * biggest, dtype) for slot in range(2)]
+    buffers = [_scratch(slot, step * layout.biggest, dtype) for slot in range(2)]
     for lo in range(0, planes, step):
         chunk = slice(lo, min(planes, lo + step))
         acc = src[chunk]
@@ -501,31 +597,100 @@ def _chunk_divisor(geom: Geometry, exclude_pad: bool, policy: Policy, planes: in
     return full
 
 
+@dataclass(frozen=True)
+class _AvgLayout:
+    """What :func:`avg_pool` derives from the geometry alone (cached: it runs on every call)."""
+
+    per_plane: np.ndarray  #: the divisor of one plane, (1, *out): broadcasts over any planes
+    step: int  #: planes per chunk of :func:`_separable`
+    chunked: bool  #: whether the divisor is repeated for a chunk (:func:`_chunk_divisor`)
+    from_zero: bool  #: whether the sums must come out as if started from +0.0
+    #: Global pooling without padding: np.add.reduce starts its pairwise sums from +0.0, but a
+    #: plane of -0.0 alone sums to -0.0 (as the C engine's sums, started from -0.0, do).
+    global_unpadded: bool
+    empty: np.ndarray | None  #: windows without a counted element (divisor 0), or None
+    is_global: bool  #: one window covers each whole plane (:func:`_is_global`)
+
+
+@functools.lru_cache(maxsize=256)
+def _avg_layout(geom: Geometry, exclude_pad: bool, policy: Policy) -> _AvgLayout:
+    div = _float_divisor(geom, exclude_pad, policy)
+    step = _chunk_planes(geom, np.dtype(np.float64))
+    is_global = _is_global(geom)
+    empty = div == 0
+    empty.flags.writeable = False  # cached: shared between calls
+    return _AvgLayout(
+        per_plane=div[0], step=step, chunked=step > 1 and step * div.size * 8 <= SCRATCH_KEEP_BYTES,
+        from_zero=not is_global and any(_starts_from_zero(a) for a in geom.axes),
+        global_unpadded=is_global and not any(a.pad_begin > 0 or a.kernel - a.pad_begin > a.size for a in geom.axes),
+        empty=empty if empty.any() else None, is_global=is_global)
+
+
+def _global_average(x: np.ndarray, geom: Geometry, layout: _AvgLayout, policy: Policy) -> np.ndarray:
+    """:func:`avg_pool` where one window covers each whole plane: the same sums (the pairwise sum
+    of each plane, :func:`_plane_sums`), the same -0.0 rule, one division by the one divisor and
+    one rounding, without the chunks and passes of the general path (whose fixed cost was a
+    sixth of W2's time)."""
+    rows = x.reshape(geom.batch * geom.channels, -1)
+    # inf + -inf is NaN, as IEEE-754 says; x / 0 is replaced below
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        sums = _plane_sums(rows, np.dtype(np.float64))
+        if layout.global_unpadded and not sums.all():
+            # A zero sum of elements that all carry a sign bit: all are -0.0, and so is the sum
+            # (np.add.reduce started it from +0.0; the C engine's sums keep the sign).
+            zero = np.flatnonzero(sums == 0)
+            sums[zero[np.all(np.signbit(rows[zero]), axis=1)]] = -0.0
+        np.divide(sums, layout.per_plane.reshape(-1)[0], out=sums)
+    out = (dtypes.cast(sums, x.dtype) if x.dtype == dtypes.BFLOAT16 else sums.astype(x.dtype)).reshape(geom.output_shape)
+    if layout.empty is not None:
+        out[...] = 0.0 if policy.empty_avg == "zero" else np.nan
+    return out
+
+
+#: Input types whose float64 sums :func:`avg_pool` may give their +0.0 after the division.
+_NARROW_FLOATS = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(dtypes.BFLOAT16))
+
+
+def _holds_negative_zero(values: np.ndarray) -> bool:
+    """Whether a float16/float32/bfloat16 array holds a -0.0: its bits, read as a signed integer
+    of the same width, are that integer type's lowest value (one integer min, no masks)."""
+    signed, lowest = _SIGNED[values.dtype.itemsize]
+    return bool(values.view(signed).min() == lowest)
+
+
+_SIGNED = {size: (np.dtype(f"i{size}"), np.iinfo(f"i{size}").min) for size in (2, 4)}
+
+
+def _negative_zero_quotients(quotients: np.ndarray) -> np.ndarray:
+    """Where float64 quotients ``sum / divisor`` of float16/float32/bfloat16 sums are -0.0, which
+    is exactly where the sum was -0.0: such a sum is 0 or at least 2^-149 in magnitude (every term
+    is a multiple of 2^-149 and a float64 sum below 2^-96 is exact), and a divisor counts taps
+    (far below 2^900), so a nonzero sum never divides to zero in float64. ``(sum + 0.0) / d``
+    therefore equals ``sum / d`` except that these -0.0 become +0.0; a nonzero quotient that
+    rounds to -0.0 only in the output type keeps its sign."""
+    return (quotients == 0) & np.signbit(quotients)
+
+
 def avg_pool(x: np.ndarray, geom: Geometry, exclude_pad: bool, policy: Policy = SPEC) -> np.ndarray:
     """Average pooling. Sums accumulate in float64 from +0.0 (last spatial axis first, taps in
     order, taps outside the input skipped), are divided once, and rounded once to the input type.
     (Each chunk of planes is divided and rounded while it is still in cache.)"""
-    div = _float_divisor(geom, exclude_pad, policy)
-    step = min(_chunk_planes(geom, np.dtype(np.float64)), geom.batch * geom.channels)
-    per_plane: np.ndarray = div[0]  # (1, *out): broadcasts over any number of planes
-    per_chunk = per_plane
-    if step > 1 and step * div.size * 8 <= SCRATCH_KEEP_BYTES:
-        per_chunk = _chunk_divisor(geom, exclude_pad, policy, step)
+    layout = _avg_layout(geom, exclude_pad, policy)
+    if layout.is_global:
+        return _global_average(x, geom, layout, policy)
+    per_plane = layout.per_plane
+    per_chunk = _chunk_divisor(geom, exclude_pad, policy, layout.step) if layout.chunked else per_plane
     out = np.empty(geom.output_shape, dtype=x.dtype)
     out_planes = out.reshape(geom.batch * geom.channels, *geom.output_shape[2:])
-    from_zero = not _is_global(geom) and any(_starts_from_zero(a) for a in geom.axes)
-    # Global pooling without padding: np.add.reduce starts its pairwise sums from +0.0, but a
-    # plane of -0.0 alone sums to -0.0 (as the C engine's sums, started from -0.0, do).
-    global_unpadded = _is_global(geom) and not any(a.pad_begin > 0 or a.kernel - a.pad_begin > a.size
-                                                   for a in geom.axes)
+    from_zero = layout.from_zero
+    # Sums of float16/float32/bfloat16 values: a zero quotient is -0.0 exactly where the sum was
+    # (see _negative_zero_quotients), so the +0.0 can be added after the division, and only
+    # where the rounded output holds a -0.0 at all: no pass over the sums in the common case.
+    zero_after = from_zero and x.dtype in _NARROW_FLOATS
+    # Integer outputs have one zero: the sign of a zero sum is lost in the rounding anyway.
+    from_zero = from_zero and not zero_after and dtypes.is_float(x.dtype)
 
     def finish(sums: np.ndarray, planes: slice) -> None:
-        if global_unpadded:
-            flat = sums.reshape(-1)
-            zero = np.flatnonzero(flat == 0)
-            if zero.size:  # a zero sum of elements that all carry a sign bit: all are -0.0
-                rows = x.reshape(geom.batch * geom.channels, -1)[planes][zero]
-                flat[zero[np.all(np.signbit(rows), axis=1)]] = -0.0
         if from_zero:
             # -0.0 -> +0.0, as for a sum started from +0.0 (see _separable). On the sums, not on
             # the rounded result: a nonzero sum whose quotient rounds to -0.0 in the output type
@@ -533,11 +698,12 @@ def avg_pool(x: np.ndarray, geom: Geometry, exclude_pad: bool, policy: Policy = 
             np.add(sums, 0.0, out=sums)
         np.divide(sums, per_chunk[:len(sums)] if len(sums) <= len(per_chunk) else per_plane, out=sums)
         out_planes[planes] = dtypes.cast(sums, out.dtype) if out.dtype == dtypes.BFLOAT16 else sums
+        if zero_after and _holds_negative_zero(out_planes[planes]):
+            out_planes[planes][_negative_zero_quotients(sums)] = 0.0
 
     # inf + -inf is NaN, as IEEE-754 says; x / 0 is replaced below
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
         _separable(x, geom, np.add, 0.0, np.dtype(np.float64), out_planes, finish)
-    zero = div == 0
-    if zero.any():
-        out[np.broadcast_to(zero, out.shape)] = 0.0 if policy.empty_avg == "zero" else np.nan
+    if layout.empty is not None:
+        out[np.broadcast_to(layout.empty, out.shape)] = 0.0 if policy.empty_avg == "zero" else np.nan
     return out

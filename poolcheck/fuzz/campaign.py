@@ -24,6 +24,7 @@ from poolcheck.corpus import KNOWN_DIR
 from poolcheck.engines import get_engine
 from poolcheck.errors import CaseFileError, PoolcheckError
 from poolcheck.fuzz import oracles as O
+from poolcheck.fuzz.family import FAMILY_FLAGS
 from poolcheck.fuzz.grouping import Ask, Grouping, cause_tags, distinguish, group_all, group_finding, refutes
 from poolcheck.fuzz.known import (
     KnownEntry,
@@ -33,6 +34,7 @@ from poolcheck.fuzz.known import (
     known_entries,
     write_finding,
 )
+from poolcheck.fuzz.known_family import is_family_entry, recheck_family
 from poolcheck.fuzz.reference import expected_for
 from poolcheck.fuzz.session import (
     ORACLES,
@@ -64,7 +66,7 @@ from poolcheck.results import (
 from poolcheck.runner import new_result
 from poolcheck.spec.shape import Geometry, resolve
 
-OP_FLAGS = {"max": "maxpool", "avg": "avgpool"}
+OP_FLAGS = {"max": "maxpool", "avg": "avgpool", **FAMILY_FLAGS}
 
 
 @dataclass
@@ -127,6 +129,7 @@ def recheck_known(entries: Sequence[KnownEntry], peers: Sequence[Peer], *, isola
     by_name = {p.name: p for p in peers}
     checks: list[KnownCheck | None] = [None] * len(entries)
     per_peer: dict[str, list[int]] = {}
+    family_per_peer: dict[str, list[int]] = {}  # the rest of the family: fuzz/known_family.py
     for i, e in enumerate(entries):
         if e.kind == "document":
             case = fuzz_case_from(e.case)
@@ -144,11 +147,17 @@ def recheck_known(entries: Sequence[KnownEntry], peers: Sequence[Peer], *, isola
                 checks[i] = KnownCheck(e, KnownState.CHANGED, f"now {sigs[0]}", focused[0])
             else:
                 checks[i] = KnownCheck(e, KnownState.FIXED, "the written rule and the runtime now agree")
+        elif e.peer is not None and e.peer in by_name and is_family_entry(e):
+            family_per_peer.setdefault(e.peer, []).append(i)
         elif e.peer is not None and e.peer in by_name:
             per_peer.setdefault(e.peer, []).append(i)
         else:
             why = f"peer {e.peer!r} is not in this session" if e.peer else f"{e.kind} entries are not re-checked"
             checks[i] = KnownCheck(e, KnownState.SKIPPED, why)
+    for name, idxs in family_per_peer.items():
+        for i, (state, message) in zip(idxs, recheck_family([entries[i] for i in idxs], by_name[name],
+                                                            isolated=isolated, timeout=timeout)):
+            checks[i] = KnownCheck(entries[i], state, message)
     for name, idxs in per_peer.items():
         peer = by_name[name]
         try:

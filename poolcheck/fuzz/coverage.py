@@ -16,6 +16,7 @@ import numpy as np
 
 from poolcheck.spec import operators, regions
 from poolcheck.spec.dtypes import is_float
+from poolcheck.spec.family import FAMILY_OPS
 from poolcheck.spec.regions import dtype_region, regions_of
 
 __all__ = ["Coverage", "Plan", "dtype_region", "plan", "rarity", "regions_of"]
@@ -66,6 +67,11 @@ def plan(ops: Sequence[str], conventions: Sequence[str], ranks: Sequence[int], d
     reach: dict[str, None] = {}
     why: dict[str, str] = {}
     for op in ops:
+        if op in FAMILY_OPS:  # one convention each; their own regions
+            for key in regions.family_reachable(op):
+                if not key.startswith("dtype-") or key.removeprefix("dtype-") in dtypes:
+                    reach[key] = None
+            continue
         for conv in conventions:
             allowed = [d for d in operators.allowed_dtypes(op, conv) if d in dtypes]
             if not allowed:
@@ -76,7 +82,10 @@ def plan(ops: Sequence[str], conventions: Sequence[str], ranks: Sequence[int], d
                 reach[key] = None
             for key, text in regions.unreachable(op, conv).items():
                 why.setdefault(key, f"{_label(op, conv)}: {text}")
-    chosen = {d for op in ops for conv in conventions for d in operators.allowed_dtypes(op, conv) if d in dtypes}
+    chosen = {d for op in ops for conv in conventions if op not in FAMILY_OPS
+              for d in operators.allowed_dtypes(op, conv) if d in dtypes}
+    chosen |= {d for op in ops if op in FAMILY_OPS for k in regions.family_reachable(op)
+               if k.startswith("dtype-") and (d := k.removeprefix("dtype-")) in dtypes}
     if not any(is_float(d) for d in chosen):
         for key in ("nan-in-window", "inf-in-window", "neg-zero-in-window"):
             if reach.pop(key, "") is None:
@@ -86,7 +95,8 @@ def plan(ops: Sequence[str], conventions: Sequence[str], ranks: Sequence[int], d
     if 5 not in ranks:
         reach.pop("rank-5", None)
         why["rank-5"] = "rank 5 is not among --ranks"
-    keys = [r.key for r in regions.REGIONS if r.key in reach] + [k for k in reach if k.startswith("dtype-")]
+    keys = [r.key for r in regions.REGIONS if r.key in reach] + [k for k in regions.FAMILY_REGIONS if k in reach]
+    keys += [k for k in reach if k.startswith("dtype-")]
     return Plan(tuple(keys), {k: v for k, v in why.items() if k not in reach})
 
 

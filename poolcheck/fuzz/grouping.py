@@ -36,9 +36,12 @@ from poolcheck.fuzz.diagnosis import (
     severity_of,
     variant_text,
 )
+from poolcheck.fuzz.diagnosis.family import family_variant_text, replay_family
+from poolcheck.fuzz.diagnosis.family import rejection_explained as family_rejection_explained
 from poolcheck.fuzz.diagnosis.symptom import shape_symptom
 from poolcheck.judgement import close_values
 from poolcheck.results import FindingKind, PeerStatus, Signature
+from poolcheck.spec.family import is_family
 from poolcheck.spec.poolspec import PoolSpec
 from poolcheck.spec.shape import resolve
 
@@ -98,6 +101,8 @@ def _rejection_explained(cause: Cause, f: O.Finding) -> bool:
     """A geometry explanation accounts for a peer refusing the configuration when, read its
     way, the configuration has no output, or a pad of at least the kernel the spec's has not."""
     spec, shape = f.case.spec, tuple(int(v) for v in f.case.x.shape)
+    if is_family(spec):
+        return family_rejection_explained(cause, spec, shape)
     try:  # the pads the spec applies (under SAME or VALID its pads attributes are ignored)
         applied = [(a.pad_begin, a.pad_end, a.kernel) for a in resolve(spec, shape).axes]
     except (PoolcheckError, ValueError, ZeroDivisionError):
@@ -140,6 +145,8 @@ def covers(engine_module: ModuleType, cause: Cause, f: O.Finding) -> bool:
         return False
     values, indices = arrays
     spec, x = f.case.spec, f.case.x
+    if is_family(spec):
+        return replay_family(spec, x, getattr(f.case, "indices", None), cause, (values, indices))
     others = [k for k in f.extra.get("variants", ()) if k != f.atom and k not in cause]
     for keys in ([*cause], [*others, *cause]) if others else ([*cause],):
         try:
@@ -437,11 +444,13 @@ def group_text(g: Group, rep: O.Finding) -> str:
     others that fit every example too), or "unexplained" and the symptom."""
     parts = []
     arrays = _arrays(rep)
-    symptom = shape_symptom(rep.case.spec, tuple(rep.case.x.shape), tuple(arrays[0].shape)) if arrays else ""
+    symptom = shape_symptom(rep.case.spec, tuple(rep.case.x.shape), tuple(arrays[0].shape)) \
+        if arrays and not is_family(rep.case.spec) else ""
     if symptom:
         parts.append(symptom)
     if g.causes:
-        parts.append("; ".join(variant_text(k) for k in g.causes[0]))
+        text = family_variant_text if is_family(rep.case.spec) else variant_text
+        parts.append("; ".join(text(k) for k in g.causes[0]))
         if len(g.causes) > 1:
             parts.append("ambiguous: also consistent with " + ", ".join("+".join(c) for c in g.causes[1:]))
     elif _diagnosed(rep) and rep.explained:

@@ -133,6 +133,9 @@ def finding_case(finding: Finding, expected: dict[str, Any], *, command: str = "
         "input": case.x.tolist(),
         "expected": {k: v for k, v in expected.items() if v is not None},
     }
+    indices = getattr(case, "indices", None)  # a family case: MaxUnpool's second input
+    if indices is not None:
+        data["inputs"] = {"I": np.asarray(indices).tolist()}
     if finding.kind == "document":
         extra = finding.extra
         data["expected"] = {"shape": extra["written_shape"]}

@@ -126,7 +126,7 @@ class Finding:
     @property
     def size(self) -> tuple[int, int]:
         """For keeping the smaller of two reproducers: input elements, then spatial rank."""
-        return int(self.case.x.size), self.case.spec.spatial_rank
+        return int(self.case.x.size), int(self.case.x.ndim) - 2
 
 
 # --------------------------------------------------------------------------- helpers

@@ -43,6 +43,7 @@ from hypothesis.configuration import set_hypothesis_home_dir
 from poolcheck.engines import available_engines, get_engine
 from poolcheck.errors import AttributeValueError, PoolcheckError
 from poolcheck.fuzz import coverage as cov
+from poolcheck.fuzz import family
 from poolcheck.fuzz import oracles as O
 from poolcheck.fuzz.database import example_database
 from poolcheck.fuzz.generation import seed_only_generation
@@ -263,8 +264,10 @@ class Session:
         self._peer_results: dict[int, dict[tuple[Any, ...], PeerResult]] = {}
         #: Engine-side verdicts by configuration (:func:`config_key`), oldest first.
         self._engine_side: dict[tuple[Any, ...], EngineSide] = {}
-        self.strategy = config_batches(options.ops, options.ranks, options.dtypes, options.conventions,
-                                       max_configs=options.max_configs, invalid=options.invalid)
+        self.family = family.is_family_ops(options.ops)  # the rest of the family: fuzz/family.py
+        self.strategy = family.family_batches(options.ops, options.ranks, options.dtypes, max_configs=options.max_configs) \
+            if self.family else config_batches(options.ops, options.ranks, options.dtypes, options.conventions,
+                                               max_configs=options.max_configs, invalid=options.invalid)
 
     # ------------------------------------------------------------------ checking one example
 
@@ -324,6 +327,8 @@ class Session:
 
     def check_batch(self, batch: Sequence[FuzzCase]) -> list[O.Finding]:
         """Every oracle on every configuration of one example."""
+        if self.family:
+            return family.check_batch(self, batch)  # type: ignore[arg-type]
         findings: list[O.Finding] = []
         oracles = self.options.oracles
         peers = self.peers if "peers" in oracles else []
@@ -542,7 +547,7 @@ class Session:
         configurations where they part, and drop those it contradicts."""
         group = self.grouping.by_signature.get(key)
         peer = next((p for p in self.peers if group is not None and p.name == group.subject), None)
-        if group is None or peer is None or not group.causes:
+        if group is None or peer is None or not group.causes or self.family:
             return
 
         def ask(spec: Any, x: Any) -> tuple[Any, Any] | None:

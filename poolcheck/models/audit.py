@@ -20,24 +20,28 @@ from typing import Any
 
 import numpy as np
 
+from poolcheck.api import run_spec
 from poolcheck.cases.model import Case
-from poolcheck.cases.onnx_import import PoolNode, model_pool_nodes
+from poolcheck.cases.onnx_import import ONNX_NODE_OPS, OV_NODE_OPS, PoolNode, model_pool_nodes
 from poolcheck.corpus import KNOWN_DIR
 from poolcheck.engines import numpy_engine
 from poolcheck.errors import PoolcheckError
 from poolcheck.fuzz.diagnosis import diagnose_output
 from poolcheck.fuzz.known import known_entries
-from poolcheck.models.risk import KnownMatch, Risk, known_matches, risk_classes
+from poolcheck.models.risk import KnownMatch, Risk, family_risks, known_matches, risk_classes
 from poolcheck.peers.base import Peer
 from poolcheck.results import CaseResult, Check, FindingKind, RunResult, Verdict
 from poolcheck.runner import POLICY_SEARCH_LIMIT, new_result, peer_checks, record_peer_versions, run_case
 from poolcheck.spec import dtypes
+from poolcheck.spec.family import FamilySpec, family_output_shape, unpool_shape
 from poolcheck.spec.limits import MAX_ELEMENTS
-from poolcheck.spec.operators import operator
+from poolcheck.spec.operators import OPERATORS, operator
 from poolcheck.spec.shape import axis_rules, resolve
 
 #: Seed of the audit inputs: the same model gives the same inputs (and verdicts) everywhere.
 AUDIT_SEED = 20240601
+#: The node types ``audit`` judges: ONNX's, then OpenVINO IR's (AvgPool; Adaptive*).
+POOLING_NODE_TYPES = tuple(dict.fromkeys((*ONNX_NODE_OPS, *OV_NODE_OPS)))
 #: Input kinds each node runs with.
 INPUT_KINDS = ("random", "adversarial")
 
@@ -71,6 +75,19 @@ class NodeAudit:
         """Why this node is not judged, or ""."""
         return self.node.problem or self.error
 
+    @property
+    def operator(self) -> str:
+        """The operator version the node is judged as (``MaxPool-8``), or its type when poolcheck
+        has no row for its version."""
+        return operator_title(self.node)
+
+    @property
+    def output_shape(self) -> list[int | None] | None:
+        """The node's output shape under poolcheck's rule (OpenVINO's runtime rule for MaxPool
+        and AveragePool, the operator's own for the rest of the family)."""
+        shapes = self.output_shapes
+        return shapes.get("openvino-runtime") or next(iter(shapes.values()), None)
+
     def diagnoses(self) -> dict[str, list[str]]:
         """Each differing peer with the diagnoses of its divergences on this node (distinct)."""
         out: dict[str, list[str]] = {}
@@ -101,7 +118,8 @@ class NodeAudit:
 
     def to_dict(self) -> dict[str, Any]:
         n = self.node
-        return {"node": n.name, "op_type": n.op_type, "op": n.case_op, "attributes": n.attributes,
+        return {"node": n.name, "op_type": n.op_type, "op": n.case_op, "operator": self.operator,
+                "opset": n.extra.get("opset"), "attributes": n.attributes,
                 "input": n.input_name, "input_shape": list(n.input_shape or []), "dtype": n.dtype,
                 "config": n.spec.describe() if n.spec else None, "problem": self.problem or None,
                 "output_shapes": self.output_shapes, "risks": [r.value for r in self.risks],
@@ -118,10 +136,21 @@ class NodeAudit:
                           for r in self.results]}
 
 
+def operator_title(node: PoolNode) -> str:
+    """The versioned name of the row ``node`` is judged as (``MaxPool-8``), else its op type."""
+    return OPERATORS[node.case_op].title if node.case_op in OPERATORS else node.op_type
+
+
 def convention_shapes(node: PoolNode) -> dict[str, list[int | None]]:
-    """The output shape under each convention's rule (as ``poolcheck shape --convention all``)."""
+    """The output shape under each convention's rule (as ``poolcheck shape --convention all``);
+    for the rest of the family but LpPool, the one shape its operator defines."""
     spec, shape = node.spec, node.input_shape
     assert spec is not None and shape is not None
+    if isinstance(spec, FamilySpec):
+        if spec.window is None or spec.op != "lp":
+            return {spec.convention if spec.convention == "onnx" else "openvino-runtime":
+                    list(family_output_shape(spec, shape))}
+        spec = spec.window
     geom = resolve(spec, shape)
     out: dict[str, list[int | None]] = {}
     for i, a in enumerate(geom.axes):
@@ -145,11 +174,16 @@ def audit_shape(shape: Sequence[int], limit: int = POLICY_SEARCH_LIMIT) -> tuple
     return (n, c, *spatial)
 
 
+def _max_like(spec: Any) -> bool:
+    """Whether ``spec`` picks input elements (max pooling: NaN, -inf and +inf matter)."""
+    return spec is not None and spec.op in ("max", "global_max", "adaptive_max")
+
+
 def audit_inputs(node: PoolNode, seed: int = AUDIT_SEED) -> dict[str, np.ndarray]:
     """A random input and an adversarial one (NaN, ties, -inf/+inf, extremes) of the node's shape
     (batch and channels cut to :func:`audit_shape`)."""
     assert node.input_shape is not None
-    dtype = np.dtype(node.dtype)
+    dtype = dtypes.as_dtype(node.dtype)
     rng = np.random.default_rng(seed)
     shape = audit_shape(node.input_shape)
     if dtype.kind in "iu":
@@ -165,12 +199,40 @@ def audit_inputs(node: PoolNode, seed: int = AUDIT_SEED) -> dict[str, np.ndarray
     flat = adv.reshape(-1)
     picks = rng.permutation(flat.size)
     k = max(1, flat.size // 64)
-    big = dtypes.finfo(dtype).max if node.spec is not None and node.spec.op == "max" else dtype.type(1e4)
-    specials = [np.nan, -np.inf, np.inf, big, -big] if node.spec is not None and node.spec.op == "max" \
-        else [np.nan, big, -big]
+    big = dtypes.finfo(dtype).max if _max_like(node.spec) else dtype.type(1e4)
+    specials = [np.nan, -np.inf, np.inf, big, -big] if _max_like(node.spec) else [np.nan, big, -big]
     for j, v in enumerate(specials):
         flat[picks[j * k:(j + 1) * k]] = v
     return {"random": rnd, "adversarial": adv}
+
+
+def case_spec(node: PoolNode) -> Any:
+    """The node's configuration as its cases run it: a MaxUnpool's whole ``output_shape`` takes
+    the batch and channels :func:`audit_shape` cut its input to."""
+    spec = node.spec
+    assert node.input_shape is not None
+    if isinstance(spec, FamilySpec) and spec.op == "unpool" and spec.output_shape is not None:
+        return spec.replace(output_shape=(*audit_shape(node.input_shape)[:2], *spec.output_shape[2:]))
+    return spec
+
+
+def unpool_indices(spec: FamilySpec, x_shape: Sequence[int], kind: str, seed: int = AUDIT_SEED) -> np.ndarray:
+    """MaxUnpool's I for an audit input of ``x_shape``. Random: the indices MaxPool (the window
+    MaxUnpool inverts) gives on a random tensor of the output shape, where that MaxPool gives X's
+    shape; otherwise a random position in each element's own (n, c) plane. Adversarial: every
+    element of a plane sent to one of its first three positions (indices that collide)."""
+    rng = np.random.default_rng([seed, 1])
+    out_shape = unpool_shape(spec, x_shape)
+    plane = int(np.prod(out_shape[2:]))
+    n, c, *spatial = (int(v) for v in x_shape)
+    window = spec.window
+    assert window is not None
+    if kind == "random" and resolve(window, out_shape).output_shape == tuple(x_shape):
+        _, found = run_spec(window, rng.standard_normal(out_shape).astype(np.float32), engine="numpy")
+        assert found is not None
+        return np.asarray(found, dtype=np.int64)
+    base = (np.arange(n * c, dtype=np.int64) * plane).reshape(n, c, *([1] * len(spatial)))
+    return base + rng.integers(0, plane if kind == "random" else min(plane, 3), size=tuple(x_shape))
 
 
 def node_cases(node: PoolNode, model: Path, ident: str | None = None) -> list[Case]:
@@ -180,11 +242,14 @@ def node_cases(node: PoolNode, model: Path, ident: str | None = None) -> list[Ca
     if node.spec is None or node.input_shape is None:
         return []
     convention = operator(node.case_op).convention
+    spec = case_spec(node)
     out = []
     for kind, x in audit_inputs(node).items():
-        out.append(Case(id=f"{ident or node.name}/{kind}", op=node.case_op, convention=convention, spec=node.spec,
-                        attributes=dict(node.attributes), dtype=x.dtype, input=x, expected={},
-                        title=f"{model.name}: {node.op_type} {node.name} ({kind} input)",
+        inputs = ({"I": unpool_indices(spec, x.shape, kind)}
+                  if isinstance(spec, FamilySpec) and spec.op == "unpool" else {})
+        out.append(Case(id=f"{ident or node.name}/{kind}", op=node.case_op, convention=convention, spec=spec,
+                        attributes=dict(node.attributes), dtype=x.dtype, input=x, expected={}, inputs=inputs,
+                        title=f"{model.name}: {operator_title(node)} {node.name} ({kind} input)",
                         source={"model": str(model), "node": node.name}, tags=["audit", kind]))
     return out
 
@@ -219,7 +284,7 @@ def _reason(exc: BaseException) -> str:
 def config_key(node: PoolNode) -> tuple[Any, ...]:
     """What a node's cases depend on: nodes with equal keys get equal inputs and verdicts."""
     assert node.input_shape is not None
-    return (node.case_op, node.spec, audit_shape(node.input_shape), node.dtype)
+    return (node.case_op, case_spec(node), audit_shape(node.input_shape), node.dtype)
 
 
 def audit_nodes(nodes: Sequence[PoolNode], model: Path, entries: Sequence[object],
@@ -241,7 +306,8 @@ def audit_nodes(nodes: Sequence[PoolNode], model: Path, entries: Sequence[object
             judgeable(node)
             seen = found.get((node.case_op, node.spec, node.input_shape, node.dtype))
             if seen is None:  # a node like an earlier one (same attributes, shape, type) has its findings
-                risks = risk_classes(node.spec, node.input_shape, node.dtype)
+                risks = (family_risks(node.spec, node.input_shape, node.dtype) if isinstance(node.spec, FamilySpec)
+                         else risk_classes(node.spec, node.input_shape, node.dtype))
                 seen = found[(node.case_op, node.spec, node.input_shape, node.dtype)] = (
                     convention_shapes(node), risks, known_matches(node.spec.op, risks, entries))
             a.output_shapes, a.risks, a.known = dict(seen[0]), list(seen[1]), list(seen[2])
@@ -295,6 +361,9 @@ def diagnose_check(case: Case, check: Check, peer_result: Any, prefer: Mapping[s
     out = getattr(peer_result, "output", None)
     if check.verdict != Verdict.FAIL or out is None or check.diagnosis == "output contract":
         return
+    if isinstance(case.spec, FamilySpec):  # the fuzzer's diagnosis knows MaxPool and AveragePool
+        check.diagnosis = "; ".join(filter(None, [f"not diagnosed ({OPERATORS[case.op].title})", check.diagnosis]))
+        return
     try:
         values = np.asarray(out.values)
         indices = None if out.indices is None else np.asarray(out.indices).astype(np.int64)
@@ -310,7 +379,7 @@ def diagnose_check(case: Case, check: Check, peer_result: Any, prefer: Mapping[s
 def _rename(r: CaseResult, node: PoolNode, model: Path, replay: str) -> CaseResult:
     kind = r.case_id.rsplit("/", 1)[-1]
     return dataclasses.replace(r, case_id=f"{node.name}/{kind}", source=f"{model}:{node.name}", replay=replay,
-                               title=f"{model.name}: {node.op_type} {node.name} ({kind} input)")
+                               title=f"{model.name}: {operator_title(node)} {node.name} ({kind} input)")
 
 
 def audit_model(model: Path, input_shapes: dict[str, tuple[int, ...]], peers: Sequence[Peer], engines: Sequence[str],

@@ -7,6 +7,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 
+from poolcheck.spec.dtypes import is_float
+from poolcheck.spec.family import FamilySpec
 from poolcheck.spec.poolspec import PoolSpec
 from poolcheck.spec.shape import Geometry, resolve
 
@@ -25,6 +27,10 @@ class Risk(str, Enum):
     ASYMMETRIC_PADS = "asymmetric-pads"  # pads_begin != pads_end (swapped-pads bugs)
     NAN_MAX = "nan-max"  # max pooling: NaN propagation is left open by the specs
     AVG_PRECISION = "avg-precision"  # float16 averages: accumulation type unspecified
+    LP_PADS = "lp-pads"  # LpPool with pads: runtimes that ignore LpPool's pads give other windows
+    UNPOOL_OVERLAP = "unpool-overlap"  # MaxUnpool of overlapping windows: indices may collide (which write wins)
+    UNPOOL_OUTPUT_SHAPE = "unpool-output-shape"  # MaxUnpool's output_shape differs from the inferred one
+    ADAPTIVE_UNEVEN_BINS = "adaptive-uneven-bins"  # an input size not a multiple of the output's: bin start/end rounding
 
 
 #: Which known-divergence signatures (their detail part) each risk class points at.
@@ -40,7 +46,15 @@ RISK_SIGNATURES: dict[Risk, tuple[str, ...]] = {
     Risk.ASYMMETRIC_PADS: ("pads:",),
     Risk.NAN_MAX: ("nan=",),
     Risk.AVG_PRECISION: ("avg=input-type-sum", "precision:"),
+    Risk.LP_PADS: ("pads",),
+    Risk.UNPOOL_OVERLAP: ("collision",),
+    Risk.UNPOOL_OUTPUT_SHAPE: ("output_shape",),
+    Risk.ADAPTIVE_UNEVEN_BINS: ("bin",),
 }
+
+#: Window risks that concern averaging's divisor or max pooling's NaN: not Lp pooling's (its
+#: window is held as an average's, whose divisor it never uses).
+_NOT_LP = (Risk.DIVISOR_OVERHANG, Risk.AVG_PRECISION, Risk.NAN_MAX)
 
 
 def risk_classes(spec: PoolSpec, input_shape: Sequence[int], dtype: str = "float32") -> list[Risk]:
@@ -77,6 +91,34 @@ def risk_classes(spec: PoolSpec, input_shape: Sequence[int], dtype: str = "float
     if spec.op == "max" and dtype.startswith("float"):
         out.append(Risk.NAN_MAX)
     if spec.op == "avg" and dtype == "float16":
+        out.append(Risk.AVG_PRECISION)
+    return sorted(set(out), key=list(Risk).index)
+
+
+def family_risks(spec: FamilySpec, input_shape: Sequence[int], dtype: str = "float32") -> list[Risk]:
+    """The risk classes of a family operator's configuration on an input of ``input_shape``:
+    LpPool's window risks (and its pads), MaxUnpool's colliding indices and given output shape,
+    adaptive pooling's uneven bins, NaN for the max-like ops and precision for the averages."""
+    out: list[Risk] = []
+    shape = tuple(int(v) for v in input_shape)
+    if spec.op == "lp" and spec.window is not None:
+        out += [r for r in risk_classes(spec.window, shape, dtype) if r not in _NOT_LP]
+        if spec.window.auto_pad == "explicit" and (any(spec.window.pads_begin) or any(spec.window.pads_end)):
+            out.append(Risk.LP_PADS)
+    if spec.op == "unpool" and spec.window is not None:
+        w = spec.window
+        if any(s < k for s, k in zip(w.strides, w.kernel)):
+            out.append(Risk.UNPOOL_OVERLAP)
+        inferred = tuple((n - 1) * s + k - b - e for n, s, k, b, e in
+                         zip(shape[2:], w.strides, w.kernel, w.pads_begin, w.pads_end))
+        if spec.output_shape is not None and tuple(spec.output_shape[2:]) != inferred:
+            out.append(Risk.UNPOOL_OUTPUT_SHAPE)
+    if spec.op in ("adaptive_avg", "adaptive_max") and spec.output_shape is not None:
+        if any(n % o for n, o in zip(shape[2:], spec.output_shape)):
+            out.append(Risk.ADAPTIVE_UNEVEN_BINS)
+    if spec.op in ("global_max", "adaptive_max") and is_float(dtype):
+        out.append(Risk.NAN_MAX)
+    if spec.op in ("global_avg", "adaptive_avg") and dtype in ("float16", "bfloat16"):
         out.append(Risk.AVG_PRECISION)
     return sorted(set(out), key=list(Risk).index)
 

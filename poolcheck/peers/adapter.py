@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from poolcheck.peers.base import BatchItem, PeerDeclined, PeerOption, PeerOutput
+from poolcheck.spec.family import FamilySpec
 from poolcheck.spec.poolspec import PoolSpec
 
 #: One translated item of a batch: its position in the batch, the runtime's node, the input.
@@ -71,6 +72,9 @@ class RuntimePeer:
     #: The same configuration and input always give the same output (or are always declined):
     #: the fuzzer reuses a repeated configuration's result instead of asking again.
     repeatable: bool = True
+    #: The family ops (:data:`~poolcheck.spec.family.FAMILY_OPS`) this adapter takes; it
+    #: translates them in :meth:`translate_family` and runs them in :meth:`execute_family`.
+    family_ops: tuple[str, ...] = ()
 
     def configure(self, options: dict[str, str]) -> None:
         """Apply validated options (defaults already dropped); subclasses read ``self.options``
@@ -99,6 +103,15 @@ class RuntimePeer:
     def execute(self, group: Sequence[Translated], items: Sequence[BatchItem]) -> list[PeerOutput]:
         """Run ``group`` as one model; one output per entry, in order. Raise if the runtime
         refuses the model."""
+        raise NotImplementedError
+
+    def translate_family(self, spec: FamilySpec, shape: tuple[int, ...], dtype: np.dtype) -> Any:
+        """The runtime's form of a family configuration (an op in :attr:`family_ops`), or raise
+        :class:`PeerDeclined` naming what the runtime lacks."""
+        raise PeerDeclined(self.name, f"{self.name} has no {spec.describe().split('(')[0]}")
+
+    def execute_family(self, node: Any, spec: FamilySpec, x: np.ndarray, indices: np.ndarray | None) -> PeerOutput:
+        """Run one translated family configuration on ``x`` (and MaxUnpool's ``indices``)."""
         raise NotImplementedError
 
     def refused(self, node: Any, exc: Exception) -> None:
@@ -157,17 +170,32 @@ class RuntimePeer:
             return None
         return str(getattr(mod, "__version__", "unknown"))
 
-    def supports(self, spec: PoolSpec, shape: tuple[int, ...], dtype: np.dtype) -> tuple[bool, str]:
+    def supports(self, spec: PoolSpec | FamilySpec, shape: tuple[int, ...], dtype: np.dtype) -> tuple[bool, str]:
         why = self.unusable()
         if why:
             return False, why
         try:
-            self.translate(spec, tuple(int(v) for v in shape), np.dtype(dtype))
+            if isinstance(spec, FamilySpec):
+                self._translate_family(spec, tuple(int(v) for v in shape), np.dtype(dtype))
+            else:
+                self.translate(spec, tuple(int(v) for v in shape), np.dtype(dtype))
         except PeerDeclined as exc:
             return False, exc.reason
         return True, ""
 
-    def run(self, spec: PoolSpec, x: np.ndarray) -> PeerOutput:
+    def _translate_family(self, spec: FamilySpec, shape: tuple[int, ...], dtype: np.dtype) -> Any:
+        if spec.op not in self.family_ops:
+            raise PeerDeclined(self.name, f"{self.name} has no {spec.describe().split('(')[0]}")
+        return self.translate_family(spec, shape, dtype)
+
+    def run(self, spec: PoolSpec | FamilySpec, x: np.ndarray, *, indices: np.ndarray | None = None) -> PeerOutput:
+        if isinstance(spec, FamilySpec):
+            why = self.unusable()
+            if why:
+                raise PeerDeclined(self.name, why)
+            arr = np.ascontiguousarray(x)
+            node = self._translate_family(spec, arr.shape, arr.dtype)
+            return self.execute_family(node, spec, arr, None if indices is None else np.ascontiguousarray(indices))
         result = self.run_many([(spec, x)])[0]
         if isinstance(result, Exception):
             raise result

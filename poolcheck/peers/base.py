@@ -11,6 +11,7 @@ import numpy as np
 
 from poolcheck.errors import PoolcheckError
 from poolcheck.spec import dtypes
+from poolcheck.spec.family import FamilySpec
 from poolcheck.spec.poolspec import PoolSpec
 
 # --------------------------------------------------------------------------- errors
@@ -64,6 +65,27 @@ class Peer(Protocol):
     a file path), and ``rebuild``, a picklable zero-argument callable that makes the same peer
     in another process (the registry sets it on every peer it resolves; an isolation worker
     calls it, and pickles the peer object itself when there is none).
+
+    **The rest of the family** (LpPool, GlobalAveragePool, GlobalMaxPool, GlobalLpPool,
+    MaxUnpool, AdaptiveAvgPool, AdaptiveMaxPool; configured by a
+    :class:`~poolcheck.spec.family.FamilySpec`) is opt-in, so a peer written for MaxPool and
+    AveragePool never sees one:
+
+    - ``family_ops``: optional attribute, the :data:`~poolcheck.spec.family.FAMILY_OPS` names
+      the peer takes (e.g. ``("lp", "global_avg", "unpool")``). Absent or empty: poolcheck
+      declines every family configuration for the peer without calling it
+      (:func:`family_declined`).
+    - For an op it lists, ``supports(spec, shape, dtype)`` receives the ``FamilySpec`` (``shape``
+      and ``dtype`` are those of the data input X) and returns (False, why) for what the runtime
+      cannot express (an opset without the op, an index type the runtime lacks ...).
+    - ``run(spec, x)`` computes it; MaxUnpool's second input I (int64 flat indices, the shape of
+      ``x``) comes as the keyword ``indices=`` -- passed for ``spec.op == "unpool"`` only, so
+      ``run(spec, x)`` stays the whole call for every other op. MaxUnpool's optional third input
+      (the whole output shape) is ``spec.output_shape`` (None: not given). AdaptiveMaxPool
+      answers its indices in :attr:`PeerOutput.indices` (flat per (n, c) plane, as OpenVINO
+      writes them), every other family op values only.
+    - Family configurations are never batched: ``run_many`` (see :class:`BatchPeer`) only ever
+      receives MaxPool/AveragePool items.
     """
 
     name: str
@@ -75,6 +97,31 @@ class Peer(Protocol):
     def supports(self, spec: PoolSpec, shape: tuple[int, ...], dtype: np.dtype) -> tuple[bool, str]: ...
 
     def run(self, spec: PoolSpec, x: np.ndarray) -> PeerOutput: ...
+
+
+#: Either configuration a peer may be handed (a family one only when it lists the op).
+AnySpec = PoolSpec | FamilySpec
+
+#: One family call: the configuration, the data input X and MaxUnpool's indices I (else None).
+FamilyItem = tuple[FamilySpec, np.ndarray, "np.ndarray | None"]
+
+
+def family_declined(peer: Any, spec: FamilySpec) -> str | None:
+    """Why ``peer`` is not even asked about family configuration ``spec`` (its ``family_ops``
+    does not list the op), or None when it is."""
+    ops = getattr(peer, "family_ops", ()) or ()
+    if spec.op in ops:
+        return None
+    name = getattr(peer, "name", "the peer")
+    return f"{name} does not take {spec.describe().split('(')[0]} (not in its family_ops)"
+
+
+def run_family_item(peer: Any, item: FamilyItem) -> Any:
+    """``peer.run`` on one family item: ``run(spec, x)``, plus ``indices=I`` for MaxUnpool."""
+    spec, x, indices = item
+    if spec.op == "unpool":
+        return peer.run(spec, x, indices=indices)
+    return peer.run(spec, x)
 
 
 # --------------------------------------------------------------------------- results and batching
@@ -196,5 +243,5 @@ class UnavailablePeer:
     def supports(self, spec: PoolSpec, shape: tuple[int, ...], dtype: np.dtype) -> tuple[bool, str]:
         return False, self.reason
 
-    def run(self, spec: PoolSpec, x: np.ndarray) -> PeerOutput:
+    def run(self, spec: PoolSpec, x: np.ndarray, *, indices: np.ndarray | None = None) -> PeerOutput:
         raise PeerLoadError(self.reason)

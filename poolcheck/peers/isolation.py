@@ -29,14 +29,18 @@ from poolcheck.files import stdout_to_stderr
 from poolcheck.peers._convert import short_message
 from poolcheck.peers.base import (
     BatchItem,
+    FamilyItem,
     InvalidPeerOutput,
     Peer,
     PeerDeclined,
     PeerOutput,
     PeerResult,
     UnavailablePeer,
+    family_declined,
+    run_family_item,
     validate_output,
 )
+from poolcheck.spec.family import FamilySpec
 
 #: Seconds a peer call may take before it is recorded as ``timeout``.
 DEFAULT_TIMEOUT = 30.0
@@ -55,21 +59,75 @@ def _read_only(x: np.ndarray) -> np.ndarray:
     return arr
 
 
-def run_in_process(peer: Peer, items: Sequence[BatchItem]) -> list[PeerResult]:
+#: One item of a call: a MaxPool/AveragePool configuration and its input, or a family item.
+Item = BatchItem | FamilyItem
+
+
+def _private(item: Item) -> Item:
+    """``item`` with read-only copies of its input tensors. The spec decides the kind: a
+    ``FamilySpec`` makes a family item ``(spec, x, indices or None)`` (given as ``(spec, x)``
+    too; it never reaches ``run_many``), a ``PoolSpec`` a pooling item ``(spec, x)``."""
+    if isinstance(item[0], FamilySpec):
+        indices = item[2] if len(item) == 3 else None
+        return (item[0], _read_only(item[1]), None if indices is None else _read_only(indices))
+    return (item[0], _read_only(item[1]))
+
+
+def run_in_process(peer: Peer, items: Sequence[Item]) -> list[PeerResult]:
     """Check availability and support, then run every item on a read-only copy of its input,
-    with stdout sent to stderr; exceptions become ``rejects``, malformed answers ``invalid``."""
-    items = [(spec, _read_only(x)) for spec, x in items]
+    with stdout sent to stderr; exceptions become ``rejects``, malformed answers ``invalid``.
+    Family items (``(FamilySpec, x, indices)``) go to the peer one by one, and only when its
+    ``family_ops`` lists the op (see :class:`~poolcheck.peers.base.Peer`)."""
+    items = [_private(item) for item in items]
     with stdout_to_stderr():
-        return _run_in_process(peer, items)
+        family = [i for i, item in enumerate(items) if isinstance(item[0], FamilySpec)]
+        if not family:
+            return _run_in_process(peer, items)  # type: ignore[arg-type]
+        results: list[PeerResult | None] = [None] * len(items)
+        pooling = [i for i in range(len(items)) if not isinstance(items[i][0], FamilySpec)]
+        for i, r in zip(pooling, _run_in_process(peer, [items[i] for i in pooling])):  # type: ignore[misc]
+            results[i] = r
+        for i in family:
+            results[i] = _run_family(peer, items[i])  # type: ignore[arg-type]
+        return [r for r in results if r is not None]
 
 
-def _run_in_process(peer: Peer, items: Sequence[BatchItem]) -> list[PeerResult]:
+def _availability(peer: Peer) -> str | None:
     try:
         ok, why = peer.available()
     except Exception as exc:
         ok, why = False, f"available() raised {short_message(exc)}"
+    return None if ok else why
+
+
+def _run_family(peer: Peer, item: FamilyItem) -> PeerResult:
+    """One family item: declined unless the peer lists the op and ``supports`` says yes."""
+    spec, x, _ = item
+    why = family_declined(peer, spec)
+    if why is not None:
+        return PeerResult("declined", None, why)
+    unavailable = _availability(peer)
+    if unavailable is not None:
+        return PeerResult("unavailable", None, unavailable)
+    try:
+        ok, why = peer.supports(spec, tuple(x.shape), x.dtype)  # type: ignore[arg-type]
+    except Exception as exc:
+        ok, why = False, f"supports() raised {short_message(exc)}"
     if not ok:
-        return [PeerResult("unavailable", None, why) for _ in items]
+        return PeerResult("declined", None, why)
+    try:
+        out = run_family_item(peer, item)
+    except Exception as exc:
+        out = exc
+    return _as_result(out, x)
+
+
+def _run_in_process(peer: Peer, items: Sequence[BatchItem]) -> list[PeerResult]:
+    if not items:
+        return []
+    why_not = _availability(peer)
+    if why_not is not None:
+        return [PeerResult("unavailable", None, why_not) for _ in items]
     results: list[PeerResult | None] = [None] * len(items)
     runnable: list[int] = []
     for i, (spec, x) in enumerate(items):
@@ -293,12 +351,12 @@ class PeerWorker:
                 proc.kill()
         self._reap()
 
-    def call(self, items: Sequence[BatchItem], timeout: float) -> list[PeerResult]:
+    def call(self, items: Sequence[Item], timeout: float) -> list[PeerResult]:
         """Run ``items`` in the worker; raises :class:`_Outcome` on crash/timeout/startup failure."""
         self.send(items, timeout)
         return self.receive()
 
-    def send(self, items: Sequence[BatchItem], timeout: float) -> None:
+    def send(self, items: Sequence[Item], timeout: float) -> None:
         """Hand ``items`` to the worker (starting it if needed) and return at once; the answer
         is due within ``timeout`` seconds from now (:meth:`receive`). Raises :class:`_Outcome`
         when the worker cannot start or the batch cannot be sent."""
@@ -373,12 +431,13 @@ atexit.register(close_workers)
 
 def call_peer_many(
     peer: Peer,
-    items: Sequence[BatchItem],
+    items: Sequence[Item],
     *,
     isolated: bool = True,
     timeout: float = DEFAULT_TIMEOUT,
 ) -> list[PeerResult]:
-    """Run several (spec, input) items on ``peer``; one :class:`PeerResult` per item, in order.
+    """Run several (spec, input) items (or family items, see :func:`run_in_process`) on ``peer``;
+    one :class:`PeerResult` per item, in order.
 
     Isolated, the batch is one call to the peer's warm worker with ``timeout`` seconds for the
     whole batch. If a batch of several items crashes or times out, each item is re-run alone
@@ -398,7 +457,7 @@ def call_peer_many(
         return _after_failure(worker, items, outcome, timeout)
 
 
-def _after_failure(worker: PeerWorker, items: Sequence[BatchItem], outcome: _Outcome,
+def _after_failure(worker: PeerWorker, items: Sequence[Item], outcome: _Outcome,
                    timeout: float) -> list[PeerResult]:
     """A batch ended in ``outcome``: every item's result, each item re-run alone when the
     batch had several (the crash or hang is pinned on the items that cause it)."""
@@ -415,7 +474,7 @@ def _after_failure(worker: PeerWorker, items: Sequence[BatchItem], outcome: _Out
 
 def submit_peer_many(
     peer: Peer,
-    items: Sequence[BatchItem],
+    items: Sequence[Item],
     *,
     isolated: bool = True,
     timeout: float = DEFAULT_TIMEOUT,
@@ -488,3 +547,25 @@ def call_peer(
 ) -> PeerResult:
     """Run one configuration on ``peer``: ``ok`` with its output, or why not."""
     return call_peer_many(peer, [(spec, x)], isolated=isolated, timeout=timeout)[0]
+
+
+def call_peer_family(
+    peer: Peer,
+    items: Sequence[FamilyItem],
+    *,
+    isolated: bool = True,
+    timeout: float = DEFAULT_TIMEOUT,
+) -> list[PeerResult]:
+    """Run family items ``(FamilySpec, x, indices or None)`` on ``peer`` (declined, without
+    calling it, where its ``family_ops`` lacks the op); one :class:`PeerResult` per item."""
+    results: list[PeerResult | None] = []
+    asked: list[int] = []
+    for i, (spec, _, _) in enumerate(items):
+        why = None if isinstance(peer, UnavailablePeer) else family_declined(peer, spec)
+        results.append(None if why is None else PeerResult("declined", None, why))
+        if why is None:
+            asked.append(i)
+    answers = call_peer_many(peer, [items[i] for i in asked], isolated=isolated, timeout=timeout)
+    for i, answer in zip(asked, answers, strict=True):
+        results[i] = answer
+    return [r for r in results if r is not None]

@@ -40,6 +40,7 @@ from poolcheck.peers._convert import check_expressible
 from poolcheck.peers.adapter import RuntimePeer, Translated
 from poolcheck.peers.base import BatchItem, PeerDeclined, PeerOption, PeerOutput
 from poolcheck.spec import dtypes
+from poolcheck.spec.family import FAMILY_OPS, FamilySpec
 from poolcheck.spec.operators import allowed_dtypes
 from poolcheck.spec.poolspec import PoolSpec
 from poolcheck.spec.shape import resolve
@@ -390,3 +391,33 @@ class JaxPeer(RuntimePeer):
         while len(self._fns) > self.cache_size:
             self._fns.popitem(last=False)
         return fn
+
+    # ------------------------------------------------------------------ the rest of the family
+
+    #: jax.numpy pools a whole plane (mean, max, the vector p-norm); it has no LpPool window, no
+    #: MaxUnpool and no adaptive pooling, which are declined (poolcheck composes none of them).
+    family_ops = FAMILY_OPS
+
+    def translate_family(self, spec: FamilySpec, shape: tuple[int, ...], dtype: np.dtype) -> tuple[Any, ...]:
+        if spec.op not in ("global_avg", "global_max", "global_lp"):
+            raise PeerDeclined(self.name, f"jax has no {spec.describe().split('(')[0]} (no such function in "
+                                          "jax.numpy, jax.lax or jax.nn)")
+        self._setup()
+        return (spec.op, spec.p, tuple(shape), np.dtype(dtype).name)
+
+    def execute_family(self, node: tuple[Any, ...], spec: FamilySpec, x: np.ndarray,
+                       indices: np.ndarray | None) -> PeerOutput:
+        """``jnp.mean`` / ``jnp.max`` over the spatial axes, ``jnp.linalg.norm(ord=p)`` of each
+        flattened plane (keepdims: the output has the input's rank)."""
+        self._setup()
+        import jax.numpy as jnp
+
+        axes = tuple(range(2, x.ndim))
+        if spec.op == "global_avg":
+            out = jnp.mean(x, axis=axes, keepdims=True)
+        elif spec.op == "global_max":
+            out = jnp.max(x, axis=axes, keepdims=True)
+        else:
+            planes = jnp.reshape(x, x.shape[:2] + (-1,))
+            out = jnp.linalg.norm(planes, ord=spec.p, axis=-1).reshape(x.shape[:2] + (1,) * len(axes))
+        return PeerOutput(np.asarray(out))

@@ -27,6 +27,7 @@ import numpy as np
 from poolcheck.errors import PoolcheckError
 from poolcheck.peers.adapter import RuntimePeer, Translated
 from poolcheck.peers.base import BatchItem, PeerOption, PeerOutput
+from poolcheck.peers.family_onnx import FamilyNode, OnnxFamily, family_model
 from poolcheck.peers.onnx_model import OnnxNode, build_model, onnx_outputs, to_onnx
 from poolcheck.spec.poolspec import PoolSpec
 
@@ -50,7 +51,7 @@ def find_backend(module: Any) -> Any:
                            f"{'several' if found else 'no'} onnx.backend.base.Backend subclasses")
 
 
-class OnnxBackendPeer(RuntimePeer):
+class OnnxBackendPeer(OnnxFamily, RuntimePeer):
     """An ONNX backend module (``prepare(model, device).run(inputs)``) on single-node models."""
 
     accepted_options = (
@@ -136,3 +137,8 @@ class OnnxBackendPeer(RuntimePeer):
         while len(self._reps) > self.cache_size:
             self._reps.popitem(last=False)
         return rep
+
+    def run_family_model(self, node: FamilyNode, feeds: dict[str, np.ndarray]) -> np.ndarray:
+        rep = self.family_cached(node, lambda n: self._get_backend().prepare(family_model(n, output_rank=True),
+                                                                             self.option("device")))
+        return np.asarray(rep.run([feeds[k] for k in ("x", "i", "s") if k in feeds])[0])

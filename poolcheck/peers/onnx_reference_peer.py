@@ -13,11 +13,12 @@ import numpy as np
 
 from poolcheck.peers.adapter import RuntimePeer, Translated
 from poolcheck.peers.base import BatchItem, PeerOutput
+from poolcheck.peers.family_onnx import FamilyNode, OnnxFamily, family_model
 from poolcheck.peers.onnx_model import OnnxNode, build_model, onnx_outputs, to_onnx
 from poolcheck.spec.poolspec import PoolSpec
 
 
-class OnnxReferencePeer(RuntimePeer):
+class OnnxReferencePeer(OnnxFamily, RuntimePeer):
     """``onnx.reference.ReferenceEvaluator`` (pure Python/NumPy), one model per configuration."""
 
     name = "onnx_reference"
@@ -61,3 +62,11 @@ class OnnxReferencePeer(RuntimePeer):
         else:
             self._evaluators.move_to_end(node)
         return ev
+
+    def run_family_model(self, node: FamilyNode, feeds: dict[str, np.ndarray]) -> np.ndarray:
+        from onnx.reference import ReferenceEvaluator
+
+        evaluator = self.family_cached(node, lambda n: ReferenceEvaluator(family_model(n)))
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore", RuntimeWarning)
+            return evaluator.run(None, feeds)[0]

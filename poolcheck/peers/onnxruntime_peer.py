@@ -16,11 +16,12 @@ import numpy as np
 
 from poolcheck.peers.adapter import RuntimePeer, Translated
 from poolcheck.peers.base import BatchItem, PeerOption, PeerOutput
+from poolcheck.peers.family_onnx import FamilyNode, OnnxFamily, family_model
 from poolcheck.peers.onnx_model import OnnxNode, build_model, onnx_outputs, to_onnx
 from poolcheck.spec.poolspec import PoolSpec
 
 
-class OnnxRuntimePeer(RuntimePeer):
+class OnnxRuntimePeer(OnnxFamily, RuntimePeer):
     """ONNX Runtime, single-threaded (intra/inter op threads 1), default graph optimizations.
 
     ``optimization`` is ORT's graph optimization level: ``"all"`` (the default users get, which
@@ -135,3 +136,12 @@ class OnnxRuntimePeer(RuntimePeer):
         while len(self._sessions) > self.cache_size:
             self._sessions.popitem(last=False)
         return session
+
+    # ------------------------------------------------------------------ the rest of the family
+
+    def run_family_model(self, node: FamilyNode, feeds: dict[str, np.ndarray]) -> np.ndarray:
+        import onnxruntime as ort
+
+        session = self.family_cached(node, lambda n: ort.InferenceSession(
+            family_model(n).SerializeToString(), self._session_options(), providers=[self.provider]))
+        return session.run(["y"], feeds)[0]

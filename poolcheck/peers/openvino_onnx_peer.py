@@ -19,6 +19,7 @@ import numpy as np
 
 from poolcheck.peers.adapter import RuntimePeer, Translated
 from poolcheck.peers.base import BatchItem, PeerOutput
+from poolcheck.peers.family_onnx import FamilyNode, OnnxFamily, family_model
 from poolcheck.peers.onnx_model import OnnxNode, build_model, onnx_outputs, to_onnx
 from poolcheck.peers.openvino_peer import COMPILE_CONFIG, ov_input, ov_output
 from poolcheck.spec.poolspec import PoolSpec
@@ -66,13 +67,15 @@ def attribute_mismatches(node: OnnxNode, ov_attrs: dict[str, Any]) -> list[str]:
     return msgs
 
 
-class OpenVinoOnnxPeer(RuntimePeer):
+class OpenVinoOnnxPeer(OnnxFamily, RuntimePeer):
     """ONNX model -> OpenVINO ONNX frontend -> OpenVINO CPU (f32 inference precision, one thread)."""
 
     name = "openvino-onnx"
     ref = "openvino-onnx"
     module = "openvino"
     install_hint = "pip install 'poolcheck[openvino]'"
+    family_missing = (("unpool", "OpenVINO's ONNX frontend has no MaxUnpool (read_model: 'No conversion rule "
+                                 "found for operations: MaxUnpool-22')"),)
 
     def __init__(self, *, cache_size: int = 64, batch_limit: int = 32) -> None:
         self.cache_size = cache_size
@@ -141,3 +144,18 @@ class OpenVinoOnnxPeer(RuntimePeer):
                 msgs.append(f"{STEP} wrote a Transpose of the row-major index tensor for storage_order=1 "
                             "(column-major indices asked)")
         return msgs
+
+    # ------------------------------------------------------------------ the rest of the family
+
+    def run_family_model(self, node: FamilyNode, feeds: dict[str, np.ndarray]) -> np.ndarray:
+        import openvino as ov
+
+        def compile_node(n: FamilyNode) -> Any:
+            if self._core is None:
+                self._core = ov.Core()
+            model = self._core.read_model(family_model(n).SerializeToString())
+            return self._core.compile_model(model, "CPU", COMPILE_CONFIG).create_infer_request()
+
+        request = self.family_cached(node, compile_node)
+        request.infer([ov_input(feeds[k]) if k == "x" else ov.Tensor(feeds[k]) for k in ("x", "i", "s") if k in feeds])
+        return ov_output(request.get_output_tensor(0))

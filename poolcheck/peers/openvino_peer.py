@@ -20,7 +20,8 @@ from poolcheck.peers._convert import convert_flat_indices, negative_same_pads
 from poolcheck.peers.adapter import RuntimePeer, Translated
 from poolcheck.peers.base import BatchItem, PeerDeclined, PeerOption, PeerOutput
 from poolcheck.spec import dtypes
-from poolcheck.spec.operators import spell
+from poolcheck.spec.family import FAMILY_OPS, FamilySpec
+from poolcheck.spec.operators import operator, spell
 from poolcheck.spec.poolspec import PoolSpec
 
 #: Compile configuration: f32 inference precision forced, one thread.
@@ -94,6 +95,10 @@ class OpenVinoPeer(RuntimePeer):
     ref = "openvino"
     module = "openvino.opset14"
     install_hint = "pip install 'poolcheck[openvino]'"
+    #: Every family op is taken, and all but the two below declined: OpenVINO's opsets have no
+    #: LpPool, no global pooling and no MaxUnpool (its ONNX frontend decomposes the first two into
+    #: other operations; see the openvino-onnx peer), and poolcheck composes none of them.
+    family_ops = FAMILY_OPS
     accepted_options = (
         PeerOption("device", "CPU", "OpenVINO device; one absent here declines everything",
                    examples=("CPU", "GPU", "NPU")),
@@ -219,3 +224,67 @@ class OpenVinoPeer(RuntimePeer):
         while len(self._compiled) > self.cache_size:
             self._compiled.popitem(last=False)
         return entry
+
+    # ------------------------------------------------------------------ the rest of the family
+
+    def translate_family(self, spec: FamilySpec, shape: tuple[int, ...], dtype: np.dtype) -> OvFamilyNode:
+        row = OPENVINO_FAMILY.get(spec.op)
+        if row is None:
+            raise PeerDeclined(self.name, f"OpenVINO's opsets have no {spec.describe().split('(')[0]} operator")
+        dt = np.dtype(dtype)
+        if dt.name not in operator(row).dtypes:
+            raise PeerDeclined(self.name, f"OpenVINO {row} has no {dt.name} type")
+        assert spec.output_shape is not None
+        return OvFamilyNode(spec.op, tuple(spec.output_shape), spec.index_element_type, tuple(shape), dt.name)
+
+    def execute_family(self, node: OvFamilyNode, spec: FamilySpec, x: np.ndarray,
+                       indices: np.ndarray | None) -> PeerOutput:
+        request = self._family_request(node)
+        request.infer([ov_input(x)])
+        values = ov_output(request.get_output_tensor(0))
+        if node.op == "adaptive_max":
+            return PeerOutput(values, ov_output(request.get_output_tensor(1)))
+        return PeerOutput(values)
+
+    def _family_request(self, node: OvFamilyNode) -> Any:
+        """AdaptiveAvgPool-8 / AdaptiveMaxPool-8 (``openvino.opset8``) as one compiled model, cached."""
+        cache: OrderedDict[OvFamilyNode, Any] | None = getattr(self, "_family_requests", None)
+        if cache is None:
+            cache = OrderedDict()
+            self._family_requests = cache
+        if node in cache:
+            cache.move_to_end(node)
+            return cache[node]
+        import openvino as ov
+        import openvino.opset8 as ops
+
+        param = ops.parameter(list(node.shape), ov_element_type(node.dtype), name="x")
+        sizes = ops.constant(np.asarray(node.output_shape, dtype=np.int64))
+        if node.op == "adaptive_max":
+            pool = ops.adaptive_max_pool(param, sizes, index_element_type=node.index_element_type)
+            outputs = [pool.output(0), pool.output(1)]
+        else:
+            outputs = [ops.adaptive_avg_pool(param, sizes).output(0)]
+        config = dict(COMPILE_CONFIG, INFERENCE_PRECISION_HINT=self.option("precision"))
+        if self.option("device") != "CPU":
+            config.pop("INFERENCE_NUM_THREADS")
+        compiled = self._get_core().compile_model(ov.Model(outputs, [param], "poolcheck"), self.option("device"), config)
+        cache[node] = compiled.create_infer_request()
+        while len(cache) > self.cache_size:
+            cache.popitem(last=False)
+        return cache[node]
+
+
+#: The family ops OpenVINO's opsets hold, by the operator version that defines each.
+OPENVINO_FAMILY: dict[str, str] = {"adaptive_avg": "AdaptiveAvgPool-8", "adaptive_max": "AdaptiveMaxPool-8"}
+
+
+@dataclass(frozen=True)
+class OvFamilyNode:
+    """One opset8 adaptive pooling node: op, spatial output sizes, index type, input shape and type."""
+
+    op: str
+    output_shape: tuple[int, ...]
+    index_element_type: str
+    shape: tuple[int, ...]
+    dtype: str

@@ -17,6 +17,7 @@ import numpy as np
 from poolcheck.peers._convert import ceil_as_ceil_torch, check_expressible, convert_flat_indices
 from poolcheck.peers.adapter import RuntimePeer, Translated
 from poolcheck.peers.base import BatchItem, PeerDeclined, PeerOption, PeerOutput
+from poolcheck.peers.family_torch import TorchFamily
 from poolcheck.spec import dtypes
 from poolcheck.spec.poolspec import PoolSpec
 
@@ -100,7 +101,7 @@ def _kernel_error(op: str, rank: int, dtype: str) -> str | None:
     return None
 
 
-class TorchPeer(RuntimePeer):
+class TorchPeer(TorchFamily, RuntimePeer):
     """PyTorch CPU functional pooling, one thread, one configuration per call."""
 
     name = "torch"

@@ -19,17 +19,20 @@ import numpy as np
 
 from poolcheck.peers.adapter import RuntimePeer, Translated
 from poolcheck.peers.base import BatchItem, PeerOutput
+from poolcheck.peers.family_onnx import FamilyNode, OnnxFamily, family_model
 from poolcheck.peers.onnx_model import OnnxNode, build_model, onnx_outputs, to_onnx
 from poolcheck.spec.poolspec import PoolSpec
 
 
-class TractPeer(RuntimePeer):
+class TractPeer(OnnxFamily, RuntimePeer):
     """tract through its Python binding: ``onnx().load`` -> ``into_model`` -> ``into_runnable``."""
 
     name = "tract"
     ref = "tract"
     module = "tract"
     install_hint = "pip install 'poolcheck[tract]'"
+    family_missing = tuple((op, f"tract has no {kind} (its ONNX loader answers 'Unimplemented({kind})')")
+                           for op, kind in (("lp", "LpPool"), ("unpool", "MaxUnpool")))
 
     def __init__(self, *, cache_size: int = 128, batch_limit: int = 32) -> None:
         self.cache_size = cache_size
@@ -68,3 +71,16 @@ class TractPeer(RuntimePeer):
         while len(self._runnables) > self.cache_size:
             self._runnables.popitem(last=False)
         return runnable
+
+    def run_family_model(self, node: FamilyNode, feeds: dict[str, np.ndarray]) -> np.ndarray:
+        def load(n: FamilyNode) -> Any:
+            import tract
+
+            with tempfile.TemporaryDirectory(prefix="poolcheck-tract-") as tmp:
+                path = os.path.join(tmp, "model.onnx")
+                with open(path, "wb") as fh:
+                    fh.write(family_model(n).SerializeToString())
+                return tract.onnx().load(path).into_model().into_runnable()
+
+        runnable = self.family_cached(node, load)
+        return runnable.run([feeds[k] for k in ("x", "i", "s") if k in feeds])[0].to_numpy()

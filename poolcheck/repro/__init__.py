@@ -37,9 +37,11 @@ from poolcheck.cases.model import Case
 from poolcheck.corpus import KNOWN_DIR
 from poolcheck.errors import AttributeValueError, CaseFileError, PoolcheckError
 from poolcheck.repro import textbook
+from poolcheck.repro.family import FAMILY_REFERENCE, family_constants, family_runtime_call, textbook_family_source
 from poolcheck.repro.runtimes import RUNTIMES, RuntimeCall, is_bfloat16, is_plugin, runtime_call, split_ref
 from poolcheck.results import SIGNATURE_TAG, Signature
 from poolcheck.spec.dtypes import is_numpy_type
+from poolcheck.spec.family import FamilySpec
 from poolcheck.spec.severity import rules_citing, severity_of
 from poolcheck.spec.shape import resolve
 from poolcheck.spec.sources import DOCUMENTS, sentence
@@ -118,7 +120,7 @@ def _textbook_source() -> str:
 
 def _sentences(atoms: Sequence[str], case: Case) -> list[tuple[str, str, str]]:
     out: list[tuple[str, str, str]] = []
-    for rule in rules_citing(atoms, case.pool_spec):
+    for rule in rules_citing(atoms, case.spec):  # a FamilySpec weighs too
         for sid in rule.sentences:
             s = sentence(sid)
             if all(sid != o[0] for o in out):
@@ -157,9 +159,11 @@ def main():
         print(f"[{sid}] {document}: {text!r}")
     print(f"why: {WHY}")
     show(f"input ({'bfloat16, held in float32' if BFLOAT16 else X.dtype})", X)
+    if I is not None:
+        show("indices input I", I)
     save = sys.argv[2] if len(sys.argv) > 2 and sys.argv[1] == "--save" else None  # an .npz of the outputs
     try:
-        values, indices = actual(X.copy())
+        values, indices = actual(X.copy()) if I is None else actual(X.copy(), I.copy())
     except Exception as exc:  # the runtime refuses or fails
         print(f"{RUNTIME} raised {type(exc).__name__}: {' '.join(str(exc).split())[:500]}")
         if EXPECTS != "rejection":
@@ -172,17 +176,18 @@ def main():
     if EXPECTS == "shape":
         print(f"the written rule gives shape {WRITTEN_SHAPE}; {RUNTIME} gives {values.shape}")
         return 1 if tuple(values.shape) != tuple(WRITTEN_SHAPE) else 0
-    expected, expected_indices, tolerance = pool(X, KIND, AXES, EXCLUDE_PAD, *INDEX, bfloat16=BFLOAT16)
+    expected, expected_indices, tolerance = reference()
     if save:
-        np.savez(save, expected=expected, actual=values, expected_indices=expected_indices,
+        np.savez(save, expected=expected, actual=values,
+                 **({"expected_indices": expected_indices} if expected_indices is not None else {}),
                  **({"actual_indices": np.asarray(indices)} if indices is not None else {}))
     show("expected values", expected)
     show("actual values", values)
     if values.shape != expected.shape:
         print(f"DIVERGES: output shape {values.shape}, the text requires {expected.shape}")
         return 1
-    bad = differences(expected, values, tolerance if KIND == "avg" else None)
-    if INDEX != (None, None) and indices is not None:
+    bad = differences(expected, values, tolerance)
+    if expected_indices is not None and indices is not None:
         show("expected indices", expected_indices)
         show("actual indices", indices)
         bad_indices = differences(expected_indices, np.asarray(indices).astype(np.int64))
@@ -204,6 +209,15 @@ if __name__ == "__main__":
     sys.exit(main())
 '''
 
+#: What a MaxPool/AveragePool script compares with: the loop's values, its indices where the
+#: runtime gives them in the text's layout (INDEX), the average rule's tolerance for averages.
+_POOL_REFERENCE = '''
+
+def reference():
+    expected, expected_indices, tolerance = pool(X, KIND, AXES, EXCLUDE_PAD, *INDEX, bfloat16=BFLOAT16)
+    return expected, (expected_indices if INDEX != (None, None) else None), (tolerance if KIND == "avg" else None)
+'''
+
 
 def reproducer(case: Case, runtime: str | None = None) -> Reproducer:
     """The script for ``case`` on ``runtime`` (default: the runtime the case's divergence was
@@ -221,8 +235,10 @@ def reproducer(case: Case, runtime: str | None = None) -> Reproducer:
     sig = signature_of(case)
     klass = sig.detail if sig is not None else "divergence"
     atoms = [a for a in klass.split("+") if a]
-    severity = severity_of(atoms, case.pool_spec).value
+    severity = severity_of(atoms, case.spec).value  # a FamilySpec weighs too
     x = np.asarray(case.input)
+    if isinstance(case.spec, FamilySpec):
+        return _family_reproducer(case, runtime, klass, atoms, severity)
     call: RuntimeCall = runtime_call(runtime, case.pool_spec, x.shape, x.dtype)
     geom = resolve(case.pool_spec, x.shape)
     axes = [(a.size, a.kernel, a.stride, a.dilation, a.pad_begin, a.pad_end, a.out) for a in geom.axes]
@@ -233,39 +249,13 @@ def reproducer(case: Case, runtime: str | None = None) -> Reproducer:
     else:
         expects = "output"
     written = tuple(case.expected.get("shape") or ()) if expects == "shape" else ()
-    sentences = _sentences(atoms, case)
-    rules = rules_citing(atoms, case.pool_spec)
-    why = "; ".join(f"{r.key}: {r.why}" for r in rules) or (
-        "a rejection of a valid configuration (limitation)" if expects == "rejection" else
-        "no named behaviour explains it: the loop below is what the text requires")
-    name, _ = split_ref(runtime)
-    needs = ", ".join(("numpy",) + call.needs)
-    stem = file_stem(case.id)
-    model_note = f" and {stem}.onnx next to this script" if call.model is not None else ""
+    index = call.index if call.index is not None else (None, None)
     bf16_note = ("The input is bfloat16, which NumPy has no type for: X holds its values in float32, the runtime\n"
                  "converts them to bfloat16 in front of the pool and the values back to float32 behind it.\n"
                  if bf16 else "")
-    index = call.index if call.index is not None else (None, None)
-    header = (
-        f'#!/usr/bin/env python3\n"""{_inert(case.title or case.id)}\n\n'
-        f"Reproducer written by poolcheck {poolcheck.__version__} for case {_inert(case.id)} "
-        f"({_inert(Path(case.path).name)}): {_inert(runtime)}, {_inert(klass)} ({severity}).\n"
-        f"Needs: Python 3, {needs}{model_note}; nothing of poolcheck.\n"
-        f"Run: python3 {stem}.py  (--save OUT.npz also writes the expected and actual outputs)\n"
-        + bf16_note +
-        "Exit status: 1 while the runtime differs from what the text requires (the divergence stands),\n"
-        "0 once it agrees, 2 when the runtime fails some other way.\n"
-        '"""\n\nimport pathlib  # noqa: F401\nimport sys\n\nimport numpy as np\n\nnan, inf = float("nan"), float("inf")  # as the input below writes them\n\n'
-    )
+    header = _header(case, runtime, klass, severity, call, note=bf16_note)
     data: dict[str, Any] = {
-        "RUNTIME": name if name == runtime else runtime,
-        "CLASS": "".join(ch if ch.isprintable() else " " for ch in klass),
-        "SEVERITY": severity,
-        "OP": case.op,
-        "ATTRIBUTES": dict(case.attributes),
-        "SENTENCES": sentences,
-        "WHY": why,
-        "EXPECTS": expects,
+        **_described(case, runtime, klass, atoms, severity, expects),
         "WRITTEN_SHAPE": written,
         "KIND": case.pool_spec.op,
         "EXCLUDE_PAD": bool(case.pool_spec.exclude_pad),
@@ -279,7 +269,65 @@ def reproducer(case: Case, runtime: str | None = None) -> Reproducer:
     body = (header + _textbook_source() + "\n\n\n# ---- the configuration\n" + consts + "\n" + geometry
             + f"X = {_array_literal(x.astype(np.float32) if bf16 else x)}"
             + ("  # bfloat16 values, held in float32" if bf16 else "")
-            + "\n\n# ---- the runtime, called plainly\n" + call.code + _MAIN)
+            + "\nI = None\n\n# ---- the runtime, called plainly\n" + call.code + _POOL_REFERENCE + _MAIN)
+    return Reproducer(case.id, runtime, klass, severity, body, call.model)
+
+
+def _described(case: Case, runtime: str, klass: str, atoms: Sequence[str], severity: str,
+               expects: str) -> dict[str, Any]:
+    """The constants every script prints: runtime, class, severity, operator, sentences, why."""
+    name, _ = split_ref(runtime)
+    return {
+        "RUNTIME": name if name == runtime else runtime,
+        "CLASS": "".join(ch if ch.isprintable() else " " for ch in klass),
+        "SEVERITY": severity,
+        "OP": case.op,
+        "ATTRIBUTES": dict(case.attributes),
+        "SENTENCES": _sentences(atoms, case),
+        "WHY": _why(atoms, case, expects),
+        "EXPECTS": expects,
+    }
+
+
+def _why(atoms: Sequence[str], case: Case, expects: str) -> str:
+    rules = rules_citing(atoms, case.spec)  # a FamilySpec weighs too
+    return "; ".join(f"{r.key}: {r.why}" for r in rules) or (
+        "a rejection of a valid configuration (limitation)" if expects == "rejection" else
+        "no named behaviour explains it: the loop below is what the text requires")
+
+
+def _header(case: Case, runtime: str, klass: str, severity: str, call: RuntimeCall, note: str = "") -> str:
+    needs = ", ".join(("numpy",) + call.needs)
+    stem = file_stem(case.id)
+    model_note = f" and {stem}.onnx next to this script" if call.model is not None else ""
+    return (
+        f'#!/usr/bin/env python3\n"""{_inert(case.title or case.id)}\n\n'
+        f"Reproducer written by poolcheck {poolcheck.__version__} for case {_inert(case.id)} "
+        f"({_inert(Path(case.path).name)}): {_inert(runtime)}, {_inert(klass)} ({severity}).\n"
+        f"Needs: Python 3, {needs}{model_note}; nothing of poolcheck.\n"
+        f"Run: python3 {stem}.py  (--save OUT.npz also writes the expected and actual outputs)\n"
+        + note +
+        "Exit status: 1 while the runtime differs from what the text requires (the divergence stands),\n"
+        "0 once it agrees, 2 when the runtime fails some other way.\n"
+        '"""\n\nimport pathlib  # noqa: F401\nimport sys\n\nimport numpy as np\n\nnan, inf = float("nan"), float("inf")  # as the input below writes them\n\n'
+    )
+
+
+def _family_reproducer(case: Case, runtime: str, klass: str, atoms: Sequence[str], severity: str) -> Reproducer:
+    """The script for a family case (LpPool, global pooling, MaxUnpool, adaptive pooling)."""
+    spec = case.spec
+    assert isinstance(spec, FamilySpec)
+    x = np.asarray(case.input)
+    call = family_runtime_call(runtime, spec, x.shape, x.dtype)
+    expects = "rejection" if klass.startswith("rejects") else "output"
+    data: dict[str, Any] = {**_described(case, runtime, klass, atoms, severity, expects),
+                            **family_constants(spec, x.shape), "BFLOAT16": False}
+    consts = "\n".join(f"{k} = {v!r}" for k, v in data.items())
+    given = case.inputs.get("I")
+    indices = "None" if given is None else _array_literal(np.asarray(given, dtype=np.int64))
+    body = (_header(case, runtime, klass, severity, call) + _textbook_source() + "\n\n\n" + textbook_family_source()
+            + "\n\n\n# ---- the configuration\n" + consts + f"\nX = {_array_literal(x)}\nI = {indices}\n\n"
+            "# ---- the runtime, called plainly\n" + call.code + FAMILY_REFERENCE + _MAIN)
     return Reproducer(case.id, runtime, klass, severity, body, call.model)
 
 

@@ -14,7 +14,7 @@ import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeGuard
 
 import numpy as np
 
@@ -40,7 +40,7 @@ class FamilySpec:
 
     - ``window``: LpPool's window (kernel, strides, pads, dilations, rounding, auto_pad) and
       MaxUnpool's (kernel, strides, pads of the MaxPool it inverts); None for the others.
-    - ``p``: LpPool / GlobalLpPool, "p value of the Lp norm used to pool over the input data".
+    - ``p``: LpPool / GlobalLpPool's p [ONNX-LP-P].
     - ``output_shape``: AdaptiveAvgPool/AdaptiveMaxPool's spatial output sizes (OpenVINO input 2,
       "1D tensor describing output shape for spatial dimensions"); MaxUnpool's whole output shape
       (ONNX optional input 3) or None.
@@ -90,7 +90,7 @@ class FamilySpec:
         return f"{_LABELS[self.op]}({', '.join(parts)})"
 
 
-def is_family(spec: Any) -> bool:
+def is_family(spec: Any) -> TypeGuard[FamilySpec]:
     return isinstance(spec, FamilySpec)
 
 

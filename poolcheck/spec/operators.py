@@ -165,6 +165,9 @@ _UNPOOL_ATTRIBUTES = (Attribute("kernel_shape", "ints"), Attribute("strides", "i
                       Attribute("output_shape", "ints", None))
 _ADAPTIVE_AVG_ATTRIBUTES = (Attribute("output_shape", "ints"),)
 _ADAPTIVE_MAX_ATTRIBUTES = (Attribute("output_shape", "ints"), Attribute("index_element_type", "str", "i64"))
+#: ONNX LpPool-22, GlobalAveragePool-22, GlobalMaxPool-22, GlobalLpPool-22 T and MaxUnpool-22 T1:
+#: tensor(bfloat16), tensor(float16), tensor(float), tensor(double) (their -22 adds bfloat16).
+ONNX_FAMILY_DTYPES_22 = FLOAT_DTYPES + (BFLOAT16.name,)
 #: AdaptiveAvgPool-8 / AdaptiveMaxPool-8 "T: floating-point type."
 OPENVINO_FLOAT_DTYPES = FLOAT_DTYPES
 
@@ -252,27 +255,28 @@ OPERATORS: dict[str, OperatorVersion] = {
                         indices_output=False),
         OperatorVersion("LpPool-18", "onnx", "lp", _LP_ATTRIBUTES, ("kernel_shape",), FLOAT_DTYPES,
                         "ceil_mode", ONNX_CEIL_MODE,
-                        "ONNX LpPool-18: 'Lp pooling consisting of computing the Lp norm on all values of a subset of "
-                        "the input tensor'; adds ceil_mode and dilations to -11", indices_output=False),
-        OperatorVersion("LpPool-22", "onnx", "lp", _LP_ATTRIBUTES, ("kernel_shape",), FLOAT_DTYPES,
+                        "ONNX LpPool-18: the Lp norm of each window [ONNX-LP-NORM]; adds ceil_mode and dilations to -11", indices_output=False),
+        OperatorVersion("LpPool-22", "onnx", "lp", _LP_ATTRIBUTES, ("kernel_shape",), ONNX_FAMILY_DTYPES_22,
                         "ceil_mode", ONNX_CEIL_MODE,
-                        "ONNX LpPool-22: as -18 (T adds tensor(bfloat16), which poolcheck's family engines do not take yet)", indices_output=False),
+                        "ONNX LpPool-22: as -18; T [ONNX-AVG-TYPES] "
+                        "(onnx.defs.get_schema('LpPool', 22): tensor(bfloat16), tensor(float16), tensor(float), "
+                        "tensor(double))", indices_output=False),
         OperatorVersion("GlobalAveragePool-1", "onnx", "global_avg", (), (), FLOAT_DTYPES, "", {},
                         "ONNX GlobalAveragePool-1: as -22 but T 'tensor(float16), tensor(float), tensor(double)' "
-                        "(-22 adds bfloat16, which poolcheck's family engines do not take yet)", indices_output=False),
-        OperatorVersion("GlobalAveragePool-22", "onnx", "global_avg", (), (), FLOAT_DTYPES, "", {},
+                        "(-22 adds tensor(bfloat16))", indices_output=False),
+        OperatorVersion("GlobalAveragePool-22", "onnx", "global_avg", (), (), ONNX_FAMILY_DTYPES_22, "", {},
                         "ONNX GlobalAveragePool-22: 'This is equivalent to AveragePool with kernel size equal to the "
                         "spatial dimension of input tensor.'", indices_output=False),
         OperatorVersion("GlobalMaxPool-1", "onnx", "global_max", (), (), FLOAT_DTYPES, "", {},
                         "ONNX GlobalMaxPool-1: as -22 but T 'tensor(float16), tensor(float), tensor(double)'",
                         indices_output=False),
-        OperatorVersion("GlobalMaxPool-22", "onnx", "global_max", (), (), FLOAT_DTYPES, "", {},
+        OperatorVersion("GlobalMaxPool-22", "onnx", "global_max", (), (), ONNX_FAMILY_DTYPES_22, "", {},
                         "ONNX GlobalMaxPool-22: 'This is equivalent to MaxPool with kernel size equal to the spatial "
                         "dimension of input tensor.'", indices_output=False),
         OperatorVersion("GlobalLpPool-2", "onnx", "global_lp", (Attribute("p", "int", 2),), (), FLOAT_DTYPES,
                         "", {}, "ONNX GlobalLpPool-2: as -22 but T 'tensor(float16), tensor(float), tensor(double)' "
                         "(ONNX Runtime implements this version, not -22)", indices_output=False),
-        OperatorVersion("GlobalLpPool-22", "onnx", "global_lp", (Attribute("p", "int", 2),), (), FLOAT_DTYPES,
+        OperatorVersion("GlobalLpPool-22", "onnx", "global_lp", (Attribute("p", "int", 2),), (), ONNX_FAMILY_DTYPES_22,
                         "", {}, "ONNX GlobalLpPool-22: 'This is equivalent to LpPool with kernel size equal to the "
                         "spatial dimension of input tensor.'", indices_output=False),
         OperatorVersion("MaxUnpool-9", "onnx", "unpool", _UNPOOL_ATTRIBUTES, ("kernel_shape",), FLOAT_DTYPES,
@@ -281,7 +285,7 @@ OPERATORS: dict[str, OperatorVersion] = {
         OperatorVersion("MaxUnpool-11", "onnx", "unpool", _UNPOOL_ATTRIBUTES, ("kernel_shape",), FLOAT_DTYPES,
                         "", {}, "ONNX MaxUnpool-11: strides 'If not present, the stride defaults to 1 along each spatial "
                         "axis.'; T1 'tensor(float16), tensor(float), tensor(double)'", indices_output=False),
-        OperatorVersion("MaxUnpool-22", "onnx", "unpool", _UNPOOL_ATTRIBUTES, ("kernel_shape",), FLOAT_DTYPES,
+        OperatorVersion("MaxUnpool-22", "onnx", "unpool", _UNPOOL_ATTRIBUTES, ("kernel_shape",), ONNX_FAMILY_DTYPES_22,
                         "", {}, "ONNX MaxUnpool-22: 'all the non-maximal values from the original input to MaxPool are "
                         "set to zero in the output of the MaxUnpool op'", indices_output=False),
         OperatorVersion("AdaptiveAvgPool-8", "openvino", "adaptive_avg", _ADAPTIVE_AVG_ATTRIBUTES, ("output_shape",),

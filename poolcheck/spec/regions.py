@@ -303,3 +303,72 @@ def regions_of(spec: PoolSpec, x: np.ndarray) -> frozenset[str]:
     keys = {r.key for r in REGIONS if r.hit(probe)}
     keys.add(dtype_region(x.dtype.name))
     return frozenset(keys)
+
+
+# --------------------------------------------------------------------------- the rest of the family
+
+#: Regions of the family operators (LpPool, global pooling, MaxUnpool, adaptive pooling): the
+#: branches their texts and runtimes part on. Each key is reachable by the ops it lists.
+FAMILY_REGIONS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "family-lp-odd-p": ("an odd p (|x| decides the sign of x^p)", ("lp", "global_lp")),
+    "family-lp-p-above-2": ("p above 2 (the root is neither the identity nor sqrt)", ("lp", "global_lp")),
+    "family-lp-padded-window": ("an Lp window reaching into explicit or SAME padding", ("lp",)),
+    "family-lp-dilated": ("an Lp window with dilations", ("lp",)),
+    "family-lp-ceil": ("LpPool with ceil_mode", ("lp",)),
+    "family-unpool-collision": ("two elements of X sent to one output position", ("unpool",)),
+    "family-unpool-output-shape": ("MaxUnpool's output_shape input given", ("unpool",)),
+    "family-adaptive-uneven": ("adaptive bins of unequal sizes (H not a multiple of the output size)",
+                               ("adaptive_avg", "adaptive_max")),
+    "family-adaptive-overlap": ("adaptive bins that overlap (more bins than input positions on an axis)",
+                                ("adaptive_avg", "adaptive_max")),
+    "family-rank-5": ("a rank-5 input", ("lp", "global_avg", "global_max", "global_lp", "unpool", "adaptive_avg",
+                                         "adaptive_max")),
+    "family-nan": ("NaN in the input", ("lp", "global_avg", "global_max", "global_lp", "adaptive_avg",
+                                        "adaptive_max")),
+}
+
+
+def family_reachable(op: str) -> list[str]:
+    """The family regions ``op`` can reach, and its element types' regions."""
+    convention = "openvino" if op.startswith("adaptive") else "onnx"
+    return [k for k, (_, ops) in FAMILY_REGIONS.items() if op in ops] + [
+        dtype_region(d) for d in operators.allowed_dtypes(op, convention)]
+
+
+def family_regions_of(spec: Any, x: np.ndarray, indices: np.ndarray | None = None) -> frozenset[str]:
+    """The family regions one configuration (a ``FamilySpec``) and its inputs fall in."""
+    keys = {dtype_region(x.dtype.name)}
+    op = spec.op
+    if x.ndim == 5:
+        keys.add("family-rank-5")
+    if op != "unpool" and x.dtype.kind == "f" and bool(np.isnan(x).any()):
+        keys.add("family-nan")
+    if op in ("lp", "global_lp"):
+        if spec.p % 2 == 1:
+            keys.add("family-lp-odd-p")
+        if spec.p > 2:
+            keys.add("family-lp-p-above-2")
+    w = spec.window
+    if op == "lp" and w is not None:
+        try:
+            geom = resolve(w, x.shape)
+        except ValueError:
+            geom = None
+        if geom is not None and any(a.pad_begin or a.pad_end for a in geom.axes):
+            keys.add("family-lp-padded-window")
+        if any(d > 1 for d in w.dilations):
+            keys.add("family-lp-dilated")
+        if w.rounding_type != "floor":
+            keys.add("family-lp-ceil")
+    if op == "unpool":
+        if spec.output_shape is not None:
+            keys.add("family-unpool-output-shape")
+        if indices is not None and np.unique(indices).size < np.size(indices):
+            keys.add("family-unpool-collision")
+    if op in ("adaptive_avg", "adaptive_max") and spec.output_shape is not None:
+        for size, out in zip(x.shape[2:], spec.output_shape):
+            if size % out:
+                keys.add("family-adaptive-uneven")
+            if out > size:
+                keys.add("family-adaptive-overlap")
+    return frozenset(keys)

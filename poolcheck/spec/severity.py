@@ -29,6 +29,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from poolcheck.results import Severity
+from poolcheck.spec.family import FamilySpec
 from poolcheck.spec.poolspec import PoolSpec
 from poolcheck.spec.sources import DOCUMENTS, quote, sentence
 
@@ -243,7 +244,49 @@ SEVERITY_RULES: tuple[SeverityRule, ...] = (
       for key in ("int_max:seed-zero", "int_max:seed-lowest+1")),
     *(_rule(key, _V, ("ONNX-MAX",), "the max is one of the window's elements", ONNX, _onnx)
       for key in ("int_max:seed-zero", "int_max:seed-lowest+1")),
+    # ------------------------------------------------------------------ the rest of the family
+    _rule("lp:no-root", _V, ("ONNX-LP-NORM", "ONNX-LP-P"), "the Lp norm is the 1/p-th root of the sum of |x|^p",
+          "LpPool, GlobalLpPool"),
+    _rule("lp:no-abs", _V, ("ONNX-LP-NORM",), "a norm sums |x|^p: x^p of a negative x with odd p is not a norm",
+          "LpPool, GlobalLpPool"),
+    _rule("lp:ceil-window-rescaled", _V, ("ONNX-LP-NORM",), "the norm is over the window's values: a window "
+          "past the input's end is not scaled up to the kernel's size", "LpPool"),
+    _rule("lp:p-ignored", _V, ("ONNX-LP-P",), "p is the norm's order", "LpPool, GlobalLpPool"),
+    _rule("lp:pads-ignored", _V, ("ONNX-LP-PADS",), "pads add positions to each axis", "LpPool"),
+    _rule("lp:dilations-ignored", _V, ("ONNX-LP-NORM",), "the window's taps are those dilations place", "LpPool"),
+    _rule("lp:input-type-overflow", _U, ("ONNX-LP-NORM",), "the text gives no accumulation type for the sum of "
+          "|x|^p: a sum in the input type overflows where a wider one does not", "LpPool, GlobalLpPool"),
+    *(_rule(key, _V, ("ONNX-GLOBAL-LP",), "global pooling pools each (n, c) plane over every spatial axis",
+            "GlobalAveragePool, GlobalMaxPool, GlobalLpPool")
+      for key in ("global:last-axis-only", "global:first-spatial-axis-only", "global:channels-too")),
+    _rule("global:nan-skipped", _U, (), _NAN, "GlobalMaxPool"),
+    _rule("global:nan-any", _U, (), _NAN, "GlobalMaxPool"),
+    _rule("global:seed-lowest", _V, ("ONNX-MAX",), "the max of a plane is one of its elements: a plane of -inf "
+          "gives -inf (GlobalMaxPool is MaxPool over the whole plane)", "GlobalMaxPool"),
+    _rule("adaptive:float64-as-float32", _U, (), "the text states no computation type (T is any floating-point "
+          "type); computing f64 as f32, with inf saturated, changes the result beyond f32's range",
+          "AdaptiveAvgPool-8, AdaptiveMaxPool-8"),
+    _rule("adaptive_max:nan-any", _U, (), _NAN, "AdaptiveMaxPool-8"),
+    _rule("avg:input-type-overflow", _U, (), "the text gives no accumulation type or order for the average's sum: "
+          "a sum in the input type overflows where a wider one does not", "GlobalAveragePool, AdaptiveAvgPool-8"),
+    *(_rule(key, _U, (), "MaxUnpool's text does not say which element is kept where two indices are equal",
+            "MaxUnpool") for key in ("unpool:first-write-wins", "unpool:collisions-summed")),
+    _rule("unpool:output-shape-ignored", _V, ("ONNX-UNPOOL-OUTPUT-SIZE",), "the third input sets the output size",
+          "MaxUnpool"),
+    _rule("unpool:pads-ignored", _U, (), "MaxUnpool's text gives no formula for the output shape without its "
+          "output_shape input", "MaxUnpool"),
+    *(_rule(key, _V, ("OV-ADAPTIVE-START", "OV-ADAPTIVE-END"), "bin j starts at floor(j H / O) and ends at "
+            "ceil((j + 1) H / O)", "AdaptiveAvgPool-8, AdaptiveMaxPool-8")
+      for key in ("adaptive:end-floor", "adaptive:start-ceil", "adaptive:rounding-swapped", "adaptive:uniform-bins")),
+    _rule("adaptive_max:index-whole-tensor", _V, ("OV-ADAPTIVE-INDICES",), "indices count within the spatial "
+          "dimensions of one (n, c) plane", "AdaptiveMaxPool-8"),
+    _rule("adaptive_max:last-max", _U, (), "the text does not say which of equal maxima's index is given",
+          "AdaptiveMaxPool-8"),
+    _rule("adaptive_max:nan-skipped", _U, (), _NAN, "AdaptiveMaxPool-8"),
 )
+
+#: The prefixes of the family operators' own classes (the rest of a family class is a window's).
+FAMILY_CLASS_PREFIXES: tuple[str, ...] = ("lp:", "global:", "unpool:", "adaptive:", "adaptive_max:", "avg:")
 
 #: Classes outside the table: a rejection of a valid configuration is a limitation; what no
 #: variant reproduces is a violation until explained (the reference implements the text).
@@ -255,15 +298,20 @@ STATUS_SEVERITY: dict[str, Severity] = {"crash": Severity.VIOLATION, "timeout": 
 RANK = (Severity.VIOLATION, Severity.LIMITATION, Severity.UNSPECIFIED, Severity.ERRATUM)
 
 
-def severity_rule(key: str, spec: PoolSpec) -> SeverityRule | None:
-    """The table row that weighs ``key`` for ``spec`` (None: not a named class)."""
-    for rule in SEVERITY_RULES:
-        if rule.key == key and (rule.when is None or rule.when(spec)):
+def severity_rule(key: str, spec: PoolSpec | FamilySpec) -> SeverityRule | None:
+    """The table row that weighs ``key`` for ``spec`` (None: not a named class). A class of the
+    pooling window (``rounding:...``, ``same:...``) on a family operator that slides one (LpPool)
+    weighs as on that window."""
+    window = getattr(spec, "window", None)
+    if window is not None and not key.startswith(FAMILY_CLASS_PREFIXES):
+        spec = window
+    for rule in SEVERITY_RULES:  # a family operator's own rows hold for any configuration
+        if rule.key == key and (rule.when is None or (isinstance(spec, PoolSpec) and rule.when(spec))):
             return rule
     return None
 
 
-def severity_of(atoms: Sequence[str], spec: PoolSpec) -> Severity:
+def severity_of(atoms: Sequence[str], spec: PoolSpec | FamilySpec) -> Severity:
     """The most severe weight among a divergence's atoms (a combination of open behaviours stays
     open; one contradicted sentence makes it a violation)."""
     found = []
@@ -276,7 +324,7 @@ def severity_of(atoms: Sequence[str], spec: PoolSpec) -> Severity:
     return min(found, key=RANK.index) if found else UNEXPLAINED_SEVERITY
 
 
-def rules_citing(atoms: Sequence[str], spec: PoolSpec) -> list[SeverityRule]:
+def rules_citing(atoms: Sequence[str], spec: PoolSpec | FamilySpec) -> list[SeverityRule]:
     """The rows that weigh ``atoms`` for ``spec``, in order (unknown atoms left out)."""
     return [r for r in (severity_rule(a, spec) for a in atoms if not a.startswith("rejects: ")) if r is not None]
 

@@ -12,7 +12,9 @@ from typing import Any
 
 from poolcheck.errors import AttributeValueError
 from poolcheck.spec.attributes import openvino_max_pool
+from poolcheck.spec.family import FamilySpec, adaptive_bins, family_output_shape
 from poolcheck.spec.limits import MAX_EXTENT
+from poolcheck.spec.operators import parse
 from poolcheck.spec.shape import AxisGeometry, axis_rules, resolve, resolve_axis
 
 AXIS_NAMES = {1: ["H"], 2: ["H", "W"], 3: ["D", "H", "W"]}
@@ -225,3 +227,110 @@ def symbolic_report(
                      "pads": [pb, pe], "formula": rules["openvino-runtime"],
                      "rules": [{"convention": c, "formula": f} for c, f in rules.items()]})
     return {"input": None, "output": None, "rounding_type": rounding_type, "auto_pad": auto_pad, "axes": axes}
+
+
+# --------------------------------------------------------------------------- the rest of the family
+
+#: ``poolcheck shape --op`` values of the rest of the family and the operator versions each stands
+#: for (LpPool's shape is the pooling rule: ``--op lp`` is :func:`shape_report` under ONNX's rule).
+FAMILY_SHAPE_OPS = {"lp": "LpPool-22", "global": "GlobalAveragePool-22, GlobalMaxPool-22, GlobalLpPool-22",
+                    "unpool": "MaxUnpool-22", "adaptive": "AdaptiveAvgPool-8, AdaptiveMaxPool-8"}
+
+
+def _bins_text(size: int, out: int, limit: int = 6) -> str:
+    start, end = adaptive_bins(size, out)
+    shown = " ".join(f"[{s}, {e})" for s, e in zip(start[:limit].tolist(), end[:limit].tolist()))
+    return shown + (f" ... ({out} bins)" if out > limit else "")
+
+
+def family_shape_report(op: str, input_shape: list[int] | None, *, kernel: list[int] | None = None,
+                        strides: list[int] | None = None, pads: list[int] | None = None,
+                        output_shape: list[int] | None = None) -> dict[str, Any]:
+    """The output shape of global pooling (``op="global"``), MaxUnpool (``"unpool"``, with or
+    without its ``output_shape``) or adaptive pooling (``"adaptive"``, ``output_shape`` = the
+    spatial output sizes) on ``input_shape`` (N, C, spatial...; for unpool and adaptive also the
+    spatial dims alone), with the working per axis; ``input_shape`` None: the formula per axis.
+    The configuration is read by the catalogue row (bad values raise AttributeValueError naming
+    the attribute), the shape by :func:`~poolcheck.spec.family.family_output_shape`."""
+    full: list[int] | None
+    if op == "global":
+        spec = parse("GlobalAveragePool-22", {})
+        if input_shape is None:
+            return {"op": op, "operator": FAMILY_SHAPE_OPS[op], "input": None, "output": None,
+                    "axes": [{"axis": "each spatial axis", "formula": "out = 1 (the kernel is the whole axis)"}]}
+        if not 3 <= len(input_shape) <= 5:
+            raise AttributeValueError("input", f"global pooling takes the whole shape N,C,spatial... (rank 3, 4 "
+                                               f"or 5), got {input_shape}")
+        full = list(input_shape)
+    elif op == "unpool":
+        attrs: dict[str, Any] = {"kernel_shape": kernel, "strides": strides, "pads": pads}
+        n = len(kernel or [])
+        if output_shape is not None and n and len(output_shape) == n:
+            output_shape = [*(input_shape[:2] if input_shape and len(input_shape) == n + 2 else [1, 1]), *output_shape]
+        if output_shape is not None:
+            attrs["output_shape"] = output_shape
+        spec = parse("MaxUnpool-22", {k: v for k, v in attrs.items() if v is not None})
+        assert spec.window is not None
+        full = _full_input(input_shape, spec.window.spatial_rank)
+    elif op == "adaptive":
+        if output_shape is None:
+            raise AttributeValueError("output_shape", "adaptive pooling needs its spatial output sizes")
+        spec = parse("AdaptiveAvgPool-8", {"output_shape": output_shape})
+        assert spec.output_shape is not None
+        full = _full_input(input_shape, len(spec.output_shape))
+    else:
+        raise AttributeValueError("op", f"expected one of {', '.join(k for k in FAMILY_SHAPE_OPS if k != 'lp')}, "
+                                        f"got {op!r}")
+    rank = len(full) - 2 if full else (spec.spatial_rank or 0)
+    names = AXIS_NAMES.get(rank, [f"X{i + 1}" for i in range(rank)])
+    if full is None:
+        return {"op": op, "operator": FAMILY_SHAPE_OPS[op], "input": None, "output": None,
+                "axes": [{"axis": names[i], "formula": _family_formula(spec, i, names[i])} for i in range(rank)]}
+    if any(v < 1 or v > MAX_EXTENT for v in full):
+        raise AttributeValueError("input", f"every dimension must lie in [1, {MAX_EXTENT}], got {input_shape}")
+    out = family_output_shape(spec, full)
+    axes = [{"axis": names[i], "size": full[2 + i], "out": out[2 + i],
+             "working": _family_working(spec, i, full[2 + i], out[2 + i])} for i in range(rank)]
+    spatial_only = input_shape is not None and len(input_shape) == rank
+    return {"op": op, "operator": FAMILY_SHAPE_OPS[op], "input": list(input_shape or []),
+            "output": list(out[2:]) if spatial_only else list(out), "axes": axes}
+
+
+def _full_input(input_shape: list[int] | None, rank: int) -> list[int] | None:
+    if input_shape is None:
+        return None
+    if len(input_shape) == rank:
+        return [1, 1, *input_shape]
+    if len(input_shape) == rank + 2:
+        return list(input_shape)
+    raise AttributeValueError("input", f"expected {rank} spatial dims or a full shape of rank {rank + 2}, "
+                                       f"got {input_shape}")
+
+
+def _family_working(spec: FamilySpec, i: int, size: int, out: int) -> str:
+    if spec.op in ("global_avg", "global_max", "global_lp"):
+        return f"the kernel is the whole axis ({size}): one window, {out}"
+    if spec.op in ("adaptive_avg", "adaptive_max"):
+        return (f"given: {out} bins [floor(j * {size} / {out}), ceil((j + 1) * {size} / {out})): "
+                f"{_bins_text(size, out)}")
+    w = spec.window
+    assert w is not None
+    inferred = (size - 1) * w.strides[i] + w.kernel[i] - w.pads_begin[i] - w.pads_end[i]
+    formula = (f"({size} - 1) * {w.strides[i]} + {w.kernel[i]} - {w.pads_begin[i]} - {w.pads_end[i]} "
+               f"= {inferred}")
+    if spec.output_shape is not None:
+        return f"given by output_shape: {out} (pads are ignored; inferred: {formula})"
+    return formula
+
+
+def _family_formula(spec: FamilySpec, i: int, name: str) -> str:
+    if spec.op in ("adaptive_avg", "adaptive_max"):
+        assert spec.output_shape is not None
+        o = spec.output_shape[i]
+        return f"{name}_out = {o}; bin j = [floor(j * {name} / {o}), ceil((j + 1) * {name} / {o}))"
+    w = spec.window
+    assert w is not None
+    text = f"{name}_out = ({name} - 1) * {w.strides[i]} + {w.kernel[i]} - {w.pads_begin[i]} - {w.pads_end[i]}"
+    if spec.output_shape is not None:
+        return f"{name}_out = {spec.output_shape[2 + i]} (given by output_shape; else {text.split(' = ', 1)[1]})"
+    return text

@@ -55,6 +55,10 @@ DOCUMENTS: dict[str, Document] = {d.id: d for d in (
     Document("onnx-averagepool-19", "ONNX AveragePool, version 19", ("AveragePool-19",)),
     Document("onnx-schema", "ONNX operator schemas MaxPool-22 and AveragePool-19/22 (onnx package)",
              ("MaxPool-22", "AveragePool-19", "AveragePool-22")),
+    Document("onnx-family-schema", "ONNX operator schemas LpPool-22, GlobalLpPool-22 and MaxUnpool-22 (onnx package)",
+             ("LpPool-22", "GlobalLpPool-22", "MaxUnpool-22")),
+    Document("ov-adaptive-8", "OpenVINO AdaptiveAvgPool-8 / AdaptiveMaxPool-8 operation specifications (as the "
+             "catalogue rows quote them)", ("AdaptiveAvgPool-8", "AdaptiveMaxPool-8")),
 )}
 
 _SHAPES = ("seeds/000_4f109fca0e18ec5f.txt",)
@@ -183,6 +187,24 @@ SENTENCES: dict[str, Sentence] = {s.id: s for s in (
              "The output of each pooling window is maximum number of elements exclude pad."),
     Sentence("ONNX-AVG-TYPES", "onnx-schema", _onnx_attr("T", ("AveragePool-19", "AveragePool-22")),
              "Constrain input and output types to float tensors."),
+    # ------------------------------------------------------------------ the rest of the family
+    Sentence("ONNX-LP-NORM", "onnx-family-schema", ("onnx:LpPool-22",),
+             "Lp pooling consisting of computing the Lp norm on all values of a subset of the input tensor "
+             "according to the kernel size and downsampling the data into the output tensor Y for further processing."),
+    Sentence("ONNX-LP-P", "onnx-family-schema", ("onnx:LpPool-22:p", "onnx:GlobalLpPool-22:p"),
+             "p value of the Lp norm used to pool over the input data."),
+    Sentence("ONNX-LP-PADS", "onnx-family-schema", ("onnx:LpPool-22:pads",),
+             "The value represent the number of pixels added to the beginning and end part of the corresponding axis."),
+    Sentence("ONNX-GLOBAL-LP", "onnx-family-schema", ("onnx:GlobalLpPool-22",),
+             "applies lp pool pooling across the values in the same channel."),
+    Sentence("ONNX-UNPOOL-OUTPUT-SIZE", "onnx-family-schema", ("onnx:MaxUnpool-22",),
+             "The third (optional) input is a tensor that specifies the output size of the unpooling operation."),
+    Sentence("OV-ADAPTIVE-START", "ov-adaptive-8", ("catalogue:AdaptiveAvgPool-8",), "h_start = floor(j * H_in / H_out)",
+             note="a formula"),
+    Sentence("OV-ADAPTIVE-END", "ov-adaptive-8", ("catalogue:AdaptiveAvgPool-8",), "h_end = ceil((j+1) * H_in / H_out)",
+             note="a formula"),
+    Sentence("OV-ADAPTIVE-INDICES", "ov-adaptive-8", ("catalogue:AdaptiveMaxPool-8",),
+             "The values of indices are computed as if input spatial dimensions were flatten"),
 )}
 
 

@@ -684,6 +684,8 @@ FUSED_MAX_VALUES_SPECS = [
     (([3, 3], [1, 1], [2, 2], [2, 2], [2, 2], "floor"), (9, 37)),   # W6's geometry: masked strips
     (([3, 3], [1, 1], [2, 2], [2, 2], [2, 2], "floor"), (12, 70)),  # unmasked strips, then an overlap
     (([2, 2], [1, 1], [0, 0], [0, 0], [1, 1], "floor"), (5, 17)),   # 16 windows exactly, no padding
+    (([2, 3], [1, 1], [1, 20], [1, 20], [1, 20], "floor"), (5, 60)),  # W dilation 20: whole border strips
+                                                                      # of taps outside the row
     (([2, 3], [1, 1], [1, 0], [1, 2], [3, 2], "ceil"), (11, 40)),   # H dilation 3: three runs; right pad
     (([1, 2], [1, 1], [0, 1], [0, 1], [1, 1], "floor"), (3, 33)),   # H windows of 1
     (([3, 3], [1, 1], [0, 0], [0, 0], [1, 1], "floor"), (6, 35)),   # no padding: the last element is a

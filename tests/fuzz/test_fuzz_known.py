@@ -11,6 +11,7 @@ from poolcheck.fuzz.campaign import recheck_known
 from poolcheck.fuzz.known import known_entries
 from poolcheck.peers.registry import resolve_peer
 from poolcheck.runner import run_case
+from poolcheck.spec.family import FAMILY_OPS
 
 KNOWN = ROOT / "cases" / "known"
 ENTRIES, ERRORS = known_entries([KNOWN])
@@ -21,8 +22,9 @@ def test_registry_loads_and_is_tagged() -> None:
     assert len(ENTRIES) >= 20
     for e in ENTRIES:
         kind, op, subject, klass = e.signature.split("|", 3)
-        assert kind in ("peer", "document") and op in ("max", "avg") and klass
-        assert "fuzz" in e.case.tags and "known" in e.case.tags
+        assert kind in ("peer", "document") and op in ("max", "avg", *FAMILY_OPS) and klass
+        # a family entry was recorded from `poolcheck run --peers` (tag "family"), the others by the fuzzer
+        assert ("fuzz" in e.case.tags or (op in FAMILY_OPS and "family" in e.case.tags)) and "known" in e.case.tags
         if kind == "peer":
             assert e.peer == subject
             assert any(t.startswith(f"version:{subject}=") for t in e.case.tags), e.case.id

@@ -18,6 +18,7 @@ from poolcheck.api import run_spec
 from poolcheck.cases import load_paths
 from poolcheck.peers import call_peer_many, resolve_peer, resolve_peers
 from poolcheck.spec import attributes as A
+from poolcheck.spec.family import FamilySpec
 
 #: A backend module in the style of onnxruntime.backend: module-level prepare / supports_device,
 #: running models with onnx.reference. ``MUTATE`` plants a bug (for the planted-bug check).
@@ -75,7 +76,8 @@ def test_onnxruntime_backend_agrees_with_the_onnxruntime_peer_on_the_corpus() ->
     ort = resolve_peer("onnxruntime")
     cases, errors = load_paths([CORPUS / "seeds", CORPUS / "edge"])
     assert cases and not errors
-    items = [(c.spec, c.input) for c in cases]
+    items = [(c.spec, c.input, c.inputs.get("I")) for c in cases]  # the family's too (MaxUnpool's I)
+    assert any(isinstance(c.spec, FamilySpec) for c in cases)
     mine = call_peer_many(backend, items, isolated=False)
     theirs = call_peer_many(ort, items, isolated=False)
     compared = 0

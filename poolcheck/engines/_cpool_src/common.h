@@ -1,7 +1,7 @@
 /*
  * Shared declarations of the C engine's translation units (see module.c for the overview):
  * build switches, the geometry of one call (geo_t), per-thread scratch buffers and Ctrl-C
- * polling, the kernel table of an instruction-set path, and the hand-written AVX-512 kernels.
+ * polling, and the kernel table of an instruction-set path.
  */
 #ifndef POOLCHECK_CPOOL_COMMON_H
 #define POOLCHECK_CPOOL_COMMON_H
@@ -26,13 +26,6 @@
 #define PC_ENTRY static
 #endif
 
-/* Hand-written AVX-512 kernels (avx512.c), used on the avx512 path. */
-#if defined(__GNUC__) && defined(__x86_64__) && !defined(POOLCHECK_NO_AVX512)
-#define POOLCHECK_AVX512 1
-#else
-#define POOLCHECK_AVX512 0
-#endif
-
 /* Ctrl-C: the kernels run without the GIL; between chunks of planes they take it back for a
  * moment to let Python run its signal handlers. A handler that raises (KeyboardInterrupt)
  * leaves its exception set, pc_interrupted is set, the kernel stops and the entry point
@@ -46,20 +39,6 @@ int poll_interrupt(void);
 /* ------------------------------------------------------------------------------------------ */
 /* Geometry                                                                                   */
 
-/* A block of the 16 first (or last) windows of a row when some of them reach outside the
- * input: per tap, each lane's position clamped into its window's valid taps (max pooling: a
- * duplicate of a neighbouring valid tap never changes a strict first-wins scan, value or
- * position), as an offset into the 32 elements loaded from `base`; and which lanes' tap is
- * valid (average pooling adds only those). Used when every tap fits in those 32 elements. */
-#define EDGE_KMAX 8
-typedef struct edge_s {
-    int use;
-    int64_t o0, base;
-    int32_t idx[EDGE_KMAX][16];
-    int32_t pos[EDGE_KMAX][16];
-    uint32_t valid[EDGE_KMAX];
-} edge_t;
-
 typedef struct {
     int64_t n, k, s, d, pb, pe, o;
     int64_t lo, hi;  /* windows in [lo, hi) have every tap inside [0, n) */
@@ -67,7 +46,6 @@ typedef struct {
     int64_t *jhi;    /* per window: one past the last valid tap (jlo >= jhi: no valid tap) */
     int has_empty;   /* some window has no valid tap */
     int zinit;       /* sums along this axis start from +0.0 (see geo_prepare) */
-    edge_t *edge[2]; /* last axis only: left and right border blocks (NULL elsewhere) */
 } ax_t;
 
 typedef struct {
@@ -78,7 +56,7 @@ typedef struct {
 } geo_t;
 
 /* Per-thread scratch buffers, reused from call to call (geometry.c). */
-enum { S_POS, S_T0, S_T1, S_Q0, S_Q1, S_RING, S_QRING, S_DTAB, S_RTAB, SCRATCH_SLOTS };
+enum { S_POS, S_T0, S_T1, S_Q0, S_Q1, S_RING, S_DTAB, S_RTAB, SCRATCH_SLOTS };
 void *scratch_get(int slot, size_t bytes);
 void scratch_trim(void);
 int64_t *g_scratch_i64(int64_t count);
@@ -101,16 +79,6 @@ static inline int64_t stage_inner(const geo_t *g, int i) {
     int64_t v = 1;
     for (int j = i + 1; j < g->r; j++) v *= g->a[j].o;
     return v;
-}
-
-/* Coordinates of every axis fit comfortably in int32 (the SIMD kernels compute them so). */
-static inline int geo_small(const geo_t *g) {
-    const int64_t lim = (int64_t)1 << 30;
-    for (int i = 0; i < g->r; i++) {
-        const ax_t *a = &g->a[i];
-        if (a->n >= lim || a->o * a->s + a->pb + a->k * a->d >= lim) return 0;
-    }
-    return 1;
 }
 
 /* Rows of the ring of a fused 2-D kernel: a power of two covering one window's rows. */
@@ -140,6 +108,13 @@ typedef void (*avg_fn)(const void *x, void *out, const geo_t *g, const double *d
                        double efill, double *t0, double *t1, int64_t chunk);
 typedef void (*avgglobal_fn)(const void *x, void *out, int64_t nc, int64_t m, double div, double efill,
                              double zadd);
+/* The fused float32 kernels (fused_f32.h); the int ones return 1 when they met a NaN and the
+ * caller must run the staged kernels instead. */
+typedef int (*max_fused_fn)(const float *x, float *out, const geo_t *g);
+typedef void (*max_k3s2_fn)(const float *x, float *out, const geo_t *g, float *ring, int64_t *tags, int64_t *sl,
+                            int ign);
+typedef int (*avg_strips_fn)(const float *x, float *out, const geo_t *g, const double *dtab, int zeros,
+                              double efill);
 typedef void (*indices_fn)(const int64_t *pos, void *idx, int idx64, const geo_t *g, int64_t modulus,
                            int64_t empty_index, const uint8_t *empty);
 
@@ -153,6 +128,9 @@ typedef struct {
     avg_fn avg[A_COUNT];
     avgglobal_fn avgglobal[A_COUNT];
     indices_fn finish_indices;
+    max_fused_fn max2d_strips, max3d_k2s2;
+    max_k3s2_fn max2d_k3s2;
+    avg_strips_fn avg2d_strips;
     int fma_quot; /* avg[A_F32] divides exactly with FMA when given reciprocals (divisors < 2^51) */
 } kernels_t;
 
@@ -161,20 +139,5 @@ extern const kernels_t pc_kernels_portable, pc_kernels_avx2, pc_kernels_avx512;
 uint8_t *empty_mask(const geo_t *g, int *err);
 void fill_empty(char *out, int64_t itemsize, const geo_t *g, const uint8_t *empty, const char *fill);
 
-#if !POOLCHECK_AVX512
-static inline int cpu_has_avx512(void) { return 0; }
-#else
-int cpu_has_avx512(void);
-void maxsep_f32_512(const float *x, float *out, int64_t *pos, const geo_t *g, const int64_t *w, float *t0,
-                    float *t1, int64_t *q0, int64_t *q1, int64_t chunk, int ign);
-void avgglobal_f32_512(const float *x, float *out, int64_t nc, int64_t m, double div, double efill, double zadd);
-void max2d_512(const float *x, float *out, int64_t *pos, const geo_t *g, const int64_t *w, float *ring,
-               int64_t *qring, int64_t *tags, int64_t *hrow, int64_t *sl, int ign);
-int max3d_k2s2_512(const float *x, float *out, const geo_t *g);
-void max2d_k3s2_512(const float *x, float *out, const geo_t *g, float *ring, int64_t *tags, int64_t *hrow,
-                    int64_t *sl, int ign);
-int max2d_s1_strips_512(const float *x, float *out, const geo_t *g);
-void avg2d_strips_512(const float *x, float *out, const geo_t *g, const double *dtab, int zeros, double efill);
-#endif
 
 #endif

@@ -58,38 +58,8 @@ void geo_free(geo_t *g) {
     for (int i = 0; i < 3; i++) {
         free(g->a[i].jlo);
         free(g->a[i].jhi);
-        free(g->a[i].edge[0]);
-        free(g->a[i].edge[1]);
         g->a[i].jlo = g->a[i].jhi = NULL;
-        g->a[i].edge[0] = g->a[i].edge[1] = NULL;
     }
-}
-
-static void edge_build(edge_t *e, const ax_t *a, int side) {
-    const int64_t n = a->n, k = a->k, O = a->o;
-    memset(e, 0, sizeof(*e));
-    if (k > EDGE_KMAX || O < 16 || n < 32) return;
-    if (side == 0) {
-        if (a->lo == 0 || a->lo > 16) return;
-        e->o0 = 0;
-        e->base = 0;
-    } else {
-        if (a->hi >= O || a->hi < O - 16) return;
-        e->o0 = O - 16;
-        e->base = n - 32;
-    }
-    for (int i = 0; i < 16; i++) {
-        const int64_t o = e->o0 + i, st = o * a->s - a->pb, jl = a->jlo[o], jh = a->jhi[o];
-        const int64_t first = jl < jh ? st + jl * a->d : e->base, last = jl < jh ? st + (jh - 1) * a->d : e->base;
-        for (int64_t j = 0; j < k; j++) {
-            const int64_t p = st + j * a->d, cp = p < first ? first : (p > last ? last : p);
-            if (cp - e->base < 0 || cp - e->base >= 32) return;
-            e->idx[j][i] = (int32_t)(cp - e->base);
-            e->pos[j][i] = (int32_t)cp;
-            if (p >= 0 && p < n) e->valid[j] |= 1u << i;
-        }
-    }
-    e->use = 1;
 }
 
 /* Window o covers positions o * s - pb + j * d, j in [0, k). */
@@ -145,13 +115,6 @@ int geo_prepare(geo_t *g) {
     }
     for (int i = g->r; i < 3; i++) {
         g->a[i].jlo = g->a[i].jhi = NULL;
-    }
-    for (int i = 0; i < 3; i++) g->a[i].edge[0] = g->a[i].edge[1] = NULL;
-    ax_t *w = &g->a[g->r - 1];
-    for (int side = 0; side < 2; side++) {
-        w->edge[side] = (edge_t *)malloc(sizeof(edge_t));
-        if (!w->edge[side]) return -1;
-        edge_build(w->edge[side], w, side);
     }
     return 0;
 }

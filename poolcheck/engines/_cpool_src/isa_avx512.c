@@ -1,8 +1,8 @@
 /*
  * The avx512 path: the portable kernels compiled with AVX-512 F/BW/VL/DQ (setup.py passes the
- * flags for this file on x86-64), chosen at import on CPUs that have them; module.c also uses
- * the hand-written float32 kernels of avx512.c on this path. The integer max kernels are the
- * avx2 path's (PC_WITH_INTS 0), which keeps the build short.
+ * flags for this file on x86-64), chosen at import on CPUs that have them; the fused float32
+ * kernels (fused_f32.h) run 16 lanes wide here. The integer max kernels are the avx2 path's
+ * (PC_WITH_INTS 0), which keeps the build short.
  */
 #if defined(__x86_64__) && defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && \
     defined(__AVX512DQ__) && defined(__FMA__)

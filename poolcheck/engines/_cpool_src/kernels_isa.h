@@ -7,8 +7,8 @@
  *
  * PC_WIDE (the vector paths) leaves to the portable path the kernels that measured no faster
  * with AVX2 (x86-64-v3 against the baseline, side by side in one process): the float32 direct
- * scan (-14% to +26%, mostly slower) and the float32-input global averages (+7%, +8%: the
- * baseline code already runs near memory speed). PC_WITH_INTS 0 leaves the integer max
+ * scan (-14% to +26%, mostly slower) and the float32-to-float64 global averages (+7%, +8%:
+ * the baseline code already runs near memory speed). PC_WITH_INTS 0 leaves the integer max
  * kernels to the next slower path.
  */
 #include "kernels.h"
@@ -24,10 +24,11 @@
 /* Max pooling                                                                                */
 
 /* Floats, vector paths: the plain strict '>' instances (f32n, f64n) serve the chunks without
- * NaN of the NaN-policy instances (PC_NAN_FREE): on the avx2 path W1 0.57x the time, W6 0.91x,
- * W1i/W4/W5 1.04-1.06x (the two builds side by side in one process). Not on the portable
- * path, where the SSE2 code of the plain comparison measured 22x slower on W4 and 1.9x on W5
- * (W1i 6.6x faster). */
+ * NaN of the NaN-policy instances (PC_NAN_FREE): on the avx2 path W1 0.57x the time, W6
+ * 0.91x, W1i/W4/W5 1.04-1.06x (the two builds side by side in one process). Not on the
+ * portable path, where the SSE2 code of the plain comparison measured 22x slower on W4 and
+ * 1.9x on W5 (W1i 6.6x faster). The chunks with a NaN (rare data) run the portable path's
+ * kernel of their policy (PC_NAN_CHUNKS), so the vector paths compile two instances fewer. */
 #if PC_WIDE
 /* Whether x[0 .. n) holds a NaN: the largest magnitude bit pattern is above infinity's (an
  * integer max reduction, which vectorises). */
@@ -71,6 +72,7 @@ static inline int has_nan_f64n(const double *restrict x, int64_t n) {
 #define PC_SUF f32p
 #if PC_FLOAT_NAN_FREE
 #define PC_NAN_FREE f32n
+#define PC_NAN_CHUNKS pc_kernels_portable.maxsep[MK_F32P]
 #endif
 #define PC_T float
 #define PC_UT uint32_t
@@ -80,6 +82,7 @@ static inline int has_nan_f64n(const double *restrict x, int64_t n) {
 #define PC_SUF f32i
 #if PC_FLOAT_NAN_FREE
 #define PC_NAN_FREE f32n
+#define PC_NAN_CHUNKS pc_kernels_portable.maxsep[MK_F32I]
 #endif
 #define PC_T float
 #define PC_UT uint32_t
@@ -89,6 +92,7 @@ static inline int has_nan_f64n(const double *restrict x, int64_t n) {
 #define PC_SUF f64p
 #if PC_FLOAT_NAN_FREE
 #define PC_NAN_FREE f64n
+#define PC_NAN_CHUNKS pc_kernels_portable.maxsep[MK_F64P]
 #endif
 #define PC_T double
 #define PC_UT uint64_t
@@ -98,6 +102,7 @@ static inline int has_nan_f64n(const double *restrict x, int64_t n) {
 #define PC_SUF f64i
 #if PC_FLOAT_NAN_FREE
 #define PC_NAN_FREE f64n
+#define PC_NAN_CHUNKS pc_kernels_portable.maxsep[MK_F64I]
 #endif
 #define PC_T double
 #define PC_UT uint64_t
@@ -230,6 +235,12 @@ static inline void quot_f32(float *restrict out, const double *restrict sum, con
 #include "tmpl_avg.h"
 
 /* ------------------------------------------------------------------------------------------ */
+/* Fused float32 kernels (values only) and the float32 global average, written with the vector */
+/* layer of simd.h (the avgglobal_f32 instance above is left unused)                          */
+
+#include "fused_f32.h"
+
+/* ------------------------------------------------------------------------------------------ */
 /* Index output                                                                               */
 
 /* index = ((n * C + c) * S + pos) % modulus, or empty_index for a window with no element;
@@ -298,8 +309,12 @@ const kernels_t PC_TABLE = {
     },
     .maxdirect = {PC_NARROW_ONLY(maxdirect_f32f), maxdirect_f64f},
     .avg = {[A_F32] = avg_f32, [A_F64] = avg_f64, [A_F32TO64] = avg_f32to64},
-    .avgglobal = {[A_F32] = PC_NARROW_ONLY(avgglobal_f32), [A_F64] = avgglobal_f64,
+    .avgglobal = {[A_F32] = avgglobal_f32x16, [A_F64] = avgglobal_f64,
                   [A_F32TO64] = PC_NARROW_ONLY(avgglobal_f32to64)},
     .finish_indices = finish_indices,
+    .max2d_strips = max2d_strips,
+    .max3d_k2s2 = max3d_k2s2,
+    .max2d_k3s2 = max2d_k3s2,
+    .avg2d_strips = avg2d_strips,
     .fma_quot = PC_FMA_QUOT,
 };

@@ -29,15 +29,15 @@
  * _set_isa switches in-process): the same kernel source (the templates tmpl_*.h, instantiated
  * by kernels_isa.h) is compiled once per path with that path's flags -- portable (the
  * architecture's baseline: SSE2 on x86-64, NEON on aarch64), avx2 (AVX2 + FMA) and avx512
- * (AVX-512 F/BW/VL/DQ) -- each into a table of kernels. On the avx512 path a few float32
- * kernels are also hand-written with intrinsics (avx512.c), kept only where they measured at
- * least 20% faster.
+ * (AVX-512 F/BW/VL/DQ) -- each into a table of kernels. The fused float32 kernels of the
+ * common shapes (fused_f32.h) are part of that source too, written with the vector types of
+ * simd.h at the path's native width, so every path runs the same algorithms.
  *
  * Files: common.h (shared types, the kernel table), geometry.c (per-call geometry, scratch
  * buffers, Ctrl-C polling, empty windows), kernels.h (comparisons), tmpl_maxsep.h,
- * tmpl_maxdirect.h, tmpl_avg.h (the kernel templates), kernels_isa.h (their instances and the
- * table of one path), isa_portable.c, isa_avx2.c, isa_avx512.c (one path each), avx512.c (the
- * hand-written AVX-512 kernels), module.c (this file: argument checking, the choice of path,
+ * tmpl_maxdirect.h, tmpl_avg.h (the kernel templates), simd.h (the vector layer) and
+ * fused_f32.h (the fused float32 kernels), kernels_isa.h (their instances and the table of one
+ * path), isa_portable.c, isa_avx2.c, isa_avx512.c (one path each), module.c (this file: argument checking, the choice of path,
  * dispatch, and the module with multi-phase initialisation), family.c (Lp pooling sums, adaptive
  * pooling, MaxUnpool: plain portable C, registered at exec).
  */
@@ -64,7 +64,9 @@ static int isa_runs(int id) {
     __builtin_cpu_init();
     const int avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
     if (id == ISA_AVX2) return avx2;
-    if (id == ISA_AVX512) return avx2 && POOLCHECK_AVX512 && cpu_has_avx512();
+    if (id == ISA_AVX512)
+        return avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+               __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
 #endif
     return id == ISA_PORTABLE;
 }
@@ -84,6 +86,10 @@ static void merge_tables(void) {
             if (!t->avgglobal[i]) t->avgglobal[i] = lower->avgglobal[i];
         }
         if (!t->finish_indices) t->finish_indices = lower->finish_indices;
+        if (!t->max2d_strips) t->max2d_strips = lower->max2d_strips;
+        if (!t->max3d_k2s2) t->max3d_k2s2 = lower->max3d_k2s2;
+        if (!t->max2d_k3s2) t->max2d_k3s2 = lower->max2d_k3s2;
+        if (!t->avg2d_strips) t->avg2d_strips = lower->avg2d_strips;
     }
 }
 
@@ -207,7 +213,6 @@ static PyObject *py_max_pool(PyObject *self, PyObject *args) {
     PyObject *result = NULL;
     int have_ib = 0;
     const kernels_t *K = &merged[isa_id];
-    const int use_avx512 = isa_id == ISA_AVX512;
     if (!PyArg_ParseTuple(args, "y*w*OOiiy*LiL", &xb, &ob, &idx_obj, &geo_obj, &tcode, &nan_mode,
                           &fb, &empty_index, &order_f, &modulus))
         return NULL;
@@ -265,49 +270,38 @@ static PyObject *py_max_pool(PyObject *self, PyObject *args) {
             goto done;
         }
     }
-    /* The AVX-512 kernels where they pay (see avx512.c): with positions, any rank (two axes
-     * with rows of at least 16 windows: the fused ring-buffer kernel); values only, one axis
-     * with windows of 4 and stride 4, or two axes with windows of 3 and stride 2 along the
-     * last (the fused k3 s2 kernel). */
+    /* The fused float32 kernels (fused_f32.h), values only, where they pay: */
     const ax_t *last = &g.a[g.r - 1];
-    const int simd = POOLCHECK_AVX512 && use_avx512 && !direct && tcode == T_F32 && geo_small(&g) &&
-                     (withpos || (g.r == 1 && last->k == 4 && last->s == 4 && last->d == 1));
-    const int fused = simd && withpos && g.r == 2 && g.a[1].o >= 16;
-    /* Values only, two axes, W windows of 3 with stride 2: the fused k3 s2 kernel. */
-    const int k3s2 = POOLCHECK_AVX512 && use_avx512 && !direct && !withpos && tcode == T_F32 && g.r == 2 &&
-                     geo_small(&g) && last->k == 3 && last->s == 2 && last->d == 1 && last->o >= 16;
-    /* Values only, three axes, windows of 2 with stride 2 and dilation 1, every window whole:
-     * the fused 3-D kernel (which hands a NaN back to the staged path below). */
-    int k2s2_3d = POOLCHECK_AVX512 && use_avx512 && !direct && !withpos && tcode == T_F32 && g.r == 3 &&
-                  geo_small(&g) && last->o >= 16;
+    const int fusable = !direct && !withpos && tcode == T_F32;
+    /* two axes, W windows of 3 with stride 2: the k3 s2 ring kernel; */
+    const int k3s2 = fusable && g.r == 2 && last->k == 3 && last->s == 2 && last->d == 1 && last->o >= 16;
+    /* three axes, windows of 2 with stride 2 and dilation 1, every window whole: the fused 3-D
+     * kernel (which hands a NaN back to the staged path below); */
+    int k2s2_3d = fusable && g.r == 3 && last->o >= 16;
     for (int i = 0; i < g.r && k2s2_3d; i++) {
         const ax_t *a = &g.a[i];
         k2s2_3d = a->k == 2 && a->s == 2 && a->d == 1 && a->pb == 0 && a->lo == 0 && a->hi == a->o;
     }
-    /* Values only, two axes, stride 1, W windows of 2 or 3, H windows of 1 to 3, every window
-     * with an element: the max strips (which hand a NaN back to the staged path below). */
-    const int strips = POOLCHECK_AVX512 && use_avx512 && !direct && !withpos && tcode == T_F32 && g.r == 2 &&
-                       geo_small(&g) && g.a[0].s == 1 && g.a[1].s == 1 && g.a[0].k <= 3 &&
-                       (g.a[1].k == 2 || g.a[1].k == 3) && g.a[1].o >= 16 && !g.a[0].has_empty &&
-                       !g.a[1].has_empty;
+    /* two axes, stride 1, W windows of 2 or 3, H windows of 1 to 3, every window with an
+     * element: the max strips (which hand a NaN back to the staged path below). */
+    const int strips = fusable && g.r == 2 && g.a[0].s == 1 && g.a[1].s == 1 && g.a[0].k <= 3 &&
+                       (g.a[1].k == 2 || g.a[1].k == 3) && g.a[1].o >= 16 &&
+                       !g.a[0].has_empty && !g.a[1].has_empty;
     void *ring = NULL;
-    int64_t *qring = NULL, *tags = NULL, *hrow = NULL, *sl = NULL;
-    if (fused || k3s2) {
+    int64_t *tags = NULL, *sl = NULL;
+    if (k3s2) {
         const int64_t R = ring_rows(&g.a[0]), RS = (g.a[1].o + 15) & ~(int64_t)15;
         ring = scratch_get(S_RING, (size_t)(R * RS) * sizeof(float));
-        if (withpos) qring = (int64_t *)scratch_get(S_QRING, (size_t)(R * RS) * sizeof(int64_t));
         tags = g_scratch_i64(2 * R);
-        hrow = g_scratch_i64(g.a[0].k);
         sl = g_scratch_i64(g.a[0].k);
-        if (!ring || (withpos && !qring) || !tags || !hrow || !sl) {
+        if (!ring || !tags || !sl) {
             free(tags);
-            free(hrow);
             free(sl);
             PyErr_NoMemory();
             goto done;
         }
     }
-    if (!direct && !fused && !k3s2) {
+    if (!direct && !k3s2) {
         chunk = chunk_planes(&g, isz + (withpos ? 8 : 0));
         int64_t tsz = stage_max(&g) * chunk;
         t0 = scratch_get(S_T0, (size_t)(tsz * isz));
@@ -328,25 +322,13 @@ static PyObject *py_max_pool(PyObject *self, PyObject *args) {
     } else {
         switch (tcode) {
             case T_F32:
-#if POOLCHECK_AVX512
-                if (k2s2_3d && max3d_k2s2_512((const float *)xb.buf, (float *)ob.buf, &g) == 0) break;
-                if (strips && max2d_s1_strips_512((const float *)xb.buf, (float *)ob.buf, &g) == 0) break;
+                if (k2s2_3d && K->max3d_k2s2((const float *)xb.buf, (float *)ob.buf, &g) == 0) break;
+                if (strips && K->max2d_strips((const float *)xb.buf, (float *)ob.buf, &g) == 0) break;
                 if (k3s2) {
-                    max2d_k3s2_512((const float *)xb.buf, (float *)ob.buf, &g, (float *)ring, tags, hrow, sl,
-                                   nan_mode == NAN_IGNORE);
+                    K->max2d_k3s2((const float *)xb.buf, (float *)ob.buf, &g, (float *)ring, tags, sl,
+                                  nan_mode == NAN_IGNORE);
                     break;
                 }
-                if (fused) {
-                    max2d_512((const float *)xb.buf, (float *)ob.buf, pos, &g, w, (float *)ring, qring,
-                              tags, hrow, sl, nan_mode == NAN_IGNORE);
-                    break;
-                }
-                if (simd) {
-                    maxsep_f32_512((const float *)xb.buf, (float *)ob.buf, pos, &g, w, (float *)t0,
-                                   (float *)t1, q0, q1, chunk, nan_mode == NAN_IGNORE);
-                    break;
-                }
-#endif
                 K->maxsep[nan_mode == NAN_IGNORE ? MK_F32I : MK_F32P](xb.buf, ob.buf, pos, &g, w, t0, t1, q0,
                                                                       q1, chunk);
                 break;
@@ -363,7 +345,6 @@ static PyObject *py_max_pool(PyObject *self, PyObject *args) {
     if (have_ib) K->finish_indices(pos, ib.buf, idx64, &g, modulus, empty_index, empty);
     Py_END_ALLOW_THREADS
     free(tags);
-    free(hrow);
     free(sl);
     result = kernel_outcome();
 done:
@@ -394,7 +375,6 @@ static PyObject *py_avg_pool(PyObject *self, PyObject *args) {
     double *t0 = NULL, *t1 = NULL, *dtab = NULL;
     PyObject *result = NULL;
     const kernels_t *K = &merged[isa_id];
-    const int use_avx512 = isa_id == ISA_AVX512;
     if (!PyArg_ParseTuple(args, "y*w*Oiid", &xb, &ob, &geo_obj, &kind, &rule, &efill)) return NULL;
     if (parse_geo(geo_obj, &g) < 0) goto done;
     if (kind < A_F32 || kind > A_F32TO64 || rule < DIV_FULL || rule > DIV_VALID) {
@@ -445,10 +425,10 @@ static PyObject *py_avg_pool(PyObject *self, PyObject *args) {
      * with FMA and for divisors below 2^51 (each a product of counts, so any divisor then fits). */
     double *rtab = NULL;
     /* float32, two axes, stride and dilation 1, W windows of 2 or 3, H windows of 1 to 3: the
-     * AVX-512 strip kernel (avx512.c), which divides with vdivpd and needs no reciprocals. */
-    const int fused2d = POOLCHECK_AVX512 && use_avx512 && kind == A_F32 && g.r == 2 && g.a[1].s == 1 &&
-                        g.a[1].d == 1 && (g.a[1].k == 2 || g.a[1].k == 3) && g.a[1].o >= 8 && g.a[0].s == 1 &&
-                        g.a[0].d == 1 && g.a[0].k <= 3 && geo_small(&g);
+     * average strips (fused_f32.h), which divide and need no reciprocals. */
+    const int fused2d = kind == A_F32 && g.r == 2 && g.a[1].s == 1 && g.a[1].d == 1 &&
+                        (g.a[1].k == 2 || g.a[1].k == 3) && g.a[1].o >= 8 && g.a[0].s == 1 && g.a[0].d == 1 &&
+                        g.a[0].k <= 3;
     if (kind == A_F32 && !fused2d && K->fma_quot) {
         rtab = (double *)scratch_get(S_RTAB, (size_t)g.plane_out * sizeof(double));
         cnt_ok = cnt_ok && rtab != NULL;
@@ -480,26 +460,22 @@ static PyObject *py_avg_pool(PyObject *self, PyObject *args) {
         const double zadd = gpad ? 0.0 : -0.0;
         pc_interrupted = 0;
         Py_BEGIN_ALLOW_THREADS
-#if POOLCHECK_AVX512
-        if (kind == A_F32 && use_avx512)
-            avgglobal_f32_512((const float *)xb.buf, (float *)ob.buf, g.nc, g.plane_in, dtab[0], efill, zadd);
-        else
-#endif
         K->avgglobal[kind](xb.buf, ob.buf, g.nc, g.plane_in, dtab[0], efill, zadd);
         Py_END_ALLOW_THREADS
         result = kernel_outcome();
         goto done;
     }
-#if POOLCHECK_AVX512
     if (fused2d) {
+        int staged = 0;
         pc_interrupted = 0;
         Py_BEGIN_ALLOW_THREADS
-        avg2d_strips_512((const float *)xb.buf, (float *)ob.buf, &g, dtab, zeros, efill);
+        staged = K->avg2d_strips((const float *)xb.buf, (float *)ob.buf, &g, dtab, zeros, efill);
         Py_END_ALLOW_THREADS
-        result = kernel_outcome();
-        goto done;
+        if (!staged) {
+            result = kernel_outcome();
+            goto done;
+        }
     }
-#endif
     const int64_t chunk = chunk_planes(&g, 8);
     const int64_t tsz = stage_max(&g) * chunk;
     t0 = (double *)scratch_get(S_T0, (size_t)tsz * sizeof(double));

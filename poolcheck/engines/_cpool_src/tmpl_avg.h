@@ -176,8 +176,8 @@ PC_ENTRY void PC_N(avg)(const void *xv, void *outv, const geo_t *g, const double
  * -0.0, the identity of addition), combined pairwise, then +0.0 when the window reaches into
  * padding (as the zero-padded sum would). Any order of m float64 additions is within
  * (m - 1) 2^-53 sum|x| of the exact sum, the bound the NumPy engine's pairwise global sum also
- * meets (docs/benchmarks.md); the 8 lanes vectorise without reassociating anything (avx512.c
- * has a 16-lane float32 version). */
+ * meets (docs/benchmarks.md); the 8 lanes vectorise without reassociating anything (float32
+ * inputs take the 16-lane avgglobal_f32x16 of fused_f32.h instead). */
 PC_ENTRY void PC_N(avgglobal)(const void *xv, void *outv, int64_t nc, int64_t m, double div, double efill,
                             double zadd) {
     const TI *x = (const TI *)xv;

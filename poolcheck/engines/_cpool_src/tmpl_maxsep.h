@@ -8,7 +8,10 @@
  *   PC_SBETTER  the same, branch-free scalar form for the border windows
  *   PC_NAN_FREE (optional, floats) suffix of an instance of the same type with the plain
  *               strict '>' (BETTER_INT), run on chunks without NaN (has_nan_SUF tells)
- *   PC_BORDER_ONLY  (optional) only the border-row helper, for avx512.c's scalar paths
+ *   PC_NAN_CHUNKS (optional, with PC_NAN_FREE) a maxsep_fn that computes the chunks holding a
+ *               NaN (the portable path's kernel of the same policy): the instance then has no
+ *               stages of its own, only the border-row helper (used by fused_f32.h) and the
+ *               dispatch, which halves the compile time of the vector paths
  *
  * W stage (last axis): rows of n elements -> rows of o elements; with positions, py receives
  * the chosen element's coordinate times the axis weight. H stage (any other axis): input
@@ -56,7 +59,7 @@ INLINE void PC_N(mw_brow)(const T *restrict xr, T *restrict yr, int64_t *restric
     }
 }
 
-#ifndef PC_BORDER_ONLY
+#ifndef PC_NAN_CHUNKS
 /* Rows of a W stage with kernel KK, stride SS and dilation DD (constants where the caller
  * passes constants: the function is always inlined): each row does its left border windows,
  * its interior windows (vectorised, no bounds checks), its right border. */
@@ -268,6 +271,8 @@ PC_ENTRY __attribute__((noinline)) void PC_N(chunk_positions)(const T *x, T *out
     PC_N(maxsep_chunk)(x, out, pos, g, w, t0, t1, q0, q1, p, np, 1);
 }
 
+#endif /* PC_NAN_CHUNKS */
+
 /* Chunk by chunk. With PC_NAN_FREE (floats), a chunk with no NaN runs that instance's plain
  * strict '>' stages instead: without NaN the NaN policies are that same first-wins scan, and
  * the plain comparison vectorises to a single max (or compare) per tap. */
@@ -294,7 +299,14 @@ INLINE void PC_N(maxsep_body)(const T *restrict x, T *restrict out, int64_t *res
             continue;
         }
 #endif
+#ifdef PC_NAN_CHUNKS
+        geo_t gc = *g; /* the chunk's planes only */
+        gc.nc = np;
+        PC_NAN_CHUNKS(x + p * g->plane_in, out + p * g->plane_out, withpos ? pos + p * g->plane_out : NULL, &gc, w,
+                      t0, t1, q0, q1, chunk);
+#else
         PC_N(maxsep_chunk)(x, out, pos, g, w, t0, t1, q0, q1, p, np, withpos);
+#endif
     }
 }
 /* The entry point (a maxsep_fn of the kernel table). */
@@ -305,7 +317,6 @@ PC_ENTRY void PC_N(maxsep)(const void *x, void *out, int64_t *pos, const geo_t *
     else
         PC_N(maxsep_body)((const T *)x, (T *)out, pos, g, w, (T *)t0, (T *)t1, q0, q1, chunk, 0);
 }
-#endif /* PC_BORDER_ONLY */
 
 #undef T
 #undef UT
@@ -313,6 +324,7 @@ PC_ENTRY void PC_N(maxsep)(const void *x, void *out, int64_t *pos, const geo_t *
 #undef SBETTER
 #undef PC_N
 #undef PC_SUF
+#undef PC_NAN_CHUNKS
 #undef PC_T
 #undef PC_UT
 #undef PC_BETTER

@@ -1,0 +1,485 @@
+/*
+ * Fused float32 kernels for the common 2-D and 3-D shapes (module.c says when each runs),
+ * written once with the vector layer of simd.h and compiled per instruction-set path by
+ * kernels_isa.h: PC_VL lanes of float32 (16 with AVX-512, 8 with AVX2, 4 on the baseline).
+ * Values only. They do the staged path's operations in its order (last axis first, taps in
+ * order), so the results have the same bits:
+ *
+ * Max: without NaN the three NaN policies are the same strict '>' first-wins scan, and
+ * vf_max(b, v) computes exactly "b > v ? b : v" (a tie of +0.0 and -0.0 keeps the earlier,
+ * as the scan does). NaN is watched for: a NaN among the taps sends the row (k3s2) through the
+ * exact scalar code of its policy, or (strips, k2s2_3d) returns 1 and module.c runs the exact
+ * staged path instead. Taps in the padding read as -inf: a strict '>' scan never takes a -inf
+ * over a valid tap, and a window whose valid taps are all -inf gets -inf either way.
+ *
+ * Average: float64 sums, vectorised ACROSS windows (8 windows per d8, each lane one window's
+ * own sequence of additions), so every sum has the bits of the staged path's.
+ *
+ * They replace a file of hand-written AVX-512 intrinsics that served the avx512 path only; the
+ * timings of both are in the commit that made the change.
+ */
+#include "simd.h"
+
+/* The run [*ohA, *ohB) of output rows whose H window is whole (KH rows, jlo 0): with stride 1
+ * these are consecutive; the rows outside it are cut by the padding. */
+INLINE void whole_rows(const ax_t *H, const int64_t KH, int64_t *ohA, int64_t *ohB) {
+    int64_t a = 0;
+    while (a < H->o && !(H->jlo[a] == 0 && H->jhi[a] == KH)) a++;
+    int64_t b = a;
+    while (b < H->o && H->jlo[b] == 0 && H->jhi[b] == KH) b++;
+    *ohA = a;
+    *ohB = b;
+}
+
+/* A border strip's view of tap j: its lanes [lo, hi) are inside the row, the others read
+ * `fill` (vf_load_fill); at reads element e + j d of the row, wherever that is. */
+typedef struct {
+    int64_t lo[3], hi[3];
+} lanes_t;
+
+INLINE lanes_t strip_lanes(const int64_t e, const int64_t d, const int64_t n, const int64_t K, const int64_t L) {
+    lanes_t m;
+    for (int64_t j = 0; j < K; j++) {
+        const int64_t a = e + j * d, lo = -a, hi = n - a;
+        m.lo[j] = lo < 0 ? 0 : lo > L ? L : lo;
+        m.hi[j] = hi < 0 ? 0 : hi > L ? L : hi;
+    }
+    return m;
+}
+
+/* xr + off without forming an out-of-range pointer arithmetically (off may be negative: the
+ * lanes there are never read). */
+INLINE const float *at(const float *xr, const int64_t off) {
+    return (const float *)((uintptr_t)xr + (uintptr_t)(off * (int64_t)sizeof(float)));
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Max, two axes, stride 1 along both, windows of 2 or 3 along W and of 1 to 3 along H, any    */
+/* dilations, no window without an element. Vertical strips of PC_VL output columns (the last */
+/* one overlapping the one before when OW is not a multiple, recomputing equal values): each  */
+/* input row's PC_VL window maxima are computed once and kept in registers for the KH output  */
+/* rows that use them; each output row combines its rows in tap order. With H dilation d the  */
+/* output rows are walked in d interleaved runs.                                              */
+
+/* The maxima of the PC_VL windows from element e of one row (MASKED: lanes outside the row
+ * read -inf). */
+INLINE vf strip_max_row(const float *restrict xr, const int64_t e, const int64_t dw, const int64_t KW,
+                        const int MASKED, const lanes_t *m, vi *restrict nanm) {
+    const float ninf = -__builtin_inff();
+    const vf t0 = MASKED ? vf_load_fill(at(xr, e), m->lo[0], m->hi[0], ninf) : vf_load(xr + e);
+    const vf t1 = MASKED ? vf_load_fill(at(xr, e + dw), m->lo[1], m->hi[1], ninf) : vf_load(xr + e + dw);
+    vf v = vf_max(t1, t0);
+    vi u = vf_nan2(t0, t1);
+    if (KW == 3) {
+        const vf t2 = MASKED ? vf_load_fill(at(xr, e + 2 * dw), m->lo[2], m->hi[2], ninf) : vf_load(xr + e + 2 * dw);
+        u |= vf_nan(t2);
+        v = vf_max(t2, v);
+    }
+    *nanm |= u;
+    return v;
+}
+
+/* One strip (output columns [o0, o0 + PC_VL)) of one plane; output rows [ohA, ohB) have whole
+ * H windows (KH rows oh - pb + j dh), the others combine their valid rows afresh. */
+INLINE void max2d_strip(const float *restrict xp, float *restrict yp, const geo_t *g, const int64_t o0,
+                        const int MASKED, const int64_t KW, const int64_t KH, const int64_t ohA, const int64_t ohB,
+                        vi *restrict nanm) {
+    const ax_t *H = &g->a[0], *W = &g->a[1];
+    const int64_t NW = W->n, OW = W->o, OH = H->o, hpb = H->pb, dh = H->d, dw = W->d, e = o0 - W->pb;
+    const lanes_t m = strip_lanes(e, dw, NW, KW, PC_VL);
+    for (int64_t r = 0; r < dh && ohA + r < ohB; r++) { /* the whole windows, run by run */
+        int64_t oh = ohA + r;
+        if (KH == 1) {
+            for (; oh < ohB; oh += dh)
+                vf_store(yp + oh * OW + o0, strip_max_row(xp + (oh - hpb) * NW, e, dw, KW, MASKED, &m, nanm));
+        } else if (KH == 2) {
+            vf a = strip_max_row(xp + (oh - hpb) * NW, e, dw, KW, MASKED, &m, nanm);
+            for (; oh < ohB; oh += dh) {
+                const vf b = strip_max_row(xp + (oh - hpb + dh) * NW, e, dw, KW, MASKED, &m, nanm);
+                vf_store(yp + oh * OW + o0, vf_max(b, a));
+                a = b;
+            }
+        } else {
+            vf a = strip_max_row(xp + (oh - hpb) * NW, e, dw, KW, MASKED, &m, nanm);
+            vf b = strip_max_row(xp + (oh - hpb + dh) * NW, e, dw, KW, MASKED, &m, nanm);
+            for (; oh < ohB; oh += dh) {
+                const vf c = strip_max_row(xp + (oh - hpb + 2 * dh) * NW, e, dw, KW, MASKED, &m, nanm);
+                vf_store(yp + oh * OW + o0, vf_max(c, vf_max(b, a)));
+                a = b;
+                b = c;
+            }
+        }
+    }
+    for (int64_t oh = 0; oh < OH; oh++) {
+        if (oh == ohA) oh = ohB;
+        if (oh >= OH) break;
+        const int64_t jl = H->jlo[oh], cnt = H->jhi[oh] - jl, h0 = oh - hpb + jl * dh;
+        vf v = strip_max_row(xp + h0 * NW, e, dw, KW, MASKED, &m, nanm);
+        for (int64_t j = 1; j < cnt; j++)
+            v = vf_max(strip_max_row(xp + (h0 + j * dh) * NW, e, dw, KW, MASKED, &m, nanm), v);
+        vf_store(yp + oh * OW + o0, v);
+    }
+}
+
+INLINE int max2d_strips_body(const float *restrict x, float *restrict out, const geo_t *g, const int64_t KW,
+                             const int64_t KH) {
+    const ax_t *H = &g->a[0], *W = &g->a[1];
+    const int64_t NW = W->n, OW = W->o, nc = g->nc, pin = g->plane_in, pout = g->plane_out;
+    const int64_t reach = (KW - 1) * W->d + PC_VL; /* elements a strip's row reads from e */
+    int64_t ohA, ohB;
+    whole_rows(H, KH, &ohA, &ohB);
+    for (int64_t p = 0; p < nc; p++) {
+        if (poll_interrupt()) break;
+        const float *xp = x + p * pin;
+        float *yp = out + p * pout;
+        vi nanm = {0};
+        for (int64_t s = 0; s < OW; s += PC_VL) {
+            const int64_t o0 = s + PC_VL <= OW ? s : OW - PC_VL, e = o0 - W->pb;
+            if (e >= 0 && e + reach <= NW) max2d_strip(xp, yp, g, o0, 0, KW, KH, ohA, ohB, &nanm);
+            else max2d_strip(xp, yp, g, o0, 1, KW, KH, ohA, ohB, &nanm);
+        }
+        if (vi_any(nanm)) return 1;
+    }
+    return 0;
+}
+
+/* Values only; two axes, stride 1, W windows of 2 or 3 (rows of at least 16 windows), H windows
+ * of 1 to 3, no window without an element (module.c). Returns 1 when a tap is NaN (module.c
+ * then runs the staged kernels). */
+PC_ENTRY int max2d_strips(const float *x, float *out, const geo_t *g) {
+    const int64_t kw = g->a[1].k, kh = g->a[0].k;
+    if (kw == 3) {
+        if (kh == 3) return max2d_strips_body(x, out, g, 3, 3);
+        if (kh == 2) return max2d_strips_body(x, out, g, 3, 2);
+        return max2d_strips_body(x, out, g, 3, 1);
+    }
+    if (kh == 3) return max2d_strips_body(x, out, g, 2, 3);
+    if (kh == 2) return max2d_strips_body(x, out, g, 2, 2);
+    return max2d_strips_body(x, out, g, 2, 1);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Average, two axes, float32 in and out, stride 1 and dilation 1 on both axes, windows of 2 or */
+/* 3 along W and of 1 to 3 along H. The sums are the staged path's float64 sums in its order   */
+/* (each W window's taps in order, then its zadd; each H window's row sums in order, then its  */
+/* zadd). The plane is walked in vertical strips of 8 output columns (the last one overlapping */
+/* the one before): down a strip, each input row's 8 window sums are computed once and kept in */
+/* registers for the KH output rows that use them, and the divisions of one output row overlap */
+/* the loads and additions of the next. Rows whose H window is cut by the padding take their   */
+/* row sums afresh.                                                                            */
+
+/* The sums of windows [o0, o0 + 8) of one input row: tap j is elements [e + j, e + j + 8)
+ * (e = o0 - pb). Elements outside the row read -0.0 (MASKED), the identity of addition
+ * (x + -0.0 and -0.0 + x are x for every x), so a window's sum over them is the sum over its
+ * valid taps in order.
+ * wz: add the W axis's zadd; the caller skips it when the H axis adds +0.0 at the end: +0.0
+ * only turns a -0.0 partial sum into +0.0, which changes no later nonzero sum (x + y with x a
+ * zero of either sign is y when y is nonzero), and every zero final sum becomes +0.0 by the H
+ * axis's +0.0 either way, so the final sums have the same bits. A window with no valid tap
+ * sums to -0.0 instead of the staged path's 0.0: the same argument when wz is 0; when wz is 1
+ * its zadd is +0.0 (an axis with an empty window starts its sums from +0.0, see zinit). */
+INLINE d8 avg_strip_row(const float *restrict xr, const int64_t e, const int64_t KW, const int MASKED,
+                        const lanes_t *m, const int wz, const d8 zaddw) {
+    d8 v = d8_add(MASKED ? d8_load_f32_fill(at(xr, e), m->lo[0], m->hi[0]) : d8_load_f32(xr + e),
+                  MASKED ? d8_load_f32_fill(at(xr, e + 1), m->lo[1], m->hi[1]) : d8_load_f32(xr + e + 1));
+    if (KW == 3) v = d8_add(v, MASKED ? d8_load_f32_fill(at(xr, e + 2), m->lo[2], m->hi[2]) : d8_load_f32(xr + e + 2));
+    if (wz) v = d8_add(v, zaddw);
+    return v;
+}
+
+/* out[0 .. 8) = (v + zadd) / dtab[0 .. 8), rounded to float32. */
+INLINE void avg_quot8(float *restrict y, const d8 v, const d8 zadd, const double *restrict dt) {
+    /* divided by the number of elements [ONNX-DIVISOR] */
+    d8_quot_f32(y, v, zadd, d8_load(dt));
+}
+
+/* One strip (output columns [o0, o0 + 8)) of one plane. Output rows [ohA, ohB) have whole H
+ * windows (KH rows from oh - pb); the others are summed over their valid rows afresh. */
+INLINE void avg2d_strip(const float *restrict xp, float *restrict yp, const geo_t *g, const double *restrict dtab,
+                        const int64_t o0, const int MASKED, const int64_t KW, const int64_t KH, const int64_t ohA,
+                        const int64_t ohB, const int wz, const d8 zaddw, const d8 zadd) {
+    const ax_t *H = &g->a[0], *W = &g->a[1];
+    const int64_t NW = W->n, OW = W->o, OH = H->o, hpb = H->pb, e = o0 - W->pb;
+    const lanes_t m = strip_lanes(e, 1, NW, KW, 8);
+    for (int64_t oh = 0; oh < OH; oh++) {
+        if (oh == ohA) { /* the whole windows, their row sums in registers */
+            const int64_t h = ohA - hpb;
+            if (KH == 1) {
+                for (; oh < ohB; oh++)
+                    avg_quot8(yp + oh * OW + o0, avg_strip_row(xp + (oh - hpb) * NW, e, KW, MASKED, &m, wz, zaddw),
+                              zadd, dtab + oh * OW + o0);
+            } else if (KH == 2) {
+                d8 a = avg_strip_row(xp + h * NW, e, KW, MASKED, &m, wz, zaddw);
+                for (; oh < ohB; oh++) {
+                    const d8 b = avg_strip_row(xp + (oh - hpb + 1) * NW, e, KW, MASKED, &m, wz, zaddw);
+                    avg_quot8(yp + oh * OW + o0, d8_add(a, b), zadd, dtab + oh * OW + o0);
+                    a = b;
+                }
+            } else {
+                d8 a = avg_strip_row(xp + h * NW, e, KW, MASKED, &m, wz, zaddw);
+                d8 b = avg_strip_row(xp + (h + 1) * NW, e, KW, MASKED, &m, wz, zaddw);
+                for (; oh < ohB; oh++) {
+                    const d8 c = avg_strip_row(xp + (oh - hpb + 2) * NW, e, KW, MASKED, &m, wz, zaddw);
+                    avg_quot8(yp + oh * OW + o0, d8_add(d8_add(a, b), c), zadd, dtab + oh * OW + o0);
+                    a = b;
+                    b = c;
+                }
+            }
+            if (oh >= OH) break;
+        }
+        const int64_t jl = H->jlo[oh], cnt = H->jhi[oh] > jl ? H->jhi[oh] - jl : 0, h0 = oh - hpb + jl;
+        /* no row: a zero sum (the divisor is 0 unless padding counts: see the fill in the caller) */
+        d8 v = cnt ? avg_strip_row(xp + h0 * NW, e, KW, MASKED, &m, wz, zaddw) : d8_set1(0.0);
+        for (int64_t j = 1; j < cnt; j++)
+            v = d8_add(v, avg_strip_row(xp + (h0 + j) * NW, e, KW, MASKED, &m, wz, zaddw));
+        avg_quot8(yp + oh * OW + o0, v, zadd, dtab + oh * OW + o0);
+    }
+}
+
+INLINE void avg2d_strips_body(const float *restrict x, float *restrict out, const geo_t *g,
+                              const double *restrict dtab, const int zeros, const double efill, const int64_t KW,
+                              const int64_t KH) {
+    const ax_t *H = &g->a[0], *W = &g->a[1];
+    const int64_t NW = W->n, OW = W->o, nc = g->nc, pin = g->plane_in, pout = g->plane_out;
+    int64_t ohA, ohB;
+    whole_rows(H, KH, &ohA, &ohB);
+    const int wz = !H->zinit;
+    const d8 zaddw = d8_set1(W->zinit ? 0.0 : -0.0), zadd = d8_set1(H->zinit ? 0.0 : -0.0);
+    for (int64_t p = 0; p < nc; p++) {
+        if (poll_interrupt()) break;
+        const float *xp = x + p * pin;
+        float *yp = out + p * pout;
+        for (int64_t s = 0; s < OW; s += 8) {
+            const int64_t o0 = s + 8 <= OW ? s : OW - 8, e = o0 - W->pb;
+            if (e >= 0 && e + 7 + KW <= NW) avg2d_strip(xp, yp, g, dtab, o0, 0, KW, KH, ohA, ohB, wz, zaddw, zadd);
+            else avg2d_strip(xp, yp, g, dtab, o0, 1, KW, KH, ohA, ohB, wz, zaddw, zadd);
+        }
+        /* A zero divisor (no element counted) gives the empty_avg value instead. */
+        if (zeros)
+            for (int64_t i = 0; i < pout; i++)
+                if (dtab[i] == 0.0) yp[i] = (float)efill;
+    }
+}
+
+/* float32 average, two axes, stride 1 and dilation 1 on both, W windows of 2 or 3 with rows
+ * of at least 8 windows, H windows of 1 to 3 (module.c). Returns 0 (it always runs). */
+PC_ENTRY int avg2d_strips(const float *x, float *out, const geo_t *g, const double *dtab, int zeros,
+                          double efill) {
+    const int64_t kw = g->a[1].k, kh = g->a[0].k;
+    if (kw == 3) {
+        if (kh == 3) avg2d_strips_body(x, out, g, dtab, zeros, efill, 3, 3);
+        else if (kh == 2) avg2d_strips_body(x, out, g, dtab, zeros, efill, 3, 2);
+        else avg2d_strips_body(x, out, g, dtab, zeros, efill, 3, 1);
+    } else {
+        if (kh == 3) avg2d_strips_body(x, out, g, dtab, zeros, efill, 2, 3);
+        else if (kh == 2) avg2d_strips_body(x, out, g, dtab, zeros, efill, 2, 2);
+        else avg2d_strips_body(x, out, g, dtab, zeros, efill, 2, 1);
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Max, three axes, windows of 2 with stride 2 and dilation 1 along every axis, every window   */
+/* whole (module.c checks): each output row reads its four input rows once and writes once.   */
+/* Per PC_VL outputs and input row: two loads, the even and odd taps, and vf_max(odd, even),   */
+/* the staged W stage's first-wins scan; then the H pairs and the D pair in the staged order,  */
+/* each vf_max(later, earlier). Returns 1 at the first NaN (module.c then runs the staged path). */
+INLINE vf pairmax(const float *restrict p, vi *restrict nanm) {
+    const vf a = vf_load(p), b = vf_load(p + PC_VL);
+    *nanm |= vf_nan2(a, b);
+    return vf_max(vf_odds(a, b), vf_evens(a, b));
+}
+
+PC_ENTRY int max3d_k2s2(const float *x, float *out, const geo_t *g) {
+    const ax_t *D = &g->a[0], *H = &g->a[1], *W = &g->a[2];
+    const int64_t NH = H->n, NW = W->n, OD = D->o, OH = H->o, OW = W->o;
+    vi nanm = {0};
+    for (int64_t p = 0; p < g->nc; p++) {
+        if (poll_interrupt()) break;
+        const float *xp = x + p * g->plane_in;
+        float *yp = out + p * g->plane_out;
+        for (int64_t od = 0; od < OD; od++) {
+            for (int64_t oh = 0; oh < OH; oh++) {
+                const float *r00 = xp + ((2 * od) * NH + 2 * oh) * NW, *r01 = r00 + NW;
+                const float *r10 = r00 + NH * NW, *r11 = r10 + NW;
+                float *yo = yp + (od * OH + oh) * OW;
+                for (int64_t o0 = 0;; o0 += PC_VL) {
+                    if (o0 > OW - PC_VL) o0 = OW - PC_VL; /* overlap: recomputes equal values */
+                    const int64_t e = 2 * o0;
+                    const vf m0 = vf_max(pairmax(r01 + e, &nanm), pairmax(r00 + e, &nanm));
+                    const vf m1 = vf_max(pairmax(r11 + e, &nanm), pairmax(r10 + e, &nanm));
+                    vf_store(yo + o0, vf_max(m1, m0));
+                    if (o0 == OW - PC_VL) break;
+                }
+            }
+            if (vi_any(nanm)) return 1;
+        }
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Max, two axes, values only, windows of 3 with stride 2 and dilation 1 along W. Each input   */
+/* row is reduced along W once into a ring of rows that stays in L1 (PC_VL windows from four   */
+/* loads: the taps 2o, 2o + 1, 2o + 2 of the block), then each output row combines its ring    */
+/* rows in tap order: the staged path's operations in its order, without its plane-sized      */
+/* intermediates.                                                                              */
+
+/* One input row -> its O window maxima. When the first windows reach at most 2 elements before
+ * the row, the first block loads those taps as -inf (a strict '>' scan never takes a -inf over
+ * a valid tap, and a window whose valid taps are all -inf gets -inf either way). Any NaN among
+ * the vectorised windows' taps sends the whole row through the exact scalar code of the
+ * policy; the other border windows take it too. Returns whether any result may be NaN. */
+INLINE int k3s2_row(const float *restrict xr, float *restrict yr, const ax_t *restrict A, const int ign) {
+    const int64_t lo = A->lo, hi = A->hi, O = A->o, pb = A->pb;
+    const int head = lo > 0 && pb <= 2 && hi >= PC_VL; /* windows [0, lo) in the first block */
+    const int64_t vlo = head ? 0 : lo;
+    const int vec = hi - vlo >= PC_VL;
+    if (vec) {
+        vi nanm = {0};
+        const float ninf = -__builtin_inff();
+        for (int64_t o0 = vlo;; o0 += PC_VL) {
+            if (o0 > hi - PC_VL) o0 = hi - PC_VL; /* overlap: recomputes equal values */
+            const float *p = at(xr, 2 * o0 - pb);
+            /* p[0 .. 2 PC_VL]: every element is a tap of one of the PC_VL windows */
+            const int first = head && o0 == 0;
+            const vf a = first ? vf_load_fill(p, pb, PC_VL, ninf) : vf_load(p), b = vf_load(p + PC_VL);
+            const vf c = first ? vf_load_fill(p + 1, pb > 1 ? pb - 1 : 0, PC_VL, ninf) : vf_load(p + 1);
+            const vf d = vf_load(p + 1 + PC_VL);
+            nanm |= vf_nan2(a, b); /* p[0 .. 2 PC_VL); the row's last tap below */
+            const vf t0 = vf_evens(a, b), t1 = vf_odds(a, b), t2 = vf_odds(c, d);
+            vf_store(yr + o0, vf_max(t2, vf_max(t1, t0)));
+            if (o0 == hi - PC_VL) break;
+        }
+        const float last = xr[2 * (hi - 1) - pb + 2];
+        if (__builtin_expect(vi_any(nanm) || last != last, 0)) {
+            /* a NaN among the row's taps: the whole row by the exact scan */
+            if (ign) mw_brow_f32i(xr, yr, NULL, A, 0, 0, 0, O);
+            else mw_brow_f32p(xr, yr, NULL, A, 0, 0, 0, O);
+            return 1;
+        }
+    }
+    /* the border windows and short rows: the exact scalar scan; a NaN result sends the row's
+     * output rows through the exact combine */
+    int nan = 0;
+    for (int part = 0; part < 2; part++) {
+        const int64_t u0 = part == 0 ? 0 : (vec ? hi : lo), u1 = part == 0 ? (vec ? vlo : hi) : O;
+        if (part == 0 && !vec) {
+            if (ign) mw_brow_f32i(xr, yr, NULL, A, 0, 0, 0, O);
+            else mw_brow_f32p(xr, yr, NULL, A, 0, 0, 0, O);
+            for (int64_t o = 0; o < O; o++) nan |= yr[o] != yr[o];
+            break;
+        }
+        if (u1 <= u0) continue;
+        if (ign) mw_brow_f32i(xr, yr, NULL, A, 0, 0, u0, u1);
+        else mw_brow_f32p(xr, yr, NULL, A, 0, 0, u0, u1);
+        for (int64_t o = u0; o < u1; o++) nan |= yr[o] != yr[o];
+    }
+    return nan;
+}
+
+/* One output row from its CNT ring rows (CNT constant, 0: cnt) in tap order: vectorised when
+ * none of them may hold a NaN, else the exact scalar scan of the policy. */
+INLINE void k3s2_combine(const float *restrict ring, const int64_t RS, const int64_t *restrict sl,
+                         float *restrict yo, const int64_t OW, const int64_t CNT, const int64_t cnt, const int nan,
+                         const int ign) {
+    const int64_t c = CNT ? CNT : cnt;
+    if (!nan) {
+        /* the first three rows hoisted out of the block loop */
+        const float *r0 = ring + sl[0] * RS, *r1 = ring + sl[c > 1 ? 1 : 0] * RS, *r2 = ring + sl[c > 2 ? 2 : 0] * RS;
+        for (int64_t i0 = 0;; i0 += PC_VL) {
+            if (i0 > OW - PC_VL) i0 = OW - PC_VL; /* overlap: recomputes equal values */
+            vf v = vf_load(r0 + i0);
+            if (c > 1) v = vf_max(vf_load(r1 + i0), v);
+            if (c > 2) v = vf_max(vf_load(r2 + i0), v);
+            for (int64_t j = 3; j < c; j++) v = vf_max(vf_load(ring + sl[j] * RS + i0), v);
+            vf_store(yo + i0, v);
+            if (i0 == OW - PC_VL) break;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < OW; i++) {
+        float bv = ring[sl[0] * RS + i];
+        for (int64_t j = 1; j < c; j++) {
+            const float b = ring[sl[j] * RS + i];
+            const int bt = ign ? SBETTER_IGN(b, bv) : SBETTER_PROP(b, bv);
+            bv = bt ? b : bv;
+        }
+        yo[i] = bv;
+    }
+}
+
+INLINE void max2d_k3s2_body(const float *restrict x, float *restrict out, const geo_t *g, float *restrict ring,
+                            int64_t *restrict tags, int64_t *restrict sl, const int ign) {
+    const ax_t *H = &g->a[0], *W = &g->a[1];
+    const int64_t NW = W->n, OW = W->o, OH = H->o;
+    const int64_t R = ring_rows(H), RS = (OW + 15) & ~(int64_t)15;
+    /* the geometry in locals: the stores to the slot tables may alias it */
+    const int64_t hs = H->s, hpb = H->pb, hd = H->d, nc_ = g->nc, pin = g->plane_in, pout = g->plane_out;
+    const int64_t *jlo = H->jlo, *jhi = H->jhi;
+    int64_t *restrict snan = tags + R; /* per slot: its row's maxima may hold a NaN */
+    for (int64_t p = 0; p < nc_; p++) {
+        if (poll_interrupt()) break;
+        const float *xp = x + p * pin;
+        for (int64_t r = 0; r < R; r++) tags[r] = -1;
+        for (int64_t oh = 0; oh < OH; oh++) {
+            const int64_t jl = jlo[oh], cnt = jhi[oh] > jl ? jhi[oh] - jl : 0;
+            float *restrict yo = out + p * pout + oh * OW;
+            if (cnt == 0) { /* no element: filled at the end */
+                memset(yo, 0, (size_t)OW * sizeof(float));
+                continue;
+            }
+            const int64_t h0 = oh * hs - hpb + jl * hd;
+            int nan = 0;
+            for (int64_t j = 0; j < cnt; j++) {
+                const int64_t h = h0 + j * hd, slot = h & (R - 1);
+                if (tags[slot] != h) {
+                    snan[slot] = k3s2_row(xp + h * NW, ring + slot * RS, W, ign);
+                    tags[slot] = h;
+                }
+                nan |= (int)snan[slot];
+                sl[j] = slot;
+            }
+            if (cnt == 3) k3s2_combine(ring, RS, sl, yo, OW, 3, cnt, nan, ign);
+            else if (cnt == 2) k3s2_combine(ring, RS, sl, yo, OW, 2, cnt, nan, ign);
+            else k3s2_combine(ring, RS, sl, yo, OW, 0, cnt, nan, ign);
+        }
+    }
+}
+
+/* Values only; W windows of 3, stride 2, dilation 1; rows of at least 16 windows (module.c).
+ * ring: ring_rows(H) rows of OW rounded up to 16; tags: 2 ring_rows(H); sl: k_h slots. */
+PC_ENTRY void max2d_k3s2(const float *x, float *out, const geo_t *g, float *ring, int64_t *tags, int64_t *sl,
+                         int ign) {
+    if (ign) max2d_k3s2_body(x, out, g, ring, tags, sl, 1);
+    else max2d_k3s2_body(x, out, g, ring, tags, sl, 0);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Global average pooling, float32: each plane summed in 16 interleaved float64 lanes (two     */
+/* d8, from -0.0) reduced by halves, then the last m mod 16 elements summed in order; any     */
+/* order of the additions is within the documented bound (see avgglobal in tmpl_avg.h). The   */
+/* same operations on every path, so every path gives the same bits.                          */
+PC_ENTRY void avgglobal_f32x16(const void *xv, void *outv, int64_t nc, int64_t m, double div, double efill,
+                               double zadd) {
+    const float *x = (const float *)xv;
+    float *out = (float *)outv;
+    const int64_t m16 = m & ~(int64_t)15;
+    for (int64_t p = 0; p < nc; p++) {
+        if ((p & 1023) == 0 && poll_interrupt()) break;
+        const float *restrict xp = x + p * m;
+        d8 a0 = d8_set1(-0.0), a1 = a0;
+        for (int64_t i = 0; i < m16; i += 16) {
+            a0 = d8_add(a0, d8_load_f32(xp + i));
+            a1 = d8_add(a1, d8_load_f32(xp + i + 8));
+        }
+        double tail = -0.0; /* the last m mod 16 elements, in order */
+        for (int64_t i = m16; i < m; i++) tail += (double)xp[i];
+        const d8 s = d8_add(a0, a1); /* then halves */
+        const double h0 = d8_lane(s, 0) + d8_lane(s, 4), h1 = d8_lane(s, 1) + d8_lane(s, 5);
+        const double h2 = d8_lane(s, 2) + d8_lane(s, 6), h3 = d8_lane(s, 3) + d8_lane(s, 7);
+        const double sum = (((h0 + h2) + (h1 + h3)) + tail) + zadd;
+        /* divided by the number of elements [ONNX-DIVISOR] */
+        out[p] = div == 0.0 ? (float)efill : (float)(sum / div);
+    }
+}

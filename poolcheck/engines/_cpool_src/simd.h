@@ -1,0 +1,282 @@
+/*
+ * The small width-agnostic vector layer of the fused float32 kernels (fused_f32.h): GCC/Clang
+ * vector extensions, at the native width of the path being compiled (PC_VBYTES: 64 bytes with
+ * AVX-512, 32 with AVX2, 16 on the baseline -- SSE2 on x86-64, NEON on aarch64), plus an
+ * 8-lane float64 type that the compiler splits into native vectors (the float64 sums of the
+ * average kernels). Every operation is an inline function, so compiler messages and profiles
+ * point at real lines. The one operation with an x86 intrinsic is vf_max, whose generic form
+ * the compiler does not turn into maxps. Wider-than-native vector types are avoided: GCC keeps
+ * them in memory (an 8 x float64 type made the average strips 10x slower on the avx2 path).
+ */
+#ifndef POOLCHECK_CPOOL_SIMD_H
+#define POOLCHECK_CPOOL_SIMD_H
+#include "kernels.h"
+
+#if defined(__AVX512F__)
+#define PC_VBYTES 64
+#elif defined(__AVX2__)
+#define PC_VBYTES 32
+#else
+#define PC_VBYTES 16
+#endif
+/* float32 lanes of one native vector */
+#define PC_VL (PC_VBYTES / 4)
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define PC_X86 1
+#else
+#define PC_X86 0
+#endif
+
+typedef float vf __attribute__((vector_size(PC_VBYTES)));
+typedef int32_t vi __attribute__((vector_size(PC_VBYTES)));
+
+/* Unaligned loads and stores (memcpy compiles to one vector move). */
+INLINE vf vf_load(const float *p) {
+    vf v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+INLINE void vf_store(float *p, vf v) { memcpy(p, &v, sizeof v); }
+INLINE vf vf_set1(float a) {
+    vf v;
+    for (int i = 0; i < PC_VL; i++) v[i] = a;
+    return v;
+}
+
+/* Lanes t in [lo, hi) from p[t], the others `fill`; p[t] outside [lo, hi) is never read (the
+ * border strips: their taps outside the row). 0 <= lo, hi <= PC_VL. */
+INLINE vf vf_load_fill(const float *p, const int64_t lo, const int64_t hi, const float fill) {
+#if PC_X86 && PC_VBYTES == 64
+    const uint32_t m = hi <= lo ? 0u : ((1u << hi) - 1u) & ~((1u << lo) - 1u);
+    return (vf)_mm512_mask_loadu_ps(_mm512_set1_ps(fill), (__mmask16)m, p);
+#elif PC_X86 && PC_VBYTES == 32
+    const __m256i t = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const __m256i m = _mm256_and_si256(_mm256_cmpgt_epi32(t, _mm256_set1_epi32((int)lo - 1)),
+                                       _mm256_cmpgt_epi32(_mm256_set1_epi32((int)hi), t));
+    return (vf)_mm256_blendv_ps(_mm256_set1_ps(fill), _mm256_maskload_ps(p, m), _mm256_castsi256_ps(m));
+#elif PC_VL == 4
+    /* built in registers: a vector loaded from scalar stores stalls (store forwarding fails) */
+    return (vf){0 >= lo && 0 < hi ? p[0] : fill, 1 >= lo && 1 < hi ? p[1] : fill, 2 >= lo && 2 < hi ? p[2] : fill,
+                3 >= lo && 3 < hi ? p[3] : fill};
+#else
+    vf v;
+    for (int t = 0; t < PC_VL; t++) v[t] = t >= lo && t < hi ? p[t] : fill;
+    return v;
+#endif
+}
+
+/* "b > a ? b : a", lane by lane: the strict first-wins scan's step (a NaN in either lane gives
+ * a; the kernels watch for NaN separately). */
+INLINE vf vf_max(vf b, vf a) {
+#if PC_X86 && PC_VBYTES == 64
+    return (vf)_mm512_max_ps((__m512)b, (__m512)a);
+#elif PC_X86 && PC_VBYTES == 32
+    return (vf)_mm256_max_ps((__m256)b, (__m256)a);
+#elif PC_X86
+    return (vf)_mm_max_ps((__m128)b, (__m128)a);
+#else
+    const vi m = b > a;
+    return (vf)((m & (vi)b) | (~m & (vi)a));
+#endif
+}
+
+/* Lanes holding a NaN (all ones), to be or-ed into a mask. */
+INLINE vi vf_nan(vf a) { return (vi)(a != a); }
+/* Lanes where a or b holds a NaN: one unordered comparison on x86. */
+INLINE vi vf_nan2(vf a, vf b) {
+#if PC_X86 && PC_VBYTES == 64
+    return (vi)_mm512_movm_epi32(_mm512_cmp_ps_mask((__m512)a, (__m512)b, _CMP_UNORD_Q));
+#elif PC_X86 && PC_VBYTES == 32
+    return (vi)_mm256_castps_si256(_mm256_cmp_ps((__m256)a, (__m256)b, _CMP_UNORD_Q));
+#elif PC_X86
+    return (vi)_mm_castps_si128(_mm_cmpunord_ps((__m128)a, (__m128)b));
+#else
+    return vf_nan(a) | vf_nan(b);
+#endif
+}
+
+/* Whether any lane of a mask is set. */
+INLINE int vi_any(vi m) {
+    int32_t t[PC_VL];
+    memcpy(t, &m, sizeof t);
+    int32_t a = 0;
+    for (int i = 0; i < PC_VL; i++) a |= t[i];
+    return a != 0;
+}
+
+#if defined(__clang__)
+#define PC_SHUFFLE(a, b, ...) __builtin_shufflevector((a), (b), __VA_ARGS__)
+#else
+#define PC_SHUFFLE(a, b, ...) __builtin_shuffle((a), (b), (vi){__VA_ARGS__})
+#endif
+
+/* The even (odd) lanes of the 2 PC_VL elements a, b: p[2i] (p[2i + 1]) of p = a ++ b. */
+INLINE vf vf_evens(vf a, vf b) {
+#if PC_VL == 16
+    return PC_SHUFFLE(a, b, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+#elif PC_VL == 8
+    return PC_SHUFFLE(a, b, 0, 2, 4, 6, 8, 10, 12, 14);
+#else
+    return PC_SHUFFLE(a, b, 0, 2, 4, 6);
+#endif
+}
+INLINE vf vf_odds(vf a, vf b) {
+#if PC_VL == 16
+    return PC_SHUFFLE(a, b, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+#elif PC_VL == 8
+    return PC_SHUFFLE(a, b, 1, 3, 5, 7, 9, 11, 13, 15);
+#else
+    return PC_SHUFFLE(a, b, 1, 3, 5, 7);
+#endif
+}
+
+/* 8 float64 lanes as PC_D8 native vectors (the window sums of the average kernels). */
+#define PC_VLD (PC_VBYTES / 8)
+#define PC_D8 (8 / PC_VLD)
+typedef double vd __attribute__((vector_size(PC_VBYTES)));
+typedef float vfh __attribute__((vector_size(PC_VBYTES / 2))); /* PC_VLD float32 lanes */
+/* Named members, no array and no address taken: GCC then keeps them in registers. */
+typedef struct {
+    vd v0;
+#if PC_D8 > 1
+    vd v1;
+#endif
+#if PC_D8 > 2
+    vd v2, v3;
+#endif
+} d8;
+
+INLINE vd vd_load(const double *p) {
+    vd v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+INLINE vd vd_set1(double a) {
+    vd v;
+    for (int i = 0; i < PC_VLD; i++) v[i] = a;
+    return v;
+}
+/* PC_VLD float32 elements from p, widened to float64 (GCC 12 splits the generic conversion of
+ * a whole vector into halves: the x86 forms load and convert in one instruction). */
+INLINE vd vd_load_f32(const float *p) {
+#if PC_X86 && PC_VBYTES == 64
+    return (vd)_mm512_cvtps_pd(_mm256_loadu_ps(p));
+#elif PC_X86 && PC_VBYTES == 32
+    return (vd)_mm256_cvtps_pd(_mm_loadu_ps(p));
+#elif PC_X86
+    return (vd)_mm_cvtps_pd(_mm_castpd_ps(_mm_load_sd((const double *)p)));
+#else
+    vfh h;
+    memcpy(&h, p, sizeof h);
+    return __builtin_convertvector(h, vd);
+#endif
+}
+/* (a + z) / d, rounded to float32 into p[0 .. PC_VLD). */
+INLINE void vd_quot_f32(float *p, vd a, vd z, vd d) {
+    const vfh q = __builtin_convertvector((a + z) / d, vfh);
+    memcpy(p, &q, sizeof q);
+}
+
+/* 8 float32 elements from p, widened to float64. */
+INLINE d8 d8_load_f32(const float *p) {
+    d8 r;
+    r.v0 = vd_load_f32(p);
+#if PC_D8 > 1
+    r.v1 = vd_load_f32(p + PC_VLD);
+#endif
+#if PC_D8 > 2
+    r.v2 = vd_load_f32(p + 2 * PC_VLD);
+    r.v3 = vd_load_f32(p + 3 * PC_VLD);
+#endif
+    return r;
+}
+/* The same, lanes outside [lo, hi) -0.0 and p not read there (as vf_load_fill). */
+INLINE d8 d8_load_f32_fill(const float *p, const int64_t lo, const int64_t hi) {
+#if PC_X86 && PC_VBYTES == 64
+    const uint32_t m = hi <= lo ? 0u : ((1u << hi) - 1u) & ~((1u << lo) - 1u);
+    d8 r;
+    r.v0 = (vd)_mm512_cvtps_pd(_mm256_mask_loadu_ps(_mm256_set1_ps(-0.0f), (__mmask8)m, p));
+    return r;
+#elif PC_X86 && PC_VBYTES == 32
+    d8 r;
+    const __m128i t0 = _mm_setr_epi32(0, 1, 2, 3), t1 = _mm_setr_epi32(4, 5, 6, 7);
+    const __m128i l = _mm_set1_epi32((int)lo - 1), h = _mm_set1_epi32((int)hi);
+    const __m128i m0 = _mm_and_si128(_mm_cmpgt_epi32(t0, l), _mm_cmpgt_epi32(h, t0));
+    const __m128i m1 = _mm_and_si128(_mm_cmpgt_epi32(t1, l), _mm_cmpgt_epi32(h, t1));
+    const __m128 z = _mm_set1_ps(-0.0f);
+    r.v0 = (vd)_mm256_cvtps_pd(_mm_blendv_ps(z, _mm_maskload_ps(p, m0), _mm_castsi128_ps(m0)));
+    r.v1 = (vd)_mm256_cvtps_pd(_mm_blendv_ps(z, _mm_maskload_ps(p + 4, m1), _mm_castsi128_ps(m1)));
+    return r;
+#elif PC_VLD == 2
+    /* built in registers (see vf_load_fill) */
+    d8 r;
+    r.v0 = (vd){0 >= lo && 0 < hi ? (double)p[0] : -0.0, 1 >= lo && 1 < hi ? (double)p[1] : -0.0};
+    r.v1 = (vd){2 >= lo && 2 < hi ? (double)p[2] : -0.0, 3 >= lo && 3 < hi ? (double)p[3] : -0.0};
+    r.v2 = (vd){4 >= lo && 4 < hi ? (double)p[4] : -0.0, 5 >= lo && 5 < hi ? (double)p[5] : -0.0};
+    r.v3 = (vd){6 >= lo && 6 < hi ? (double)p[6] : -0.0, 7 >= lo && 7 < hi ? (double)p[7] : -0.0};
+    return r;
+#else
+    float t[8];
+    for (int i = 0; i < 8; i++) t[i] = i >= lo && i < hi ? p[i] : -0.0f;
+    return d8_load_f32(t);
+#endif
+}
+INLINE d8 d8_load(const double *p) {
+    d8 r;
+    r.v0 = vd_load(p);
+#if PC_D8 > 1
+    r.v1 = vd_load(p + PC_VLD);
+#endif
+#if PC_D8 > 2
+    r.v2 = vd_load(p + 2 * PC_VLD);
+    r.v3 = vd_load(p + 3 * PC_VLD);
+#endif
+    return r;
+}
+INLINE d8 d8_set1(double a) {
+    d8 r;
+    r.v0 = vd_set1(a);
+#if PC_D8 > 1
+    r.v1 = r.v0;
+#endif
+#if PC_D8 > 2
+    r.v2 = r.v3 = r.v0;
+#endif
+    return r;
+}
+INLINE d8 d8_add(d8 a, const d8 b) {
+    a.v0 = a.v0 + b.v0;
+#if PC_D8 > 1
+    a.v1 = a.v1 + b.v1;
+#endif
+#if PC_D8 > 2
+    a.v2 = a.v2 + b.v2;
+    a.v3 = a.v3 + b.v3;
+#endif
+    return a;
+}
+/* Lane i of a (i a constant after inlining). */
+INLINE double d8_lane(const d8 a, const int i) {
+#if PC_D8 == 1
+    return a.v0[i];
+#elif PC_D8 == 2
+    return i < 4 ? a.v0[i & 3] : a.v1[i & 3];
+#else
+    return i < 2 ? a.v0[i & 1] : i < 4 ? a.v1[i & 1] : i < 6 ? a.v2[i & 1] : a.v3[i & 1];
+#endif
+}
+/* (a + z) / d, rounded to float32 into p[0 .. 8). */
+INLINE void d8_quot_f32(float *p, const d8 a, const d8 z, const d8 d) {
+    vd_quot_f32(p, a.v0, z.v0, d.v0);
+#if PC_D8 > 1
+    vd_quot_f32(p + PC_VLD, a.v1, z.v1, d.v1);
+#endif
+#if PC_D8 > 2
+    vd_quot_f32(p + 2 * PC_VLD, a.v2, z.v2, d.v2);
+    vd_quot_f32(p + 3 * PC_VLD, a.v3, z.v3, d.v3);
+#endif
+}
+
+#endif

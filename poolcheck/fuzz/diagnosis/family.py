@@ -1,0 +1,491 @@
+"""Diagnosis of the rest of the family (LpPool, global pooling, MaxUnpool, adaptive pooling).
+
+Each named variant is the reference computed with one misreading of the text: the p-th root
+left out, ``x ** p`` without ``|x|`` (torch's ``lp_pool``), LpPool's pads ignored, global
+pooling over the wrong axes, MaxUnpool's colliding writes resolved the other way or its
+``output_shape`` ignored, adaptive bins rounded the other way. A peer's output is named after
+the first variant that reproduces it exactly (max, MaxUnpool, indices) or within the family's
+tolerance (sums: :func:`close`); nothing else is a name. Severities: spec/severity.py.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from poolcheck.api_family import lp_root, run_family
+from poolcheck.engines import get_engine, get_family_engine
+from poolcheck.errors import PoolcheckError
+from poolcheck.fuzz.diagnosis.variants import GEOMETRY_VARIANTS, GeometryVariant
+from poolcheck.judgement import close_values, family_tolerance
+from poolcheck.spec import dtypes
+from poolcheck.spec.family import FamilySpec, adaptive_bins, global_window
+from poolcheck.spec.shape import resolve
+
+#: Outputs of a family configuration: values and (AdaptiveMaxPool) per-plane indices.
+FamilyOutputs = tuple[np.ndarray, "np.ndarray | None"]
+
+
+# --------------------------------------------------------------------------- judging
+
+
+def close(spec: FamilySpec, x: np.ndarray, expected: np.ndarray, actual: np.ndarray, *,
+          exact: bool = False) -> np.ndarray:
+    """Per element, whether ``actual`` may stand for ``expected``: the one judgement
+    (:func:`poolcheck.judgement.family_tolerance` under :func:`~poolcheck.judgement.close_values`:
+    exact for the max pools and MaxUnpool, the average and Lp rules for sums), or bit for bit
+    (``exact``: the engines). An average over a plane whose finite magnitudes overflow even a
+    float64 sum is left open: its value (inf, -inf, NaN or finite) depends on the order of the
+    additions, which the text leaves open."""
+    e = np.asarray(expected)
+    a = np.asarray(actual)
+    tol = None if exact else family_tolerance(spec, x, e, get_engine("numpy"), get_family_engine("numpy"))
+    near = close_values(e, a, tol)
+    if not exact and spec.op in ("global_avg", "adaptive_avg") and e.shape[:2] == x.shape[:2]:
+        with np.errstate(all="ignore"):
+            magnitude = np.sum(np.abs(np.where(np.isfinite(x), x, 0).astype(np.float64)),
+                               axis=tuple(range(2, x.ndim)))
+        near = near | np.isinf(magnitude).reshape(*x.shape[:2], *([1] * (e.ndim - 2)))
+    return near
+
+
+def agrees(spec: FamilySpec, x: np.ndarray, expected: FamilyOutputs, actual: FamilyOutputs, *,
+           exact: bool = False, open_values: np.ndarray | None = None) -> bool:
+    """Whether a whole output (values and indices) may stand for the expected one (``open_values``:
+    value elements any value reproduces)."""
+    ev, ei = expected
+    av, ai = actual
+    if tuple(np.shape(ev)) != tuple(np.shape(av)):
+        return False
+    near = close(spec, x, ev, av, exact=exact)
+    if open_values is not None:
+        near = near | open_values
+    if not bool(np.all(near)):
+        return False
+    if ei is None or ai is None:
+        return True
+    if tuple(np.shape(ei)) != tuple(np.shape(ai)):
+        return False
+    same = np.asarray(ei, np.int64) == np.asarray(ai, np.int64)
+    return bool(np.all(same if open_values is None else same | open_values))
+
+
+# --------------------------------------------------------------------------- variant computations
+
+
+def _lp(spec: FamilySpec, x: np.ndarray, *, p: int | None = None, root: bool = True, signed: bool = False,
+        pads: bool = True, dilations: bool = True, overflow: bool = False) -> FamilyOutputs:
+    window = spec.window if spec.op == "lp" else global_window(spec, x.shape)
+    assert window is not None
+    n = window.spatial_rank
+    if not pads:
+        window = window.replace(pads_begin=(0,) * n, pads_end=(0,) * n, auto_pad="explicit")
+    if not dilations:
+        window = window.replace(dilations=(1,) * n)
+    geom = resolve(window, x.shape)
+    p = spec.p if p is None else p
+    kernels = get_family_engine("numpy")
+    if signed:  # the sum of x ** p (an odd p keeps the sign), then its 1/p-th power: NaN for a
+        # negative sum unless p = 1 (torch's lp_pool: avg_pool(x.pow(p)) * kernel, .pow(1 / p))
+        sums = kernels.lp_sums(np.maximum(x, 0), geom, p) - kernels.lp_sums(np.maximum(-x, 0), geom, p)
+        with np.errstate(all="ignore"):
+            powered = sums if p == 1 else np.where(sums < 0, np.nan, lp_root(np.abs(sums), p, np.dtype(np.float64)))
+            return powered.astype(x.dtype), None
+    sums = kernels.lp_sums(x, geom, p)
+    if not root:
+        with np.errstate(all="ignore"):
+            return sums.astype(x.dtype), None
+    out = lp_root(sums, p, x.dtype)
+    if overflow:  # |x|^p summed in the input type: past its largest value the norm is inf
+        out = np.where(sums > float(dtypes.finfo(x.dtype).max), np.array(np.inf, x.dtype), out)
+    return out, None
+
+
+def _lp_on(spec: FamilySpec, x: np.ndarray, gv: GeometryVariant | None, *, rescale: bool = False) -> FamilyOutputs:
+    """LpPool on the windows geometry variant ``gv`` places (None: the spec's); ``rescale``: each
+    window's sum scaled by kernel taps / taps inside the input (an average of |x|^p over the
+    window clipped to the input, times the kernel size: torch's lp_pool under ceil_mode)."""
+    assert spec.window is not None
+    geom = resolve(spec.window, x.shape) if gv is None else gv.build(spec.window, tuple(x.shape)).geom
+    kernels = get_family_engine("numpy")
+    sums = kernels.lp_sums(x, geom, spec.p)
+    if rescale:
+        count = kernels.lp_sums(np.ones(x.shape), geom, 1)
+        with np.errstate(all="ignore"):
+            sums = sums * (math.prod(spec.window.kernel) / count)
+    return lp_root(sums, spec.p, x.dtype), None
+
+
+def _reduce(spec: FamilySpec, x: np.ndarray, axes: tuple[int, ...]) -> FamilyOutputs:
+    """Global pooling over ``axes`` (kept as size 1) instead of every spatial axis."""
+    with np.errstate(all="ignore"):
+        wide = x.astype(np.float64)
+        if spec.op == "global_max":
+            return np.max(wide, axis=axes, keepdims=True).astype(x.dtype), None
+        if spec.op == "global_avg":
+            return np.mean(wide, axis=axes, keepdims=True).astype(x.dtype), None
+        return lp_root(np.sum(np.abs(wide) ** spec.p, axis=axes, keepdims=True), spec.p, x.dtype), None
+
+
+def _global_nan_skipped(spec: FamilySpec, x: np.ndarray, *, seed_lowest: bool = False) -> FamilyOutputs:
+    """NaN loses every comparison: the maximum of the other elements (a plane of NaN only: see
+    :func:`_all_nan_planes`). ``seed_lowest``: the running maximum starts at the lowest finite
+    value, so a plane of -inf gives that value."""
+    axes = tuple(range(2, x.ndim))
+    lowest = float(dtypes.finfo(x.dtype).min)
+    with np.errstate(all="ignore"):
+        wide = np.where(np.isnan(x), -np.inf, x.astype(np.float64))
+        top = np.max(wide, axis=axes, keepdims=True)
+        if seed_lowest:
+            top = np.maximum(top, lowest)
+        return top.astype(x.dtype), None
+
+
+def _all_nan_planes(spec: FamilySpec, x: np.ndarray) -> np.ndarray:
+    """The planes with nothing but NaN: what NaN-skipping gives there is its seed, left open."""
+    return np.all(np.isnan(x), axis=tuple(range(2, x.ndim)), keepdims=True)
+
+
+def _float32_saturated(spec: FamilySpec, x: np.ndarray) -> FamilyOutputs:
+    """float64 computed as float32, values past the float32 range (inf included) saturated to
+    its largest magnitude first (OpenVINO's CPU plugin runs f64 models in f32)."""
+    big = float(np.finfo(np.float32).max)
+    with np.errstate(all="ignore"):
+        narrow = np.where(np.isnan(x), x, np.clip(x, -big, big)).astype(np.float32)
+    values, where = run_family(spec, narrow)
+    return values.astype(x.dtype), where
+
+
+def _nan_planes(spec: FamilySpec, x: np.ndarray) -> np.ndarray:
+    """GlobalMaxPool's planes / AdaptiveMaxPool's bins that hold a NaN."""
+    nan = np.isnan(x).astype(np.float64)
+    if spec.op == "global_max":
+        return np.max(nan, axis=tuple(range(2, x.ndim)), keepdims=True) > 0
+    assert spec.output_shape is not None
+    return get_family_engine("numpy").adaptive_max(nan, spec.output_shape)[0] > 0
+
+
+def _input_type_overflow(spec: FamilySpec, x: np.ndarray) -> np.ndarray:
+    """The average's elements whose window (plane or bin) holds finite magnitudes summing past
+    the input type's largest value: summed in the input type, any result (inf, NaN, a wrong
+    finite value) depends on the order of the additions."""
+    limit = float(dtypes.finfo(x.dtype).max)
+    magnitude = np.abs(np.where(np.isfinite(x), x, 0).astype(np.float64))
+    with np.errstate(all="ignore"):
+        if spec.op == "global_avg":
+            return np.sum(magnitude, axis=tuple(range(2, x.ndim)), keepdims=True) > limit
+        assert spec.output_shape is not None
+        counts = np.ones(spec.output_shape)
+        for axis, (size, out) in enumerate(zip(x.shape[2:], spec.output_shape)):
+            start, end = adaptive_bins(int(size), out)
+            shape = [1] * len(spec.output_shape)
+            shape[axis] = out
+            counts = counts * (end - start).reshape(shape)
+        return get_family_engine("numpy").adaptive_avg(magnitude, spec.output_shape) * counts > limit
+
+
+Bins = Callable[[int, int], tuple[np.ndarray, np.ndarray]]
+
+
+def _bins_end_floor(size: int, out: int) -> tuple[np.ndarray, np.ndarray]:
+    j = np.arange(out, dtype=np.int64)
+    return (j * size) // out, ((j + 1) * size) // out
+
+
+def _bins_start_ceil(size: int, out: int) -> tuple[np.ndarray, np.ndarray]:
+    j = np.arange(out, dtype=np.int64)
+    return -((-j * size) // out), -((-(j + 1) * size) // out)
+
+
+def _bins_swapped(size: int, out: int) -> tuple[np.ndarray, np.ndarray]:
+    j = np.arange(out, dtype=np.int64)
+    return -((-j * size) // out), ((j + 1) * size) // out
+
+
+def _bins_uniform(size: int, out: int) -> tuple[np.ndarray, np.ndarray]:
+    """One kernel and stride for every bin: stride floor(H/O), kernel H - (O - 1) * stride."""
+    stride = max(size // out, 1)
+    kernel = size - (out - 1) * stride
+    j = np.arange(out, dtype=np.int64)
+    return j * stride, np.minimum(j * stride + max(kernel, 1), size)
+
+
+def _adaptive(spec: FamilySpec, x: np.ndarray, bins: Bins = adaptive_bins, *, last: bool = False,
+              nan_skip: bool = False, whole_tensor: bool = False) -> FamilyOutputs:
+    """Adaptive pooling with the given bin edges, by a loop over output positions (fuzz sizes
+    are small). An empty bin gives NaN (avg) or -inf (max) and index -1."""
+    assert spec.output_shape is not None
+    spatial = tuple(int(v) for v in x.shape[2:])
+    edges = [bins(size, out) for size, out in zip(spatial, spec.output_shape)]
+    n, c = x.shape[:2]
+    values = np.zeros((n, c, *spec.output_shape), dtype=np.float64)
+    where = np.full(values.shape, -1, dtype=np.int64)
+    plane = math.prod(spatial)
+    flat = np.arange(plane, dtype=np.int64).reshape(spatial)
+    wide = x.astype(np.float64)
+    with np.errstate(all="ignore"):
+        for pos in itertools.product(*(range(o) for o in spec.output_shape)):
+            sl: tuple[slice, ...] = tuple(slice(int(s[i]), int(e[i])) for (s, e), i in zip(edges, pos))
+            region = wide[(slice(None), slice(None), *sl)].reshape(n, c, -1)
+            ids = flat[sl].reshape(-1)
+            at: tuple[slice | int, ...] = (slice(None), slice(None), *pos)
+            if region.shape[2] == 0:
+                values[at] = np.nan if spec.op == "adaptive_avg" else -np.inf
+                continue
+            if spec.op == "adaptive_avg":
+                values[at] = region.sum(axis=2) / region.shape[2]
+                continue
+            r = region[:, :, ::-1] if last else region
+            nan = np.isnan(r)
+            k = np.where(nan.all(axis=2), 0, np.nanargmax(np.where(nan, -np.inf, r), axis=2)) if nan_skip else \
+                np.where(nan.any(axis=2), nan.argmax(axis=2), r.argmax(axis=2))
+            if last:
+                k = r.shape[2] - 1 - k
+            values[at] = np.take_along_axis(region, k[..., None], axis=2)[..., 0]
+            where[at] = ids[k]
+    if whole_tensor:
+        where = where + (np.arange(n * c, dtype=np.int64).reshape(n, c, *([1] * len(spatial))) * plane)
+    out = values.astype(x.dtype)
+    return out, (where if spec.op == "adaptive_max" else None)
+
+
+def _inferred_unpool_shape(spec: FamilySpec, shape: Sequence[int]) -> tuple[int, ...]:
+    """MaxUnpool's shape from kernel, strides and pads, unchecked (a size may be 0 or less)."""
+    w = spec.window
+    assert w is not None
+    return (*(int(v) for v in shape[:2]), *((int(shape[2 + i]) - 1) * w.strides[i] + w.kernel[i] - w.pads_begin[i]
+                                            - w.pads_end[i] for i in range(w.spatial_rank)))
+
+
+def _unpool(spec: FamilySpec, x: np.ndarray, indices: np.ndarray | None, *, first: bool = False,
+            summed: bool = False, ignore_output_shape: bool = False, pads_ignored: bool = False) -> FamilyOutputs:
+    assert spec.window is not None and indices is not None
+    if ignore_output_shape:  # the inferred shape; a write past its end is dropped (or refused)
+        shape = _inferred_unpool_shape(spec, x.shape)
+        if min(shape[2:]) < 0:  # no output of that shape: a runtime refuses (see rejection_explained)
+            raise ValueError("no inferred MaxUnpool output")
+        flat = np.zeros(math.prod(shape), dtype=x.dtype)
+        keep = indices.reshape(-1) < flat.size
+        flat[indices.reshape(-1)[keep]] = x.reshape(-1)[keep]
+        return flat.reshape(shape), None
+    if pads_ignored:
+        n = spec.window.spatial_rank
+        spec = spec.replace(output_shape=None, window=spec.window.replace(pads_begin=(0,) * n, pads_end=(0,) * n))
+    if not (first or summed):
+        return run_family(spec, x, indices=indices)
+    base = run_family(spec, np.zeros_like(x), indices=indices)[0]
+    out = np.zeros(base.size, dtype=np.float64 if summed else x.dtype)
+    flat_x, flat_i = x.reshape(-1), np.asarray(indices, np.int64).reshape(-1)
+    if summed:
+        with np.errstate(all="ignore"):
+            np.add.at(out, flat_i, flat_x.astype(np.float64))
+        return out.astype(x.dtype).reshape(base.shape), None
+    out[flat_i[::-1]] = flat_x[::-1]  # the first write wins
+    return out.reshape(base.shape), None
+
+
+# --------------------------------------------------------------------------- the variants
+
+
+@dataclass(frozen=True)
+class FamilyVariant:
+    """One named misreading of a family operator's text."""
+
+    key: str
+    ops: tuple[str, ...]
+    text: str
+    compute: Callable[[FamilySpec, np.ndarray, np.ndarray | None], FamilyOutputs]
+    applies: Callable[[FamilySpec], bool] = lambda _s: True
+    #: The output elements the variant leaves open (any value reproduces them), or None.
+    open: Callable[[FamilySpec, np.ndarray], np.ndarray] | None = None
+
+
+def _window_variant(gv: GeometryVariant) -> FamilyVariant:
+    """LpPool's windows placed as MaxPool/AveragePool geometry variant ``gv`` places them."""
+
+    def compute(s: FamilySpec, x: np.ndarray, _i: np.ndarray | None) -> FamilyOutputs:
+        return _lp_on(s, x, gv)
+
+    def applies(s: FamilySpec) -> bool:
+        return s.window is not None and gv.applies(s.window)
+
+    return FamilyVariant(gv.key, ("lp",), gv.text, compute, applies)
+
+
+def _expected(spec: FamilySpec, x: np.ndarray) -> FamilyOutputs:
+    values, where = run_family(spec, x)
+    return values, where
+
+
+def _explicit_pads(s: FamilySpec) -> bool:
+    w = s.window
+    return w is not None and w.auto_pad == "explicit" and any(w.pads_begin + w.pads_end)
+
+
+def _odd_p(s: FamilySpec) -> bool:
+    return s.p % 2 == 1
+
+
+FAMILY_VARIANTS: tuple[FamilyVariant, ...] = (
+    FamilyVariant("lp:no-root", ("lp", "global_lp"), "the sum of |x|^p without the 1/p-th root",
+                  lambda s, x, i: _lp(s, x, root=False), lambda s: s.p > 1),
+    FamilyVariant("lp:no-abs", ("lp", "global_lp"), "x^p summed without |x| (the root of the signed sum: torch's "
+                  "lp_pool)", lambda s, x, i: _lp(s, x, signed=True), _odd_p),
+    FamilyVariant("lp:pads-ignored", ("lp",), "LpPool's pads ignored (the windows of pads 0)",
+                  lambda s, x, i: _lp(s, x, pads=False), _explicit_pads),
+    FamilyVariant("lp:dilations-ignored", ("lp",), "LpPool's dilations ignored",
+                  lambda s, x, i: _lp(s, x, dilations=False),
+                  lambda s: s.window is not None and any(d > 1 for d in s.window.dilations)),
+    FamilyVariant("lp:ceil-window-rescaled", ("lp",), "a window past the input's end summed over its taps inside "
+                  "the input and scaled by kernel size / those taps (avg_pool(x^p) * kernel size)",
+                  lambda s, x, i: _lp_on(s, x, None, rescale=True),
+                  lambda s: s.window is not None and s.window.rounding_type != "floor"),
+    *(_window_variant(gv) for gv in GEOMETRY_VARIANTS),
+    FamilyVariant("lp:p-ignored", ("lp", "global_lp"), "p read as 2 whatever its value",
+                  lambda s, x, i: _lp(s, x, p=2), lambda s: s.p != 2),
+    FamilyVariant("lp:input-type-overflow", ("lp", "global_lp"), "|x|^p summed in the input type: inf past its "
+                  "largest value", lambda s, x, i: _lp(s, x, overflow=True)),
+    FamilyVariant("global:last-axis-only", ("global_avg", "global_max", "global_lp"),
+                  "pooled over the last axis only", lambda s, x, i: _reduce(s, x, (x.ndim - 1,)),
+                  lambda s: True),
+    FamilyVariant("global:first-spatial-axis-only", ("global_avg", "global_max", "global_lp"),
+                  "pooled over the first spatial axis only", lambda s, x, i: _reduce(s, x, (2,))),
+    FamilyVariant("global:channels-too", ("global_avg", "global_max", "global_lp"),
+                  "pooled over the channels as well as the spatial axes",
+                  lambda s, x, i: _reduce(s, x, tuple(range(1, x.ndim)))),
+    FamilyVariant("global:nan-skipped", ("global_max",), "NaN skipped (the maximum of the other elements)",
+                  lambda s, x, i: _global_nan_skipped(s, x), lambda s: True, _all_nan_planes),
+    FamilyVariant("global:seed-lowest", ("global_max",), "the maximum seeded with the lowest finite value (a plane "
+                  "of -inf gives it; NaN loses every comparison)",
+                  lambda s, x, i: _global_nan_skipped(s, x, seed_lowest=True)),
+    FamilyVariant("adaptive:float64-as-float32", ("adaptive_avg", "adaptive_max"), "float64 computed as float32, "
+                  "values past its range (inf included) saturated to its largest magnitude",
+                  lambda s, x, i: _float32_saturated(s, x), lambda s: True),
+    FamilyVariant("avg:input-type-overflow", ("global_avg", "adaptive_avg"), "the sum accumulated in the input "
+                  "type, overflowing past its largest value (inf, NaN or a wrong value by the order of the additions)",
+                  lambda s, x, i: _expected(s, x), lambda s: True, _input_type_overflow),
+    FamilyVariant("global:nan-any", ("global_max",), "a plane holding NaN gives neither NaN nor the maximum of the "
+                  "other elements", lambda s, x, i: _expected(s, x), lambda s: True, _nan_planes),
+    FamilyVariant("adaptive_max:nan-any", ("adaptive_max",), "a bin holding NaN gives neither NaN nor the maximum of "
+                  "the other elements", lambda s, x, i: _expected(s, x), lambda s: True, _nan_planes),
+    FamilyVariant("unpool:first-write-wins", ("unpool",), "where two elements of X go to one position, the first "
+                  "is kept (the reference keeps the last)", lambda s, x, i: _unpool(s, x, i, first=True)),
+    FamilyVariant("unpool:collisions-summed", ("unpool",), "elements of X sent to one position are added",
+                  lambda s, x, i: _unpool(s, x, i, summed=True)),
+    FamilyVariant("unpool:output-shape-ignored", ("unpool",), "the output_shape input ignored (the shape inferred "
+                  "from kernel, strides and pads)", lambda s, x, i: _unpool(s, x, i, ignore_output_shape=True),
+                  lambda s: s.output_shape is not None),
+    FamilyVariant("unpool:pads-ignored", ("unpool",), "the pads left out of the inferred output shape",
+                  lambda s, x, i: _unpool(s, x, i, pads_ignored=True), _explicit_pads),
+    FamilyVariant("adaptive:end-floor", ("adaptive_avg", "adaptive_max"), "bin end floor((j+1)H/O) instead of ceil",
+                  lambda s, x, i: _adaptive(s, x, _bins_end_floor)),
+    FamilyVariant("adaptive:start-ceil", ("adaptive_avg", "adaptive_max"), "bin start ceil(jH/O) instead of floor",
+                  lambda s, x, i: _adaptive(s, x, _bins_start_ceil)),
+    FamilyVariant("adaptive:rounding-swapped", ("adaptive_avg", "adaptive_max"),
+                  "bin start rounded up and end rounded down", lambda s, x, i: _adaptive(s, x, _bins_swapped)),
+    FamilyVariant("adaptive:uniform-bins", ("adaptive_avg", "adaptive_max"),
+                  "one kernel and stride for every bin (stride floor(H/O))", lambda s, x, i: _adaptive(s, x, _bins_uniform)),
+    FamilyVariant("adaptive_max:index-whole-tensor", ("adaptive_max",), "indices flat over the whole tensor, not "
+                  "per (n, c) plane", lambda s, x, i: _adaptive(s, x, whole_tensor=True)),
+    FamilyVariant("adaptive_max:last-max", ("adaptive_max",), "a tie gives the last maximum's index",
+                  lambda s, x, i: _adaptive(s, x, last=True)),
+    FamilyVariant("adaptive_max:nan-skipped", ("adaptive_max",), "NaN skipped in a bin",
+                  lambda s, x, i: _adaptive(s, x, nan_skip=True)),
+)
+FAMILY_VARIANT_KEYS: tuple[str, ...] = tuple(v.key for v in FAMILY_VARIANTS)
+#: The input transform another variant may be paired with (``AS_FLOAT32+<key>``).
+AS_FLOAT32 = "adaptive:float64-as-float32"
+_BY_KEY = {v.key: v for v in FAMILY_VARIANTS}
+
+
+def family_variant_text(key: str) -> str:
+    if "+" in key:
+        return "; ".join(family_variant_text(k) for k in key.split("+"))
+    v = _BY_KEY.get(key)
+    return v.text if v is not None else key
+
+
+def rejection_explained(cause: Sequence[str], spec: FamilySpec, shape: Sequence[int]) -> bool:
+    """Whether ``cause`` accounts for a refusal of ``spec`` on ``shape``: read its way, the
+    configuration has no output (an inferred MaxUnpool size below 1, an LpPool window placement
+    with no window)."""
+    for key in cause:
+        if key == "unpool:output-shape-ignored" and spec.output_shape is not None:
+            if min(_inferred_unpool_shape(spec, shape)[2:]) < 1:
+                return True
+        gv = next((g for g in GEOMETRY_VARIANTS if g.key == key), None)
+        if gv is not None and spec.window is not None and gv.applies(spec.window):
+            try:
+                geom = gv.build(spec.window, tuple(int(v) for v in shape)).geom
+            except (PoolcheckError, ValueError, ZeroDivisionError):
+                return True
+            if any(o < 1 for o in geom.output_shape[2:]):
+                return True
+    return False
+
+
+def variant_outputs(key: str, spec: FamilySpec, x: np.ndarray, indices: np.ndarray | None) -> FamilyOutputs | None:
+    """The reference under variant ``key`` (None where it does not apply or cannot be computed)."""
+    v = _BY_KEY.get(key)
+    if v is None or spec.op not in v.ops or not v.applies(spec):
+        return None
+    try:
+        return v.compute(spec, x, indices)
+    except (PoolcheckError, ValueError, IndexError, ZeroDivisionError):
+        return None
+
+
+def diagnose_family(spec: FamilySpec, x: np.ndarray, indices: np.ndarray | None, expected: FamilyOutputs,
+                    actual: FamilyOutputs) -> list[str]:
+    """Every variant that reproduces ``actual`` where the reference does not (in table order;
+    empty: unexplained). A variant whose output equals the reference's here says nothing."""
+    found = []
+    for v in FAMILY_VARIANTS:
+        out = variant_outputs(v.key, spec, x, indices)
+        if out is None:
+            continue
+        left_open = _open(v, spec, x)
+        if agrees(spec, x, expected, out) and (left_open is None or not left_open.any()):
+            continue
+        if agrees(spec, x, out, actual, open_values=left_open):
+            found.append(v.key)
+    if not found and spec.op in ("adaptive_avg", "adaptive_max") and x.dtype == np.float64:
+        # computed as float32 and misread besides: the pair, each a behaviour of its own
+        found = [f"{AS_FLOAT32}+{v.key}" for v in FAMILY_VARIANTS
+                 if v.key != AS_FLOAT32 and replay_family(spec, x, indices, (AS_FLOAT32, v.key), actual)]
+    return found
+
+
+def _open(v: FamilyVariant, spec: FamilySpec, x: np.ndarray) -> np.ndarray | None:
+    return None if v.open is None else np.asarray(v.open(spec, x), dtype=bool)
+
+
+def replay_family(spec: FamilySpec, x: np.ndarray, indices: np.ndarray | None, keys: Sequence[str],
+                  actual: FamilyOutputs) -> bool:
+    """Whether the one variant ``keys`` names reproduces ``actual`` (grouping's test)."""
+    if len(keys) == 2 and AS_FLOAT32 in keys:
+        keys = [AS_FLOAT32, *(k for k in keys if k != AS_FLOAT32)]
+    if len(keys) == 2 and keys[0] == AS_FLOAT32 and x.dtype == np.float64:  # a variant on the float32 input
+        big = float(np.finfo(np.float32).max)
+        with np.errstate(all="ignore"):
+            narrow = np.where(np.isnan(x), x, np.clip(x, -big, big)).astype(np.float32)
+        v = _BY_KEY.get(keys[1])
+        out = variant_outputs(keys[1], spec, narrow, indices)
+        if out is None or v is None:
+            return False
+        widened = (out[0].astype(np.float64), out[1])
+        return agrees(spec, narrow, widened, actual, open_values=_open(v, spec, narrow))
+    if len(keys) != 1:
+        return False
+    out = variant_outputs(keys[0], spec, x, indices)
+    v = _BY_KEY.get(keys[0])
+    return out is not None and v is not None and agrees(spec, x, out, actual, open_values=_open(v, spec, x))
+
+
+__all__ = ["FAMILY_VARIANTS", "FAMILY_VARIANT_KEYS", "FamilyVariant", "agrees", "close",
+           "diagnose_family", "family_variant_text", "rejection_explained", "replay_family",
+           "variant_outputs"]
