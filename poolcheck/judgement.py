@@ -419,14 +419,46 @@ def judge(x: np.ndarray, geom: Geometry | None, layout: S.IndexLayout | None,
             if stop_at_shape:
                 break
             continue
-        if not positions:
+        _describe(j, output, positions, exp, act, x, geom, layout, chosen, against)
+    return j
+
+
+def _describe(j: Judgement, output: str, positions: Sequence[tuple[int, ...]], exp: np.ndarray, act: np.ndarray,
+              x: np.ndarray, geom: Geometry | None, layout: S.IndexLayout | None, chosen: np.ndarray | None,
+              against: str = "") -> None:
+    """Add ``output``'s differing ``positions`` to ``j``: the count, the first :data:`MAX_DIFFS`
+    with their windows (``chosen``: the actual indices, marking each window's chosen tap)."""
+    if not positions:
+        return
+    j.total += len(positions)
+    pick = chosen if chosen is not None and chosen.shape == exp.shape else None
+    for p in positions[:MAX_DIFFS]:
+        tap = int(pick[p]) if pick is not None else None
+        j.diffs.append(Diff(output, list(p), scalar(exp[p]), scalar(act[p]),
+                            window_cells(x, geom, p, tap, layout) if geom is not None else []))
+    j.messages.append(f"{output}: {len(positions)} of {act.size} elements differ"
+                      + (f" from {against}" if against else ""))
+
+
+def judgement_of(x: np.ndarray, geom: Geometry | None, layout: S.IndexLayout | None, expected: Outputs,
+                 values: np.ndarray, indices: np.ndarray | None, mm: Mismatch) -> Judgement:
+    """The differences :func:`mismatch` found, described as :func:`judge` describes its own (the
+    first :data:`MAX_DIFFS` with their windows, the count): a comparison made once, shown without
+    comparing again -- the same elements, the same count (indices only where the values agree)."""
+    j = Judgement()
+    if mm.shape:
+        values_differ = tuple(np.shape(values)) != tuple(expected.values.shape)
+        exp_shape = expected.values.shape if values_differ or expected.indices is None else expected.indices.shape
+        act_shape = np.shape(values) if values_differ or indices is None else np.shape(indices)
+        j.diffs.append(Diff("shape", None, list(exp_shape), list(act_shape)))
+        j.total = 1
+        j.messages.append(mm.shape)
+        return j
+    chosen = np.asarray(indices) if indices is not None else None
+    for output, mask, exp, act in (("values", mm.values, expected.values, values),
+                                   ("indices", mm.indices, expected.indices, indices)):
+        if mask is None or exp is None or act is None:
             continue
-        j.total += len(positions)
-        pick = chosen if chosen is not None and chosen.shape == exp.shape else None
-        for p in positions[:MAX_DIFFS]:
-            tap = int(pick[p]) if pick is not None else None
-            j.diffs.append(Diff(output, list(p), scalar(exp[p]), scalar(act[p]),
-                                window_cells(x, geom, p, tap, layout) if geom is not None else []))
-        j.messages.append(f"{output}: {len(positions)} of {act.size} elements differ"
-                          + (f" from {against}" if against else ""))
+        positions = [tuple(int(v) for v in p) for p in np.argwhere(mask)]
+        _describe(j, output, positions, np.asarray(exp), np.asarray(act), x, geom, layout, chosen)
     return j

@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 
@@ -24,7 +25,7 @@ from poolcheck.engines import get_engine
 from poolcheck.errors import CaseFileError, PoolcheckError
 from poolcheck.fuzz import oracles as O
 from poolcheck.fuzz.family import FAMILY_FLAGS
-from poolcheck.fuzz.grouping import cause_tags, group_all, group_finding
+from poolcheck.fuzz.grouping import Ask, Grouping, cause_tags, distinguish, group_all, group_finding, refutes
 from poolcheck.fuzz.known import (
     KnownEntry,
     case_id,
@@ -213,13 +214,10 @@ def _verdict(finding: O.Finding, new: bool) -> Verdict:
 
 def finding_result(finding: O.Finding, *, new: bool, replay: str, source: str = "",
                    detected_at: float | None = None, shrunk: bool = True) -> CaseResult:
-    """One signature as a ``CaseResult`` (with diffs over the window when outputs differ)."""
+    """One signature as a ``CaseResult``: the expected outputs and the judgement the finding
+    carries from where its outputs were compared (the differing elements with their windows),
+    neither computed again."""
     case = finding.case
-    if not finding.expected:  # an engine, document or invalid-configuration finding
-        try:
-            finding.expected = O.expected_outputs(finding)
-        except PoolcheckError:
-            finding.expected = {}
     judged = finding.judged()
     expected = finding.expected
     diffs, total = judged.diffs, judged.total
@@ -351,7 +349,8 @@ def run_campaign(
         results = run_sessions(options, on_progress, on_find=save_now)
     else:  # a cluster's sessions (fuzz/cluster.py) stream and claim finds centrally
         results = sessions(options, on_progress)
-    session = regroup(merge_results(results), known_sigs, options.engine)
+    session = regroup(merge_results(results), known_sigs, options.engine,
+                      ask=_asker(available, isolated=options.isolated, timeout=options.peer_timeout))
     elapsed = time.monotonic() - started
     session.progress.elapsed = elapsed
     for sig in [s for s in saved if s not in session.findings]:  # a find that joined another's group
@@ -419,14 +418,60 @@ def run_campaign(
     return campaign
 
 
-def regroup(session: SessionResult, known: set[str], engine: str = "auto") -> SessionResult:
+def _asker(peers: Sequence[Peer], *, isolated: bool, timeout: float) -> Callable[[str], Ask | None]:
+    """For a peer's name, how to ask it for its output on one configuration (None: not here)."""
+    by_name = {p.name: p for p in peers}
+
+    def ask_for(name: str) -> Ask | None:
+        peer = by_name.get(name)
+        if peer is None:
+            return None
+
+        def ask(spec: object, x: np.ndarray) -> tuple[np.ndarray, np.ndarray | None] | None:
+            (res,) = call_peer_many(peer, [(spec, x)], isolated=isolated, timeout=timeout)  # type: ignore[list-item]
+            if res.status != "ok" or res.output is None:
+                return None
+            return np.asarray(res.output.values), None if res.output.indices is None else np.asarray(res.output.indices)
+
+        return ask
+
+    return ask_for
+
+
+def _test_names(grouping: Grouping, engine_module: ModuleType, ask_for: Callable[[str], Ask | None]) -> None:
+    """The experiments a session makes when it shrinks a find (:func:`distinguish`, then
+    :func:`refutes`), on every named group of the regrouped campaign: its groups are built afresh
+    from the examples, and one seen while another find shrank, or after the budget ran out, was
+    never tested, nor was a single name split off a combination the session refuted. A name that
+    fits such examples only -- an int8 max wrapping at -128 looks like swapped pads on the one
+    window it breaks -- is refuted on the neighbours and joins the peer's unexplained row,
+    instead of being a row of its own."""
+    for g in list(grouping.groups):
+        if g.known or not g.members or not g.causes or g not in grouping.groups or g.kind != FindingKind.PEER:
+            continue
+        ask = ask_for(g.subject)
+        if ask is None:
+            continue
+        for cause in distinguish(engine_module, g, ask):
+            grouping.ruled_out.add((g.subject, g.op, cause))
+        if len(g.causes) == 1 and refutes(engine_module, g, ask):
+            grouping.ruled_out.add((g.subject, g.op, g.causes[0]))
+            grouping.refute(g)
+
+
+def regroup(session: SessionResult, known: set[str], engine: str = "auto", *,
+            ask: Callable[[str], Ask | None] | None = None) -> SessionResult:
     """One finding per root cause: every example the sessions kept (and each signature's best
     reproducer) grouped once more across sessions (:mod:`poolcheck.fuzz.grouping`), each group
     reported by its smallest shrunk reproducer under the name of the explanation that reproduces
-    all its examples, with the number of divergent examples seen."""
+    all its examples, with the number of divergent examples seen. ``ask`` (a peer's name -> how
+    to call it) lets the experiments test the names of groups no shrink tested."""
     seen = [*session.examples, *session.findings.values()]
     order = sorted(range(len(seen)), key=lambda i: session.detected_at.get(seen[i].signature, float("inf")))
-    grouping = group_all(get_engine(engine), [seen[i] for i in order], known, session.ruled_out)
+    engine_module = get_engine(engine)
+    grouping = group_all(engine_module, [seen[i] for i in order], known, session.ruled_out)
+    if ask is not None:
+        _test_names(grouping, engine_module, ask)
     findings: dict[str, O.Finding] = {}
     shrunk: set[str] = set()
     detected: dict[str, float] = {}
@@ -459,7 +504,7 @@ def _save(f: O.Finding, save_dir: str | Path, options: FuzzOptions, command: str
           versions: dict[str, str]) -> Path | None:
     """One finding as a case file in ``save_dir`` (atomic write); None when it has no case form."""
     try:
-        data = finding_case(f, f.expected or O.expected_outputs(f), command=command, seed=options.seed,
+        data = finding_case(f, O.expected_outputs(f), command=command, seed=options.seed,
                             versions={**versions, **({f.subject: f.version} if f.version else {})})
     except PoolcheckError:
         return None

@@ -33,17 +33,18 @@ from poolcheck.fuzz.reference import compute_expected, expected_for
 from poolcheck.fuzz.strategies import FuzzCase
 from poolcheck.judgement import (
     Judgement,
+    Mismatch,
     Outputs,
     avg_tolerance,
     close_values,
     first_difference,
-    judge,
+    judgement_of,
     mismatch,
     tolerance_for,
 )
 from poolcheck.judgement import output_contract as judge_contract
 from poolcheck.peers.base import PeerResult
-from poolcheck.results import Diff, FindingKind, PeerStatus, Severity, Signature
+from poolcheck.results import FindingKind, PeerStatus, Severity, Signature
 from poolcheck.spec import attributes as A
 from poolcheck.spec import dtypes
 from poolcheck.spec.indices import index_layout
@@ -75,14 +76,19 @@ class Finding:
     #: The weight of this divergence (set by the diagnosis; None until classified).
     severity: Severity | None = None
     #: What the reference gives here (values, indices, shape), kept from where the divergence was
-    #: found, and the judgement of ``actual`` against it (made once, when first asked for: most
-    #: divergences are known ones or repeats and are never reported).
+    #: found (a document finding: the shape the written rule gives).
     expected: dict[str, Any] = field(default_factory=dict)
+    #: The judgement of ``actual`` against ``expected``, made once where the outputs were compared
+    #: (None where no output was compared: a rejection, a crash, a broken property, a shape rule).
+    mismatch: Mismatch | None = None
+    #: That judgement described for a report (the differing elements with their windows), made
+    #: from ``mismatch`` when first asked for -- never by comparing again: most divergences are
+    #: known ones or repeats and are never reported.
     judgement: Judgement | None = None
 
     def judged(self) -> Judgement:
         if self.judgement is None:
-            self.judgement = judge_output(self.case, self.expected, self.actual)
+            self.judgement = describe(self)
         return self.judgement
 
     @property
@@ -139,41 +145,36 @@ def engine_accepts(case: FuzzCase) -> tuple[bool, str]:
     return True, ""
 
 
-def expected_outputs(finding: Finding, engine: str = "auto") -> dict[str, Any]:
-    """The engine's outputs for a find's configuration (what its case file expects)."""
-    case = finding.case
-    if finding.kind == "invalid":
-        return {}
-    base, geom = expected_for(get_engine(engine), case)
+def outputs_dict(base: Outputs, geom: Geometry) -> dict[str, Any]:
+    """The reference's outputs as a finding (and its case file) keeps them."""
     out: dict[str, Any] = {"values": base.values, "shape": list(geom.output_shape)}
     if base.indices is not None:
         out["indices"] = base.indices
     return out
 
 
-def judge_output(case: FuzzCase, expected: dict[str, Any], actual: dict[str, Any]) -> Judgement:
-    """A subject's outputs against the expected ones, judged as everywhere
-    (:func:`poolcheck.judgement.judge`): the differing elements with their windows."""
-    out = Judgement()
-    if not expected or actual.get("values") is None:
-        return out
-    exp_v = np.asarray(expected["values"])
-    act_v = np.asarray(actual["values"])
-    if exp_v.shape != act_v.shape:
-        out.diffs.append(Diff("shape", None, list(exp_v.shape), list(act_v.shape)))
-        out.total = 1
-        return out
+def expected_outputs(finding: Finding, engine: str = "auto") -> dict[str, Any]:
+    """What a find's case file expects: what the finding carries, or -- for one made where no
+    output was computed (poolcheck accepting a configuration it should reject) -- the engine's
+    outputs for its configuration. An invalid configuration has none."""
+    if finding.expected or finding.kind == "invalid":
+        return dict(finding.expected)
+    return outputs_dict(*expected_for(get_engine(engine), finding.case))
+
+
+def describe(finding: Finding) -> Judgement:
+    """A finding's judgement (its :attr:`~Finding.mismatch`) described for a report: the differing
+    elements with their windows, and how many differ. Nothing is compared again: a finding whose
+    outputs were not compared (a rejection, a broken property) has no differing elements."""
+    mm, expected, actual, case = finding.mismatch, finding.expected, finding.actual, finding.case
+    if mm is None or expected.get("values") is None or actual.get("values") is None:
+        return Judgement()
     geom = resolve(case.spec, case.x.shape)
     layout = index_layout(case.spec, case.x.shape) if case.op == "max" else None
-    outputs: list[tuple[str, np.ndarray, np.ndarray, np.ndarray | None]] = [
-        ("values", exp_v, act_v, tolerance_for(case.spec, case.x, geom, exp_v, get_engine("auto")))]
-    if expected.get("indices") is not None and actual.get("indices") is not None:
-        ei = np.asarray(expected["indices"]).astype(np.int64)
-        ai = np.asarray(actual["indices"]).astype(np.int64)
-        if ei.shape == ai.shape:
-            outputs.append(("indices", ei, ai, None))
-    chosen = np.asarray(actual["indices"]) if actual.get("indices") is not None else None
-    return judge(case.x, geom, layout, outputs, chosen=chosen)
+    base = Outputs(np.asarray(expected["values"]),
+                   None if expected.get("indices") is None else np.asarray(expected["indices"]))
+    indices = None if actual.get("indices") is None else np.asarray(actual["indices"])
+    return judgement_of(case.x, geom, layout, base, np.asarray(actual["values"]), indices, mm)
 
 
 # --------------------------------------------------------------------------- engines
@@ -197,7 +198,8 @@ def check_engines(case: FuzzCase, engines: dict[str, ModuleType], base: Outputs,
                                     klass=mm.what(),
                                     text=f"the {name} engine differs from the {names[0]} engine ({mm.what()})",
                                     detail=first_difference(base, other.values, other.indices, mm), case=case,
-                                    explained=False, actual={"values": other.values, "indices": other.indices}))
+                                    explained=False, actual={"values": other.values, "indices": other.indices},
+                                    expected=outputs_dict(base, geom), mismatch=mm))
     return findings
 
 
@@ -229,7 +231,8 @@ def check_shape_rules(case: FuzzCase, geom: Geometry) -> list[Finding]:
         return [Finding(kind=FindingKind.DOCUMENT, op=spec.op, subject=f"{rule_name} rule", klass=klass,
                         text=f"the written {spec.convention} shape rule ({family}, {rounding}) gives {written.out} on axis {i}, " f"the runtimes and the engine {a.out}",
                         detail=f"axis {i}: written: {written.working}; runtime: {a.out}", case=case,
-                        extra={"axis": i, "written_shape": written_shape, "runtime_shape": list(geom.output_shape), "working": written.working})]
+                        extra={"axis": i, "written_shape": written_shape, "runtime_shape": list(geom.output_shape), "working": written.working},
+                        expected={"shape": written_shape})]
     return []
 
 
@@ -465,7 +468,8 @@ def check_metamorphic(case: FuzzCase, engine_module: ModuleType, engine_name: st
         _shift(case, engine_module, engine_name, base, geom),
         _constant(case, engine_module, engine_name, geom),
     ]
-    return [f for f in found if f is not None]
+    # the engine's own outputs are what the case file of a broken property expects
+    return [dataclasses.replace(f, expected=outputs_dict(base, geom)) for f in found if f is not None]
 
 
 # --------------------------------------------------------------------------- peers
@@ -556,13 +560,10 @@ def check_peer(case: FuzzCase, peer: str, result: PeerResult, engine_module: Mod
     d = (memo or diagnose_output)(engine_module, case.spec, case.x, values, indices, prefer)
     if d.klass == "same":  # the diagnosis tolerance is the comparison's: cannot happen, but be safe
         return None
-    expected: dict[str, Any] = {"values": base.values, "shape": list(geom.output_shape)}
-    if base.indices is not None:
-        expected["indices"] = base.indices
     actual = {"values": values, "indices": indices}
     return Finding(kind=FindingKind.PEER, op=case.op, subject=peer, klass=d.klass, text=d.text,
                    detail=first_difference(base, values, indices, mm), case=case, explained=d.explained,
                    status=PeerStatus.OK, version=version, actual=actual,
                    extra={"variants": d.variants, "ambiguous": d.ambiguous, "attribution": d.attribution,
                           "alternatives": d.alternatives},
-                   atoms=d.atoms, severity=d.severity, expected=expected)
+                   atoms=d.atoms, severity=d.severity, expected=outputs_dict(base, geom), mismatch=mm)

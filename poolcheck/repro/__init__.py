@@ -12,6 +12,11 @@ need the ``.onnx`` model written next to the script.
 A document finding (the OpenVINO written shape rule against the runtime) compares the output
 shape with the one the written rule gives; a rejection compares nothing: the script exits 1
 while the runtime refuses the configuration.
+
+A bfloat16 case (a type NumPy lacks) holds its input in float32; the runtime converts it to
+bfloat16 in front of the pool and back behind it (:mod:`poolcheck.repro.runtimes`), and the loop
+rounds its answers to bfloat16. A refusal then stands only while the conversions alone run
+(``casts_only``): otherwise the script exits 2, the runtime refusing the type, not the pool.
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ from poolcheck.corpus import KNOWN_DIR
 from poolcheck.errors import AttributeValueError, CaseFileError, PoolcheckError
 from poolcheck.repro import textbook
 from poolcheck.repro.family import FAMILY_REFERENCE, family_constants, family_runtime_call, textbook_family_source
-from poolcheck.repro.runtimes import RUNTIMES, RuntimeCall, is_plugin, runtime_call, split_ref
+from poolcheck.repro.runtimes import RUNTIMES, RuntimeCall, is_bfloat16, is_plugin, runtime_call, split_ref
 from poolcheck.results import SIGNATURE_TAG, Signature
 from poolcheck.spec.dtypes import is_numpy_type
 from poolcheck.spec.family import FamilySpec
@@ -130,6 +135,22 @@ def show(label, array):
     print(np.array2string(np.asarray(array), threshold=200, max_line_width=100))
 
 
+def casts_alone_run():
+    """Whether the runtime converts to bfloat16 and back without the pool (then the refusal is
+    the pool's on bfloat16)."""
+    try:
+        back = np.asarray(casts_only(X.copy()))
+    except Exception as exc:
+        print(f"the conversions alone fail too ({type(exc).__name__}: {' '.join(str(exc).split())[:300]}): "
+              f"{RUNTIME} refuses bfloat16 itself, not the pool")
+        return False
+    if back.shape != X.shape or differences(X, back):
+        print(f"the conversions alone change the input: {RUNTIME}'s bfloat16 casts are at fault, not the pool")
+        return False
+    print(f"the conversions to bfloat16 and back alone run: the refusal is the pool's on bfloat16")
+    return True
+
+
 def main():
     print(f"{RUNTIME}: {CLASS} ({SEVERITY})")
     print(f"operator {OP} {ATTRIBUTES}")
@@ -137,7 +158,7 @@ def main():
     for sid, document, text in SENTENCES:
         print(f"[{sid}] {document}: {text!r}")
     print(f"why: {WHY}")
-    show(f"input ({X.dtype})", X)
+    show(f"input ({'bfloat16, held in float32' if BFLOAT16 else X.dtype})", X)
     if I is not None:
         show("indices input I", I)
     save = sys.argv[2] if len(sys.argv) > 2 and sys.argv[1] == "--save" else None  # an .npz of the outputs
@@ -145,7 +166,9 @@ def main():
         values, indices = actual(X.copy()) if I is None else actual(X.copy(), I.copy())
     except Exception as exc:  # the runtime refuses or fails
         print(f"{RUNTIME} raised {type(exc).__name__}: {' '.join(str(exc).split())[:500]}")
-        return 1 if EXPECTS == "rejection" else 2
+        if EXPECTS != "rejection":
+            return 2
+        return 1 if not BFLOAT16 or casts_alone_run() else 2
     if EXPECTS == "rejection":
         print(f"{RUNTIME} now accepts the configuration: the rejection is gone")
         return 0
@@ -191,7 +214,7 @@ if __name__ == "__main__":
 _POOL_REFERENCE = '''
 
 def reference():
-    expected, expected_indices, tolerance = pool(X, KIND, AXES, EXCLUDE_PAD, *INDEX)
+    expected, expected_indices, tolerance = pool(X, KIND, AXES, EXCLUDE_PAD, *INDEX, bfloat16=BFLOAT16)
     return expected, (expected_indices if INDEX != (None, None) else None), (tolerance if KIND == "avg" else None)
 '''
 
@@ -205,9 +228,10 @@ def reproducer(case: Case, runtime: str | None = None) -> Reproducer:
     if is_plugin(runtime) and not _plugin_exists(runtime):
         raise ValueError(f"case {case.id!r}: {runtime!r} is no built-in runtime, plugin file or module here "
                          "(pass the plugin with --runtime PATH)")
-    if not is_numpy_type(case.dtype):
+    bf16 = is_bfloat16(case.dtype)
+    if not is_numpy_type(case.dtype) and not bf16:
         raise ValueError(f"case {case.id!r}: {case.dtype.name} inputs have no standalone script yet (the script "
-                         "uses NumPy's own types only)")
+                         "uses NumPy's own types and bfloat16 only)")
     sig = signature_of(case)
     klass = sig.detail if sig is not None else "divergence"
     atoms = [a for a in klass.split("+") if a]
@@ -226,21 +250,26 @@ def reproducer(case: Case, runtime: str | None = None) -> Reproducer:
         expects = "output"
     written = tuple(case.expected.get("shape") or ()) if expects == "shape" else ()
     index = call.index if call.index is not None else (None, None)
-    header = _header(case, runtime, klass, severity, call)
+    bf16_note = ("The input is bfloat16, which NumPy has no type for: X holds its values in float32, the runtime\n"
+                 "converts them to bfloat16 in front of the pool and the values back to float32 behind it.\n"
+                 if bf16 else "")
+    header = _header(case, runtime, klass, severity, call, note=bf16_note)
     data: dict[str, Any] = {
         **_described(case, runtime, klass, atoms, severity, expects),
         "WRITTEN_SHAPE": written,
         "KIND": case.pool_spec.op,
         "EXCLUDE_PAD": bool(case.pool_spec.exclude_pad),
         "INDEX": index,
+        "BFLOAT16": bf16,
     }
     consts = "\n".join(f"{k} = {v!r}" for k, v in data.items())
     geometry = ("# the windows per spatial axis: (size, kernel, stride, dilation, pad_begin, pad_end, output\n"
                 "# length), the pads applied and the length the shape rule of the operator's text gives\n"
                 f"AXES = {axes!r}\n")
     body = (header + _textbook_source() + "\n\n\n# ---- the configuration\n" + consts + "\n" + geometry
-            + f"X = {_array_literal(x)}\nI = None\n\n# ---- the runtime, called plainly\n" + call.code
-            + _POOL_REFERENCE + _MAIN)
+            + f"X = {_array_literal(x.astype(np.float32) if bf16 else x)}"
+            + ("  # bfloat16 values, held in float32" if bf16 else "")
+            + "\nI = None\n\n# ---- the runtime, called plainly\n" + call.code + _POOL_REFERENCE + _MAIN)
     return Reproducer(case.id, runtime, klass, severity, body, call.model)
 
 
@@ -267,7 +296,7 @@ def _why(atoms: Sequence[str], case: Case, expects: str) -> str:
         "no named behaviour explains it: the loop below is what the text requires")
 
 
-def _header(case: Case, runtime: str, klass: str, severity: str, call: RuntimeCall) -> str:
+def _header(case: Case, runtime: str, klass: str, severity: str, call: RuntimeCall, note: str = "") -> str:
     needs = ", ".join(("numpy",) + call.needs)
     stem = file_stem(case.id)
     model_note = f" and {stem}.onnx next to this script" if call.model is not None else ""
@@ -277,6 +306,7 @@ def _header(case: Case, runtime: str, klass: str, severity: str, call: RuntimeCa
         f"({_inert(Path(case.path).name)}): {_inert(runtime)}, {_inert(klass)} ({severity}).\n"
         f"Needs: Python 3, {needs}{model_note}; nothing of poolcheck.\n"
         f"Run: python3 {stem}.py  (--save OUT.npz also writes the expected and actual outputs)\n"
+        + note +
         "Exit status: 1 while the runtime differs from what the text requires (the divergence stands),\n"
         "0 once it agrees, 2 when the runtime fails some other way.\n"
         '"""\n\nimport pathlib  # noqa: F401\nimport sys\n\nimport numpy as np\n\nnan, inf = float("nan"), float("inf")  # as the input below writes them\n\n'
@@ -291,7 +321,7 @@ def _family_reproducer(case: Case, runtime: str, klass: str, atoms: Sequence[str
     call = family_runtime_call(runtime, spec, x.shape, x.dtype)
     expects = "rejection" if klass.startswith("rejects") else "output"
     data: dict[str, Any] = {**_described(case, runtime, klass, atoms, severity, expects),
-                            **family_constants(spec, x.shape)}
+                            **family_constants(spec, x.shape), "BFLOAT16": False}
     consts = "\n".join(f"{k} = {v!r}" for k, v in data.items())
     given = case.inputs.get("I")
     indices = "None" if given is None else _array_literal(np.asarray(given, dtype=np.int64))

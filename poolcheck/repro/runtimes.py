@@ -8,6 +8,12 @@ uses (``to_onnx``, ``to_openvino``, ``to_torch``, ``to_jax``), written out as li
 script makes the very call the peer makes -- minus the peer's batching, packing and re-layout.
 When the plain call does not reproduce a registered divergence, the peer's extra machinery is
 to blame, not the runtime.
+
+bfloat16, which NumPy has no type for: the script holds the input in float32 and the runtime
+converts it to bfloat16 in front of the pool and the values back to float32 behind it (an ONNX
+Cast, an OpenVINO Convert, ``tensor.to``), so the pool itself runs on bfloat16. Such a script
+also defines ``casts_only(x)``, the same conversions without the pool: a refusal counts as the
+pool's only when the conversions alone run.
 """
 
 from __future__ import annotations
@@ -67,36 +73,80 @@ def _literal(kwargs: dict[str, object]) -> str:
 _ONNX_FILE = 'MODEL = pathlib.Path(__file__).with_suffix(".onnx")  # the single-node model, written next to this script\n'
 
 
+def is_bfloat16(dtype: np.dtype) -> bool:
+    """Whether the script converts its float32 input to bfloat16 inside the runtime."""
+    return np.dtype(dtype).name == "bfloat16"
+
+
+def _bfloat16_casts(model: object, *, pool: bool = True) -> object:
+    """``model`` (one node from :func:`build_model`) with a float32 input Cast to bfloat16 in
+    front of the pool and its values Cast back to float32 behind it; ``pool=False``: the two
+    Casts alone."""
+    from onnx import TensorProto, helper
+
+    graph = model.graph  # type: ignore[attr-defined]
+    node = graph.node[0]
+    node.input[0] = "x0_bfloat16"
+    node.output[0] = "y0_bfloat16"
+    cast_in = helper.make_node("Cast", ["x0"], ["x0_bfloat16"], name="to_bfloat16", to=TensorProto.BFLOAT16)
+    cast_out = helper.make_node("Cast", ["y0_bfloat16" if pool else "x0_bfloat16"], ["y0"], name="to_float32",
+                                to=TensorProto.FLOAT)
+    kept = [node] if pool else []
+    del graph.node[:]
+    graph.node.extend([cast_in, *kept, cast_out])
+    graph.input[0].type.tensor_type.elem_type = TensorProto.FLOAT
+    graph.output[0].type.tensor_type.elem_type = TensorProto.FLOAT
+    if not pool:
+        del graph.output[1:]
+    return model
+
+
 def _onnx_runtime(ref: str, spec: PoolSpec, shape: tuple[int, ...], dtype: np.dtype) -> RuntimeCall:
     name, _ = split_ref(ref)
     node = to_onnx(spec, shape, dtype, name)
-    model = build_model([node]).SerializeToString()
+    bf16 = is_bfloat16(dtype)
+    model = build_model([node])
     attrs = node.attrs()
     call = f"{node.op_type}-{ONNX_OPSET} {attrs}"
+    casts = ""
+    if bf16:
+        model = _bfloat16_casts(model)
+        call = f"Cast(to=BFLOAT16) -> {call} -> Cast(to=FLOAT)"
+        only = _bfloat16_casts(build_model([node]), pool=False).SerializeToString()  # type: ignore[attr-defined]
+        casts = ("\n\n# the same two Casts without the pool: float32 -> bfloat16 -> float32\n"
+                 f"CASTS_ONLY = bytes.fromhex({only.hex()!r})\n\n\n"
+                 "def casts_only(x):\n"
+                 "    with tempfile.TemporaryDirectory() as folder:\n"
+                 "        path = pathlib.Path(folder) / 'casts.onnx'\n"
+                 "        path.write_bytes(CASTS_ONLY)\n"
+                 "        return run(path, x)[0]\n")
     index = _onnx_index(spec, shape, int(attrs.get("storage_order", 0)))
-    # per runtime: the package, the import (and settings), how the call is shown, the lines that run it
+    # per runtime: the package, the import (and settings), how the call is shown, the lines that
+    # run the model file ``model``
     plans = {
         "onnxruntime": ("onnxruntime", "import onnxruntime as ort\n", "onnxruntime.InferenceSession(MODEL).run",
-                        ["session = ort.InferenceSession(str(MODEL), providers=['CPUExecutionProvider'])",
-                         "outs = session.run(None, {'x0': x})"]),
+                        ["session = ort.InferenceSession(str(model), providers=['CPUExecutionProvider'])",
+                         "return session.run(None, {'x0': x})"]),
         "onnx_reference": ("onnx", "from onnx.reference import ReferenceEvaluator\n",
                            "onnx.reference.ReferenceEvaluator(MODEL).run",
-                           ["outs = ReferenceEvaluator(str(MODEL)).run(None, {'x0': x})"]),
+                           ["return ReferenceEvaluator(str(model)).run(None, {'x0': x})"]),
         "tract": ("tract", "import tract\n", "tract.onnx().load(MODEL).into_model().into_runnable().run",
-                  ["runnable = tract.onnx().load(str(MODEL)).into_model().into_runnable()",
-                   "outs = [t.to_numpy() for t in runnable.run([x])]"]),
+                  ["runnable = tract.onnx().load(str(model)).into_model().into_runnable()",
+                   "return [t.to_numpy() for t in runnable.run([x])]"]),
         # OpenVINO's ONNX frontend reads the same file
         "openvino-onnx": ("openvino", f"import openvino as ov\n\nCONFIG = {dict(COMPILE_CONFIG)!r}  # f32, one thread\n",
                           'openvino.Core().compile_model(Core().read_model(MODEL), "CPU", CONFIG)',
                           ["core = ov.Core()",
-                           "compiled = core.compile_model(core.read_model(str(MODEL)), 'CPU', CONFIG)",
-                           "result = compiled([x])", "outs = [result[o] for o in compiled.outputs]"]),
+                           "compiled = core.compile_model(core.read_model(str(model)), 'CPU', CONFIG)",
+                           "result = compiled([x])", "return [result[o] for o in compiled.outputs]"]),
     }
     package, head, shown, lines = plans[name]
-    code = (f"{head}\n{_ONNX_FILE}CALL = {shown + ': '!r} + {call!r}\n\n\ndef actual(x):\n"
+    head = ("import tempfile\n\n" if bf16 else "") + head
+    code = (f"{head}\n{_ONNX_FILE}CALL = {shown + ': '!r} + {call!r}\n\n\ndef run(model, x):\n"
             + "".join(f"    {line}\n" for line in lines)
-            + "    return outs[0], (outs[1] if len(outs) > 1 else None)\n")
-    return RuntimeCall(ref, (package,), code, call, index, model)
+            + "\n\ndef actual(x):\n    outs = run(MODEL, x)\n"
+            + "    return outs[0], (outs[1] if len(outs) > 1 else None)\n" + casts)
+    return RuntimeCall(ref, (package,), code, call, index, model.SerializeToString())
 
 
 def _openvino(ref: str, spec: PoolSpec, shape: tuple[int, ...], dtype: np.dtype) -> RuntimeCall:
@@ -107,17 +157,29 @@ def _openvino(ref: str, spec: PoolSpec, shape: tuple[int, ...], dtype: np.dtype)
     axis = axis + len(shape) if axis < 0 else axis
     index = ("C", math.prod(shape[axis:])) if spec.op == "max" else None
     call = f"openvino.opset14.{fn}(x, **{_literal(kwargs)})"
+    if is_bfloat16(dtype):
+        call = f"openvino.opset14.{fn}(convert(x, 'bf16'), **{_literal(kwargs)}), values convert(..., 'f32')"
+        build = ("    param = ops.parameter(list(x.shape), x.dtype)\n"
+                 f"    pool = ops.{fn}(ops.convert(param, 'bf16'), **KWARGS)\n"
+                 "    outputs = [ops.convert(pool.output(0), 'f32').output(0), *pool.outputs()[1:]]\n"
+                 "    return run(ov.Model(outputs, [param]), x)\n\n\n"
+                 "def casts_only(x):\n"
+                 "    param = ops.parameter(list(x.shape), x.dtype)\n"
+                 "    back = ops.convert(ops.convert(param, 'bf16'), 'f32')\n"
+                 "    return run(ov.Model([back.output(0)], [param]), x)[0]\n")
+    else:
+        build = ("    param = ops.parameter(list(x.shape), x.dtype)\n"
+                 f"    pool = ops.{fn}(param, **KWARGS)\n"
+                 "    return run(ov.Model(pool.outputs(), [param]), x)\n")
     code = ("import openvino as ov\nimport openvino.opset14 as ops\n\n"
             f"KWARGS = {_literal(kwargs)}\nCONFIG = {dict(COMPILE_CONFIG)!r}  # f32 precision, one thread\n"
             f"CALL = {call!r} + ', compiled for the CPU with ' + repr(CONFIG)\n\n\n"
-            "def actual(x):\n"
-            "    param = ops.parameter(list(x.shape), x.dtype)\n"
-            f"    pool = ops.{fn}(param, **KWARGS)\n"
-            "    model = ov.Model(pool.outputs(), [param])\n"
+            "def run(model, x):\n"
             "    compiled = ov.Core().compile_model(model, 'CPU', CONFIG)\n"
             "    result = compiled([x])\n"
             "    outs = [result[o] for o in compiled.outputs]\n"
-            "    return outs[0], (outs[1] if len(outs) > 1 else None)\n")
+            "    return outs[0], (outs[1] if len(outs) > 1 else None)\n\n\n"
+            "def actual(x):\n" + build)
     return RuntimeCall(ref, ("openvino",), code, call, index)
 
 
@@ -127,18 +189,26 @@ def _torch(ref: str, spec: PoolSpec, shape: tuple[int, ...], dtype: np.dtype) ->
     rank = spec.spatial_rank
     fn = f"{'max' if spec.op == 'max' else 'avg'}_pool{rank}d"
     plane = math.prod(shape[2:])
+    bf16 = is_bfloat16(dtype)
+    if bf16 and name != "torch":
+        raise PeerDeclined(ref, "the torch-onnx chain runs float32 and float64 only (ONNX Runtime's pooling kernels)")
     layout = ""
     if options.get("layout") == "channels_last":
         fmt = "torch.channels_last" if rank == 2 else "torch.channels_last_3d"
         layout = f"    t = t.contiguous(memory_format={fmt})\n"
     if name == "torch":
         call = f"torch.nn.functional.{fn}(x, **{_literal(kwargs)})" + (" on a channels_last tensor" if layout else "")
-        ret = ("    values, indices = out\n    return values.numpy(), indices.numpy()\n" if spec.op == "max"
-               else "    return out.numpy(), None\n")
+        back = ".float()" if bf16 else ""
+        ret = (f"    values, indices = out\n    return values{back}.numpy(), indices.numpy()\n" if spec.op == "max"
+               else f"    return out{back}.numpy(), None\n")
+        if bf16:
+            call = call.replace("(x, ", "(x.to(torch.bfloat16), ", 1) + ", values .float()"
         code = ("import torch\nimport torch.nn.functional as F\n\n"
                 f"KWARGS = {_literal(kwargs)}\nCALL = {call!r}\n\n\n"
-                "def actual(x):\n    t = torch.from_numpy(x)\n" + layout +
+                "def actual(x):\n    t = torch.from_numpy(x)" + (".to(torch.bfloat16)" if bf16 else "") + "\n" + layout +
                 f"    out = F.{fn}(t, **KWARGS)\n" + ret)
+        if bf16:
+            code += "\n\ndef casts_only(x):\n    return torch.from_numpy(x).to(torch.bfloat16).float().numpy()\n"
         return RuntimeCall(ref, ("torch",), code, call, ("C", plane) if spec.op == "max" else None)
     # torch-onnx: the module exported by torch.onnx.export, run by ONNX Runtime
     kwargs.pop("return_indices", None)
@@ -171,14 +241,22 @@ def _jax(ref: str, spec: PoolSpec, shape: tuple[int, ...], dtype: np.dtype) -> R
     padding = ((0, 0), (0, 0)) + node.padding
     call = (f"jax.lax.reduce_window(x[:, :, {crop}], init, lax.{'max' if spec.op == 'max' else 'add'}, "
             f"{dims}, {strides}, {padding}, window_dilation={dil})")
+    bf16 = is_bfloat16(dtype)
+    if bf16:
+        call = call.replace("(x[", "(bfloat16(x[", 1).replace("], init", "]), init", 1) + ", in float32"
     head = ("import jax\n\njax.config.update('jax_platforms', 'cpu')\njax.config.update('jax_enable_x64', True)\n"
-            "from jax import lax  # noqa: E402\n\n"
+            "from jax import lax  # noqa: E402\n" + ("import jax.numpy as jnp  # noqa: E402\n" if bf16 else "") + "\n"
             f"DIMS, STRIDES, DILATIONS = {dims}, {strides}, {dil}\nPADDING = {padding}\n"
-            f"CALL = {call!r}\n\n\ndef actual(x):\n    x = x[:, :, {crop}]\n")
+            f"CALL = {call!r}\n\n\n"
+            + ("def casts_only(x):\n    return np.asarray(jnp.asarray(x, dtype=jnp.bfloat16).astype(jnp.float32))\n\n\n"
+               if bf16 else "")
+            + f"def actual(x):\n    x = x[:, :, {crop}]\n"
+            + ("    x = np.asarray(jnp.asarray(x, dtype=jnp.bfloat16))  # bfloat16, as jax's NumPy type\n" if bf16 else ""))
+    result = "np.asarray(jnp.asarray({}, dtype=jnp.float32))" if bf16 else "np.asarray({})"
     if spec.op == "max":
-        body = ("    init = np.array(-np.inf if x.dtype.kind == 'f' else np.iinfo(x.dtype).min, dtype=x.dtype)\n"
+        body = ("    init = np.array(-np.inf if x.dtype.kind in 'fV' else np.iinfo(x.dtype).min, dtype=x.dtype)\n"
                 "    out = lax.reduce_window(x, init, lax.max, DIMS, STRIDES, PADDING, window_dilation=DILATIONS)\n"
-                "    return np.asarray(out), None\n")
+                f"    return {result.format('out')}, None\n")
     else:
         counted = node.counted or tuple((0, 0) for _ in node.keep)
         rest = ((0, 0), (0, 0)) + tuple((lo - c_lo, hi - c_hi) for (lo, hi), (c_lo, c_hi) in zip(node.padding, counted))
@@ -187,7 +265,7 @@ def _jax(ref: str, spec: PoolSpec, shape: tuple[int, ...], dtype: np.dtype) -> R
                 "    total = lax.reduce_window(x, zero, lax.add, DIMS, STRIDES, PADDING, window_dilation=DILATIONS)\n"
                 f"    ones = np.pad(np.ones_like(x), ((0, 0), (0, 0)) + {counted}, constant_values=1)\n"
                 f"    count = lax.reduce_window(ones, zero, lax.add, DIMS, STRIDES, {rest}, window_dilation=DILATIONS)\n"
-                "    return np.asarray(total / count), None\n")
+                f"    return {result.format('total / count')}, None\n")
     return RuntimeCall(ref, ("jax",), head + body, call, None)
 
 

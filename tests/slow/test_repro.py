@@ -23,7 +23,7 @@ from poolcheck.corpus import EDGE_DIR, KNOWN_DIR, SEEDS_DIR
 from poolcheck.fuzz.known import known_entries
 from poolcheck.repro import reproducer, textbook
 from poolcheck.repro.runtimes import spec_index
-from poolcheck.spec.dtypes import is_numpy_type
+from poolcheck.spec.dtypes import BFLOAT16, cast, is_numpy_type
 from poolcheck.spec.poolspec import PoolSpec
 from poolcheck.spec.shape import resolve
 
@@ -53,10 +53,10 @@ def _plain_env() -> dict[str, str]:
 
 
 def _engine_cases() -> list:
-    """The MaxPool/AveragePool cases in NumPy's own types (the family and bfloat16 have no script)."""
+    """The MaxPool/AveragePool cases in NumPy's own types and bfloat16 (the family has no script)."""
     cases, errors = load_paths([KNOWN_DIR, EDGE_DIR, SEEDS_DIR])
     assert not errors
-    return [c for c in cases if isinstance(c.spec, PoolSpec) and is_numpy_type(c.dtype)]
+    return [c for c in cases if isinstance(c.spec, PoolSpec) and (is_numpy_type(c.dtype) or c.dtype == BFLOAT16)]
 
 
 def test_the_scripts_loop_is_the_references_answer() -> None:
@@ -69,15 +69,60 @@ def test_the_scripts_loop_is_the_references_answer() -> None:
         geom = resolve(case.spec, x.shape)
         if x.size > 4096 or 0 in geom.output_shape:
             continue
-        axes = [(a.size, a.kernel, a.stride, a.dilation, a.pad_begin, a.pad_end, a.out) for a in geom.axes]
-        order, modulus = spec_index(case.spec, x.shape)
-        v, i, tol = textbook.pool(x, case.spec.op, axes, bool(case.spec.exclude_pad), order, modulus)
-        ref_v, ref_i = run_spec(case.spec, x, engine="numpy")
-        assert not textbook.differences(ref_v, v, tol if case.spec.op == "avg" else None), case.id
-        if case.spec.op == "max":
-            assert np.array_equal(ref_i, i), case.id
+        _same_as_the_engine(case.spec, x, case.id)
         checked += 1
     assert checked > 150
+
+
+def _same_as_the_engine(spec: PoolSpec, x: np.ndarray, label: str) -> None:
+    """The loop (a bfloat16 input held in float32, as the script holds it) against the NumPy engine."""
+    geom = resolve(spec, x.shape)
+    axes = [(a.size, a.kernel, a.stride, a.dilation, a.pad_begin, a.pad_end, a.out) for a in geom.axes]
+    order, modulus = spec_index(spec, x.shape)
+    bf16 = x.dtype == BFLOAT16
+    v, i, tol = textbook.pool(x.astype(np.float32) if bf16 else x, spec.op, axes, bool(spec.exclude_pad), order,
+                              modulus, bfloat16=bf16)
+    ref_v, ref_i = run_spec(spec, x, engine="numpy")
+    if bf16:
+        ref_v = ref_v.astype(np.float32)
+    assert not textbook.differences(ref_v, v, tol if spec.op == "avg" else None), label
+    if spec.op == "max":
+        assert np.array_equal(ref_i, i), label
+
+
+def test_the_loop_rounds_to_bfloat16_once_as_poolcheck_does() -> None:
+    """The script's own rounding (NumPy only, no ml_dtypes) against poolcheck's one rounding from
+    float64 (spec.dtypes.cast), bit for bit: ties to even, the double-rounding trap (1 + 2^-8 +
+    2^-40 is 1 + 2^-7, not 1.0), subnormals, overflow past the largest value, -0, NaN and inf;
+    then random float64 values over the whole range."""
+    tricky = [1.0, 1 + 2.0 ** -8, 1 + 3 * 2.0 ** -8, 1 + 2.0 ** -8 + 2.0 ** -40, 2.0 ** -126, 2.0 ** -133,
+              2.0 ** -134, 3 * 2.0 ** -134, 2.0 ** -150, 3.3895313892515355e38, 3.3961775292304957e38,
+              3.4e38, 1e39, -0.0, -(1 + 2.0 ** -8), float("nan"), float("inf"), -float("inf"), 0.1, -65504.0]
+    rng = np.random.default_rng(0)
+    wide = rng.standard_normal(20000) * np.exp2(rng.integers(-140, 128, 20000))
+    for values in (np.array(tricky), wide):
+        want = cast(values, BFLOAT16).astype(np.float32)
+        got = textbook.to_bfloat16(values)
+        assert got.dtype == np.float32
+        nan = np.isnan(want)
+        assert np.array_equal(np.isnan(got), nan)
+        assert np.array_equal(got[~nan].view(np.uint32), want[~nan].view(np.uint32))
+
+
+def test_the_loop_answers_bfloat16_pooling_as_the_engine_does() -> None:
+    """Random bfloat16 inputs (averages whose float32 rounding would differ from bfloat16's) through
+    the loop and the engine: the same values, bit for bit where they are rounded once."""
+    from poolcheck.spec import attributes as A
+
+    rng = np.random.default_rng(1)
+    for k in range(40):
+        x = cast(rng.standard_normal((2, 2, 5, 4)) * 100, BFLOAT16)
+        pads = [int(v) for v in rng.integers(0, 2, 4)]
+        if k % 2:
+            spec = A.onnx_max_pool([2, 3], [1, 2], pads)
+        else:
+            spec = A.onnx_average_pool([2, 3], [1, 2], pads, count_include_pad=int(k % 4 == 0))
+        _same_as_the_engine(spec, x, f"example {k}")
 
 
 def test_the_loop_catches_a_planted_difference() -> None:
@@ -111,10 +156,6 @@ def test_every_registry_entry_reproduces_with_the_runtime_called_plainly(tmp_pat
     jobs: dict[str, list[list[str]]] = defaultdict(list)
     meta = {}
     for e in entries:
-        if not is_numpy_type(e.case.dtype):
-            # bfloat16 entries (runtimes refusing the type) have no NumPy-only script yet
-            assert "rejects:" in e.signature, e.signature
-            continue
         rep = reproducer(e.case)
         if not all(importlib.util.find_spec(p.split(".")[0]) for p in _needs(rep.script)):
             continue  # that runtime is not installed here
@@ -173,6 +214,54 @@ def _needs(script: str) -> list[str]:
 def _run_script(path: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, str(path)], cwd=path.parent, env=_plain_env(), capture_output=True,
                           text=True, timeout=600)
+
+
+def test_a_bfloat16_refusal_is_the_pools(tmp_path: Path) -> None:
+    """The bfloat16 registry entries (ONNX Runtime's missing kernels, OpenVINO's max with indices):
+    NumPy has no bfloat16, so the script feeds float32 and the runtime converts in front of the
+    pool and behind it. Each script exits 1 with the runtime naming the pool, after checking that
+    the conversions alone run; where the runtime refuses the conversion itself (tract knows no
+    bfloat16 at all), the script says so and exits 2: that would be no refusal of the pool."""
+    entries, errors = known_entries([KNOWN_DIR])
+    assert not errors
+    bf16 = [e for e in entries if e.case.dtype == BFLOAT16]
+    assert len(bf16) >= 4
+    for e in bf16:
+        rep = reproducer(e.case)
+        if not all(importlib.util.find_spec(p.split(".")[0]) for p in _needs(rep.script)):
+            continue
+        script = rep.write(tmp_path / e.peer)[0]
+        proc = _run_script(script)
+        assert proc.returncode == 1, proc.stdout + proc.stderr
+        assert "the refusal is the pool's on bfloat16" in proc.stdout, proc.stdout
+        assert re.search(r"raised .*(MaxPool|AveragePool)", proc.stdout), proc.stdout
+        assert "np.float32" in script.read_text() and "ml_dtypes" not in script.read_text()
+    pytest.importorskip("tract")
+    case = next(e.case for e in bf16 if e.peer == "onnxruntime")
+    script = reproducer(case, "tract").write(tmp_path / "tract")[0]
+    proc = _run_script(script)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "refuses bfloat16 itself, not the pool" in proc.stdout, proc.stdout
+
+
+@pytest.mark.parametrize("runtime", ["torch", "jax", "openvino"])
+def test_a_bfloat16_script_computes_where_the_runtime_runs_it(tmp_path: Path, runtime: str) -> None:
+    """torch, jax and OpenVINO's average run bfloat16: the script's answer (the loop on float32
+    copies, rounded once to bfloat16) agrees with theirs on an average whose float32 rounding
+    differs, and exits 0."""
+    pytest.importorskip(runtime)
+    cases = tmp_path / "bf16.yaml"
+    cases.write_text(
+        "schema: poolcheck.case/1\ncases:\n  - id: bf16-avg\n    op: AveragePool-22\n"
+        "    attributes: {kernel_shape: [3, 3], strides: [1, 2], pads: [1, 1, 1, 1], count_include_pad: 1}\n"
+        "    dtype: bfloat16\n    input: [[[[1, 2.5, 3, 0.0078125], [4, 5, 0.0078125, -7], [7, 8, 9.5, 1.25]]]]\n"
+        "    expected: {shape: [1, 1, 3, 2]}\n")
+    out = tmp_path / "out"
+    result = CliRunner().invoke(app, ["repro", str(cases), "--runtime", runtime, "-o", str(out)])
+    assert result.exit_code == 0 and "0 skipped" in result.output, result.output
+    proc = _run_script(out / "bf16-avg.py")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "input (bfloat16, held in float32)" in proc.stdout and "agrees with the text" in proc.stdout
 
 
 def test_cli_writes_a_script_that_prints_the_sentences_and_exits_1(tmp_path: Path) -> None:
