@@ -64,6 +64,7 @@ from poolcheck.results import (
     signature_tag,
 )
 from poolcheck.runner import new_result
+from poolcheck.spec.family import is_family
 from poolcheck.spec.shape import Geometry, resolve
 
 OP_FLAGS = {"max": "maxpool", "avg": "avgpool", **FAMILY_FLAGS}
@@ -448,6 +449,8 @@ def _test_names(grouping: Grouping, engine_module: ModuleType, ask_for: Callable
     instead of being a row of its own."""
     for g in list(grouping.groups):
         if g.known or not g.members or not g.causes or g not in grouping.groups or g.kind != FindingKind.PEER:
+            continue
+        if is_family(g.members[0].case.spec):  # the family's names are tested by replay alone (fuzz/family.py)
             continue
         ask = ask_for(g.subject)
         if ask is None:

@@ -16,6 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
+from poolcheck import judgement as J
+from poolcheck import spec as S
 from poolcheck.cases import load_paths
 from poolcheck.engines import numpy_engine
 from poolcheck.judgement import (
@@ -150,3 +152,34 @@ def test_the_output_contract_is_one_for_both_callers(tmp_path: Path) -> None:
     assert {b.what for b in short} == {"shape"}
     # the fuzzer judges the shape with the values, not in the contract
     assert output_contract(spec, shape, dtype, values[..., :1], indices[..., :1], check_shape=False) == []
+
+
+# --------------------------------------------------------------------------- order-open averages
+
+
+def _avg_close(xs: list[float], actual: float) -> bool:
+    x = np.array(xs, dtype=np.float64).reshape(1, 1, len(xs))
+    spec = S.onnx_average_pool([len(xs)], [1])
+    geom = S.resolve(spec, x.shape)
+    expected = numpy_engine.avg_pool(x, geom, False)
+    tol = J.tolerance_for(spec, x, geom, expected, numpy_engine)
+    return bool(J.close_values(expected, np.full_like(expected, actual), tol).all())
+
+
+def test_an_average_whose_finite_terms_sum_past_float64_is_open_to_any_order() -> None:
+    """[M, M, -inf] is NaN summed left to right and -inf right to left; [M, M, -M] is inf or M/3:
+    the texts fix no order, so every answer agrees there (the C engine's global sum and the NumPy
+    engine's differ exactly so)."""
+    big = float(np.finfo(np.float64).max)
+    for actual in (np.nan, -np.inf, np.inf, big / 3):
+        assert _avg_close([big, big, -np.inf], actual)
+        assert _avg_close([big, big, -big], actual)
+
+
+def test_an_infinity_among_small_terms_is_still_exact() -> None:
+    """One infinity among terms that cannot overflow gives that infinity in every order: NaN, the
+    other infinity or a finite value is a divergence."""
+    for actual in (np.nan, np.inf, 2.0):
+        assert not _avg_close([-np.inf, 1.0, 2.0], actual)
+    assert _avg_close([-np.inf, 1.0, 2.0], -np.inf)
+    assert not _avg_close([np.inf, -np.inf, 1.0], np.inf)  # inf - inf is NaN in every order
