@@ -23,6 +23,7 @@ from poolcheck.corpus import KNOWN_DIR
 from poolcheck.engines import get_engine
 from poolcheck.errors import CaseFileError, PoolcheckError
 from poolcheck.fuzz import oracles as O
+from poolcheck.fuzz.batching import EXAMPLE_CONFIGS
 from poolcheck.fuzz.grouping import cause_tags, group_all, group_finding
 from poolcheck.fuzz.known import (
     KnownEntry,
@@ -280,7 +281,7 @@ def replay_command(options: FuzzOptions, examples: int) -> str:
     parts += ["--seed", str(options.seed), "--max-examples", str(examples)]
     if options.jobs > 1:
         parts += ["--jobs", str(options.jobs)]
-    if options.max_configs != 8:
+    if options.max_configs != EXAMPLE_CONFIGS:
         parts += ["--batch", str(options.max_configs)]
     if options.invalid:
         parts.append("--invalid")
