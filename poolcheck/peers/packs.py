@@ -143,15 +143,16 @@ class PackIndex:
         return reuses, rest
 
 
-#: A node of a packed model as the adapters name it: its pooling node ``pool{k}`` or its input ``x{k}``.
-_NAMED = re.compile(r"\b(?:pool|x)(\d+)\b")
+#: A node of a packed model as the adapters name it: its pooling node ``pool{k}``, its input
+#: ``x{k}``, its output ``y{k}`` (OpenVINO's ONNX frontend names a node by it) or ``name: i{k}``.
+_NAMED = re.compile(r"\b(?:pool|x|y)(\d+)\b|\bname: i(\d+)\b")
 
 
 def named_position(exc: BaseException, size: int) -> int | None:
     """The position in a pack of ``size`` nodes that a runtime's error names first (``pool3``,
-    ``x3``), or None. Only a hint for bisection: the named node is then run alone."""
+    ``x3``, ``y3``), or None. Only a hint for bisection: the named node is then run alone."""
     for match in _NAMED.finditer(str(exc)):
-        k = int(match.group(1))
+        k = int(match.group(1) or match.group(2))
         if k < size:
             return k
     return None

@@ -183,7 +183,9 @@ def test_a_planted_refusal_inside_a_batch_is_attributed_to_its_configuration(nam
 def test_named_position_reads_the_node_a_runtime_error_names() -> None:
     assert named_position(RuntimeError("Node (pool3) Op (MaxPool) failed"), 8) == 3
     assert named_position(RuntimeError("While validating node 'AvgPool' (Parameter x12[0]:f32[1,1,3])"), 16) == 12
-    assert named_position(RuntimeError("pool9 is not in a pack of 4"), 4) is None
+    assert named_position(RuntimeError("Unsupported operation of type: MaxPool name: y5 Details"), 8) == 5
+    assert named_position(RuntimeError("Unsupported operation of type: MaxPool name: i2 Details"), 8) == 2
+    assert named_position(RuntimeError("index_element_type i32 pool9 is not in a pack of 4"), 4) is None
     assert named_position(RuntimeError("maxpool3d failed"), 8) is None
 
 
