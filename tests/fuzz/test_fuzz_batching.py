@@ -223,3 +223,16 @@ def test_long_examples_shrink_to_the_one_configuration_and_checks_stay_dense() -
     assert sum(lengths) / len(lengths) > 16  # st.lists drew about 6 whatever the bound
     assert [k for k in range(9) if engine_checked(k, "first")] == [0, ENGINE_CHECK_EVERY, 2 * ENGINE_CHECK_EVERY]
     assert round_examples(8, 100) == 100 and round_examples(64, 100) < 100
+
+
+def test_a_nan_only_variant_replayed_on_an_integer_max_is_no_replay() -> None:
+    """Grouping replays a row's causes on each new example: ``nan=-inf`` (a float-only reading)
+    on an int8 max example once reached the C engine as an unknown NaN mode (a KeyError that ended
+    an openvino campaign); it reproduces nothing there."""
+    from poolcheck.engines import available_engines
+    from poolcheck.fuzz.diagnosis.replay import replay
+
+    case = next(c for c in drawn(60, ("int8",)) if c.mutation is None and c.op == "max")
+    for name in available_engines():
+        exp, _ = expected_for(get_engine(name), case)
+        assert replay(get_engine(name), case.spec, case.x, ["nan=-inf"], exp.values, exp.indices) is None
