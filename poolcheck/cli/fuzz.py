@@ -35,6 +35,7 @@ from poolcheck.cli.common import (
 )
 from poolcheck.corpus import KNOWN_DIR
 from poolcheck.errors import AttributeValueError
+from poolcheck.fuzz.batching import EXAMPLE_CONFIGS
 from poolcheck.fuzz.cluster import check_address, run_fuzz
 from poolcheck.fuzz.database import check_database
 from poolcheck.fuzz.family import FAMILY_FLAGS, check_family_arguments, is_family_ops
@@ -101,7 +102,7 @@ def fuzz(
     max_examples: Annotated[int | None, typer.Option("--max-examples", help="Stop after this many hypothesis examples (each a list of configurations).")] = None,
     time_budget: Annotated[str | None, typer.Option("--time-budget", help="Stop after this long, e.g. 60s, 5m (default 60s when --max-examples is not given).")] = None,
     seed: Annotated[int | None, typer.Option("--seed", help="Seed of the exploration (default: random, printed for replay).")] = None,
-    batch: Annotated[int, typer.Option("--batch", help="Most configurations in one example (one batched call per peer; shrinking reduces it to one).")] = 8,
+    batch: Annotated[int, typer.Option("--batch", help="Most configurations in one example, the length spread over 1..N (one batched call per peer: one model, session, export or compile; shrinking reduces it to one).")] = EXAMPLE_CONFIGS,
     jobs: Annotated[int, typer.Option("--jobs", help="Fuzzing processes (each with its own peer workers).")] = 1,
     database: Annotated[str | None, typer.Option("--database", metavar="DIR|URL", help="Hypothesis example database: a folder, or redis://HOST:6379/0 shared by every worker and machine. Default: a folder in the per-user data folder.")] = None,
     cluster: Annotated[str | None, typer.Option("--cluster", metavar="URL", help="Run on a Dask scheduler, e.g. tcp://HOST:8786: one shard per worker (--jobs N: at most N workers). See docs/distributed.md.")] = None,
@@ -111,7 +112,7 @@ def fuzz(
     invalid: Annotated[bool, typer.Option("--invalid", help="Also generate invalid configurations and check that engine and peers reject them alike.")] = False,
     known: Annotated[list[Path] | None, typer.Option("--known", metavar="DIR", help="More known-divergence registry folders, added to the registry that ships with poolcheck.")] = None,
     bundled_known: Annotated[bool, typer.Option("--bundled-known/--no-bundled-known", help="Use the known-divergence registry that ships with poolcheck (--no-bundled-known: only the --known folders).")] = True,
-    engine_checks: Annotated[str, typer.Option("--engine-checks", help="Engine comparison and metamorphic properties on the first configuration of each example (first) or on all (all).")] = "first",
+    engine_checks: Annotated[str, typer.Option("--engine-checks", help="Engine comparison and metamorphic properties on every fourth configuration of each example from the first (first) or on all (all).")] = "first",
     isolation: Annotated[bool, typer.Option("--isolation/--no-isolation", help="Run peers in warm worker processes (a crash or hang is recorded, not fatal).")] = True,
     peer_timeout: Annotated[str, typer.Option("--peer-timeout", metavar="DURATION", help="How long a peer may take per batch before it counts as a timeout (e.g. 60s).")] = "60s",
     oracles: Annotated[str, typer.Option("--oracles", help="Oracles to run (comma-separated): engines, peers, shapes, metamorphic.")] = ",".join(ORACLES),

@@ -24,6 +24,7 @@ from poolcheck.corpus import KNOWN_DIR
 from poolcheck.engines import get_engine
 from poolcheck.errors import CaseFileError, PoolcheckError
 from poolcheck.fuzz import oracles as O
+from poolcheck.fuzz.batching import EXAMPLE_CONFIGS
 from poolcheck.fuzz.family import FAMILY_FLAGS
 from poolcheck.fuzz.grouping import Ask, Grouping, cause_tags, distinguish, group_all, group_finding, refutes
 from poolcheck.fuzz.known import (
@@ -288,7 +289,7 @@ def replay_command(options: FuzzOptions, examples: int) -> str:
     parts += ["--seed", str(options.seed), "--max-examples", str(examples)]
     if options.jobs > 1:
         parts += ["--jobs", str(options.jobs)]
-    if options.max_configs != 8:
+    if options.max_configs != EXAMPLE_CONFIGS:
         parts += ["--batch", str(options.max_configs)]
     if options.invalid:
         parts.append("--invalid")

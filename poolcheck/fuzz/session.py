@@ -2,7 +2,8 @@
 
 How a session runs:
 
-1. Rounds of hypothesis ``@given`` runs (``ROUND_EXAMPLES`` examples each, a fresh seed per
+1. Rounds of hypothesis ``@given`` runs (``ROUND_EXAMPLES`` examples each, fewer when examples
+   are long: :func:`~poolcheck.fuzz.batching.round_examples`; a fresh seed per
    round derived from ``--seed``) until ``--max-examples`` or ``--time-budget`` is used up.
 2. Each example is a list of configurations: the engine computes the reference for each, every
    peer receives the whole list in one batched (and isolated) call, and the oracles turn
@@ -45,6 +46,7 @@ from poolcheck.errors import AttributeValueError, PoolcheckError
 from poolcheck.fuzz import coverage as cov
 from poolcheck.fuzz import family
 from poolcheck.fuzz import oracles as O
+from poolcheck.fuzz.batching import EXAMPLE_CONFIGS, engine_checked, round_examples
 from poolcheck.fuzz.database import example_database
 from poolcheck.fuzz.generation import seed_only_generation
 from poolcheck.fuzz.grouping import Grouping, distinguish, group_finding, refutes
@@ -87,8 +89,8 @@ class FuzzOptions:
     jobs: int = 1
     database: str | None = None
     invalid: bool = False
-    engine_checks: str = "first"  # engine comparison + metamorphic: "first" configuration of each example | "all"
-    max_configs: int = 8
+    engine_checks: str = "first"  # engine comparison + metamorphic: "first" of every 4 configurations | "all"
+    max_configs: int = EXAMPLE_CONFIGS
     engine: str = "auto"
     isolated: bool = True
     peer_timeout: float = 30.0
@@ -347,10 +349,10 @@ class Session:
             if known.expected is not None and "shapes" in oracles:
                 findings += O.check_shape_rules(case, known.expected[1])
         # The engine-side oracles (the other engines against the reference engine, metamorphic
-        # properties of the reference engine) run on the first configuration of each example, or
-        # on all of them: they cost several engine calls per configuration.
-        for case, key, exp in zip(batch, keys, expected):
-            if exp is not None:
+        # properties of the reference engine) run on every fourth configuration of each example
+        # from the first, or on all of them: they cost several engine calls per configuration.
+        for index, (case, key, exp) in enumerate(zip(batch, keys, expected)):
+            if exp is not None and engine_checked(index, self.options.engine_checks):
                 known = self._engine_side[key]
                 if known.checks is None:
                     known.checks = []
@@ -361,8 +363,6 @@ class Session:
                     findings += known.checks
                 else:
                     findings += [dataclasses.replace(f, case=case) for f in known.checks]
-            if self.options.engine_checks == "first":
-                break
         self.progress.cases += len(batch)
         reached = {id(case): cov.regions_of(case.spec, case.x) if case.mutation is None else frozenset()
                    for case in batch}
@@ -465,7 +465,7 @@ class Session:
     def _round(self, index: int) -> None:
         # Hypothesis' own storage goes to the per-user folder: nothing appears in the cwd.
         set_hypothesis_home_dir(hypothesis_home())
-        examples = ROUND_EXAMPLES
+        examples = round_examples(self.options.max_configs, ROUND_EXAMPLES)
         if self.max_examples is not None and not self.options.min_per_region:
             examples = max(1, min(examples, self.max_examples - self.progress.examples))
         round_seed = int.from_bytes(

@@ -23,6 +23,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from poolcheck.errors import AttributeValueError
+from poolcheck.fuzz.batching import EXAMPLE_CONFIGS, example_lists
 from poolcheck.spec import operators
 from poolcheck.spec.dtypes import BFLOAT16, finfo, is_float
 from poolcheck.spec.poolspec import INT_DTYPES, PoolSpec
@@ -499,11 +500,12 @@ def config_batches(
     dtypes: Sequence[str] = ALL_DTYPES,
     conventions: Sequence[str] = CONVENTIONS,
     *,
-    max_configs: int = 8,
+    max_configs: int = EXAMPLE_CONFIGS,
     invalid: bool = False,
     limits: Limits = DEFAULT_LIMITS,
 ) -> st.SearchStrategy[list[FuzzCase]]:
-    """A list of 1..``max_configs`` configurations: one batched peer call per example; shrinking
+    """A list of 1..``max_configs`` configurations, its length spread over the range
+    (:func:`~poolcheck.fuzz.batching.example_lists`): one batched peer call per example; shrinking
     reduces the list to the configuration that diverges. With ``invalid`` about one in four
     configurations is deliberately broken."""
     check_arguments(ops, ranks, dtypes, conventions)
@@ -512,4 +514,4 @@ def config_batches(
     one: st.SearchStrategy[FuzzCase] = pool_configs(ops, ranks, dtypes, conventions, limits)
     if invalid:
         one = st.one_of(one, one, one, invalid_configs(ops, ranks, dtypes, conventions, limits))
-    return st.lists(one, min_size=1, max_size=max_configs)
+    return example_lists(one, max_configs)

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from poolcheck.peers.base import BatchItem, PeerDeclined, PeerOption, PeerOutput
+from poolcheck.peers.packs import PackIndex, named_position
 from poolcheck.spec.family import FamilySpec
 from poolcheck.spec.poolspec import PoolSpec
 
@@ -215,19 +216,55 @@ class RuntimePeer:
             except PeerDeclined as exc:
                 results[i] = exc
                 continue
-            known = self.known_refusal(node)
+            known = self.known_refusal(node) or self._refusal(node)
             if known is not None:
                 results[i] = known
                 continue
             todo.append((i, node, arr))
+        todo = self._reuse_packs(todo, items, results)
         for start in range(0, len(todo), self.batch_limit):
             self._run_group(todo[start:start + self.batch_limit], items, results)
         return [r if r is not None else RuntimeError("internal: no result") for r in results]
 
+    def _pack_index(self) -> PackIndex | None:
+        """The packs this peer's nodes can be served from (:mod:`poolcheck.peers.packs`): for a
+        repeatable adapter that packs several configurations per model and caches its models."""
+        index = getattr(self, "_packs", None)
+        cache_size = int(getattr(self, "cache_size", 0) or 0)
+        if index is None and self.batch_limit > 1 and self.repeatable and cache_size > 1:
+            index = self._packs = PackIndex(cache_size * 3 // 4)
+        return index
+
+    def _refusal(self, node: Any) -> Exception | None:
+        index = self._pack_index()
+        return index.refusal(node) if index is not None else None
+
+    def _reuse_packs(self, todo: list[Translated], items: Sequence[BatchItem],
+                     results: list[PeerOutput | Exception | None]) -> list[Translated]:
+        """Run the items of ``todo`` whose node is in a model this peer already compiled through
+        that model; return the rest. A reused model that raises answers nothing: its items go back
+        to the ordinary path (compiled afresh, bisected on failure)."""
+        index = self._pack_index()
+        if index is None or not todo:
+            return todo
+        reuses, rest = index.plan(todo, items)
+        for reuse in reuses:
+            try:
+                outputs = self.execute(reuse.group, reuse.items)
+            except Exception:
+                index.forget(reuse.pack)
+                rest += [entry for entry in todo if entry[0] in reuse.asked.values()]
+                continue
+            for local, i in reuse.asked.items():
+                results[i] = outputs[local]
+        return sorted(rest, key=lambda entry: entry[0])
+
     def _run_group(self, group: Sequence[Translated], items: Sequence[BatchItem],
                    results: list[PeerOutput | Exception | None]) -> None:
-        """Run ``group`` as one model; if the runtime refuses it, split it in halves until each
-        failing configuration stands alone and carries its own error."""
+        """Run ``group`` as one model; if the runtime refuses it, split it until each failing
+        configuration stands alone and carries its own error: the node the error names (``pool3``,
+        ``x3``) alone and the rest, else in halves. Every answer comes from a model that ran, every
+        error from a configuration run alone, as an unbatched call gives them."""
         if not group:
             return
         try:
@@ -236,7 +273,15 @@ class RuntimePeer:
             if len(group) == 1:
                 i, node, _ = group[0]
                 self.refused(node, exc)
+                index = self._pack_index()
+                if index is not None:
+                    index.refused(node, exc)
                 results[i] = exc
+                return
+            suspect = named_position(exc, len(group))
+            if suspect is not None:  # the runtime named the node: try it alone, then the others
+                self._run_group(group[suspect:suspect + 1], items, results)
+                self._run_group([*group[:suspect], *group[suspect + 1:]], items, results)
                 return
             half = len(group) // 2
             self._run_group(group[:half], items, results)
@@ -244,3 +289,6 @@ class RuntimePeer:
             return
         for (i, _, _), out in zip(group, outputs, strict=True):
             results[i] = out
+        index = self._pack_index()
+        if index is not None:
+            index.register([node for _, node, _ in group], [items[i][0] for i, _, _ in group], [a for _, _, a in group])

@@ -46,8 +46,8 @@ class OnnxRuntimePeer(OnnxFamily, RuntimePeer):
         self.batch_limit = batch_limit
         self._sessions: OrderedDict[tuple[OnnxNode, ...], Any] = OrderedDict()
         # Kernels ORT lacks, e.g. ("AveragePool", "<f8", False): the session error, so later
-        # items fail at once instead of breaking a whole packed model.
-        self._missing_kernels: dict[tuple[str, str, bool], str] = {}
+        # items fail at once (with the same error) instead of breaking a whole packed model.
+        self._missing_kernels: dict[tuple[str, str, bool], Exception] = {}
         self._options: Any = None
         self.options: dict[str, str] = {}
 
@@ -77,12 +77,11 @@ class OnnxRuntimePeer(OnnxFamily, RuntimePeer):
         return to_onnx(spec, shape, dtype, self.name)
 
     def known_refusal(self, node: OnnxNode) -> Exception | None:
-        missing = self._missing_kernels.get((node.op_type, node.dtype, node.with_indices))
-        return RuntimeError(missing) if missing is not None else None
+        return self._missing_kernels.get((node.op_type, node.dtype, node.with_indices))
 
     def refused(self, node: OnnxNode, exc: Exception) -> None:
         if "NOT_IMPLEMENTED" in str(exc):
-            self._missing_kernels[(node.op_type, node.dtype, node.with_indices)] = str(exc)
+            self._missing_kernels[(node.op_type, node.dtype, node.with_indices)] = exc
 
     def execute(self, group: Sequence[Translated], items: Sequence[BatchItem]) -> list[PeerOutput]:
         session = self._session(tuple(node for _, node, _ in group))

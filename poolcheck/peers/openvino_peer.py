@@ -213,6 +213,7 @@ class OpenVinoPeer(RuntimePeer):
             else:
                 pool = ops.avg_pool(param, **kw)
                 outputs.append(pool.output(0))
+            pool.set_friendly_name(f"pool{k}")  # named in the plugin's errors: see packs.named_position
             params.append(param)
         model = ov.Model(outputs, params, "poolcheck")
         config = dict(COMPILE_CONFIG, INFERENCE_PRECISION_HINT=self.option("precision"))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import math
 from types import ModuleType
+from typing import get_args
 
 import numpy as np
 
@@ -17,7 +18,7 @@ from poolcheck.fuzz.reference import Outputs, canonical_layout, compute_expected
 from poolcheck.judgement import avg_tolerance
 from poolcheck.spec.attributes import PoolSpec
 from poolcheck.spec.dtypes import is_float, lowest
-from poolcheck.spec.policy import Policy
+from poolcheck.spec.policy import NanMode, Policy
 from poolcheck.spec.shape import Geometry
 
 
@@ -106,6 +107,8 @@ def _run(engine_module: ModuleType, spec: PoolSpec, x: np.ndarray, geom: Geometr
         assert out.indices is not None
         out = Outputs(values, np.where(present, out.indices, base.empty_index))
     else:
+        if policy.nan not in get_args(NanMode):  # a diagnosis-only NaN setting that does not apply here
+            raise ValueError(f"nan={policy.nan} does not apply to {spec.op} pooling of {x.dtype.name}")
         out = compute_expected(engine_module, x, geom, spec.op, exclude_pad=spec.exclude_pad, layout=layout, policy=policy)
     if out.values.dtype != dtype:
         with np.errstate(all="ignore"):

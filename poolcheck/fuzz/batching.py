@@ -1,0 +1,72 @@
+"""Fuzzing in batches: how many configurations one hypothesis example holds, and which of them
+the engine-side oracles check.
+
+A peer pays for a model, a session, an export or a compile per call, and every peer already packs
+the configurations of one call into one model (:meth:`poolcheck.peers.adapter.RuntimePeer.run_many`:
+one node, one input and its own outputs per configuration; a model the runtime refuses is split in
+halves until each failing configuration stands alone and carries its own error). What decides the
+batch is therefore the length of an example's configuration list. ``st.lists(..., max_size=64)``
+draws about six elements whatever the bound (hypothesis' average list size), so a larger
+``--batch`` gained little; :func:`example_lists` draws the length first, spread over the whole
+range, and shrinking still reduces the list to the one configuration that diverges (the length
+shrinks towards 1, and deleting a configuration moves the divergent one forward).
+
+Nothing about a verdict changes with the length: every configuration has its own input and
+outputs in a batched model, a configuration the runtime refuses alone is refused inside a batch
+(and bisected back to it), and the judgement of each result is the one of an unbatched call
+(``tests/fuzz/test_fuzz_batching.py`` checks both on every installed runtime peer).
+
+The engine-side oracles (the other engines against the reference, the metamorphic properties)
+cost several engine calls per configuration; ``--engine-checks first`` runs them on the first
+configuration of each example and of every :data:`ENGINE_CHECK_EVERY` after it, so a long example
+is checked as densely as the short ones of the unbatched fuzzer were (``all``: on every one).
+"""
+
+from __future__ import annotations
+
+from typing import TypeVar
+
+from hypothesis import strategies as st
+
+T = TypeVar("T")
+
+#: The default most configurations of one example (``--batch``): one peer call, one model. Measured
+#: (docs/fuzzing.md, "Batches"): 64 helps a campaign bound by one compiling peer (OpenVINO 1.4x),
+#: but not ONNX Runtime (bound by hypothesis' draws) nor a campaign with every peer (jax and tract
+#: then hold every example up), so the default stays 8.
+EXAMPLE_CONFIGS = 8
+#: ``--engine-checks first``: the engine-side oracles run on configurations 0, 4, 8, ... of an
+#: example (an unbatched example held four configurations on average).
+ENGINE_CHECK_EVERY = 4
+
+
+#: Configurations one hypothesis round draws at most (see :func:`round_examples`).
+ROUND_CONFIGS = 800
+
+
+def round_examples(max_configs: int, most: int) -> int:
+    """Examples per hypothesis round: ``most``, fewer for long examples, so a round holds about
+    :data:`ROUND_CONFIGS` configurations (the deadline is checked between rounds; the examples a
+    round draws after it are skipped but still drawn, and a long example takes long to draw)."""
+    mean = (1 + max(1, max_configs)) / 2
+    return max(10, min(most, int(ROUND_CONFIGS / mean)))
+
+
+def example_lists(one: st.SearchStrategy[T], max_configs: int) -> st.SearchStrategy[list[T]]:
+    """Lists of 1..``max_configs`` draws of ``one``, the length drawn first and spread over the
+    range (a batch is as long as the bound allows), shrinking towards a single element."""
+    if max_configs <= 1:
+        return st.lists(one, min_size=1, max_size=1)
+
+    @st.composite
+    def lists(draw: st.DrawFn) -> list[T]:
+        n = draw(st.integers(1, max_configs), label="configurations in this example")
+        return [draw(one) for _ in range(n)]
+
+    return lists()
+
+
+def engine_checked(index: int, mode: str) -> bool:
+    """Whether the engine-side oracles check configuration ``index`` of an example under
+    ``--engine-checks mode`` (``first`` or ``all``)."""
+    return mode == "all" or index % ENGINE_CHECK_EVERY == 0

@@ -1,0 +1,158 @@
+"""Which packed model already holds a configuration: the models a runtime adapter compiled stay
+in its cache, and each of their nodes can serve later inputs.
+
+:meth:`poolcheck.peers.adapter.RuntimePeer.run_many` packs the configurations of one call into
+one model (one input and its own outputs per configuration), so a batch pays for one session,
+compile or export. The fuzzer, though, asks for the same node (operator, attributes, input shape
+and type) again and again with other inputs -- about four configurations in five in a fuzz run
+against ONNX Runtime -- and a pack's key is its whole node tuple, which never repeats. A
+:class:`PackIndex` remembers, for each node of each pack that ran, the pack and the position:
+a later item with that node runs through the cached pack, its input at that position and a zero
+input of the right shape at every other one. The nodes of a pack are independent (no edge between
+them), so what one node computes does not depend on what the others are fed; a pack that fails
+on reuse is never trusted for its answer (the items go through the ordinary path, which compiles
+and bisects), so a verdict never depends on this cache. The index also remembers the nodes the
+runtime refused on their own: asked again, they get the same error without failing a pack.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import OrderedDict
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from poolcheck.spec.poolspec import PoolSpec
+
+
+@dataclass(frozen=True)
+class Slot:
+    """One node's place in a packed model: the pack's node tuple, the position, and a spec and
+    input shape/type a filler input for that position is made from."""
+
+    pack: tuple[Hashable, ...]
+    position: int
+    spec: PoolSpec
+    shape: tuple[int, ...]
+    dtype: np.dtype
+
+
+@dataclass
+class Reuse:
+    """One run of a cached pack (``pack``): ``group`` (local item index, node, input) for every position,
+    over ``items`` (the caller's items first, then fillers); ``asked`` maps each local index
+    that answers a caller's item to that item's index."""
+
+    pack: tuple[Hashable, ...]
+    group: list[tuple[int, Any, np.ndarray]]
+    items: list[tuple[PoolSpec, np.ndarray]]
+    asked: dict[int, int]
+
+
+class PackIndex:
+    """Node -> :class:`Slot` for the most recent ``capacity`` packs (kept below the adapter's own
+    cache size, so a pack found here is almost always still compiled there; when it is not, the
+    adapter compiles it again -- slower, never different)."""
+
+    def __init__(self, capacity: int, refusals: int = 4096) -> None:
+        self.capacity = max(1, capacity)
+        self._packs: OrderedDict[tuple[Hashable, ...], list[Slot]] = OrderedDict()
+        self._slots: dict[Hashable, Slot] = {}
+        #: Nodes the runtime refused on their own, with its error: a later item with that node gets
+        #: the same error instead of failing a pack (which costs a bisection: two compiles per
+        #: halving). A repeatable peer refuses a node whatever the input values.
+        self._refused: OrderedDict[Hashable, Exception] = OrderedDict()
+        self._refusals = refusals
+
+    def refused(self, node: Hashable, exc: Exception) -> None:
+        """The runtime refused ``node`` alone with ``exc``."""
+        self._refused[node] = exc
+        while len(self._refused) > self._refusals:
+            self._refused.popitem(last=False)
+
+    def refusal(self, node: Hashable) -> Exception | None:
+        """The error the runtime gave for ``node`` alone, if it did."""
+        return self._refused.get(node)
+
+    def __len__(self) -> int:
+        return len(self._packs)
+
+    def register(self, nodes: Sequence[Hashable], specs: Sequence[PoolSpec], arrays: Sequence[np.ndarray]) -> None:
+        """A pack of ``nodes`` (built for ``specs`` on inputs like ``arrays``) ran: its nodes can
+        serve later items."""
+        pack = tuple(nodes)
+        if pack in self._packs:
+            self._packs.move_to_end(pack)
+            return
+        slots = [Slot(pack, k, spec, tuple(arr.shape), arr.dtype) for k, (spec, arr) in enumerate(zip(specs, arrays))]
+        self._packs[pack] = slots
+        for node, slot in zip(pack, slots):
+            self._slots.setdefault(node, slot)
+        while len(self._packs) > self.capacity:
+            _, gone = self._packs.popitem(last=False)
+            for node, slot in zip(gone[0].pack, gone):
+                if self._slots.get(node) is slot:
+                    del self._slots[node]
+
+    def forget(self, pack: tuple[Hashable, ...]) -> None:
+        """Stop serving from ``pack`` (it failed when reused)."""
+        slots = self._packs.pop(pack, None) or []
+        for node, slot in zip(pack, slots):
+            if self._slots.get(node) is slot:
+                del self._slots[node]
+
+    def plan(self, todo: Sequence[tuple[int, Hashable, np.ndarray]],
+             items: Sequence[tuple[PoolSpec, np.ndarray]]) -> tuple[list[Reuse], list[tuple[int, Hashable, np.ndarray]]]:
+        """Split ``todo`` (item index, node, input) into runs of cached packs and the rest (to be
+        packed and compiled). One run per pack serves one item per position: several inputs for
+        the same node take several runs of the same pack."""
+        runs: dict[tuple[Hashable, ...], list[dict[int, tuple[int, np.ndarray]]]] = {}
+        rest = []
+        for i, node, arr in todo:
+            slot = self._slots.get(node)
+            if slot is None or slot.shape != arr.shape or slot.dtype != arr.dtype:
+                rest.append((i, node, arr))
+                continue
+            rounds = runs.setdefault(slot.pack, [])
+            free = next((r for r in rounds if slot.position not in r), None)
+            if free is None:
+                free = {}
+                rounds.append(free)
+            free[slot.position] = (i, arr)
+        reuses = []
+        for pack, rounds in runs.items():
+            self._packs.move_to_end(pack)
+            slots = self._packs[pack]
+            for asked_at in rounds:
+                local_items: list[tuple[PoolSpec, np.ndarray]] = []
+                group = []
+                asked = {}
+                for k, (node, slot) in enumerate(zip(pack, slots)):
+                    if k in asked_at:
+                        i, arr = asked_at[k]
+                        asked[len(local_items)] = i
+                        spec = items[i][0]
+                    else:
+                        arr, spec = np.zeros(slot.shape, slot.dtype), slot.spec
+                    group.append((len(local_items), node, arr))
+                    local_items.append((spec, arr))
+                reuses.append(Reuse(pack, group, local_items, asked))
+        return reuses, rest
+
+
+#: A node of a packed model as the adapters name it: its pooling node ``pool{k}``, its input
+#: ``x{k}``, its output ``y{k}`` (OpenVINO's ONNX frontend names a node by it) or ``name: i{k}``.
+_NAMED = re.compile(r"\b(?:pool|x|y)(\d+)\b|\bname: i(\d+)\b")
+
+
+def named_position(exc: BaseException, size: int) -> int | None:
+    """The position in a pack of ``size`` nodes that a runtime's error names first (``pool3``,
+    ``x3``, ``y3``), or None. Only a hint for bisection: the named node is then run alone."""
+    for match in _NAMED.finditer(str(exc)):
+        k = int(match.group(1) or match.group(2))
+        if k < size:
+            return k
+    return None
