@@ -178,11 +178,18 @@ PC_ENTRY int max2d_strips(const float *x, float *out, const geo_t *g) {
  * axis's +0.0 either way, so the final sums have the same bits. A window with no valid tap
  * sums to -0.0 instead of the staged path's 0.0: the same argument when wz is 0; when wz is 1
  * its zadd is +0.0 (an axis with an empty window starts its sums from +0.0, see zinit). */
+/* Tap j of a strip row, from element a: a masked load only when some lane is outside the row
+ * (a border strip has one such tap per border; its other taps load plainly). */
+INLINE dsw avg_strip_tap(const float *restrict xr, const int64_t a, const int64_t j, const int MASKED,
+                         const lanes_t *m) {
+    if (MASKED && (m->lo[j] != 0 || m->hi[j] != PC_SW)) return dsw_load_f32_fill(at(xr, a), m->lo[j], m->hi[j]);
+    return dsw_load_f32(xr + a);
+}
+
 INLINE dsw avg_strip_row(const float *restrict xr, const int64_t e, const int64_t KW, const int MASKED,
-                        const lanes_t *m, const int wz, const dsw zaddw) {
-    dsw v = dsw_add(MASKED ? dsw_load_f32_fill(at(xr, e), m->lo[0], m->hi[0]) : dsw_load_f32(xr + e),
-                  MASKED ? dsw_load_f32_fill(at(xr, e + 1), m->lo[1], m->hi[1]) : dsw_load_f32(xr + e + 1));
-    if (KW == 3) v = dsw_add(v, MASKED ? dsw_load_f32_fill(at(xr, e + 2), m->lo[2], m->hi[2]) : dsw_load_f32(xr + e + 2));
+                         const lanes_t *m, const int wz, const dsw zaddw) {
+    dsw v = dsw_add(avg_strip_tap(xr, e, 0, MASKED, m), avg_strip_tap(xr, e + 1, 1, MASKED, m));
+    if (KW == 3) v = dsw_add(v, avg_strip_tap(xr, e + 2, 2, MASKED, m));
     if (wz) v = dsw_add(v, zaddw);
     return v;
 }
