@@ -12,8 +12,8 @@
  * staged path instead. Taps in the padding read as -inf: a strict '>' scan never takes a -inf
  * over a valid tap, and a window whose valid taps are all -inf gets -inf either way.
  *
- * Average: float64 sums, vectorised ACROSS windows (8 windows per d8, each lane one window's
- * own sequence of additions), so every sum has the bits of the staged path's.
+ * Average: float64 sums, vectorised ACROSS windows (PC_SW windows per strip, simd.h; each lane
+ * one window's own sequence of additions), so every sum has the bits of the staged path's.
  *
  * They replace a file of hand-written AVX-512 intrinsics that served the avx512 path only; the
  * timings of both are in the commit that made the change.
