@@ -12,8 +12,8 @@
  * staged path instead. Taps in the padding read as -inf: a strict '>' scan never takes a -inf
  * over a valid tap, and a window whose valid taps are all -inf gets -inf either way.
  *
- * Average: float64 sums, vectorised ACROSS windows (8 windows per d8, each lane one window's
- * own sequence of additions), so every sum has the bits of the staged path's.
+ * Average: float64 sums, vectorised ACROSS windows (PC_SW windows per strip, simd.h; each lane
+ * one window's own sequence of additions), so every sum has the bits of the staged path's.
  *
  * They replace a file of hand-written AVX-512 intrinsics that served the avx512 path only; the
  * timings of both are in the commit that made the change.
@@ -162,13 +162,13 @@ PC_ENTRY int max2d_strips(const float *x, float *out, const geo_t *g) {
 /* Average, two axes, float32 in and out, stride 1 and dilation 1 on both axes, windows of 2 or */
 /* 3 along W and of 1 to 3 along H. The sums are the staged path's float64 sums in its order   */
 /* (each W window's taps in order, then its zadd; each H window's row sums in order, then its  */
-/* zadd). The plane is walked in vertical strips of 8 output columns (the last one overlapping */
-/* the one before): down a strip, each input row's 8 window sums are computed once and kept in */
-/* registers for the KH output rows that use them, and the divisions of one output row overlap */
-/* the loads and additions of the next. Rows whose H window is cut by the padding take their   */
-/* row sums afresh.                                                                            */
+/* zadd). The plane is walked in vertical strips of PC_SW output columns (simd.h; the last one */
+/* overlapping the one before): down a strip, each input row's PC_SW window sums are computed  */
+/* once and kept in registers for the KH output rows that use them, and the divisions of one  */
+/* output row overlap the loads and additions of the next. Rows whose H window is cut by the   */
+/* padding take their row sums afresh.                                                         */
 
-/* The sums of windows [o0, o0 + 8) of one input row: tap j is elements [e + j, e + j + 8)
+/* The sums of windows [o0, o0 + PC_SW) of one input row: tap j is elements [e + j, e + j + PC_SW)
  * (e = o0 - pb). Elements outside the row read -0.0 (MASKED), the identity of addition
  * (x + -0.0 and -0.0 + x are x for every x), so a window's sum over them is the sum over its
  * valid taps in order.
@@ -178,49 +178,56 @@ PC_ENTRY int max2d_strips(const float *x, float *out, const geo_t *g) {
  * axis's +0.0 either way, so the final sums have the same bits. A window with no valid tap
  * sums to -0.0 instead of the staged path's 0.0: the same argument when wz is 0; when wz is 1
  * its zadd is +0.0 (an axis with an empty window starts its sums from +0.0, see zinit). */
-INLINE d8 avg_strip_row(const float *restrict xr, const int64_t e, const int64_t KW, const int MASKED,
-                        const lanes_t *m, const int wz, const d8 zaddw) {
-    d8 v = d8_add(MASKED ? d8_load_f32_fill(at(xr, e), m->lo[0], m->hi[0]) : d8_load_f32(xr + e),
-                  MASKED ? d8_load_f32_fill(at(xr, e + 1), m->lo[1], m->hi[1]) : d8_load_f32(xr + e + 1));
-    if (KW == 3) v = d8_add(v, MASKED ? d8_load_f32_fill(at(xr, e + 2), m->lo[2], m->hi[2]) : d8_load_f32(xr + e + 2));
-    if (wz) v = d8_add(v, zaddw);
+/* Tap j of a strip row, from element a: a masked load only when some lane is outside the row
+ * (a border strip has one such tap per border; its other taps load plainly). */
+INLINE dsw avg_strip_tap(const float *restrict xr, const int64_t a, const int64_t j, const int MASKED,
+                         const lanes_t *m) {
+    if (MASKED && (m->lo[j] != 0 || m->hi[j] != PC_SW)) return dsw_load_f32_fill(at(xr, a), m->lo[j], m->hi[j]);
+    return dsw_load_f32(xr + a);
+}
+
+INLINE dsw avg_strip_row(const float *restrict xr, const int64_t e, const int64_t KW, const int MASKED,
+                         const lanes_t *m, const int wz, const dsw zaddw) {
+    dsw v = dsw_add(avg_strip_tap(xr, e, 0, MASKED, m), avg_strip_tap(xr, e + 1, 1, MASKED, m));
+    if (KW == 3) v = dsw_add(v, avg_strip_tap(xr, e + 2, 2, MASKED, m));
+    if (wz) v = dsw_add(v, zaddw);
     return v;
 }
 
-/* out[0 .. 8) = (v + zadd) / dtab[0 .. 8), rounded to float32. */
-INLINE void avg_quot8(float *restrict y, const d8 v, const d8 zadd, const double *restrict dt) {
+/* out[0 .. PC_SW) = (v + zadd) / dtab[0 .. PC_SW), rounded to float32. */
+INLINE void avg_quotsw(float *restrict y, const dsw v, const dsw zadd, const double *restrict dt) {
     /* divided by the number of elements [ONNX-DIVISOR] */
-    d8_quot_f32(y, v, zadd, d8_load(dt));
+    dsw_quot_f32(y, v, zadd, dsw_load(dt));
 }
 
-/* One strip (output columns [o0, o0 + 8)) of one plane. Output rows [ohA, ohB) have whole H
+/* One strip (output columns [o0, o0 + PC_SW)) of one plane. Output rows [ohA, ohB) have whole H
  * windows (KH rows from oh - pb); the others are summed over their valid rows afresh. */
 INLINE void avg2d_strip(const float *restrict xp, float *restrict yp, const geo_t *g, const double *restrict dtab,
                         const int64_t o0, const int MASKED, const int64_t KW, const int64_t KH, const int64_t ohA,
-                        const int64_t ohB, const int wz, const d8 zaddw, const d8 zadd) {
+                        const int64_t ohB, const int wz, const dsw zaddw, const dsw zadd) {
     const ax_t *H = &g->a[0], *W = &g->a[1];
     const int64_t NW = W->n, OW = W->o, OH = H->o, hpb = H->pb, e = o0 - W->pb;
-    const lanes_t m = strip_lanes(e, 1, NW, KW, 8);
+    const lanes_t m = strip_lanes(e, 1, NW, KW, PC_SW);
     for (int64_t oh = 0; oh < OH; oh++) {
         if (oh == ohA) { /* the whole windows, their row sums in registers */
             const int64_t h = ohA - hpb;
             if (KH == 1) {
                 for (; oh < ohB; oh++)
-                    avg_quot8(yp + oh * OW + o0, avg_strip_row(xp + (oh - hpb) * NW, e, KW, MASKED, &m, wz, zaddw),
+                    avg_quotsw(yp + oh * OW + o0, avg_strip_row(xp + (oh - hpb) * NW, e, KW, MASKED, &m, wz, zaddw),
                               zadd, dtab + oh * OW + o0);
             } else if (KH == 2) {
-                d8 a = avg_strip_row(xp + h * NW, e, KW, MASKED, &m, wz, zaddw);
+                dsw a = avg_strip_row(xp + h * NW, e, KW, MASKED, &m, wz, zaddw);
                 for (; oh < ohB; oh++) {
-                    const d8 b = avg_strip_row(xp + (oh - hpb + 1) * NW, e, KW, MASKED, &m, wz, zaddw);
-                    avg_quot8(yp + oh * OW + o0, d8_add(a, b), zadd, dtab + oh * OW + o0);
+                    const dsw b = avg_strip_row(xp + (oh - hpb + 1) * NW, e, KW, MASKED, &m, wz, zaddw);
+                    avg_quotsw(yp + oh * OW + o0, dsw_add(a, b), zadd, dtab + oh * OW + o0);
                     a = b;
                 }
             } else {
-                d8 a = avg_strip_row(xp + h * NW, e, KW, MASKED, &m, wz, zaddw);
-                d8 b = avg_strip_row(xp + (h + 1) * NW, e, KW, MASKED, &m, wz, zaddw);
+                dsw a = avg_strip_row(xp + h * NW, e, KW, MASKED, &m, wz, zaddw);
+                dsw b = avg_strip_row(xp + (h + 1) * NW, e, KW, MASKED, &m, wz, zaddw);
                 for (; oh < ohB; oh++) {
-                    const d8 c = avg_strip_row(xp + (oh - hpb + 2) * NW, e, KW, MASKED, &m, wz, zaddw);
-                    avg_quot8(yp + oh * OW + o0, d8_add(d8_add(a, b), c), zadd, dtab + oh * OW + o0);
+                    const dsw c = avg_strip_row(xp + (oh - hpb + 2) * NW, e, KW, MASKED, &m, wz, zaddw);
+                    avg_quotsw(yp + oh * OW + o0, dsw_add(dsw_add(a, b), c), zadd, dtab + oh * OW + o0);
                     a = b;
                     b = c;
                 }
@@ -229,10 +236,10 @@ INLINE void avg2d_strip(const float *restrict xp, float *restrict yp, const geo_
         }
         const int64_t jl = H->jlo[oh], cnt = H->jhi[oh] > jl ? H->jhi[oh] - jl : 0, h0 = oh - hpb + jl;
         /* no row: a zero sum (the divisor is 0 unless padding counts: see the fill in the caller) */
-        d8 v = cnt ? avg_strip_row(xp + h0 * NW, e, KW, MASKED, &m, wz, zaddw) : d8_set1(0.0);
+        dsw v = cnt ? avg_strip_row(xp + h0 * NW, e, KW, MASKED, &m, wz, zaddw) : dsw_set1(0.0);
         for (int64_t j = 1; j < cnt; j++)
-            v = d8_add(v, avg_strip_row(xp + (h0 + j) * NW, e, KW, MASKED, &m, wz, zaddw));
-        avg_quot8(yp + oh * OW + o0, v, zadd, dtab + oh * OW + o0);
+            v = dsw_add(v, avg_strip_row(xp + (h0 + j) * NW, e, KW, MASKED, &m, wz, zaddw));
+        avg_quotsw(yp + oh * OW + o0, v, zadd, dtab + oh * OW + o0);
     }
 }
 
@@ -244,14 +251,14 @@ INLINE void avg2d_strips_body(const float *restrict x, float *restrict out, cons
     int64_t ohA, ohB;
     whole_rows(H, KH, &ohA, &ohB);
     const int wz = !H->zinit;
-    const d8 zaddw = d8_set1(W->zinit ? 0.0 : -0.0), zadd = d8_set1(H->zinit ? 0.0 : -0.0);
+    const dsw zaddw = dsw_set1(W->zinit ? 0.0 : -0.0), zadd = dsw_set1(H->zinit ? 0.0 : -0.0);
     for (int64_t p = 0; p < nc; p++) {
         if (poll_interrupt()) break;
         const float *xp = x + p * pin;
         float *yp = out + p * pout;
-        for (int64_t s = 0; s < OW; s += 8) {
-            const int64_t o0 = s + 8 <= OW ? s : OW - 8, e = o0 - W->pb;
-            if (e >= 0 && e + 7 + KW <= NW) avg2d_strip(xp, yp, g, dtab, o0, 0, KW, KH, ohA, ohB, wz, zaddw, zadd);
+        for (int64_t s = 0; s < OW; s += PC_SW) {
+            const int64_t o0 = s + PC_SW <= OW ? s : OW - PC_SW, e = o0 - W->pb;
+            if (e >= 0 && e + PC_SW - 1 + KW <= NW) avg2d_strip(xp, yp, g, dtab, o0, 0, KW, KH, ohA, ohB, wz, zaddw, zadd);
             else avg2d_strip(xp, yp, g, dtab, o0, 1, KW, KH, ohA, ohB, wz, zaddw, zadd);
         }
         /* A zero divisor (no element counted) gives the empty_avg value instead. */

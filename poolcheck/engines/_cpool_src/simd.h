@@ -279,4 +279,56 @@ INLINE void d8_quot_f32(float *p, const d8 a, const d8 z, const d8 d) {
 #endif
 }
 
+/* The window sums of one average strip (fused_f32.h): PC_SW float64 lanes. 8 (one d8) on the
+ * wide paths; 4 on the 16-byte baseline, where three rows of d8 sums (12 of its 16 registers)
+ * plus the loads and divisors spill to the stack. */
+#if PC_VBYTES == 16
+#define PC_SW 4
+typedef struct {
+    vd v0, v1;
+} dsw;
+INLINE dsw dsw_load_f32(const float *p) {
+    dsw r;
+    r.v0 = vd_load_f32(p);
+    r.v1 = vd_load_f32(p + 2);
+    return r;
+}
+INLINE dsw dsw_load_f32_fill(const float *p, const int64_t lo, const int64_t hi) {
+    /* built in registers (see vf_load_fill) */
+    dsw r;
+    r.v0 = (vd){0 >= lo && 0 < hi ? (double)p[0] : -0.0, 1 >= lo && 1 < hi ? (double)p[1] : -0.0};
+    r.v1 = (vd){2 >= lo && 2 < hi ? (double)p[2] : -0.0, 3 >= lo && 3 < hi ? (double)p[3] : -0.0};
+    return r;
+}
+INLINE dsw dsw_load(const double *p) {
+    dsw r;
+    r.v0 = vd_load(p);
+    r.v1 = vd_load(p + 2);
+    return r;
+}
+INLINE dsw dsw_set1(double a) {
+    dsw r;
+    r.v0 = r.v1 = vd_set1(a);
+    return r;
+}
+INLINE dsw dsw_add(dsw a, const dsw b) {
+    a.v0 = a.v0 + b.v0;
+    a.v1 = a.v1 + b.v1;
+    return a;
+}
+INLINE void dsw_quot_f32(float *p, const dsw a, const dsw z, const dsw d) {
+    vd_quot_f32(p, a.v0, z.v0, d.v0);
+    vd_quot_f32(p + 2, a.v1, z.v1, d.v1);
+}
+#else
+#define PC_SW 8
+typedef d8 dsw;
+#define dsw_load_f32 d8_load_f32
+#define dsw_load_f32_fill d8_load_f32_fill
+#define dsw_load d8_load
+#define dsw_set1 d8_set1
+#define dsw_add d8_add
+#define dsw_quot_f32 d8_quot_f32
+#endif
+
 #endif
