@@ -57,15 +57,22 @@ def engine(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 # --- end engine fixture -------------------------------------------------------------------------
 
-# --- bytecode of the commands the tests start (owner: tests) -----------------------------------
-# Much of the suite's time is real commands in subprocesses, each importing poolcheck afresh. Where
-# PYTHONDONTWRITEBYTECODE is set (as in many container images) each of them compiled poolcheck's
-# sources again; instead they share one bytecode cache outside the working tree.
+# --- bytecode of the tests and the commands they start (owner: tests) ---------------------------
+# Where PYTHONDONTWRITEBYTECODE is set (as in many container images), every pytest process (each
+# xdist worker) compiled poolcheck's sources and re-rewrote every test module's asserts again (a
+# third of collection's CPU), and every real command in a subprocess compiled poolcheck again.
+# Instead all of them share one bytecode cache outside the working tree: this process from here on
+# (the test modules and poolcheck are imported after this file), the subprocesses through the
+# environment they inherit.
+import sys  # noqa: E402
 import tempfile  # noqa: E402
 
 if os.environ.get("PYTHONDONTWRITEBYTECODE") and not os.environ.get("PYTHONPYCACHEPREFIX"):
     del os.environ["PYTHONDONTWRITEBYTECODE"]
     os.environ["PYTHONPYCACHEPREFIX"] = os.path.join(tempfile.gettempdir(), f"poolcheck-test-pycache-{os.getuid()}")
+if sys.dont_write_bytecode and os.environ.get("PYTHONPYCACHEPREFIX"):
+    sys.pycache_prefix = os.environ["PYTHONPYCACHEPREFIX"]
+    sys.dont_write_bytecode = False
 # --- end bytecode of the commands the tests start ------------------------------------------------
 
 # --- per-user data folder (owner: fuzz) ---------------------------------------------------------
