@@ -18,15 +18,18 @@ from __future__ import annotations
 
 # --- hypothesis settings profiles (owner: engine oracle tests) -------------------------------
 # Select with POOLCHECK_HYPOTHESIS_PROFILE=dev|ci|nightly (default: dev). The profile decides how
-# many examples a property test runs when the test sets no max_examples of its own. Some set
-# their own, on purpose, and the profile does not change them:
-#   engines/test_c_engine.py (fixtureless properties: at least 300, more when the profile asks),
-#   engines/test_judgement.py (60), engines/test_spec_operators.py (150: every catalogue row),
-#   engines/test_family_engines.py (60), fuzz/test_hypothesis_compat.py (50: a seeded test that
-#   must find its failure),
-#   cli/test_cases_yaml.py (200), fuzz/test_fuzz_strategies.py (a find() over 3000 draws, and 30),
-#   fuzz/test_fuzz_generation.py (300, seeded: the draws themselves are compared),
-#   slow/test_extreme_attributes.py (its subprocess's count, given on the command line).
+# many examples a property test runs when the test sets no max_examples of its own. These set
+# their own (a floor that follows the profile when it asks for more, or a fixed count):
+#   follow the profile above a floor: engines/test_c_engine.py (fixtureless properties: 300),
+#     engines/test_spec_operators.py (60 per catalogue row);
+#   fixed: engines/test_judgement.py (60), engines/test_family_engines.py (60),
+#     engines/test_bfloat16.py (60; the cast property 400), fuzz/test_hypothesis_compat.py (50: a
+#     seeded test that must find its failure), cli/test_cases_yaml.py (200),
+#     fuzz/test_fuzz_coverage.py (300 and 200), fuzz/test_fuzz_strategies.py (30),
+#     fuzz/test_fuzz_generation.py (300, seeded: the draws themselves are compared),
+#     slow/test_extreme_attributes.py (its subprocess's count, given on the command line);
+#   reach tests (support.drawn: fuzz/test_fuzz_coverage.py, fuzz/test_fuzz_strategies.py): up to
+#     3000 draws until one meets the condition, without shrinking.
 # FuzzOptions(max_examples=...) in the fuzz tests is the size of a fuzz campaign under test, not
 # a hypothesis setting of the test.
 import os
