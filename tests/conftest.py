@@ -18,15 +18,18 @@ from __future__ import annotations
 
 # --- hypothesis settings profiles (owner: engine oracle tests) -------------------------------
 # Select with POOLCHECK_HYPOTHESIS_PROFILE=dev|ci|nightly (default: dev). The profile decides how
-# many examples a property test runs when the test sets no max_examples of its own. Some set
-# their own, on purpose, and the profile does not change them:
-#   engines/test_c_engine.py (fixtureless properties: at least 300, more when the profile asks),
-#   engines/test_judgement.py (60), engines/test_spec_operators.py (150: every catalogue row),
-#   engines/test_family_engines.py (60), fuzz/test_hypothesis_compat.py (50: a seeded test that
-#   must find its failure),
-#   cli/test_cases_yaml.py (200), fuzz/test_fuzz_strategies.py (a find() over 3000 draws, and 30),
-#   fuzz/test_fuzz_generation.py (300, seeded: the draws themselves are compared),
-#   slow/test_extreme_attributes.py (its subprocess's count, given on the command line).
+# many examples a property test runs when the test sets no max_examples of its own. These set
+# their own (a floor that follows the profile when it asks for more, or a fixed count):
+#   follow the profile above a floor: engines/test_c_engine.py (fixtureless properties: 300),
+#     engines/test_spec_operators.py (60 per catalogue row);
+#   fixed: engines/test_judgement.py (60), engines/test_family_engines.py (60),
+#     engines/test_bfloat16.py (60; the cast property 400), fuzz/test_hypothesis_compat.py (50: a
+#     seeded test that must find its failure), cli/test_cases_yaml.py (200),
+#     fuzz/test_fuzz_coverage.py (300 and 200), fuzz/test_fuzz_strategies.py (30),
+#     fuzz/test_fuzz_generation.py (300, seeded: the draws themselves are compared),
+#     slow/test_extreme_attributes.py (its subprocess's count, given on the command line);
+#   reach tests (support.drawn: fuzz/test_fuzz_coverage.py, fuzz/test_fuzz_strategies.py): up to
+#     3000 draws until one meets the condition, without shrinking.
 # FuzzOptions(max_examples=...) in the fuzz tests is the size of a fuzz campaign under test, not
 # a hypothesis setting of the test.
 import os
@@ -57,15 +60,22 @@ def engine(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 # --- end engine fixture -------------------------------------------------------------------------
 
-# --- bytecode of the commands the tests start (owner: tests) -----------------------------------
-# Much of the suite's time is real commands in subprocesses, each importing poolcheck afresh. Where
-# PYTHONDONTWRITEBYTECODE is set (as in many container images) each of them compiled poolcheck's
-# sources again; instead they share one bytecode cache outside the working tree.
+# --- bytecode of the tests and the commands they start (owner: tests) ---------------------------
+# Where PYTHONDONTWRITEBYTECODE is set (as in many container images), every pytest process (each
+# xdist worker) compiled poolcheck's sources and re-rewrote every test module's asserts again (a
+# third of collection's CPU), and every real command in a subprocess compiled poolcheck again.
+# Instead all of them share one bytecode cache outside the working tree: this process from here on
+# (the test modules and poolcheck are imported after this file), the subprocesses through the
+# environment they inherit.
+import sys  # noqa: E402
 import tempfile  # noqa: E402
 
 if os.environ.get("PYTHONDONTWRITEBYTECODE") and not os.environ.get("PYTHONPYCACHEPREFIX"):
     del os.environ["PYTHONDONTWRITEBYTECODE"]
     os.environ["PYTHONPYCACHEPREFIX"] = os.path.join(tempfile.gettempdir(), f"poolcheck-test-pycache-{os.getuid()}")
+if sys.dont_write_bytecode and os.environ.get("PYTHONPYCACHEPREFIX"):
+    sys.pycache_prefix = os.environ["PYTHONPYCACHEPREFIX"]
+    sys.dont_write_bytecode = False
 # --- end bytecode of the commands the tests start ------------------------------------------------
 
 # --- per-user data folder (owner: fuzz) ---------------------------------------------------------
@@ -96,6 +106,10 @@ SLOW_TESTS = frozenset({
     "test_peers_new.py::test_new_peer_agrees_with_the_engine_where_it_runs",
     "test_bench.py::test_real_command_reports_the_ratios",
     "test_cli_80_columns.py", "test_hostile_options.py",
+    # real commands from other folders, a fuzz campaign through the CLI, modules that kill their worker
+    "test_fuzz_replay_paths.py", "test_bfloat16.py::test_fuzz_campaign_on_bfloat16_through_the_cli",
+    "test_peers_onnx_backend.py::test_a_module_that_exits_crashes_or_hangs_at_import_is_contained",
+    "test_peers_onnx_backend.py::test_a_planted_backend_bug_is_a_failure_through_run",
 })
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +74,21 @@ def available_peer(name: str) -> Any:
     if not ok:
         pytest.skip(f"{name} is not available: {why}")
     return peer
+
+
+def drawn(strategy: Any, condition: Callable[[Any], bool], what: str, max_examples: int = 3000) -> Any:
+    """A value ``strategy`` draws that meets ``condition`` (``what``, for the failure message)
+    within ``max_examples`` draws, else the test fails: ``hypothesis.find`` without its shrinking,
+    which a test of what the generator reaches does not need (shrinking took 85 % of such tests' CPU)."""
+    from hypothesis import HealthCheck, Phase, find, settings
+    from hypothesis.errors import NoSuchExample
+
+    try:
+        return find(strategy, condition, settings=settings(max_examples=max_examples, database=None, deadline=None,
+                                                           phases=[Phase.generate],
+                                                           suppress_health_check=list(HealthCheck)))
+    except NoSuchExample:
+        pytest.fail(f"no draw of {max_examples} reaches {what}")
 
 
 def draw_window(rng: Any) -> tuple[int, list[int], list[int], list[int], list[int]]:

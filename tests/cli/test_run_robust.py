@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from support import ROOT, cli
+from support import ROOT, cli, invoke
 
 from poolcheck.cases import load_paths
 from poolcheck.cases.load import parse_yaml
@@ -242,15 +242,15 @@ def poolcheck_run(case: Any) -> tuple[np.ndarray, np.ndarray]:
 # --------------------------------------------------------------------------- severity and --fail-on
 
 
-def test_fail_on_chooses_the_exit_code(tmp_path: Path) -> None:
+def test_fail_on_chooses_the_exit_code(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     case_file(tmp_path, ENGINE_FAIL)
-    proc = cli("run", "cases.yaml", "--json", cwd=tmp_path)
+    proc = invoke("run", "cases.yaml", "--json", cwd=tmp_path, monkeypatch=monkeypatch)
     assert proc.returncode == 1
     check = json.loads(proc.stdout)["cases"][0]["checks"][0]
     assert check["verdict"] == "fail" and check["severity"] == "violation"
-    assert cli("run", "cases.yaml", "-q", "--fail-on", "erratum", cwd=tmp_path).returncode == 0
-    assert cli("run", "cases.yaml", "-q", "--fail-on", "all", cwd=tmp_path).returncode == 1
-    bad = cli("run", "cases.yaml", "--fail-on", "fatal", cwd=tmp_path)
+    assert invoke("run", "cases.yaml", "-q", "--fail-on", "erratum").returncode == 0
+    assert invoke("run", "cases.yaml", "-q", "--fail-on", "all").returncode == 1
+    bad = cli("run", "cases.yaml", "--fail-on", "fatal", cwd=tmp_path)  # the real command's usage error
     assert bad.returncode == 2 and bad.stderr.startswith("error: --fail-on:") and len(bad.stderr.splitlines()) == 1
 
 
@@ -432,9 +432,9 @@ def test_a_plugin_that_exits_while_loading_is_that_peers_crash(tmp_path: Path) -
 
 
 @pytest.mark.parametrize("value", ["0", "-1", "nan", "inf", "soon"])
-def test_bad_peer_timeout_is_a_usage_error(tmp_path: Path, value: str) -> None:
+def test_bad_peer_timeout_is_a_usage_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, value: str) -> None:
     case_file(tmp_path, GOOD)
-    proc = cli("run", "cases.yaml", f"--peer-timeout={value}", cwd=tmp_path)
+    proc = invoke("run", "cases.yaml", f"--peer-timeout={value}", cwd=tmp_path, monkeypatch=monkeypatch)
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.startswith("error: --peer-timeout:") and len(proc.stderr.strip().splitlines()) == 1
 
@@ -455,9 +455,9 @@ def max_pool(x, kernel, strides, pads_begin=None, pads_end=None, dilations=None,
     assert check["verdict"] in ("fail", "rejects"), check  # its bug shows instead of hiding
 
 
-def test_a_missing_path_never_loses_the_others(tmp_path: Path) -> None:
+def test_a_missing_path_never_loses_the_others(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     case_file(tmp_path, GOOD)
-    proc = cli("run", "missing.yaml", "cases.yaml", "--json", cwd=tmp_path)
+    proc = invoke("run", "missing.yaml", "cases.yaml", "--json", cwd=tmp_path, monkeypatch=monkeypatch)
     assert proc.returncode == 2
     assert verdicts(proc)["ok-case"] == "pass"
     assert "error: missing.yaml: no such file or folder" in proc.stderr
@@ -486,12 +486,12 @@ def test_engine_with_wrong_index_dtype_fails_with_its_own_message(tmp_path: Path
     assert check["message"].startswith("dtype: indices are int64, index_element_type i32 requires int32")
 
 
-def test_file_id_targets_select_per_file(tmp_path: Path) -> None:
+def test_file_id_targets_select_per_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     case_file(tmp_path, GOOD, ENGINE_FAIL, name="a.yaml")
     case_file(tmp_path, GOOD.replace("ok-case", "b-case"), name="b.yaml")
-    proc = cli("run", "a.yaml::ok-case", "b.yaml", "--json", cwd=tmp_path)
+    proc = invoke("run", "a.yaml::ok-case", "b.yaml", "--json", cwd=tmp_path, monkeypatch=monkeypatch)
     assert verdicts(proc) == {"ok-case": "pass", "b-case": "pass"}
-    proc = cli("run", "a.yaml::nope", cwd=tmp_path)
+    proc = invoke("run", "a.yaml::nope")
     assert proc.returncode == 2 and "selects none" in proc.stderr
 
 

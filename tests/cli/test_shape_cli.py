@@ -1,5 +1,6 @@
-"""``poolcheck shape`` through the real command: the symbolic formula without ``--input``, the pads
-each convention applies (ONNX keeps a negative same_* pad, OpenVINO clamps it), one-line errors."""
+"""``poolcheck shape`` through the real command (in-process where the runtimes' own shapes are
+compared): the symbolic formula without ``--input``, the pads each convention applies (ONNX keeps a
+negative same_* pad, OpenVINO clamps it), one-line errors."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import json
 import subprocess
 
 import pytest
-from support import cli
+from support import cli, invoke
 
 
 def _shape(*args: str, columns: int = 200) -> subprocess.CompletedProcess[str]:
@@ -103,14 +104,14 @@ def test_onnx_and_torch_conventions_match_the_runtimes_own_shapes(size: list[int
     n = len(size)
     common = ("--input", ",".join(map(str, size)), "--kernel", ",".join(map(str, kernel)),
               "--strides", ",".join(map(str, strides)), "--pads", ",".join(map(str, pad + pad)), "--json")
-    for ceil in (False, True):
+    for ceil in (False, True):  # in-process (24 real commands cost ~15 s CPU; the JSON is the same)
         ceil_opt = ("--ceil-mode",) if ceil else ()
-        onnx_doc = json.loads(_shape(*common, *ceil_opt, "--convention", "onnx").stdout)
+        onnx_doc = json.loads(invoke("shape", *common, *ceil_opt, "--convention", "onnx").stdout)
         assert onnx_doc["output"] == onnx_inferred(size, kernel, strides, pad + pad, int(ceil))
-        torch_doc = json.loads(_shape(*common, *ceil_opt, "--convention", "torch").stdout)
+        torch_doc = json.loads(invoke("shape", *common, *ceil_opt, "--convention", "torch").stdout)
         assert torch_doc["output"] == torch_shape(size, kernel, strides, pad, ceil)
         # no --convention: ONNX words (--pads, --ceil-mode) read as ONNX
-        assert json.loads(_shape(*common, *ceil_opt).stdout)["convention"] == "onnx"
+        assert json.loads(invoke("shape", *common, *ceil_opt).stdout)["convention"] == "onnx"
     assert n in (1, 2)
 
 

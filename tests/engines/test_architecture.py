@@ -43,7 +43,7 @@ class Import:
     module: str  # the importing module
     target: str  # the poolcheck module imported
     line: int
-    text: str  # the statement as written
+    text: str  # the statement (as ast.unparse spells it)
     in_function: bool
 
 
@@ -70,7 +70,8 @@ def poolcheck_imports(path: Path, package_dir: Path = PACKAGE) -> Iterator[Impor
     def visit(node: ast.AST, in_function: bool) -> Iterator[Import]:
         for child in ast.iter_child_nodes(node):
             inner = in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
-            text = ast.get_source_segment(source, child) or "" if isinstance(child, (ast.Import, ast.ImportFrom)) else ""
+            # ast.unparse, not get_source_segment: that splits the whole source again for every import
+            text = ast.unparse(child) if isinstance(child, (ast.Import, ast.ImportFrom)) else ""
             if isinstance(child, ast.Import):
                 for alias in child.names:
                     if alias.name == "poolcheck" or alias.name.startswith("poolcheck."):

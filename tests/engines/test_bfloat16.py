@@ -10,9 +10,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import subprocess
-import sys
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -23,6 +20,7 @@ import oracle
 import pytest
 from hypothesis import HealthCheck, example, given, note, settings
 from hypothesis import strategies as st
+from support import cli, invoke
 from test_engine_oracle import Config, configs
 
 import poolcheck
@@ -190,11 +188,6 @@ cases:
 """
 
 
-def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "poolcheck", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=600, env={**os.environ, "COLUMNS": "200"})
-
-
 def test_case_file_bfloat16_loads_dumps_and_loads_back_bit_for_bit(tmp_path: Path) -> None:
     path = tmp_path / "bf16.yaml"
     path.write_text(CASE)
@@ -219,7 +212,7 @@ def test_case_file_refuses_bfloat16_where_the_version_does_not_allow_it(tmp_path
 def test_poolcheck_run_judges_bfloat16_cases_on_every_engine(tmp_path: Path) -> None:
     path = tmp_path / "bf16.yaml"
     path.write_text(CASE)
-    proc = cli("run", str(path), "--json", cwd=tmp_path)
+    proc = invoke("run", str(path), "--json")  # in-process; the refusal above is the real command
     assert proc.returncode == 0, proc.stdout + proc.stderr
     result = json.loads(proc.stdout)
     checks = {(r["case_id"], c["runner"]): c["verdict"] for r in result["cases"] for c in r["checks"]}
@@ -227,7 +220,7 @@ def test_poolcheck_run_judges_bfloat16_cases_on_every_engine(tmp_path: Path) -> 
     assert {r["dtype"] for r in result["cases"]} == {"bfloat16"}
     # a planted error in a documented value (the twice-rounded mean) fails the case
     path.write_text(CASE.replace("values: [[[1.0078125]]]", "values: [[[1.0]]]"))
-    proc = cli("run", f"{path}::bf16-avg-one-rounding", cwd=tmp_path)
+    proc = invoke("run", f"{path}::bf16-avg-one-rounding")
     assert proc.returncode == 1 and "Traceback" not in proc.stdout + proc.stderr
 
 

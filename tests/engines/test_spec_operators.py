@@ -71,7 +71,7 @@ def family_specs_for(draw: st.DrawFn, name: str) -> FamilySpec:
 
 
 @pytest.mark.parametrize("name", list(O.OPERATORS))
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=max(settings().max_examples, 60), deadline=None)  # per catalogue row; nightly: more
 @given(data=st.data())
 def test_parse_spell_round_trip(name: str, data: st.DataObject) -> None:
     spec = data.draw(specs_for(name))

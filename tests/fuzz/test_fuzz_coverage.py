@@ -18,7 +18,8 @@ from pathlib import Path
 import numpy as np
 import oracle
 import pytest
-from hypothesis import HealthCheck, find, given, settings
+from hypothesis import HealthCheck, given, settings
+from support import drawn
 from typer.testing import CliRunner
 
 from poolcheck.cli import app
@@ -137,9 +138,8 @@ def test_a_hand_made_ceil_torch_drop() -> None:
 def test_every_reachable_region_is_drawn(op: str, convention: str) -> None:
     p = plan((op,), (convention,), (3, 4, 5), S.ALL_DTYPES)
     strategy = S.pool_configs(ops=(op,), conventions=(convention,))
-    for key in p.reachable:
-        find(strategy, lambda c, key=key: key in regions.regions_of(c.spec, c.x),
-             settings=settings(max_examples=3000, database=None, suppress_health_check=list(HealthCheck)))
+    for key in p.reachable:  # each within 3000 draws
+        drawn(strategy, lambda c, key=key: key in regions.regions_of(c.spec, c.x), key)
     # what cannot be reached says why
     assert set(p.reachable).isdisjoint(p.unreachable)
     assert all(p.unreachable.values())

@@ -65,25 +65,36 @@ def test_a_chatty_plugin_never_reaches_stdout(tmp_path: Path) -> None:
     assert "chatter" not in proc.stdout
 
 
-@pytest.mark.parametrize(("body", "why"), [
+MALFORMED = [
     ("v.astype(np.complex64), i", "dtype complex64, not a real numeric dtype"),
     ("v.astype(str), i", "not a real numeric dtype"),
     ("np.zeros(v.shape, dtype=[('a', 'f4'), ('b', 'i4')]), i", "a structured array"),
     ("v.astype(object), i", "dtype object"),
     ("v.reshape(-1), i", "rank 1"),
     ("v, i.astype(np.float32)", "indices has dtype float32, not an integer dtype"),
-])
+]
+
+
+@pytest.mark.parametrize(("body", "why"), MALFORMED)
 def test_malformed_output_is_an_invalid_peer_result(tmp_path: Path, body: str, why: str) -> None:
+    """Through the API, in-process (the command below runs each in an isolated worker)."""
     path = _plugin(tmp_path, "garbage", BAD_OUTPUT.format(body=body))
-    # Through the API first (in-process), then through the command (isolated worker).
     (peer,) = resolve_peers([path])
     spec = A.openvino_max_pool([2, 2], [1, 1])
     x = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
     result = call_peer(peer, spec, x, isolated=False)
     assert result.status == "invalid" and why in result.message, result.verdict
-    proc, doc = _run(tmp_path, path)
-    checks = _peer_checks(doc, "garbage")
-    assert all(c["verdict"] == "fail" and "invalid" in c["message"] and why in c["message"] for c in checks), checks
+
+
+def test_malformed_outputs_are_invalid_peer_results_through_the_command(tmp_path: Path) -> None:
+    """Every malformed answer above in one real command (one worker per peer): each peer's
+    checks fail as invalid, saying why, and the run exits 1."""
+    paths = [_plugin(tmp_path, f"garbage{k}", BAD_OUTPUT.format(body=body)) for k, (body, _) in enumerate(MALFORMED)]
+    proc, doc = _run(tmp_path, *paths, timeout="60")
+    for k, (body, why) in enumerate(MALFORMED):
+        checks = _peer_checks(doc, f"garbage{k}")
+        assert all(c["verdict"] == "fail" and "invalid" in c["message"] and why in c["message"] for c in checks), \
+            (body, checks)
     assert proc.returncode == 1
 
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from support import SEED_FILE, cli
+from support import SEED_FILE, cli, invoke
 
 from poolcheck.api import run_spec
 from poolcheck.peers import call_peer_many
@@ -145,8 +145,9 @@ def test_an_absent_provider_or_device_declines_everything_with_the_reason() -> N
     ("precision=bf16", "comes before any peer name"),
     ("openvino:precision=f8", "expected one of f32, bf16, f16"),
 ])
-def test_run_rejects_a_bad_peer_spec_in_one_line(tmp_path: Path, spec: str, message: str) -> None:
-    proc = cli("run", str(SEEDS), "--peers", spec, cwd=tmp_path)
+def test_run_rejects_a_bad_peer_spec_in_one_line(spec: str, message: str) -> None:
+    # in-process: test_peers_onnx_backend.py rejects bad --peers through the real command
+    proc = invoke("run", str(SEEDS), "--peers", spec)
     assert proc.returncode == 2 and proc.stdout == ""
     assert message in proc.stderr and len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
 
