@@ -91,12 +91,62 @@ def drawn(strategy: Any, condition: Callable[[Any], bool], what: str, max_exampl
         pytest.fail(f"no draw of {max_examples} reaches {what}")
 
 
-def draw_window(rng: Any) -> tuple[int, list[int], list[int], list[int], list[int]]:
-    """The start of a spread's random configuration (``rng``: a NumPy Generator): rank, kernel,
-    strides, dilations (dilated two times in five) and begin pads below the kernel."""
-    r = int(rng.integers(1, 4))
-    k = [int(v) for v in rng.integers(1, 4, r)]
-    s = [int(v) for v in rng.integers(1, 4, r)]
-    d = [int(v) for v in rng.integers(1, 3, r)] if rng.random() < 0.4 else [1] * r
-    pb = [int(rng.integers(0, kk)) for kk in k]
-    return r, k, s, d, pb
+def spread(seed: int, n: int, *, index_attrs: bool = True, max_dtypes: tuple[str, ...] = ("float32",),
+           avg_dtypes: tuple[str, ...] = ("float32",)) -> list[tuple[Any, Any]]:
+    """``n`` random (spec, x) pairs over the MaxPool/AveragePool attribute space, for checking a
+    peer against the engine: ranks 1-3, kernels and strides 1-3, dilated two times in five, pads
+    below the kernel (symmetric two times in five, so PyTorch can take part), every auto_pad and
+    rounding, both conventions; an input of 1-2 x 1-3 x 2-7 per axis with values N(0, 10) or, for
+    integer types, strictly above the type's lowest (a window of only the lowest value is an
+    index-policy point). Pairs whose geometry is invalid or holds a window with no input element
+    (a policy point, pinned by tests of its own) are drawn again. ``index_attrs`` also draws the
+    index attributes (OpenVINO axis and index type, ONNX storage_order)."""
+    import numpy as np
+
+    from poolcheck.engines._windows import empty_windows
+    from poolcheck.spec import attributes as A
+    from poolcheck.spec.operators import ONNX_AUTO_PAD_NAMES
+    from poolcheck.spec.shape import resolve
+
+    rng = np.random.default_rng(seed)
+    items: list[tuple[Any, Any]] = []
+    while len(items) < n:
+        r = int(rng.integers(1, 4))
+        k = [int(v) for v in rng.integers(1, 4, r)]
+        s = [int(v) for v in rng.integers(1, 4, r)]
+        d = [int(v) for v in rng.integers(1, 3, r)] if rng.random() < 0.4 else [1] * r
+        pb = [int(rng.integers(0, kk)) for kk in k]
+        pe = list(pb) if rng.random() < 0.4 else [int(rng.integers(0, kk)) for kk in k]
+        auto_pad = str(rng.choice(["explicit", "explicit", "explicit", "valid", "same_upper", "same_lower"]))
+        op = "max" if rng.random() < 0.55 else "avg"
+        rounding = str(rng.choice(["floor", "ceil", "ceil_torch"]))
+        ceil_mode = int(rng.integers(0, 2))
+        if rng.random() < 0.5:
+            if op == "max" and index_attrs:
+                axis = int(rng.choice([0, 0, 1, 2, -1]))
+                spec = A.openvino_max_pool(k, s, pb, pe, d, rounding, auto_pad, axis, str(rng.choice(["i32", "i64"])))
+            elif op == "max":
+                spec = A.openvino_max_pool(k, s, pb, pe, d, rounding, auto_pad)
+            else:
+                spec = A.openvino_avg_pool(k, s, pb, pe, bool(rng.random() < 0.5), rounding, auto_pad)
+        else:
+            onnx_pad = ONNX_AUTO_PAD_NAMES[auto_pad]
+            if op == "max":
+                order = int(rng.integers(0, 2)) if index_attrs else 0
+                spec = A.onnx_max_pool(k, s, pb + pe, d, ceil_mode, onnx_pad, order)
+            else:
+                spec = A.onnx_average_pool(k, s, pb + pe, d, ceil_mode, int(rng.integers(0, 2)), onnx_pad)
+        shape = (int(rng.integers(1, 3)), int(rng.integers(1, 4)), *(int(v) for v in rng.integers(2, 8, r)))
+        dtype = np.dtype(str(rng.choice(max_dtypes if op == "max" else avg_dtypes)))
+        if dtype.kind == "f":
+            x = (rng.standard_normal(shape) * 10).astype(dtype)
+        else:
+            info = np.iinfo(dtype)
+            x = rng.integers(int(info.min) + 1, int(info.max), shape, endpoint=True).astype(dtype)
+        try:
+            geom = resolve(spec, x.shape)
+        except ValueError:
+            continue
+        if empty_windows(geom) is None:
+            items.append((spec, x))
+    return items

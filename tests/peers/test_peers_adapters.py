@@ -5,15 +5,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from support import available_peer, draw_window
+import support
+from support import available_peer
 
 from poolcheck.api import run_spec
-from poolcheck.engines._windows import empty_windows
 from poolcheck.peers import PeerDeclined, call_peer, call_peer_many
 from poolcheck.peers._convert import convert_flat_indices
 from poolcheck.spec import attributes as A
 from poolcheck.spec.attributes import PoolSpec
-from poolcheck.spec.operators import ONNX_AUTO_PAD_NAMES
 from poolcheck.spec.shape import resolve
 
 BUILTINS = ["onnxruntime", "openvino", "torch", "onnx_reference"]
@@ -27,61 +26,10 @@ def peer(request: pytest.FixtureRequest):
 # --------------------------------------------------------------------------- the spread
 
 
-def _draw(rng: np.random.Generator) -> tuple[PoolSpec, np.ndarray]:
-    """One valid configuration from the whole attribute space (pads below the kernel, no NaN)."""
-    r, k, s, d, pb = draw_window(rng)
-    pe = [int(rng.integers(0, kk)) for kk in k]
-    if rng.random() < 0.3:
-        pe = list(pb)  # symmetric, so PyTorch can take part
-    auto_pad = str(rng.choice(["explicit", "explicit", "explicit", "valid", "same_upper", "same_lower"]))
-    op = "max" if rng.random() < 0.55 else "avg"
-    if rng.random() < 0.5:
-        rounding = str(rng.choice(["floor", "ceil", "ceil_torch"]))
-        if op == "max":
-            axis = int(rng.choice([0, 0, 1, 2, -1]))
-            spec = A.openvino_max_pool(k, s, pb, pe, d, rounding, auto_pad, axis, str(rng.choice(["i32", "i64"])))
-        else:
-            spec = A.openvino_avg_pool(k, s, pb, pe, bool(rng.random() < 0.5), rounding, auto_pad)
-    else:
-        onnx_pad = ONNX_AUTO_PAD_NAMES
-        ceil_mode = int(rng.integers(0, 2))
-        if op == "max":
-            spec = A.onnx_max_pool(k, s, pb + pe, d, ceil_mode, onnx_pad[auto_pad], int(rng.integers(0, 2)))
-        else:
-            spec = A.onnx_average_pool(k, s, pb + pe, d, ceil_mode, int(rng.integers(0, 2)), onnx_pad[auto_pad])
-    shape = (int(rng.integers(1, 3)), int(rng.integers(1, 4)), *(int(v) for v in rng.integers(2, 8, r)))
-    if op == "max":
-        dtype = np.dtype(str(rng.choice(["float32", "float32", "float16", "int8", "uint8"])))
-    else:
-        dtype = np.dtype(str(rng.choice(["float32", "float32", "float16"])))
-    if dtype.kind == "f":
-        x = (rng.standard_normal(shape) * 10).astype(dtype)
-    else:
-        info = np.iinfo(dtype)
-        # Values strictly above the type's lowest: a window holding only the lowest value is
-        # an index-policy point (see test_openvino_lowest_value_index).
-        x = rng.integers(int(info.min) + 1, int(info.max), shape, endpoint=True).astype(dtype)
-    return spec, x
-
-
-def _valid(spec: PoolSpec, shape: tuple[int, ...]) -> bool:
-    try:
-        geom = resolve(spec, shape)
-    except ValueError:
-        return False
-    # A window with no input element is a policy point (value and index are the spec's
-    # choice), checked separately below.
-    return empty_windows(geom) is None
-
-
 def spread(seed: int, n: int) -> list[tuple[PoolSpec, np.ndarray]]:
-    rng = np.random.default_rng(seed)
-    items = []
-    while len(items) < n:
-        spec, x = _draw(rng)
-        if _valid(spec, x.shape):
-            items.append((spec, x))
-    return items
+    """The shared spread with the index attributes and the integer types MaxPool takes."""
+    return support.spread(seed, n, max_dtypes=("float32", "float32", "float16", "int8", "uint8"),
+                          avg_dtypes=("float32", "float32", "float16"))
 
 
 def known_divergence(peer: str, spec: PoolSpec, x: np.ndarray) -> str | None:

@@ -16,14 +16,13 @@ import sys
 
 import numpy as np
 import pytest
-from support import ROOT, available_peer, draw_window
+import support
+from support import ROOT, available_peer
 
 from poolcheck.api import run_spec
-from poolcheck.engines._windows import empty_windows
 from poolcheck.peers.onnx_model import to_onnx
 from poolcheck.spec import attributes as A
 from poolcheck.spec.attributes import PoolSpec
-from poolcheck.spec.operators import ONNX_AUTO_PAD_NAMES
 from poolcheck.spec.shape import resolve
 
 NEW = ["tract", "jax", "openvino-onnx", "torch-onnx"]
@@ -32,42 +31,9 @@ NEW = ["tract", "jax", "openvino-onnx", "torch-onnx"]
 # --------------------------------------------------------------------------- the spread
 
 
-def _draw(rng: np.random.Generator) -> tuple[PoolSpec, np.ndarray]:
-    """One valid-looking configuration over the attribute space (pads below the kernel)."""
-    r, k, s, d, pb = draw_window(rng)
-    pe = list(pb) if rng.random() < 0.4 else [int(rng.integers(0, kk)) for kk in k]
-    auto_pad = str(rng.choice(["explicit", "explicit", "explicit", "valid", "same_upper", "same_lower"]))
-    op = "max" if rng.random() < 0.55 else "avg"
-    rounding = str(rng.choice(["floor", "ceil", "ceil_torch"]))
-    if rng.random() < 0.5:
-        if op == "max":
-            spec = A.openvino_max_pool(k, s, pb, pe, d, rounding, auto_pad)
-        else:
-            spec = A.openvino_avg_pool(k, s, pb, pe, bool(rng.random() < 0.5), rounding, auto_pad)
-    else:
-        onnx_pad = ONNX_AUTO_PAD_NAMES
-        ceil_mode = int(rng.integers(0, 2))
-        if op == "max":
-            spec = A.onnx_max_pool(k, s, pb + pe, d, ceil_mode, onnx_pad[auto_pad])
-        else:
-            spec = A.onnx_average_pool(k, s, pb + pe, d, ceil_mode, int(rng.integers(0, 2)), onnx_pad[auto_pad])
-    shape = (int(rng.integers(1, 3)), int(rng.integers(1, 4)), *(int(v) for v in rng.integers(2, 8, r)))
-    x = (rng.standard_normal(shape) * 10).astype(np.float32)
-    return spec, x
-
-
 def spread(seed: int, n: int) -> list[tuple[PoolSpec, np.ndarray]]:
-    rng = np.random.default_rng(seed)
-    items = []
-    while len(items) < n:
-        spec, x = _draw(rng)
-        try:
-            geom = resolve(spec, x.shape)
-        except ValueError:
-            continue
-        if empty_windows(geom) is None:  # an all-padding window is a policy point, pinned apart
-            items.append((spec, x))
-    return items
+    """The shared spread in float32, without the index attributes."""
+    return support.spread(seed, n, index_attrs=False)
 
 
 def _out(spec: PoolSpec, shape: tuple[int, ...]) -> tuple[int, ...] | None:
