@@ -244,28 +244,41 @@ def _is_global(geom: Geometry) -> bool:
                for a in geom.axes)
 
 
-def _plane_sums(rows: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    """``np.add.reduce(rows.astype(dtype), axis=1)``, bit for bit, in less time.
+def _plane_sums(rows: np.ndarray, dtype: np.dtype, lead: float = 0.0) -> np.ndarray:
+    """``np.add.reduce(rows.astype(dtype), axis=1, initial=lead)``, bit for bit, in less time.
 
-    That reduction starts each row's sum from +0.0 and adds NumPy's pairwise sum of the row:
-    ``0.0 + pairwise(x0, ..., x[m-1])``. ``np.add.reduceat`` over a segment gives
-    ``s0 + pairwise(s1, ...)`` (its first element, plus the pairwise sum of the rest), with far
-    less overhead per row; so each row is copied (and widened) behind a +0.0 of its own, and the
-    segments ``[+0.0, x0, ..., x[m-1]]`` are reduced. The same additions in the same order
-    (tests/engines/test_numpy_fast_paths.py compares the bits with np.add.reduce on rows of wide
-    exponent ranges, which any other order would round differently). A kept scratch buffer
-    whose zeros are in place from the previous call of the same shape is not zeroed again."""
+    That reduction starts each row's sum from ``lead`` and adds NumPy's pairwise sum of the row:
+    ``lead + pairwise(x0, ..., x[m-1])`` (without ``initial``, from +0.0). ``np.add.reduceat``
+    over a segment gives ``s0 + pairwise(s1, ...)`` (its first element, plus the pairwise sum of
+    the rest), with far less overhead per row; so each row is copied (and widened) behind a
+    ``lead`` of its own, and the segments ``[lead, x0, ..., x[m-1]]`` are reduced. The same
+    additions in the same order (tests/engines/test_numpy_fast_paths.py compares the bits with
+    np.add.reduce on rows of wide exponent ranges, which any other order would round
+    differently). The buffer of the last shape is kept with its ``lead`` column in place
+    (:func:`_lead_buffer`): a call of the same shape only copies the rows in."""
     count, m = rows.shape
     if m == 0 or count == 0:
-        return np.add.reduce(rows.astype(dtype, copy=False), axis=1)
-    buffer = _scratch(-1, count * (m + 1), dtype).reshape(count, m + 1)
-    kept = buffer.nbytes <= SCRATCH_KEEP_BYTES  # else a fresh array (_scratch)
-    zeroed = (buffer.ctypes.data, count, m, buffer.dtype)
-    if not kept or getattr(_kept, "zeroed", None) != zeroed:
-        buffer[:, 0] = 0.0
-        _kept.zeroed = zeroed if kept else None
-    np.copyto(buffer[:, 1:], rows, casting="unsafe")
-    return np.add.reduceat(buffer.reshape(-1), _segment_starts(count, m + 1))
+        return np.add.reduce(rows.astype(dtype, copy=False), axis=1, initial=lead)
+    buffer, body, starts = _lead_buffer(count, m, np.dtype(dtype), lead)
+    np.copyto(body, rows, casting="unsafe")
+    return np.add.reduceat(buffer, starts)
+
+
+def _lead_buffer(count: int, m: int, dtype: np.dtype, lead: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The flat ``count * (m + 1)`` buffer of :func:`_plane_sums` with ``lead`` in front of each
+    row, the ``(count, m)`` view behind the leads, and the segment starts. Kept per thread for the
+    last shape up to :data:`SCRATCH_KEEP_BYTES` (the leads stay in place: nothing else writes
+    there), else fresh."""
+    key = (count, m, dtype, math.copysign(1.0, lead))
+    kept = getattr(_kept, "plane_sums", None)
+    if kept is not None and kept[0] == key:
+        return kept[1]
+    buffer = np.empty((count, m + 1), dtype=dtype)
+    buffer[:, 0] = lead
+    entry = (buffer.reshape(-1), buffer[:, 1:], _segment_starts(count, m + 1))
+    if buffer.nbytes <= SCRATCH_KEEP_BYTES:
+        _kept.plane_sums = (key, entry)
+    return entry
 
 
 @functools.lru_cache(maxsize=64)
@@ -329,10 +342,8 @@ def _separable(x: np.ndarray, geom: Geometry, ufunc: np.ufunc, init: float | int
     layout = _layout(geom, dtype, any_order)
     if layout.is_global:
         # Global pooling: one window covers each whole plane; a single reduction per plane.
-        if ufunc is np.add:
-            result = _plane_sums(x.reshape(planes, -1), dtype).reshape(out.shape)
-        else:
-            result = ufunc.reduce(x.reshape(planes, -1).astype(dtype, copy=False), axis=1).reshape(out.shape)
+        # (Global averages take _global_average instead.)
+        result = ufunc.reduce(x.reshape(planes, -1).astype(dtype, copy=False), axis=1).reshape(out.shape)
         if finish is None:
             out[...] = result
         else:
@@ -605,11 +616,14 @@ class _AvgLayout:
     step: int  #: planes per chunk of :func:`_separable`
     chunked: bool  #: whether the divisor is repeated for a chunk (:func:`_chunk_divisor`)
     from_zero: bool  #: whether the sums must come out as if started from +0.0
-    #: Global pooling without padding: np.add.reduce starts its pairwise sums from +0.0, but a
-    #: plane of -0.0 alone sums to -0.0 (as the C engine's sums, started from -0.0, do).
-    global_unpadded: bool
     empty: np.ndarray | None  #: windows without a counted element (divisor 0), or None
     is_global: bool  #: one window covers each whole plane (:func:`_is_global`)
+    #: Global pooling: what each plane's pairwise sum starts from. Without padding -0.0 (the
+    #: identity: a plane of -0.0 alone sums to -0.0, as the C engine's sums, started from -0.0,
+    #: do); where the window reaches into padding +0.0 (as the zero-padded sum would).
+    lead: float
+    planes: int  #: batch * channels
+    output_shape: tuple[int, ...]
 
 
 @functools.lru_cache(maxsize=256)
@@ -622,30 +636,49 @@ def _avg_layout(geom: Geometry, exclude_pad: bool, policy: Policy) -> _AvgLayout
     return _AvgLayout(
         per_plane=div[0], step=step, chunked=step > 1 and step * div.size * 8 <= SCRATCH_KEEP_BYTES,
         from_zero=not is_global and any(_starts_from_zero(a) for a in geom.axes),
-        global_unpadded=is_global and not any(a.pad_begin > 0 or a.kernel - a.pad_begin > a.size for a in geom.axes),
-        empty=empty if empty.any() else None, is_global=is_global)
+        empty=empty if empty.any() else None, is_global=is_global,
+        lead=-0.0 if not any(a.pad_begin > 0 or a.kernel - a.pad_begin > a.size for a in geom.axes) else 0.0,
+        planes=geom.batch * geom.channels, output_shape=geom.output_shape)
 
 
-def _global_average(x: np.ndarray, geom: Geometry, layout: _AvgLayout, policy: Policy) -> np.ndarray:
+#: The arguments and result of the last :func:`_avg_layout_of` call (replaced whole: any thread
+#: reads a consistent tuple; it holds the Geometry, so an identical object is that one).
+_last_avg_layout: tuple[Geometry, Policy, bool, _AvgLayout] | None = None
+
+
+def _avg_layout_of(geom: Geometry, exclude_pad: bool, policy: Policy) -> _AvgLayout:
+    """:func:`_avg_layout`; a call with the same (frozen) Geometry and Policy objects as the last
+    one skips hashing them (a few microseconds, a tenth of W2's time)."""
+    global _last_avg_layout
+    last = _last_avg_layout
+    if last is not None and last[0] is geom and last[1] is policy and last[2] == exclude_pad:
+        return last[3]
+    layout = _avg_layout(geom, exclude_pad, policy)
+    _last_avg_layout = (geom, policy, exclude_pad, layout)
+    return layout
+
+
+#: NumPy's floating-point warnings off for a whole call: inf + -inf is NaN, as IEEE-754 says, and
+#: x / 0 is replaced by the caller. As a decorator it sets the error state per call without
+#: building an errstate object each time (0.9 us instead of 2.3 us, a few percent of W2).
+_quiet = np.errstate(invalid="ignore", over="ignore", divide="ignore")
+
+
+@_quiet
+def _global_average(x: np.ndarray, layout: _AvgLayout, policy: Policy) -> np.ndarray:
     """:func:`avg_pool` where one window covers each whole plane: the same sums (the pairwise sum
     of each plane, :func:`_plane_sums`), the same -0.0 rule, one division by the one divisor and
     one rounding, without the chunks and passes of the general path (whose fixed cost was a
     sixth of W2's time)."""
-    rows = x.reshape(geom.batch * geom.channels, -1)
-    # inf + -inf is NaN, as IEEE-754 says; x / 0 is replaced below
-    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-        sums = _plane_sums(rows, np.dtype(np.float64))
-        if layout.global_unpadded and not sums.all():
-            # A zero sum of elements that all carry a sign bit: all are -0.0, and so is the sum
-            # (np.add.reduce started it from +0.0; the C engine's sums keep the sign).
-            zero = np.flatnonzero(sums == 0)
-            sums[zero[np.all(np.signbit(rows[zero]), axis=1)]] = -0.0
-        np.divide(sums, layout.per_plane.reshape(-1)[0], out=sums)
-    out = (dtypes.cast(sums, x.dtype) if x.dtype == dtypes.BFLOAT16 else sums.astype(x.dtype)).reshape(geom.output_shape)
+    sums = _plane_sums(x.reshape(layout.planes, -1), _FLOAT64, layout.lead)
+    np.divide(sums, layout.per_plane.item(0), out=sums)
+    out = (dtypes.cast(sums, x.dtype) if x.dtype == dtypes.BFLOAT16 else sums.astype(x.dtype)).reshape(layout.output_shape)
     if layout.empty is not None:
         out[...] = 0.0 if policy.empty_avg == "zero" else np.nan
     return out
 
+
+_FLOAT64 = np.dtype(np.float64)
 
 #: Input types whose float64 sums :func:`avg_pool` may give their +0.0 after the division.
 _NARROW_FLOATS = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(dtypes.BFLOAT16))
@@ -675,9 +708,9 @@ def avg_pool(x: np.ndarray, geom: Geometry, exclude_pad: bool, policy: Policy = 
     """Average pooling. Sums accumulate in float64 from +0.0 (last spatial axis first, taps in
     order, taps outside the input skipped), are divided once, and rounded once to the input type.
     (Each chunk of planes is divided and rounded while it is still in cache.)"""
-    layout = _avg_layout(geom, exclude_pad, policy)
+    layout = _avg_layout_of(geom, exclude_pad, policy)
     if layout.is_global:
-        return _global_average(x, geom, layout, policy)
+        return _global_average(x, layout, policy)
     per_plane = layout.per_plane
     per_chunk = _chunk_divisor(geom, exclude_pad, policy, layout.step) if layout.chunked else per_plane
     out = np.empty(geom.output_shape, dtype=x.dtype)

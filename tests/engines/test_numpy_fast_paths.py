@@ -8,8 +8,9 @@
   bit for bit against combining them in place.
 - Averages of float16/float32/bfloat16 sums take their +0.0 after the division, and only where
   the output holds a -0.0: bit for bit against the same engine adding +0.0 to every sum first.
-- Global sums by ``np.add.reduceat`` behind a +0.0: bit for bit against ``np.add.reduce``, on
-  rows of wide exponent ranges, where another order of the additions rounds differently.
+- Global sums by ``np.add.reduceat`` behind a lead of +0.0 or -0.0: bit for bit against
+  ``np.add.reduce`` (with ``initial=-0.0``), on rows of wide exponent ranges, where another order
+  of the additions rounds differently; a plane of -0.0 keeps its sign from the -0.0 lead alone.
 
 Each comparison is with a slower path whose result is the definition (the oracle, or the code the
 shortcut replaced), so a shortcut that moved a row, dropped a sign or reordered a sum fails here.
@@ -309,11 +310,13 @@ def wide_rows(rng: np.random.Generator, count: int, m: int, dtype: str) -> np.nd
 
 @FAST
 @given(count=st.integers(1, 6), m=st.integers(1, 300), dtype=st.sampled_from(["float16", "float32", "float64"]),
-       seed=st.integers(0, 2**32 - 1))
-def test_plane_sums_are_np_add_reduce_bit_for_bit(count: int, m: int, dtype: str, seed: int) -> None:
+       lead=st.sampled_from([0.0, -0.0]), seed=st.integers(0, 2**32 - 1))
+def test_plane_sums_are_np_add_reduce_bit_for_bit(count: int, m: int, dtype: str, lead: float, seed: int) -> None:
     rows = wide_rows(np.random.default_rng(seed), count, m, dtype)
-    want = np.add.reduce(rows.astype(np.float64), axis=1)
-    assert same_bits(numpy_engine._plane_sums(rows, np.dtype(np.float64)), want)
+    want = np.add.reduce(rows.astype(np.float64), axis=1, initial=lead)
+    assert same_bits(numpy_engine._plane_sums(rows, np.dtype(np.float64), lead), want)
+    if count > 1:  # row 1 is all -0.0: its sum has the sign of the lead
+        assert np.signbit(want[1]) == np.signbit(lead)
 
 
 @pytest.mark.parametrize("m", [49, 128, 129, 1000, 8193, 40000])
@@ -340,12 +343,37 @@ def test_global_average_uses_the_plane_sums() -> None:
 
 
 def test_plane_sums_zero_their_prefix_again_after_another_shape() -> None:
-    """The +0.0 in front of each row stays in the kept buffer between calls of the same shape;
-    a call of another shape writes data where those zeros were, so the next call of the first
-    shape must put them back (else a row would start from another row's element)."""
+    """The lead in front of each row stays in the kept buffer between calls of the same shape and
+    lead; a call of another shape or lead must not start a row from another row's element or
+    from the other lead (rows of -0.0 sum to the lead's zero)."""
     rng = np.random.default_rng(9)
-    shapes = [(8, 49), (7, 57), (8, 49), (8, 49), (50, 7), (8, 49), (1, 400), (8, 49)]
-    for count, m in shapes:
+    calls = [(8, 49, 0.0), (7, 57, 0.0), (8, 49, 0.0), (8, 49, -0.0), (8, 49, -0.0), (50, 7, 0.0), (8, 49, 0.0),
+             (1, 400, -0.0), (8, 49, -0.0), (8, 49, 0.0)]
+    for count, m, lead in calls:
         rows = rng.standard_normal((count, m)).astype(np.float32) + 1000  # no sum is zero
-        got = numpy_engine._plane_sums(rows, np.dtype(np.float64))
-        assert same_bits(got, np.add.reduce(rows.astype(np.float64), axis=1)), (count, m)
+        rows[-1] = -0.0
+        got = numpy_engine._plane_sums(rows, np.dtype(np.float64), lead)
+        want = np.add.reduce(rows.astype(np.float64), axis=1, initial=lead)
+        assert same_bits(got, want), (count, m, lead)
+
+
+def test_the_last_layout_is_reused_only_for_the_same_geometry() -> None:
+    """avg_pool reuses the last call's layout for the same Geometry and Policy objects: calls that
+    alternate between geometries, or pass an equal but new Geometry, or the other exclude_pad,
+    each get their own divisor and -0.0 rule (a global plane of -0.0 with and without padding)."""
+    x = np.full((1, 2, 3, 3), -0.0, dtype=np.float32)
+    x[0, 1] = np.arange(9, dtype=np.float32).reshape(3, 3)
+    unpadded = S.openvino_avg_pool([3, 3], [1, 1])
+    padded = S.openvino_avg_pool([3, 3], [1, 1], [1, 1], [1, 1])
+    glob = S.resolve(unpadded, x.shape)
+    windows = S.resolve(padded, x.shape)
+    want_global = np.array([-0.0, 4.0], np.float32).reshape(1, 2, 1, 1)
+    want_sum = numpy_engine.avg_pool(x, S.resolve(padded, x.shape), False)
+    for _ in range(2):
+        assert same_bits(numpy_engine.avg_pool(x, glob, False), want_global)
+        assert same_bits(numpy_engine.avg_pool(x, S.resolve(unpadded, x.shape), False), want_global)
+        assert same_bits(numpy_engine.avg_pool(x, windows, False), want_sum)
+        for planes in (x, x[:, 1:]):  # two planes share a chunk's divisor; one plane divides by its own
+            one = S.resolve(padded, planes.shape)
+            assert numpy_engine.avg_pool(planes, one, True)[0, -1, 0, 0] == np.float32((0 + 1 + 3 + 4) / 4)
+            assert numpy_engine.avg_pool(planes, one, False)[0, -1, 0, 0] == np.float32((0 + 1 + 3 + 4) / 9)
