@@ -15,7 +15,6 @@ import numpy as np
 from poolcheck.peers.base import PeerDeclined
 from poolcheck.peers.family_onnx import family_model, family_to_onnx
 from poolcheck.peers.family_torch import TorchFamily
-from poolcheck.peers.onnx_model import OPSET as ONNX_OPSET
 from poolcheck.peers.openvino_peer import COMPILE_CONFIG, OPENVINO_FAMILY
 from poolcheck.repro import textbook_family
 from poolcheck.repro.runtimes import RuntimeCall, split_ref
@@ -29,7 +28,7 @@ def _onnx(ref: str, spec: FamilySpec, shape: tuple[int, ...], dtype: np.dtype) -
     name, _ = split_ref(ref)
     node = family_to_onnx(spec, shape, dtype, name)
     model = family_model(node).SerializeToString()
-    call = f"{node.op_type}-{ONNX_OPSET} {node.attrs()}"
+    call = f"{node.operator} {node.attrs()}"
     feeds = "{'x': x" + (", 'i': i" if node.inputs >= 2 else "") + (", 's': SHAPE" if node.inputs == 3 else "") + "}"
     ordered = "[x" + (", i" if node.inputs >= 2 else "") + (", SHAPE" if node.inputs == 3 else "") + "]"
     shape_line = (f"SHAPE = np.array({list(spec.output_shape or ())}, dtype=np.int64)  # MaxUnpool's output_shape input\n"

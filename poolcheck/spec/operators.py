@@ -330,6 +330,22 @@ def onnx_version(op_type: str, opset: int) -> OperatorVersion | None:
     return None if best is None else best[1]
 
 
+def version_number(row: OperatorVersion) -> int:
+    """The version number in a row's name (``LpPool-11`` -> 11)."""
+    return int(row.title.rpartition("-")[2])
+
+
+def family_row(spec: FamilySpec) -> OperatorVersion:
+    """The row a family configuration was written for: its op at :attr:`FamilySpec.version`, the
+    newest version when that is None."""
+    if spec.version is None:
+        return newest(spec.op, spec.convention)
+    for row in OPERATORS.values():
+        if row.op == spec.op and row.convention == spec.convention and version_number(row) == spec.version:
+            return row
+    raise AttributeValueError("op", f"poolcheck has no row for {spec.describe().split('(')[0]}")
+
+
 def newest(op: str, convention: str) -> OperatorVersion:
     """The newest version of ``op`` ("max"/"avg") in ``convention`` (rows are listed oldest first)."""
     rows = [r for r in OPERATORS.values() if r.op == op and r.convention == convention]
@@ -365,7 +381,9 @@ def parse(name: str, attrs: Mapping[str, Any]) -> Any:
     values = {a.name: attrs.get(a.name, a.default) for a in row.attributes}
     if row.op in FAMILY_OPS:
         window = _parse_onnx(row, values) if "kernel_shape" in values else None
-        return parse_family(row, values, window)
+        spec = parse_family(row, values, window)
+        # An older version is carried with the configuration: the peers build their model at it.
+        return spec if row is newest(row.op, row.convention) else spec.replace(version=version_number(row))
     return _PARSERS[row.convention](row, values)
 
 
@@ -539,8 +557,7 @@ def check_input(spec: Any, shape: Sequence[int], dtype: Any, row: OperatorVersio
     """Validate an input's rank, dimensions and element type against ``spec`` (and the types of
     ``row``, default: the newest version of the spec's op)."""
     if isinstance(spec, FamilySpec):
-        family_row = row or [r for r in OPERATORS.values() if r.op == spec.op][-1]
-        return check_family_input(spec, shape, family_row.dtypes, dtype)
+        return check_family_input(spec, shape, (row or family_row(spec)).dtypes, dtype)
     shape = tuple(int(v) for v in shape)
     if len(shape) != spec.rank:
         raise AttributeValueError(

@@ -1,0 +1,110 @@
+"""Older versions of the family (LpPool-2/11/18, GlobalAveragePool-1, GlobalMaxPool-1,
+GlobalLpPool-2, MaxUnpool-9/11) reach the ONNX peers at their own opset: a case or a model node
+of ``GlobalLpPool-2`` is a model importing opset 2, judged by the types of its own row.
+
+The runtime claims are checked plainly first (no poolcheck code): ONNX Runtime has a
+GlobalLpPool kernel for version 2 and none for 22; onnx.reference has none at all.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from typing import Any
+
+import numpy as np
+import pytest
+from support import CORPUS, cli
+
+from poolcheck.peers.base import PeerDeclined
+from poolcheck.peers.family_onnx import family_model, family_to_onnx
+from poolcheck.spec.family import FamilySpec
+from poolcheck.spec.operators import family_row, parse
+
+onnx = pytest.importorskip("onnx")
+ort = pytest.importorskip("onnxruntime")
+from onnx import TensorProto, helper  # noqa: E402
+
+FAMILY_CASES = CORPUS / "edge" / "family.yaml"
+
+
+def _plain_global_lp(opset: int) -> Any:
+    node = helper.make_node("GlobalLpPool", ["x"], ["y"], p=2)
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 2, 2])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 10
+    return model.SerializeToString()
+
+
+def test_onnx_runtime_plainly_has_global_lp_pool_2_and_not_22() -> None:
+    x = np.array([[[[3, 0], [0, 4]]]], dtype=np.float32)
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    got = ort.InferenceSession(_plain_global_lp(2), options, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    assert got.tolist() == [[[[5.0]]]]
+    with pytest.raises(Exception, match="NOT_IMPLEMENTED"):
+        ort.InferenceSession(_plain_global_lp(22), options, providers=["CPUExecutionProvider"])
+
+
+@pytest.mark.parametrize(("name", "attrs", "opset", "absent"), [
+    ("LpPool-2", {"kernel_shape": [2], "strides": [2]}, 2, ("dilations", "ceil_mode")),
+    ("LpPool-11", {"kernel_shape": [2]}, 11, ("dilations", "ceil_mode")),
+    ("LpPool-18", {"kernel_shape": [2], "ceil_mode": 1}, 18, ()),
+    ("GlobalAveragePool-1", {}, 1, ()),
+    ("GlobalMaxPool-1", {}, 1, ()),
+    ("GlobalLpPool-2", {"p": 3}, 2, ()),
+    ("MaxUnpool-9", {"kernel_shape": [2], "strides": [2]}, 9, ()),
+    ("MaxUnpool-11", {"kernel_shape": [2]}, 11, ()),
+])
+def test_an_older_version_is_a_model_at_its_own_opset(name: str, attrs: dict[str, Any], opset: int,
+                                                      absent: tuple[str, ...]) -> None:
+    spec = parse(name, attrs)
+    assert isinstance(spec, FamilySpec) and spec.version == opset and family_row(spec).name == name
+    assert spec.describe().startswith(f"{name}(")
+    node = family_to_onnx(spec, (1, 1, 4), np.dtype(np.float32), "onnxruntime")
+    assert node.opset == opset and node.operator == name
+    assert not set(absent) & set(node.attrs())
+    model = family_model(node, output_rank=True)  # the checker wants a shape on the output
+    assert [(o.domain, o.version) for o in model.opset_import] == [("", opset)]
+    onnx.checker.check_model(model)
+
+
+@pytest.mark.parametrize("name", ["LpPool-22", "GlobalLpPool-22", "MaxUnpool-22"])
+def test_the_newest_version_stays_opset_22_and_unversioned(name: str) -> None:
+    """The fuzzer and the public functions write the newest version: no version on the spec, the
+    same spec as before, a model at opset 22."""
+    spec = parse(name, {"kernel_shape": [2]} if name != "GlobalLpPool-22" else {})
+    assert spec.version is None and "-" not in spec.describe().split("(")[0]
+    assert family_to_onnx(spec, (1, 1, 4), np.dtype(np.float32), "onnxruntime").opset == 22
+
+
+def test_an_older_version_is_judged_by_its_own_types() -> None:
+    """bfloat16 arrived in the -22 versions: GlobalAveragePool-1 declines it, naming its row."""
+    import ml_dtypes
+
+    bf16 = np.dtype(ml_dtypes.bfloat16)
+    assert family_to_onnx(parse("GlobalAveragePool-22", {}), (1, 1, 4), bf16, "onnxruntime").opset == 22
+    with pytest.raises(PeerDeclined, match="ONNX GlobalAveragePool-1 has no bfloat16 type"):
+        family_to_onnx(parse("GlobalAveragePool-1", {}), (1, 1, 4), bf16, "onnxruntime")
+
+
+def _peer_checks(*args: str) -> dict[str, dict[str, tuple[str, str]]]:
+    proc = cli("run", str(FAMILY_CASES), *args, "--json")
+    assert proc.returncode in (0, 1), proc.stderr
+    doc = json.loads(proc.stdout)
+    return {c["case_id"]: {k["runner"]: (k["verdict"], k["message"]) for k in c["checks"] if k["kind"] == "peer"}
+            for c in doc["cases"]}
+
+
+def test_run_takes_a_global_lp_pool_2_case_to_onnx_runtime_at_opset_2() -> None:
+    """The case of GlobalLpPool-2 passes on ONNX Runtime (before: built at opset 22, it was a
+    NOT_IMPLEMENTED refusal); onnx.reference has no GlobalLpPool at any opset and still rejects."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        checks = _peer_checks("-k", "edge-onnx-globallppool2,edge-globallppool-p2,edge-onnx-lppool2",
+                              "--peers", "onnxruntime,onnx_reference")
+    assert checks["edge-onnx-globallppool2"]["onnxruntime"] == ("pass", "")
+    assert checks["edge-onnx-globallppool2"]["onnx_reference"][0] == "rejects"
+    assert "NOT_IMPLEMENTED" in checks["edge-globallppool-p2"]["onnxruntime"][1]  # -22: still refused
+    assert checks["edge-onnx-lppool2-strides"]["onnxruntime"] == ("pass", "")
