@@ -249,9 +249,13 @@ OPERATORS: dict[str, OperatorVersion] = {
                         "tensor(float), tensor(double))"),
         OperatorVersion("LpPool-2", "onnx", "lp", _LP_2_ATTRIBUTES, ("kernel_shape",), FLOAT_DTYPES, "", {},
                         "ONNX LpPool-2: no ceil_mode, no dilations; strides 'Stride along each spatial axis.' (no "
-                        "default stated; poolcheck takes 1, as -11 says)", indices_output=False),
+                        "default stated; poolcheck takes 1, as -11 says); auto_pad SAME [ONNX-AUTO-PAD-SAME-MATCH], "
+                        "which no stride > 1 can give (poolcheck applies -11's ceil(input / strides), as ONNX "
+                        "Runtime, onnx.reference and onnx's shape inference do at opset 2)", indices_output=False),
         OperatorVersion("LpPool-11", "onnx", "lp", _LP_2_ATTRIBUTES, ("kernel_shape",), FLOAT_DTYPES, "", {},
-                        "ONNX LpPool-11: strides 'If not present, the stride defaults to 1 along each spatial axis.'",
+                        "ONNX LpPool-11: strides 'If not present, the stride defaults to 1 along each spatial axis.'; "
+                        "auto_pad SAME: 'output_shape[i] = ceil(input_shape[i] / strides[i])' (-2: "
+                        "[ONNX-AUTO-PAD-SAME-MATCH])",
                         indices_output=False),
         OperatorVersion("LpPool-18", "onnx", "lp", _LP_ATTRIBUTES, ("kernel_shape",), FLOAT_DTYPES,
                         "ceil_mode", ONNX_CEIL_MODE,
