@@ -19,7 +19,7 @@ from poolcheck.peers.openvino_peer import COMPILE_CONFIG, OPENVINO_FAMILY
 from poolcheck.peers.torch_onnx_peer import OPSET as TORCH_ONNX_OPSET
 from poolcheck.peers.torch_onnx_peer import TorchOnnxPeer
 from poolcheck.repro import textbook_family
-from poolcheck.repro.runtimes import RuntimeCall, split_ref
+from poolcheck.repro.runtimes import RuntimeCall, split_ref, torch_onnx_script
 from poolcheck.spec.family import FamilySpec, unpool_shape
 from poolcheck.spec.shape import resolve
 
@@ -99,18 +99,7 @@ def _torch_onnx(ref: str, spec: FamilySpec, shape: tuple[int, ...], dtype: np.dt
             else f"F.{node.fn}(x, **KWARGS)")
     call = (f"torch.onnx.export(module calling {pool.replace('KWARGS', repr(kwargs))}, opset_version={TORCH_ONNX_OPSET}, "
             "dynamo=False) -> onnxruntime.InferenceSession")
-    code = ("import io\n\nimport onnxruntime as ort\nimport torch\nimport torch.nn.functional as F\n\n"
-            f"KWARGS = {kwargs!r}\nCALL = {call!r}\n\n\n"
-            "class Pool(torch.nn.Module):\n"
-            "    def forward(self, x):\n"
-            f"        return {pool}\n\n\n"
-            "def actual(x, i=None):\n"
-            "    buf = io.BytesIO()\n"
-            f"    torch.onnx.export(Pool(), (torch.from_numpy(x),), buf, dynamo=False, opset_version={TORCH_ONNX_OPSET},\n"
-            "                      input_names=['x'])\n"
-            "    session = ort.InferenceSession(buf.getvalue(), providers=['CPUExecutionProvider'])\n"
-            "    outs = session.run(None, {'x': x})\n"
-            "    return outs[0], (outs[1] if len(outs) > 1 else None)\n")
+    code = torch_onnx_script(repr(kwargs), call, pool, "x, i=None")
     return RuntimeCall(ref, ("torch", "onnxruntime", "onnx"), code, call, None)
 
 
