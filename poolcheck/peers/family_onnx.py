@@ -5,10 +5,11 @@ operator version the configuration was written for.
 Shared by the peers that run ONNX models (ONNX Runtime, onnx.reference, OpenVINO's ONNX
 frontend, tract) through :class:`OnnxFamily`: :func:`family_to_onnx` translates a
 :class:`~poolcheck.spec.family.FamilySpec` into one node (or declines), :func:`family_model`
-builds its model at the opset of that version -- the newest (22) unless the configuration names
-an older one (:attr:`FamilySpec.version`: a case of ``GlobalLpPool-2``, a model node at opset 9),
-so a runtime that lacks the kernel at that opset refuses the model exactly as it does when called
-plainly -- and :func:`family_feeds` names its inputs. The adaptive pools are OpenVINO operators
+builds its model at an opset where that version is in force -- 22 for the newest, else the
+newest opset before the next version (:func:`~poolcheck.spec.operators.onnx_opset`: a case of
+``GlobalLpPool-2`` is a model of opset 21, a MaxUnpool-9 node one of opset 10), so a runtime that
+lacks the kernel of that version refuses the model exactly as it does when called plainly -- and
+:func:`family_feeds` names its inputs. The adaptive pools are OpenVINO operators
 ONNX has not.
 """
 
@@ -24,7 +25,7 @@ import numpy as np
 from poolcheck.peers.base import PeerDeclined, PeerOutput
 from poolcheck.peers.onnx_model import IR_VERSION
 from poolcheck.spec.family import FamilySpec
-from poolcheck.spec.operators import family_row, spell, version_number
+from poolcheck.spec.operators import family_row, onnx_opset, spell, version_number
 
 #: The family ops an ONNX model can hold, and their ONNX operator.
 ONNX_FAMILY: dict[str, str] = {"lp": "LpPool", "global_avg": "GlobalAveragePool", "global_max": "GlobalMaxPool",
@@ -35,20 +36,21 @@ ONNX_FAMILY_OPS: tuple[str, ...] = tuple(ONNX_FAMILY)
 @dataclass(frozen=True)
 class FamilyNode:
     """One translated family node: operator, attributes (sorted items), input shape and type,
-    how many inputs it takes (MaxUnpool: 2, or 3 with output_shape) and the opset its model
-    imports (the operator's version: ``GlobalLpPool-2`` at opset 2)."""
+    how many inputs it takes (MaxUnpool: 2, or 3 with output_shape), the operator's version and
+    the opset its model imports (``GlobalLpPool-2``: opset 21, the newest where -2 is in force)."""
 
     op_type: str
     attributes: tuple[tuple[str, Any], ...]
     shape: tuple[int, ...]
     dtype: str
     inputs: int = 1
+    version: int = 22
     opset: int = 22
 
     @property
     def operator(self) -> str:
         """The operator's versioned name, e.g. ``LpPool-11``."""
-        return f"{self.op_type}-{self.opset}"
+        return f"{self.op_type}-{self.version}"
 
     def attrs(self) -> dict[str, Any]:
         return {k: list(v) if isinstance(v, tuple) else v for k, v in self.attributes}
@@ -76,7 +78,7 @@ def family_to_onnx(spec: FamilySpec, shape: Sequence[int], dtype: np.dtype, peer
         inputs = 3 if spec.output_shape is not None else 2
     attrs = {k: tuple(v) if isinstance(v, list) else v for k, v in spelled.items()}
     return FamilyNode(op_type, tuple(sorted(attrs.items())), tuple(int(v) for v in shape), dt.name, inputs,
-                      version_number(row))
+                      version_number(row), onnx_opset(row))
 
 
 def family_model(node: FamilyNode, *, output_rank: bool = False) -> Any:

@@ -30,7 +30,7 @@ def _onnx(ref: str, spec: FamilySpec, shape: tuple[int, ...], dtype: np.dtype) -
     name, _ = split_ref(ref)
     node = family_to_onnx(spec, shape, dtype, name)
     model = family_model(node).SerializeToString()
-    call = f"{node.operator} {node.attrs()}"
+    call = f"{node.operator} {node.attrs()} (a model of opset {node.opset})"
     feeds = "{'x': x" + (", 'i': i" if node.inputs >= 2 else "") + (", 's': SHAPE" if node.inputs == 3 else "") + "}"
     ordered = "[x" + (", i" if node.inputs >= 2 else "") + (", SHAPE" if node.inputs == 3 else "") + "]"
     shape_line = (f"SHAPE = np.array({list(spec.output_shape or ())}, dtype=np.int64)  # MaxUnpool's output_shape input\n"

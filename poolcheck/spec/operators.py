@@ -251,7 +251,7 @@ OPERATORS: dict[str, OperatorVersion] = {
                         "ONNX LpPool-2: no ceil_mode, no dilations; strides 'Stride along each spatial axis.' (no "
                         "default stated; poolcheck takes 1, as -11 says); auto_pad SAME [ONNX-AUTO-PAD-SAME-MATCH], "
                         "which no stride > 1 can give (poolcheck applies -11's ceil(input / strides), as ONNX "
-                        "Runtime, onnx.reference and onnx's shape inference do at opset 2)", indices_output=False),
+                        "Runtime, onnx.reference and onnx's shape inference do at opsets 2 and 10)", indices_output=False),
         OperatorVersion("LpPool-11", "onnx", "lp", _LP_2_ATTRIBUTES, ("kernel_shape",), FLOAT_DTYPES, "", {},
                         "ONNX LpPool-11: strides 'If not present, the stride defaults to 1 along each spatial axis.'; "
                         "auto_pad SAME: 'output_shape[i] = ceil(input_shape[i] / strides[i])' (-2: "
@@ -332,6 +332,18 @@ def onnx_version(op_type: str, opset: int) -> OperatorVersion | None:
             if best is None or int(version) > best[0]:
                 best = (int(version), row)
     return None if best is None else best[1]
+
+
+def onnx_opset(row: OperatorVersion) -> int:
+    """The opset a one-node model of ONNX ``row`` imports: the newest at which ``row`` is the version
+    in force (the next version's number - 1; the newest row: its own number). GlobalLpPool-2 is a
+    model of opset 21, LpPool-2 of opset 10: opsets 2 to 4 were never released, ONNX Runtime only
+    guarantees opset 7 and later, and the version's text and kernel are the same at every opset
+    where it is in force (:func:`onnx_version` is the inverse)."""
+    number = version_number(row)
+    later = [version_number(r) for r in OPERATORS.values()
+             if r.convention == row.convention and r.op == row.op and version_number(r) > number]
+    return min(later) - 1 if later else number
 
 
 def version_number(row: OperatorVersion) -> int:

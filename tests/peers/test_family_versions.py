@@ -1,6 +1,7 @@
 """Older versions of the family (LpPool-2/11/18, GlobalAveragePool-1, GlobalMaxPool-1,
-GlobalLpPool-2, MaxUnpool-9/11) reach the ONNX peers at their own opset: a case or a model node
-of ``GlobalLpPool-2`` is a model importing opset 2, judged by the types of its own row.
+GlobalLpPool-2, MaxUnpool-9/11) reach the ONNX peers at their own version: a case or a model node
+of ``GlobalLpPool-2`` is a model at an opset where version 2 is in force (21, the newest such;
+opsets 2 to 4 were never released), judged by the types of its own row.
 
 The runtime claims are checked plainly first (no poolcheck code): ONNX Runtime has a
 GlobalLpPool kernel for version 2 and none for 22; onnx.reference has none at all.
@@ -19,7 +20,7 @@ from support import CORPUS, cli
 from poolcheck.peers.base import PeerDeclined
 from poolcheck.peers.family_onnx import family_model, family_to_onnx
 from poolcheck.spec.family import FamilySpec
-from poolcheck.spec.operators import family_row, parse
+from poolcheck.spec.operators import OPERATORS, family_row, onnx_opset, onnx_version, parse
 
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
@@ -41,26 +42,35 @@ def test_onnx_runtime_plainly_has_global_lp_pool_2_and_not_22() -> None:
     x = np.array([[[[3, 0], [0, 4]]]], dtype=np.float32)
     options = ort.SessionOptions()
     options.log_severity_level = 3
-    got = ort.InferenceSession(_plain_global_lp(2), options, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
-    assert got.tolist() == [[[[5.0]]]]
+    for opset in (2, 21):
+        session = ort.InferenceSession(_plain_global_lp(opset), options, providers=["CPUExecutionProvider"])
+        assert session.run(None, {"x": x})[0].tolist() == [[[[5.0]]]]
     with pytest.raises(Exception, match="NOT_IMPLEMENTED"):
         ort.InferenceSession(_plain_global_lp(22), options, providers=["CPUExecutionProvider"])
 
 
-@pytest.mark.parametrize(("name", "attrs", "opset", "absent"), [
-    ("LpPool-2", {"kernel_shape": [2], "strides": [2]}, 2, ("dilations", "ceil_mode")),
-    ("LpPool-11", {"kernel_shape": [2]}, 11, ("dilations", "ceil_mode")),
-    ("LpPool-18", {"kernel_shape": [2], "ceil_mode": 1}, 18, ()),
-    ("GlobalAveragePool-1", {}, 1, ()),
-    ("GlobalMaxPool-1", {}, 1, ()),
-    ("GlobalLpPool-2", {"p": 3}, 2, ()),
-    ("MaxUnpool-9", {"kernel_shape": [2], "strides": [2]}, 9, ()),
-    ("MaxUnpool-11", {"kernel_shape": [2]}, 11, ()),
+def test_every_onnx_row_has_a_released_opset_where_it_is_in_force() -> None:
+    released = {v for d, v in helper.OP_SET_ID_VERSION_MAP if d == "ai.onnx"}
+    for row in OPERATORS.values():
+        if row.convention == "onnx":
+            opset = onnx_opset(row)
+            assert opset in released and onnx_version(row.title.rpartition("-")[0], opset) is row, row.name
+
+
+@pytest.mark.parametrize(("name", "attrs", "version", "opset", "absent"), [
+    ("LpPool-2", {"kernel_shape": [2], "strides": [2]}, 2, 10, ("dilations", "ceil_mode")),
+    ("LpPool-11", {"kernel_shape": [2]}, 11, 17, ("dilations", "ceil_mode")),
+    ("LpPool-18", {"kernel_shape": [2], "ceil_mode": 1}, 18, 21, ()),
+    ("GlobalAveragePool-1", {}, 1, 21, ()),
+    ("GlobalMaxPool-1", {}, 1, 21, ()),
+    ("GlobalLpPool-2", {"p": 3}, 2, 21, ()),
+    ("MaxUnpool-9", {"kernel_shape": [2], "strides": [2]}, 9, 10, ()),
+    ("MaxUnpool-11", {"kernel_shape": [2]}, 11, 21, ()),
 ])
-def test_an_older_version_is_a_model_at_its_own_opset(name: str, attrs: dict[str, Any], opset: int,
-                                                      absent: tuple[str, ...]) -> None:
+def test_an_older_version_is_a_model_where_it_is_in_force(name: str, attrs: dict[str, Any], version: int, opset: int,
+                                                         absent: tuple[str, ...]) -> None:
     spec = parse(name, attrs)
-    assert isinstance(spec, FamilySpec) and spec.version == opset and family_row(spec).name == name
+    assert isinstance(spec, FamilySpec) and spec.version == version and family_row(spec).name == name
     assert spec.describe().startswith(f"{name}(")
     node = family_to_onnx(spec, (1, 1, 4), np.dtype(np.float32), "onnxruntime")
     assert node.opset == opset and node.operator == name
@@ -99,12 +109,15 @@ def _peer_checks(*args: str) -> dict[str, dict[str, tuple[str, str]]]:
 
 def test_run_takes_a_global_lp_pool_2_case_to_onnx_runtime_at_opset_2() -> None:
     """The case of GlobalLpPool-2 passes on ONNX Runtime (before: built at opset 22, it was a
-    NOT_IMPLEMENTED refusal); onnx.reference has no GlobalLpPool at any opset and still rejects."""
+    NOT_IMPLEMENTED refusal) and on its backend API, which takes released opsets only (2 is none);
+    onnx.reference has no GlobalLpPool at any opset and still rejects."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         checks = _peer_checks("-k", "edge-onnx-globallppool2,edge-globallppool-p2,edge-onnx-lppool2",
-                              "--peers", "onnxruntime,onnx_reference")
+                              "--peers", "onnxruntime,onnx_reference,onnx-backend:onnxruntime.backend")
     assert checks["edge-onnx-globallppool2"]["onnxruntime"] == ("pass", "")
+    assert checks["edge-onnx-globallppool2"]["onnx-backend:onnxruntime.backend"] == ("pass", "")
+    assert checks["edge-onnx-lppool2-strides"]["onnx-backend:onnxruntime.backend"] == ("pass", "")
     assert checks["edge-onnx-globallppool2"]["onnx_reference"][0] == "rejects"
     assert "NOT_IMPLEMENTED" in checks["edge-globallppool-p2"]["onnxruntime"][1]  # -22: still refused
     assert checks["edge-onnx-lppool2-strides"]["onnxruntime"] == ("pass", "")
