@@ -48,7 +48,8 @@ FAMILY_FUNCTIONS: dict[str, str] = {
 
 
 class ModulePeer:
-    """Wraps a plugin module's ``max_pool`` / ``avg_pool`` functions as a :class:`Peer`."""
+    """Wraps a plugin module's ``max_pool`` / ``avg_pool`` functions (and any family functions,
+    :data:`FAMILY_FUNCTIONS`) as a :class:`Peer`."""
 
     def __init__(self, module: ModuleType, *, name: str, ref: str) -> None:
         self.module = module
