@@ -89,3 +89,23 @@ def test_a_faithful_family_plugin_stays_silent_in_a_family_campaign(tmp_path: Pa
     assert proc.returncode == 0, proc.stdout + proc.stderr
     doc = json.loads((report / "result.json").read_text())
     assert doc["fuzz"]["new"] == []
+
+
+def test_a_family_function_that_raises_or_answers_nonsense(tmp_path: Path) -> None:
+    """Raising is the plugin's refusal (rejects); strings are no pooling output (invalid); an
+    AdaptiveMaxPool answer without indices is judged as one (a note says so)."""
+    plugin = tmp_path / "odd_family.py"
+    plugin.write_text(
+        "import numpy as np\n"
+        "def onnx_global_max_pool(x):\n    raise ValueError('no global max here')\n"
+        "def onnx_global_average_pool(x):\n    return [['a']]\n"
+        "def adaptive_max_pool(x, output_shape, index_element_type='i64'):\n"
+        "    return np.zeros(x.shape[:2] + tuple(output_shape), x.dtype)\n")
+    peer = resolve_peer(str(plugin))
+    x = np.ones((1, 1, 4, 4), dtype=np.float32)
+    results = call_peer_family(peer, [(parse("GlobalMaxPool-22", {}), x, None), (parse("GlobalAveragePool-22", {}), x, None),
+                                      (parse("AdaptiveMaxPool-8", {"output_shape": [2, 2]}), x, None)], isolated=True)
+    assert results[0].status == "rejects" and "no global max here" in results[0].message
+    assert results[1].status == "invalid"
+    assert results[2].status == "ok" and results[2].output.indices is None
+    assert results[2].output.notes == ["adaptive_max_pool returned no indices"]
