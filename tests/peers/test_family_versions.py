@@ -121,3 +121,24 @@ def test_run_takes_a_global_lp_pool_2_case_to_onnx_runtime_at_opset_2() -> None:
     assert checks["edge-onnx-globallppool2"]["onnx_reference"][0] == "rejects"
     assert "NOT_IMPLEMENTED" in checks["edge-globallppool-p2"]["onnxruntime"][1]  # -22: still refused
     assert checks["edge-onnx-lppool2-strides"]["onnxruntime"] == ("pass", "")
+
+
+def test_a_script_for_an_older_version_builds_its_model_there(tmp_path: Any) -> None:
+    """``repro`` on the GlobalLpPool-2 case for ONNX Runtime: the script's model imports opset 21
+    and ONNX Runtime, called plainly, agrees (exit 0; at opset 22 it has no kernel)."""
+    import os
+    import subprocess
+    import sys
+
+    from poolcheck.cases.load import load_file
+    from poolcheck.repro import reproducer
+
+    [case] = [c for c in load_file(FAMILY_CASES) if c.id == "edge-onnx-globallppool2"]
+    rep = reproducer(case, "onnxruntime")
+    assert rep.model is not None and [o.version for o in onnx.load_from_string(rep.model).opset_import] == [21]
+    script = rep.write(tmp_path)[0]
+    assert "GlobalLpPool-2" in script.read_text() and "opset 21" in script.read_text()
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    done = subprocess.run([sys.executable, str(script)], cwd=script.parent, env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stdout[-1500:] + done.stderr[-1500:]
