@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from poolcheck import spec as S
+from poolcheck.api_family import run_family
 from poolcheck.bench.workloads import Workload
 from poolcheck.engines import c_engine_status, get_engine
 from poolcheck.peers.adapter import RuntimePeer
@@ -25,6 +26,7 @@ from poolcheck.peers.onnx_reference_peer import OnnxReferencePeer
 from poolcheck.peers.onnxruntime_peer import OnnxRuntimePeer
 from poolcheck.peers.openvino_peer import OpenVinoPeer
 from poolcheck.peers.torch_peer import TorchPeer
+from poolcheck.spec.family import FamilySpec
 from poolcheck.spec.indices import IndexLayout, index_layout
 from poolcheck.spec.policy import SPEC
 
@@ -92,7 +94,13 @@ class Contender:
 
 def _poolcheck(engine_name: str) -> Callable[[Workload, np.ndarray], Prepared]:
     def prepare(w: Workload, x: np.ndarray) -> Prepared:
+        if isinstance(w.spec, FamilySpec):  # run_family: the input's checks, then the engine
+            fspec = w.spec
 
+            def call_family() -> object:
+                return run_family(fspec, x, engine=engine_name)
+
+            return Prepared(call_family, lambda: run_family(fspec, x, engine=engine_name))
         eng = get_engine(engine_name)
         geom = w.geometry
         if w.spec.op == "avg":
@@ -121,6 +129,8 @@ def _peer(make: Callable[[], RuntimePeer]) -> Callable[[Workload, np.ndarray], P
 
     def prepare(w: Workload, x: np.ndarray) -> Prepared:
         peer = make()
+        if isinstance(w.spec, FamilySpec) and getattr(peer, "options", {}).get("layout") == "channels_last":
+            raise Unsupported("the torch peer's family calls take a contiguous tensor (no channels_last)")
         try:
             session = peer.prepare(w.spec, w.shape, x.dtype, indices=w.with_indices)
         except PeerDeclined as exc:
@@ -160,8 +170,8 @@ def all_contenders() -> list[Contender]:
 
 
 def reference_layout(w: Workload, index_kind: str) -> IndexLayout:
-    """The poolcheck index layout that means what a contender's indices mean."""
-
+    """The poolcheck index layout that means what a contender's indices mean (MaxPool workloads)."""
+    assert isinstance(w.spec, S.PoolSpec)
     layout = index_layout(w.spec, w.shape)
     if index_kind == INDEX_CANONICAL:
         return layout

@@ -30,9 +30,12 @@ from typing import Any
 
 import numpy as np
 
+from poolcheck.api_family import run_family
 from poolcheck.bench.contenders import Contender, Prepared, SingleThread, Unsupported, all_contenders, reference_layout
 from poolcheck.bench.workloads import Workload
-from poolcheck.engines import c_engine_status, get_engine
+from poolcheck.engines import c_engine_status, family_numpy, get_engine, numpy_engine
+from poolcheck.judgement import close_values, family_tolerance
+from poolcheck.spec.family import FamilySpec
 from poolcheck.spec.policy import SPEC
 
 SCHEMA = "poolcheck.bench/1"
@@ -130,7 +133,11 @@ def check_outputs(w: Workload, x: np.ndarray, got: tuple[np.ndarray, np.ndarray 
         return f"output shape {values.shape}, expected {ref_values.shape}"
     if values.dtype != ref_values.dtype:
         return f"output type {values.dtype}, expected {ref_values.dtype}"
-    if w.spec.op == "max":
+    if isinstance(w.spec, FamilySpec):  # the judgement's family rule (average, Lp; exact for max)
+        tol = family_tolerance(w.spec, x, ref_values, numpy_engine, family_numpy)
+        bad = ~close_values(ref_values, values, tol)
+        what = "values"
+    elif w.spec.op == "max":
         bad = ~((values == ref_values) | (np.isnan(values) & np.isnan(ref_values)))
         what = "values"
     else:
@@ -160,7 +167,9 @@ def _reference(w: Workload, x: np.ndarray) -> tuple[str, Callable[[str], tuple[n
 
     def ref(kind: str) -> tuple[np.ndarray, np.ndarray | None]:
         if kind not in cache:
-            if w.spec.op == "avg":
+            if isinstance(w.spec, FamilySpec):
+                cache[kind] = run_family(w.spec, x, engine=str(eng.NAME))
+            elif w.spec.op == "avg":
                 cache[kind] = (eng.avg_pool(x, w.geometry, w.spec.exclude_pad, SPEC), None)
             else:
                 layout = reference_layout(w, kind) if w.with_indices else None
@@ -275,8 +284,7 @@ def run_bench(
         for w in workloads:
             x = w.make_input(seed)
             ref_name, reference = _reference(w, x)
-            geom = w.geometry
-            wr = WorkloadResult(w.name, w.title, w.shape, geom.output_shape, w.spec.op, w.with_indices,
+            wr = WorkloadResult(w.name, w.title, w.shape, w.output_shape, w.spec.op, w.with_indices,
                                 w.bytes_moved, None, None)
             out.append(wr)
             timed: list[_Timed] = []

@@ -1,4 +1,7 @@
-"""The named benchmark workloads W1-W6: common pooling layers at realistic sizes."""
+"""The named benchmark workloads W1-W6: common pooling layers at realistic sizes; and F1-F3, the
+rest of the family (LpPool, GlobalAveragePool, AdaptiveAvgPool), timed when named
+(``--workloads F1,F2,F3``). MaxUnpool has none: its second input (the indices) is no part of a
+workload's one input."""
 
 from __future__ import annotations
 
@@ -9,6 +12,8 @@ import numpy as np
 
 from poolcheck import spec as S
 from poolcheck.errors import AttributeValueError
+from poolcheck.spec.family import FamilySpec, family_output_shape
+from poolcheck.spec.operators import parse
 
 
 @dataclass(frozen=True)
@@ -18,13 +23,21 @@ class Workload:
 
     name: str
     title: str
-    spec: S.PoolSpec
+    spec: S.PoolSpec | FamilySpec
     shape: tuple[int, ...]
     with_indices: bool = False
 
     @property
     def geometry(self) -> S.Geometry:
+        """The pooling geometry (MaxPool/AveragePool workloads only)."""
+        assert isinstance(self.spec, S.PoolSpec), "a family workload has no pooling geometry"
         return S.resolve(self.spec, self.shape)
+
+    @property
+    def output_shape(self) -> tuple[int, ...]:
+        if isinstance(self.spec, FamilySpec):
+            return family_output_shape(self.spec, self.shape)
+        return self.geometry.output_shape
 
     @property
     def input_bytes(self) -> int:
@@ -33,7 +46,7 @@ class Workload:
     @property
     def output_bytes(self) -> int:
         """Bytes of every output: float32 values, and int64 indices when asked for."""
-        count = math.prod(self.geometry.output_shape)
+        count = math.prod(self.output_shape)
         return count * (4 + (8 if self.with_indices else 0))
 
     @property
@@ -43,6 +56,7 @@ class Workload:
 
     @property
     def window_size(self) -> int:
+        assert isinstance(self.spec, S.PoolSpec)
         return math.prod(self.spec.kernel)
 
     def make_input(self, seed: int = 0) -> np.ndarray:
@@ -64,11 +78,20 @@ WORKLOADS: tuple[Workload, ...] = (
              S.openvino_max_pool([3, 3], [1, 1], [2, 2], [2, 2], [2, 2]), (1, 64, 112, 112)),
 )
 
-BY_NAME: dict[str, Workload] = {w.name: w for w in WORKLOADS}
+#: The rest of the family, timed when named (not in the default set, whose targets are W1-W6).
+FAMILY_WORKLOADS: tuple[Workload, ...] = (
+    Workload("F1", "LpPool2D p2 1x64x56x56 k3 s2", parse("LpPool-22", {"kernel_shape": [3, 3], "strides": [2, 2]}),
+             (1, 64, 56, 56)),
+    Workload("F2", "GlobalAveragePool 1x2048x7x7", parse("GlobalAveragePool-22", {}), (1, 2048, 7, 7)),
+    Workload("F3", "AdaptiveAvgPool2D 1x512x14x14 to 7x7", parse("AdaptiveAvgPool-8", {"output_shape": [7, 7]}),
+             (1, 512, 14, 14)),
+)
+
+BY_NAME: dict[str, Workload] = {w.name: w for w in WORKLOADS + FAMILY_WORKLOADS}
 
 
 def select(names: list[str] | None) -> list[Workload]:
-    """The workloads named (case-insensitive), in the order given; all of them for None."""
+    """The workloads named (case-insensitive), in the order given; W1-W6 for None."""
     if not names:
         return list(WORKLOADS)
     upper = {k.upper(): v for k, v in BY_NAME.items()}

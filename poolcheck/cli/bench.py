@@ -40,7 +40,7 @@ def docs_target(text: str) -> Path:
 
 def bench(
     workloads: Annotated[str | None, typer.Option(
-        "--workloads", "-w", help="Comma-separated workload names (W1,W1i,W2,W3,W4,W5,W6); default: all.")] = None,
+        "--workloads", "-w", help="Comma-separated workload names (W1,W1i,W2,W3,W4,W5,W6; the rest of the family: F1,F2,F3); default: W1 to W6.")] = None,
     reps: Annotated[int, typer.Option("--reps", min=3, help="Timed calls per contender and workload.")] = 200,
     time_budget: Annotated[str, typer.Option(
         "--time-budget", metavar="DURATION",

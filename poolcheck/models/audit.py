@@ -361,8 +361,8 @@ def diagnose_check(case: Case, check: Check, peer_result: Any, prefer: Mapping[s
     out = getattr(peer_result, "output", None)
     if check.verdict != Verdict.FAIL or out is None or check.diagnosis == "output contract":
         return
-    if isinstance(case.spec, FamilySpec):  # the fuzzer's diagnosis knows MaxPool and AveragePool
-        check.diagnosis = "; ".join(filter(None, [f"not diagnosed ({OPERATORS[case.op].title})", check.diagnosis]))
+    if isinstance(case.spec, FamilySpec):  # named already by the family variants (runner.family_peer_severity)
+        check.diagnosis = check.diagnosis or f"unexplained ({OPERATORS[case.op].title})"
         return
     try:
         values = np.asarray(out.values)

@@ -24,7 +24,7 @@ from poolcheck.errors import PoolcheckError
 from poolcheck.files import write_text_atomic
 from poolcheck.peers.onnx_model import IR_VERSION, OPSET, build_model, to_onnx
 from poolcheck.spec.family import FamilySpec
-from poolcheck.spec.operators import OPERATORS, parse, spell
+from poolcheck.spec.operators import OPERATORS, onnx_opset, parse, spell
 
 #: Operator of each exported node, as poolcheck's case format names it (MaxPool-22 / AveragePool-22).
 EXPORT_OPS = {"MaxPool": f"MaxPool-{OPSET}", "AveragePool": f"AveragePool-{OPSET}"}
@@ -144,9 +144,10 @@ def _owned(target: Path, recorded: dict[str, str] | None) -> bool:
 
 def _family_case_files(case: Case) -> dict[str, bytes]:
     """An ONNX family case (LpPool, Global*Pool, MaxUnpool) as the files of a backend test
-    directory at opset 22: the node in the case's own row's words (MaxUnpool's I and output_shape
-    as its second and third inputs), the reference output of the NumPy engine. OpenVINO's
-    adaptive pools have no ONNX operator."""
+    directory at an opset where the case's own row is in force (:func:`onnx_opset`: GlobalLpPool-2
+    at 21, LpPool-2 at 10, the -22 rows at 22):
+    the node in that row's words (MaxUnpool's I and output_shape as its second and third inputs),
+    the reference output of the NumPy engine. OpenVINO's adaptive pools have no ONNX operator."""
     from onnx import helper, numpy_helper
 
     assert isinstance(case.spec, FamilySpec)
@@ -167,7 +168,8 @@ def _family_case_files(case: Case) -> dict[str, bytes]:
               for k, v in feeds.items()]
     graph = helper.make_graph([node], case.id, inputs, [helper.make_tensor_value_info(
         "y0", helper.np_dtype_to_tensor_dtype(values.dtype), list(values.shape))])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="poolcheck")
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", onnx_opset(row))],
+                              producer_name="poolcheck")
     model.ir_version = IR_VERSION
     files = {"model.onnx": model.SerializeToString()}
     for k, (key, arr) in enumerate(feeds.items()):

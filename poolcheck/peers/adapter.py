@@ -37,9 +37,11 @@ def prepared_input(peer_name: str, shape: tuple[int, ...], dtype: np.dtype, x: n
 
 class PreparedConfig:
     """One configuration of one peer, made ready once (translated, model built, session
-    compiled) for inputs of one shape and element type; :meth:`run` it on as many as needed."""
+    compiled) for inputs of one shape and element type; :meth:`run` it on as many as needed.
+    A family configuration (:class:`FamilySpec`, not MaxUnpool: it takes a second input) runs
+    through the peer's :meth:`RuntimePeer.execute_family`."""
 
-    def __init__(self, peer: RuntimePeer, spec: PoolSpec, shape: tuple[int, ...], dtype: np.dtype,
+    def __init__(self, peer: RuntimePeer, spec: PoolSpec | FamilySpec, shape: tuple[int, ...], dtype: np.dtype,
                  node: Any) -> None:
         self.peer, self.spec, self.shape, self.dtype, self.node = peer, spec, shape, dtype, node
 
@@ -49,12 +51,19 @@ class PreparedConfig:
     def run(self, x: np.ndarray) -> PeerOutput:
         """The peer's output for ``x``, in poolcheck's terms (indices converted)."""
         arr = self._input(x)
+        if isinstance(self.spec, FamilySpec):
+            return self.peer.execute_family(self.node, self.spec, arr, None)
         return self.peer.execute([(0, self.node, arr)], [(self.spec, arr)])[0]
 
     def bind(self, x: np.ndarray) -> Callable[[], object]:
         """The runtime's own call on ``x``, with ``x`` already in the runtime's input form: what a
-        benchmark times (no conversion of inputs or outputs inside it)."""
-        return self.peer.bind(self.node, self.spec, self._input(x))
+        benchmark times (no conversion of inputs or outputs inside it). A family configuration's
+        call is :meth:`RuntimePeer.execute_family` (its feeds made and its output read per call)."""
+        arr = self._input(x)
+        if isinstance(self.spec, FamilySpec):
+            spec, node = self.spec, self.node
+            return lambda: self.peer.execute_family(node, spec, arr, None)
+        return self.peer.bind(self.node, self.spec, arr)
 
 
 class RuntimePeer:
@@ -134,15 +143,21 @@ class RuntimePeer:
         :meth:`execute`; adapters override it with their runtime's bare call."""
         return lambda: self.execute([(0, node, arr)], [(spec, arr)])
 
-    def prepare(self, spec: PoolSpec, shape: Sequence[int], dtype: Any, *, indices: bool = True) -> PreparedConfig:
+    def prepare(self, spec: PoolSpec | FamilySpec, shape: Sequence[int], dtype: Any, *,
+                indices: bool = True) -> PreparedConfig:
         """Make ``spec`` ready once for inputs of ``shape``/``dtype`` (``indices=False``: values
         only). Raises :class:`PeerDeclined` when the peer cannot express it, or the runtime's error
-        when it refuses the model."""
+        when it refuses the model. A family configuration is translated here and its model built
+        on the first run (MaxUnpool is declined: its second input is not one prepared input)."""
         why = self.unusable()
         if why:
             raise PeerDeclined(self.name, why)
         shape = tuple(int(v) for v in shape)
         dt = np.dtype(dtype)
+        if isinstance(spec, FamilySpec):
+            if spec.op == "unpool":
+                raise PeerDeclined(self.name, "a prepared configuration takes one input; MaxUnpool takes two")
+            return PreparedConfig(self, spec, shape, dt, self._translate_family(spec, shape, dt))
         node = self.translate(spec, shape, dt)
         if not indices:
             node = self.without_indices(node)

@@ -1,12 +1,16 @@
-"""Single-node ONNX models for the rest of the family: LpPool-22, GlobalAveragePool-22,
-GlobalMaxPool-22, GlobalLpPool-22 and MaxUnpool-22 (with or without its output_shape input).
+"""Single-node ONNX models for the rest of the family: LpPool, GlobalAveragePool,
+GlobalMaxPool, GlobalLpPool and MaxUnpool (with or without its output_shape input), each at the
+operator version the configuration was written for.
 
 Shared by the peers that run ONNX models (ONNX Runtime, onnx.reference, OpenVINO's ONNX
 frontend, tract) through :class:`OnnxFamily`: :func:`family_to_onnx` translates a
 :class:`~poolcheck.spec.family.FamilySpec` into one node (or declines), :func:`family_model`
-builds its model at opset 22 -- the version every row above names, so a runtime that lacks the
-kernel at that opset refuses the model exactly as it does when called plainly -- and
-:func:`family_feeds` names its inputs. The adaptive pools are OpenVINO operators ONNX has not.
+builds its model at an opset where that version is in force -- 22 for the newest, else the
+newest opset before the next version (:func:`~poolcheck.spec.operators.onnx_opset`: a case of
+``GlobalLpPool-2`` is a model of opset 21, a MaxUnpool-9 node one of opset 10), so a runtime that
+lacks the kernel of that version refuses the model exactly as it does when called plainly -- and
+:func:`family_feeds` names its inputs. The adaptive pools are OpenVINO operators
+ONNX has not.
 """
 
 from __future__ import annotations
@@ -19,11 +23,11 @@ from typing import Any
 import numpy as np
 
 from poolcheck.peers.base import PeerDeclined, PeerOutput
-from poolcheck.peers.onnx_model import IR_VERSION, OPSET
+from poolcheck.peers.onnx_model import IR_VERSION
 from poolcheck.spec.family import FamilySpec
-from poolcheck.spec.operators import operator, spell
+from poolcheck.spec.operators import family_row, onnx_opset, spell, version_number
 
-#: The family ops an ONNX model can hold, and the operator each one is at :data:`OPSET`.
+#: The family ops an ONNX model can hold, and their ONNX operator.
 ONNX_FAMILY: dict[str, str] = {"lp": "LpPool", "global_avg": "GlobalAveragePool", "global_max": "GlobalMaxPool",
                                "global_lp": "GlobalLpPool", "unpool": "MaxUnpool"}
 ONNX_FAMILY_OPS: tuple[str, ...] = tuple(ONNX_FAMILY)
@@ -32,32 +36,40 @@ ONNX_FAMILY_OPS: tuple[str, ...] = tuple(ONNX_FAMILY)
 @dataclass(frozen=True)
 class FamilyNode:
     """One translated family node: operator, attributes (sorted items), input shape and type,
-    and how many inputs it takes (MaxUnpool: 2, or 3 with output_shape)."""
+    how many inputs it takes (MaxUnpool: 2, or 3 with output_shape), the operator's version and
+    the opset its model imports (``GlobalLpPool-2``: opset 21, the newest where -2 is in force)."""
 
     op_type: str
     attributes: tuple[tuple[str, Any], ...]
     shape: tuple[int, ...]
     dtype: str
     inputs: int = 1
+    version: int = 22
+    opset: int = 22
+
+    @property
+    def operator(self) -> str:
+        """The operator's versioned name, e.g. ``LpPool-11``."""
+        return f"{self.op_type}-{self.version}"
 
     def attrs(self) -> dict[str, Any]:
         return {k: list(v) if isinstance(v, tuple) else v for k, v in self.attributes}
 
 
 def family_to_onnx(spec: FamilySpec, shape: Sequence[int], dtype: np.dtype, peer: str) -> FamilyNode:
-    """``spec`` as one ONNX node at :data:`OPSET` for an input of ``shape``/``dtype``, or raise
-    :class:`PeerDeclined` when ONNX has no such operator or type."""
+    """``spec`` as one ONNX node of the version it was written for (:func:`family_row`: the
+    newest, or :attr:`FamilySpec.version`) for an input of ``shape``/``dtype``, or raise
+    :class:`PeerDeclined` when ONNX has no such operator or that version no such type."""
     op_type = ONNX_FAMILY.get(spec.op)
     if op_type is None:
         raise PeerDeclined(peer, f"ONNX has no {spec.describe().split('(')[0]} (an OpenVINO operator)")
     if spec.convention != "onnx":
         raise PeerDeclined(peer, f"{op_type} is an ONNX operator; the configuration is written in OpenVINO's terms")
-    name = f"{op_type}-{OPSET}"
+    row = family_row(spec)
     dt = np.dtype(dtype)
-    allowed = operator(name).dtypes
-    if dt.name not in allowed:
-        raise PeerDeclined(peer, f"ONNX {name} has no {dt.name} type (allowed: {', '.join(allowed)})")
-    spelled = spell(spec, name)
+    if dt.name not in row.dtypes:
+        raise PeerDeclined(peer, f"ONNX {row.title} has no {dt.name} type (allowed: {', '.join(row.dtypes)})")
+    spelled = spell(spec, row.name)
     if spelled.get("auto_pad", "NOTSET") != "NOTSET":
         spelled.pop("pads", None)
     inputs = 1
@@ -65,7 +77,8 @@ def family_to_onnx(spec: FamilySpec, shape: Sequence[int], dtype: np.dtype, peer
         spelled.pop("output_shape", None)  # an input of MaxUnpool, not an attribute
         inputs = 3 if spec.output_shape is not None else 2
     attrs = {k: tuple(v) if isinstance(v, list) else v for k, v in spelled.items()}
-    return FamilyNode(op_type, tuple(sorted(attrs.items())), tuple(int(v) for v in shape), dt.name, inputs)
+    return FamilyNode(op_type, tuple(sorted(attrs.items())), tuple(int(v) for v in shape), dt.name, inputs,
+                      version_number(row), onnx_opset(row))
 
 
 def family_model(node: FamilyNode, *, output_rank: bool = False) -> Any:
@@ -84,7 +97,7 @@ def family_model(node: FamilyNode, *, output_rank: bool = False) -> Any:
     output = helper.make_tensor_value_info("y", elem, [f"y_d{k}" for k in range(len(node.shape))] if output_rank else None)
     graph = helper.make_graph([helper.make_node(node.op_type, names, ["y"], name="pool", **node.attrs())],
                               "poolcheck", inputs, [output])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="poolcheck")
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", node.opset)], producer_name="poolcheck")
     model.ir_version = IR_VERSION
     return model
 

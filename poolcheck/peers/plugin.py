@@ -8,6 +8,18 @@ A plugin module defines ``max_pool`` and/or ``avg_pool`` with the signatures of
     def avg_pool(x, kernel, strides, pads_begin, pads_end, exclude_pad, rounding_type,
                  auto_pad) -> values
 
+The rest of the family is opt-in the same way: a module that defines a function of the public
+API's name takes that op (:data:`FAMILY_FUNCTIONS`), called with that function's keywords (the
+configuration spelled by the op's newest catalogue row)::
+
+    def onnx_lp_pool(x, kernel_shape, p, strides, pads, dilations, ceil_mode, auto_pad) -> values
+    def onnx_global_average_pool(x) -> values
+    def onnx_global_max_pool(x) -> values
+    def onnx_global_lp_pool(x, p) -> values
+    def onnx_max_unpool(x, indices, kernel_shape, strides, pads, output_shape) -> values
+    def adaptive_avg_pool(x, output_shape) -> values
+    def adaptive_max_pool(x, output_shape, index_element_type) -> (values, indices)
+
 Optional module attributes: ``PEER_NAME`` (the name in reports) and ``__version__``.
 """
 
@@ -22,12 +34,22 @@ import numpy as np
 from poolcheck.peers._convert import negative_same_pads
 from poolcheck.peers.adapter import prepared_input
 from poolcheck.peers.base import InvalidPeerOutput, PeerDeclined, PeerOutput
-from poolcheck.spec.operators import allowed_dtypes, spell
+from poolcheck.spec.family import FamilySpec
+from poolcheck.spec.operators import allowed_dtypes, newest, spell
 from poolcheck.spec.poolspec import PoolSpec
+
+#: The family op each plugin function takes: the public API's names (``poolcheck.onnx_lp_pool``
+#: ...), so a module may re-export poolcheck's own functions and change one.
+FAMILY_FUNCTIONS: dict[str, str] = {
+    "lp": "onnx_lp_pool", "global_avg": "onnx_global_average_pool", "global_max": "onnx_global_max_pool",
+    "global_lp": "onnx_global_lp_pool", "unpool": "onnx_max_unpool", "adaptive_avg": "adaptive_avg_pool",
+    "adaptive_max": "adaptive_max_pool",
+}
 
 
 class ModulePeer:
-    """Wraps a plugin module's ``max_pool`` / ``avg_pool`` functions as a :class:`Peer`."""
+    """Wraps a plugin module's ``max_pool`` / ``avg_pool`` functions (and any family functions,
+    :data:`FAMILY_FUNCTIONS`) as a :class:`Peer`."""
 
     def __init__(self, module: ModuleType, *, name: str, ref: str) -> None:
         self.module = module
@@ -35,6 +57,10 @@ class ModulePeer:
         self.ref = ref
         self._max: Callable[..., Any] | None = _function(module, "max_pool")
         self._avg: Callable[..., Any] | None = _function(module, "avg_pool")
+        self._family: dict[str, Callable[..., Any]] = {
+            op: fn for op, name in FAMILY_FUNCTIONS.items() if (fn := _function(module, name)) is not None}
+        #: The family ops the module has a function for (see :class:`~poolcheck.peers.base.Peer`).
+        self.family_ops: tuple[str, ...] = tuple(self._family)
 
     def available(self) -> tuple[bool, str]:
         return True, ""
@@ -43,7 +69,9 @@ class ModulePeer:
         v = getattr(self.module, "__version__", None)
         return str(v) if v is not None else None
 
-    def supports(self, spec: PoolSpec, shape: tuple[int, ...], dtype: np.dtype) -> tuple[bool, str]:
+    def supports(self, spec: PoolSpec | FamilySpec, shape: tuple[int, ...], dtype: np.dtype) -> tuple[bool, str]:
+        if isinstance(spec, FamilySpec):
+            return self._supports_family(spec, dtype)
         if spec.op == "max" and self._max is None:
             return False, f"module {self.module.__name__} defines no max_pool"
         if spec.op == "avg" and self._avg is None:
@@ -81,9 +109,41 @@ class ModulePeer:
         keywords = spell(spec, "AvgPool-14" if spec.op == "avg" else "MaxPool-14")
         return PreparedPluginConfig(self, spec, shape, dt, fn, keywords, indices)
 
-    def run(self, spec: PoolSpec, x: np.ndarray) -> PeerOutput:
+    def run(self, spec: PoolSpec | FamilySpec, x: np.ndarray, *, indices: np.ndarray | None = None) -> PeerOutput:
         arr = np.asarray(x)
+        if isinstance(spec, FamilySpec):
+            return self._run_family(spec, arr, indices)
         return self.prepare(spec, arr.shape, arr.dtype).run(arr)
+
+    # ------------------------------------------------------------------ the rest of the family
+
+    def _supports_family(self, spec: FamilySpec, dtype: np.dtype) -> tuple[bool, str]:
+        if spec.op not in self._family:
+            return False, f"module {self.module.__name__} defines no {FAMILY_FUNCTIONS[spec.op]}"
+        row = newest(spec.op, spec.convention)
+        if np.dtype(dtype).name not in row.dtypes:
+            return False, (f"{FAMILY_FUNCTIONS[spec.op]} takes {row.title}'s element types "
+                           f"({', '.join(row.dtypes)}), not {np.dtype(dtype).name}")
+        return True, ""
+
+    def _run_family(self, spec: FamilySpec, x: np.ndarray, indices: np.ndarray | None) -> PeerOutput:
+        """The module's function for ``spec.op`` on ``x`` (MaxUnpool: and ``indices``), with the
+        keywords of the public function of that name: the configuration spelled by the op's newest
+        row (an older version's configuration means the same there)."""
+        ok, why = self._supports_family(spec, x.dtype)
+        if not ok:
+            raise PeerDeclined(self.name, why)
+        name = FAMILY_FUNCTIONS[spec.op]
+        keywords = spell(spec, newest(spec.op, spec.convention).name)
+        if spec.op == "unpool":
+            result = self._family[spec.op](x, indices, **keywords)
+        else:
+            result = self._family[spec.op](x, **keywords)
+        if spec.op != "adaptive_max":
+            return PeerOutput(_array(name, result))
+        if isinstance(result, (tuple, list)) and len(result) == 2:
+            return PeerOutput(_array(name, result[0]), _array(f"{name} indices", result[1]))
+        return PeerOutput(_array(name, result), None, [f"{name} returned no indices"])
 
 
 class PreparedPluginConfig:
@@ -128,5 +188,6 @@ def _array(what: str, value: Any) -> np.ndarray:
 
 
 def is_plugin_module(module: ModuleType) -> bool:
-    """Whether ``module`` defines a callable ``max_pool`` or ``avg_pool``."""
-    return _function(module, "max_pool") is not None or _function(module, "avg_pool") is not None
+    """Whether ``module`` defines a callable ``max_pool``, ``avg_pool`` or a family function
+    (:data:`FAMILY_FUNCTIONS`)."""
+    return any(_function(module, name) is not None for name in ("max_pool", "avg_pool", *FAMILY_FUNCTIONS.values()))

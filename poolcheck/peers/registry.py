@@ -32,7 +32,7 @@ from poolcheck.peers.base import (
     UnavailablePeer,
 )
 from poolcheck.peers.isolation import probe_load
-from poolcheck.peers.plugin import ModulePeer, is_plugin_module
+from poolcheck.peers.plugin import FAMILY_FUNCTIONS, ModulePeer, is_plugin_module
 
 _T = TypeVar("_T")
 
@@ -260,7 +260,8 @@ def _from_object(obj: Any, *, name: str, ref: str, args: tuple[str, ...] = ()) -
     a Peer class, or a factory returning a Peer (called with ``args``)."""
     if isinstance(obj, ModuleType):
         if not is_plugin_module(obj):
-            raise PeerLoadError(f"peer {name!r}: module {obj.__name__} defines neither max_pool nor avg_pool")
+            raise PeerLoadError(f"peer {name!r}: module {obj.__name__} defines neither max_pool nor avg_pool "
+                                f"(nor a family function: {', '.join(FAMILY_FUNCTIONS.values())})")
         return ModulePeer(obj, name=str(getattr(obj, "PEER_NAME", name)), ref=ref)
     if inspect.isclass(obj) or (callable(obj) and not isinstance(obj, Peer)):
         try:

@@ -10,6 +10,14 @@ checked against the module's, and a wrong one is reported as the exporter's, e.g
 
 :meth:`TorchOnnxPeer.run_many` exports one module holding many configurations (one input and
 one pooling call each) and runs it in one session, so a batch pays for one export.
+
+The rest of the family goes the same way, one configuration per exported module, through the
+torch peer's own calls (:class:`~poolcheck.peers.family_torch.TorchFamily`): ``lp_poolNd``
+(exported as Pow, AveragePool, Sign, Abs, Relu, Mul, Pow), ``mean``/``amax`` (ReduceMean /
+ReduceMax), ``adaptive_{avg,max}_poolNd`` (an AveragePool / MaxPool of kernel = stride =
+in / out). What the exporter cannot write is declined with its words (:data:`NOT_EXPORTED`,
+measured with torch 2.13, ``dynamo=False``, opset 18): ``max_unpoolNd``, and an adaptive pool
+whose output sizes do not divide its input sizes.
 """
 
 from __future__ import annotations
@@ -27,7 +35,9 @@ import numpy as np
 from poolcheck.peers._convert import convert_flat_indices
 from poolcheck.peers.adapter import RuntimePeer, Translated
 from poolcheck.peers.base import BatchItem, PeerDeclined, PeerOutput
+from poolcheck.peers.family_torch import TorchFamily
 from poolcheck.peers.torch_peer import _kernel_error, to_torch
+from poolcheck.spec.family import FAMILY_OPS, FamilySpec
 from poolcheck.spec.poolspec import PoolSpec
 
 STEP = "torch.onnx.export"
@@ -36,6 +46,15 @@ STEP = "torch.onnx.export"
 OPSET = 18
 #: Input types the chain is fuzzed on: ONNX Runtime's CPU pooling kernels are floating point.
 DTYPES = ("float32", "float64")
+#: What ``torch.onnx.export`` (``dynamo=False``, opset 18) answers for a family call it has no
+#: ONNX form of: declined with these words instead of exported.
+NOT_EXPORTED = {
+    "unpool": "torch.onnx.export has no ONNX form of max_unpool (given output_size it answers \"Exporting the "
+              "operator 'aten::max_unpool2d' to ONNX opset version 18 is not supported\"; without, tracing fails first)",
+    "adaptive": "torch.onnx.export writes an adaptive pool only where every output size divides its input size "
+                "(it answers 'Unsupported: ONNX export of operator adaptive_avg_pool2d, output size that are not "
+                "factor of input size')",
+}
 
 
 @dataclass(frozen=True)
@@ -85,6 +104,19 @@ def attribute_mismatches(node: TorchOnnxNode, written: dict[str, Any], step: str
     return msgs
 
 
+@dataclass(frozen=True)
+class TorchOnnxFamilyNode:
+    """One family configuration of the exported module: the torch call (function, spatial rank,
+    keywords, as the torch peer makes them), input shape and type."""
+
+    op: str
+    fn: str
+    rank: int
+    kwargs: tuple[tuple[str, Any], ...]
+    shape: tuple[int, ...]
+    dtype: str
+
+
 class TorchOnnxPeer(RuntimePeer):
     """torch module -> ``torch.onnx.export(dynamo=False)`` -> ONNX Runtime CPU (one thread)."""
 
@@ -94,11 +126,15 @@ class TorchOnnxPeer(RuntimePeer):
     install_hint = "pip install 'poolcheck[torch]'"
     #: The step name used in attribution messages (planted chains override it).
     step = STEP
+    #: Every family op is taken; MaxUnpool (and adaptive pools of sizes that do not divide) are
+    #: declined with the exporter's words (:data:`NOT_EXPORTED`).
+    family_ops = FAMILY_OPS
 
     def __init__(self, *, cache_size: int = 64, batch_limit: int = 32) -> None:
         self.cache_size = cache_size
         self.batch_limit = batch_limit
         self._sessions: OrderedDict[tuple[TorchOnnxNode, ...], Any] = OrderedDict()
+        self._family_sessions: OrderedDict[TorchOnnxFamilyNode, Any] = OrderedDict()
 
     def available(self) -> tuple[bool, str]:
         ok, why = super().available()
@@ -221,4 +257,83 @@ class TorchOnnxPeer(RuntimePeer):
         self._sessions[nodes] = entry
         while len(self._sessions) > self.cache_size:
             self._sessions.popitem(last=False)
+        return entry
+
+    # ------------------------------------------------------------------ the rest of the family
+
+    def translate_family(self, spec: FamilySpec, shape: tuple[int, ...], dtype: np.dtype) -> TorchOnnxFamilyNode:
+        dt = np.dtype(dtype)
+        if spec.op == "unpool":
+            raise PeerDeclined(self.name, NOT_EXPORTED["unpool"])
+        if dt.name not in DTYPES:
+            raise PeerDeclined(self.name, f"the chain runs {', '.join(DTYPES)} only, not {dt.name}")
+        if spec.op in ("adaptive_avg", "adaptive_max"):
+            assert spec.output_shape is not None
+            if any(size % out for size, out in zip(shape[2:], spec.output_shape)):
+                raise PeerDeclined(self.name, f"{NOT_EXPORTED['adaptive']}: sizes {list(shape[2:])} to "
+                                              f"{list(spec.output_shape)}")
+        translator = TorchFamily()
+        translator.name = self.name
+        translator._setup = self._setup
+        call = translator.translate_family(spec, shape, dt)
+        fn, rank = call.pop("fn"), call.pop("rank")
+        call.pop("out_shape", None)
+        return TorchOnnxFamilyNode(spec.op, fn, rank, tuple(sorted(call.items())), tuple(shape), dt.name)
+
+    @staticmethod
+    def _setup() -> Any:
+        import torch
+
+        torch.set_num_threads(1)
+        return torch
+
+    def export_family(self, node: TorchOnnxFamilyNode) -> Any:
+        """Step 1 for a family configuration: the module calling the torch function, exported."""
+        import onnx
+        import torch
+        import torch.nn.functional as F
+
+        kwargs = dict(node.kwargs)
+        dims = tuple(range(2, 2 + node.rank))
+
+        class Family(torch.nn.Module):
+            def forward(self, x: Any) -> Any:
+                if node.op in ("global_avg", "global_max"):
+                    return getattr(torch, node.fn)(x, dim=dims, keepdim=True)
+                return getattr(F, node.fn)(x, **kwargs)
+
+        buf = io.BytesIO()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            torch.onnx.export(Family(), (torch.zeros(node.shape, dtype=getattr(torch, node.dtype)),),
+                              buf, dynamo=False, opset_version=OPSET, input_names=["x"],  # type: ignore[arg-type]
+                              do_constant_folding=True)
+        return onnx.load_from_string(buf.getvalue())
+
+    def execute_family(self, node: TorchOnnxFamilyNode, spec: FamilySpec, x: np.ndarray,
+                       indices: np.ndarray | None) -> PeerOutput:
+        session, ops = self._family_session(node)
+        raw = session.run(None, {"x": np.ascontiguousarray(x)})
+        notes = [f"exported as {', '.join(ops)}"]
+        if spec.op == "adaptive_max":
+            return PeerOutput(np.asarray(raw[0]), np.asarray(raw[1]), notes)
+        return PeerOutput(np.asarray(raw[0]), None, notes)
+
+    def _family_session(self, node: TorchOnnxFamilyNode) -> Any:
+        cached = self._family_sessions.get(node)
+        if cached is not None:
+            self._family_sessions.move_to_end(node)
+            return cached
+        import onnxruntime as ort
+
+        model = self.export_family(node)
+        ops = [n.op_type for n in model.graph.node if n.op_type != "Constant"]
+        so = ort.SessionOptions()
+        so.intra_op_num_threads = 1
+        so.inter_op_num_threads = 1
+        so.log_severity_level = 4
+        entry = (ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"]), ops)
+        self._family_sessions[node] = entry
+        while len(self._family_sessions) > self.cache_size:
+            self._family_sessions.popitem(last=False)
         return entry

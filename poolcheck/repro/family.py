@@ -15,10 +15,11 @@ import numpy as np
 from poolcheck.peers.base import PeerDeclined
 from poolcheck.peers.family_onnx import family_model, family_to_onnx
 from poolcheck.peers.family_torch import TorchFamily
-from poolcheck.peers.onnx_model import OPSET as ONNX_OPSET
 from poolcheck.peers.openvino_peer import COMPILE_CONFIG, OPENVINO_FAMILY
+from poolcheck.peers.torch_onnx_peer import OPSET as TORCH_ONNX_OPSET
+from poolcheck.peers.torch_onnx_peer import TorchOnnxPeer
 from poolcheck.repro import textbook_family
-from poolcheck.repro.runtimes import RuntimeCall, split_ref
+from poolcheck.repro.runtimes import RuntimeCall, split_ref, torch_onnx_script
 from poolcheck.spec.family import FamilySpec, unpool_shape
 from poolcheck.spec.shape import resolve
 
@@ -29,7 +30,7 @@ def _onnx(ref: str, spec: FamilySpec, shape: tuple[int, ...], dtype: np.dtype) -
     name, _ = split_ref(ref)
     node = family_to_onnx(spec, shape, dtype, name)
     model = family_model(node).SerializeToString()
-    call = f"{node.op_type}-{ONNX_OPSET} {node.attrs()}"
+    call = f"{node.operator} {node.attrs()} (a model of opset {node.opset})"
     feeds = "{'x': x" + (", 'i': i" if node.inputs >= 2 else "") + (", 's': SHAPE" if node.inputs == 3 else "") + "}"
     ordered = "[x" + (", i" if node.inputs >= 2 else "") + (", SHAPE" if node.inputs == 3 else "") + "]"
     shape_line = (f"SHAPE = np.array({list(spec.output_shape or ())}, dtype=np.int64)  # MaxUnpool's output_shape input\n"
@@ -87,6 +88,21 @@ def _torch(ref: str, spec: FamilySpec, shape: tuple[int, ...], dtype: np.dtype) 
     return RuntimeCall(ref, ("torch",), code, call, None)
 
 
+def _torch_onnx(ref: str, spec: FamilySpec, shape: tuple[int, ...], dtype: np.dtype) -> RuntimeCall:
+    """The torch call of :func:`_torch`, in a module exported by torch.onnx.export and run by ONNX
+    Runtime (the chain the torch-onnx peer is)."""
+    chain = TorchOnnxPeer()
+    node = chain.translate_family(spec, shape, dtype)
+    kwargs = {k: (list(v) if isinstance(v, tuple) else v) for k, v in node.kwargs}
+    dims = tuple(range(2, 2 + node.rank))
+    pool = (f"torch.{node.fn}(x, dim={dims}, keepdim=True)" if spec.op in ("global_avg", "global_max")
+            else f"F.{node.fn}(x, **KWARGS)")
+    call = (f"torch.onnx.export(module calling {pool.replace('KWARGS', repr(kwargs))}, opset_version={TORCH_ONNX_OPSET}, "
+            "dynamo=False) -> onnxruntime.InferenceSession")
+    code = torch_onnx_script(repr(kwargs), call, pool, "x, i=None")
+    return RuntimeCall(ref, ("torch", "onnxruntime", "onnx"), code, call, None)
+
+
 def _openvino(ref: str, spec: FamilySpec, shape: tuple[int, ...], dtype: np.dtype) -> RuntimeCall:
     if spec.op not in OPENVINO_FAMILY:
         raise PeerDeclined("openvino", f"OpenVINO's opsets have no {spec.describe().split('(')[0]} operator")
@@ -118,10 +134,12 @@ def family_runtime_call(ref: str, spec: FamilySpec, shape: tuple[int, ...], dtyp
         return _onnx(ref, spec, shape, dtype)
     if name == "torch":
         return _torch(ref, spec, shape, dtype)
+    if name == "torch-onnx":
+        return _torch_onnx(ref, spec, shape, dtype)
     if name == "openvino":
         return _openvino(ref, spec, shape, dtype)
     raise ValueError(f"no reproducer for runtime {ref!r} on {spec.describe()} (family runtimes: onnxruntime, "
-                     "onnx_reference, tract, openvino-onnx, openvino, torch)")
+                     "onnx_reference, tract, openvino-onnx, openvino, torch, torch-onnx)")
 
 
 def family_constants(spec: FamilySpec, shape: tuple[int, ...]) -> dict[str, object]:

@@ -215,19 +215,26 @@ def _torch(ref: str, spec: PoolSpec, shape: tuple[int, ...], dtype: np.dtype) ->
     call = (f"torch.onnx.export(module calling F.{fn}(x, **{_literal(kwargs)}), opset_version={TORCH_ONNX_OPSET}, "
             "dynamo=False) -> onnxruntime.InferenceSession")
     pool_call = (f"F.{fn}(x, return_indices=True, **KWARGS)" if spec.op == "max" else f"F.{fn}(x, **KWARGS)")
-    code = ("import io\n\nimport onnxruntime as ort\nimport torch\nimport torch.nn.functional as F\n\n"
-            f"KWARGS = {_literal(kwargs)}\nCALL = {call!r}\n\n\n"
+    code = torch_onnx_script(_literal(kwargs), call, pool_call)
+    return RuntimeCall(ref, ("torch", "onnxruntime", "onnx"), code, call, ("C", plane) if spec.op == "max" else None)
+
+
+def torch_onnx_script(kwargs: str, call: str, pool: str, params: str = "x") -> str:
+    """A torch-onnx script's runtime part: a module ``Pool`` returning ``pool`` (``KWARGS`` is
+    ``kwargs``, a literal), exported by torch.onnx.export and run by ONNX Runtime in
+    ``actual(params)``, which returns the first output and the second (or None)."""
+    return ("import io\n\nimport onnxruntime as ort\nimport torch\nimport torch.nn.functional as F\n\n"
+            f"KWARGS = {kwargs}\nCALL = {call!r}\n\n\n"
             "class Pool(torch.nn.Module):\n"
             "    def forward(self, x):\n"
-            f"        return {pool_call}\n\n\n"
-            "def actual(x):\n"
+            f"        return {pool}\n\n\n"
+            f"def actual({params}):\n"
             "    buf = io.BytesIO()\n"
             f"    torch.onnx.export(Pool(), (torch.from_numpy(x),), buf, dynamo=False, opset_version={TORCH_ONNX_OPSET},\n"
             "                      input_names=['x'])\n"
             "    session = ort.InferenceSession(buf.getvalue(), providers=['CPUExecutionProvider'])\n"
             "    outs = session.run(None, {'x': x})\n"
             "    return outs[0], (outs[1] if len(outs) > 1 else None)\n")
-    return RuntimeCall(ref, ("torch", "onnxruntime", "onnx"), code, call, ("C", plane) if spec.op == "max" else None)
 
 
 def _jax(ref: str, spec: PoolSpec, shape: tuple[int, ...], dtype: np.dtype) -> RuntimeCall:

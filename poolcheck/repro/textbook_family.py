@@ -25,7 +25,10 @@ def lp_tolerance(value, taps, p, dtype):
     e = abs(float(value))
     if not math.isfinite(e):
         return 0.0
-    ulp = float(np.spacing(np.dtype(dtype).type(e)))
+    with np.errstate(over="ignore"):
+        ulp = float(np.spacing(np.dtype(dtype).type(e)))
+    if not math.isfinite(ulp):  # the largest finite value: the spacing below it, not inf
+        ulp = math.ldexp(float(info.eps), int(info.maxexp) - 1)
     return ((taps + 1) / p + 1) * float(info.eps) * e + ulp + (taps * float(info.tiny)) ** (1.0 / p)
 
 

@@ -45,6 +45,10 @@ class FamilySpec:
       "1D tensor describing output shape for spatial dimensions"); MaxUnpool's whole output shape
       (ONNX optional input 3) or None.
     - ``index_element_type``: AdaptiveMaxPool's index type ("i64" or "i32").
+    - ``version``: the operator version the configuration was written for, when that is not the
+      op's newest (a case of ``LpPool-11``, a model node at opset 9 ``MaxUnpool-9``): a peer that
+      runs ONNX models builds its model at that opset, and the row of that version judges it.
+      None: the newest version (what the fuzzer and the public functions write).
     """
 
     op: FamilyOp
@@ -53,6 +57,7 @@ class FamilySpec:
     output_shape: tuple[int, ...] | None = None
     index_element_type: str = "i64"
     convention: Literal["openvino", "onnx"] = "onnx"
+    version: int | None = None
 
     def replace(self, **changes: Any) -> FamilySpec:
         return dataclasses.replace(self, **changes)
@@ -68,7 +73,8 @@ class FamilySpec:
         return None
 
     def describe(self) -> str:
-        """A one-line label, e.g. ``LpPool(p=3, kernel=[2, 2], strides=[1, 1])``."""
+        """A one-line label, e.g. ``LpPool(p=3, kernel=[2, 2], strides=[1, 1])`` (an older
+        version's named: ``LpPool-11(...)``)."""
         parts: list[str] = []
         if self.op in ("lp", "global_lp"):
             parts.append(f"p={self.p}")
@@ -87,7 +93,8 @@ class FamilySpec:
             parts.append(f"output_shape={list(self.output_shape)}")
         if self.op == "adaptive_max" and self.index_element_type != "i64":
             parts.append(self.index_element_type)
-        return f"{_LABELS[self.op]}({', '.join(parts)})"
+        label = _LABELS[self.op] + (f"-{self.version}" if self.version is not None else "")
+        return f"{label}({', '.join(parts)})"
 
 
 def is_family(spec: Any) -> TypeGuard[FamilySpec]:

@@ -249,9 +249,13 @@ OPERATORS: dict[str, OperatorVersion] = {
                         "tensor(float), tensor(double))"),
         OperatorVersion("LpPool-2", "onnx", "lp", _LP_2_ATTRIBUTES, ("kernel_shape",), FLOAT_DTYPES, "", {},
                         "ONNX LpPool-2: no ceil_mode, no dilations; strides 'Stride along each spatial axis.' (no "
-                        "default stated; poolcheck takes 1, as -11 says)", indices_output=False),
+                        "default stated; poolcheck takes 1, as -11 says); auto_pad SAME [ONNX-AUTO-PAD-SAME-MATCH], "
+                        "which no stride > 1 can give (poolcheck applies -11's ceil(input / strides), as ONNX "
+                        "Runtime, onnx.reference and onnx's shape inference do at opsets 2 and 10)", indices_output=False),
         OperatorVersion("LpPool-11", "onnx", "lp", _LP_2_ATTRIBUTES, ("kernel_shape",), FLOAT_DTYPES, "", {},
-                        "ONNX LpPool-11: strides 'If not present, the stride defaults to 1 along each spatial axis.'",
+                        "ONNX LpPool-11: strides 'If not present, the stride defaults to 1 along each spatial axis.'; "
+                        "auto_pad SAME: 'output_shape[i] = ceil(input_shape[i] / strides[i])' (-2: "
+                        "[ONNX-AUTO-PAD-SAME-MATCH])",
                         indices_output=False),
         OperatorVersion("LpPool-18", "onnx", "lp", _LP_ATTRIBUTES, ("kernel_shape",), FLOAT_DTYPES,
                         "ceil_mode", ONNX_CEIL_MODE,
@@ -330,6 +334,34 @@ def onnx_version(op_type: str, opset: int) -> OperatorVersion | None:
     return None if best is None else best[1]
 
 
+def onnx_opset(row: OperatorVersion) -> int:
+    """The opset a one-node model of ONNX ``row`` imports: the newest at which ``row`` is the version
+    in force (the next version's number - 1; the newest row: its own number). GlobalLpPool-2 is a
+    model of opset 21, LpPool-2 of opset 10: opsets 2 to 4 were never released, ONNX Runtime only
+    guarantees opset 7 and later, and the version's text and kernel are the same at every opset
+    where it is in force (:func:`onnx_version` is the inverse)."""
+    number = version_number(row)
+    later = [version_number(r) for r in OPERATORS.values()
+             if r.convention == row.convention and r.op == row.op and version_number(r) > number]
+    return min(later) - 1 if later else number
+
+
+def version_number(row: OperatorVersion) -> int:
+    """The version number in a row's name (``LpPool-11`` -> 11)."""
+    return int(row.title.rpartition("-")[2])
+
+
+def family_row(spec: FamilySpec) -> OperatorVersion:
+    """The row a family configuration was written for: its op at :attr:`FamilySpec.version`, the
+    newest version when that is None."""
+    if spec.version is None:
+        return newest(spec.op, spec.convention)
+    for row in OPERATORS.values():
+        if row.op == spec.op and row.convention == spec.convention and version_number(row) == spec.version:
+            return row
+    raise AttributeValueError("op", f"poolcheck has no row for {spec.describe().split('(')[0]}")
+
+
 def newest(op: str, convention: str) -> OperatorVersion:
     """The newest version of ``op`` ("max"/"avg") in ``convention`` (rows are listed oldest first)."""
     rows = [r for r in OPERATORS.values() if r.op == op and r.convention == convention]
@@ -365,7 +397,9 @@ def parse(name: str, attrs: Mapping[str, Any]) -> Any:
     values = {a.name: attrs.get(a.name, a.default) for a in row.attributes}
     if row.op in FAMILY_OPS:
         window = _parse_onnx(row, values) if "kernel_shape" in values else None
-        return parse_family(row, values, window)
+        spec = parse_family(row, values, window)
+        # An older version is carried with the configuration: the peers build their model at it.
+        return spec if row is newest(row.op, row.convention) else spec.replace(version=version_number(row))
     return _PARSERS[row.convention](row, values)
 
 
@@ -539,8 +573,7 @@ def check_input(spec: Any, shape: Sequence[int], dtype: Any, row: OperatorVersio
     """Validate an input's rank, dimensions and element type against ``spec`` (and the types of
     ``row``, default: the newest version of the spec's op)."""
     if isinstance(spec, FamilySpec):
-        family_row = row or [r for r in OPERATORS.values() if r.op == spec.op][-1]
-        return check_family_input(spec, shape, family_row.dtypes, dtype)
+        return check_family_input(spec, shape, (row or family_row(spec)).dtypes, dtype)
     shape = tuple(int(v) for v in shape)
     if len(shape) != spec.rank:
         raise AttributeValueError(

@@ -57,6 +57,8 @@ DOCUMENTS: dict[str, Document] = {d.id: d for d in (
              ("MaxPool-22", "AveragePool-19", "AveragePool-22")),
     Document("onnx-family-schema", "ONNX operator schemas LpPool-22, GlobalLpPool-22 and MaxUnpool-22 (onnx package)",
              ("LpPool-22", "GlobalLpPool-22", "MaxUnpool-22")),
+    Document("onnx-old-schema", "ONNX operator schemas of older versions: LpPool-2, MaxPool-8/10, AveragePool-7/10 "
+             "(onnx package)", ("LpPool-2", "onnx:MaxPool-8", "MaxPool-10", "AveragePool-7", "AveragePool-10")),
     Document("ov-adaptive-8", "OpenVINO AdaptiveAvgPool-8 / AdaptiveMaxPool-8 operation specifications (as the "
              "catalogue rows quote them)", ("AdaptiveAvgPool-8", "AdaptiveMaxPool-8")),
 )}
@@ -199,6 +201,11 @@ SENTENCES: dict[str, Sentence] = {s.id: s for s in (
              "applies lp pool pooling across the values in the same channel."),
     Sentence("ONNX-UNPOOL-OUTPUT-SIZE", "onnx-family-schema", ("onnx:MaxUnpool-22",),
              "The third (optional) input is a tensor that specifies the output size of the unpooling operation."),
+    Sentence("ONNX-AUTO-PAD-SAME-MATCH", "onnx-old-schema",
+             tuple(f"onnx:{op}:auto_pad" for op in ("LpPool-2", "MaxPool-8", "MaxPool-10", "AveragePool-7",
+                                                    "AveragePool-10")),
+             "SAME_UPPER or SAME_LOWER mean pad the input so that the output spatial size match the input.",
+             note="the older versions' auto_pad; -11 says ceil(input_shape[i] / strides[i])"),
     Sentence("OV-ADAPTIVE-START", "ov-adaptive-8", ("catalogue:AdaptiveAvgPool-8",), "h_start = floor(j * H_in / H_out)",
              note="a formula"),
     Sentence("OV-ADAPTIVE-END", "ov-adaptive-8", ("catalogue:AdaptiveAvgPool-8",), "h_end = ceil((j+1) * H_in / H_out)",
