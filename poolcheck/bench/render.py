@@ -146,7 +146,9 @@ def ratios_table(run: BenchRun) -> Table:
 def renderable(run: BenchRun) -> Group:
     parts: list[Any] = [workload_table(w, run) for w in run.workloads]
     parts.append(ratios_table(run))
-    parts.append(targets_table(evaluate(run)))
+    targets = evaluate(run)
+    if targets:  # no empty table: the family workloads F1-F3 have no target beyond the ratios
+        parts.append(targets_table(targets))
     extra = notes(run)
     if extra:
         parts.append(Text("\n".join(extra), style="dim"))
@@ -311,9 +313,14 @@ def to_markdown(run: BenchRun, command: str = "poolcheck bench") -> str:
             lines.append(_md_row([_label(r, run), *cells]))
         lines.append("")
     targets = evaluate(run)
-    lines += [f"## {TARGETS_TITLE}", "", _md_row(["workload", "target", "met", "measured"]), _md_row(["---"] * 4)]
-    for t in targets:
-        lines.append(_md_row([t.workload, t.text, "n/a" if t.met is None else ("yes" if t.met else "**no**"), t.detail]))
+    if targets:
+        lines += [f"## {TARGETS_TITLE}", "", _md_row(["workload", "target", "met", "measured"]),
+                  _md_row(["---"] * 4)]
+        for t in targets:
+            lines.append(_md_row([t.workload, t.text, "n/a" if t.met is None else ("yes" if t.met else "**no**"),
+                                  t.detail]))
+    else:
+        lines.pop()  # the blank line after the last workload: the sections below start with one
     extra = notes(run)
     if extra:
         lines += ["", "## Contenders not timed", ""] + [f"- {n}" for n in extra]

@@ -4,6 +4,7 @@ against ``run_family`` by the judgement's family rule before it is timed. No tim
 
 from __future__ import annotations
 
+import io
 import json
 
 import numpy as np
@@ -75,3 +76,19 @@ def test_cli_times_a_family_workload() -> None:
     status = {r["contender"]: r["status"] for r in w["results"]}
     assert status["c"] == status["numpy"] == "ok"
     assert status.get("onnxruntime") in ("ok", "absent")
+
+
+def test_no_empty_targets_table_for_family_workloads() -> None:
+    """F1-F3 have no target beyond the ratios: neither the terminal nor the Markdown shows an
+    empty "More targets" table (a blank surface, issue 21)."""
+    from rich.console import Console
+
+    from poolcheck.bench import render
+
+    run = run_bench(TINY[2:3], reps=3, budget_s=0.2, warmup=1, block=1, contenders=all_contenders())
+    assert render.evaluate(run) == []
+    markdown = render.to_markdown(run)
+    assert render.TARGETS_TITLE not in markdown and "\n\n\n" not in markdown
+    console = Console(width=200, record=True, file=io.StringIO())
+    console.print(render.renderable(run))
+    assert render.TARGETS_TITLE not in console.export_text()
