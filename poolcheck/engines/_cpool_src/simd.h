@@ -154,6 +154,10 @@ INLINE vf vf_shift_in(vf a, float x) {
 #if PC_X86 && PC_VBYTES == 64
     return (vf)_mm512_castsi512_ps(
         _mm512_alignr_epi32(_mm512_castps_si512(_mm512_set1_ps(x)), _mm512_castps_si512((__m512)a), 1));
+#elif PC_X86 && PC_VBYTES == 16
+    /* two shufps (GCC builds the generic form from scalar loads) */
+    const __m128 u = _mm_shuffle_ps((__m128)a, _mm_set1_ps(x), _MM_SHUFFLE(0, 0, 3, 3)); /* a3 a3 x x */
+    return (vf)_mm_shuffle_ps((__m128)a, u, _MM_SHUFFLE(2, 0, 2, 1));                    /* a1 a2 a3 x */
 #elif PC_VL == 16
     return PC_SHUFFLE(a, vf_set1(x), 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16);
 #elif PC_VL == 8
