@@ -227,10 +227,11 @@ NumPy engine (tests/engines/test_c_engine.py runs the agreement tests on each pa
 | --- | --- | --- |
 | `portable` | the architecture's baseline: SSE2 on x86-64, NEON (Advanced SIMD, 128-bit) on AArch64, vectorised by the compiler | every CPU |
 | `avx2` | the same source with AVX2 + FMA (256-bit) | x86-64 CPUs with AVX2 and FMA (Haswell, Zen 1 and later) |
-| `avx512` | the same source with AVX-512 F/BW/VL/DQ, plus hand-written AVX-512 kernels for the float32 workloads | x86-64 CPUs with those (Skylake-SP, Ice Lake, Zen 4 and later) |
+| `avx512` | the same source with AVX-512 F/BW/VL/DQ (512-bit) | x86-64 CPUs with those (Skylake-SP, Ice Lake, Zen 4 and later) |
 
 An ARM machine (AArch64: Graviton, Ampere, Apple silicon under Linux) runs the `portable` path:
-the compiler's NEON code for the same kernels, 128 bits wide, with no hand-written kernels.
+the compiler's NEON code for the same kernels, 128 bits wide (the fused float32 kernels' vector
+layer, `_cpool_src/simd.h`, has x86 intrinsics only, so NEON runs its generic form).
 No table on this page was measured on ARM; on x86-64 the portable path (SSE2, also 128-bit)
 is the closest measured proxy, `POOLCHECK_ISA=portable poolcheck bench`.
 """

@@ -643,6 +643,27 @@ def test_fused_max_k3s2_matches_numpy_and_oracle(isa: str, params: tuple, hw: tu
     _check_values_only(spec, geom, x)
 
 
+@pytest.mark.parametrize(("params", "hw"), [
+    (([3, 3], [2, 2], [1, 1], [1, 1], [1, 1], "floor"), (9, 70)),  # W1's geometry: one-pass rows 1-3
+    (([3, 3], [2, 2], [0, 0], [0, 0], [1, 1], "floor"), (7, 67)),  # no padding: every row one pass
+])
+def test_fused_max_k3s2_one_nan(isa: str, params: tuple, hw: tuple[int, int]) -> None:  # type: ignore[type-arg]
+    """H windows of 3 with stride 2 take each whole output row in one pass over its blocks,
+    which hands the row back when one of its taps is NaN. One NaN per plane, at the places a
+    pass can miss: each of the three tap rows of a whole output row, the first and last
+    element of a row, each block boundary of the 4-, 8- and 16-lane paths, and the overlap."""
+    spec = _fused_max_spec(params)
+    rng = np.random.default_rng(7)
+    h, w = hw
+    cols = sorted({0, 1, 2, w - 3, w - 2, w - 1, *(c for vl in (4, 8, 16) for c in (2 * vl - 2, 2 * vl - 1, 2 * vl))})
+    places = [(r, c) for r in (1, 2, 3, 4) for c in cols]
+    x = make_input(rng, (2, len(places), h, w), np.dtype(np.float32), "finite")
+    for plane, (r, c) in enumerate(places):
+        x[0, plane, r, c] = np.float32(np.nan)
+        x[1, plane, h - 1 - r, c] = np.float32(-np.nan)
+    _check_values_only(spec, S.resolve(spec, x.shape), x)
+
+
 @pytest.mark.parametrize(("params", "hw"), FUSED_AVG_SPECS)
 @pytest.mark.parametrize("mode", ["normal", "ties", "finite", "wide"])
 def test_fused_avg_matches_numpy_and_oracle(isa: str, params: tuple, hw: tuple[int, int], mode: str) -> None:  # type: ignore[type-arg]

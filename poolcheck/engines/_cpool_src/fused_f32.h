@@ -327,61 +327,68 @@ PC_ENTRY int max3d_k2s2(const float *x, float *out, const geo_t *g) {
 
 /* ------------------------------------------------------------------------------------------ */
 /* Max, two axes, values only, windows of 3 with stride 2 and dilation 1 along W. Each input   */
-/* row is reduced along W once into a ring of rows that stays in L1 (PC_VL windows from four   */
-/* loads: the taps 2o, 2o + 1, 2o + 2 of the block), then each output row combines its ring    */
-/* rows in tap order: the staged path's operations in its order, without its plane-sized      */
-/* intermediates.                                                                              */
+/* row is reduced along W once (PC_VL windows from two loads: the taps 2o, 2o + 1, 2o + 2 of  */
+/* the block by two deinterleaving shuffles and a one-lane shift), then each output row       */
+/* combines its rows' maxima in tap order: the staged path's operations in its order, without */
+/* its plane-sized intermediates. With H windows of 3, stride 2 and dilation 1 (the common     */
+/* stem layer) each whole output row is one pass over its blocks: rows 2oh - pb + 1 and        */
+/* 2oh - pb + 2 reduced in registers, row 2oh - pb read back from the ring, where the pass     */
+/* leaves row 2oh - pb + 2 for the next output row. Other H geometries go row by row through  */
+/* a ring of reduced rows that stays in L1.                                                   */
 
-/* One input row -> its O window maxima. When the first windows reach at most 2 elements before
- * the row, the first block loads those taps as -inf (a strict '>' scan never takes a -inf over
- * a valid tap, and a window whose valid taps are all -inf gets -inf either way). Any NaN among
- * the vectorised windows' taps sends the whole row through the exact scalar code of the
- * policy; the other border windows take it too. Returns whether any result may be NaN. */
-INLINE int k3s2_row(const float *restrict xr, float *restrict yr, const ax_t *restrict A, const int ign) {
+/* The maxima of the PC_VL windows whose taps are p[2i], p[2i + 1], p[2i + 2], in tap order.
+ * HEAD: p[0 .. pb) (pb <= 2) lie before the row and read -inf (a strict '>' scan never takes
+ * a -inf over a valid tap, and a window whose valid taps are all -inf gets -inf either way).
+ * NaN among p[0 .. 2 PC_VL) is or-ed into *nanm; p[2 PC_VL] is the next block's p[0], or the
+ * row's last tap, which the caller checks. */
+INLINE vf k3s2_block(const float *restrict p, const int HEAD, const int64_t pb, vi *restrict nanm) {
+    const vf a = HEAD ? vf_load_fill(p, pb, PC_VL, -__builtin_inff()) : vf_load(p), b = vf_load(p + PC_VL);
+    *nanm |= vf_nan2(a, b);
+    const vf t0 = vf_evens(a, b), t1 = vf_odds(a, b), t2 = vf_shift_in(t0, p[2 * PC_VL]);
+    return vf_max(t2, vf_max(t1, t0));
+}
+
+/* Whether k3s2_row reduces every window of a W axis by blocks: window 0 reaches at most 2
+ * elements before the row, none reaches past it. */
+INLINE int k3s2_vector_row(const ax_t *A) { return A->hi == A->o && (A->lo == 0 || A->pb <= 2); }
+
+/* One input row -> its O window maxima: the windows [vlo, hi) by blocks (vlo 0 when only
+ * window 0 reaches before the row, by at most 2 elements: the first block reads those as
+ * -inf), the last block overlapping the one before (recomputing equal values), the other
+ * border windows by the exact scalar scan of the policy. Any NaN among the blocks' taps sends
+ * the whole row through that scan. Returns whether any result may be NaN. */
+/* (Not inlined, as k3s2_pass: one call per row, and one copy instead of one per call site
+ * and NaN policy, which saves about a second of compile time per path.) */
+static __attribute__((noinline)) int k3s2_row(const float *restrict xr, float *restrict yr, const ax_t *restrict A,
+                                              const int ign) {
     const int64_t lo = A->lo, hi = A->hi, O = A->o, pb = A->pb;
-    const int head = lo > 0 && pb <= 2 && hi >= PC_VL; /* windows [0, lo) in the first block */
+    const int head = lo > 0 && pb <= 2;
     const int64_t vlo = head ? 0 : lo;
-    const int vec = hi - vlo >= PC_VL;
-    if (vec) {
+    if (hi - vlo >= PC_VL) {
         vi nanm = {0};
-        const float ninf = -__builtin_inff();
-        for (int64_t o0 = vlo;; o0 += PC_VL) {
-            if (o0 > hi - PC_VL) o0 = hi - PC_VL; /* overlap: recomputes equal values */
-            const float *p = at(xr, 2 * o0 - pb);
-            /* p[0 .. 2 PC_VL]: every element is a tap of one of the PC_VL windows */
-            const int first = head && o0 == 0;
-            const vf a = first ? vf_load_fill(p, pb, PC_VL, ninf) : vf_load(p), b = vf_load(p + PC_VL);
-            const vf c = first ? vf_load_fill(p + 1, pb > 1 ? pb - 1 : 0, PC_VL, ninf) : vf_load(p + 1);
-            const vf d = vf_load(p + 1 + PC_VL);
-            nanm |= vf_nan2(a, b); /* p[0 .. 2 PC_VL); the row's last tap below */
-            const vf t0 = vf_evens(a, b), t1 = vf_odds(a, b), t2 = vf_odds(c, d);
-            vf_store(yr + o0, vf_max(t2, vf_max(t1, t0)));
-            if (o0 == hi - PC_VL) break;
+        vf_store(yr + vlo, k3s2_block(at(xr, 2 * vlo - pb), head, pb, &nanm));
+        for (int64_t o0 = vlo + PC_VL; o0 < hi; o0 += PC_VL) {
+            if (o0 > hi - PC_VL) o0 = hi - PC_VL;
+            vf_store(yr + o0, k3s2_block(xr + 2 * o0 - pb, 0, pb, &nanm));
         }
-        const float last = xr[2 * (hi - 1) - pb + 2];
-        if (__builtin_expect(vi_any(nanm) || last != last, 0)) {
-            /* a NaN among the row's taps: the whole row by the exact scan */
-            if (ign) mw_brow_f32i(xr, yr, NULL, A, 0, 0, 0, O);
-            else mw_brow_f32p(xr, yr, NULL, A, 0, 0, 0, O);
-            return 1;
+        const float last = xr[2 * hi - pb];
+        if (__builtin_expect(!vi_any(nanm) && last == last, 1)) {
+            int nan = 0;
+            for (int part = 0; part < 2; part++) { /* the border windows [0, vlo) and [hi, O) */
+                const int64_t u0 = part ? hi : 0, u1 = part ? O : vlo;
+                if (u1 <= u0) continue;
+                if (ign) mw_brow_f32i(xr, yr, NULL, A, 0, 0, u0, u1);
+                else mw_brow_f32p(xr, yr, NULL, A, 0, 0, u0, u1);
+                for (int64_t o = u0; o < u1; o++) nan |= yr[o] != yr[o];
+            }
+            return nan;
         }
     }
-    /* the border windows and short rows: the exact scalar scan; a NaN result sends the row's
-     * output rows through the exact combine */
+    /* a NaN among the blocks' taps, or a short row: the whole row by the exact scan */
+    if (ign) mw_brow_f32i(xr, yr, NULL, A, 0, 0, 0, O);
+    else mw_brow_f32p(xr, yr, NULL, A, 0, 0, 0, O);
     int nan = 0;
-    for (int part = 0; part < 2; part++) {
-        const int64_t u0 = part == 0 ? 0 : (vec ? hi : lo), u1 = part == 0 ? (vec ? vlo : hi) : O;
-        if (part == 0 && !vec) {
-            if (ign) mw_brow_f32i(xr, yr, NULL, A, 0, 0, 0, O);
-            else mw_brow_f32p(xr, yr, NULL, A, 0, 0, 0, O);
-            for (int64_t o = 0; o < O; o++) nan |= yr[o] != yr[o];
-            break;
-        }
-        if (u1 <= u0) continue;
-        if (ign) mw_brow_f32i(xr, yr, NULL, A, 0, 0, u0, u1);
-        else mw_brow_f32p(xr, yr, NULL, A, 0, 0, u0, u1);
-        for (int64_t o = u0; o < u1; o++) nan |= yr[o] != yr[o];
-    }
+    for (int64_t o = 0; o < O; o++) nan |= yr[o] != yr[o];
     return nan;
 }
 
@@ -416,6 +423,30 @@ INLINE void k3s2_combine(const float *restrict ring, const int64_t RS, const int
     }
 }
 
+/* One whole output row of an H axis of windows 3, stride 2, dilation 1, in one pass: x1, x2
+ * the input rows of its taps 1 and 2, m0 the maxima of its tap 0 (a ring row without NaN);
+ * m2 receives row x2's maxima. Returns 1, having written garbage, when a tap of x1 or x2 is
+ * NaN (the caller then takes the row by the exact path). */
+static __attribute__((noinline)) int k3s2_pass(const float *restrict x1, const float *restrict x2,
+                                               const float *restrict m0, float *restrict m2, float *restrict yo,
+                                               const ax_t *restrict W) {
+    const int64_t O = W->o, pb = W->pb;
+    const int head = W->lo > 0;
+    vi nanm = {0};
+    vf b1 = k3s2_block(at(x1, -pb), head, pb, &nanm), b2 = k3s2_block(at(x2, -pb), head, pb, &nanm);
+    vf_store(m2, b2);
+    vf_store(yo, vf_max(b2, vf_max(b1, vf_load(m0))));
+    for (int64_t o0 = PC_VL; o0 < O; o0 += PC_VL) {
+        if (o0 > O - PC_VL) o0 = O - PC_VL; /* overlap: recomputes equal values */
+        b1 = k3s2_block(x1 + 2 * o0 - pb, 0, pb, &nanm);
+        b2 = k3s2_block(x2 + 2 * o0 - pb, 0, pb, &nanm);
+        vf_store(m2 + o0, b2);
+        vf_store(yo + o0, vf_max(b2, vf_max(b1, vf_load(m0 + o0))));
+    }
+    const float l1 = x1[2 * O - pb], l2 = x2[2 * O - pb];
+    return vi_any(nanm) || l1 != l1 || l2 != l2;
+}
+
 INLINE void max2d_k3s2_body(const float *restrict x, float *restrict out, const geo_t *g, float *restrict ring,
                             int64_t *restrict tags, int64_t *restrict sl, const int ign) {
     const ax_t *H = &g->a[0], *W = &g->a[1];
@@ -425,6 +456,14 @@ INLINE void max2d_k3s2_body(const float *restrict x, float *restrict out, const 
     const int64_t hs = H->s, hpb = H->pb, hd = H->d, nc_ = g->nc, pin = g->plane_in, pout = g->plane_out;
     const int64_t *jlo = H->jlo, *jhi = H->jhi;
     int64_t *restrict snan = tags + R; /* per slot: its row's maxima may hold a NaN */
+    /* the one-pass rows [ohA, ohB) (k3s2_pass) */
+    int64_t ohA = 0, ohB = 0;
+    if (H->k == 3 && hs == 2 && hd == 1 && k3s2_vector_row(W)) {
+        ohA = 0;
+        while (ohA < OH && !(jlo[ohA] == 0 && jhi[ohA] == 3)) ohA++;
+        ohB = ohA;
+        while (ohB < OH && jlo[ohB] == 0 && jhi[ohB] == 3) ohB++;
+    }
     for (int64_t p = 0; p < nc_; p++) {
         if (poll_interrupt()) break;
         const float *xp = x + p * pin;
@@ -437,6 +476,20 @@ INLINE void max2d_k3s2_body(const float *restrict x, float *restrict out, const 
                 continue;
             }
             const int64_t h0 = oh * hs - hpb + jl * hd;
+            if (oh >= ohA && oh < ohB) {
+                const int64_t s0 = h0 & (R - 1), s2 = (h0 + 2) & (R - 1);
+                if (tags[s0] != h0) {
+                    snan[s0] = k3s2_row(xp + h0 * NW, ring + s0 * RS, W, ign);
+                    tags[s0] = h0;
+                }
+                if (!snan[s0] && !k3s2_pass(xp + (h0 + 1) * NW, xp + (h0 + 2) * NW, ring + s0 * RS, ring + s2 * RS,
+                                            yo, W)) {
+                    tags[s2] = h0 + 2;
+                    snan[s2] = 0;
+                    continue;
+                }
+                tags[s2] = -1; /* written over: the row below reduces it again */
+            }
             int nan = 0;
             for (int64_t j = 0; j < cnt; j++) {
                 const int64_t h = h0 + j * hd, slot = h & (R - 1);

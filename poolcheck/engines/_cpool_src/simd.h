@@ -4,9 +4,11 @@
  * AVX-512, 32 with AVX2, 16 on the baseline -- SSE2 on x86-64, NEON on aarch64), plus an
  * 8-lane float64 type that the compiler splits into native vectors (the float64 sums of the
  * average kernels). Every operation is an inline function, so compiler messages and profiles
- * point at real lines. The one operation with an x86 intrinsic is vf_max, whose generic form
- * the compiler does not turn into maxps. Wider-than-native vector types are avoided: GCC keeps
- * them in memory (an 8 x float64 type made the average strips 10x slower on the avx2 path).
+ * point at real lines. x86 intrinsics stand in where the generic form compiles poorly: vf_max
+ * (the compiler does not turn the generic form into maxps), the masked loads, the NaN tests
+ * and the one-lane shift (valignd).
+ * Wider-than-native vector types are avoided: GCC keeps them in memory (an 8 x float64 type
+ * made the average strips 10x slower on the avx2 path).
  */
 #ifndef POOLCHECK_CPOOL_SIMD_H
 #define POOLCHECK_CPOOL_SIMD_H
@@ -97,13 +99,21 @@ INLINE vi vf_nan2(vf a, vf b) {
 #endif
 }
 
-/* Whether any lane of a mask is set. */
+/* Whether any lane of a mask is set (one test instruction on x86). */
 INLINE int vi_any(vi m) {
+#if PC_X86 && PC_VBYTES == 64
+    return _mm512_test_epi32_mask((__m512i)m, (__m512i)m) != 0;
+#elif PC_X86 && PC_VBYTES == 32
+    return !_mm256_testz_si256((__m256i)m, (__m256i)m);
+#elif PC_X86
+    return _mm_movemask_ps(_mm_castsi128_ps((__m128i)m)) != 0;
+#else
     int32_t t[PC_VL];
     memcpy(t, &m, sizeof t);
     int32_t a = 0;
     for (int i = 0; i < PC_VL; i++) a |= t[i];
     return a != 0;
+#endif
 }
 
 #if defined(__clang__)
@@ -112,9 +122,13 @@ INLINE int vi_any(vi m) {
 #define PC_SHUFFLE(a, b, ...) __builtin_shuffle((a), (b), (vi){__VA_ARGS__})
 #endif
 
-/* The even (odd) lanes of the 2 PC_VL elements a, b: p[2i] (p[2i + 1]) of p = a ++ b. */
+/* The even (odd) lanes of the 2 PC_VL elements a, b: p[2i] (p[2i + 1]) of p = a ++ b. With
+ * AVX2 one in-lane shufps and one vpermpd each (GCC's generic form takes three operations). */
 INLINE vf vf_evens(vf a, vf b) {
-#if PC_VL == 16
+#if PC_X86 && PC_VBYTES == 32
+    const __m256 t = _mm256_shuffle_ps((__m256)a, (__m256)b, 0x88); /* a0 a2 b0 b2 | a4 a6 b4 b6 */
+    return (vf)_mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(t), 0xd8));
+#elif PC_VL == 16
     return PC_SHUFFLE(a, b, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
 #elif PC_VL == 8
     return PC_SHUFFLE(a, b, 0, 2, 4, 6, 8, 10, 12, 14);
@@ -123,12 +137,33 @@ INLINE vf vf_evens(vf a, vf b) {
 #endif
 }
 INLINE vf vf_odds(vf a, vf b) {
-#if PC_VL == 16
+#if PC_X86 && PC_VBYTES == 32
+    const __m256 t = _mm256_shuffle_ps((__m256)a, (__m256)b, 0xdd); /* a1 a3 b1 b3 | a5 a7 b5 b7 */
+    return (vf)_mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(t), 0xd8));
+#elif PC_VL == 16
     return PC_SHUFFLE(a, b, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
 #elif PC_VL == 8
     return PC_SHUFFLE(a, b, 1, 3, 5, 7, 9, 11, 13, 15);
 #else
     return PC_SHUFFLE(a, b, 1, 3, 5, 7);
+#endif
+}
+
+/* Lanes a[1 .. PC_VL) then x: a shifted down by one lane (one valignd with AVX-512). */
+INLINE vf vf_shift_in(vf a, float x) {
+#if PC_X86 && PC_VBYTES == 64
+    return (vf)_mm512_castsi512_ps(
+        _mm512_alignr_epi32(_mm512_castps_si512(_mm512_set1_ps(x)), _mm512_castps_si512((__m512)a), 1));
+#elif PC_X86 && PC_VBYTES == 16
+    /* two shufps (GCC builds the generic form from scalar loads) */
+    const __m128 u = _mm_shuffle_ps((__m128)a, _mm_set1_ps(x), _MM_SHUFFLE(0, 0, 3, 3)); /* a3 a3 x x */
+    return (vf)_mm_shuffle_ps((__m128)a, u, _MM_SHUFFLE(2, 0, 2, 1));                    /* a1 a2 a3 x */
+#elif PC_VL == 16
+    return PC_SHUFFLE(a, vf_set1(x), 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16);
+#elif PC_VL == 8
+    return PC_SHUFFLE(a, vf_set1(x), 1, 2, 3, 4, 5, 6, 7, 8);
+#else
+    return PC_SHUFFLE(a, vf_set1(x), 1, 2, 3, 4);
 #endif
 }
 
