@@ -50,7 +50,7 @@ from poolcheck.fuzz.batching import EXAMPLE_CONFIGS, engine_checked, round_examp
 from poolcheck.fuzz.database import example_database
 from poolcheck.fuzz.generation import seed_only_generation
 from poolcheck.fuzz.grouping import Grouping, distinguish, group_finding, refutes
-from poolcheck.fuzz.hypothesis_compat import keep_database, set_database_key, shrink_limit
+from poolcheck.fuzz.hypothesis_compat import keep_database, no_pareto_front, set_database_key, shrink_limit
 from poolcheck.fuzz.progress import Progress
 from poolcheck.fuzz.reference import expected_for
 from poolcheck.fuzz.repeats import ENGINE_SIDE_CACHE, PEER_RESULTS_CACHE, EngineSide, config_key, peer_key
@@ -497,7 +497,7 @@ class Session:
         self.progress.rounds += 1
         self.progress.phase = f"round {index + 1}"
         try:
-            with shrink_limit(self._shrink_seconds()), seed_only_generation():
+            with shrink_limit(self._shrink_seconds()), seed_only_generation(), no_pareto_front():
                 test()
         except (KeyboardInterrupt, SystemExit):
             raise
