@@ -18,7 +18,14 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, seed, settings
 
 from poolcheck.engines import get_engine
-from poolcheck.fuzz.batching import ENGINE_CHECK_EVERY, engine_checked, example_lists, round_examples
+from poolcheck.fuzz.batching import (
+    ENGINE_CHECK_EVERY,
+    EXAMPLE_CONFIGS,
+    default_batch,
+    engine_checked,
+    example_lists,
+    round_examples,
+)
 from poolcheck.fuzz.reference import expected_for
 from poolcheck.fuzz.session import FuzzOptions, Session
 from poolcheck.fuzz.strategies import FuzzCase, config_batches, make_input
@@ -236,3 +243,15 @@ def test_a_nan_only_variant_replayed_on_an_integer_max_is_no_replay() -> None:
     for name in available_engines():
         exp, _ = expected_for(get_engine(name), case)
         assert replay(get_engine(name), case.spec, case.x, ["nan=-inf"], exp.values, exp.indices) is None
+
+
+def test_the_default_batch_is_the_smallest_the_peers_ask_for() -> None:
+    """Long examples only where every peer packs a batch into one model: one peer that compiles
+    per window shape (jax), runs one configuration at a time (torch) or does not say (a plugin)
+    keeps the campaign at EXAMPLE_CONFIGS."""
+    packing = [resolve_peer(n) for n in ("onnxruntime", "openvino", "openvino-onnx", "torch-onnx")]
+    assert default_batch(packing) == 64
+    assert default_batch([*packing, resolve_peer("jax")]) == EXAMPLE_CONFIGS
+    assert default_batch([*packing, resolve_peer("torch")]) == EXAMPLE_CONFIGS
+    assert default_batch([*packing, object()]) == EXAMPLE_CONFIGS
+    assert default_batch([]) == EXAMPLE_CONFIGS
