@@ -355,9 +355,9 @@ def pool_configs(
 
     if auto_pad != "explicit" and convention == "onnx":
         pads_begin, pads_end = [0] * n, [0] * n
-    drawn = PoolSpec(op, tuple(kernel), tuple(strides), tuple(pads_begin), tuple(pads_end),
+    drawn = PoolSpec(op, tuple(kernel), tuple(strides), tuple(pads_begin), tuple(pads_end),  # type: ignore[arg-type]
                      tuple(dilations), rounding, auto_pad, exclude_pad, axis, index_type,  # type: ignore[arg-type]
-                     storage_order, convention)
+                     storage_order, convention)  # type: ignore[arg-type]
     # Spelled in the operator's own vocabulary, then parsed back as a case file is.
     op_name = row.name
     spelled, spec = _spelled(drawn, op_name)
