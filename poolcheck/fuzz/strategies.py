@@ -244,18 +244,15 @@ def _built_input(shape: tuple[int, ...], dt: np.dtype, pattern: str, seed: int,
 def draw_input(draw: st.DrawFn, shape: Sequence[int], dtype: str, limits: Limits = DEFAULT_LIMITS
                ) -> tuple[np.ndarray, dict[str, Any]]:
     """Draw an input of ``shape``/``dtype`` (inside another composite: no strategy object is
-    built per call) and the recipe that rebuilds it.
-
-    One integer holds it all (one hypothesis choice, see :func:`_digits`), most significant
-    first: how many special values are planted (0 is the simplest), the pattern (``arange``
-    first), the seed, and each plant's position and kind (position * kinds + kind)."""
+    built per call) and the recipe that rebuilds it."""
+    pattern_digit, seed = _digits(draw(_ints(0, len(PATTERNS) * 2**16 - 1), label="input pattern, seed"),
+                                  (len(PATTERNS), 2**16))
+    pattern = PATTERNS[pattern_digit]
     n_special = len(_specials(np.dtype(dtype)))
     size = math.prod(shape)
-    radices = (limits.max_specials + 1, len(PATTERNS), 2**16, *[size * n_special] * limits.max_specials)
-    count, pattern_digit, seed, *packed = _digits(
-        draw(_ints(0, math.prod(radices) - 1), label="input: specials, pattern, seed, plants"), radices)
-    pattern = PATTERNS[pattern_digit]
-    plants = [divmod(p, n_special) for p in packed[:count]]
+    packed = draw(_lists(size * n_special, limits.max_specials),
+                  label="special values (position * kinds + kind)")
+    plants = [divmod(p, n_special) for p in packed]
     x = make_input(shape, dtype, pattern, seed, plants)
     return x, {"shape": list(shape), "pattern": pattern, "seed": seed, "specials": [list(p) for p in plants]}
 
@@ -281,41 +278,41 @@ def pool_configs(
 ) -> FuzzCase:
     """One valid configuration with its input, anywhere in the attribute space.
 
-    Every draw costs tens of microseconds, so a configuration is three hypothesis choices, each
-    one mixed-radix integer (see :func:`_digits`) whose most significant digit is the one worth
-    minimising first: its structure (operator/convention/rank, regime, dtype, shape: N, C, spatial
-    sizes, modes: auto_pad, rounding, the op's flag, axis; :func:`_structure`), the per-axis
-    kernel/stride/dilation/pads, and the input (:func:`draw_input`). Shrinking an integer towards
-    0 drives every digit towards its simplest value.
+    Every draw costs tens of microseconds, so related choices share one draw: operator/
+    convention/rank, regime and dtype are three bytes of one choice (each uniform over its
+    choices), and shape (N, C, spatial sizes), modes (auto_pad, rounding, the op's flag, axis) and
+    the per-axis kernel/stride/dilation/pads are each one mixed-radix integer (see :func:`_digits`)
+    whose most significant digit is the one worth minimising first. Shrinking drives every byte
+    and integer towards 0, every digit towards its simplest value.
     """
-    regimes = tuple(REGIMES[r] for r in _REGIME_CHOICES) if limits is DEFAULT_LIMITS else (limits,)
-    # the default campaign reaches the whole space (a regime per draw); explicit limits are kept
-    table = _structure(tuple(ops), tuple(ranks), tuple(dtypes), tuple(conventions), regimes)
-    if not table.kinds:
+    kinds = _kinds(tuple(ops), tuple(ranks), tuple(dtypes), tuple(conventions))
+    if not kinds:
         raise AttributeValueError("dtypes", f"no dtype in {list(dtypes)} is allowed for ops {list(ops)}")
-    digits = _digits(draw(_ints(0, math.prod(table.radices) - 1),
-                          label="op, convention, rank, regime, dtype, shape, modes"), table.radices)
-    d_kind, d_regime, d_dtype, d_batch, d_channels, *d_sizes = digits[:8]
-    d_pad, d_round, d_flag, d_axis, d_range, d_global = digits[8:]
-    op, convention, rank = table.kinds[d_kind]
-    limits = regimes[d_regime]
+    # the default campaign reaches the whole space (a regime per draw); explicit limits are kept
+    regimes = _DEFAULT_REGIMES if limits is DEFAULT_LIMITS else (limits,)
+    # op/convention/rank, regime and dtype: each uniform over its choices, one hypothesis choice
+    kind_byte, regime_byte, dtype_byte = draw(_BYTES3, label="op, convention, rank; regime; dtype")
+    op, convention, rank = kinds[_scaled(kind_byte, len(kinds))]
+    limits = regimes[_scaled(regime_byte, len(regimes))]
     allowed = _allowed(op, convention, tuple(dtypes))
-    dtype = allowed[d_dtype * len(allowed) // table.radices[2]]
+    dtype = allowed[_scaled(dtype_byte, len(allowed))]
     n = rank - 2
-    batch = 1 + _scaled(d_batch, table.radices[3], limits.max_batch)
-    channels = 1 + _scaled(d_channels, table.radices[4], limits.max_channels)
-    sizes = _within_budget([1 + _scaled(d, table.radices[5], limits.max_size[n]) for d in d_sizes[:n]],
-                           batch * channels, limits.max_elements)
+    shape_digits = _digits(draw(_ints(0, limits.max_batch * limits.max_channels * limits.max_size[n] ** n - 1),
+                                label="shape (N, C, spatial sizes)"),
+                           (limits.max_batch, limits.max_channels, *[limits.max_size[n]] * n))
+    batch, channels = 1 + shape_digits[0], 1 + shape_digits[1]
+    sizes = _within_budget([1 + d for d in shape_digits[2:]], batch * channels, limits.max_elements)
 
     row = _newest(op, convention)  # the case-file operator: the newest version of each
     rounding_choices = tuple(row.rounding.values())
     axis_choices = (*range(rank), *range(-1, -rank - 1, -1)) if (op, convention) == ("max", "openvino") else (0,)
     # pad range: 0-2 keep every pad below the kernel, 3 lets pads reach the kernel and beyond
     # (windows wholly in padding; ONNX Runtime rejects such pads, so they stay a minority)
-    mode_radices = table.radices[8:]
-    d_round = _scaled(d_round, mode_radices[1], len(rounding_choices))
-    d_axis = _scaled(d_axis, mode_radices[3], len(axis_choices))
-    d_global = _scaled(d_global, mode_radices[5], 2 ** n)
+    mode_radices = (4, len(rounding_choices), 2, len(axis_choices), 4, 2 ** n)
+    d_pad, d_round, d_flag, d_axis, d_range, d_global = _digits(
+        draw(_ints(0, math.prod(mode_radices) - 1),
+             label="modes (auto_pad, rounding, flag, axis, pad range, global axes)"),
+        mode_radices)
     wide_pads = d_range == 3
     auto_pad = ("explicit", "valid", "same_upper", "same_lower")[d_pad]
     rounding = rounding_choices[d_round]
@@ -367,38 +364,18 @@ def pool_configs(
     return FuzzCase(op_name, attrs, spec, x, recipe)
 
 
-@dataclass(frozen=True)
-class _Structure:
-    """How one integer spells a configuration's structure (see :func:`_structure`)."""
-
-    kinds: tuple[tuple[str, str, int], ...]
-    radices: tuple[int, ...]
-
-
-@functools.cache
-def _structure(ops: tuple[str, ...], ranks: tuple[int, ...], dtypes: tuple[str, ...],
-               conventions: tuple[str, ...], regimes: tuple[Limits, ...]) -> _Structure:
-    """The radices of the integer one configuration's structure is drawn as, most significant
-    first: (op, convention, rank), regime, dtype, N, C, three spatial sizes, auto_pad, rounding,
-    the op's flag, axis, pad range, global axes. Each radix is the most that digit takes under any
-    choice of the digits before it (the dtype's: a multiple of every allowed list's length); a
-    digit is scaled down to what its configuration allows (:func:`_scaled`: 0 stays 0, so
-    shrinking still heads for the simplest value of each)."""
-    kinds = _kinds(ops, ranks, dtypes, conventions)
-    dtype_radix = math.lcm(*(len(_allowed(op, conv, dtypes)) for op, conv, _ in kinds)) if kinds else 1
-    rounding = max((len(_newest(op, conv).rounding) for op, conv, _ in kinds), default=1)
-    axes = max((2 * rank if (op, conv) == ("max", "openvino") else 1 for op, conv, rank in kinds), default=1)
-    n_max = max(ranks) - 2
-    size = max(lim.max_size[n] for lim in regimes for n in (1, 2, 3))
-    return _Structure(kinds, (
-        max(1, len(kinds)), len(regimes), dtype_radix,
-        max(lim.max_batch for lim in regimes), max(lim.max_channels for lim in regimes), size, size, size,
-        4, rounding, 2, axes, 4, 2 ** n_max))
+#: Three bytes, drawn as one hypothesis choice: each byte picks one of up to 256 choices evenly
+#: (:func:`_scaled`). A mixed-radix integer would not do here: hypothesis draws an integer of a
+#: wide range with a strong bias to small values, which pins its leading digits at 0 (the first
+#: operator, the small regime, float32 in nine draws of ten).
+_BYTES3 = st.binary(min_size=3, max_size=3)
+_DEFAULT_REGIMES: tuple[Limits, ...] = tuple(REGIMES[r] for r in _REGIME_CHOICES)
 
 
-def _scaled(digit: int, radix: int, allowed: int) -> int:
-    """A digit of ``radix`` values as one of ``allowed`` (<= ``radix``) values: evenly, 0 -> 0."""
-    return digit * allowed // radix
+def _scaled(byte: int, choices: int) -> int:
+    """One of ``choices`` (<= 256) picked by ``byte`` evenly; byte 0 picks the first (shrinking
+    a byte towards 0 heads for the simplest choice)."""
+    return byte * choices >> 8
 
 
 @functools.cache
