@@ -29,7 +29,6 @@ class OnnxRuntimePeer(OnnxFamily, RuntimePeer):
     """
 
     name = "onnxruntime"
-    fuzz_batch = 64  # packs a batch into one model (docs/fuzzing.md, "Batches")
     ref = "onnxruntime"
     module = "onnxruntime"
     accepted_options = (

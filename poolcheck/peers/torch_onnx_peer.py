@@ -89,7 +89,6 @@ class TorchOnnxPeer(RuntimePeer):
     """torch module -> ``torch.onnx.export(dynamo=False)`` -> ONNX Runtime CPU (one thread)."""
 
     name = "torch-onnx"
-    fuzz_batch = 64  # packs a batch into one model (docs/fuzzing.md, "Batches")
     ref = "torch-onnx"
     module = "torch"
     install_hint = "pip install 'poolcheck[torch]'"
