@@ -258,10 +258,11 @@ PIPE_BUFFER = 60_000
 
 
 class _Sending(threading.Thread):
-    """One batch on its way to a worker. A batch of long inputs is several pipe buffers, and on
-    a loaded machine each waits for the worker to be scheduled and drain it (writing in the
-    calling thread took about a sixth of a fuzz run against ONNX Runtime), so a long one is
-    written by a thread of its own while the caller computes (the write releases the GIL)."""
+    """One batch on its way to a worker. A batch of long inputs may outgrow the connection's
+    buffer, and the write then waits for the worker to drain it, so a long one is written by a
+    thread of its own while the caller computes (the write releases the GIL); a worker that never
+    reads it is killed at the call's timeout (:meth:`PeerWorker.receive`). No throughput gain was
+    measurable on a loaded 2-core machine (docs/fuzzing.md, "Batches")."""
 
     def __init__(self, conn: Connection, message: Any) -> None:
         super().__init__(name="poolcheck-peer-send", daemon=True)
