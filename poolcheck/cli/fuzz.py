@@ -35,7 +35,7 @@ from poolcheck.cli.common import (
 )
 from poolcheck.corpus import KNOWN_DIR
 from poolcheck.errors import AttributeValueError
-from poolcheck.fuzz.batching import EXAMPLE_CONFIGS
+from poolcheck.fuzz.batching import default_batch
 from poolcheck.fuzz.cluster import check_address, run_fuzz
 from poolcheck.fuzz.database import check_database
 from poolcheck.fuzz.family import FAMILY_FLAGS, check_family_arguments, is_family_ops
@@ -102,7 +102,7 @@ def fuzz(
     max_examples: Annotated[int | None, typer.Option("--max-examples", help="Stop after this many hypothesis examples (each a list of configurations).")] = None,
     time_budget: Annotated[str | None, typer.Option("--time-budget", help="Stop after this long, e.g. 60s, 5m (default 60s when --max-examples is not given).")] = None,
     seed: Annotated[int | None, typer.Option("--seed", help="Seed of the exploration (default: random, printed for replay).")] = None,
-    batch: Annotated[int, typer.Option("--batch", help="Most configurations in one example, the length spread over 1..N (one batched call per peer: one model, session, export or compile; shrinking reduces it to one).")] = EXAMPLE_CONFIGS,
+    batch: Annotated[int | None, typer.Option("--batch", help="Most configurations in one example, the length spread over 1..N (one batched call per peer: one model, session, export or compile; shrinking reduces it to one). Default: the smallest the peers ask for (64 for openvino and openvino-onnx, 8 for the rest).")] = None,
     jobs: Annotated[int, typer.Option("--jobs", help="Fuzzing processes (each with its own peer workers).")] = 1,
     database: Annotated[str | None, typer.Option("--database", metavar="DIR|URL", help="Hypothesis example database: a folder, or redis://HOST:6379/0 shared by every worker and machine. Default: a folder in the per-user data folder.")] = None,
     cluster: Annotated[str | None, typer.Option("--cluster", metavar="URL", help="Run on a Dask scheduler, e.g. tcp://HOST:8786: one shard per worker (--jobs N: at most N workers). See docs/distributed.md.")] = None,
@@ -157,7 +157,7 @@ def fuzz(
         check_jobs(jobs)
         severities = parse_fail_on(fail_on)
         timeout_s = parse_duration("--peer-timeout", peer_timeout)
-        if not 1 <= batch <= 256:
+        if batch is not None and not 1 <= batch <= 256:
             raise AttributeValueError("--batch", f"must lie in [1, 256], got {batch}")
         if min_per_region < 0:
             raise AttributeValueError("--min-per-region", f"must be >= 0, got {min_per_region}")
@@ -185,7 +185,9 @@ def fuzz(
         else:
             # name:key=value options may hold commas; each peer by its canonical name
             peer_names = [str(r) for r in parse_peer_list(peers)]
-        resolve_peer_list(peer_names)  # unknown names are usage errors, before anything runs
+        resolved = resolve_peer_list(peer_names)  # unknown names are usage errors, before anything runs
+        if batch is None:  # the rest of the family: not measured with long examples, 8
+            batch = default_batch([] if is_family_ops(op_list) else resolved)
         if seed is None:
             seed = int.from_bytes(os.urandom(4), "big") % 1_000_000
         options = FuzzOptions(

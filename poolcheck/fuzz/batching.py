@@ -24,17 +24,27 @@ is checked as densely as the short ones of the unbatched fuzzer were (``all``: o
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TypeVar
 
 from hypothesis import strategies as st
 
 T = TypeVar("T")
 
-#: The default most configurations of one example (``--batch``): one peer call, one model. Measured
-#: (docs/fuzzing.md, "Batches"): 64 helps a campaign bound by one compiling peer (OpenVINO 1.4x),
-#: but not ONNX Runtime (bound by hypothesis' draws) nor a campaign with every peer (jax and tract
-#: then hold every example up), so the default stays 8.
+#: The most configurations of one example (``--batch``) for a peer that does not say
+#: (:attr:`~poolcheck.peers.adapter.RuntimePeer.fuzz_batch`) and with no peer: 8. Measured
+#: (docs/fuzzing.md, "Batches"): 64 pays where a compile per model bounds the peer (OpenVINO,
+#: openvino-onnx); ONNX Runtime runs as fast at 8, torch-onnx faster, and jax (a compile per new
+#: window shape) and tract hold every long example up; see :func:`default_batch`.
 EXAMPLE_CONFIGS = 8
+
+
+def default_batch(peers: Sequence[object]) -> int:
+    """``--batch`` when not given: the smallest ``fuzz_batch`` among ``peers`` (a peer without
+    one counts as :data:`EXAMPLE_CONFIGS`; no peer: :data:`EXAMPLE_CONFIGS`)."""
+    return min((int(getattr(p, "fuzz_batch", EXAMPLE_CONFIGS)) for p in peers), default=EXAMPLE_CONFIGS)
+
+
 #: ``--engine-checks first``: the engine-side oracles run on configurations 0, 4, 8, ... of an
 #: example (an unbatched example held four configurations on average).
 ENGINE_CHECK_EVERY = 4

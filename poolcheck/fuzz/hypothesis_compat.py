@@ -6,7 +6,9 @@ fails when an upgrade removes one of them):
 - ``_hypothesis_internal_use_settings`` on a ``@given`` test: its settings, set again after
   ``@seed`` (which switches the example database off) so a seeded run still replays and keeps finds;
 - ``hypothesis.internal.conjecture.engine.MAX_SHRINKING_SECONDS``: the only bound on the time one
-  run spends shrinking (five minutes by default).
+  run spends shrinking (five minutes by default);
+- ``hypothesis.internal.conjecture.engine.ParetoFront``: the front of target scores a run keeps when
+  it has an example database (:func:`no_pareto_front`).
 """
 
 from __future__ import annotations
@@ -29,6 +31,49 @@ def set_database_key(function: Callable[..., Any], digest: bytes) -> None:
 def keep_database(test: Any, database: Any) -> None:
     """Give a ``@seed``-decorated test its example database back."""
     setattr(test, SETTINGS_ATTRIBUTE, settings(getattr(test, SETTINGS_ATTRIBUTE), database=database))
+
+
+class _NoFront:
+    """A pareto front that keeps nothing (see :func:`no_pareto_front`)."""
+
+    def __init__(self, *_args: Any, **_kwargs: Any) -> None:
+        pass
+
+    def add(self, _data: Any) -> bool:
+        return False
+
+    def on_evict(self, _listener: Any) -> None:
+        pass
+
+    def __contains__(self, _data: Any) -> bool:
+        return False
+
+    def __len__(self) -> int:
+        return 0
+
+
+@contextlib.contextmanager
+def no_pareto_front() -> Iterator[None]:
+    """Within the block, a run keeps no pareto front of its ``target()`` scores.
+
+    A run with an example database keeps every example that no other beats on both its size
+    and its target score, and compares each new example with a sample of them by their sort keys
+    (every choice of both examples, recomputed per comparison). The fuzzer's score (rarity of the
+    regions reached) falls as regions fill, so almost every example joins the front: a 20 s
+    campaign spent a third of its time there (``docs/fuzzing.md``, "Batches"). The front only
+    feeds the ``target`` phase (off in the fuzzer) and the replay of earlier runs' fronts; the
+    score still steers the generate phase's mutations, failures are still saved and replayed."""
+    from hypothesis.internal.conjecture import engine as conjecture_engine
+
+    old = getattr(conjecture_engine, "ParetoFront", None)
+    if old is None:  # a hypothesis without the class: nothing to switch off
+        yield
+        return
+    conjecture_engine.ParetoFront = _NoFront  # type: ignore[assignment,misc]
+    try:
+        yield
+    finally:
+        conjecture_engine.ParetoFront = old  # type: ignore[misc]
 
 
 @contextlib.contextmanager

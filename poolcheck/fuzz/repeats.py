@@ -38,9 +38,11 @@ def peer_key(case: FuzzCase) -> tuple[Any, ...]:
 @dataclass
 class EngineSide:
     """What the engines said about one configuration: the expected outputs (None: poolcheck rejects
-    it), findings against poolcheck itself, and the engine comparison and metamorphic findings
-    (None until they ran). Findings are rebound to each repeat's own case."""
+    it), findings against poolcheck itself, the engine comparison and metamorphic findings
+    (None until they ran), and the spec regions the configuration reaches. Findings are rebound
+    to each repeat's own case."""
 
     expected: tuple[Outputs, Geometry] | None
     findings: list[O.Finding]
     checks: list[O.Finding] | None = None
+    regions: frozenset[str] | None = None  # the spec regions it reaches (None until counted)

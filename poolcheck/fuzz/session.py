@@ -50,7 +50,7 @@ from poolcheck.fuzz.batching import EXAMPLE_CONFIGS, engine_checked, round_examp
 from poolcheck.fuzz.database import example_database
 from poolcheck.fuzz.generation import seed_only_generation
 from poolcheck.fuzz.grouping import Grouping, distinguish, group_finding, refutes
-from poolcheck.fuzz.hypothesis_compat import keep_database, set_database_key, shrink_limit
+from poolcheck.fuzz.hypothesis_compat import keep_database, no_pareto_front, set_database_key, shrink_limit
 from poolcheck.fuzz.progress import Progress
 from poolcheck.fuzz.reference import expected_for
 from poolcheck.fuzz.repeats import ENGINE_SIDE_CACHE, PEER_RESULTS_CACHE, EngineSide, config_key, peer_key
@@ -300,12 +300,13 @@ class Session:
 
         def results() -> list[PeerResult]:
             fresh = dict(zip(keys_asked, answer()))
+            out = [fresh[k] if k in fresh else kept[k] for k in keys]  # before evicting any of them
             for k, result in fresh.items():
                 if result.status in ("ok", "declined"):
                     kept[k] = result
                     if len(kept) > PEER_RESULTS_CACHE:
                         del kept[next(iter(kept))]  # the oldest
-            return [fresh[k] if k in fresh else kept[k] for k in keys]
+            return out
 
         return results
 
@@ -337,23 +338,26 @@ class Session:
         # Isolated peers get the batch first: their workers compute while the engines do.
         pending = [self._ask_peer(peer, batch) for peer in peers]
         expected: list[tuple[Outputs, Geometry] | None] = []
-        keys = [config_key(case) for case in batch]
-        for case, key in zip(batch, keys):
+        sides: list[EngineSide] = []  # held here: a later configuration of the batch may evict it
+        for case in batch:
+            key = config_key(case)
             known = self._engine_side.get(key)
             if known is None:
                 known = self._engine_side[key] = EngineSide(*self._expected(case))
                 if len(self._engine_side) > ENGINE_SIDE_CACHE:
                     del self._engine_side[next(iter(self._engine_side))]  # the oldest
+            if known.regions is None:  # the spec regions it reaches: a repeat's are the same
+                known.regions = cov.regions_of(case.spec, case.x) if case.mutation is None else frozenset()
             expected.append(known.expected)
+            sides.append(known)
             findings += [dataclasses.replace(f, case=case) for f in known.findings]
             if known.expected is not None and "shapes" in oracles:
                 findings += O.check_shape_rules(case, known.expected[1])
         # The engine-side oracles (the other engines against the reference engine, metamorphic
         # properties of the reference engine) run on every fourth configuration of each example
         # from the first, or on all of them: they cost several engine calls per configuration.
-        for index, (case, key, exp) in enumerate(zip(batch, keys, expected)):
+        for index, (case, known, exp) in enumerate(zip(batch, sides, expected)):
             if exp is not None and engine_checked(index, self.options.engine_checks):
-                known = self._engine_side[key]
                 if known.checks is None:
                     known.checks = []
                     if len(self.engines) > 1 and "engines" in oracles:
@@ -364,8 +368,7 @@ class Session:
                 else:
                     findings += [dataclasses.replace(f, case=case) for f in known.checks]
         self.progress.cases += len(batch)
-        reached = {id(case): cov.regions_of(case.spec, case.x) if case.mutation is None else frozenset()
-                   for case in batch}
+        reached = {id(case): side.regions or frozenset() for case, side in zip(batch, sides)}
         for hit, exp in zip(reached.values(), expected):
             if exp is not None:
                 self.progress.coverage.record(self.engine_module.NAME, hit)
@@ -497,7 +500,7 @@ class Session:
         self.progress.rounds += 1
         self.progress.phase = f"round {index + 1}"
         try:
-            with shrink_limit(self._shrink_seconds()), seed_only_generation():
+            with shrink_limit(self._shrink_seconds()), seed_only_generation(), no_pareto_front():
                 test()
         except (KeyboardInterrupt, SystemExit):
             raise

@@ -77,6 +77,12 @@ class RuntimePeer:
     install_hint: str = ""
     #: Most configurations packed into one model by :meth:`run_many`.
     batch_limit: int = 1
+    #: The most configurations one fuzz example holds when this peer is fuzzed (``poolcheck fuzz``
+    #: without ``--batch`` takes the smallest among its peers): long examples pay where a compile
+    #: per model bounds the peer (OpenVINO and its ONNX frontend: 64); elsewhere they only make
+    #: shrinking longer, and a peer that compiles per new window shape (jax) holds them up
+    #: (docs/fuzzing.md, "Batches").
+    fuzz_batch: int = 8
     #: Options this peer accepts in its name (``onnxruntime:opt=disable``); none by default.
     accepted_options: tuple[PeerOption, ...] = ()
     #: The same configuration and input always give the same output (or are always declined):

@@ -71,6 +71,7 @@ class OpenVinoOnnxPeer(OnnxFamily, RuntimePeer):
     """ONNX model -> OpenVINO ONNX frontend -> OpenVINO CPU (f32 inference precision, one thread)."""
 
     name = "openvino-onnx"
+    fuzz_batch = 64  # a compile per model: long examples pay (docs/fuzzing.md, "Batches")
     ref = "openvino-onnx"
     module = "openvino"
     install_hint = "pip install 'poolcheck[openvino]'"

@@ -92,6 +92,7 @@ class OpenVinoPeer(RuntimePeer):
     """OpenVINO CPU, opset14 pooling, f32 inference precision, one thread."""
 
     name = "openvino"
+    fuzz_batch = 64  # a compile per model: long examples pay (docs/fuzzing.md, "Batches")
     ref = "openvino"
     module = "openvino.opset14"
     install_hint = "pip install 'poolcheck[openvino]'"

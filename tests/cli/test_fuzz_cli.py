@@ -58,6 +58,21 @@ def test_engine_only_run_finds_nothing_new(tmp_path: Path) -> None:
     assert not (tmp_path / "finds").exists()
 
 
+def test_the_default_batch_follows_the_peers_and_the_replay_line_says_it(tmp_path: Path) -> None:
+    """Without --batch a campaign against OpenVINO draws examples of up to 64 configurations and
+    its replay line says so (pasted where the default differs, it still draws the same examples);
+    the engine-only campaign keeps 8 and needs no --batch."""
+    pytest.importorskip("openvino")
+    common = ["--max-examples", "2", "--seed", "3", "--no-bundled-known", "--save-cases", str(tmp_path / "finds"),
+              "--database", str(tmp_path / "db")]
+    code, out = fuzz("--peers", "openvino", "--no-isolation", *common)
+    assert code in (0, 1), out
+    assert "--batch 64" in out.split("replay: ")[1]
+    code, out = fuzz("--peers", "none", *common)
+    assert code == 0, out
+    assert "--batch" not in out.split("replay: ")[1]
+
+
 def test_new_divergence_exits_1_saves_a_case_and_reports(tmp_path: Path) -> None:
     peer = str(PLANTED / "pads_swapped.py")
     finds, report = tmp_path / "finds", tmp_path / "report"

@@ -18,7 +18,14 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, seed, settings
 
 from poolcheck.engines import get_engine
-from poolcheck.fuzz.batching import ENGINE_CHECK_EVERY, engine_checked, example_lists, round_examples
+from poolcheck.fuzz.batching import (
+    ENGINE_CHECK_EVERY,
+    EXAMPLE_CONFIGS,
+    default_batch,
+    engine_checked,
+    example_lists,
+    round_examples,
+)
 from poolcheck.fuzz.reference import expected_for
 from poolcheck.fuzz.session import FuzzOptions, Session
 from poolcheck.fuzz.strategies import FuzzCase, config_batches, make_input
@@ -236,3 +243,16 @@ def test_a_nan_only_variant_replayed_on_an_integer_max_is_no_replay() -> None:
     for name in available_engines():
         exp, _ = expected_for(get_engine(name), case)
         assert replay(get_engine(name), case.spec, case.x, ["nan=-inf"], exp.values, exp.indices) is None
+
+
+def test_the_default_batch_is_the_smallest_the_peers_ask_for() -> None:
+    """Long examples only where every peer is bound by a compile per model (OpenVINO and its ONNX
+    frontend): one peer that does not gain from them (ONNX Runtime, torch-onnx), compiles per
+    window shape (jax), runs one configuration at a time (torch) or does not say (a plugin) keeps
+    the campaign at EXAMPLE_CONFIGS."""
+    compiling = [resolve_peer(n) for n in ("openvino", "openvino-onnx")]
+    assert default_batch(compiling) == 64
+    for other in ("onnxruntime", "torch-onnx", "jax", "torch"):
+        assert default_batch([*compiling, resolve_peer(other)]) == EXAMPLE_CONFIGS
+    assert default_batch([*compiling, object()]) == EXAMPLE_CONFIGS
+    assert default_batch([]) == EXAMPLE_CONFIGS

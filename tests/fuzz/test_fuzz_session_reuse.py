@@ -157,3 +157,20 @@ def test_a_diagnosis_is_reused_only_while_its_history_is_unchanged(monkeypatch) 
     other.reshape(-1)[1] = 0
     memo(numpy_engine, case.spec, case.x, other, None, {})  # another output
     assert len(made) == 3
+
+
+def test_a_full_cache_never_evicts_what_the_batch_holds(monkeypatch) -> None:
+    """A repeat of the oldest entry, then new configurations that fill the caches past their
+    bound in the same batch: each configuration still gets its own verdict and peer result (the
+    batch once raised KeyError at --batch 64: the repeat was evicted before it was judged)."""
+    from poolcheck.fuzz import session as S
+
+    monkeypatch.setattr(S, "ENGINE_SIDE_CACHE", 2)
+    monkeypatch.setattr(S, "PEER_RESULTS_CACHE", 2)
+    peer = _CountingPeer(repeatable=True)
+    session = _session(peer, engine_checks="all")
+    session.check_batch([_case(seed=0), _case(seed=1)])
+    batch = [_case(seed=0), *(_case(seed=s) for s in range(2, 6))]
+    session.check_batch(batch)
+    assert session.progress.peer_status["counting"]["ok"] == 7
+    assert len(peer.asked) == 6  # seed 0 answered once, from the cache the second time

@@ -152,3 +152,30 @@ def test_repeated_recipes_give_arrays_and_attributes_of_their_own() -> None:
     cases_own_their_attributes()
     case = find(pool_configs(("max",), (3,), ("float32",), ("onnx",)), lambda c: True)
     assert 99 not in case.attributes["kernel_shape"]
+
+
+def test_operator_regime_and_dtype_are_drawn_evenly() -> None:
+    """The operator, convention, rank, regime and dtype are uniform draws (as sampled_from makes
+    them): 600 seeded draws hold every operator and convention about equally often and integer
+    inputs about as often as the catalogue allows them. (Spelled as the leading digits of one
+    wide integer they were not: hypothesis biases wide integers towards 0, and nine draws in ten
+    were float32 MaxPool of the first convention.)"""
+    from collections import Counter
+
+    from hypothesis import Phase, seed
+
+    seen: Counter[tuple[str, str]] = Counter()
+    ints = [0]
+
+    @seed(20261126)
+    @settings(max_examples=600, database=None, deadline=None, phases=[Phase.generate],
+              suppress_health_check=list(HealthCheck))
+    @given(pool_configs())
+    def draw(case: FuzzCase) -> None:
+        seen[(case.op, case.convention)] += 1
+        ints[0] += case.x.dtype.kind in "iu"
+
+    draw()
+    total = sum(seen.values())
+    assert len(seen) == 4 and min(seen.values()) > total / 8, seen
+    assert ints[0] > total / 10, ints[0]  # about a fifth: integer types are MaxPool's only

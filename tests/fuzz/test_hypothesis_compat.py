@@ -39,3 +39,31 @@ def test_a_seeded_test_keeps_its_database_and_its_key() -> None:
         pass
     # the failing example was saved under the digest's key: the database kept it despite @seed
     assert any(db.fetch(k) for k in db.data), "the seeded test saved nothing"
+
+
+def _pareto_entries(front_off: bool) -> int:
+    """Database entries a 60-example run that reports a falling ``target`` score leaves under its
+    pareto key."""
+    from hypothesis import Phase, target
+
+    db = InMemoryExampleDatabase()
+    scores = iter(range(1000, 0, -1))
+
+    def body(n: list[int]) -> None:
+        target(float(next(scores)), label="falling")
+
+    H.set_database_key(body, b"poolcheck-pareto-test")
+    test = settings(database=db, max_examples=60, phases=[Phase.generate])(given(st.lists(st.integers()))(body))
+    if front_off:
+        with H.no_pareto_front():
+            test()
+    else:
+        test()
+    return sum(len(v) for k, v in db.data.items() if k.endswith(b".pareto"))
+
+
+def test_no_pareto_front_keeps_none_and_is_restored() -> None:
+    before = conjecture_engine.ParetoFront
+    assert _pareto_entries(front_off=False) > 0  # hypothesis keeps a front when a database is set
+    assert _pareto_entries(front_off=True) == 0
+    assert conjecture_engine.ParetoFront is before

@@ -12,7 +12,7 @@ import pytest
 
 from poolcheck.api import run_spec
 from poolcheck.peers import PeerOutput, call_peer, call_peer_many, resolve_peer
-from poolcheck.peers.isolation import _worker_for, submit_peer_many
+from poolcheck.peers.isolation import PIPE_BUFFER, _worker_for, submit_peer_many
 from poolcheck.spec import attributes as A
 
 # The kernel size picks the misbehaviour; anything else delegates to poolcheck.
@@ -125,6 +125,21 @@ def test_an_uncollected_answer_never_reaches_the_next_call(peer) -> None:
     assert result.status == "ok"
     np.testing.assert_array_equal(result.output.values, run_spec(other, X)[0])
     assert _worker_for(peer).restarts == 0
+
+
+def test_a_batch_longer_than_the_pipe_buffer_is_answered_and_pins_failures(peer) -> None:
+    """A batch pickled longer than PIPE_BUFFER is written by a thread while the caller goes on:
+    its answers, a crash inside it, and an uncollected one are handled as a short batch's."""
+    big = np.arange(40_000, dtype=np.float32).reshape(1, 1, 40_000)  # 160 kB per item
+    assert big.nbytes > PIPE_BUFFER
+    answer = submit_peer_many(peer, [(GOOD, big), (EXITS, big), (GOOD, X)], timeout=60)
+    results = answer()
+    assert [r.status for r in results] == ["ok", "crash", "ok"]
+    np.testing.assert_array_equal(results[0].output.values, run_spec(GOOD, big)[0])
+    _assert_good(results[2])
+    submit_peer_many(peer, [(GOOD, big)], timeout=60)  # its caller raised: never collected
+    (result,) = call_peer_many(peer, [(GOOD, X)], timeout=60)
+    _assert_good(result)
 
 
 def test_in_process_submission_runs_when_collected() -> None:
