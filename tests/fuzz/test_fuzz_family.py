@@ -145,11 +145,24 @@ def test_onnx_runtimes_float32_exponent_is_named_and_unspecified() -> None:
     assert "lp:root-exponent-float32" not in diagnose_family(case.spec, x, None, exp, (further, None))
 
 
+def test_a_rounding_variant_within_the_lp_rule_still_names_the_step_out() -> None:
+    """torch 2.13's vectorised pow(1/3) on 32 float32 elements (recorded): 3 ulps above the norm
+    everywhere (inside the Lp rule), 4 at 1793 (S rounded to float32 first): only that one element
+    diverges. The float32 exponent's own output (3 ulps) lies inside the rule too, yet it is no
+    reference: a rounding variant says nothing only where it equals the reference exactly."""
+    x = np.arange(1793, 1825, dtype=np.float32).reshape(1, 1, 32)
+    case = _case("LpPool-22", {"kernel_shape": [1], "p": 3}, x)
+    recorded = np.array([[[1793.00048828125] + [k + 0.0003662109375 for k in range(1794, 1825)]]], dtype=np.float32)
+    exp = F.expected(case)
+    assert not agrees(case.spec, x, exp, (recorded, None))
+    assert diagnose_family(case.spec, x, None, exp, (recorded, None)) == ["lp:root-exponent-float32"]
+
+
 #: torch 2.13's lp_pool1d/2d, p = 1 (recorded): the signed sum of x, taken as avg_pool in the input
 #: type times the kernel size. float16 (kernel 6): -65509 averages to -10920 and comes back as -65520,
 #: -inf, and -65448 as -65472 (the window's pieces past 65504 do not overflow on their own);
 #: float32 and float64 (the whole plane): -M + 2 + ... + 9 + M + 11 + 12 summed in order is 23.
-_M = float(np.finfo(np.float32).max)
+_M, _D = float(np.finfo(np.float32).max), float(np.finfo(np.float64).max)
 _TORCH_P1 = [
     ("LpPool-22", {"kernel_shape": [6], "strides": [6], "p": 1},
      [[[5.0, 7.0, 58.0, -65504.0, -51.0, -24.0, -51.0, -24.0, 58.0, -65504.0, 26.0, 47.0]]], np.float16,
@@ -158,11 +171,14 @@ _TORCH_P1 = [
      [[[[23.0]]]], "lp:no-abs"),
     ("GlobalLpPool-22", {"p": 1}, [[[[-_M, 2.0, 3.0, 4.0, 5.0, 6.0], [7.0, 8.0, 9.0, _M, 11.0, 12.0]]]], np.float64,
      [[[[23.0]]]], "lp:no-abs"),
+    # sum|x| past float64's own range (the fuzzer's find): the bound is infinite, 12 is a signed sum's value
+    ("GlobalLpPool-22", {"p": 1}, [[[[-_D], [8.0], [9.0], [10.0], [_D], [12.0]]]], np.float64, [[[[12.0]]]],
+     "lp:no-abs"),
 ]
 
 
 @pytest.mark.parametrize("op_name, attrs, values, dtype, recorded, klass", _TORCH_P1,
-                         ids=["lp-float16", "global-float32", "global-float64"])
+                         ids=["lp-float16", "global-float32", "global-float64", "global-float64-max"])
 def test_torchs_signed_sum_is_named_within_its_own_bound(op_name, attrs, values, dtype, recorded, klass) -> None:
     """A signed sum cancels: its error in the input type is bounded by the sum of |x|^p, not by
     the sum (the Lp rule's premise); within that bound the torch rows are ``lp:no-abs``, inf only

@@ -17,8 +17,9 @@ with one more ``eps`` for the root and one ulp for the result. Torch's float16 w
 range. Only under ``lp:input-type-overflow`` (the sum in the input type overflows) is inf a
 value of the interval: there an interval reaching past ``A``'s largest value may give inf, a
 window holding a term ``|x|^p`` past it gives inf or NaN, and a window whose finite ``sum|x|^p``
-passes it is *order-open* (``M + M - M`` is inf or ``M`` by the order of the additions). An
-input inf or NaN must give the variant's own value.
+passes it is *order-open* (``M + M - M`` is inf or ``M`` by the order of the additions). A
+``sum|x|^p`` past even float64's range makes the bound infinite: any finite value (torch sums
+``-M, 8, 9, 10, M, 12`` in float64 to 12). An input inf or NaN must give the variant's own value.
 
 **A float32 exponent** (``lp:root-exponent-float32``): the root taken as ``pow(S, 1.0f / p)``,
 the exponent rounded to float32 (0.33333334 for p = 3), as ONNX Runtime's ``LpPool::Finalize``
@@ -68,6 +69,8 @@ class SignedSums:
     magnitude: np.ndarray
     #: Per window, how many terms |x|^p pass the input type's largest value.
     overflowing: np.ndarray
+    #: Per window, how many inputs are inf or NaN.
+    nonfinite: np.ndarray
     taps: int
     p: int
     dtype: np.dtype
@@ -82,7 +85,7 @@ class SignedSums:
         a = np.asarray(actual).astype(np.float64)
         ok = same_values(np.asarray(center), np.asarray(actual))
         with np.errstate(all="ignore"):
-            finite_in = np.isfinite(self.magnitude)
+            finite_in = self.nonfinite == 0
             ds = (self.taps + 1) * eps * self.magnitude + self.taps * tiny
             lo_s, hi_s = self.sums - ds, self.sums + ds
             if self.p == 1:
