@@ -174,11 +174,15 @@ _TORCH_P1 = [
     # sum|x| past float64's own range (the fuzzer's find): the bound is infinite, 12 is a signed sum's value
     ("GlobalLpPool-22", {"p": 1}, [[[[-_D], [8.0], [9.0], [10.0], [_D], [12.0]]]], np.float64, [[[[12.0]]]],
      "lp:no-abs"),
+    # (the seed-2 find) -DBL_MAX / 3 * 3 overflows to -inf; inf - DBL_MAX + 3 is inf, where the input-type
+    # overflow of each part alone (inf - inf) gives NaN
+    ("GlobalLpPool-22", {"p": 1}, [[[np.inf, -_D, 3.0], [-_D, 1.0, 2.0]]], np.float64, [[[np.inf], [-np.inf]]],
+     "lp:input-type-overflow+lp:no-abs"),
 ]
 
 
 @pytest.mark.parametrize("op_name, attrs, values, dtype, recorded, klass", _TORCH_P1,
-                         ids=["lp-float16", "global-float32", "global-float64", "global-float64-max"])
+                         ids=["lp-float16", "global-float32", "global-float64", "global-float64-max", "global-float64-inf"])
 def test_torchs_signed_sum_is_named_within_its_own_bound(op_name, attrs, values, dtype, recorded, klass) -> None:
     """A signed sum cancels: its error in the input type is bounded by the sum of |x|^p, not by
     the sum (the Lp rule's premise); within that bound the torch rows are ``lp:no-abs``, inf only

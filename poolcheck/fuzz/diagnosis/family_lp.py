@@ -19,7 +19,9 @@ value of the interval: there an interval reaching past ``A``'s largest value may
 window holding a term ``|x|^p`` past it gives inf or NaN, and a window whose finite ``sum|x|^p``
 passes it is *order-open* (``M + M - M`` is inf or ``M`` by the order of the additions). A
 ``sum|x|^p`` past even float64's range makes the bound infinite: any finite value (torch sums
-``-M, 8, 9, 10, M, 12`` in float64 to 12). An input inf or NaN must give the variant's own value.
+``-M, 8, 9, 10, M, 12`` in float64 to 12). A window holding an input inf or NaN must give the
+variant's own value, or the signed sum's own (torch: ``inf, -DBL_MAX, 3, ...`` gives inf where
+the input-type overflow of each part, ``inf - inf``, gives NaN).
 
 **A float32 exponent** (``lp:root-exponent-float32``): the root taken as ``pow(S, 1.0f / p)``,
 the exponent rounded to float32 (0.33333334 for p = 3), as ONNX Runtime's ``LpPool::Finalize``
@@ -83,7 +85,7 @@ class SignedSums:
         info = dtypes.finfo(self.dtype)
         eps, tiny, big = float(info.eps), float(info.tiny), float(info.max)
         a = np.asarray(actual).astype(np.float64)
-        ok = same_values(np.asarray(center), np.asarray(actual))
+        ok = same_values(np.asarray(center), np.asarray(actual)) | same_values(self.exact(), np.asarray(actual))
         with np.errstate(all="ignore"):
             finite_in = self.nonfinite == 0
             ds = (self.taps + 1) * eps * self.magnitude + self.taps * tiny
@@ -109,6 +111,14 @@ class SignedSums:
                 order_open = (self.overflowing == 0) & (self.magnitude > big * (1.0 - (self.taps + 2) * eps))
                 ok = ok | (finite_in & (past | term_inf | order_open))
         return np.asarray(ok, dtype=bool)
+
+    def exact(self) -> np.ndarray:
+        """The signed sums' roots rounded once to the input type (C's pow: NaN for a finite
+        negative sum and p > 1; -inf gives +inf)."""
+        with np.errstate(all="ignore"):
+            y = self.sums if self.p == 1 else np.where(np.isfinite(self.sums) & (self.sums < 0), np.nan,
+                                                       root(np.abs(self.sums), self.p, exponent32=self.exponent32))
+        return dtypes.cast(y, self.dtype)
 
     def _slack(self, y: np.ndarray, eps: float, tiny: float) -> np.ndarray:
         """The root's own rounding (one eps, and the float32 exponent's ``|delta| * ln y^p``)
