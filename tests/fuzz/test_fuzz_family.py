@@ -178,11 +178,16 @@ _TORCH_P1 = [
     # overflow of each part alone (inf - inf) gives NaN
     ("GlobalLpPool-22", {"p": 1}, [[[np.inf, -_D, 3.0], [-_D, 1.0, 2.0]]], np.float64, [[[np.inf], [-np.inf]]],
      "lp:input-type-overflow+lp:no-abs"),
+    # (the seed-3 find) DBL_MAX + 9 stays finite until -inf arrives; summed positives first would overflow
+    # to +inf and give NaN: which infinity comes first is the order's
+    ("GlobalLpPool-22", {"p": 1}, [[[_D, 9.0, -np.inf, 14.0, _D]]], np.float64, [[[-np.inf]]],
+     "lp:input-type-overflow+lp:no-abs"),
 ]
 
 
 @pytest.mark.parametrize("op_name, attrs, values, dtype, recorded, klass", _TORCH_P1,
-                         ids=["lp-float16", "global-float32", "global-float64", "global-float64-max", "global-float64-inf"])
+                         ids=["lp-float16", "global-float32", "global-float64", "global-float64-max", "global-float64-inf",
+                                                       "global-float64-inf-race"])
 def test_torchs_signed_sum_is_named_within_its_own_bound(op_name, attrs, values, dtype, recorded, klass) -> None:
     """A signed sum cancels: its error in the input type is bounded by the sum of |x|^p, not by
     the sum (the Lp rule's premise); within that bound the torch rows are ``lp:no-abs``, inf only

@@ -163,19 +163,24 @@ def _signed_sums(spec: FamilySpec, x: np.ndarray, gv: GeometryVariant | None, *,
     x, geom, kernel = _placed(spec, x, gv)
     with np.errstate(all="ignore"):
         powers = kernels.power(x, spec.p)
-        past = (powers > big).astype(np.float64)
-        bad = (~np.isfinite(x)).astype(np.float64)
+        finite = np.isfinite(x)
+        negative = (x < 0) if spec.p % 2 else np.zeros(x.shape, dtype=bool)
+        counted = {"overflowing": powers > big, "nonfinite": ~finite, "nans": np.isnan(x),
+                   "pos_inf": np.isinf(x) & ~negative, "neg_inf": np.isinf(x) & negative}
         if gv is None and not rescale:
             pos, neg = kernels.lp_sums(np.maximum(x, 0), geom, spec.p), kernels.lp_sums(np.maximum(-x, 0), geom, spec.p)
             sums = pos - neg if spec.p % 2 else pos + neg
-            magnitude, overflowing, nonfinite = pos + neg, kernels.lp_sums(past, geom, 1), kernels.lp_sums(bad, geom, 1)
+            magnitude = pos + neg
+            finite_magnitude = kernels.lp_sums(np.where(finite, x, 0.0), geom, spec.p)
+            counts = {k: kernels.lp_sums(v.astype(np.float64), geom, 1) for k, v in counted.items()}
         else:
             scale = kernel / _placed_sums(np.ones(x.shape), geom) if rescale else 1.0
-            signed = np.where(x < 0, -powers, powers) if spec.p % 2 else powers
+            signed = np.where(negative, -powers, powers)
             sums, magnitude = _placed_sums(signed, geom) * scale, _placed_sums(powers, geom) * scale
-            overflowing, nonfinite = _placed_sums(past, geom), _placed_sums(bad, geom)
-    return SignedSums(sums=sums, magnitude=magnitude, overflowing=overflowing, nonfinite=nonfinite, taps=kernel,
-                      p=spec.p, dtype=np.dtype(x.dtype), exponent32=exponent32)
+            finite_magnitude = _placed_sums(np.where(finite, powers, 0.0), geom) * scale
+            counts = {k: _placed_sums(v.astype(np.float64), geom) for k, v in counted.items()}
+    return SignedSums(sums=sums, magnitude=magnitude, finite_magnitude=finite_magnitude, taps=kernel, p=spec.p,
+                      dtype=np.dtype(x.dtype), exponent32=exponent32, **counts)
 
 
 #: What may combine on one LpPool example (each a behaviour of its own): one window placement,

@@ -21,7 +21,9 @@ passes it is *order-open* (``M + M - M`` is inf or ``M`` by the order of the add
 ``sum|x|^p`` past even float64's range makes the bound infinite: any finite value (torch sums
 ``-M, 8, 9, 10, M, 12`` in float64 to 12). A window holding an input inf or NaN must give the
 variant's own value, or the signed sum's own (torch: ``inf, -DBL_MAX, 3, ...`` gives inf where
-the input-type overflow of each part, ``inf - inf``, gives NaN).
+the input-type overflow of each part, ``inf - inf``, gives NaN); under ``lp:input-type-overflow``
+it may give any infinity or NaN where both infinities are there or its finite terms pass ``A``'s
+range (torch sums ``DBL_MAX, ..., -inf, ..., DBL_MAX`` in order to -inf).
 
 **A float32 exponent** (``lp:root-exponent-float32``): the root taken as ``pow(S, 1.0f / p)``,
 the exponent rounded to float32 (0.33333334 for p = 3), as ONNX Runtime's ``LpPool::Finalize``
@@ -69,10 +71,15 @@ class SignedSums:
     sums: np.ndarray
     #: Per window, the float64 sum of |x|^p.
     magnitude: np.ndarray
+    #: Per window, the float64 sum of |x|^p over its finite inputs.
+    finite_magnitude: np.ndarray
     #: Per window, how many terms |x|^p pass the input type's largest value.
     overflowing: np.ndarray
-    #: Per window, how many inputs are inf or NaN.
+    #: Per window, how many inputs are inf or NaN; NaN; terms +inf and -inf (x^p's sign).
     nonfinite: np.ndarray
+    nans: np.ndarray
+    pos_inf: np.ndarray
+    neg_inf: np.ndarray
     taps: int
     p: int
     dtype: np.dtype
@@ -108,8 +115,14 @@ class SignedSums:
                 else:  # pow(-inf, 1/p) is +inf
                     past = (a == np.inf) & ((hi_s > big) | (lo_s < -big))
                 term_inf = (self.overflowing > 0) & ~np.isfinite(a)
-                order_open = (self.overflowing == 0) & (self.magnitude > big * (1.0 - (self.taps + 2) * eps))
+                bound = big * (1.0 - (self.taps + 2) * eps)
+                order_open = (self.overflowing == 0) & (self.magnitude > bound)
                 ok = ok | (finite_in & (past | term_inf | order_open))
+                # an input inf meets finite terms that overflow to the other infinity first, or both
+                # infinities are there: which arrives first is the order's (inf, -inf or NaN)
+                inf_race = (self.nans == 0) & (self.nonfinite > 0) & (
+                    (self.finite_magnitude > bound) | ((self.pos_inf > 0) & (self.neg_inf > 0)))
+                ok = ok | (inf_race & ~np.isfinite(a))
         return np.asarray(ok, dtype=bool)
 
     def exact(self) -> np.ndarray:
