@@ -1,14 +1,17 @@
-"""Translation helpers shared by the adapters: declining, rounding checks, index conversion."""
+"""Translation helpers shared by the adapters: declining, rounding checks, index conversion,
+NumPy arrays to and from torch tensors."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from poolcheck.errors import AttributeValueError, PoolcheckError
 from poolcheck.peers.base import PeerDeclined
+from poolcheck.spec import dtypes
 from poolcheck.spec.indices import index_layout
 from poolcheck.spec.poolspec import AUTO_PADS, ROUNDING_TYPES, PoolSpec
 from poolcheck.spec.shape import resolve
@@ -123,3 +126,22 @@ def negative_same_pads(spec: PoolSpec, shape: Sequence[int]) -> str | None:
     a = geom.axes[negative[0]]
     return (f"ONNX {spec.auto_pad.upper()} gives pad_shape {a.pad_begin + a.pad_end} < 0 on axis {negative[0]} "
             "(stride past the dilated kernel); OpenVINO-shaped attributes clamp it at 0 and take no negative pads")
+
+
+def torch_from_numpy(arr: np.ndarray) -> Any:
+    """``arr`` as a torch tensor sharing its memory; bfloat16 (ml_dtypes, which torch cannot read)
+    through its bits: an int16 tensor viewed as torch.bfloat16 (the same 16-bit layout)."""
+    import torch
+
+    if arr.dtype == dtypes.BFLOAT16:
+        return torch.from_numpy(arr.view(np.int16)).view(torch.bfloat16)
+    return torch.from_numpy(arr)
+
+
+def torch_to_numpy(t: Any) -> np.ndarray:
+    """A torch tensor's values as a fresh NumPy array (torch.bfloat16 -> ml_dtypes bfloat16, bit for bit)."""
+    import torch
+
+    if t.dtype == torch.bfloat16:
+        return t.contiguous().view(torch.int16).numpy().view(dtypes.BFLOAT16).copy()
+    return t.numpy().copy()

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from poolcheck.peers._convert import ceil_as_ceil_torch
+from poolcheck.peers._convert import ceil_as_ceil_torch, torch_from_numpy, torch_to_numpy
 from poolcheck.peers.base import PeerDeclined, PeerOutput
 from poolcheck.spec.family import FAMILY_OPS, FamilySpec, unpool_shape
 
@@ -112,7 +112,7 @@ class TorchFamily:
         torch = self._setup()
         import torch.nn.functional as F
 
-        t = torch.from_numpy(x if x.flags.writeable else x.copy())
+        t = torch_from_numpy(x if x.flags.writeable else x.copy())
         kwargs = {k: v for k, v in node.items() if k not in ("fn", "rank", "out_shape")}
         with torch.no_grad():
             if spec.op in ("global_avg", "global_max"):
@@ -122,8 +122,8 @@ class TorchFamily:
             else:
                 result = getattr(F, node["fn"])(t, **kwargs)
         if isinstance(result, tuple):
-            return PeerOutput(result[0].numpy().copy(), result[1].numpy().copy())
-        return PeerOutput(result.numpy().copy())
+            return PeerOutput(torch_to_numpy(result[0]), result[1].numpy().copy())
+        return PeerOutput(torch_to_numpy(result))
 
     def _plane_indices(self, out_shape: tuple[int, ...], x_shape: tuple[int, ...], indices: np.ndarray | None) -> Any:
         """ONNX MaxUnpool's flat indices (over N x C x spatial) as PyTorch's (each (n, c) plane's

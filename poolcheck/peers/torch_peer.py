@@ -14,11 +14,16 @@ from typing import Any
 
 import numpy as np
 
-from poolcheck.peers._convert import ceil_as_ceil_torch, check_expressible, convert_flat_indices
+from poolcheck.peers._convert import (
+    ceil_as_ceil_torch,
+    check_expressible,
+    convert_flat_indices,
+    torch_from_numpy,
+    torch_to_numpy,
+)
 from poolcheck.peers.adapter import RuntimePeer, Translated
 from poolcheck.peers.base import BatchItem, PeerDeclined, PeerOption, PeerOutput
 from poolcheck.peers.family_torch import TorchFamily
-from poolcheck.spec import dtypes
 from poolcheck.spec.poolspec import PoolSpec
 
 
@@ -63,25 +68,6 @@ def to_torch(spec: PoolSpec, shape: Sequence[int], peer: str = "torch") -> dict[
     return kwargs
 
 
-def _from_numpy(arr: np.ndarray) -> Any:
-    """``arr`` as a torch tensor sharing its memory; bfloat16 (ml_dtypes, which torch cannot read)
-    through its bits: an int16 tensor viewed as torch.bfloat16 (the same 16-bit layout)."""
-    import torch
-
-    if arr.dtype == dtypes.BFLOAT16:
-        return torch.from_numpy(arr.view(np.int16)).view(torch.bfloat16)
-    return torch.from_numpy(arr)
-
-
-def _to_numpy(t: Any) -> np.ndarray:
-    """A torch tensor's values as a fresh NumPy array (torch.bfloat16 -> ml_dtypes bfloat16, bit for bit)."""
-    import torch
-
-    if t.dtype == torch.bfloat16:
-        return t.contiguous().view(torch.int16).numpy().view(dtypes.BFLOAT16).copy()
-    return t.numpy().copy()
-
-
 @functools.cache
 def _kernel_error(op: str, rank: int, dtype: str) -> str | None:
     """Whether PyTorch has a CPU kernel for ``op`` at spatial ``rank`` and ``dtype``: None, or
@@ -90,7 +76,7 @@ def _kernel_error(op: str, rank: int, dtype: str) -> str | None:
     int64, no float16 avg_pool3d)."""
     import torch.nn.functional as F
 
-    x = _from_numpy(np.zeros((1, 1) + (2,) * rank, dtype=np.dtype(dtype)))
+    x = torch_from_numpy(np.zeros((1, 1) + (2,) * rank, dtype=np.dtype(dtype)))
     try:
         if op == "max":
             getattr(F, f"max_pool{rank}d")(x, 1, return_indices=True)
@@ -139,7 +125,7 @@ class TorchPeer(TorchFamily, RuntimePeer):
         """``arr`` as a torch tensor in the configured memory format."""
         torch = self._setup()
         # Peers get read-only inputs; PyTorch wants writable memory (it never writes a pool input).
-        t = _from_numpy(arr if arr.flags.writeable else arr.copy())
+        t = torch_from_numpy(arr if arr.flags.writeable else arr.copy())
         if self.option("layout") == "channels_last":
             t = t.contiguous(memory_format=torch.channels_last if rank == 2 else torch.channels_last_3d)
         return t
@@ -166,7 +152,7 @@ class TorchPeer(TorchFamily, RuntimePeer):
         spec = items[i][0]
         result = self.bind(kwargs, spec, arr)()
         if not isinstance(result, tuple):
-            return [PeerOutput(_to_numpy(result))]
+            return [PeerOutput(torch_to_numpy(result))]
         values, plane_idx = result
         indices, notes = convert_flat_indices(plane_idx.numpy(), spec, arr.shape, per_plane=True)
-        return [PeerOutput(_to_numpy(values), indices, notes)]
+        return [PeerOutput(torch_to_numpy(values), indices, notes)]

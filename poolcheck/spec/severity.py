@@ -256,6 +256,10 @@ SEVERITY_RULES: tuple[SeverityRule, ...] = (
     _rule("lp:dilations-ignored", _V, ("ONNX-LP-NORM",), "the window's taps are those dilations place", "LpPool"),
     _rule("lp:input-type-overflow", _U, ("ONNX-LP-NORM",), "the text gives no accumulation type for the sum of "
           "|x|^p: a sum in the input type overflows where a wider one does not", "LpPool, GlobalLpPool"),
+    _rule("lp:root-exponent-float32", _U, ("ONNX-LP-NORM",), "the text gives no computation type for the norm's "
+          "1/p-th root: pow(S, 1.0f / p) computes it in float32, with 1/p held as float32 can hold it (0.33333334 "
+          "for p = 3), a relative error of |fl(1/p) - 1/p| ln S that the Lp rule does not cover",
+          "LpPool, GlobalLpPool"),
     *(_rule(key, _V, ("ONNX-GLOBAL-LP",), "global pooling pools each (n, c) plane over every spatial axis",
             "GlobalAveragePool, GlobalMaxPool, GlobalLpPool")
       for key in ("global:last-axis-only", "global:first-spatial-axis-only", "global:channels-too")),

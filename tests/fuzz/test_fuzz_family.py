@@ -128,6 +128,97 @@ def test_torch_lp_in_float16_is_two_behaviours() -> None:
                                                              "lp:no-abs": "violation"}
 
 
+def test_onnx_runtimes_float32_exponent_is_named_and_unspecified() -> None:
+    """ONNX Runtime 1.32's LpPool p = 3 (recorded): ``powf(S, 1.0f / 3)`` is 4 float32 ulps above
+    the norm at 1843 and 12 at 1e12, past the Lp rule; the float32 exponent reproduces it."""
+    x = np.array([[[1843.0, 3318.0, 100000.0, 7.0, 1.0e12, 2.0]]], dtype=np.float32)
+    case = _case("LpPool-22", {"kernel_shape": [1], "p": 3}, x)
+    recorded = np.array([[[1843.00048828125, 3318.0009765625, 100000.03125, 7.000000476837158, 1000000782336.0,
+                           2.0]]], dtype=np.float32)
+    exp = F.expected(case)
+    assert not agrees(case.spec, x, exp, (recorded, None))
+    f = F.judge_family_peer(case, "p", PeerResult("ok", PeerOutput(recorded)), exp, None)
+    assert f is not None and f.klass == "lp:root-exponent-float32" and f.explained
+    assert f.weight.value == "unspecified"
+    further = recorded.copy()
+    further[0, 0, 0] = 1843.0 + 20 * 2.0 ** -13  # 20 ulps: past the variant's own bound (about 4 ulps) too
+    assert "lp:root-exponent-float32" not in diagnose_family(case.spec, x, None, exp, (further, None))
+
+
+def test_a_rounding_variant_within_the_lp_rule_still_names_the_step_out() -> None:
+    """torch 2.13's vectorised pow(1/3) on 32 float32 elements (recorded): 3 ulps above the norm
+    everywhere (inside the Lp rule), 4 at 1793 (S rounded to float32 first): only that one element
+    diverges. The float32 exponent's own output (3 ulps) lies inside the rule too, yet it is no
+    reference: a rounding variant says nothing only where it equals the reference exactly."""
+    x = np.arange(1793, 1825, dtype=np.float32).reshape(1, 1, 32)
+    case = _case("LpPool-22", {"kernel_shape": [1], "p": 3}, x)
+    recorded = np.array([[[1793.00048828125] + [k + 0.0003662109375 for k in range(1794, 1825)]]], dtype=np.float32)
+    exp = F.expected(case)
+    assert not agrees(case.spec, x, exp, (recorded, None))
+    assert diagnose_family(case.spec, x, None, exp, (recorded, None)) == ["lp:root-exponent-float32"]
+
+
+#: torch 2.13's lp_pool1d/2d, p = 1 (recorded): the signed sum of x, taken as avg_pool in the input
+#: type times the kernel size. float16 (kernel 6): -65509 averages to -10920 and comes back as -65520,
+#: -inf, and -65448 as -65472 (the window's pieces past 65504 do not overflow on their own);
+#: float32 and float64 (the whole plane): -M + 2 + ... + 9 + M + 11 + 12 summed in order is 23.
+_M, _D = float(np.finfo(np.float32).max), float(np.finfo(np.float64).max)
+_TORCH_P1 = [
+    ("LpPool-22", {"kernel_shape": [6], "strides": [6], "p": 1},
+     [[[5.0, 7.0, 58.0, -65504.0, -51.0, -24.0, -51.0, -24.0, 58.0, -65504.0, 26.0, 47.0]]], np.float16,
+     [[[-np.inf, -65472.0]]], "lp:input-type-overflow+lp:no-abs"),
+    ("GlobalLpPool-22", {"p": 1}, [[[[-_M, 2.0, 3.0, 4.0, 5.0, 6.0], [7.0, 8.0, 9.0, _M, 11.0, 12.0]]]], np.float32,
+     [[[[23.0]]]], "lp:no-abs"),
+    ("GlobalLpPool-22", {"p": 1}, [[[[-_M, 2.0, 3.0, 4.0, 5.0, 6.0], [7.0, 8.0, 9.0, _M, 11.0, 12.0]]]], np.float64,
+     [[[[23.0]]]], "lp:no-abs"),
+    # sum|x| past float64's own range (the fuzzer's find): the bound is infinite, 12 is a signed sum's value
+    ("GlobalLpPool-22", {"p": 1}, [[[[-_D], [8.0], [9.0], [10.0], [_D], [12.0]]]], np.float64, [[[[12.0]]]],
+     "lp:no-abs"),
+    # (the seed-2 find) -DBL_MAX / 3 * 3 overflows to -inf; inf - DBL_MAX + 3 is inf, where the input-type
+    # overflow of each part alone (inf - inf) gives NaN
+    ("GlobalLpPool-22", {"p": 1}, [[[np.inf, -_D, 3.0], [-_D, 1.0, 2.0]]], np.float64, [[[np.inf], [-np.inf]]],
+     "lp:input-type-overflow+lp:no-abs"),
+    # (the seed-3 find) DBL_MAX + 9 stays finite until -inf arrives; summed positives first would overflow
+    # to +inf and give NaN: which infinity comes first is the order's
+    ("GlobalLpPool-22", {"p": 1}, [[[_D, 9.0, -np.inf, 14.0, _D]]], np.float64, [[[-np.inf]]],
+     "lp:input-type-overflow+lp:no-abs"),
+]
+
+
+@pytest.mark.parametrize("op_name, attrs, values, dtype, recorded, klass", _TORCH_P1,
+                         ids=["lp-float16", "global-float32", "global-float64", "global-float64-max", "global-float64-inf",
+                                                       "global-float64-inf-race"])
+def test_torchs_signed_sum_is_named_within_its_own_bound(op_name, attrs, values, dtype, recorded, klass) -> None:
+    """A signed sum cancels: its error in the input type is bounded by the sum of |x|^p, not by
+    the sum (the Lp rule's premise); within that bound the torch rows are ``lp:no-abs``, inf only
+    with ``lp:input-type-overflow``. Both weigh as the violation."""
+    x = np.array(values, dtype=dtype)
+    case = _case(op_name, attrs, x)
+    out = np.array(recorded, dtype=dtype)
+    exp = F.expected(case)
+    f = F.judge_family_peer(case, "p", PeerResult("ok", PeerOutput(out)), exp, None)
+    assert f is not None and f.klass == klass and f.explained, f.klass
+    assert f.weight.value == "violation"
+    assert klass in diagnose_family(case.spec, x, None, exp, (out, None))
+
+
+def test_the_signed_bound_is_no_blanket() -> None:
+    """Outside the signed sum's bound nothing is named lp:no-abs: a window without cancellation
+    keeps the tight bound, inf needs the sum to reach past the type's range."""
+    x = np.array([[[-3.0, 2.0, -1.0, 4.0]]], dtype=np.float32)
+    case = _case("LpPool-22", {"kernel_shape": [2], "p": 1}, x)
+    exp = F.expected(case)
+    signed = np.array([[[-1.0, 1.0, 3.0]]], dtype=np.float32)
+    assert diagnose_family(case.spec, x, None, exp, (signed, None)) == ["lp:no-abs"]
+    for wrong in ([[[-1.0, 1.0, 3.001]]], [[[-np.inf, 1.0, 3.0]]], [[[np.nan, 1.0, 3.0]]]):
+        keys = diagnose_family(case.spec, x, None, exp, (np.array(wrong, dtype=np.float32), None))
+        assert not any("lp:no-abs" in k for k in keys), (wrong, keys)
+    cubed = _case("LpPool-22", {"kernel_shape": [2], "p": 3}, x)  # p = 3: a negative signed sum is NaN
+    exp3 = F.expected(cubed)
+    nan_first = np.array([[[np.nan, np.cbrt(7.0), np.cbrt(63.0)]]], dtype=np.float32)
+    assert diagnose_family(cubed.spec, x, None, exp3, (nan_first, None))[0] == "lp:no-abs"
+
+
 def test_a_refusal_is_named_by_the_runtimes_words() -> None:
     msg = "NotImplemented: [ONNXRuntimeError] : 9 : NOT_IMPLEMENTED : Could not find an implementation for LpPool(18)"
     assert F.rejection_reason(msg) == "NotImplemented: Could not find an implementation for LpPool(N)"

@@ -133,6 +133,27 @@ def test_torch_declines_an_index_that_leaves_its_plane() -> None:
     assert result.status == "declined" and "own (n, c) plane" in result.message
 
 
+def test_torch_runs_the_family_in_bfloat16() -> None:
+    """The torch peer hands bfloat16 to PyTorch through its bits (torch.from_numpy cannot read
+    ml_dtypes): before, every bfloat16 family configuration came back as a torch 'rejection'
+    (TypeError: can't convert np.ndarray of type ml_dtypes.bfloat16). Values: the reference's."""
+    import ml_dtypes
+
+    peer = available_peer("torch")
+    x = np.array([[[1.0, 2.5, -3.0, 4.0], [0.5, -0.25, 8.0, 1.0]]], dtype=ml_dtypes.bfloat16)
+    pooled = np.array([[[2.5, 4.0], [0.5, 8.0]]], dtype=ml_dtypes.bfloat16)
+    items = [(operators.parse("GlobalAveragePool-22", {}), x, None), (operators.parse("GlobalMaxPool-22", {}), x, None),
+             (operators.parse("LpPool-22", {"kernel_shape": [2], "p": 2}), x, None),
+             (operators.parse("MaxUnpool-22", {"kernel_shape": [2], "strides": [2]}), pooled,
+              np.array([[[1, 3], [4, 6]]]))]
+    for (spec, arr, indices), result in zip(items, call_peer_family(peer, items, isolated=False), strict=True):
+        assert result.status == "ok", (spec.op, result.message)
+        expected = run_family(spec, arr, indices=indices)[0]
+        assert result.output.values.dtype == expected.dtype
+        tol = family_tolerance(spec, arr, expected, numpy_engine, family_numpy)
+        assert close_values(expected, result.output.values, tol).all(), (spec.op, result.output.values, expected)
+
+
 def test_runtime_gaps_are_rejections_at_opset_22() -> None:
     spec, x, _ = _item("global-lp-p2")
     for name, says in (("onnxruntime", "GlobalLpPool(22)"), ("onnx_reference", "GlobalLpPool")):

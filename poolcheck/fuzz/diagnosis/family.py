@@ -21,6 +21,7 @@ import numpy as np
 from poolcheck.api_family import lp_root, run_family
 from poolcheck.engines import get_engine, get_family_engine
 from poolcheck.errors import PoolcheckError
+from poolcheck.fuzz.diagnosis.family_lp import SignedSums, exponent_rounded, root
 from poolcheck.fuzz.diagnosis.variants import GEOMETRY_VARIANTS, GeometryVariant
 from poolcheck.judgement import close_values, family_tolerance
 from poolcheck.spec import dtypes
@@ -78,8 +79,8 @@ def agrees(spec: FamilySpec, x: np.ndarray, expected: FamilyOutputs, actual: Fam
 # --------------------------------------------------------------------------- variant computations
 
 
-def _lp(spec: FamilySpec, x: np.ndarray, *, p: int | None = None, root: bool = True, signed: bool = False,
-        pads: bool = True, dilations: bool = True, overflow: bool = False) -> FamilyOutputs:
+def _lp(spec: FamilySpec, x: np.ndarray, *, p: int | None = None, rooted: bool = True, signed: bool = False,
+        pads: bool = True, dilations: bool = True, overflow: bool = False, exponent32: bool = False) -> FamilyOutputs:
     window = spec.window if spec.op == "lp" else global_window(spec, x.shape)
     assert window is not None
     n = window.spatial_rank
@@ -100,34 +101,40 @@ def _lp(spec: FamilySpec, x: np.ndarray, *, p: int | None = None, root: bool = T
             sums = pos - neg
             # C's pow: a finite negative base gives NaN, -inf gives +inf
             powered = sums if p == 1 else np.where(np.isfinite(sums) & (sums < 0), np.nan,
-                                                   lp_root(np.abs(sums), p, np.dtype(np.float64)))
+                                                   root(np.abs(sums), p, exponent32=exponent32))
             return powered.astype(x.dtype), None
     sums = kernels.lp_sums(x, geom, p)
-    if not root:
+    if not rooted:
         with np.errstate(all="ignore"):
             return sums.astype(x.dtype), None
-    out = lp_root(sums, p, x.dtype)
+    out = dtypes.cast(root(sums, p, exponent32=True), x.dtype) if exponent32 else lp_root(sums, p, x.dtype)
     if overflow:  # |x|^p summed in the input type: past its largest value the norm is inf
         out = np.where(sums > _overflow_bound(x.dtype, geom), np.array(np.inf, x.dtype), out)
     return out, None
 
 
+def _placed(spec: FamilySpec, x: np.ndarray, gv: GeometryVariant | None) -> tuple[np.ndarray, Geometry, int]:
+    """The input (cropped where a negative pad starts the windows inside it), the windows the
+    geometry variant ``gv`` places (None: the spec's) and the kernel's taps."""
+    window = spec.window if spec.op == "lp" else global_window(spec, x.shape)
+    assert window is not None
+    if gv is None:
+        return x, resolve(window, x.shape), math.prod(window.kernel)
+    placement = gv.build(window, tuple(x.shape))
+    if placement.crop is not None:
+        x = x[(slice(None), slice(None), *(slice(a, b) for a, b in placement.crop))]
+    return x, placement.geom, math.prod(window.kernel)
+
+
 def _lp_on(spec: FamilySpec, x: np.ndarray, gv: GeometryVariant | None, *, rescale: bool = False,
-           signed: bool = False, overflow: bool = False) -> FamilyOutputs:
+           signed: bool = False, overflow: bool = False, exponent32: bool = False) -> FamilyOutputs:
     """LpPool (GlobalLpPool) on the windows geometry variant ``gv`` places (None: the spec's);
     ``rescale``: each window's sum scaled by kernel taps / taps inside the input (an average of
     |x|^p over the window clipped to the input, times the kernel size: torch's lp_pool under
     ceil_mode); ``signed``: x^p, not |x|^p, and C's pow for the root (lp:no-abs); ``overflow``:
-    powers and sums past the input type's largest value are inf (lp:input-type-overflow)."""
-    window = spec.window if spec.op == "lp" else global_window(spec, x.shape)
-    assert window is not None
-    if gv is None:
-        geom = resolve(window, x.shape)
-    else:  # a negative pad is a crop of the input: windows start inside it
-        placement = gv.build(window, tuple(x.shape))
-        geom = placement.geom
-        if placement.crop is not None:
-            x = x[(slice(None), slice(None), *(slice(a, b) for a, b in placement.crop))]
+    powers and sums past the input type's largest value are inf (lp:input-type-overflow);
+    ``exponent32``: the root's exponent 1/p rounded to float32 (lp:root-exponent-float32)."""
+    x, geom, kernel = _placed(spec, x, gv)
     big = _overflow_bound(x.dtype, geom)
     with np.errstate(all="ignore"):
         powers = get_family_engine("numpy").power(x, spec.p)
@@ -137,42 +144,106 @@ def _lp_on(spec: FamilySpec, x: np.ndarray, gv: GeometryVariant | None, *, resca
             powers = np.where(np.abs(powers) > big, np.sign(powers) * np.inf, powers)
         sums = _placed_sums(powers, geom)
         if rescale:
-            sums = sums * (math.prod(window.kernel) / _placed_sums(np.ones(x.shape), geom))
+            sums = sums * (kernel / _placed_sums(np.ones(x.shape), geom))
         if overflow:
             sums = np.where(np.abs(sums) > big, np.sign(sums) * np.inf, sums)
         if not signed:
-            return lp_root(sums, spec.p, x.dtype), None
-        root = sums if spec.p == 1 else np.where(np.isfinite(sums) & (sums < 0), np.nan,
-                                                 lp_root(np.abs(sums), spec.p, np.dtype(np.float64)))
-        return root.astype(x.dtype), None
+            return dtypes.cast(root(sums, spec.p, exponent32=exponent32), x.dtype), None
+        rooted = sums if spec.p == 1 else np.where(np.isfinite(sums) & (sums < 0), np.nan,
+                                                   root(np.abs(sums), spec.p, exponent32=exponent32))
+        return rooted.astype(x.dtype), None
+
+
+def _signed_sums(spec: FamilySpec, x: np.ndarray, gv: GeometryVariant | None, *, rescale: bool = False,
+                 exponent32: bool = False) -> SignedSums:
+    """What the signed variant's own bound needs (:class:`~poolcheck.fuzz.diagnosis.family_lp.SignedSums`)
+    on the windows ``gv`` places (None: the spec's, summed by the reference engine)."""
+    kernels = get_family_engine("numpy")
+    big = float(dtypes.finfo(x.dtype).max)
+    x, geom, kernel = _placed(spec, x, gv)
+    with np.errstate(all="ignore"):
+        powers = kernels.power(x, spec.p)
+        finite = np.isfinite(x)
+        negative = (x < 0) if spec.p % 2 else np.zeros(x.shape, dtype=bool)
+        counted = {"overflowing": powers > big, "nonfinite": ~finite, "nans": np.isnan(x),
+                   "pos_inf": np.isinf(x) & ~negative, "neg_inf": np.isinf(x) & negative}
+        if gv is None and not rescale:
+            pos, neg = kernels.lp_sums(np.maximum(x, 0), geom, spec.p), kernels.lp_sums(np.maximum(-x, 0), geom, spec.p)
+            sums = pos - neg if spec.p % 2 else pos + neg
+            magnitude = pos + neg
+            finite_magnitude = kernels.lp_sums(np.where(finite, x, 0.0), geom, spec.p)
+            counts = {k: kernels.lp_sums(v.astype(np.float64), geom, 1) for k, v in counted.items()}
+        else:
+            scale = kernel / _placed_sums(np.ones(x.shape), geom) if rescale else 1.0
+            signed = np.where(negative, -powers, powers)
+            sums, magnitude = _placed_sums(signed, geom) * scale, _placed_sums(powers, geom) * scale
+            finite_magnitude = _placed_sums(np.where(finite, powers, 0.0), geom) * scale
+            counts = {k: _placed_sums(v.astype(np.float64), geom) for k, v in counted.items()}
+    return SignedSums(sums=sums, magnitude=magnitude, finite_magnitude=finite_magnitude, taps=kernel, p=spec.p,
+                      dtype=np.dtype(x.dtype), exponent32=exponent32, **counts)
 
 
 #: What may combine on one LpPool example (each a behaviour of its own): one window placement,
 #: then these, in this order in a joined key.
-_LP_MODIFIERS: tuple[str, ...] = ("lp:ceil-window-rescaled", "lp:no-abs", "lp:input-type-overflow")
+_LP_MODIFIERS: tuple[str, ...] = ("lp:ceil-window-rescaled", "lp:no-abs", "lp:input-type-overflow",
+                                  "lp:root-exponent-float32")
 
 
-def _lp_combination(spec: FamilySpec, x: np.ndarray, keys: Sequence[str]) -> FamilyOutputs | None:
-    """LpPool under several behaviours at once (a window variant and/or :data:`_LP_MODIFIERS`),
-    or None when ``keys`` are not such a combination."""
-    window_keys = [k for k in keys if k not in _LP_MODIFIERS]
+def _lp_plan(spec: FamilySpec, keys: Sequence[str]) -> tuple[GeometryVariant | None, set[str]] | None:
+    """``keys`` (joined keys split) as one window placement (None: the spec's) and a set of
+    :data:`_LP_MODIFIERS`, or None when they are not such a combination on ``spec``."""
+    atoms = [a for k in keys for a in k.split("+")]
+    window_keys = [k for k in atoms if k not in _LP_MODIFIERS]
     if len(window_keys) > 1 or spec.op not in ("lp", "global_lp"):
         return None
     gv = next((g for g in GEOMETRY_VARIANTS if window_keys and g.key == window_keys[0]), None)
     if window_keys and (gv is None or spec.window is None or not gv.applies(spec.window)):
         return None
+    return gv, set(atoms) - set(window_keys)
+
+
+def _lp_combination(spec: FamilySpec, x: np.ndarray, keys: Sequence[str]) -> FamilyOutputs | None:
+    """LpPool under several behaviours at once (a window variant and/or :data:`_LP_MODIFIERS`),
+    or None when ``keys`` are not such a combination."""
+    plan = _lp_plan(spec, keys)
+    if plan is None:
+        return None
+    gv, mods = plan
     try:
-        return _lp_on(spec, x, gv, rescale="lp:ceil-window-rescaled" in keys, signed="lp:no-abs" in keys,
-                      overflow="lp:input-type-overflow" in keys)
+        return _lp_on(spec, x, gv, rescale="lp:ceil-window-rescaled" in mods, signed="lp:no-abs" in mods,
+                      overflow="lp:input-type-overflow" in mods, exponent32="lp:root-exponent-float32" in mods)
     except (PoolcheckError, ValueError, ZeroDivisionError):
         return None
+
+
+def _matches(spec: FamilySpec, x: np.ndarray, keys: Sequence[str], out: FamilyOutputs, actual: FamilyOutputs,
+             open_values: np.ndarray | None = None) -> bool:
+    """Whether variant ``keys``' output ``out`` reproduces ``actual``: within the family's
+    tolerance (:func:`agrees`), or, for a signed Lp sum (``lp:no-abs``), within the signed sum's
+    own bound (:class:`~poolcheck.fuzz.diagnosis.family_lp.SignedSums`)."""
+    plan = _lp_plan(spec, keys) if any("lp:no-abs" in k for k in keys) else None
+    if plan is None or "lp:no-abs" not in plan[1]:
+        return agrees(spec, x, out, actual, open_values=open_values)
+    gv, mods = plan
+    if tuple(np.shape(out[0])) != tuple(np.shape(actual[0])):
+        return False
+    try:
+        signed = _signed_sums(spec, x, gv, rescale="lp:ceil-window-rescaled" in mods,
+                              exponent32="lp:root-exponent-float32" in mods)
+    except (PoolcheckError, ValueError, ZeroDivisionError):
+        return False
+    ok = signed.admits(out[0], actual[0], overflow="lp:input-type-overflow" in mods)
+    if open_values is not None:
+        ok = ok | open_values
+    return bool(np.all(ok))
 
 
 def _lp_combinations(spec: FamilySpec) -> list[tuple[str, ...]]:
     """The combinations of two or three LpPool behaviours worth trying on ``spec``, smallest first."""
     windows = [(g.key,) for g in GEOMETRY_VARIANTS if spec.window is not None and g.applies(spec.window)]
-    modifiers = [m for m in _LP_MODIFIERS if m != "lp:ceil-window-rescaled" or
-                 (spec.window is not None and spec.window.rounding_type != "floor")]
+    modifiers = [m for m in _LP_MODIFIERS if (m != "lp:ceil-window-rescaled" or
+                 (spec.window is not None and spec.window.rounding_type != "floor")) and
+                 (m != "lp:root-exponent-float32" or exponent_rounded(spec.p))]
     subsets = [tuple(c) for n in (1, 2, 3) for c in itertools.combinations(modifiers, n)]
     out = [(*w, *m) for w in [(), *windows] for m in [(), *subsets]]
     return sorted((c for c in out if len(c) >= 2), key=len)
@@ -389,6 +460,10 @@ class FamilyVariant:
     applies: Callable[[FamilySpec], bool] = lambda _s: True
     #: The output elements the variant leaves open (any value reproduces them), or None.
     open: Callable[[FamilySpec, np.ndarray], np.ndarray] | None = None
+    #: A rounding variant: its effect may lie within the tolerance around the reference (a runtime
+    #: rounding once more then steps out of it), so it says nothing only where it equals the
+    #: reference exactly.
+    rounding: bool = False
 
 
 def _window_variant(gv: GeometryVariant) -> FamilyVariant:
@@ -419,7 +494,7 @@ def _odd_p(s: FamilySpec) -> bool:
 
 FAMILY_VARIANTS: tuple[FamilyVariant, ...] = (
     FamilyVariant("lp:no-root", ("lp", "global_lp"), "the sum of |x|^p without the 1/p-th root",
-                  lambda s, x, i: _lp(s, x, root=False), lambda s: s.p > 1),
+                  lambda s, x, i: _lp(s, x, rooted=False), lambda s: s.p > 1),
     FamilyVariant("lp:no-abs", ("lp", "global_lp"), "x^p summed without |x| (the root of the signed sum: torch's "
                   "lp_pool)", lambda s, x, i: _lp(s, x, signed=True), _odd_p),
     FamilyVariant("lp:pads-ignored", ("lp",), "LpPool's pads ignored (the windows of pads 0)",
@@ -437,6 +512,9 @@ FAMILY_VARIANTS: tuple[FamilyVariant, ...] = (
     FamilyVariant("lp:input-type-overflow+lp:no-abs", ("lp", "global_lp"), "x^p summed without |x| in the input "
                   "type (inf past its largest value; torch's lp_pool)", lambda s, x, i: _lp(s, x, signed=True,
                                                                                              overflow=True), _odd_p),
+    FamilyVariant("lp:root-exponent-float32", ("lp", "global_lp"), "the 1/p-th root taken as pow(S, 1.0f / p): "
+                  "the exponent rounded to float32 (0.33333334 for p = 3), a relative error of |fl(1/p) - 1/p| ln S",
+                  lambda s, x, i: _lp(s, x, exponent32=True), lambda s: exponent_rounded(s.p), rounding=True),
     FamilyVariant("lp:p-ignored", ("lp", "global_lp"), "p read as 2 whatever its value",
                   lambda s, x, i: _lp(s, x, p=2), lambda s: s.p != 2),
     FamilyVariant("global:last-axis-only", ("global_avg", "global_max", "global_lp"),
@@ -539,16 +617,19 @@ def diagnose_family(spec: FamilySpec, x: np.ndarray, indices: np.ndarray | None,
         if out is None:
             continue
         left_open = _open(v, spec, x)
-        if agrees(spec, x, expected, out) and (left_open is None or not left_open.any()):
+        same = agrees(spec, x, expected, out, exact=v.rounding)
+        if same and (left_open is None or not left_open.any()):
             continue
-        if agrees(spec, x, out, actual, open_values=left_open):
+        if _matches(spec, x, (v.key,), out, actual, left_open):
             found.append(v.key)
+    # a joined variant whose part alone reproduces the output adds nothing here (the simpler name)
+    found = [k for k in found if "+" not in k or not any(a in found for a in k.split("+"))]
     if not found and spec.op in ("lp", "global_lp"):
         for keys in _lp_combinations(spec):
             if found and len(keys) > len(found[0].split("+")):
                 break
             out = _lp_combination(spec, x, keys)
-            if out is not None and not agrees(spec, x, expected, out) and agrees(spec, x, out, actual):
+            if out is not None and not agrees(spec, x, expected, out) and _matches(spec, x, keys, out, actual):
                 found.append("+".join(keys))
     if not found and spec.op in ("adaptive_avg", "adaptive_max") and x.dtype == np.float64:
         # computed as float32 and misread besides: the pair, each a behaviour of its own
@@ -580,7 +661,7 @@ def replay_family(spec: FamilySpec, x: np.ndarray, indices: np.ndarray | None, k
         ordered = sorted(keys, key=lambda k: _LP_MODIFIERS.index(k) if k in _LP_MODIFIERS else -1)
         combined = _lp_combination(spec, x, ordered)
         if combined is not None:
-            return agrees(spec, x, combined, actual)
+            return _matches(spec, x, ordered, combined, actual)
     if len(keys) == 2 and "+".join(keys[::-1]) in _BY_KEY:
         keys = ["+".join(keys[::-1])]
     elif len(keys) == 2 and "+".join(keys) in _BY_KEY:
@@ -589,7 +670,7 @@ def replay_family(spec: FamilySpec, x: np.ndarray, indices: np.ndarray | None, k
         return False
     out = variant_outputs(keys[0], spec, x, indices)
     v = _BY_KEY.get(keys[0])
-    return out is not None and v is not None and agrees(spec, x, out, actual, open_values=_open(v, spec, x))
+    return out is not None and v is not None and _matches(spec, x, (keys[0],), out, actual, _open(v, spec, x))
 
 
 __all__ = ["FAMILY_VARIANTS", "FAMILY_VARIANT_KEYS", "FamilyVariant", "agrees", "close",
