@@ -252,8 +252,6 @@ SEVERITY_RULES: tuple[SeverityRule, ...] = (
     _rule("lp:ceil-window-rescaled", _V, ("ONNX-LP-NORM",), "the norm is over the window's values: a window "
           "past the input's end is not scaled up to the kernel's size", "LpPool"),
     _rule("lp:p-ignored", _V, ("ONNX-LP-P",), "p is the norm's order", "LpPool, GlobalLpPool"),
-    _rule("lp:pads-ignored", _V, ("ONNX-LP-PADS",), "pads add positions to each axis", "LpPool"),
-    _rule("lp:dilations-ignored", _V, ("ONNX-LP-NORM",), "the window's taps are those dilations place", "LpPool"),
     _rule("lp:input-type-overflow", _U, ("ONNX-LP-NORM",), "the text gives no accumulation type for the sum of "
           "|x|^p: a sum in the input type overflows where a wider one does not", "LpPool, GlobalLpPool"),
     _rule("lp:root-exponent-float32", _U, ("ONNX-LP-NORM",), "the text gives no computation type for the norm's "

@@ -78,7 +78,8 @@ class LpNoAbs(FamilyPeer):
         wide = x.astype(np.float64)
         with np.errstate(all="ignore"):
             # the bug: x^p, sign kept (LpPool with p = 1 adds |.|: positive and negative parts apart)
-            s = _window_sums(spec, np.maximum(wide, 0) ** spec.p) - _window_sums(spec, np.maximum(-wide, 0) ** spec.p)
+            pos, neg = _window_sums(spec, np.maximum(wide, 0) ** spec.p), _window_sums(spec, np.maximum(-wide, 0) ** spec.p)
+            s = pos - neg if spec.p % 2 else pos + neg  # an even p: x^p is |x|^p, the sum is the norm's
             return PeerOutput((s if spec.p == 1 else np.power(s, 1.0 / spec.p)).astype(x.dtype))
 
 

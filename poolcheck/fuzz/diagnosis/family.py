@@ -80,14 +80,9 @@ def agrees(spec: FamilySpec, x: np.ndarray, expected: FamilyOutputs, actual: Fam
 
 
 def _lp(spec: FamilySpec, x: np.ndarray, *, p: int | None = None, rooted: bool = True, signed: bool = False,
-        pads: bool = True, dilations: bool = True, overflow: bool = False, exponent32: bool = False) -> FamilyOutputs:
+        overflow: bool = False, exponent32: bool = False) -> FamilyOutputs:
     window = spec.window if spec.op == "lp" else global_window(spec, x.shape)
     assert window is not None
-    n = window.spatial_rank
-    if not pads:
-        window = window.replace(pads_begin=(0,) * n, pads_end=(0,) * n, auto_pad="explicit")
-    if not dilations:
-        window = window.replace(dilations=(1,) * n)
     geom = resolve(window, x.shape)
     p = spec.p if p is None else p
     kernels = get_family_engine("numpy")
@@ -497,15 +492,11 @@ FAMILY_VARIANTS: tuple[FamilyVariant, ...] = (
                   lambda s, x, i: _lp(s, x, rooted=False), lambda s: s.p > 1),
     FamilyVariant("lp:no-abs", ("lp", "global_lp"), "x^p summed without |x| (the root of the signed sum: torch's "
                   "lp_pool)", lambda s, x, i: _lp(s, x, signed=True), _odd_p),
-    FamilyVariant("lp:pads-ignored", ("lp",), "LpPool's pads ignored (the windows of pads 0)",
-                  lambda s, x, i: _lp(s, x, pads=False), _explicit_pads),
-    FamilyVariant("lp:dilations-ignored", ("lp",), "LpPool's dilations ignored",
-                  lambda s, x, i: _lp(s, x, dilations=False),
-                  lambda s: s.window is not None and any(d > 1 for d in s.window.dilations)),
     FamilyVariant("lp:ceil-window-rescaled", ("lp",), "a window past the input's end summed over its taps inside "
                   "the input and scaled by kernel size / those taps (avg_pool(x^p) * kernel size)",
                   lambda s, x, i: _lp_on(s, x, None, rescale=True),
                   lambda s: s.window is not None and s.window.rounding_type != "floor"),
+    # LpPool's pads or dilations ignored are the window variants pads:ignored, dilations:ignored
     *(_window_variant(gv) for gv in GEOMETRY_VARIANTS),
     FamilyVariant("lp:input-type-overflow", ("lp", "global_lp"), "|x|^p summed in the input type: inf past its "
                   "largest value", lambda s, x, i: _lp(s, x, overflow=True)),
