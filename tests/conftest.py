@@ -23,10 +23,12 @@ from __future__ import annotations
 #   follow the profile above a floor: engines/test_c_engine.py (fixtureless properties: 300),
 #     engines/test_spec_operators.py (60 per catalogue row);
 #   fixed: engines/test_judgement.py (60), engines/test_family_engines.py (60),
-#     engines/test_bfloat16.py (60; the cast property 400), fuzz/test_hypothesis_compat.py (50: a
-#     seeded test that must find its failure), cli/test_cases_yaml.py (200),
-#     fuzz/test_fuzz_coverage.py (300 and 200), fuzz/test_fuzz_strategies.py (30),
+#     engines/test_bfloat16.py (60; the cast property 400), engines/test_family_bfloat16.py (60),
+#     fuzz/test_hypothesis_compat.py (50: a seeded test that must find its failure),
+#     cli/test_cases_yaml.py (200), fuzz/test_fuzz_coverage.py (300 and 200),
+#     fuzz/test_fuzz_strategies.py (30), fuzz/test_fuzz_family.py (150),
 #     fuzz/test_fuzz_generation.py (300, seeded: the draws themselves are compared),
+#     fuzz/test_fuzz_batching.py (seeded draws of 40 and 60; a find within 500),
 #     slow/test_extreme_attributes.py (its subprocess's count, given on the command line);
 #   reach tests (support.drawn: fuzz/test_fuzz_coverage.py, fuzz/test_fuzz_strategies.py): up to
 #     3000 draws until one meets the condition, without shrinking.
