@@ -112,6 +112,15 @@ SLOW_TESTS = frozenset({
     "test_fuzz_replay_paths.py", "test_bfloat16.py::test_fuzz_campaign_on_bfloat16_through_the_cli",
     "test_peers_onnx_backend.py::test_a_module_that_exits_crashes_or_hangs_at_import_is_contained",
     "test_peers_onnx_backend.py::test_a_planted_backend_bug_is_a_failure_through_run",
+    # the longest of the rest (make test's --durations, 2 workers): every family entry's script run
+    # on its runtime, the family peers and the frontend step through the real command, module
+    # loading errors through the real command
+    "test_family_repro.py::test_every_family_entry_reproduces_with_the_runtime_called_plainly",
+    "test_family_repro.py::test_a_family_script_exits_0_where_the_runtime_agrees",
+    "test_family_peers.py::test_run_judges_family_cases_on_peers_through_the_cli",
+    "test_peers_new.py::test_run_names_the_frontend_step_in_the_verdict",
+    "test_peers_options.py::test_run_reports_the_canonical_name",
+    "test_peers_onnx_backend.py::test_a_module_that_is_no_backend_is_a_usage_error",
 })
 
 
