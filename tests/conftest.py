@@ -125,10 +125,18 @@ SLOW_TESTS = frozenset({
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark ``slow`` every test under tests/slow/ and every one :data:`SLOW_TESTS` names."""
+    """Mark ``slow`` every test under tests/slow/ and every one :data:`SLOW_TESTS` names; then run
+    the files that are slow as a whole first (each file's tests stay together, in their order)."""
+    slow_files = set()
     for item in items:
         name = getattr(item, "originalname", item.name)
-        if (str(item.path).startswith(SLOW_FOLDER + os.sep) or item.path.name in SLOW_TESTS
-                or f"{item.path.name}::{name}" in SLOW_TESTS):
+        whole = str(item.path).startswith(SLOW_FOLDER + os.sep) or item.path.name in SLOW_TESTS
+        if whole or f"{item.path.name}::{name}" in SLOW_TESTS:
             item.add_marker(pytest.mark.slow)
+        if whole:
+            slow_files.add(item.path)
+    # pytest-xdist hands each worker a share of this order and an idle worker takes queued tests
+    # from a busy one, but never a test already running: a campaign of tens of seconds started
+    # last (tests/slow/ comes last in folder order) holds the run's end while the other worker idles.
+    items.sort(key=lambda item: item.path not in slow_files)
 # --- end slow tests -------------------------------------------------------------------------------
