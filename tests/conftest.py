@@ -23,10 +23,12 @@ from __future__ import annotations
 #   follow the profile above a floor: engines/test_c_engine.py (fixtureless properties: 300),
 #     engines/test_spec_operators.py (60 per catalogue row);
 #   fixed: engines/test_judgement.py (60), engines/test_family_engines.py (60),
-#     engines/test_bfloat16.py (60; the cast property 400), fuzz/test_hypothesis_compat.py (50: a
-#     seeded test that must find its failure), cli/test_cases_yaml.py (200),
-#     fuzz/test_fuzz_coverage.py (300 and 200), fuzz/test_fuzz_strategies.py (30),
+#     engines/test_bfloat16.py (60; the cast property 400), engines/test_family_bfloat16.py (60),
+#     fuzz/test_hypothesis_compat.py (50: a seeded test that must find its failure),
+#     cli/test_cases_yaml.py (200), fuzz/test_fuzz_coverage.py (300 and 200),
+#     fuzz/test_fuzz_strategies.py (30), fuzz/test_fuzz_family.py (150),
 #     fuzz/test_fuzz_generation.py (300, seeded: the draws themselves are compared),
+#     fuzz/test_fuzz_batching.py (seeded draws of 40 and 60; a find within 500),
 #     slow/test_extreme_attributes.py (its subprocess's count, given on the command line);
 #   reach tests (support.drawn: fuzz/test_fuzz_coverage.py, fuzz/test_fuzz_strategies.py): up to
 #     3000 draws until one meets the condition, without shrinking.
@@ -110,14 +112,31 @@ SLOW_TESTS = frozenset({
     "test_fuzz_replay_paths.py", "test_bfloat16.py::test_fuzz_campaign_on_bfloat16_through_the_cli",
     "test_peers_onnx_backend.py::test_a_module_that_exits_crashes_or_hangs_at_import_is_contained",
     "test_peers_onnx_backend.py::test_a_planted_backend_bug_is_a_failure_through_run",
+    # the longest of the rest (make test's --durations, 2 workers): every family entry's script run
+    # on its runtime, the family peers and the frontend step through the real command, module
+    # loading errors through the real command
+    "test_family_repro.py::test_every_family_entry_reproduces_with_the_runtime_called_plainly",
+    "test_family_repro.py::test_a_family_script_exits_0_where_the_runtime_agrees",
+    "test_family_peers.py::test_run_judges_family_cases_on_peers_through_the_cli",
+    "test_peers_new.py::test_run_names_the_frontend_step_in_the_verdict",
+    "test_peers_options.py::test_run_reports_the_canonical_name",
+    "test_peers_onnx_backend.py::test_a_module_that_is_no_backend_is_a_usage_error",
 })
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark ``slow`` every test under tests/slow/ and every one :data:`SLOW_TESTS` names."""
+    """Mark ``slow`` every test under tests/slow/ and every one :data:`SLOW_TESTS` names; then run
+    the files that are slow as a whole first (each file's tests stay together, in their order)."""
+    slow_files = set()
     for item in items:
         name = getattr(item, "originalname", item.name)
-        if (str(item.path).startswith(SLOW_FOLDER + os.sep) or item.path.name in SLOW_TESTS
-                or f"{item.path.name}::{name}" in SLOW_TESTS):
+        whole = str(item.path).startswith(SLOW_FOLDER + os.sep) or item.path.name in SLOW_TESTS
+        if whole or f"{item.path.name}::{name}" in SLOW_TESTS:
             item.add_marker(pytest.mark.slow)
+        if whole:
+            slow_files.add(item.path)
+    # pytest-xdist hands each worker a share of this order and an idle worker takes queued tests
+    # from a busy one, but never a test already running: a campaign of tens of seconds started
+    # last (tests/slow/ comes last in folder order) holds the run's end while the other worker idles.
+    items.sort(key=lambda item: item.path not in slow_files)
 # --- end slow tests -------------------------------------------------------------------------------

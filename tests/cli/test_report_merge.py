@@ -4,6 +4,10 @@ report with the fuzzer's deduplication, and "only on avx512_core" where the mach
 The inputs are real results of ``poolcheck fuzz`` and ``poolcheck run``. A second machine cannot
 be had in a test, so the "other machine" is this one with its recorded fingerprint rewritten to
 an AVX2 CPU, running a peer of the same name without the bug.
+
+The usage errors and the two ``run`` results of one machine come from the command in-process
+(``invoke``; a real command cost ~1 s CPU of start-up each); the merges and the fuzz campaigns
+from the real command.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ import json
 from pathlib import Path
 
 import pytest
-from support import PLANTED, ROOT, cli
+from support import PLANTED, ROOT, cli, invoke
 
 from poolcheck.fingerprint import fingerprint_id, isa_levels
 from poolcheck.report.merge import merge_results
@@ -120,20 +124,22 @@ def test_cli_merge(results: dict[str, Path], tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("args", [["merge", "ONE"], ["ONE", "ONE"], ["merge"], ["ONE", "--report-dir", "out"],
                                   ["merge", "ONE", "missing.json"]])
-def test_cli_merge_usage_errors(results: dict[str, Path], tmp_path: Path, args: list[str]) -> None:
+def test_cli_merge_usage_errors(results: dict[str, Path], tmp_path: Path, args: list[str],
+                                monkeypatch: pytest.MonkeyPatch) -> None:
     args = [str(results["avx2"]) if a == "ONE" else a for a in args]
-    out = cli("report", *args, cwd=tmp_path)
+    out = invoke("report", *args, cwd=tmp_path, monkeypatch=monkeypatch)
     assert out.returncode == 2, out.stdout + out.stderr
     assert "Traceback" not in out.stderr and out.stderr.strip()
 
 
-def test_merge_run_results(tmp_path: Path) -> None:
+def test_merge_run_results(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """``poolcheck run`` results (no signatures) merge by case: the same suite on two machines
     gives each case once."""
     seeds = ROOT / "cases" / "seeds" / "openvino-maxpool8.yaml"
     paths = []
     for name in ("x", "y"):
-        out = cli("run", str(seeds), "--quiet", "--report-dir", str(tmp_path / name), cwd=tmp_path)
+        out = invoke("run", str(seeds), "--quiet", "--report-dir", str(tmp_path / name), cwd=tmp_path,
+                     monkeypatch=monkeypatch)
         assert out.returncode in (0, 1), out.stdout[-2000:] + out.stderr[-2000:]
         paths.append(tmp_path / name / "result.json")
     one = load(paths[0])

@@ -2,7 +2,12 @@
 failure inside a case is that case's `error` verdict (exit 2) and the run goes on; the output
 contract (dtypes, shape) is checked for engines and peers; severities and --fail-on; replays
 that reproduce through a real subprocess; the bundled corpus; --version, help and 80 columns;
-report sets written whole to a folder checked before any work."""
+report sets written whole to a folder checked before any work.
+
+The command runs in-process (``invoke``) where that checks the same; the real command in a
+subprocess (``cli``, ~1.6 s CPU of start-up each) where the process is under test: replays pasted
+elsewhere, --version and help, the 80-column tables, a deeply nested file (a fresh interpreter's
+stack), a peer that prints to the real stdout, a plugin that exits while loading, and a usage error."""
 
 from __future__ import annotations
 
@@ -64,10 +69,11 @@ def verdicts(proc: subprocess.CompletedProcess[str]) -> dict[str, str]:
 
 
 @pytest.mark.parametrize("digits", [60, 400])
-def test_engine_error_is_a_case_error_with_location_and_exit_2(tmp_path: Path, digits: int) -> None:
+def test_engine_error_is_a_case_error_with_location_and_exit_2(tmp_path: Path, digits: int,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     """Caught by the engines (or, with attribute limits, by the loader): either way an error verdict."""
     case_file(tmp_path, GOOD, ENGINE_ERROR.replace("9" * 60, "9" * digits))
-    proc = cli("run", "cases.yaml", "--json", cwd=tmp_path)
+    proc = invoke("run", "cases.yaml", "--json", cwd=tmp_path, monkeypatch=monkeypatch)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "Traceback" not in proc.stdout + proc.stderr
     doc = json.loads(proc.stdout)
@@ -199,10 +205,10 @@ def write_peer(tmp_path: Path, name: str) -> Path:
     ("string_values", "not a real numeric dtype"),
     ("record_values", "structured array, not a real numeric dtype"),
 ])
-def test_peer_output_contract(tmp_path: Path, peer: str, message: str) -> None:
+def test_peer_output_contract(tmp_path: Path, peer: str, message: str, monkeypatch: pytest.MonkeyPatch) -> None:
     write_peer(tmp_path, peer)
     case_file(tmp_path, I32_CASE)
-    proc = cli("run", "cases.yaml", "--json", "--peers", f"{peer}.py", cwd=tmp_path)
+    proc = invoke("run", "cases.yaml", "--json", "--peers", f"{peer}.py", cwd=tmp_path, monkeypatch=monkeypatch)
     assert "Traceback" not in proc.stderr
     assert proc.returncode == 1, proc.stdout + proc.stderr
     case = json.loads(proc.stdout)["cases"][0]
@@ -254,9 +260,11 @@ def test_fail_on_chooses_the_exit_code(tmp_path: Path, monkeypatch: pytest.Monke
     assert bad.returncode == 2 and bad.stderr.startswith("error: --fail-on:") and len(bad.stderr.splitlines()) == 1
 
 
-def test_erratum_cases_carry_the_erratum_severity_in_every_format(tmp_path: Path) -> None:
+def test_erratum_cases_carry_the_erratum_severity_in_every_format(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     out = tmp_path / "reports"
-    proc = cli("run", str(ROOT / "cases" / "seeds"), "-q", "--report-dir", str(out), cwd=tmp_path)
+    proc = invoke("run", str(ROOT / "cases" / "seeds"), "-q", "--report-dir", str(out), cwd=tmp_path,
+                  monkeypatch=monkeypatch)
     assert proc.returncode == 0, proc.stdout + proc.stderr  # errata are not violations
     doc = json.loads((out / "result.json").read_text())
     errata = [k for c in doc["cases"] for k in c["checks"] if k["verdict"] == "erratum"]
@@ -331,8 +339,8 @@ def test_replay_of_a_peer_failure_reproduces(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- the CLI
 
 
-def test_run_without_a_path_runs_the_bundled_corpus(tmp_path: Path) -> None:
-    proc = cli("run", "--json", "--engine", "numpy", cwd=tmp_path)
+def test_run_without_a_path_runs_the_bundled_corpus(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    proc = invoke("run", "--json", "--engine", "numpy", cwd=tmp_path, monkeypatch=monkeypatch)
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
     assert len(doc["cases"]) > 100
@@ -369,37 +377,37 @@ def test_tables_readable_at_80_columns(tmp_path: Path, columns: int) -> None:
     assert set(header.split()) <= known, header  # headers whole, never split mid-word
 
 
-def test_unwritable_report_dir_fails_before_any_work(tmp_path: Path) -> None:
+def test_unwritable_report_dir_fails_before_any_work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     case_file(tmp_path, GOOD)
     blocker = tmp_path / "file"
     blocker.write_text("x")
-    proc = cli("run", "cases.yaml", "--report-dir", "file/reports", cwd=tmp_path)
+    proc = invoke("run", "cases.yaml", "--report-dir", "file/reports", cwd=tmp_path, monkeypatch=monkeypatch)
     assert proc.returncode == 2
     assert len(proc.stderr.strip().splitlines()) == 1 and proc.stderr.startswith("error: file/reports")
     assert proc.stdout == ""  # no table: nothing ran
     if os.geteuid() != 0:  # root writes anywhere
         locked = tmp_path / "locked"
         locked.mkdir(mode=0o500)
-        proc = cli("run", "cases.yaml", "--report-dir", "locked/out", cwd=tmp_path)
+        proc = invoke("run", "cases.yaml", "--report-dir", "locked/out")
         assert proc.returncode == 2 and proc.stdout == ""
 
 
-def test_report_dir_is_replaced_whole_and_announced(tmp_path: Path) -> None:
+def test_report_dir_is_replaced_whole_and_announced(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     case_file(tmp_path, GOOD)
     out = tmp_path / "out"
     out.mkdir()
     (out / "result.json").write_text("old")
-    proc = cli("run", "cases.yaml", "--report-dir", "out", cwd=tmp_path)
+    proc = invoke("run", "cases.yaml", "--report-dir", "out", cwd=tmp_path, monkeypatch=monkeypatch)
     assert proc.returncode == 0
     assert "reports written to out" in proc.stdout
     assert sorted(p.name for p in out.iterdir()) == ["junit.xml", "report.html", "result.json", "summary.md"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cases.yaml", "out"]  # no staging folder left
     assert json.loads((out / "result.json").read_text())["cases"][0]["case_id"] == "ok-case"
-    proc = cli("run", "cases.yaml", "--json", "--report-dir", "out", cwd=tmp_path)
+    proc = invoke("run", "cases.yaml", "--json", "--report-dir", "out")
     assert "reports written to out" in proc.stderr and json.loads(proc.stdout)  # stdout stays JSON
     # A folder holding other files is updated file by file: nothing else moves.
     (out / "mine.txt").write_text("keep")
-    assert cli("run", "cases.yaml", "-q", "--report-dir", "out", cwd=tmp_path).returncode == 0
+    assert invoke("run", "cases.yaml", "-q", "--report-dir", "out").returncode == 0
     assert (out / "mine.txt").read_text() == "keep"
 
 
@@ -439,7 +447,7 @@ def test_bad_peer_timeout_is_a_usage_error(tmp_path: Path, monkeypatch: pytest.M
     assert proc.stderr.startswith("error: --peer-timeout:") and len(proc.stderr.strip().splitlines()) == 1
 
 
-def test_peers_get_read_only_inputs(tmp_path: Path) -> None:
+def test_peers_get_read_only_inputs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "scribbler.py").write_text(PLUGIN_HEAD.format(name="scribbler") + """
 def max_pool(x, kernel, strides, pads_begin=None, pads_end=None, dilations=None, rounding_type="floor",
              auto_pad="explicit", axis=0, index_element_type="i64"):
@@ -448,7 +456,7 @@ def max_pool(x, kernel, strides, pads_begin=None, pads_end=None, dilations=None,
                               axis, index_element_type)
 """, encoding="utf-8")
     case_file(tmp_path, I32_CASE)
-    proc = cli("run", "cases.yaml", "--json", "--peers", "scribbler.py", cwd=tmp_path)
+    proc = invoke("run", "cases.yaml", "--json", "--peers", "scribbler.py", cwd=tmp_path, monkeypatch=monkeypatch)
     case = json.loads(proc.stdout)["cases"][0]
     assert case["input"] == [[[1, 5, 3]]]  # the input every check and the report see is intact
     check = next(k for k in case["checks"] if k["runner"] == "scribbler")

@@ -1,18 +1,28 @@
-"""``poolcheck shape`` through the real command (in-process where the runtimes' own shapes are
-compared): the symbolic formula without ``--input``, the pads each convention applies (ONNX keeps a
-negative same_* pad, OpenVINO clamps it), one-line errors."""
+"""``poolcheck shape``: the symbolic formula without ``--input``, the pads each convention applies
+(ONNX keeps a negative same_* pad, OpenVINO clamps it), one-line errors.
+
+The command runs in-process (``_shape``: JSON documents and one-line errors, which are never
+wrapped) except where the process or the width is under test: the real command (``_real_shape``,
+~0.9 s CPU of start-up each, on a pipe without NO_COLOR) for the text views with long lines, the
+80-column views and the out-of-range values. PyTorch is imported by the tests that use it as an
+oracle, not by the whole module (~2 s CPU)."""
 
 from __future__ import annotations
 
 import json
 import subprocess
+from typing import Any
 
 import pytest
 from support import cli, invoke
 
 
-def _shape(*args: str, columns: int = 200) -> subprocess.CompletedProcess[str]:
+def _real_shape(*args: str, columns: int = 200) -> subprocess.CompletedProcess[str]:
     return cli("shape", *args, columns=columns, plain=False, timeout=60)
+
+
+def _shape(*args: str) -> subprocess.CompletedProcess[str]:
+    return invoke("shape", *args)
 
 
 def test_no_input_prints_the_formula_per_axis() -> None:
@@ -42,7 +52,8 @@ def test_convention_all_shows_the_pads_each_convention_applies() -> None:
     assert rules["openvino-runtime"]["pads"] == [0, 0]
     assert rules["onnx"]["pads"] == [0, -1]
     assert rules["onnx"]["out"] == rules["openvino-runtime"]["out"] == 2
-    text = _shape("--input", "7", "--kernel", "2", "--strides", "4", "--auto-pad", "same_upper", "--convention", "all")
+    text = _real_shape("--input", "7", "--kernel", "2", "--strides", "4", "--auto-pad", "same_upper", "--convention",
+                       "all")
     assert "pads applied: begin 0, end -1" in text.stdout
     assert "pads applied: begin 0, end 0" in text.stdout
 
@@ -54,7 +65,7 @@ def test_convention_all_shows_the_pads_each_convention_applies() -> None:
     (("--input", "4", "--kernel", "2", "--pads-begin", str(2**30), "--pads-end", str(2**30)), "padded extent"),
 ])
 def test_bad_values_exit_2_with_one_line(args: tuple[str, ...], needle: str) -> None:
-    proc = _shape(*args)
+    proc = _real_shape(*args)
     assert proc.returncode == 2
     assert needle in proc.stderr
     assert "Traceback" not in proc.stderr
@@ -65,8 +76,11 @@ def test_bad_values_exit_2_with_one_line(args: tuple[str, ...], needle: str) -> 
 # Oracles: PyTorch itself (its pooling's output size and its average's divisor) and onnx's own
 # shape inference for ONNX, never poolcheck's rules.
 
-torch = pytest.importorskip("torch")
 onnx = pytest.importorskip("onnx")
+
+
+def _torch() -> Any:
+    return pytest.importorskip("torch")
 
 
 def onnx_inferred(size: list[int], kernel: list[int], strides: list[int], pads: list[int], ceil_mode: int,
@@ -85,6 +99,7 @@ def onnx_inferred(size: list[int], kernel: list[int], strides: list[int], pads: 
 
 
 def torch_shape(size: list[int], kernel: list[int], strides: list[int], pad: list[int], ceil_mode: bool) -> list[int]:
+    torch = _torch()
     x = torch.zeros((1, 1, *size))
     pool = {1: torch.nn.functional.max_pool1d, 2: torch.nn.functional.max_pool2d}[len(size)]
     return list(pool(x, kernel, strides, pad, ceil_mode=ceil_mode).shape[2:])
@@ -120,18 +135,18 @@ def test_default_view_says_in_one_line_where_conventions_disagree() -> None:
     # inside the end padding: OpenVINO's plain ceil keeps it, ONNX and PyTorch drop it (their own shapes say 4)
     assert onnx_inferred([7, 7], [2, 2], [2, 2], [1, 1, 1, 1], 1) == torch_shape([7, 7], [2, 2], [2, 2], [1, 1], True) \
         == [4, 4]
-    proc = _shape("--input", "1,1,7,7", "--kernel", "2,2", "--strides", "2,2", "--pads-begin", "1,1", "--pads-end",
-                  "1,1", "--rounding-type", "ceil")
+    proc = _real_shape("--input", "1,1,7,7", "--kernel", "2,2", "--strides", "2,2", "--pads-begin", "1,1",
+                       "--pads-end", "1,1", "--rounding-type", "ceil")
     assert proc.returncode == 0, proc.stderr
     assert "output shape (OpenVINO): (1, 1, 5, 5)" in proc.stdout
     hints = [line for line in proc.stdout.splitlines() if line.startswith("differs:")]
     assert hints == ["differs: ONNX/PyTorch: 4x4 (last window would start in padding)"]
-    onnx_view = _shape("--input", "1,1,7,7", "--kernel", "2,2", "--strides", "2,2", "--pads", "1,1,1,1",
-                       "--rounding-type", "ceil", "--convention", "onnx")
+    onnx_view = _real_shape("--input", "1,1,7,7", "--kernel", "2,2", "--strides", "2,2", "--pads", "1,1,1,1",
+                            "--rounding-type", "ceil", "--convention", "onnx")
     assert "output shape (ONNX): (1, 1, 4, 4)" in onnx_view.stdout
     assert [line for line in onnx_view.stdout.splitlines() if line.startswith("differs:")] == [
         "differs: OpenVINO: 5x5 (rounding_type ceil keeps a last window that starts in padding)"]
-    agree = _shape("--input", "1,1,7,7", "--kernel", "2,2", "--strides", "2,2", "--pads", "1,1,1,1", "--ceil-mode")
+    agree = _real_shape("--input", "1,1,7,7", "--kernel", "2,2", "--strides", "2,2", "--pads", "1,1,1,1", "--ceil-mode")
     assert "differs" not in agree.stdout and "output shape (ONNX): (1, 1, 4, 4)" in agree.stdout
 
 
@@ -159,6 +174,7 @@ def test_count_include_pad_shows_the_divisor_per_window() -> None:
     # its divisor, so divisor = input taps / output (count_include_pad=True clips the ceil window to the
     # padded input)
     size, k, s, p = 8, 3, 2, 1
+    torch = _torch()
     out = torch.nn.functional.avg_pool1d(torch.ones((1, 1, size), dtype=torch.float64), k, s, p, ceil_mode=True,
                                          count_include_pad=True)[0, 0].tolist()
     taps = [sum(1 for j in range(k) if 0 <= o * s - p + j < size) for o in range(len(out))]
@@ -168,8 +184,8 @@ def test_count_include_pad_shows_the_divisor_per_window() -> None:
                             "--ceil-mode", "--count-include-pad", "--json").stdout)
     runs = doc["axes"][0]["divisors"]["runs"]
     assert [r["divisor"] for r in runs for _ in range(r["first"], r["last"] + 1)] == divisors
-    text = _shape("--input", str(size), "--kernel", str(k), "--strides", str(s), "--pads", f"{p},{p}", "--ceil-mode",
-                  "--count-include-pad").stdout
+    text = _real_shape("--input", str(size), "--kernel", str(k), "--strides", str(s), "--pads", f"{p},{p}",
+                       "--ceil-mode", "--count-include-pad").stdout
     assert "H: windows 0-3: 3; window 4: 2 (window 4 reaches past the padded input: clipped, not the full kernel 3)" \
         in text
     excl = json.loads(_shape("--input", str(size), "--kernel", str(k), "--strides", str(s), "--pads", f"{p},{p}",
@@ -199,7 +215,7 @@ def test_readable_at_80_columns() -> None:
     env_args = ("--input", "1,1,7,7", "--kernel", "2,2", "--strides", "2,2", "--pads", "1,1,1,1", "--rounding-type",
                 "ceil", "--count-include-pad")
     for conv in ("openvino", "onnx", "torch", "all"):
-        proc = _shape(*env_args, "--convention", conv, columns=80)
+        proc = _real_shape(*env_args, "--convention", conv, columns=80)
         assert proc.returncode == 0, proc.stderr
         assert all(len(line) <= 80 for line in proc.stdout.splitlines()), proc.stdout
 
@@ -208,12 +224,12 @@ def test_same_shape_with_other_pads_is_said_too() -> None:
     # 7, kernel 2, stride 4, SAME_UPPER: out ceil(7 / 4) = 2 for both; ONNX's pad_shape (2 - 1) * 4 + 2 - 7 = -1
     # is kept (the odd unit at the end), OpenVINO clamps it to 0
     assert onnx_inferred([7, 7], [2, 2], [4, 4], [0, 0, 0, 0], 0, "SAME_UPPER") == [2, 2]
-    ov = _shape("--input", "7,7", "--kernel", "2,2", "--strides", "4,4", "--auto-pad", "SAME_UPPER")
+    ov = _real_shape("--input", "7,7", "--kernel", "2,2", "--strides", "4,4", "--auto-pad", "SAME_UPPER")
     assert [line for line in ov.stdout.splitlines() if line.startswith("differs:")] == [
         "differs: ONNX: the same shape, pads (begin/end per axis) 0/-1, 0/-1 (negative pad kept: windows start "
         "inside the input)"]
-    on = _shape("--input", "7,7", "--kernel", "2,2", "--strides", "4,4", "--auto-pad", "SAME_UPPER", "--convention",
-                "onnx")
+    on = _real_shape("--input", "7,7", "--kernel", "2,2", "--strides", "4,4", "--auto-pad", "SAME_UPPER",
+                     "--convention", "onnx")
     assert "output shape (ONNX): (2, 2)" in on.stdout
     assert [line for line in on.stdout.splitlines() if line.startswith("differs:")] == [
         "differs: OpenVINO: the same shape, pads (begin/end per axis) 0/0, 0/0 (a negative SAME pad clamped to 0)"]

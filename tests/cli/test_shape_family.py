@@ -1,7 +1,11 @@
 """``poolcheck shape --op lp|global|unpool|adaptive`` through the real command: the output shape
 against onnx's reference implementation (onnx.reference runs the operator; its output's shape is
 the oracle), the adaptive bins against the loop oracle's (tests/oracle_family.py), the working
-per axis, the formula without --input, and bad values as one line naming the option, exit 2."""
+per axis, the formula without --input, and bad values as one line naming the option, exit 2.
+
+The JSON documents and the one-line errors (never wrapped) come from the command in-process
+(``invoke``; a real command cost ~0.9 s CPU of start-up each); the text views, whose lines the
+in-process console (its width fixed when it was created) may wrap, from the real command."""
 
 from __future__ import annotations
 
@@ -12,7 +16,7 @@ from typing import Any
 import numpy as np
 import oracle_family as OF
 import pytest
-from support import cli
+from support import cli, invoke
 
 onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
@@ -24,7 +28,7 @@ def shape(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def shape_json(*args: str) -> dict[str, Any]:
-    proc = shape(*args, "--json")
+    proc = invoke("shape", *args, "--json")
     assert proc.returncode == 0, proc.stderr
     return dict(json.loads(proc.stdout))
 
@@ -147,7 +151,7 @@ def test_no_input_prints_the_family_formulas() -> None:
     (("--kernel", "2", "--input", "4", "--output-shape", "3"), "--output-shape: only --op unpool and --op adaptive"),
 ])
 def test_bad_values_exit_2_with_one_line(args: tuple[str, ...], needle: str) -> None:
-    proc = shape(*args)
+    proc = invoke("shape", *args)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     assert needle in proc.stderr

@@ -126,7 +126,7 @@ def test_c_is_numpy_bit_for_bit_on_bfloat16(x: np.ndarray, p: int) -> None:
     kernel = [min(2, s) for s in x.shape[2:]]
     assert_same(P.onnx_lp_pool(x, kernel, p=p), P.onnx_lp_pool(x, kernel, p=p, engine="c"))
     assert_same(P.onnx_global_lp_pool(x, p=p), P.onnx_global_lp_pool(x, p=p, engine="c"))
-    assert_same(P.onnx_global_max_pool(x), P.onnx_global_max_pool(x, engine="c"))
+    assert_same_max(P.onnx_global_max_pool(x), P.onnx_global_max_pool(x, engine="c"))  # tied zeros: either sign
 
 
 CASES = """schema: poolcheck.case/1

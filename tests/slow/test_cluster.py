@@ -301,23 +301,58 @@ def test_shared_database_keeps_other_runs_finds(tmp_path: Path) -> None:
     assert list(example_database(tmp_path / "db").fetch(b"k2")) == [b"find-of-run-1"]
 
 
+#: The bug-free peer, marking each process that called it (and that process's parent: an isolated
+#: peer runs in a child of the Dask worker) in a folder: the test sees when every shard is fuzzing.
+MARKING_PEER = """\
+import os
+from pathlib import Path
+
+import poolcheck
+
+PEER_NAME = "planted-correct"
+MARKS = Path({marks!r})
+
+
+def _mark():
+    for pid in (os.getpid(), os.getppid()):
+        (MARKS / str(pid)).touch()
+
+
+def max_pool(*args, **kw):
+    _mark()
+    return poolcheck.max_pool(*args, **kw)
+
+
+def avg_pool(*args, **kw):
+    _mark()
+    return poolcheck.avg_pool(*args, **kw)
+"""
+
+
 def test_ctrl_c_stops_the_shards_and_writes_the_reports(cluster: Callable[[int], Cluster], tmp_path: Path) -> None:
     c = cluster(2)
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    (tmp_path / "marking.py").write_text(MARKING_PEER.format(marks=str(marks)))
     proc = subprocess.Popen(
-        [sys.executable, "-m", "poolcheck", "fuzz", "--cluster", c.address, "--peers", str(PLANTED / "correct.py"),
-         "--oracles", "peers", "--time-budget", "120s", "--no-progress", "--no-bundled-known",
+        [sys.executable, "-m", "poolcheck", "fuzz", "--cluster", c.address, "--peers", str(tmp_path / "marking.py"),
+         "--oracles", "peers", "--time-budget", "300s", "--no-progress", "--no-bundled-known",
          "--save-cases", str(tmp_path / "cases"), "--report", str(tmp_path / "rep")],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=tmp_path,
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         with distributed.Client(c.address, timeout=30, set_as_default=False) as client:
-            deadline = time.monotonic() + 90
-            while not any(client.processing().values()):  # both shards running
+            # Ctrl-C once both shards are fuzzing: each Dask worker (or its isolated peer's parent)
+            # has called the peer, so each shard has counted an example. (A fixed 3 s wait after the
+            # first task was assigned sent Ctrl-C, on a loaded machine, to a shard still starting:
+            # it stopped cleanly with no example.) The time budget is only a cap.
+            workers = set(c.pids.values())
+            deadline = time.monotonic() + 240
+            while not workers <= {int(p.name) for p in marks.iterdir()}:
                 assert time.monotonic() < deadline and proc.poll() is None, "the shards never started"
                 time.sleep(0.2)
-            time.sleep(3)
             proc.send_signal(signal.SIGINT)
-            out, _ = proc.communicate(timeout=60)
+            out, _ = proc.communicate(timeout=120)
             assert proc.returncode in (1, 130), out[-3000:]
             deadline = time.monotonic() + 30
             while any(client.processing().values()):  # the workers' tasks end too

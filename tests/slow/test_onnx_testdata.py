@@ -1,6 +1,10 @@
 """ONNX backend test directories both ways: ``poolcheck run DIR`` judges them (the onnx package's
 own pytorch-converted pooling data, and directories built here), and ``poolcheck export`` writes
-the corpus as such directories that ONNX Runtime loads and that round-trip through ``run``."""
+the corpus as such directories that ONNX Runtime loads and that round-trip through ``run``.
+
+Runs are real commands (a hostile folder's FIFO must not hang the test process); the export's
+refusals and usage errors come from the command in-process (``invoke``: one-line errors, never
+wrapped; a real command cost ~1 s CPU of start-up each), its exports from the real command."""
 
 from __future__ import annotations
 
@@ -18,7 +22,7 @@ import pytest
 
 onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
-from support import ROOT  # noqa: E402
+from support import ROOT, invoke  # noqa: E402
 from support import cli as _cli  # noqa: E402
 
 cli = functools.partial(_cli, timeout=500)
@@ -234,10 +238,11 @@ def test_onnxruntime_reads_every_exported_directory(exported: tuple[Path, dict[s
     assert loaded > refused and agree > len(doc["written"]) // 2
 
 
-def test_export_usage_errors(tmp_path: Path) -> None:
+def test_export_usage_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(ROOT)
     for args in (["cases/seeds", str(tmp_path / "o"), "--format", "tflite"], ["cases/seeds"],
                  [str(tmp_path / "missing.yaml"), str(tmp_path / "o")]):
-        proc = cli("export", *args)
+        proc = invoke("export", *args)
         assert proc.returncode == 2, args
         assert proc.stderr.strip().startswith("error:") and "Traceback" not in proc.stderr
     assert not (tmp_path / "o").exists() or not any((tmp_path / "o").iterdir())
@@ -256,8 +261,8 @@ def _one_error(proc: subprocess.CompletedProcess[str], message: str) -> None:
 @pytest.mark.parametrize("kind", ["notes-in-folder", "file", "link", "changed-file"])
 def test_export_never_deletes_what_it_did_not_write(tmp_path: Path, kind: str) -> None:
     out = tmp_path / "out"
-    assert cli("export", str(SEED), str(out)).returncode == 0
-    assert cli("export", str(SEED), str(out)).returncode == 0  # its own folders: replaced
+    assert invoke("export", str(SEED), str(out)).returncode == 0
+    assert invoke("export", str(SEED), str(out)).returncode == 0  # its own folders: replaced
     target = out / THREE_D
     mine = tmp_path / "mine"
     mine.mkdir()
@@ -278,7 +283,7 @@ def test_export_never_deletes_what_it_did_not_write(tmp_path: Path, kind: str) -
             kept = mine / "notes.txt"
     before = kept.read_bytes()
     stamp = (out / "test_poolcheck_onnx-averagepool19-1d-default" / "model.onnx").stat().st_mtime_ns
-    _one_error(cli("export", str(SEED), str(out)), f"{target}: ")
+    _one_error(invoke("export", str(SEED), str(out)), f"{target}: ")
     assert kept.read_bytes() == before
     # Refused before anything was written: no other folder was touched, nothing staged is left.
     assert (out / "test_poolcheck_onnx-averagepool19-1d-default" / "model.onnx").stat().st_mtime_ns == stamp
@@ -287,13 +292,13 @@ def test_export_never_deletes_what_it_did_not_write(tmp_path: Path, kind: str) -
 
 def test_export_to_a_bad_out_is_one_line(tmp_path: Path) -> None:
     (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
-    _one_error(cli("export", str(SEED), str(tmp_path / "dangling")), "is a link to")
+    _one_error(invoke("export", str(SEED), str(tmp_path / "dangling")), "is a link to")
     assert not (tmp_path / "nowhere").exists()
-    _one_error(cli("export", str(SEED), "/proc/poolcheck-export-out"), "/proc/poolcheck-export-out")
+    _one_error(invoke("export", str(SEED), "/proc/poolcheck-export-out"), "/proc/poolcheck-export-out")
     out = tmp_path / "out"
     out.mkdir()
     (out / "poolcheck-export.json").write_text("my own notes")
-    _one_error(cli("export", str(SEED), str(out)), "is not the manifest poolcheck export writes")
+    _one_error(invoke("export", str(SEED), str(out)), "is not the manifest poolcheck export writes")
     assert (out / "poolcheck-export.json").read_text() == "my own notes"
     assert [p.name for p in out.iterdir()] == ["poolcheck-export.json"]
 
