@@ -248,6 +248,9 @@ WORKLOAD_SPECS = [
     (S.openvino_avg_pool([7, 7], [1, 1]), (1, 40, 7, 7)),
     (S.openvino_avg_pool([3, 3], [1, 1], [1, 1], [1, 1], exclude_pad=True), (2, 3, 36, 40)),
     (S.openvino_avg_pool([2, 3], [2, 1], [0, 1], [1, 0], exclude_pad=False), (1, 2, 19, 45)),
+    # W windows of 2 on the fused average strips (the baseline forms their taps by shuffles)
+    (S.openvino_avg_pool([2, 2], [1, 1], [0, 0], [1, 1], exclude_pad=False), (1, 2, 11, 27)),
+    (S.openvino_avg_pool([3, 2], [1, 1], [1, 1], [1, 0], exclude_pad=True), (2, 2, 12, 30)),
     (S.openvino_avg_pool([3, 3, 3], [1, 2, 1], [1, 1, 1], [1, 1, 1], True, "ceil"), (1, 2, 6, 9, 33)),
 ]
 

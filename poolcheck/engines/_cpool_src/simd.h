@@ -366,4 +366,33 @@ typedef d8 dsw;
 #define dsw_quot_f32 d8_quot_f32
 #endif
 
+#if PC_VBYTES == 16
+typedef int64_t vl2 __attribute__((vector_size(16)));
+/* Lanes 1, 2 of a ++ b: the taps one element on (one shufpd on x86). */
+INLINE vd vd_next1(const vd a, const vd b) {
+#if defined(__clang__)
+    return __builtin_shufflevector(a, b, 1, 2);
+#else
+    return __builtin_shuffle(a, b, (vl2){1, 2});
+#endif
+}
+
+/* The sums of the PC_SW windows of KW taps (2 or 3) from p, taps in order (the first two, then
+ * the third): each of p[0 .. PC_SW + KW - 1) widened once, the taps formed by shuffles
+ * (vd_next1) rather than widened again from unaligned loads (fused_f32.h uses it on the
+ * baseline only). */
+INLINE dsw dsw_wsum_f32(const float *p, const int64_t KW) {
+    /* p[5] is read only when it is a tap (KW 3): it may lie past the end of the input */
+    const vd a = vd_load_f32(p), b = vd_load_f32(p + 2), x = KW == 3 ? vd_load_f32(p + 4) : (vd){(double)p[4], 0.0};
+    dsw r;
+    r.v0 = a + vd_next1(a, b);
+    r.v1 = b + vd_next1(b, x);
+    if (KW == 3) { /* two elements on: the next vector */
+        r.v0 = r.v0 + b;
+        r.v1 = r.v1 + x;
+    }
+    return r;
+}
+#endif
+
 #endif
