@@ -326,8 +326,8 @@ POLICY_VARIANTS: tuple[PolicyVariant, ...] = (
                   {"empty_max": "lowest"}),
     PolicyVariant("empty_max=int32-lowest-wrapped", "empty_max",
                   "a window wholly in padding gives int32's lowest value (-2^31) converted to the narrower signed "
-                  "integer type by dropping its high bits: 0 for int8 and int16 (OpenVINO's CPU plugin, measured: "
-                  "int16 pooled in int32)", {"empty_max": "int32-lowest-wrapped"}),
+                  "integer type by dropping its high bits: 0 for int8 and int16 (OpenVINO's CPU plugin gives 0 for "
+                  "int16, -2^31 for int32: int16 pooled in int32 and converted back)", {"empty_max": "int32-lowest-wrapped"}),
     PolicyVariant("empty_max=zero", "empty_max", "a window wholly in padding gives 0", {"empty_max": "zero"}),
     PolicyVariant("empty_max=nan", "empty_max", "a window wholly in padding gives NaN (padding read as NaN)",
                   {"empty_max": "nan"}),
