@@ -165,9 +165,9 @@ SEVERITY_RULES: tuple[SeverityRule, ...] = (
       for key in ("nan=ignore", "nan=first", "nan=-inf", "nan=skip", "nan=last-index")),
     _rule("max=seeded-scan", _U, ("OV-PAD-INF",), "NaN and empty windows together: " + _NAN + "; " + _EMPTY_MAX),
     *(_rule(key, _U, ("OV-PAD-NEG-INF",), _EMPTY_MAX, OV, _ov)
-      for key in ("empty_max=lowest", "empty_max=zero", "empty_max=nan")),
+      for key in ("empty_max=lowest", "empty_max=zero", "empty_max=int32-lowest-wrapped", "empty_max=nan")),
     *(_rule(key, _U, ("ONNX-MAX",), _EMPTY_MAX, ONNX, _onnx)
-      for key in ("empty_max=lowest", "empty_max=zero", "empty_max=nan")),
+      for key in ("empty_max=lowest", "empty_max=zero", "empty_max=int32-lowest-wrapped", "empty_max=nan")),
     # ------------------------------------------------------------------ the average's divisor and sum
     _rule("divisor=padded", _V, _DIVISOR_OV, "exclude_pad=true: padding is not counted", f"{OV}, exclude_pad",
           _ov, _excl),

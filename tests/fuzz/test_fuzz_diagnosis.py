@@ -494,3 +494,35 @@ def test_onnxruntime_dilated_same_ceil_with_nan_is_its_recorded_behaviours() -> 
     d = diagnose_output(ENGINE, spec, x, vals, idx, history)
     assert set(d.atoms) == {"same:undilated-kernel", "nan=first"}, d
     assert d.ambiguous  # the other fit stays on record as a possibility
+
+
+def test_openvino_int16_empty_window_is_named_by_the_empty_window_rule_not_a_seed_zero_scan() -> None:
+    # the fuzz find (seed 1): every window wholly in padding; OpenVINO 2026.4.1 CPU, recorded,
+    # gives 0 at index 0 (int16 pooled in int32: INT32_MIN's low 16 bits). A max scanned from 0
+    # gives the same output here, but OpenVINO's partly padded windows of negatives are right.
+    spec = A.openvino_max_pool([1, 1, 2], [1, 1, 4], [0, 0, 0], [0, 0, 0], dilations=[1, 1, 2],
+                               rounding_type="ceil", auto_pad="same_lower", axis=-4)
+    x = np.array([[[[[1]], [[2]], [[-32768]]]]], dtype=np.int16)
+    vals = np.zeros((1, 1, 3, 1, 1), dtype=np.int16)
+    idx = np.zeros((1, 1, 3, 1, 1), dtype=np.int64)
+    d = diagnose_output(ENGINE, spec, x, vals, idx)
+    assert d.explained, d
+    assert "int_max:seed-zero" not in d.atoms
+    assert set(d.atoms) == {"empty_max=int32-lowest-wrapped", "empty_index=0"}
+    assert severity_of(d.atoms, spec) is Severity.UNSPECIFIED  # [OV-PAD-NEG-INF] leaves integers open
+
+
+def test_int32_lowest_wrapped_fills_only_the_empty_windows_of_narrow_signed_types() -> None:
+    # a window of negatives partly in padding keeps its own max; only the empty window wraps to 0
+    spec = A.openvino_max_pool([2], [1], [1], [2])
+    for dtype in (np.int8, np.int16):
+        x = np.array([[[-5, -3, -7]]], dtype=dtype)
+        low = np.iinfo(dtype).min
+        vals = np.array([[[-5, -3, -3, -7, 0]]], dtype=dtype)
+        idx = np.array([[[0, 1, 1, 2, 0]]], dtype=np.int64)
+        d = diagnose_output(ENGINE, spec, x, vals, idx)
+        assert d.explained and "empty_max=int32-lowest-wrapped" in d.atoms, (dtype, d)
+        assert "int_max:seed-zero" not in d.atoms, d
+        # the lowest value as the fill is the spec's own answer: nothing to explain
+        vals[0, 0, 4] = low
+        assert "empty_max=int32-lowest-wrapped" not in diagnose_output(ENGINE, spec, x, vals, idx).atoms

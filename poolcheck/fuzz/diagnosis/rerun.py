@@ -47,6 +47,13 @@ def _run(engine_module: ModuleType, spec: PoolSpec, x: np.ndarray, geom: Geometr
             return out
         return Outputs(np.where(np.broadcast_to(empty, out.values.shape), np.nan, out.values).astype(
             out.values.dtype), out.indices)
+    if policy.empty_max == "int32-lowest-wrapped":  # diagnosis-only: int32's lowest, high bits dropped
+        out = _run(engine_module, spec, x, geom, policy.replace(empty_max="lowest"), out_dtype)
+        empty = w.empty_windows(geom)
+        if empty is None or spec.op != "max" or out.values.dtype.kind != "i":
+            return out
+        wrapped = np.asarray(np.iinfo(np.int32).min, dtype=np.int64).astype(out.values.dtype)
+        return Outputs(np.where(np.broadcast_to(empty, out.values.shape), wrapped, out.values), out.indices)
     if policy.empty_avg == "signed-divisor":  # diagnosis-only: see _signed_divisor_empty
         out = _run(engine_module, spec, x, geom, policy.replace(empty_avg="zero"), out_dtype)
         if spec.op != "avg" or not is_float(out.values.dtype):

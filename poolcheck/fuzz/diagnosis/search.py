@@ -66,6 +66,25 @@ class _Explained:
         return self.remaining_values + self.remaining_indices
 
 
+def _empty_window_rules_first(candidates: list[tuple[PolicyVariant, np.ndarray, int]], geom: Geometry,
+                              shape: tuple[int, ...]) -> list[tuple[PolicyVariant, np.ndarray, int]]:
+    """Drop an integer-max scan rule (seeded from 0, padding read as 0, ...) whose every fixed
+    element is a window wholly in padding while an empty-window rule fixes them all: on an empty
+    window a scan seeded with v and an empty fill of v (with index 0, an index rule) give the same
+    output, and only the empty-window rule is confirmed by the runner's partly padded windows."""
+    empty = w.empty_windows(geom)
+    if empty is None:
+        return candidates
+    inside = np.broadcast_to(empty, shape)
+    fills = [f for v, f, _sc in candidates if v.group == "empty_max"]
+
+    def shadowed(v: PolicyVariant, f: np.ndarray) -> bool:
+        return (v.group == "int_max" and bool(f.any()) and not (f & ~inside).any()
+                and any(not (f & ~ef).any() for ef in fills))
+
+    return [c for c in candidates if not shadowed(c[0], c[1])]
+
+
 def _explain_values(engine_module: ModuleType, spec: PoolSpec, x: np.ndarray, geom: Geometry, values: np.ndarray,
                     prefer: Mapping[str, int], out_dtype: np.dtype | None = None,
                     index_score: Callable[[Outputs], int] | None = None,
@@ -93,6 +112,7 @@ def _explain_values(engine_module: ModuleType, spec: PoolSpec, x: np.ndarray, ge
         score = index_score(ref) if index_score is not None else 0
         if (fixes.any() or score > base_score) and not breaks.any():
             candidates.append((v, fixes, score))
+    candidates = _empty_window_rules_first(candidates, geom, values.shape)
     chosen: list[PolicyVariant] = []
     ambiguous = False
     remaining = bad0.copy()

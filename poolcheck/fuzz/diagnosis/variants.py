@@ -324,6 +324,10 @@ POLICY_VARIANTS: tuple[PolicyVariant, ...] = (
                   {"nan": "skip"}),
     PolicyVariant("empty_max=lowest", "empty_max", "a window wholly in padding gives the lowest finite value",
                   {"empty_max": "lowest"}),
+    PolicyVariant("empty_max=int32-lowest-wrapped", "empty_max",
+                  "a window wholly in padding gives int32's lowest value (-2^31) converted to the narrower signed "
+                  "integer type by dropping its high bits: 0 for int8 and int16 (OpenVINO's CPU plugin gives 0 for "
+                  "int16, -2^31 for int32: int16 pooled in int32 and converted back)", {"empty_max": "int32-lowest-wrapped"}),
     PolicyVariant("empty_max=zero", "empty_max", "a window wholly in padding gives 0", {"empty_max": "zero"}),
     PolicyVariant("empty_max=nan", "empty_max", "a window wholly in padding gives NaN (padding read as NaN)",
                   {"empty_max": "nan"}),
@@ -379,6 +383,8 @@ def _policy_applies(v: PolicyVariant, spec: PoolSpec, x: np.ndarray, geom: Geome
     if v.group == "empty_max":
         if spec.op != "max" or w.empty_windows(geom) is None:
             return False
+        if v.key == "empty_max=int32-lowest-wrapped":  # only a signed type narrower than int32 wraps it
+            return x.dtype.kind == "i" and x.dtype.itemsize < 4
         # -inf is "lowest" for integers, which have no NaN
         return is_float(x.dtype) or v.key not in ("empty_max=lowest", "empty_max=nan")
     if v.group == "divisor":
