@@ -115,7 +115,6 @@ SLOW_TESTS = frozenset({
     # the longest of the rest (make test's --durations, 2 workers): every family entry's script run
     # on its runtime, the family peers and the frontend step through the real command, module
     # loading errors through the real command
-    "test_family_repro.py::test_every_family_entry_reproduces_with_the_runtime_called_plainly",
     "test_family_repro.py::test_a_family_script_exits_0_where_the_runtime_agrees",
     "test_family_peers.py::test_run_judges_family_cases_on_peers_through_the_cli",
     "test_peers_new.py::test_run_names_the_frontend_step_in_the_verdict",
