@@ -120,6 +120,19 @@ SLOW_TESTS = frozenset({
     "test_peers_new.py::test_run_names_the_frontend_step_in_the_verdict",
     "test_peers_options.py::test_run_reports_the_canonical_name",
     "test_peers_onnx_backend.py::test_a_module_that_is_no_backend_is_a_usage_error",
+    # the fast set's longest after the family grew (test-fast --durations=0, 2 workers, quiet: these
+    # took a third of its time): the family on real runtimes and the chains, family campaigns,
+    # isolated workers that time out or are killed
+    "test_torch_onnx_family.py", "test_family_versions.py", "test_family_versions_cli.py",
+    "test_plugin_family.py::test_a_planted_family_kernel_is_found_by_a_family_campaign",
+    "test_plugin_family.py::test_a_faithful_family_plugin_stays_silent_in_a_family_campaign",
+    "test_fuzz_family.py::test_each_planted_family_bug_is_found_first_and_named",
+    "test_fuzz_family.py::test_a_faithful_family_peer_stays_silent",
+    "test_peers_isolation.py::test_submitted_batch_runs_while_the_caller_works_and_pins_failures",
+    "test_peers_isolation.py::test_batch_pins_each_failure_on_its_item",
+    "test_peers_isolation.py::test_submitted_timeout_counts_from_the_submission",
+    "test_peers_isolation.py::test_hanging_peer_times_out",
+    "test_peers_onnx_backend.py::test_onnxruntime_backend_isolated_and_named_by_its_module",
 })
 
 

@@ -190,7 +190,7 @@ def assert_one_line_or_rendered(args: list[str], name: str, fmt: str, label: str
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("base", "seed", "n"), [("run", 1, 160), ("fuzz", 2, 200)])
+@pytest.mark.parametrize(("base", "seed", "n"), [("run", 1, 120), ("fuzz", 2, 120)])
 def test_mutated_documents_render_or_get_one_line(originals: dict[str, dict[str, Any]], base: str, seed: int, n: int,
                                                  tmp_path: Path) -> None:
     codes = {0: 0, 2: 0}
