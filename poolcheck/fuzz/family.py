@@ -26,7 +26,7 @@ from poolcheck.api_family import run_family
 from poolcheck.errors import AttributeValueError, PoolcheckError
 from poolcheck.fuzz import oracles as O
 from poolcheck.fuzz.diagnosis.family import agrees, close, diagnose_family, family_variant_text
-from poolcheck.fuzz.strategies import _REGIME_CHOICES, REGIMES, FuzzCase, Limits, _ints, _pick, draw_input
+from poolcheck.fuzz.strategies import _REGIME_CHOICES, REGIMES, CaseText, FuzzCase, Limits, _ints, _pick, draw_input
 from poolcheck.judgement import Judgement
 from poolcheck.peers.base import PeerResult
 from poolcheck.peers.isolation import call_peer_many
@@ -54,7 +54,7 @@ def is_family_ops(ops: Sequence[str]) -> bool:
 
 
 @dataclass
-class FamilyCase:
+class FamilyCase(CaseText):
     """One generated family configuration, its input X and (MaxUnpool) its indices I.
     ``op_name``/``attributes`` are the case-file spelling; ``spec`` what peers receive."""
 
@@ -65,17 +65,6 @@ class FamilyCase:
     recipe: dict[str, Any]
     indices: np.ndarray | None = None
     mutation: str | None = None
-
-    @property
-    def op(self) -> str:
-        return self.spec.op
-
-    @property
-    def convention(self) -> str:
-        return self.spec.convention
-
-    def describe(self) -> str:
-        return f"{self.op_name} {self.spec.describe()} on {self.x.dtype.name}{list(self.x.shape)}"
 
 
 def _stand_in(case: FamilyCase) -> FuzzCase:

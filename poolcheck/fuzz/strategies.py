@@ -88,8 +88,32 @@ REGIMES: dict[str, Limits] = {
 _REGIME_CHOICES: tuple[str, ...] = ("small", "small", "small", "large-kernel", "long-axis", "wide")
 
 
+class CaseText:
+    """What a generated case (:class:`FuzzCase`, ``fuzz.family.FamilyCase``) says of itself: its
+    operator, convention and one-line description, read from its spec, spelling and input."""
+
+    op_name: str
+    spec: Any
+    x: np.ndarray
+    mutation: str | None
+
+    @property
+    def op(self) -> str:
+        return str(self.spec.op)
+
+    @property
+    def convention(self) -> str:
+        return str(self.spec.convention)
+
+    def describe(self) -> str:
+        text = f"{self.op_name} {self.spec.describe()} on {self.x.dtype.name}{list(self.x.shape)}"
+        if self.mutation:
+            text += f" [invalid: {self.mutation}]"
+        return text
+
+
 @dataclass
-class FuzzCase:
+class FuzzCase(CaseText):
     """One generated configuration and its input.
 
     ``op_name``/``attributes`` are the case-file spelling (so a find is written back verbatim);
@@ -103,20 +127,6 @@ class FuzzCase:
     x: np.ndarray
     recipe: dict[str, Any]
     mutation: str | None = None
-
-    @property
-    def op(self) -> str:
-        return self.spec.op
-
-    @property
-    def convention(self) -> str:
-        return self.spec.convention
-
-    def describe(self) -> str:
-        text = f"{self.op_name} {self.spec.describe()} on {self.x.dtype.name}{list(self.x.shape)}"
-        if self.mutation:
-            text += f" [invalid: {self.mutation}]"
-        return text
 
 
 # --------------------------------------------------------------------------- cached strategies
