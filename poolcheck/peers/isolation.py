@@ -430,6 +430,20 @@ class PeerWorker:
         if due is None or conn is None:  # stopped since the send
             raise _Outcome("crash", _describe_exit(None))
         (deadline, timeout), self._due = due, None
+        try:
+            return self._answer(conn, deadline, timeout)
+        except _Outcome:
+            raise
+        except BaseException:
+            # interrupted (Ctrl-C, SIGTERM) while the answer was due: it may still come, or come
+            # half read, and the next batch would read it as its own (a campaign's last questions
+            # to the peer, asked as it stops, got a batch of answers for one item): the worker goes
+            if self._proc is not None:
+                self._proc.kill()
+            self._reap()
+            raise
+
+    def _answer(self, conn: Any, deadline: float, timeout: float) -> list[PeerResult]:
         sender, self._sender = self._sender, None
         if sender is not None:
             if not sender.wait(max(0.0, deadline - time.monotonic())):  # the worker never read it all

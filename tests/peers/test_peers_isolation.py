@@ -127,6 +127,25 @@ def test_an_uncollected_answer_never_reaches_the_next_call(peer) -> None:
     assert _worker_for(peer).restarts == 0
 
 
+def test_an_answer_interrupted_while_due_never_reaches_the_next_call(peer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C or SIGTERM while a batch's answer is due (a campaign stopping mid-call), then one
+    more question (its regrouping asks the peer as it stops): the answer is to that question, not
+    the interrupted batch's (which once read as two answers to one item: "too many values to
+    unpack")."""
+    _assert_good(call_peer(peer, GOOD, X, timeout=60))  # warm
+    worker = _worker_for(peer)
+    conn = worker._conn
+    assert conn is not None
+    monkeypatch.setattr(type(conn), "poll", lambda self, timeout=0.0: (_ for _ in ()).throw(KeyboardInterrupt()))
+    with pytest.raises(KeyboardInterrupt):
+        call_peer_many(peer, [(GOOD, X), (GOOD, X)], timeout=60)
+    monkeypatch.undo()
+    other = A.openvino_max_pool([1], [3])
+    results = call_peer_many(peer, [(other, X)], timeout=60)
+    assert len(results) == 1 and results[0].status == "ok", results
+    np.testing.assert_array_equal(results[0].output.values, run_spec(other, X)[0])
+
+
 def test_a_batch_longer_than_the_pipe_buffer_is_answered_and_pins_failures(peer) -> None:
     """A batch pickled longer than PIPE_BUFFER is written by a thread while the caller goes on:
     its answers, a crash inside it, and an uncollected one are handled as a short batch's."""
