@@ -7,6 +7,7 @@ Importable from every test folder as ``support`` (pyproject's ``pythonpath = ["t
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable
@@ -150,3 +151,24 @@ def spread(seed: int, n: int, *, index_attrs: bool = True, max_dtypes: tuple[str
         if empty_windows(geom) is None:
             items.append((spec, x))
     return items
+
+
+def built_once(tmp_path_factory: pytest.TempPathFactory, name: str, build: Callable[[Path], None]) -> Path:
+    """A folder ``build`` fills once per test session, shared by the pytest-xdist workers: a
+    module-scoped fixture runs again on every worker that takes one of its module's tests (the
+    HTML report's producers, 19 s of real commands, ran on both). The first worker builds under a
+    lock in the session's shared temporary root; the others wait and reuse what it wrote."""
+    import fcntl
+
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # the session's root, shared by its workers
+    folder = root / f"shared-{name}"
+    with open(root / f"shared-{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (folder / ".built").exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            build(folder)
+            (folder / ".built").touch()
+    return folder

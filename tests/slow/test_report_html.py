@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import pytest
 from report_sample import DIAGNOSIS, PEER, sample_result
-from support import PLANTED, ROOT, cli
+from support import PLANTED, ROOT, built_once, cli
 
 from poolcheck.report.html import embed_json, to_html
 from poolcheck.report.jsonfmt import load_result, result_document
@@ -514,8 +514,12 @@ def _audit_model(path: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def produced(browser: Browser, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """Report folders written by the real commands, by producer."""
-    tmp = tmp_path_factory.mktemp("producers")
+    """Report folders written by the real commands, by producer (once per session)."""
+    tmp = built_once(tmp_path_factory, "producers", _produce)
+    return {name: tmp / name for name in PRODUCERS}
+
+
+def _produce(tmp: Path) -> None:
     env = {**os.environ, "POOLCHECK_DATA_DIR": str(tmp / "data"), "COLUMNS": "100"}
     peer = str(PLANTED / "pads_swapped.py")
     fuzz = ("fuzz", "--peers", peer, "--ops", "maxpool", "--oracles", "peers", "--exit-first", "--time-budget", "40s",
@@ -543,7 +547,6 @@ def produced(browser: Browser, tmp_path_factory: pytest.TempPathFactory) -> dict
     out = _poolcheck("report", "merge", "run/result.json", "fuzz/result.json", "fuzz-cluster/result.json",
                      "--report-dir", "merge", cwd=tmp, env=env)
     assert out.returncode == 0, out.stderr[-2000:]
-    return {name: tmp / name for name in PRODUCERS}
 
 
 @pytest.mark.slow
