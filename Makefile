@@ -57,11 +57,12 @@ redis:
 	  else echo "redis-server is not installed (needs root and apt-get): the shared-database tests will skip"; fi; }
 
 # The suite runs on one pytest-xdist worker per logical CPU (PYTEST_XDIST_AUTO_NUM_WORKERS=N to
-# choose); an idle worker takes tests queued for a busy one (worksteal: test times run from
-# milliseconds to tens of seconds).
+# choose), a whole test file per worker at a time (loadfile: a module's fixtures, some of them
+# tens of seconds of real commands, are built once; with worksteal a stolen test built them again
+# on the other worker). conftest.py hands out the files that are slow as a whole first.
 # The slowest tests are listed at the end (--durations). tests/conftest.py says how the suite is
 # grouped; tests/slow/ and tests marked @pytest.mark.slow are what test-fast leaves out.
-PYTEST := $(PY) -m pytest -q -n logical --dist worksteal
+PYTEST := $(PY) -m pytest -q -n logical --dist loadfile
 
 test: $(STAMP) browser redis
 	$(PYTEST) --durations=25

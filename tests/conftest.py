@@ -147,8 +147,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.slow)
         if whole:
             slow_files.add(item.path)
-    # pytest-xdist hands each worker a share of this order and an idle worker takes queued tests
-    # from a busy one, but never a test already running: a campaign of tens of seconds started
-    # last (tests/slow/ comes last in folder order) holds the run's end while the other worker idles.
+    # pytest-xdist (--dist loadfile, the Makefile) hands out whole files in this order as workers
+    # come free: a file of tens of seconds handed out last (tests/slow/ comes last in folder
+    # order) would hold the run's end while the other worker idles.
     items.sort(key=lambda item: item.path not in slow_files)
 # --- end slow tests -------------------------------------------------------------------------------
