@@ -5,11 +5,11 @@ A peer pays for a model, a session, an export or a compile per call, and every p
 the configurations of one call into one model (:meth:`poolcheck.peers.adapter.RuntimePeer.run_many`:
 one node, one input and its own outputs per configuration; a model the runtime refuses is split in
 halves until each failing configuration stands alone and carries its own error). What decides the
-batch is therefore the length of an example's configuration list. ``st.lists(..., max_size=64)``
-draws about six elements whatever the bound (hypothesis' average list size), so a larger
-``--batch`` gained little; :func:`example_lists` draws the length first, spread over the whole
-range, and shrinking still reduces the list to the one configuration that diverges (the length
-shrinks towards 1, and deleting a configuration moves the divergent one forward).
+batch is therefore the length of an example's configuration list: a campaign expands ``--batch``
+configurations from each example's seed (:func:`poolcheck.fuzz.shrinking.expand_batch`), and
+shrinks a divergent one alone. :func:`example_lists` is the Hypothesis strategy of such lists for
+tests (its length drawn first, spread over the whole range: ``st.lists(..., max_size=64)`` draws
+about six elements whatever the bound).
 
 Nothing about a verdict changes with the length: every configuration has its own input and
 outputs in a batched model, a configuration the runtime refuses alone is refused inside a batch
@@ -48,18 +48,6 @@ def default_batch(peers: Sequence[object]) -> int:
 #: ``--engine-checks first``: the engine-side oracles run on configurations 0, 4, 8, ... of an
 #: example (an unbatched example held four configurations on average).
 ENGINE_CHECK_EVERY = 4
-
-
-#: Configurations one hypothesis round draws at most (see :func:`round_examples`).
-ROUND_CONFIGS = 800
-
-
-def round_examples(max_configs: int, most: int) -> int:
-    """Examples per hypothesis round: ``most``, fewer for long examples, so a round holds about
-    :data:`ROUND_CONFIGS` configurations (the deadline is checked between rounds; the examples a
-    round draws after it are skipped but still drawn, and a long example takes long to draw)."""
-    mean = (1 + max(1, max_configs)) / 2
-    return max(10, min(most, int(ROUND_CONFIGS / mean)))
 
 
 def example_lists(one: st.SearchStrategy[T], max_configs: int) -> st.SearchStrategy[list[T]]:

@@ -206,23 +206,44 @@ class ShardSession(Session):
             if job != self.channel.job:
                 self.settled.add(sig)
 
-    def _example(self, batch: list[Any]) -> None:
+    def _explore(self, batch: list[Any]) -> None:
         self.channel.poll()
         if self.channel.stop == "interrupt":
             raise KeyboardInterrupt  # Session.run turns it into an interrupted result
         self._settle_claimed()
         try:
+            super()._explore(batch)
+        finally:
+            self._stream_new()
+            for sig in sorted(self.shrunk - self.sent_shrunk):
+                self.sent_shrunk.add(sig)
+                self.channel.emit("shrunk", (sig, self.findings[sig], self.shrunk_at.get(sig, 0.0)))
+
+    def _claim(self, key: str) -> bool:
+        """Shrink ``key`` unless another shard claimed it meanwhile."""
+        if key in self.mine:
+            return True
+        self.channel.poll(force=True)
+        if self.channel.claims.get(key, self.channel.job) != self.channel.job:
+            self.settled.add(key)
+            self.findings.pop(key, None)
+            return False
+        self.mine.add(key)  # ours: the shrinking steps that follow ask no more
+        return True
+
+    def _example(self, batch: list[Any]) -> None:
+        """While shrinking: another new divergence met on the way is shrunk here only if no
+        other shard claimed it."""
+        self.channel.poll()
+        if self.channel.stop == "interrupt":
+            raise KeyboardInterrupt
+        self._settle_claimed()
+        try:
             super()._example(batch)
         except Divergence as d:
             sig = str(getattr(type(d), "signature", d.finding.signature))  # the group key
-            if sig not in self.mine:  # first time: claimed meanwhile by another shard? then not ours
-                self.channel.poll(force=True)
-                if self.channel.claims.get(sig, self.channel.job) != self.channel.job:
-                    self.settled.add(sig)
-                    self.findings.pop(sig, None)
-                    self.pending = False  # nothing to shrink here after all
-                    return
-                self.mine.add(sig)  # ours: the shrinking steps that follow ask no more
+            if not self._claim(sig):
+                return
             raise
         finally:
             self._stream_new()
@@ -235,14 +256,6 @@ class ShardSession(Session):
             if sig not in self.sent:
                 self.sent.add(sig)
                 self.channel.emit("found", (sig, f, self.detected_at.get(sig, 0.0)))
-
-    def _round(self, index: int) -> None:
-        try:
-            super()._round(index)
-        finally:
-            for sig in sorted(self.shrunk - self.sent_shrunk):
-                self.sent_shrunk.add(sig)
-                self.channel.emit("shrunk", (sig, self.findings[sig], self.shrunk_at.get(sig, 0.0)))
 
 
 @contextlib.contextmanager

@@ -2,14 +2,13 @@
 
 A configuration counts for a runner when the runner answered it (the reference engine always;
 a peer when it returned outputs or rejected the configuration, not when it declined or crashed).
-The counts steer generation (:func:`rarity`: hypothesis' ``target()`` maximises it, so draws
-that reach rarely hit regions are mutated further) and end a ``--min-per-region`` campaign.
+The counts are reported and end a ``--min-per-region`` campaign.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -19,7 +18,7 @@ from poolcheck.spec.dtypes import is_float
 from poolcheck.spec.family import FAMILY_OPS
 from poolcheck.spec.regions import dtype_region, regions_of
 
-__all__ = ["Coverage", "Plan", "dtype_region", "plan", "rarity", "regions_of"]
+__all__ = ["Coverage", "Plan", "dtype_region", "plan", "regions_of"]
 
 
 @dataclass
@@ -104,8 +103,4 @@ def plan(ops: Sequence[str], conventions: Sequence[str], ranks: Sequence[int], d
 def _label(op: str, convention: str) -> str:
     return operators.newest(op, convention).name
 
-
-def rarity(keys: Iterable[str], engine_hits: Mapping[str, int]) -> float:
-    """How much a configuration adds to the coverage: rare regions weigh most (1 / (1 + hits))."""
-    return float(sum(1.0 / (1 + engine_hits.get(k, 0)) for k in keys))
 

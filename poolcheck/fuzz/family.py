@@ -10,23 +10,24 @@ the C one) and a peer's judgement with its diagnosis (:mod:`poolcheck.fuzz.diagn
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections import Counter
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
-from hypothesis import reject
 from hypothesis import strategies as st
 
 from poolcheck import api
 from poolcheck.api_family import run_family
 from poolcheck.errors import AttributeValueError, PoolcheckError
 from poolcheck.fuzz import oracles as O
+from poolcheck.fuzz.choices import Choice, Choices
 from poolcheck.fuzz.diagnosis.family import agrees, close, diagnose_family, family_variant_text
-from poolcheck.fuzz.strategies import _REGIME_CHOICES, REGIMES, CaseText, FuzzCase, Limits, _ints, _pick, draw_input
+from poolcheck.fuzz.strategies import _REGIME_CHOICES, REGIMES, CaseText, FuzzCase, Limits, configs, draw_input
 from poolcheck.judgement import Judgement
 from poolcheck.peers.base import PeerResult
 from poolcheck.peers.isolation import call_peer_many
@@ -65,6 +66,8 @@ class FamilyCase(CaseText):
     recipe: dict[str, Any]
     indices: np.ndarray | None = None
     mutation: str | None = None
+    #: The choices that make this configuration again (:mod:`poolcheck.fuzz.choices`).
+    choices: tuple[Choice, ...] = field(default=(), repr=False, compare=False)
 
 
 def _stand_in(case: FamilyCase) -> FuzzCase:
@@ -77,28 +80,28 @@ def _stand_in(case: FamilyCase) -> FuzzCase:
 # --------------------------------------------------------------------------- strategies
 
 
-def _sizes(draw: st.DrawFn, n: int, limits: Limits, low: int = 1) -> list[int]:
-    sizes = [draw(_ints(low, max(low, limits.max_size[n])), label=f"size {i}") for i in range(n)]
+def _sizes(src: Choices, n: int, limits: Limits, low: int = 1) -> list[int]:
+    sizes = [src.integer(low, max(low, limits.max_size[n]), f"size {i}") for i in range(n)]
     return sizes
 
 
-def _planes(draw: st.DrawFn, limits: Limits, sizes: list[int]) -> tuple[int, int, list[int]]:
-    batch = draw(_ints(1, limits.max_batch), label="N")
-    channels = draw(_ints(1, limits.max_channels), label="C")
+def _planes(src: Choices, limits: Limits, sizes: list[int]) -> tuple[int, int, list[int]]:
+    batch = src.integer(1, limits.max_batch, "N")
+    channels = src.integer(1, limits.max_channels, "C")
     while batch * channels * math.prod(sizes) > limits.max_elements:
         i = max(range(len(sizes)), key=lambda k: sizes[k])
         sizes[i] = max(1, sizes[i] // 2)
     return batch, channels, sizes
 
 
-def _window_attrs(draw: st.DrawFn, n: int, sizes: list[int], limits: Limits, *, unpool: bool) -> dict[str, Any]:
+def _window_attrs(src: Choices, n: int, sizes: list[int], limits: Limits, *, unpool: bool) -> dict[str, Any]:
     """Kernel, strides, pads (and for LpPool dilations, ceil_mode, auto_pad) that fit ``sizes``."""
     kernel, strides, pb, pe, dil = [], [], [], [], []
     for i in range(n):
-        k = draw(_ints(1, limits.max_kernel[n]), label=f"kernel {i}")
-        d = 1 if unpool else draw(_pick((1, 1, 1, 2, limits.max_dilation)), label=f"dilation {i}")
-        b = draw(_ints(0, min(limits.max_pad, k - 1)), label=f"pad begin {i}")
-        e = draw(_ints(0, min(limits.max_pad, k - 1)), label=f"pad end {i}")
+        k = src.integer(1, limits.max_kernel[n], f"kernel {i}")
+        d = 1 if unpool else src.pick((1, 1, 1, 2, limits.max_dilation), f"dilation {i}")
+        b = src.integer(0, min(limits.max_pad, k - 1), f"pad begin {i}")
+        e = src.integer(0, min(limits.max_pad, k - 1), f"pad end {i}")
         if (k - 1) * d + 1 > sizes[i] + b + e:
             d = 1
             k = max(1, min(k, sizes[i] + b + e))
@@ -107,50 +110,50 @@ def _window_attrs(draw: st.DrawFn, n: int, sizes: list[int], limits: Limits, *, 
         dil.append(d)
         pb.append(b)
         pe.append(e)
-        strides.append(draw(_ints(1, limits.max_stride), label=f"stride {i}"))
+        strides.append(src.integer(1, limits.max_stride, f"stride {i}"))
     attrs: dict[str, Any] = {"kernel_shape": kernel, "strides": strides, "pads": pb + pe}
     if not unpool:
         attrs["dilations"] = dil
-        attrs["ceil_mode"] = draw(_pick((0, 0, 1)), label="ceil_mode")
-        auto = draw(_pick(("NOTSET", "NOTSET", "NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")), label="auto_pad")
+        attrs["ceil_mode"] = src.pick((0, 0, 1), "ceil_mode")
+        auto = src.pick(("NOTSET", "NOTSET", "NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID"), "auto_pad")
         if auto != "NOTSET":
             attrs["auto_pad"] = auto
             del attrs["pads"]
     return attrs
 
 
-@st.composite
-def family_configs(draw: st.DrawFn, ops: Sequence[str], ranks: Sequence[int], dtypes: Sequence[str]) -> FamilyCase:
-    """One valid configuration of one of ``ops`` with its input (and MaxUnpool's indices)."""
-    op = draw(_pick(tuple(ops)), label="op")
+def family_config(src: Choices, ops: Sequence[str], ranks: Sequence[int], dtypes: Sequence[str]) -> FamilyCase:
+    """One valid configuration of one of ``ops`` with its input (and MaxUnpool's indices), from
+    ``src``'s choices (:mod:`poolcheck.fuzz.choices`)."""
+    op = src.pick(tuple(ops), "op")
     row = operators.newest(op, convention_of(op))
     allowed = tuple(d for d in dtypes if d in row.dtypes)
     if not allowed:
         raise AttributeValueError("--dtypes", f"{row.name} takes none of {', '.join(dtypes)}")
-    dtype = draw(_pick(allowed), label="dtype")
-    limits = REGIMES[draw(_pick(_REGIME_CHOICES), label="regime")]
-    n = draw(_pick(tuple(sorted(ranks))), label="rank") - 2
-    sizes = _sizes(draw, n, limits)
-    batch, channels, sizes = _planes(draw, limits, sizes)
+    dtype = src.pick(allowed, "dtype")
+    limits = REGIMES[src.pick(_REGIME_CHOICES, "regime")]
+    n = src.pick(tuple(sorted(ranks)), "rank") - 2
+    sizes = _sizes(src, n, limits)
+    batch, channels, sizes = _planes(src, limits, sizes)
     attrs: dict[str, Any] = {}
     indices = None
     if op in ("lp", "global_lp"):
-        attrs["p"] = draw(_pick((2, 1, 3, 4)), label="p")
+        attrs["p"] = src.pick((2, 1, 3, 4), "p")
     if op == "lp":
-        attrs.update(_window_attrs(draw, n, sizes, limits, unpool=False))
+        attrs.update(_window_attrs(src, n, sizes, limits, unpool=False))
     elif op in ("adaptive_avg", "adaptive_max"):
-        attrs["output_shape"] = [draw(_ints(1, max(1, min(2 * s + 1, limits.max_size[n]))), label=f"bins {i}")
+        attrs["output_shape"] = [src.integer(1, max(1, min(2 * s + 1, limits.max_size[n])), f"bins {i}")
                                  for i, s in enumerate(sizes)]
         if op == "adaptive_max":
-            attrs["index_element_type"] = draw(_pick(("i64", "i32")), label="index_element_type")
+            attrs["index_element_type"] = src.pick(("i64", "i32"), "index_element_type")
     elif op == "unpool":
-        attrs.update(_window_attrs(draw, n, sizes, limits, unpool=True))
+        attrs.update(_window_attrs(src, n, sizes, limits, unpool=True))
     spec = operators.parse(row.name, attrs)
     assert isinstance(spec, FamilySpec)
     if op == "unpool":
         # X and I come from a MaxPool of the same window over an input of the original shape
         pooled_from = (batch, channels, *sizes)
-        original, recipe = draw_input(draw, pooled_from, dtype, limits)
+        original, recipe = draw_input(src, pooled_from, dtype, limits)
         try:
             pooled, indices = api.onnx_max_pool(original, attrs["kernel_shape"], strides=attrs["strides"],
                                                 pads=attrs["pads"])
@@ -161,31 +164,41 @@ def family_configs(draw: st.DrawFn, ops: Sequence[str], ranks: Sequence[int], dt
             pooled, indices = api.onnx_max_pool(original, attrs["kernel_shape"], strides=attrs["strides"],
                                                 pads=attrs["pads"])
         x = pooled
-        if draw(_pick(("pooled", "fresh")), label="X: the MaxPool values or fresh ones") == "fresh":
-            x, recipe2 = draw_input(draw, pooled.shape, dtype, limits)
+        if src.pick(("pooled", "fresh"), "X: the MaxPool values or fresh ones") == "fresh":
+            x, recipe2 = draw_input(src, pooled.shape, dtype, limits)
             recipe = {**recipe, "x": recipe2}
         try:
             inferred: tuple[int, ...] = family_output_shape(spec.replace(output_shape=None), x.shape)
         except AttributeValueError:  # the pads leave no inferred output: only output_shape says it
             inferred = ()
-        if tuple(inferred) != pooled_from or draw(_pick((False, True)), label="output_shape given"):
+        if tuple(inferred) != pooled_from or src.pick((False, True), "output_shape given"):
             attrs["output_shape"] = list(pooled_from)
             spec = operators.parse(row.name, attrs)
             assert isinstance(spec, FamilySpec)
         recipe = {**recipe, "indices": "MaxPool of the recipe's input"}
         return FamilyCase(row.name, attrs, spec, x, recipe, indices=np.asarray(indices, dtype=np.int64))
-    x, recipe = draw_input(draw, (batch, channels, *sizes), dtype, limits)
+    x, recipe = draw_input(src, (batch, channels, *sizes), dtype, limits)
     try:
         family_output_shape(spec, x.shape)
     except AttributeValueError:
-        reject()
+        src.reject()
     return FamilyCase(row.name, attrs, spec, x, recipe)
+
+
+def generator(ops: Sequence[str], ranks: Sequence[int], dtypes: Sequence[str]) -> Callable[[Choices], FamilyCase]:
+    """:func:`family_config` of these arguments, a generator of one argument (the source)."""
+    return functools.partial(family_config, ops=tuple(ops), ranks=tuple(ranks), dtypes=tuple(dtypes))
+
+
+def family_configs(ops: Sequence[str], ranks: Sequence[int], dtypes: Sequence[str]) -> st.SearchStrategy[FamilyCase]:
+    """:func:`family_config` drawn through Hypothesis."""
+    return configs(generator(ops, ranks, dtypes))
 
 
 def family_batches(ops: Sequence[str], ranks: Sequence[int], dtypes: Sequence[str], *,
                    max_configs: int = 8) -> st.SearchStrategy[list[FamilyCase]]:
     """A list of 1..``max_configs`` family configurations (one example)."""
-    return st.lists(family_configs(tuple(ops), tuple(ranks), tuple(dtypes)), min_size=1, max_size=max_configs)
+    return st.lists(family_configs(ops, ranks, dtypes), min_size=1, max_size=max_configs)
 
 
 def check_family_arguments(ops: Sequence[str], ranks: Sequence[int], dtypes: Sequence[str]) -> None:

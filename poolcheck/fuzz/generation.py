@@ -1,4 +1,8 @@
-"""Seeded generation that depends on the seed alone.
+"""Hypothesis draws that depend on the seed and the choices alone.
+
+A campaign's examples are expanded from seeds without Hypothesis (:mod:`poolcheck.fuzz.shrinking`);
+Hypothesis runs when a divergence is shrunk, and its draws there must not depend on what else is
+imported either.
 
 Hypothesis (6.131 and later) draws about one primitive value in twenty from the literals it
 finds in the source of every *local* module in ``sys.modules`` (anything outside site-packages
@@ -10,7 +14,7 @@ between an editable install (poolcheck's own modules are local) and a wheel (the
 That is what once made hoisting the registry's imports "break" the shared-database test: the
 same seed generated and shrank to another example.
 
-:func:`seed_only_generation` switches those constants off while a fuzz round runs; the global
+:func:`seed_only_generation` switches those constants off while a shrinking run goes; the global
 constants Hypothesis ships (0, -1, inf, 2**31, ...) stay, so generation keeps its edge cases.
 """
 

@@ -3,6 +3,13 @@ fails when an upgrade removes one of them):
 
 - ``_hypothesis_internal_add_digest`` on a test function: the key of its example database entries,
   so runs with the same search space share examples whatever the function's source;
+- ``_hypothesis_internal_database_key`` on a ``@given`` test: the key its example database
+  entries are read under, so a shrinking run replays the example a seeded run saved for it
+  (:func:`set_test_database_key`);
+- ``KEY.secondary``, the example database key of a test's secondary corpus: examples that once
+  failed but are not known to be minimal. Hypothesis replays them and shrinks a failure (an
+  entry of the primary corpus that fails is taken as shrunk already: it is reported as it is)
+  (:func:`unshrunk_key`);
 - ``_hypothesis_internal_use_settings`` on a ``@given`` test: its settings, set again after
   ``@seed`` (which switches the example database off) so a seeded run still replays and keeps finds;
 - ``hypothesis.internal.conjecture.engine.MAX_SHRINKING_SECONDS``: the only bound on the time one
@@ -21,11 +28,23 @@ from hypothesis import settings
 
 DIGEST_ATTRIBUTE = "_hypothesis_internal_add_digest"
 SETTINGS_ATTRIBUTE = "_hypothesis_internal_use_settings"
+TEST_KEY_ATTRIBUTE = "_hypothesis_internal_database_key"
 
 
 def set_database_key(function: Callable[..., Any], digest: bytes) -> None:
     """Key ``function``'s example database entries by ``digest`` (before ``@given`` wraps it)."""
     setattr(function, DIGEST_ATTRIBUTE, digest)
+
+
+def set_test_database_key(test: Any, key: bytes) -> None:
+    """Read and write a ``@given`` test's example database entries under ``key`` exactly (the
+    test's own key is a digest of its source, which a caller cannot compute)."""
+    setattr(test, TEST_KEY_ATTRIBUTE, key)
+
+
+def unshrunk_key(key: bytes) -> bytes:
+    """The database key under which a test keyed ``key`` finds examples to replay AND shrink."""
+    return key + b".secondary"
 
 
 def keep_database(test: Any, database: Any) -> None:

@@ -1,19 +1,21 @@
-"""The fuzzing session: hypothesis drives the strategies, the oracles judge, findings are shrunk.
+"""The fuzzing session: examples expanded from seeds, the oracles judge, Hypothesis shrinks.
 
 How a session runs:
 
-1. Rounds of hypothesis ``@given`` runs (``ROUND_EXAMPLES`` examples each, fewer when examples
-   are long: :func:`~poolcheck.fuzz.batching.round_examples`; a fresh seed per
-   round derived from ``--seed``) until ``--max-examples`` or ``--time-budget`` is used up.
-2. Each example is a list of configurations: the engine computes the reference for each, every
-   peer receives the whole list in one batched (and isolated) call, and the oracles turn
-   differences into :class:`~poolcheck.fuzz.oracles.Finding` objects with a signature.
-3. A finding whose signature is neither known (``cases/known/``) nor already shrunk makes the
-   example fail with an exception *class of its own* (one per signature). Hypothesis tracks
-   failures by exception type, so every distinct divergence is shrunk separately to a minimal
-   configuration list (ideally one configuration) and a minimal input, and reported once.
-4. The shrunk reproducer of each signature is kept; later rounds skip it, so they search for the
-   next divergence instead of rediscovering this one.
+1. The example database's earlier finds replay first (``--database``).
+2. Example ``i`` of job ``j`` is a batch of ``--batch`` configurations expanded from a seed
+   derived from ``--seed``, ``j`` and ``i`` (:mod:`poolcheck.fuzz.shrinking`), until
+   ``--max-examples`` or ``--time-budget`` is used up (:data:`ROUND_EXAMPLES` with neither).
+   The engine computes the reference for each configuration, every peer receives the whole
+   batch in one batched (and isolated) call, and the oracles turn differences into
+   :class:`~poolcheck.fuzz.oracles.Finding` objects with a signature.
+3. A divergence whose group is neither known (``cases/known/``) nor already shrunk is shrunk at
+   once: Hypothesis replays the choices that made its configuration and shrinks them
+   (:func:`~poolcheck.fuzz.shrinking.shrink`), the test failing with an exception *class of its
+   own* per group, so each divergence met while shrinking is shrunk separately to a minimal
+   configuration and input, and reported once.
+4. The shrunk reproducer of each group is kept; later examples count it and go on, so they search
+   for the next divergence instead of rediscovering this one.
 
 Domain code only: progress goes to a callback, nothing is printed. ``--jobs N`` runs N sessions
 in spawned processes (different seeds, one deadline) and merges their findings.
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import hashlib
 import math
 import multiprocessing
@@ -37,24 +40,21 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
-from hypothesis import HealthCheck, Phase, Verbosity, given, settings, target
-from hypothesis import seed as hypothesis_seed
-from hypothesis.configuration import set_hypothesis_home_dir
-
 from poolcheck.engines import available_engines, get_engine
 from poolcheck.errors import AttributeValueError, PoolcheckError
 from poolcheck.fuzz import coverage as cov
 from poolcheck.fuzz import family
 from poolcheck.fuzz import oracles as O
-from poolcheck.fuzz.batching import EXAMPLE_CONFIGS, engine_checked, round_examples
+from poolcheck.fuzz.batching import EXAMPLE_CONFIGS, engine_checked
+from poolcheck.fuzz.choices import Choices
 from poolcheck.fuzz.database import example_database
 from poolcheck.fuzz.generation import seed_only_generation
 from poolcheck.fuzz.grouping import Grouping, distinguish, group_finding, refutes
-from poolcheck.fuzz.hypothesis_compat import keep_database, no_pareto_front, set_database_key, shrink_limit
 from poolcheck.fuzz.progress import Progress
 from poolcheck.fuzz.reference import expected_for
 from poolcheck.fuzz.repeats import ENGINE_SIDE_CACHE, PEER_RESULTS_CACHE, EngineSide, config_key, peer_key
-from poolcheck.fuzz.strategies import ALL_DTYPES, CONVENTIONS, FuzzCase, config_batches
+from poolcheck.fuzz.shrinking import example_seed, expand_batch, save_example, saved_examples, shrink
+from poolcheck.fuzz.strategies import ALL_DTYPES, CONVENTIONS, FuzzCase, configs, fuzz_config
 from poolcheck.judgement import Outputs
 from poolcheck.peers.base import Peer, PeerResult
 from poolcheck.peers.isolation import call_peer_many, close_workers, submit_peer_many
@@ -62,10 +62,9 @@ from poolcheck.peers.registry import resolve_peer
 from poolcheck.results import DEFAULT_FAIL_ON, FindingKind, PeerStatus, Signature
 from poolcheck.spec.severity import RANK
 from poolcheck.spec.shape import Geometry
-from poolcheck.userdata import hypothesis_home
 
-#: Examples per hypothesis run; the time budget is checked between runs (and examples after the
-#: deadline return at once), so a run may overshoot the budget by one round's shrinking only.
+#: Examples of a session given neither ``--max-examples`` nor ``--time-budget``. The budget is
+#: checked between examples, so a session overshoots it by one example and its shrinking only.
 ROUND_EXAMPLES = 100
 #: The oracle families (``--oracles``): engine vs engine, engine vs peers, output shapes vs the
 #: written rules, metamorphic properties of the reference engine.
@@ -109,7 +108,9 @@ class FuzzOptions:
 
     def digest(self) -> bytes:
         """Keys the hypothesis database: runs with the same search space share examples."""
-        key = repr((self.ops, self.ranks, self.dtypes, self.conventions, self.invalid, self.max_configs))
+        # the generators' choices (fuzz/choices.py) since examples are expanded from seeds; each
+        # entry is one configuration, whatever the batch
+        key = repr(("one configuration's choices", self.ops, self.ranks, self.dtypes, self.conventions, self.invalid))
         return hashlib.sha256(key.encode()).digest()
 
 
@@ -238,7 +239,6 @@ class Session:
         self.deadline = deadline
         self.max_examples = max_examples
         self._plan = options.coverage_plan()
-        self._rarity = 0.0
         self.progress = Progress(peer_status={p.name: Counter() for p in self.peers},
                                  known=frozenset(options.known_signatures))
         self.settled: set[str] = set(options.known_signatures)
@@ -246,7 +246,6 @@ class Session:
         self.shrunk: set[str] = set()
         self.detected_at: dict[str, float] = {}
         self.shrunk_at: dict[str, float] = {}
-        self.pending = False
         # History per peer, seeded with the registry: an example that several explanations fit
         # is named after the behaviours already on record (see diagnosis.diagnose_output).
         self.preference: dict[str, Counter[str]] = {}
@@ -267,9 +266,14 @@ class Session:
         #: Engine-side verdicts by configuration (:func:`config_key`), oldest first.
         self._engine_side: dict[tuple[Any, ...], EngineSide] = {}
         self.family = family.is_family_ops(options.ops)  # the rest of the family: fuzz/family.py
-        self.strategy = family.family_batches(options.ops, options.ranks, options.dtypes, max_configs=options.max_configs) \
-            if self.family else config_batches(options.ops, options.ranks, options.dtypes, options.conventions,
-                                               max_configs=options.max_configs, invalid=options.invalid)
+        #: One configuration from a source of choices (fuzz/choices.py): a campaign expands its
+        #: examples from seeds, Hypothesis shrinks a divergent one through ``self.one``.
+        self.generate: Callable[[Choices], Any] = family.generator(options.ops, options.ranks, options.dtypes) \
+            if self.family else functools.partial(fuzz_config, ops=options.ops, ranks=options.ranks, dtypes=options.dtypes,
+                                                  conventions=options.conventions, invalid=options.invalid)
+        self.one = configs(self.generate)
+        #: ``--database``: earlier finds replay first; new shrunk finds are saved for other runs.
+        self.database = example_database(options.database) if options.database else None
 
     # ------------------------------------------------------------------ checking one example
 
@@ -372,8 +376,6 @@ class Session:
         for hit, exp in zip(reached.values(), expected):
             if exp is not None:
                 self.progress.coverage.record(self.engine_module.NAME, hit)
-        self._rarity = max((cov.rarity(hit, self.progress.coverage.hits.get(self.engine_module.NAME, {}))
-                            for hit in reached.values()), default=0.0)
         for peer, answer in zip(peers, pending):
             status = self.progress.peer_status.setdefault(peer.name, Counter())
             prefer = self.preference.setdefault(peer.name, Counter())
@@ -396,16 +398,10 @@ class Session:
                         prefer.update(f.extra.get("variants", ()))
         return findings
 
-    def _example(self, batch: list[FuzzCase]) -> None:
-        """The hypothesis test body."""
-        raise_if_stopped()
-        if not self.pending:  # a generated example; the calls that shrink a find are not counted
-            self.progress.examples += 1
-        if not self.pending and self._out_of_budget():
-            return  # nothing to shrink: let the round run out quickly
+    def _judge(self, batch: Sequence[FuzzCase]) -> list[tuple[str, O.Finding]]:
+        """Check one example and count what it found; return its new divergences (group key,
+        example), the ones neither known nor shrunk yet."""
         findings = [ff for f in self.check_batch(batch) for ff in f.focused()]
-        # Steer generation towards rarely hit regions of the spec (poolcheck.spec.regions).
-        target(self._rarity, label="rarely hit spec regions")
         now = time.monotonic() - self.started
         new: list[tuple[str, O.Finding]] = []  # (group key, example)
         for f in findings:
@@ -428,9 +424,15 @@ class Session:
                 if not self.options.shrink:
                     self._found(f)
         self._report_progress()
-        if new and self.options.shrink:
+        return new
+
+    def _example(self, batch: list[FuzzCase]) -> None:
+        """The Hypothesis test body while a divergence shrinks: fail with the exception class of
+        the first new divergence (Hypothesis shrinks each class on its own)."""
+        raise_if_stopped()
+        new = self._judge(batch)
+        if new:
             key, f = min(new, key=lambda t: (_KIND_ORDER.get(t[1].kind, 9), t[0]))
-            self.pending = True
             raise divergence_type(key)(f)
 
     # ------------------------------------------------------------------ rounds
@@ -465,67 +467,76 @@ class Session:
             return 30.0
         return min(30.0, max(5.0, self.deadline - time.time()))
 
-    def _round(self, index: int) -> None:
-        # Hypothesis' own storage goes to the per-user folder: nothing appears in the cwd.
-        set_hypothesis_home_dir(hypothesis_home())
-        examples = round_examples(self.options.max_configs, ROUND_EXAMPLES)
-        if self.max_examples is not None and not self.options.min_per_region:
-            examples = max(1, min(examples, self.max_examples - self.progress.examples))
-        round_seed = int.from_bytes(
-            hashlib.sha256(f"{self.options.seed}:{self.job}:{index}".encode()).digest()[:8], "big")
-        phases = [Phase.explicit, Phase.generate, Phase.shrink]
-        db = None
-        if self.options.database:
-            db = example_database(self.options.database)
-            if index == 0:
-                phases.insert(1, Phase.reuse)
+    def _explore(self, batch: list[FuzzCase]) -> None:
+        """One example of the exploration: judged, and each of its new divergences shrunk (or,
+        with ``--no-shrink``, kept as found)."""
+        raise_if_stopped()
+        self.progress.examples += 1
+        for key, f in self._judge(batch):
+            if self.options.shrink and key not in self.settled and self._claim(key):
+                self._shrink(key, f)
 
-        def fuzz_example(batch: list[FuzzCase]) -> None:
-            self._example(batch)
+    def _claim(self, key: str) -> bool:
+        """Whether this session shrinks the new divergence ``key`` (a cluster shard asks whether
+        another shard claimed it first)."""
+        return True
 
-        set_database_key(fuzz_example, self.options.digest())
-        test = settings(
-            max_examples=examples, deadline=None, database=db, phases=phases, derandomize=False,
-            suppress_health_check=list(HealthCheck), verbosity=Verbosity.quiet, print_blob=False,
-            report_multiple_bugs=True,
-        )(given(self.strategy)(fuzz_example))
-        test = hypothesis_seed(round_seed)(test)
-        if db is not None:
-            # ``@seed`` switches the example database off (a seeded run is meant to be replayed,
-            # not to remember); this fuzzer wants both: the seed drives generation, the database
-            # replays earlier finds first and keeps new ones for other runs and machines.
-            keep_database(test, db)
-        self.pending = False
-        self.rounds.append((round_seed, examples))
-        self.progress.rounds += 1
-        self.progress.phase = f"round {index + 1}"
-        try:
-            with shrink_limit(self._shrink_seconds()), seed_only_generation(), no_pareto_front():
-                test()
-        except (KeyboardInterrupt, SystemExit):
-            raise
-        except BaseException as exc:  # hypothesis reports failures as exceptions/groups
-            found: list[Divergence] = []
-            other: list[BaseException] = []
-            _collect(exc, found, other)
-            for d in found:
-                f = d.finding
-                sig = str(getattr(type(d), "signature", f.signature))  # the group's key
-                self.findings[sig] = f
-                self.shrunk.add(sig)
-                self.shrunk_at[sig] = time.monotonic() - self.started
-                self.settled.add(sig)
-                if sig not in self.progress.new:
-                    self.progress.new.append(sig)
-                self._tell_apart(sig)
-                self._found(self.as_group(sig, f))
-            for o in other:
-                if isinstance(o, PoolcheckError | AttributeValueError):
-                    raise o from None
-                if type(o).__module__.startswith("hypothesis"):
-                    self.warnings.append(f"hypothesis: {type(o).__name__}: {str(o).splitlines()[0][:200]}")
-                    continue
+    def _shrink(self, key: str, f: O.Finding) -> None:
+        """Shrink the divergence ``key`` from its example ``f``: Hypothesis replays the choices
+        that made ``f``'s configuration and shrinks them (:func:`~poolcheck.fuzz.shrinking.shrink`).
+        A divergence the replay does not reproduce (a peer that answers otherwise the second
+        time) is kept as found."""
+        self.progress.phase = f"shrinking {len(self.shrunk) + 1}"
+        self._report_progress(force=True)
+        seed = int.from_bytes(hashlib.sha256(f"{self.options.seed}:{self.job}:shrink:{key}".encode()).digest()[:8], "big")
+        with seed_only_generation():
+            failure = shrink(self._example, self.one, f.case.choices, seed=seed, seconds=self._shrink_seconds())
+        found: list[Divergence] = []
+        other: list[BaseException] = []
+        if failure is not None:
+            _collect(failure, found, other)
+        if key not in self.settled and not any(str(getattr(type(d), "signature", "")) == key for d in found):
+            found.append(divergence_type(key)(f))  # not reproduced: kept as found
+        for d in found:
+            f = d.finding
+            sig = str(getattr(type(d), "signature", f.signature))  # the group's key
+            if sig in self.shrunk:
+                continue
+            self.findings[sig] = f
+            self.shrunk.add(sig)
+            self.shrunk_at[sig] = time.monotonic() - self.started
+            self.settled.add(sig)
+            if sig not in self.progress.new:
+                self.progress.new.append(sig)
+            self._tell_apart(sig)
+            self._found(self.as_group(sig, f))
+            if self.database is not None:
+                save_example(self.database, self.options.digest(), f.case.choices)
+        self.progress.phase = "exploring"
+        for o in other:
+            if isinstance(o, PoolcheckError | AttributeValueError):
                 raise o from None
+            if type(o).__module__.startswith("hypothesis"):
+                self.warnings.append(f"hypothesis: {type(o).__name__}: {str(o).splitlines()[0][:200]}")
+                continue
+            raise o from None
+
+    def _ended(self) -> bool:
+        """``--exit-first``: a shrunk new divergence of a ``--fail-on`` severity ends it."""
+        return self.options.exit_first and any(ends_exploration(self.as_group(s, self.findings[s]), self.options)
+                                               for s in self.shrunk if s in self.findings)
+
+    def _replay_database(self) -> None:
+        """The example database's earlier finds first, in batches, before any new example."""
+        if self.database is None:
+            return
+        self.progress.phase = "replaying earlier finds"
+        cases = saved_examples(self.database, self.options.digest(), self.generate)
+        for start in range(0, len(cases), self.options.max_configs):
+            if self._out_of_budget() or self._ended():
+                break
+            self._explore(cases[start:start + self.options.max_configs])
+        self.progress.phase = "exploring"
 
     def _heavier_example(self, sig: str, f: O.Finding) -> None:
         """A class weighs by the configuration's convention (spec/severity.py): an example of a
@@ -577,22 +588,20 @@ class Session:
 
     def run(self) -> SessionResult:
         interrupted = False
-        index = 0
+        bound = None if self.deadline is not None or self.max_examples is not None else ROUND_EXAMPLES
         try:
-            while not self._out_of_budget():
-                raise_if_stopped()
-                self._round(index)
+            self._replay_database()
+            index = 0
+            while not self._out_of_budget() and (bound is None or index < bound) and not self._ended():
+                self._explore(expand_batch(self.generate, example_seed(self.options.seed, self.job, index),
+                                           self.options.max_configs))
                 index += 1
-                if self.options.exit_first and any(ends_exploration(self.as_group(s, self.findings[s]), self.options)
-                                                   for s in self.shrunk if s in self.findings):
-                    break
-                if self.deadline is None and self.max_examples is None:
-                    break
         except KeyboardInterrupt:
             interrupted = True
         self.progress.phase = "done"
         self._report_progress(force=True)
         self.progress.elapsed = time.monotonic() - self.started
+        self.rounds.insert(0, (self.options.seed, self.progress.examples))
         return SessionResult(self.findings, self.shrunk, self.detected_at, self.shrunk_at, self.progress,
                              self.versions, self.unavailable, interrupted, self.warnings, self.rounds,
                              examples=[m for g in self.grouping.groups for m in g.members],

@@ -1,9 +1,11 @@
-"""Hypothesis strategies for pooling configurations and their inputs.
+"""Generated pooling configurations and their inputs: the generators, and their Hypothesis strategies.
 
-Shape first, then attributes consistent with it: every draw is labelled, every configuration is
-spelled in its operator's vocabulary and parsed back through the catalogue
-(:mod:`poolcheck.spec.operators`, so the fuzzer exercises the same parsing a case file does), and an example is a LIST of configurations so a
-batch amortises a peer's session cost while shrinking reduces it to the one that matters.
+A generator (:func:`pool_config`, :func:`invalid_config`, :func:`fuzz_config`) asks a
+:class:`~poolcheck.fuzz.choices.Choices` source for its choices: a campaign expands batches from
+seeds, Hypothesis shrinks a divergent one through :func:`configs` (one Hypothesis choice per
+choice). Shape first, then attributes consistent with it: every choice is labelled, every
+configuration is spelled in its operator's vocabulary and parsed back through the catalogue
+(:mod:`poolcheck.spec.operators`, so the fuzzer exercises the same parsing a case file does).
 
 Inputs are not drawn element by element (far too slow for hundreds of cases per second): a
 pattern (``arange`` first, so shrinking heads for the most readable input), a seed, and a short
@@ -15,15 +17,16 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 from hypothesis import strategies as st
 
 from poolcheck.errors import AttributeValueError
 from poolcheck.fuzz.batching import EXAMPLE_CONFIGS, example_lists
+from poolcheck.fuzz.choices import Choice, Choices, DrawnChoices, generated
 from poolcheck.spec import operators
 from poolcheck.spec.dtypes import BFLOAT16, finfo, is_float
 from poolcheck.spec.poolspec import INT_DTYPES, PoolSpec
@@ -33,6 +36,7 @@ CONVENTIONS: tuple[str, ...] = ("openvino", "onnx")
 #: float32 first: shrinking moves towards the first choice, the most common type. bfloat16 (ONNX
 #: MaxPool-22 / AveragePool-22 only) after the NumPy floats, before the integers.
 ALL_DTYPES: tuple[str, ...] = ("float32", "float16", "float64", BFLOAT16.name, *INT_DTYPES)
+T = TypeVar("T")
 PATTERNS: tuple[str, ...] = ("arange", "random", "ties", "negative", "constant")
 
 #: Ways to break a valid configuration (``--invalid``), in shrinking order.
@@ -127,26 +131,8 @@ class FuzzCase(CaseText):
     x: np.ndarray
     recipe: dict[str, Any]
     mutation: str | None = None
-
-
-# --------------------------------------------------------------------------- cached strategies
-
-
-@functools.cache
-def _ints(lo: int, hi: int) -> st.SearchStrategy[int]:
-    """``st.integers(lo, hi)``, built (and validated) once: a draw then costs far less."""
-    return st.integers(lo, hi)
-
-
-@functools.cache
-def _pick(values: tuple[Any, ...]) -> st.SearchStrategy[Any]:
-    """``st.sampled_from(values)``, built once per tuple."""
-    return st.sampled_from(values)
-
-
-@functools.lru_cache(maxsize=4096)
-def _lists(bound: int, max_size: int) -> st.SearchStrategy[list[int]]:
-    return st.lists(st.integers(0, bound - 1), max_size=max_size)
+    #: The choices that make this configuration again (:mod:`poolcheck.fuzz.choices`).
+    choices: tuple[Choice, ...] = field(default=(), repr=False, compare=False)
 
 
 # --------------------------------------------------------------------------- argument checks
@@ -251,18 +237,19 @@ def _built_input(shape: tuple[int, ...], dt: np.dtype, pattern: str, seed: int,
     return x
 
 
-def draw_input(draw: st.DrawFn, shape: Sequence[int], dtype: str, limits: Limits = DEFAULT_LIMITS
+def draw_input(src: Choices, shape: Sequence[int], dtype: str, limits: Limits = DEFAULT_LIMITS
                ) -> tuple[np.ndarray, dict[str, Any]]:
-    """Draw an input of ``shape``/``dtype`` (inside another composite: no strategy object is
-    built per call) and the recipe that rebuilds it."""
-    pattern_digit, seed = _digits(draw(_ints(0, len(PATTERNS) * 2**16 - 1), label="input pattern, seed"),
-                                  (len(PATTERNS), 2**16))
-    pattern = PATTERNS[pattern_digit]
+    """An input of ``shape``/``dtype`` from ``src``'s choices and the recipe that rebuilds it:
+    a pattern and its seed, then how many special values to plant (none a little over half the
+    time) and where."""
+    pattern = src.pick(PATTERNS, "input pattern")
+    seed = src.integer(0, 2**16 - 1, "input seed")
     n_special = len(_specials(np.dtype(dtype)))
     size = math.prod(shape)
-    packed = draw(_lists(size * n_special, limits.max_specials),
-                  label="special values (position * kinds + kind)")
-    plants = [divmod(p, n_special) for p in packed]
+    count = max(0, src.integer(0, 2 * limits.max_specials, "special values: 0 up to the bound, then 1, 2, ...")
+                - limits.max_specials)
+    plants = [divmod(src.integer(0, size * n_special - 1, "special value (position * kinds + kind)"), n_special)
+              for _ in range(count)]
     x = make_input(shape, dtype, pattern, seed, plants)
     return x, {"shape": list(shape), "pattern": pattern, "seed": seed, "specials": [list(p) for p in plants]}
 
@@ -271,45 +258,42 @@ def draw_input(draw: st.DrawFn, shape: Sequence[int], dtype: str, limits: Limits
 def inputs(draw: st.DrawFn, shape: Sequence[int], dtype: str, limits: Limits = DEFAULT_LIMITS
            ) -> tuple[np.ndarray, dict[str, Any]]:
     """An input of ``shape``/``dtype`` and the recipe that rebuilds it."""
-    return draw_input(draw, shape, dtype, limits)
+    return draw_input(DrawnChoices(draw), shape, dtype, limits)
 
 
 # --------------------------------------------------------------------------- configurations
 
 
-@st.composite
-def pool_configs(
-    draw: st.DrawFn,
+def pool_config(
+    src: Choices,
     ops: Sequence[str] = ("max", "avg"),
     ranks: Sequence[int] = (3, 4, 5),
     dtypes: Sequence[str] = ALL_DTYPES,
     conventions: Sequence[str] = CONVENTIONS,
     limits: Limits = DEFAULT_LIMITS,
 ) -> FuzzCase:
-    """One valid configuration with its input, anywhere in the attribute space.
+    """One valid configuration with its input, anywhere in the attribute space, from ``src``'s
+    choices (:mod:`poolcheck.fuzz.choices`).
 
-    Every draw costs tens of microseconds, so related choices share one draw: operator/
-    convention/rank, regime and dtype are three bytes of one choice (each uniform over its
-    choices), and shape (N, C, spatial sizes), modes (auto_pad, rounding, the op's flag, axis) and
-    the per-axis kernel/stride/dilation/pads are each one mixed-radix integer (see :func:`_digits`)
-    whose most significant digit is the one worth minimising first. Shrinking drives every byte
-    and integer towards 0, every digit towards its simplest value.
+    One choice per digit, each uniform under a seeded source and each shrinking on its own
+    towards its simplest value (0): operator/convention/rank, regime, dtype; N, C and the spatial
+    sizes; the modes (auto_pad, rounding, the op's flag, axis, pad range, global axes); per axis
+    kernel, stride, dilation, pads; the input's pattern, seed and special values. (Exploration
+    does not go through Hypothesis, so a choice costs a few hundred nanoseconds: nothing is folded
+    into a mixed-radix integer any more, which Hypothesis' integer shrinking cannot reduce digit
+    by digit.)
     """
     kinds = _kinds(tuple(ops), tuple(ranks), tuple(dtypes), tuple(conventions))
     if not kinds:
         raise AttributeValueError("dtypes", f"no dtype in {list(dtypes)} is allowed for ops {list(ops)}")
     # the default campaign reaches the whole space (a regime per draw); explicit limits are kept
     regimes = _DEFAULT_REGIMES if limits is DEFAULT_LIMITS else (limits,)
-    # op/convention/rank, regime and dtype: each uniform over its choices, one hypothesis choice
-    kind_byte, regime_byte, dtype_byte = draw(_BYTES3, label="op, convention, rank; regime; dtype")
-    op, convention, rank = kinds[_scaled(kind_byte, len(kinds))]
-    limits = regimes[_scaled(regime_byte, len(regimes))]
-    allowed = _allowed(op, convention, tuple(dtypes))
-    dtype = allowed[_scaled(dtype_byte, len(allowed))]
+    op, convention, rank = src.pick(kinds, "op, convention, rank")
+    limits = src.pick(regimes, "regime")
+    dtype = src.pick(_allowed(op, convention, tuple(dtypes)), "dtype")
     n = rank - 2
-    shape_digits = _digits(draw(_ints(0, limits.max_batch * limits.max_channels * limits.max_size[n] ** n - 1),
-                                label="shape (N, C, spatial sizes)"),
-                           (limits.max_batch, limits.max_channels, *[limits.max_size[n]] * n))
+    shape_digits = _digits_of(src, (limits.max_batch, limits.max_channels, *[limits.max_size[n]] * n),
+                              ("N - 1", "C - 1", *(f"size {i} - 1" for i in range(n))))
     batch, channels = 1 + shape_digits[0], 1 + shape_digits[1]
     sizes = _within_budget([1 + d for d in shape_digits[2:]], batch * channels, limits.max_elements)
 
@@ -319,10 +303,8 @@ def pool_configs(
     # pad range: 0-2 keep every pad below the kernel, 3 lets pads reach the kernel and beyond
     # (windows wholly in padding; ONNX Runtime rejects such pads, so they stay a minority)
     mode_radices = (4, len(rounding_choices), 2, len(axis_choices), 4, 2 ** n)
-    d_pad, d_round, d_flag, d_axis, d_range, d_global = _digits(
-        draw(_ints(0, math.prod(mode_radices) - 1),
-             label="modes (auto_pad, rounding, flag, axis, pad range, global axes)"),
-        mode_radices)
+    d_pad, d_round, d_flag, d_axis, d_range, d_global = _digits_of(
+        src, mode_radices, ("auto_pad", "rounding", "flag", "axis", "pad range", "global axes"))
     wide_pads = d_range == 3
     auto_pad = ("explicit", "valid", "same_upper", "same_lower")[d_pad]
     rounding = rounding_choices[d_round]
@@ -339,8 +321,8 @@ def pool_configs(
     pads_end: list[int] = []
     radices = _axis_radices(limits, n)
     # Per axis, most significant first: kernel, stride, dilation, pads_begin, pads_end.
-    axis_digits = _digits(draw(_ints(0, math.prod(radices) ** n - 1), label="kernel/stride/dilation/pads per axis"),
-                          radices * n)
+    axis_digits = _digits_of(src, radices * n, [f"{what} {i}" for i in range(n) for what in
+                                               ("kernel - 1", "stride - 1", "dilation", "pad begin", "pad end")])
     for i, size in enumerate(sizes):
         dk, ds, dd, pb, pe = axis_digits[5 * i: 5 * i + 5]
         if not wide_pads:  # pads below the kernel: the kernel is drawn from the unpadded room
@@ -370,22 +352,24 @@ def pool_configs(
     spelled, spec = _spelled(drawn, op_name)
     attrs = {k: list(v) if isinstance(v, list) else v for k, v in spelled.items()}  # the case's own lists
     shape = (batch, channels, *sizes)
-    x, recipe = draw_input(draw, shape, dtype, limits)
+    x, recipe = draw_input(src, shape, dtype, limits)
     return FuzzCase(op_name, attrs, spec, x, recipe)
 
 
-#: Three bytes, drawn as one hypothesis choice: each byte picks one of up to 256 choices evenly
-#: (:func:`_scaled`). A mixed-radix integer would not do here: hypothesis draws an integer of a
-#: wide range with a strong bias to small values, which pins its leading digits at 0 (the first
-#: operator, the small regime, float32 in nine draws of ten).
-_BYTES3 = st.binary(min_size=3, max_size=3)
+@st.composite
+def pool_configs(
+    draw: st.DrawFn,
+    ops: Sequence[str] = ("max", "avg"),
+    ranks: Sequence[int] = (3, 4, 5),
+    dtypes: Sequence[str] = ALL_DTYPES,
+    conventions: Sequence[str] = CONVENTIONS,
+    limits: Limits = DEFAULT_LIMITS,
+) -> FuzzCase:
+    """:func:`pool_config` drawn through Hypothesis."""
+    return pool_config(DrawnChoices(draw), ops, ranks, dtypes, conventions, limits)
+
+
 _DEFAULT_REGIMES: tuple[Limits, ...] = tuple(REGIMES[r] for r in _REGIME_CHOICES)
-
-
-def _scaled(byte: int, choices: int) -> int:
-    """One of ``choices`` (<= 256) picked by ``byte`` evenly; byte 0 picks the first (shrinking
-    a byte towards 0 heads for the simplest choice)."""
-    return byte * choices >> 8
 
 
 @functools.cache
@@ -427,13 +411,9 @@ def _axis_radices(limits: Limits, n: int) -> tuple[int, ...]:
     return (limits.max_kernel[n], limits.max_stride, limits.max_dilation, limits.max_pad + 1, limits.max_pad + 1)
 
 
-def _digits(value: int, radices: Sequence[int]) -> list[int]:
-    """Mixed-radix digits of ``value``, most significant first."""
-    out = []
-    for r in reversed(radices):
-        value, digit = divmod(value, r)
-        out.append(digit)
-    return out[::-1]
+def _digits_of(src: Choices, radices: Sequence[int], labels: Sequence[str]) -> list[int]:
+    """One choice per digit: digit ``i`` in ``[0, radices[i])``."""
+    return [src.integer(0, r - 1, label) for r, label in zip(radices, labels, strict=True)]
 
 
 def _raw_spec(spec: PoolSpec, **changes: Any) -> PoolSpec:
@@ -441,9 +421,8 @@ def _raw_spec(spec: PoolSpec, **changes: Any) -> PoolSpec:
     return spec.replace(**changes)
 
 
-@st.composite
-def invalid_configs(
-    draw: st.DrawFn,
+def invalid_config(
+    src: Choices,
     ops: Sequence[str] = ("max", "avg"),
     ranks: Sequence[int] = (3, 4, 5),
     dtypes: Sequence[str] = ALL_DTYPES,
@@ -451,12 +430,12 @@ def invalid_configs(
     limits: Limits = DEFAULT_LIMITS,
 ) -> FuzzCase:
     """A valid configuration broken in one drawn way: the engine must reject it; so should peers."""
-    case = draw(pool_configs(ops, ranks, dtypes, conventions, limits), label="configuration to break")
+    case = pool_config(src, ops, ranks, dtypes, conventions, limits)
     spec = case.spec
     n = spec.spatial_rank
-    i = draw(_ints(0, n - 1), label="axis to break")
+    i = src.integer(0, n - 1, "axis to break")
     choices = [m for m in MUTATIONS if _mutation_applies(m, case)]
-    mutation = draw(_pick(tuple(choices)), label="mutation")
+    mutation = src.pick(choices, "mutation")
     attrs = {k: (list(v) if isinstance(v, list) else v) for k, v in case.attributes.items()}
     kname = operators.operator(case.op_name).attribute_names[0]  # the kernel, as the row spells it
     x = case.x
@@ -490,13 +469,13 @@ def invalid_configs(
             attrs["pads"][i] = -1
         raw = _raw_spec(spec, pads_begin=put(spec.pads_begin, -1))
     elif mutation == "axis out of range":
-        axis = draw(_pick((spec.rank, -spec.rank - 1)), label="bad axis")
+        axis = src.pick((spec.rank, -spec.rank - 1), "bad axis")
         attrs["axis"] = axis
         raw = _raw_spec(spec, axis=axis)
     elif mutation == "dtype not allowed":
         allowed = set(allowed_dtypes(spec.op, spec.convention, ALL_DTYPES))
         bad = [d for d in ALL_DTYPES if d not in allowed]
-        dt = draw(_pick(tuple(bad)), label="disallowed dtype")
+        dt = src.pick(bad, "disallowed dtype")
         x = make_input(x.shape, dt, case.recipe["pattern"], case.recipe["seed"])
         raw = spec
     else:  # rank mismatch: one spatial axis too many in the input
@@ -504,6 +483,40 @@ def invalid_configs(
         raw = spec
     recipe = {**case.recipe, "shape": list(x.shape)}
     return FuzzCase(case.op_name, attrs, raw, x, recipe, mutation)
+
+
+@st.composite
+def invalid_configs(
+    draw: st.DrawFn,
+    ops: Sequence[str] = ("max", "avg"),
+    ranks: Sequence[int] = (3, 4, 5),
+    dtypes: Sequence[str] = ALL_DTYPES,
+    conventions: Sequence[str] = CONVENTIONS,
+    limits: Limits = DEFAULT_LIMITS,
+) -> FuzzCase:
+    """:func:`invalid_config` drawn through Hypothesis."""
+    return invalid_config(DrawnChoices(draw), ops, ranks, dtypes, conventions, limits)
+
+
+def fuzz_config(src: Choices, ops: Sequence[str], ranks: Sequence[int], dtypes: Sequence[str],
+                conventions: Sequence[str], *, invalid: bool = False, limits: Limits = DEFAULT_LIMITS) -> FuzzCase:
+    """One configuration of a campaign: :func:`pool_config`, or with ``invalid`` one time in four
+    (the fourth choice of the first) an :func:`invalid_config`."""
+    if invalid and src.integer(0, 3, "valid (0-2) or broken (3)") == 3:
+        return invalid_config(src, ops, ranks, dtypes, conventions, limits)
+    return pool_config(src, ops, ranks, dtypes, conventions, limits)
+
+
+def configs(generate: Callable[[Choices], T]) -> st.SearchStrategy[T]:
+    """A generator of :mod:`poolcheck.fuzz.choices` (``generate(src)``) as a Hypothesis strategy:
+    one Hypothesis choice per choice it asks for, so a choice sequence recorded by a seeded run
+    replays (and shrinks) through it."""
+
+    @st.composite
+    def drawn(draw: st.DrawFn) -> T:
+        return generated(generate, DrawnChoices(draw))
+
+    return drawn()
 
 
 def _mutation_applies(mutation: str, case: FuzzCase) -> bool:
@@ -540,7 +553,6 @@ def config_batches(
     check_arguments(ops, ranks, dtypes, conventions)
     if max_configs < 1:
         raise AttributeValueError("max_configs", f"max_configs={max_configs!r} must be >= 1")
-    one: st.SearchStrategy[FuzzCase] = pool_configs(ops, ranks, dtypes, conventions, limits)
-    if invalid:
-        one = st.one_of(one, one, one, invalid_configs(ops, ranks, dtypes, conventions, limits))
-    return example_lists(one, max_configs)
+    return example_lists(configs(functools.partial(fuzz_config, ops=ops, ranks=ranks, dtypes=dtypes,
+                                                   conventions=conventions, invalid=invalid, limits=limits)),
+                         max_configs)
