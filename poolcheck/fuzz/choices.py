@@ -47,12 +47,20 @@ class Choices:
 
     def __init__(self) -> None:
         self.record: list[Choice] = []
+        #: Where the choices of the configuration's input begin in :attr:`record` (None: not yet):
+        #: what comes before is its geometry (operator, type, shape, attributes).
+        self.input_at: int | None = None
 
     def integer(self, lo: int, hi: int, label: str) -> int:
         """An integer in ``[lo, hi]`` (``label`` names it in Hypothesis' reports)."""
         value = self._integer(lo, hi, label)
         self.record.append(value)
         return value
+
+    def begin_input(self) -> None:
+        """The input's choices begin here (the first call of a configuration counts)."""
+        if self.input_at is None:
+            self.input_at = len(self.record)
 
     def pick(self, values: Sequence[T], label: str) -> T:
         """One of ``values``; shrinking heads for the first."""
@@ -75,13 +83,16 @@ _BLOCK = 256
 class SeededChoices(Choices):
     """Choices from a PCG64 stream seeded by ``seed``: an integer in ``[lo, hi]`` is
     ``lo + (word * (hi - lo + 1) >> 64)`` of the next raw 64-bit word (every value equally likely
-    to within 2^-40 for the ranges the generators use, which stay below 2^24). Depends on the seed alone: the same seed gives the same
-    configurations on every machine and NumPy release."""
+    to within 2^-40 for the ranges the generators use, which stay below 2^24). Depends on the
+    seed alone: the same seed gives the same configurations on every machine and NumPy release.
+    Each configuration's choices may start with a recorded ``prefix`` (:meth:`restart`), answered
+    first, so several configurations share a geometry and differ in their input."""
 
     def __init__(self, seed: int) -> None:
         super().__init__()
         self._bits = np.random.PCG64(seed)
         self._words: list[int] = []
+        self._prefix: list[Choice] = []
 
     def _next(self) -> int:
         if not self._words:
@@ -89,13 +100,20 @@ class SeededChoices(Choices):
         return self._words.pop()
 
     def _integer(self, lo: int, hi: int, label: str) -> int:
+        if self._prefix:
+            value = self._prefix.pop()
+            if lo <= value <= max(lo, hi):
+                return value
+            self._prefix = []  # the prefix no longer fits: the rest is drawn afresh
         if hi <= lo:
             return lo
         return lo + (self._next() * (hi - lo + 1) >> 64)
 
-    def restart(self) -> None:
-        """Start a new record (the next configuration's)."""
+    def restart(self, prefix: Sequence[Choice] = ()) -> None:
+        """Start a new record (the next configuration's), answering ``prefix`` first."""
         self.record = []
+        self.input_at = None
+        self._prefix = list(prefix)[::-1]
 
 
 class DrawnChoices(Choices):
@@ -143,8 +161,10 @@ def _integers(lo: int, hi: int) -> st.SearchStrategy[int]:
 def generated(generate: Callable[[Choices], T], src: Choices) -> T:
     """``generate(src)`` with the choices that made it attached as its ``choices``."""
     start = len(src.record)
+    src.input_at = None
     case = generate(src)
     case.choices = tuple(src.record[start:])  # type: ignore[attr-defined]
+    case.input_at = None if src.input_at is None else src.input_at - start  # type: ignore[attr-defined]
     return case
 
 

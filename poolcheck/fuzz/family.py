@@ -66,8 +66,10 @@ class FamilyCase(CaseText):
     recipe: dict[str, Any]
     indices: np.ndarray | None = None
     mutation: str | None = None
-    #: The choices that make this configuration again (:mod:`poolcheck.fuzz.choices`).
+    #: The choices that make this configuration again (:mod:`poolcheck.fuzz.choices`), and where
+    #: its input's begin among them (the ones before make the geometry).
     choices: tuple[Choice, ...] = field(default=(), repr=False, compare=False)
+    input_at: int | None = field(default=None, repr=False, compare=False)
 
 
 def _stand_in(case: FamilyCase) -> FuzzCase:

@@ -47,6 +47,10 @@ from poolcheck.userdata import hypothesis_home
 
 #: The key of the one example a shrinking run starts from (its database holds nothing else).
 _START = b"poolcheck: the divergent example"
+#: Inputs each generated geometry is fed in a campaign's examples (:func:`expand_batch`): a
+#: model compiled, a session created or an export made once serves this many configurations,
+#: which differ in their values (pattern, seed, special values and where).
+INPUTS_PER_GEOMETRY = 4
 #: Tries to make one configuration from a seeded stream before giving up (a generator rejects
 #: its choices rarely: a family window that leaves no output).
 _TRIES = 100
@@ -57,17 +61,33 @@ def example_seed(seed: int, job: int, index: int) -> int:
     return int.from_bytes(hashlib.sha256(f"{seed}:{job}:{index}".encode()).digest()[:8], "big")
 
 
-def expand_batch(generate: Callable[[Choices], Any], seed: int, size: int) -> list[Any]:
-    """``size`` configurations expanded from ``seed`` (a configuration whose choices the
-    generator rejects is drawn again from the same stream)."""
+def expand_batch(generate: Callable[[Choices], Any], seed: int, size: int,
+                 inputs: int = INPUTS_PER_GEOMETRY) -> list[Any]:
+    """``size`` configurations expanded from ``seed``: geometries (operator, type, shape,
+    attributes), each fed ``inputs`` inputs of its own (a peer compiles the geometry once and
+    runs it on each: :meth:`poolcheck.peers.adapter.RuntimePeer.run_many`). A configuration whose
+    choices the generator rejects is drawn again from the same stream."""
     src = SeededChoices(seed)
-    batch = []
-    for _ in range(size):
+    batch: list[Any] = []
+    while len(batch) < size:
+        first = None
         for _try in range(_TRIES):
             src.restart()
             try:
-                batch.append(generated(generate, src))
+                first = generated(generate, src)
                 break
+            except Rejected:
+                continue
+        if first is None:
+            break
+        batch.append(first)
+        geometry = first.choices[:first.input_at] if first.input_at is not None else None
+        for _ in range(inputs - 1):
+            if geometry is None or len(batch) >= size:
+                break
+            src.restart(geometry)
+            try:
+                batch.append(generated(generate, src))
             except Rejected:
                 continue
     return batch

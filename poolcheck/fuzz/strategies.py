@@ -131,8 +131,10 @@ class FuzzCase(CaseText):
     x: np.ndarray
     recipe: dict[str, Any]
     mutation: str | None = None
-    #: The choices that make this configuration again (:mod:`poolcheck.fuzz.choices`).
+    #: The choices that make this configuration again (:mod:`poolcheck.fuzz.choices`), and where
+    #: its input's begin among them (the ones before make the geometry).
     choices: tuple[Choice, ...] = field(default=(), repr=False, compare=False)
+    input_at: int | None = field(default=None, repr=False, compare=False)
 
 
 # --------------------------------------------------------------------------- argument checks
@@ -206,13 +208,12 @@ def _built_input(shape: tuple[int, ...], dt: np.dtype, pattern: str, seed: int,
                  specials: tuple[tuple[int, int], ...]) -> np.ndarray:
     """The input of one recipe (cached: callers get copies from :func:`make_input`)."""
     size = math.prod(shape)
-    rng = np.random.default_rng(seed)
     if pattern == "arange":
         data = np.arange(size, dtype=np.int64) + 1
     elif pattern == "random":
-        data = rng.integers(-60, 61, size=size)
+        data = np.random.default_rng(seed).integers(-60, 61, size=size)
     elif pattern == "ties":
-        data = rng.integers(0, 3, size=size)
+        data = np.random.default_rng(seed).integers(0, 3, size=size)
     elif pattern == "negative":
         data = -(np.arange(size, dtype=np.int64) + 1)
     elif pattern == "constant":
@@ -242,6 +243,7 @@ def draw_input(src: Choices, shape: Sequence[int], dtype: str, limits: Limits = 
     """An input of ``shape``/``dtype`` from ``src``'s choices and the recipe that rebuilds it:
     a pattern and its seed, then how many special values to plant (none a little over half the
     time) and where."""
+    src.begin_input()
     pattern = src.pick(PATTERNS, "input pattern")
     seed = src.integer(0, 2**16 - 1, "input seed")
     n_special = len(_specials(np.dtype(dtype)))

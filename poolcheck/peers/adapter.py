@@ -243,9 +243,23 @@ class RuntimePeer:
                 continue
             todo.append((i, node, arr))
         todo = self._reuse_packs(todo, items, results)
-        for start in range(0, len(todo), self.batch_limit):
-            self._run_group(todo[start:start + self.batch_limit], items, results)
+        # A node asked for again with another input (the fuzzer feeds each geometry several
+        # inputs) is compiled once: the first of each node runs as usual, the others through the
+        # model that now holds it (the node's input at its position, zeros at the others).
+        firsts, again = _first_of_each_node(todo)
+        for start in range(0, len(firsts), self.batch_limit):
+            self._run_group(firsts[start:start + self.batch_limit], items, results)
+        again = self._reuse_packs([t for t in again if results[t[0]] is None and not self._refused_here(t[1])],
+                                  items, results)
+        for start in range(0, len(again), self.batch_limit):
+            self._run_group(again[start:start + self.batch_limit], items, results)
+        for i, node, _ in todo:  # a repeat of a node the runtime refused alone: the same error
+            if results[i] is None:
+                results[i] = self.known_refusal(node) or self._refusal(node)
         return [r if r is not None else RuntimeError("internal: no result") for r in results]
+
+    def _refused_here(self, node: Any) -> bool:
+        return (self.known_refusal(node) or self._refusal(node)) is not None
 
     def _pack_index(self) -> PackIndex | None:
         """The packs this peer's nodes can be served from (:mod:`poolcheck.peers.packs`): for a
@@ -313,3 +327,19 @@ class RuntimePeer:
         index = self._pack_index()
         if index is not None:
             index.register([node for _, node, _ in group], [items[i][0] for i, _, _ in group], [a for _, _, a in group])
+
+
+def _first_of_each_node(todo: Sequence[Translated]) -> tuple[list[Translated], list[Translated]]:
+    """``todo`` split into the first item of each node and the items asking for a node again."""
+    seen: set[Any] = set()
+    firsts: list[Translated] = []
+    again: list[Translated] = []
+    for entry in todo:
+        try:
+            key = entry[1]
+            new = key not in seen
+            seen.add(key)
+        except TypeError:  # an unhashable node: never shared
+            new = True
+        (firsts if new else again).append(entry)
+    return firsts, again

@@ -85,7 +85,8 @@ def test_batched_calls_give_the_peer_results_of_single_calls(name: str) -> None:
     n = 24 if name in ("openvino-onnx", "torch-onnx") else 48
     cases = drawn(n)
     batched_peer = resolve_peer(name)
-    items = [(c.spec, c.x) for c in cases]
+    # eight nodes asked again in the same call on other inputs: compiled once, run on each
+    items = [(c.spec, c.x) for c in cases] + [(c.spec, other_input(c, 99)) for c in cases[:8]]
     batched = run_in_process(batched_peer, items)
     # some of the same nodes, in another order, on other inputs (one of them twice): served from
     # the packs the first call compiled, zero inputs at the positions not asked
@@ -184,6 +185,28 @@ def test_a_planted_refusal_inside_a_batch_is_attributed_to_its_configuration(nam
     assert planted.compiles == compiles
     for c, r in zip(cases, again, strict=True):
         assert isinstance(r, RuntimeError) == (c.spec.kernel[0] == refuse)
+
+
+@pytest.mark.parametrize("named", [False, True])
+def test_a_node_asked_for_with_several_inputs_in_one_call_is_compiled_once(named: bool) -> None:
+    """The fuzzer feeds each geometry several inputs: the repeats run through the model that
+    holds the node's first ask, one compile in all, and a refused node refuses each of them."""
+    cases = [c for c in drawn(60, ("float32",)) if c.mutation is None][:12]
+    refuse = cases[3].spec.kernel[0]
+    alone = PlantedRefusals(refuse, named=named)
+    alone.run_many([(c.spec, c.x) for c in cases])
+    planted = PlantedRefusals(refuse, named=named)
+    items = [(c.spec, other_input(c, k)) for k in range(3) for c in cases]
+    results = planted.run_many(items)
+    assert planted.compiles == alone.compiles  # the repeats added no compile
+    for (spec, x), r in zip(items, results, strict=True):
+        if spec.kernel[0] == refuse:
+            assert isinstance(r, RuntimeError)
+        else:
+            assert isinstance(r, PeerOutput), r
+            exp, _ = expected_for(get_engine("numpy"), FuzzCase(op_name=spec.op, attributes={}, spec=spec, x=x,
+                                                                recipe={}))
+            assert np.array_equal(r.values, exp.values, equal_nan=True)
 
 
 def test_named_position_reads_the_node_a_runtime_error_names() -> None:

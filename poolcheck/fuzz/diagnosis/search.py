@@ -4,6 +4,7 @@ combinations, each full explanation verified by replay; what none reproduces is 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -338,26 +339,36 @@ def _geometry_aliases(engine_module: ModuleType, spec: PoolSpec, x: np.ndarray, 
     shape = tuple(int(v) for v in x.shape)
     out: list[tuple[str, ...]] = []
     for i, key in enumerate(keys):
-        gv = next((g for g in GEOMETRY_VARIANTS if g.key == key), None)
-        if gv is None:
-            continue
-        try:
-            mine = gv.build(spec, shape)
-        except (AttributeValueError, ValueError, ZeroDivisionError):
-            continue
-        for other in GEOMETRY_VARIANTS:
-            if other.key == key or not other.applies(spec):
-                continue
-            try:
-                same = other.build(spec, shape) == mine
-            except (AttributeValueError, ValueError, ZeroDivisionError):
-                continue
-            alt = (*keys[:i], other.key, *keys[i + 1:])
-            if same and alt not in out:
+        for other in _twins(key, spec, shape):
+            alt = (*keys[:i], other, *keys[i + 1:])
+            if alt not in out:
                 r = replay(engine_module, spec, x, alt, values, indices)
                 if r is not None and r.exact:
                     out.append(alt)
     return out
+
+
+@functools.lru_cache(maxsize=1024)
+def _twins(key: str, spec: PoolSpec, shape: tuple[int, ...]) -> tuple[str, ...]:
+    """The geometry variants other than ``key`` that place the windows as ``key`` does on
+    ``spec`` and ``shape`` (none when ``key`` is no geometry variant)."""
+    gv = next((g for g in GEOMETRY_VARIANTS if g.key == key), None)
+    if gv is None:
+        return ()
+    try:
+        mine = gv.build(spec, shape)
+    except (AttributeValueError, ValueError, ZeroDivisionError):
+        return ()
+    twins = []
+    for other in GEOMETRY_VARIANTS:
+        if other.key == key or not other.applies(spec):
+            continue
+        try:
+            if other.build(spec, shape) == mine:
+                twins.append(other.key)
+        except (AttributeValueError, ValueError, ZeroDivisionError):
+            continue
+    return tuple(twins)
 
 
 def _transposed_retry(engine_module: ModuleType, spec: PoolSpec, x: np.ndarray, values: np.ndarray,

@@ -5,6 +5,7 @@ placements a spec admits."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -477,7 +478,12 @@ PRECISION_TEXT = {
 def placements(spec: PoolSpec, shape: tuple[int, ...]) -> list[tuple[GeometryVariant | None, Placement | None]]:
     """The spec's own placement first, then every applicable geometry variant that places the
     windows differently (``None`` placement: the variant has no valid output, i.e. predicts a
-    rejection)."""
+    rejection). Computed once per spec and shape (a geometry is diagnosed on several inputs)."""
+    return list(_placements(spec, tuple(int(v) for v in shape)))
+
+
+@functools.lru_cache(maxsize=1024)
+def _placements(spec: PoolSpec, shape: tuple[int, ...]) -> tuple[tuple[GeometryVariant | None, Placement | None], ...]:
     base = Placement(resolve(spec, shape))
     out: list[tuple[GeometryVariant | None, Placement | None]] = [(None, base)]
     for gv in GEOMETRY_VARIANTS:
@@ -490,7 +496,7 @@ def placements(spec: PoolSpec, shape: tuple[int, ...]) -> list[tuple[GeometryVar
             continue
         if all(p != other for _, other in out):
             out.append((gv, p))
-    return out
+    return tuple(out)
 
 
 _GEOMETRY_BY_KEY = {gv.key: gv for gv in GEOMETRY_VARIANTS}
