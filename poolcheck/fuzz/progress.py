@@ -22,7 +22,6 @@ class Progress:
     known: frozenset[str] = frozenset()  # signatures in the known-divergence registry
     phase: str = "starting"
     elapsed: float = 0.0
-    rounds: int = 0
     coverage: cov.Coverage = field(default_factory=cov.Coverage)  # hits per runner and spec region
 
     @property
@@ -41,4 +40,3 @@ class Progress:
         self.known |= other.known
         self.coverage.merge(other.coverage)
         self.elapsed = max(self.elapsed, other.elapsed)
-        self.rounds += other.rounds

@@ -130,7 +130,7 @@ class SessionResult:
     unavailable: dict[str, str]
     interrupted: bool = False
     warnings: list[str] = field(default_factory=list)
-    rounds: list[tuple[int, int]] = field(default_factory=list)  # (hypothesis seed, examples) per round
+    rounds: list[tuple[int, int]] = field(default_factory=list)  # (--seed, examples) of the session
     #: The examples of every divergence group, in the order seen (the campaign groups them again
     #: across sessions: :mod:`poolcheck.fuzz.grouping`).
     examples: list[O.Finding] = field(default_factory=list)
@@ -536,7 +536,6 @@ class Session:
             if self._out_of_budget() or self._ended():
                 break
             self._explore(cases[start:start + self.options.max_configs])
-        self.progress.phase = "exploring"
 
     def _heavier_example(self, sig: str, f: O.Finding) -> None:
         """A class weighs by the configuration's convention (spec/severity.py): an example of a
@@ -591,6 +590,7 @@ class Session:
         bound = None if self.deadline is not None or self.max_examples is not None else ROUND_EXAMPLES
         try:
             self._replay_database()
+            self.progress.phase = "exploring"
             index = 0
             while not self._out_of_budget() and (bound is None or index < bound) and not self._ended():
                 self._explore(expand_batch(self.generate, example_seed(self.options.seed, self.job, index),

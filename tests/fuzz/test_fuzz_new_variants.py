@@ -51,3 +51,17 @@ def test_the_variant_explains_the_planted_kernel(kernel: str, spec: A.PoolSpec, 
     assert r is not None and r.exact  # the name alone reproduces the kernel
     spec_only = replay(ENGINE, spec, x, [], np.asarray(values), np.asarray(indices))
     assert spec_only is None or not spec_only.exact  # and the kernel does differ from the spec here
+
+
+@pytest.mark.parametrize("engine", ["numpy", "c"])
+def test_a_one_tap_window_has_no_tap_to_drop(engine: str) -> None:
+    """``window:last-tap-dropped`` on a kernel of 1 would place windows of no tap (kernel 0, a
+    negative pad): it predicts no output there, on either engine. (The C engine refused that
+    geometry with a ValueError that ended a fuzz campaign against onnx_reference in a traceback,
+    while grouping tested a cause on a neighbour configuration.)"""
+    from poolcheck.fuzz.diagnosis.replay import predict
+
+    spec = A.onnx_average_pool([1], [2], dilations=[2], auto_pad="SAME_LOWER", count_include_pad=0)
+    x = x_of((3, 2, 2))
+    assert predict(get_engine(engine), spec, x, ("window:last-tap-dropped",)) is None
+    assert predict(get_engine(engine), spec, x, ()) is not None

@@ -210,6 +210,8 @@ def _last_tap_dropped(spec: PoolSpec, shape: tuple[int, ...]) -> Placement:
     windows and output where the spec puts them."""
     g = resolve(spec, shape)
     last = g.axes[-1]
+    if last.kernel < 2:
+        raise ValueError("a window of one tap has no tap to drop")
     return Placement(Geometry(g.batch, g.channels, (*g.axes[:-1], dataclasses.replace(last, kernel=last.kernel - 1))))
 
 
