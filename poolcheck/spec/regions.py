@@ -97,14 +97,19 @@ class Probe:
         return tuple(axis_facts(a) for a in self.geom.axes)
 
     @functools.cached_property
+    def read_index(self) -> tuple[Any, ...] | None:
+        """The index of the input positions some window reads (None: every position)."""
+        if all(f.every for f in self.facts):
+            return None
+        return (slice(None), slice(None), *np.ix_(*(f.read for f in self.facts)))
+
+    @functools.cached_property
     def read_values(self) -> np.ndarray:
         """The input's values that some window reads (every batch and channel)."""
         if self.x is None:
             return np.empty(0)
-        if all(f.every for f in self.facts):
-            return self.x
-        index: tuple[Any, ...] = (slice(None), slice(None), *np.ix_(*(f.read for f in self.facts)))
-        return self.x[index]
+        index = self.read_index
+        return self.x if index is None else self.x[index]
 
     @functools.cached_property
     def values(self) -> ValueFacts:
@@ -327,23 +332,24 @@ GEOMETRY_REGIONS_CACHE = 4096
 
 
 @functools.lru_cache(maxsize=GEOMETRY_REGIONS_CACHE)
-def _geometry_regions(spec: PoolSpec, shape: tuple[int, ...], dtype: np.dtype) -> tuple[frozenset[str], Geometry]:
+def _geometry_regions(spec: PoolSpec, shape: tuple[int, ...], dtype: np.dtype) -> tuple[frozenset[str], Probe]:
     """The regions that the spec, the input's shape and its type decide (the input's values
-    aside), and the geometry."""
-    geom = resolve(spec, shape)
-    probe = Probe(spec, geom, None)
+    aside), and the probe they were read from (its geometry, facts and read index computed)."""
+    probe = Probe(spec, resolve(spec, shape), None)
     keys = {r.key for r in REGIONS if not r.reads_values and r.hit(probe)}
     keys.add(dtype_region(dtype.name))
-    return frozenset(keys), geom
+    probe.read_index  # noqa: B018 -- computed once here, for every input of this geometry
+    return frozenset(keys), probe
 
 
 def regions_of(spec: PoolSpec, x: np.ndarray) -> frozenset[str]:
     """The regions one configuration and its input fall in (empty for an invalid configuration)."""
     try:
-        fixed, geom = _geometry_regions(spec, x.shape, x.dtype)
+        fixed, shared = _geometry_regions(spec, x.shape, x.dtype)
     except ValueError:
         return frozenset()
-    probe = Probe(spec, geom, x)
+    probe = Probe(spec, shared.geom, x)
+    probe.__dict__["read_index"] = shared.read_index  # the geometry's, not computed again
     hits = [r.key for r in _READ_VALUES if r.hit(probe)]
     return fixed.union(hits) if hits else fixed
 
