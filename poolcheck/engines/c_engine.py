@@ -92,10 +92,9 @@ _DIVISOR_CODES: dict[str, int] = dict(_cpool.DIVISOR_RULES) if _cpool is not Non
 _AVG_KINDS: dict[str, int] = dict(_cpool.AVG_KINDS) if _cpool is not None else {}
 
 
-@functools.lru_cache(maxsize=64)
 def _max_code(dtype: np.dtype) -> int | None:
-    """The max kernel of an element type (``dtype.name`` costs microseconds; a hash does not)."""
-    return _MAX_CODES.get(dtype.name)
+    """The max kernel of an element type."""
+    return _MAX_CODES.get(dtypes.name_of(dtype))
 
 
 @functools.lru_cache(maxsize=256)
