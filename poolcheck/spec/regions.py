@@ -42,6 +42,7 @@ class AxisFacts:
     empty: bool  # some window lies wholly in padding
     partial: bool  # some window has taps both inside the input and in padding
     every: bool = False  # every input position is read
+    some: bool = True  # some input position is read
 
 
 @functools.lru_cache(maxsize=4096)
@@ -53,7 +54,7 @@ def axis_facts(a: AxisGeometry) -> AxisFacts:
     read[taps[inside]] = True
     read.flags.writeable = False
     any_in, all_in = inside.any(axis=1), inside.all(axis=1)
-    return AxisFacts(read, bool((~any_in).any()), bool((any_in & ~all_in).any()), bool(read.all()))
+    return AxisFacts(read, bool((~any_in).any()), bool((any_in & ~all_in).any()), bool(read.all()), bool(read.any()))
 
 
 @dataclass(frozen=True)
@@ -160,7 +161,7 @@ def _pads_ge_kernel(p: Probe) -> bool:
 def _some_window_reads(p: Probe) -> bool:
     """Some window has a tap inside the input: a window is one per-axis window per axis, so an
     axis whose every window lies in padding leaves every window empty (none is partial)."""
-    return all(f.read.any() for f in p.facts)
+    return all(f.some for f in p.facts)
 
 
 def _dilated_crosses_padding(p: Probe) -> bool:
