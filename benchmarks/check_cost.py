@@ -83,8 +83,47 @@ def _worker_cpu() -> float:
     return total
 
 
+#: The parts of ``check_batch`` timed by ``--parts``: (label, module, attribute). ``judge`` holds
+#: ``diagnosis`` (reported apart: judge minus diagnosis).
+PARTS = (
+    ("accepts", "poolcheck.fuzz.oracles", "engine_accepts"),
+    ("reference", "poolcheck.fuzz.session", "expected_for"),
+    ("regions", "poolcheck.fuzz.coverage", "regions_of"),
+    ("shape rules", "poolcheck.fuzz.oracles", "check_shape_rules"),
+    ("engines", "poolcheck.fuzz.oracles", "check_engines"),
+    ("metamorphic", "poolcheck.fuzz.oracles", "check_metamorphic"),
+    ("judge", "poolcheck.fuzz.oracles", "check_peer"),
+    ("diagnosis", "poolcheck.fuzz.oracles", "diagnose_output"),
+)
+
+
+def _timed_parts() -> tuple[dict[str, float], list[tuple[Any, str, Any]]]:
+    """Wrap each of :data:`PARTS` with a CPU-time accumulator; returns the totals and what to
+    put back. (The session reads these through their modules at call time.)"""
+    import importlib
+
+    totals: dict[str, float] = {}
+    undo = []
+    for label, module_name, attr in PARTS:
+        module = importlib.import_module(module_name)
+        original = getattr(module, attr, None)
+        if original is None:
+            continue
+
+        def timed(*args: Any, _f: Any = original, _label: str = label, **kwargs: Any) -> Any:
+            t0 = time.process_time()
+            try:
+                return _f(*args, **kwargs)
+            finally:
+                totals[_label] = totals.get(_label, 0.0) + time.process_time() - t0
+
+        setattr(module, attr, timed)
+        undo.append((module, attr, original))
+    return totals, undo
+
+
 def measure(configs: list[FuzzCase], warm: list[FuzzCase], peer: str, batch: int,
-            profile: bool, isolated: bool = True) -> dict[str, Any]:
+            profile: bool, isolated: bool = True, parts: bool = False) -> dict[str, Any]:
     peers = [] if peer == "none" else [resolve_peer(peer)]
     session = Session(FuzzOptions(peers=tuple(peers), isolated=isolated), peers)
     for i in range(0, len(warm), batch):
@@ -93,6 +132,7 @@ def measure(configs: list[FuzzCase], warm: list[FuzzCase], peer: str, batch: int
     prof = cProfile.Profile(time.process_time) if profile else None  # CPU: waits on the worker are not costs
     findings: Counter[str] = Counter()
     seen: list[tuple[str, ...]] = []
+    totals, undo = _timed_parts() if parts else ({}, [])
     w0, c0, p0 = time.perf_counter(), time.process_time(), _worker_cpu()
     if prof is not None:
         prof.enable()
@@ -103,11 +143,18 @@ def measure(configs: list[FuzzCase], warm: list[FuzzCase], peer: str, batch: int
     if prof is not None:
         prof.disable()
     wall, cpu, wcpu = time.perf_counter() - w0, time.process_time() - c0, _worker_cpu() - p0
+    for module, attr, original in undo:
+        setattr(module, attr, original)
     n = len(configs)
+    if "judge" in totals:
+        totals["judge"] -= totals.get("diagnosis", 0.0)
+    if totals:
+        totals["rest"] = cpu - sum(totals.values())
     out = {"peer": peer, "wall": 1e6 * wall / n, "main": 1e6 * cpu / n, "worker": 1e6 * wcpu / n,
            "findings": sum(findings.values()), "signatures": len(findings), "prof": prof,
            "seen": seen, "coverage": session.progress.coverage.as_dict(),
-           "declined": session.progress.coverage.declined_dict()}
+           "declined": session.progress.coverage.declined_dict(),
+           "parts": {k: 1e6 * v / n for k, v in totals.items()}}
     isolation.close_workers()
     return out
 
@@ -135,13 +182,16 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--load", help="time the configurations pickled here by --save")
     ap.add_argument("--dump", help="pickle every finding (signature, severity, text, detail, case) and the "
                                    "coverage counts per --peers entry here, to compare two checkouts")
+    ap.add_argument("--parts", action="store_true",
+                    help="also print main-process CPU us/config per part of check_batch (accepts, reference, "
+                         "regions, shape rules, engines, metamorphic, judge, diagnosis, rest)")
     ap.add_argument("--child", help=argparse.SUPPRESS)  # one run, its result pickled to this file
     args = ap.parse_args(argv)
     if args.child:
         with open(args.load, "rb") as f:
             everything = pickle.load(f)
         r = measure(everything[WARMUP:WARMUP + args.configs], everything[:WARMUP], args.peers, args.batch,
-                    args.peers == args.profile, not args.in_process)
+                    args.peers == args.profile, not args.in_process, args.parts)
         prof = r.pop("prof")
         if prof is not None:
             print(_row(args.peers, r))
@@ -167,13 +217,19 @@ def main(argv: list[str] | None = None) -> None:
                 subprocess.run([sys.executable, __file__, "--load", load, "--configs", str(args.configs),
                                 "--batch", str(args.batch), "--peers", peer, "--profile", args.profile,
                                 "--top", str(args.top), "--child", out,
-                                *(["--in-process"] if args.in_process else [])], check=True)
+                                *(["--in-process"] if args.in_process else []),
+                                *(["--parts"] if args.parts else [])], check=True)
                 with open(out, "rb") as f:
                     runs.append(pickle.load(f))
                 if args.repeat > 1:
                     print("  " + _row(peer, runs[-1]), flush=True)
             median = {k: statistics.median(r[k] for r in runs) for k in ("wall", "main", "worker")}
             print(_row(peer, {**runs[0], **median}), flush=True)
+            if args.parts:
+                labels = [label for label, *_ in PARTS if label in runs[0]["parts"]] + ["rest"]
+                print("  parts (main cpu us/config, median): " + ", ".join(
+                    f"{label} {statistics.median(r['parts'].get(label, 0.0) for r in runs):.0f}" for label in labels),
+                    flush=True)
             dumped[peer] = {k: runs[0][k] for k in ("seen", "coverage", "declined")}
         print(f"# load after: {os.getloadavg()}")
     if args.dump:
