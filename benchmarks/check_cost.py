@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import gc
 import os
 import pickle
 import pstats
@@ -123,12 +124,14 @@ def _timed_parts() -> tuple[dict[str, float], list[tuple[Any, str, Any]]]:
 
 
 def measure(configs: list[FuzzCase], warm: list[FuzzCase], peer: str, batch: int,
-            profile: bool, isolated: bool = True, parts: bool = False) -> dict[str, Any]:
+            profile: bool, isolated: bool = True, parts: bool = False, freeze: bool = False) -> dict[str, Any]:
     peers = [] if peer == "none" else [resolve_peer(peer)]
     session = Session(FuzzOptions(peers=tuple(peers), isolated=isolated), peers)
     for i in range(0, len(warm), batch):
         session.check_batch(warm[i:i + batch])
     batches = [configs[i:i + batch] for i in range(0, len(configs), batch)]
+    if freeze:  # what is alive now (modules, peers, caches) is never scanned by the collector again
+        gc.freeze()
     prof = cProfile.Profile(time.process_time) if profile else None  # CPU: waits on the worker are not costs
     findings: Counter[str] = Counter()
     seen: list[tuple[str, ...]] = []
@@ -185,13 +188,16 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--parts", action="store_true",
                     help="also print main-process CPU us/config per part of check_batch (accepts, reference, "
                          "regions, shape rules, engines, metamorphic, judge, diagnosis, rest)")
+    ap.add_argument("--gc-freeze", action="store_true",
+                    help="gc.freeze() after the warm-up: the collector no longer scans what the imports and "
+                         "the warm-up left alive (torch, openvino and hypothesis hold millions of objects)")
     ap.add_argument("--child", help=argparse.SUPPRESS)  # one run, its result pickled to this file
     args = ap.parse_args(argv)
     if args.child:
         with open(args.load, "rb") as f:
             everything = pickle.load(f)
         r = measure(everything[WARMUP:WARMUP + args.configs], everything[:WARMUP], args.peers, args.batch,
-                    args.peers == args.profile, not args.in_process, args.parts)
+                    args.peers == args.profile, not args.in_process, args.parts, args.gc_freeze)
         prof = r.pop("prof")
         if prof is not None:
             print(_row(args.peers, r))
@@ -218,7 +224,8 @@ def main(argv: list[str] | None = None) -> None:
                                 "--batch", str(args.batch), "--peers", peer, "--profile", args.profile,
                                 "--top", str(args.top), "--child", out,
                                 *(["--in-process"] if args.in_process else []),
-                                *(["--parts"] if args.parts else [])], check=True)
+                                *(["--parts"] if args.parts else []),
+                                *(["--gc-freeze"] if args.gc_freeze else [])], check=True)
                 with open(out, "rb") as f:
                     runs.append(pickle.load(f))
                 if args.repeat > 1:
