@@ -330,6 +330,9 @@ _READ_VALUES = tuple(r for r in REGIONS if r.reads_values)
 #: Geometries whose value-free regions :func:`regions_of` keeps (a fuzzed configuration is new,
 #: but its spec, shape and type recur).
 GEOMETRY_REGIONS_CACHE = 4096
+#: A kept geometry keeps its read index (one int64 per position read) up to this many positions
+#: along its axes; a longer one is indexed again for each input.
+KEPT_INDEX_POSITIONS = 4096
 
 
 @functools.lru_cache(maxsize=GEOMETRY_REGIONS_CACHE)
@@ -339,7 +342,8 @@ def _geometry_regions(spec: PoolSpec, shape: tuple[int, ...], dtype: np.dtype) -
     probe = Probe(spec, resolve(spec, shape), None)
     keys = {r.key for r in REGIONS if not r.reads_values and r.hit(probe)}
     keys.add(dtype_region(dtype.name))
-    probe.read_index  # noqa: B018 -- computed once here, for every input of this geometry
+    if sum(a.size for a in probe.geom.axes) <= KEPT_INDEX_POSITIONS:
+        probe.read_index  # noqa: B018 -- computed once here, for every input of this geometry
     return frozenset(keys), probe
 
 
@@ -350,7 +354,8 @@ def regions_of(spec: PoolSpec, x: np.ndarray) -> frozenset[str]:
     except ValueError:
         return frozenset()
     probe = Probe(spec, shared.geom, x)
-    probe.__dict__["read_index"] = shared.read_index  # the geometry's, not computed again
+    if "read_index" in shared.__dict__:  # the geometry's, not computed again
+        probe.__dict__["read_index"] = shared.__dict__["read_index"]
     hits = [r.key for r in _READ_VALUES if r.hit(probe)]
     return fixed.union(hits) if hits else fixed
 

@@ -288,3 +288,9 @@ def test_value_regions_are_read_from_each_input_of_a_geometry_seen_before() -> N
     assert "int-extreme" not in regions.regions_of(ints, x)
     x[0, 0, 3] = 127
     assert "int-extreme" in regions.regions_of(ints, x)
+    # past regions.KEPT_INDEX_POSITIONS the read index is made for each input instead
+    long = np.ones((1, 1, regions.KEPT_INDEX_POSITIONS + 3), dtype=np.float32)
+    long[0, 0, 2] = np.nan  # unread: positions 3k + 2 are skipped by kernel 2, stride 3
+    assert "nan-in-window" not in regions.regions_of(spec, long)
+    long[0, 0, 4] = np.nan
+    assert "nan-in-window" in regions.regions_of(spec, long)
