@@ -92,6 +92,11 @@ _DIVISOR_CODES: dict[str, int] = dict(_cpool.DIVISOR_RULES) if _cpool is not Non
 _AVG_KINDS: dict[str, int] = dict(_cpool.AVG_KINDS) if _cpool is not None else {}
 
 
+def _max_code(dtype: np.dtype) -> int | None:
+    """The max kernel of an element type."""
+    return _MAX_CODES.get(dtypes.name_of(dtype))
+
+
 @functools.lru_cache(maxsize=256)
 def _geometry_args(geom: Geometry) -> tuple[int, ...]:
     """``(N*C, then per axis: size, kernel, stride, dilation, pad_begin, pad_end, out)``."""
@@ -127,7 +132,7 @@ def max_pool(
     run = np.ascontiguousarray(x)
     if dtype in (np.float16, dtypes.BFLOAT16):
         run = run.astype(np.float32)  # exact; comparisons are unchanged
-    code = _MAX_CODES.get(run.dtype.name)
+    code = _max_code(run.dtype)
     if code is None:
         raise AttributeValueError("dtype", f"the C engine has no max pooling for {dtype}")
     if tuple(run.shape) != geom.input_shape:

@@ -4,6 +4,7 @@ layout and policy a diagnosis variant asks for. Comparing outputs is :mod:`poolc
 
 from __future__ import annotations
 
+import functools
 import math
 from types import ModuleType
 from typing import Protocol
@@ -51,6 +52,7 @@ def _call(engine_module: ModuleType, x: np.ndarray, geom: Geometry, op: str, exc
     return Outputs(values, indices)
 
 
+@functools.lru_cache(maxsize=1024)
 def canonical_layout(shape: tuple[int, ...]) -> IndexLayout:
     """Whole-tensor row-major int64 indices: decodable into (n, c, spatial) for any variant."""
     return IndexLayout("C", math.prod(shape), np.dtype(np.int64))

@@ -96,6 +96,7 @@ class RuntimePeer:
         """Apply validated options (defaults already dropped); subclasses read ``self.options``
         (see :meth:`option`) and may override this to rebuild their state."""
         self.options = dict(options)
+        self.__dict__.pop("_translations", None)
 
     def option(self, key: str) -> str:
         """The value of option ``key``: the one given in the peer's name, else its default."""
@@ -200,7 +201,7 @@ class RuntimePeer:
             if isinstance(spec, FamilySpec):
                 self._translate_family(spec, tuple(int(v) for v in shape), np.dtype(dtype))
             else:
-                self.translate(spec, tuple(int(v) for v in shape), np.dtype(dtype))
+                self._translated(spec, tuple(int(v) for v in shape), np.dtype(dtype))
         except PeerDeclined as exc:
             return False, exc.reason
         return True, ""
@@ -233,7 +234,7 @@ class RuntimePeer:
         for i, (spec, x) in enumerate(items):
             arr = np.ascontiguousarray(x)
             try:
-                node = self.translate(spec, arr.shape, arr.dtype)
+                node = self._translated(spec, arr.shape, arr.dtype)
             except PeerDeclined as exc:
                 results[i] = exc
                 continue
@@ -242,6 +243,7 @@ class RuntimePeer:
                 results[i] = known
                 continue
             todo.append((i, node, arr))
+        self.__dict__.pop("_translations", None)  # kept from supports() for this call only
         todo = self._reuse_packs(todo, items, results)
         # A node asked for again with another input (the fuzzer feeds each geometry several
         # inputs) is compiled once: the first of each node runs as usual, the others through the
@@ -260,6 +262,33 @@ class RuntimePeer:
 
     def _refused_here(self, node: Any) -> bool:
         return (self.known_refusal(node) or self._refusal(node)) is not None
+
+    #: Translations :meth:`_translated` keeps at most.
+    TRANSLATIONS_KEPT = 256
+
+    def _translated(self, spec: PoolSpec, shape: tuple[int, ...], dtype: np.dtype) -> Any:
+        """:meth:`translate`, kept from :meth:`supports` until the next :meth:`run_many`: a batch
+        is asked whether each configuration is supported (``peers/isolation.py``) and then run,
+        and a translation (an ONNX node: about 50 us) was made twice. Only hashable nodes are
+        kept (the contract; a node that is not might be changed by its user), declines are
+        raised anew each time."""
+        kept: dict[tuple[Any, ...], Any] = self.__dict__.setdefault("_translations", {})
+        key = (spec, shape, dtype)
+        try:
+            node = kept.get(key)
+        except TypeError:  # a spec built without validation may not hash
+            return self.translate(spec, shape, dtype)
+        if node is not None:
+            return node
+        node = self.translate(spec, shape, dtype)
+        try:
+            hash(node)
+        except TypeError:
+            return node
+        kept[key] = node
+        if len(kept) > self.TRANSLATIONS_KEPT:
+            del kept[next(iter(kept))]
+        return node
 
     def _pack_index(self) -> PackIndex | None:
         """The packs this peer's nodes can be served from (:mod:`poolcheck.peers.packs`): for a

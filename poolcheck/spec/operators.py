@@ -18,7 +18,7 @@ from typing import Any, Literal
 import numpy as np
 
 from poolcheck.errors import AttributeValueError
-from poolcheck.spec.dtypes import BFLOAT16
+from poolcheck.spec.dtypes import BFLOAT16, name_of
 from poolcheck.spec.family import FAMILY_OPS, FamilySpec, check_family_input, parse_family, spell_family
 from poolcheck.spec.poolspec import (
     AUTO_PADS,
@@ -588,7 +588,7 @@ def check_input(spec: Any, shape: Sequence[int], dtype: Any, row: OperatorVersio
     except TypeError as exc:
         raise AttributeValueError("dtype", f"not a NumPy dtype: {dtype!r}") from exc
     allowed = allowed_dtypes(spec.op, spec.convention)
-    if dt.name not in allowed:
+    if name_of(dt) not in allowed:
         op = {"max": "MaxPool", "avg": "AvgPool"}[spec.op]
         raise AttributeValueError(
             "dtype", f"{op} ({spec.convention}) does not allow {dt.name}; allowed: {', '.join(allowed)}"

@@ -7,6 +7,7 @@ reference under the alternatives to say which setting reproduces a peer's output
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass
 from typing import Literal
 
@@ -39,7 +40,8 @@ class Policy:
     empty_avg: EmptyAvg = "zero"
 
     def replace(self, **changes: object) -> Policy:
-        return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
+        # The diagnosis builds the same few variants of a policy for every output it explains.
+        return _replaced(self, tuple(sorted(changes.items())))
 
     def label(self) -> str:
         defaults = Policy()
@@ -49,6 +51,11 @@ class Policy:
             if getattr(self, f.name) != getattr(defaults, f.name)
         ]
         return ", ".join(diffs) or "spec"
+
+
+@functools.lru_cache(maxsize=1024)
+def _replaced(policy: Policy, changes: tuple[tuple[str, object], ...]) -> Policy:
+    return dataclasses.replace(policy, **dict(changes))  # type: ignore[arg-type]
 
 
 SPEC = Policy()

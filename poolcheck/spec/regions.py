@@ -41,6 +41,8 @@ class AxisFacts:
     read: np.ndarray  # bool per input position: read by at least one window
     empty: bool  # some window lies wholly in padding
     partial: bool  # some window has taps both inside the input and in padding
+    every: bool = False  # every input position is read
+    some: bool = True  # some input position is read
 
 
 @functools.lru_cache(maxsize=4096)
@@ -52,7 +54,34 @@ def axis_facts(a: AxisGeometry) -> AxisFacts:
     read[taps[inside]] = True
     read.flags.writeable = False
     any_in, all_in = inside.any(axis=1), inside.all(axis=1)
-    return AxisFacts(read, bool((~any_in).any()), bool((any_in & ~all_in).any()))
+    return AxisFacts(read, bool((~any_in).any()), bool((any_in & ~all_in).any()), bool(read.all()), bool(read.any()))
+
+
+@dataclass(frozen=True)
+class ValueFacts:
+    """What the values some window reads hold (one pass over them per configuration)."""
+
+    nan: bool = False
+    inf: bool = False
+    neg_zero: bool = False
+    int_extreme: bool = False  # an integer type's minimum or maximum
+
+
+def value_facts(v: np.ndarray) -> ValueFacts:
+    """:class:`ValueFacts` of ``v``: NaN, infinity and -0.0 for a floating-point type, the
+    type's extremes for an integer type (nothing for an empty ``v``)."""
+    if not v.size:
+        return ValueFacts()
+    if dtypes.is_float(v.dtype):
+        nan = inf = False
+        if not np.isfinite(v).all():  # most inputs are finite: one test instead of two
+            nan, inf = bool(np.isnan(v).any()), bool(np.isinf(v).any())
+        zero = v == 0
+        return ValueFacts(nan, inf, bool(zero.any()) and bool(np.signbit(v[zero]).any()))
+    if v.dtype.kind in "iu":
+        info = np.iinfo(v.dtype)
+        return ValueFacts(int_extreme=bool(v.min() == info.min) or bool(v.max() == info.max))
+    return ValueFacts()
 
 
 @dataclass(frozen=True)
@@ -69,12 +98,24 @@ class Probe:
         return tuple(axis_facts(a) for a in self.geom.axes)
 
     @functools.cached_property
+    def read_index(self) -> tuple[Any, ...] | None:
+        """The index of the input positions some window reads (None: every position)."""
+        if all(f.every for f in self.facts):
+            return None
+        return (slice(None), slice(None), *np.ix_(*(f.read for f in self.facts)))
+
+    @functools.cached_property
     def read_values(self) -> np.ndarray:
         """The input's values that some window reads (every batch and channel)."""
         if self.x is None:
             return np.empty(0)
-        index: tuple[Any, ...] = (slice(None), slice(None), *np.ix_(*(f.read for f in self.facts)))
-        return self.x[index]
+        index = self.read_index
+        return self.x if index is None else self.x[index]
+
+    @functools.cached_property
+    def values(self) -> ValueFacts:
+        """What the values some window reads hold."""
+        return value_facts(self.read_values)
 
 
 # --------------------------------------------------------------------------- per-axis predicates
@@ -120,7 +161,7 @@ def _pads_ge_kernel(p: Probe) -> bool:
 def _some_window_reads(p: Probe) -> bool:
     """Some window has a tap inside the input: a window is one per-axis window per axis, so an
     axis whose every window lies in padding leaves every window empty (none is partial)."""
-    return all(f.read.any() for f in p.facts)
+    return all(f.some for f in p.facts)
 
 
 def _dilated_crosses_padding(p: Probe) -> bool:
@@ -137,31 +178,20 @@ def _global_window(p: Probe) -> bool:
                for a in p.geom.axes)
 
 
-def _has(values: np.ndarray, test: Callable[[np.ndarray], np.ndarray]) -> bool:
-    return bool(values.size) and bool(test(values).any())
-
-
 def _nan(p: Probe) -> bool:
-    v = p.read_values
-    return dtypes.is_float(v.dtype) and _has(v, np.isnan)
+    return p.values.nan
 
 
 def _inf(p: Probe) -> bool:
-    v = p.read_values
-    return dtypes.is_float(v.dtype) and _has(v, np.isinf)
+    return p.values.inf
 
 
 def _neg_zero(p: Probe) -> bool:
-    v = p.read_values
-    return dtypes.is_float(v.dtype) and _has(v, lambda a: (a == 0) & np.signbit(a))
+    return p.values.neg_zero
 
 
 def _int_extreme(p: Probe) -> bool:
-    v = p.read_values
-    if v.dtype.kind not in "iu":
-        return False
-    info = np.iinfo(v.dtype)
-    return _has(v, lambda a: (a == info.min) | (a == info.max))
+    return p.values.int_extreme
 
 
 def _index_axis(axis: int) -> Callable[[Probe], bool]:
@@ -222,6 +252,9 @@ class Region:
     text: str
     hit: Callable[[Probe], bool]
     unreachable: Callable[[str, str], str | None] = _everywhere
+    #: Whether ``hit`` reads the input's values; the others depend on the spec, the input's
+    #: shape and type alone (:func:`regions_of` keeps their answer per geometry).
+    reads_values: bool = False
 
 
 REGIONS: tuple[Region, ...] = (
@@ -249,10 +282,10 @@ REGIONS: tuple[Region, ...] = (
     Region("batch-and-channels", "batch and channels both above 1",
            lambda p: p.geom.batch > 1 and p.geom.channels > 1),
     Region("rank-5", "three spatial axes", lambda p: p.spec.rank == 5),
-    Region("nan-in-window", "a NaN that a window reads", _nan, _float_inputs),
-    Region("inf-in-window", "an infinity that a window reads", _inf, _float_inputs),
-    Region("neg-zero-in-window", "a -0.0 that a window reads", _neg_zero, _float_inputs),
-    Region("int-extreme", "an integer type's minimum or maximum that a window reads", _int_extreme, _int_inputs),
+    Region("nan-in-window", "a NaN that a window reads", _nan, _float_inputs, reads_values=True),
+    Region("inf-in-window", "an infinity that a window reads", _inf, _float_inputs, reads_values=True),
+    Region("neg-zero-in-window", "a -0.0 that a window reads", _neg_zero, _float_inputs, reads_values=True),
+    Region("int-extreme", "an integer type's minimum or maximum that a window reads", _int_extreme, _int_inputs, reads_values=True),
     Region("index-i32", "indices as i32", lambda p: p.spec.op == "max" and p.spec.convention == "openvino"
            and p.spec.index_element_type == "i32", _only("max", "openvino", "only OpenVINO MaxPool chooses i32")),
     Region("index-storage-order-1", "ONNX MaxPool indices in column-major order (storage_order=1)",
@@ -293,16 +326,38 @@ def unreachable(op: str, convention: str) -> dict[str, str]:
     return out
 
 
+_READ_VALUES = tuple(r for r in REGIONS if r.reads_values)
+#: Geometries whose value-free regions :func:`regions_of` keeps (a fuzzed configuration is new,
+#: but its spec, shape and type recur).
+GEOMETRY_REGIONS_CACHE = 4096
+#: A kept geometry keeps its read index (one int64 per position read) up to this many positions
+#: along its axes; a longer one is indexed again for each input.
+KEPT_INDEX_POSITIONS = 4096
+
+
+@functools.lru_cache(maxsize=GEOMETRY_REGIONS_CACHE)
+def _geometry_regions(spec: PoolSpec, shape: tuple[int, ...], dtype: np.dtype) -> tuple[frozenset[str], Probe]:
+    """The regions that the spec, the input's shape and its type decide (the input's values
+    aside), and the probe they were read from (its geometry, facts and read index computed)."""
+    probe = Probe(spec, resolve(spec, shape), None)
+    keys = {r.key for r in REGIONS if not r.reads_values and r.hit(probe)}
+    keys.add(dtype_region(dtype.name))
+    if sum(a.size for a in probe.geom.axes) <= KEPT_INDEX_POSITIONS:
+        probe.read_index  # noqa: B018 -- computed once here, for every input of this geometry
+    return frozenset(keys), probe
+
+
 def regions_of(spec: PoolSpec, x: np.ndarray) -> frozenset[str]:
     """The regions one configuration and its input fall in (empty for an invalid configuration)."""
     try:
-        geom = resolve(spec, x.shape)
+        fixed, shared = _geometry_regions(spec, x.shape, x.dtype)
     except ValueError:
         return frozenset()
-    probe = Probe(spec, geom, x)
-    keys = {r.key for r in REGIONS if r.hit(probe)}
-    keys.add(dtype_region(x.dtype.name))
-    return frozenset(keys)
+    probe = Probe(spec, shared.geom, x)
+    if "read_index" in shared.__dict__:  # the geometry's, not computed again
+        probe.__dict__["read_index"] = shared.__dict__["read_index"]
+    hits = [r.key for r in _READ_VALUES if r.hit(probe)]
+    return fixed.union(hits) if hits else fixed
 
 
 # --------------------------------------------------------------------------- the rest of the family

@@ -8,6 +8,7 @@ documents and the runtimes part ways.
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -61,11 +62,13 @@ class Geometry:
     channels: int
     axes: tuple[AxisGeometry, ...]
 
-    @property
+    # Computed once per geometry (a frozen dataclass keeps its __dict__ for them): the oracles,
+    # engines and diagnosis ask for both shapes many times per configuration.
+    @functools.cached_property
     def input_shape(self) -> tuple[int, ...]:
         return (self.batch, self.channels, *(a.size for a in self.axes))
 
-    @property
+    @functools.cached_property
     def output_shape(self) -> tuple[int, ...]:
         return (self.batch, self.channels, *(a.out for a in self.axes))
 
@@ -151,9 +154,23 @@ def resolve_axis(
     return AxisGeometry(size, kernel, stride, dilation, pad_begin, pad_end, out)
 
 
+#: Geometries :func:`resolve` keeps: a fuzzed configuration is resolved about six times (validation,
+#: the reference, its regions, the shape rules, metamorphic properties, a diagnosis) and a
+#: geometry is immutable, so the later calls share the first one's result.
+RESOLVED_CACHE = 4096
+
+
 def resolve(spec: PoolSpec, input_shape: Sequence[int]) -> Geometry:
-    """Resolve ``spec`` against a full input shape ``(N, C, *spatial)``."""
+    """Resolve ``spec`` against a full input shape ``(N, C, *spatial)`` (refusals are raised
+    every time; a resolved geometry is shared by equal arguments)."""
     shape = tuple(int(v) for v in input_shape)
+    try:
+        return _resolved(spec, shape)
+    except TypeError:  # an unhashable field (a spec built without validation): not kept
+        return _resolve(spec, shape)
+
+
+def _resolve(spec: PoolSpec, shape: tuple[int, ...]) -> Geometry:
     if len(shape) != spec.rank:
         raise AttributeValueError(
             "kernel",
@@ -177,6 +194,9 @@ def resolve(spec: PoolSpec, input_shape: Sequence[int]) -> Geometry:
     geom = Geometry(shape[0], shape[1], axes)
     check_limits(spec, geom)
     return geom
+
+
+_resolved = functools.lru_cache(maxsize=RESOLVED_CACHE)(_resolve)
 
 
 def _prod(values: Sequence[int]) -> int:

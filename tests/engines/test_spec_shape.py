@@ -333,3 +333,24 @@ def test_shape_report_is_computed_in_the_spec_layer() -> None:
     assert [r["convention"] for r in only_runtime_rule(report)["axes"][0]["rules"]] == ["openvino-runtime"]
     sym = symbolic_report([2], [3], None, None, None, "floor", "valid")
     assert sym["axes"][0]["formula"] == "H_out = floor((H - 2) / 3 + 1)  (pads 0)"
+
+
+def test_resolve_refuses_every_time_and_shares_a_geometry_only_between_equal_arguments() -> None:
+    # resolve keeps its geometries (a fuzzed configuration is resolved several times): a refusal
+    # is raised on every call, equal (spec, shape) share one geometry equal to a fresh one, and
+    # specs that differ only in their convention keep their own (ONNX SAME pads may be negative,
+    # OpenVINO's are clamped to 0).
+    from poolcheck.spec import shape as shape_mod
+
+    spec = A.openvino_max_pool([3], [1], [0], [0], [1], "floor", "explicit")
+    for _ in range(2):
+        with pytest.raises(poolcheck.AttributeValueError):
+            resolve(spec, (1, 1, 2))
+    geom = resolve(spec, [1, 1, 5])
+    assert resolve(spec, (1, 1, 5)) is geom
+    assert geom == shape_mod._resolve(spec, (1, 1, 5))
+    assert geom.output_shape == (1, 1, 3) and geom.input_shape == (1, 1, 5)
+    same = A.openvino_max_pool([1], [3], [0], [0], [1], "floor", "same_upper")
+    onnx = same.replace(convention="onnx")
+    assert resolve(same, (1, 1, 5)).pads_end == (0,)
+    assert resolve(onnx, (1, 1, 5)).pads_end == (-1,)

@@ -265,3 +265,32 @@ def test_report_merge_sums_the_coverage_of_its_campaigns(tmp_path: Path) -> None
     assert fz["coverage_declined"] == {"t": {"rank-5": 1}}
     assert fz["coverage_reachable"] == ["rank-5", "dtype-float32", "same-negative-total"]
     assert fz["coverage_unreachable"] == {}
+
+
+def test_value_regions_are_read_from_each_input_of_a_geometry_seen_before() -> None:
+    # The value-free regions are kept per (spec, shape, type); the value ones must be read from
+    # every input again: a NaN, an infinity, a -0.0 then none, on one geometry, and an unread NaN
+    # (outside every window) counts for nothing.
+    from poolcheck.spec import operators
+
+    spec = operators.parse("MaxPool-14", {"kernel": [2], "strides": [3], "pads_begin": [0], "pads_end": [0]})
+    plain = np.arange(1, 8, dtype=np.float32).reshape(1, 1, 7)  # windows {0, 1} and {3, 4}; 2, 5, 6 unread
+    value_keys = {"nan-in-window", "inf-in-window", "neg-zero-in-window"}
+    for position, value, key in ((0, np.nan, "nan-in-window"), (4, np.inf, "inf-in-window"),
+                                 (1, -0.0, "neg-zero-in-window"), (2, np.nan, None), (6, np.inf, None)):
+        x = plain.copy()
+        x[0, 0, position] = value
+        got = regions.regions_of(spec, x)
+        assert got & value_keys == ({key} if key else set()), (position, value)
+        assert regions.regions_of(spec, plain) & value_keys == set()
+    ints = operators.parse("MaxPool-14", {"kernel": [2], "strides": [3], "pads_begin": [0], "pads_end": [0]})
+    x = np.array([[[1, 2, -128, 4, 5, 127, 7]]], dtype=np.int8)  # the extremes sit where no window reads
+    assert "int-extreme" not in regions.regions_of(ints, x)
+    x[0, 0, 3] = 127
+    assert "int-extreme" in regions.regions_of(ints, x)
+    # past regions.KEPT_INDEX_POSITIONS the read index is made for each input instead
+    long = np.ones((1, 1, regions.KEPT_INDEX_POSITIONS + 3), dtype=np.float32)
+    long[0, 0, 2] = np.nan  # unread: positions 3k + 2 are skipped by kernel 2, stride 3
+    assert "nan-in-window" not in regions.regions_of(spec, long)
+    long[0, 0, 4] = np.nan
+    assert "nan-in-window" in regions.regions_of(spec, long)

@@ -293,3 +293,32 @@ def test_torch_avg_pool3d_rejects_input_smaller_than_kernel_despite_padding() ->
     assert result.status == "rejects" and "smaller than kernel" in result.message
     spec2 = A.openvino_avg_pool([3, 3], [1, 1], [1, 1], [1, 1])  # the 2-D kernel takes it
     assert call_peer(peer, spec2, x[:, :, 0], isolated=False).status == "ok"
+
+
+def test_a_batch_is_translated_once_per_configuration(monkeypatch: pytest.MonkeyPatch) -> None:
+    # supports() translates every item of an in-process call and run_many() used to translate
+    # it again: the translation is kept for the call (the results unchanged), a declined item
+    # is translated once and declined, and new options drop whatever was kept.
+    peer = available_peer("onnxruntime")
+    calls: list[tuple[int, ...]] = []
+    translate = type(peer).translate
+
+    def counting(self, spec, shape, dtype):  # type: ignore[no-untyped-def]
+        calls.append(tuple(shape))
+        return translate(self, spec, shape, dtype)
+
+    monkeypatch.setattr(type(peer), "translate", counting)
+    items = spread(5, 6)
+    spec0, x0 = items[0]
+    items.append((spec0, x0.astype(np.int16)))  # ONNX MaxPool/AveragePool-22 take no int16
+    alone = [call_peer_many(peer, [item], isolated=False)[0] for item in items]
+    calls.clear()
+    batched = call_peer_many(peer, items, isolated=False)
+    assert len(calls) == len(items)
+    assert batched[-1].status == "declined"
+    for a, b in zip(alone, batched):
+        assert (a.status, a.message) == (b.status, b.message)
+        if a.output is not None and b.output is not None:
+            np.testing.assert_array_equal(a.output.values, b.output.values)
+    peer.configure({})
+    assert "_translations" not in peer.__dict__

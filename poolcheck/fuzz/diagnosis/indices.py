@@ -19,6 +19,9 @@ def encode_indices(canon: np.ndarray, shape: tuple[int, ...], order: str, modulu
     spatial ``order``, ``modulus``, and optionally coordinates in the padded input."""
     if order == TRANSPOSED:
         return _transpose_spatial(encode_indices(canon, shape, "C", modulus, pads))
+    if order == "C" and pads is None and canon.dtype == np.int64:
+        # row-major within the planes, unpadded: the flat index itself, wrapped by the scope
+        return np.where(canon >= 0, canon % modulus, canon) if modulus != math.prod(shape) else canon.copy()
     spatial = shape[2:]
     plane = math.prod(spatial)
     valid = canon >= 0
