@@ -3,8 +3,8 @@
     PYTHONPATH=. python benchmarks/check_cost.py [--configs 2000] [--batch 8] [--peers none,onnxruntime]
                                                  [--profile none] [--save FILE | --load FILE]
 
-Draws ``--configs`` distinct valid configurations once (``pool_configs`` under a fixed Hypothesis
-seed, with Hypothesis' local-constants feature off, so the list depends on the seed alone; or
+Draws ``--configs`` distinct valid configurations once (expanded from seeds as a campaign does, so
+the list depends on the seed alone; or
 ``--load`` a list pickled by ``--save``, for an A/B run of two checkouts on the same list), then
 for each ``--peers`` entry (``none``: the engine-side oracles only) builds a fresh ``Session`` and
 calls ``check_batch`` on consecutive batches of ``--batch``, each run in a fresh process
@@ -18,13 +18,14 @@ time (read from /proc; the worker runs on the other core, so throughput is bound
 the two), and the findings count (a sanity check that two checkouts judge alike).
 ``--profile PEER`` runs that setting under cProfile and prints the top functions by own time;
 with ``--in-process`` the peer runs in this process, so its model building is profiled too.
-Generation is not measured: the session's own strategy is never drawn from.
+Generation is not measured.
 """
 
 from __future__ import annotations
 
 import argparse
 import cProfile
+import functools
 import gc
 import os
 import pickle
@@ -37,12 +38,9 @@ import time
 from collections import Counter
 from typing import Any
 
-from hypothesis import HealthCheck, Phase, given, settings
-from hypothesis import seed as hypothesis_seed
-
-from poolcheck.fuzz.generation import seed_only_generation
 from poolcheck.fuzz.session import FuzzOptions, Session
-from poolcheck.fuzz.strategies import FuzzCase, pool_configs
+from poolcheck.fuzz.shrinking import example_seed, expand_batch
+from poolcheck.fuzz.strategies import ALL_DTYPES, CONVENTIONS, FuzzCase, fuzz_config
 from poolcheck.peers import isolation
 from poolcheck.peers.registry import resolve_peer
 
@@ -50,19 +48,18 @@ WARMUP = 200
 
 
 def draw_configs(n: int, seed: int) -> list[FuzzCase]:
-    """``n`` distinct valid configurations (by spec, input type, shape and bytes)."""
+    """``n`` distinct valid configurations (by spec, input type, shape and bytes), expanded from
+    seeds as a campaign expands them (``fuzz.shrinking.expand_batch``: each geometry fed
+    ``INPUTS_PER_GEOMETRY`` inputs)."""
     found: dict[tuple[Any, ...], FuzzCase] = {}
-
-    @hypothesis_seed(seed)
-    @settings(max_examples=4 * n, database=None, deadline=None, phases=[Phase.generate],
-              suppress_health_check=list(HealthCheck))
-    @given(pool_configs())
-    def collect(case: FuzzCase) -> None:
-        if len(found) < n:
-            found.setdefault((case.spec, case.x.dtype.str, case.x.shape, case.x.tobytes()), case)
-
-    with seed_only_generation():
-        collect()
+    generate = functools.partial(fuzz_config, ops=("max", "avg"), ranks=(3, 4, 5), dtypes=ALL_DTYPES,
+                                 conventions=CONVENTIONS)
+    index = 0
+    while len(found) < n and index < 4 * n:
+        for case in expand_batch(generate, example_seed(seed, 0, index), 8):
+            if len(found) < n:
+                found.setdefault((case.spec, case.x.dtype.str, case.x.shape, case.x.tobytes()), case)
+        index += 1
     if len(found) < n:
         raise SystemExit(f"only {len(found)} distinct configurations drawn")
     return list(found.values())

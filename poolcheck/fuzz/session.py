@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import gc
 import hashlib
 import math
 import multiprocessing
@@ -53,7 +54,16 @@ from poolcheck.fuzz.grouping import Grouping, distinguish, group_finding, refute
 from poolcheck.fuzz.progress import Progress
 from poolcheck.fuzz.reference import expected_for
 from poolcheck.fuzz.repeats import ENGINE_SIDE_CACHE, PEER_RESULTS_CACHE, EngineSide, config_key, peer_key
-from poolcheck.fuzz.shrinking import example_seed, expand_batch, save_example, saved_examples, shrink
+from poolcheck.fuzz.shrinking import (
+    Divergence,
+    collect_failures,
+    divergence_type,
+    example_seed,
+    expand_batch,
+    save_example,
+    saved_examples,
+    shrink,
+)
 from poolcheck.fuzz.strategies import ALL_DTYPES, CONVENTIONS, FuzzCase, configs, fuzz_config
 from poolcheck.judgement import Outputs
 from poolcheck.peers.base import Peer, PeerResult
@@ -136,37 +146,6 @@ class SessionResult:
     examples: list[O.Finding] = field(default_factory=list)
     #: Causes an experiment on the peer refuted: (peer, op, variant keys).
     ruled_out: list[tuple[str, str, tuple[str, ...]]] = field(default_factory=list)
-
-
-class Divergence(Exception):
-    """Raised inside a hypothesis example to make it fail; one subclass per signature."""
-
-    def __init__(self, finding: O.Finding) -> None:
-        super().__init__(f"{finding.signature}: {finding.detail}")
-        self.finding = finding
-
-
-_DIVERGENCE_TYPES: dict[str, type[Divergence]] = {}
-
-
-def divergence_type(signature: str) -> type[Divergence]:
-    """The exception class of one signature: hypothesis shrinks each class separately."""
-    cls = _DIVERGENCE_TYPES.get(signature)
-    if cls is None:
-        name = "Divergence_" + hashlib.sha1(signature.encode()).hexdigest()[:10]
-        cls = type(name, (Divergence,), {"__module__": __name__, "signature": signature})
-        _DIVERGENCE_TYPES[signature] = cls
-    return cls
-
-
-def _collect(exc: BaseException, found: list[Divergence], other: list[BaseException]) -> None:
-    if isinstance(exc, Divergence):
-        found.append(exc)
-    elif isinstance(getattr(exc, "exceptions", None), tuple):  # an exception group (3.10: backport)
-        for sub in exc.exceptions:  # type: ignore[attr-defined]
-            _collect(sub, found, other)
-    else:
-        other.append(exc)
 
 
 _KIND_ORDER = {k: i for i, k in enumerate(O.KINDS)}
@@ -494,7 +473,7 @@ class Session:
         found: list[Divergence] = []
         other: list[BaseException] = []
         if failure is not None:
-            _collect(failure, found, other)
+            collect_failures(failure, found, other)
         if key not in self.settled and not any(str(getattr(type(d), "signature", "")) == key for d in found):
             found.append(divergence_type(key)(f))  # not reproduced: kept as found
         for d in found:
@@ -588,6 +567,10 @@ class Session:
     def run(self) -> SessionResult:
         interrupted = False
         bound = None if self.deadline is not None or self.max_examples is not None else ROUND_EXAMPLES
+        # What exists now (the runtimes' modules, the registry, the caches' seeds) lives as long
+        # as the session: out of the collector's way, a full collection no longer walks it (one
+        # cost 55 ms with ONNX Runtime loaded, 120 ms with torch: benchmarks/check_cost.py --gc-freeze).
+        gc.freeze()
         try:
             self._replay_database()
             self.progress.phase = "exploring"
@@ -598,6 +581,8 @@ class Session:
                 index += 1
         except KeyboardInterrupt:
             interrupted = True
+        finally:
+            gc.unfreeze()
         self.progress.phase = "done"
         self._report_progress(force=True)
         self.progress.elapsed = time.monotonic() - self.started

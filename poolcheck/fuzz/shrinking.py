@@ -26,6 +26,7 @@ from hypothesis.configuration import set_hypothesis_home_dir
 from hypothesis.database import ExampleDatabase, InMemoryExampleDatabase
 from hypothesis.strategies import SearchStrategy
 
+from poolcheck.fuzz import oracles as O
 from poolcheck.fuzz.choices import (
     Choice,
     Choices,
@@ -54,6 +55,38 @@ INPUTS_PER_GEOMETRY = 4
 #: Tries to make one configuration from a seeded stream before giving up (a generator rejects
 #: its choices rarely: a family window that leaves no output).
 _TRIES = 100
+
+
+class Divergence(Exception):
+    """Raised inside a Hypothesis example to make it fail; one subclass per divergence group."""
+
+    def __init__(self, finding: O.Finding) -> None:
+        super().__init__(f"{finding.signature}: {finding.detail}")
+        self.finding = finding
+
+
+_DIVERGENCE_TYPES: dict[str, type[Divergence]] = {}
+
+
+def divergence_type(signature: str) -> type[Divergence]:
+    """The exception class of one signature: hypothesis shrinks each class separately."""
+    cls = _DIVERGENCE_TYPES.get(signature)
+    if cls is None:
+        name = "Divergence_" + hashlib.sha1(signature.encode()).hexdigest()[:10]
+        cls = type(name, (Divergence,), {"__module__": __name__, "signature": signature})
+        _DIVERGENCE_TYPES[signature] = cls
+    return cls
+
+
+def collect_failures(exc: BaseException, found: list[Divergence], other: list[BaseException]) -> None:
+    """What a shrinking run raised, split into divergences and anything else (exception groups opened)."""
+    if isinstance(exc, Divergence):
+        found.append(exc)
+    elif isinstance(getattr(exc, "exceptions", None), tuple):  # an exception group (3.10: backport)
+        for sub in exc.exceptions:  # type: ignore[attr-defined]
+            collect_failures(sub, found, other)
+    else:
+        other.append(exc)
 
 
 def example_seed(seed: int, job: int, index: int) -> int:
