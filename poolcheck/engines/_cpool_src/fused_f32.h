@@ -214,7 +214,7 @@ typedef struct {
 
 INLINE wdiv_t whole_divisors(const double *restrict dt) {
     wdiv_t q;
-    q.d = dsw_load(dt);
+    q.d = dsw_max1(dsw_load(dt));
 #if PC_QFMA
     q.r = dsw_recip(q.d); /* RN(1/d): one division per lane and strip */
 #else
@@ -273,8 +273,8 @@ INLINE void avg2d_strip(const float *restrict xp, float *restrict yp, const geo_
         const dsw c = avg_strip_row_or_pad(xp, oh - hpb + KH - 1, NH, NW, e, KW, MASKED, &m, wz, zaddw);
         dsw v = KH == 1 ? c : KH == 2 ? dsw_add_m(a, c) : dsw_add_m(dsw_add_m(a, b), c);
         if (hz) v = dsw_add(v, zadd);
-        /* divided by the number of elements [ONNX-DIVISOR] (a zero divisor: see the fill in the caller) */
-        dsw_quot_f32(yp + oh * OW + o0, v, dsw_load(dtab + oh * OW + o0));
+        /* divided by the number of elements [ONNX-DIVISOR] (a zero divisor: see dsw_max1) */
+        dsw_quot_f32(yp + oh * OW + o0, v, dsw_max1(dsw_load(dtab + oh * OW + o0)));
         if (KH == 3) a = b;
         b = c;
         if (KH == 2) a = c;
@@ -308,10 +308,6 @@ INLINE int avg2d_strips_body(const float *restrict x, float *restrict out, const
     int64_t ohA, ohB;
     whole_rows(H, KH, &ohA, &ohB);
 #if PC_QFMA
-    /* a zero divisor in the whole rows (a W window in the padding) would give NaN: staged */
-    if (zeros && ohA < ohB)
-        for (int64_t o = 0; o < OW; o++)
-            if (dtab[ohA * OW + o] == 0.0) return 1;
     const unsigned csr = mxcsr_get();
     if (!(csr & PC_MXCSR_IM)) return 1;
     _mm_setcsr(csr & ~PC_MXCSR_IE);

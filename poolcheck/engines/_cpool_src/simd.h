@@ -259,7 +259,7 @@ INLINE vd vd_fmadd(vd a, vd b, vd c) {
  * 2^(E+k-53)), or is one when d is a power of two (then r is exact, e = 0, q = q0 = s/d).
  * The signs of zeros: s = +-0 gives q0 = +-0, e = +0, q = q0 - (+0) = q0. s = NaN gives NaN;
  * s = +-inf gives NaN through inf - inf, an invalid operation (the caller watches for it, see
- * PC_MXCSR_IE in fused_f32.h). A zero d gives NaN likewise. */
+ * PC_MXCSR_IE in fused_f32.h). A zero d gives NaN likewise (the callers pass 1 instead). */
 INLINE vd vd_quot_fma(vd s, vd d, vd r) {
     const vd q0 = s * r;
     return vd_fnmadd(vd_fmsub(q0, d, s), r, q0);
@@ -430,6 +430,19 @@ typedef d8 dsw;
 #define dsw_add d8_add
 #define dsw_quot_f32 d8_quot_f32
 #endif
+
+/* The divisors d (0 or at least 1) with 0 replaced by 1: a window with no element divides by 1
+ * (its output gets the empty_avg fill afterwards) rather than by 0, whose 0/0 or the NaN of
+ * vd_quot_fma would set the invalid-operation flag that the FMA paths watch (PC_MXCSR_IE). */
+typedef int64_t vdl __attribute__((vector_size(PC_VBYTES))); /* a vd's lane masks */
+INLINE dsw dsw_max1(dsw d) {
+    const vd one = vd_set1(1.0), zero = vd_set1(0.0);
+    d.v0 = d.v0 + (vd)((vdl)(d.v0 == zero) & (vdl)one); /* d + 1 where d is 0, else d + 0 */
+#if PC_SW / PC_VLD > 1
+    d.v1 = d.v1 + (vd)((vdl)(d.v1 == zero) & (vdl)one);
+#endif
+    return d;
+}
 
 #if PC_QFMA
 /* a + b as a 1 + b on the multiply-add units: the product is exact, so the bits are those of
