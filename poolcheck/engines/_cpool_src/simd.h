@@ -218,48 +218,39 @@ INLINE void vd_quot_f32(float *p, vd s, vd d) {
  * on the paths compiled with FMA, the average strips divide with them (vd_quot_fma). */
 #if PC_X86 && defined(__FMA__)
 #define PC_QFMA 1
-/* a b - c */
-INLINE vd vd_fmsub(vd a, vd b, vd c) {
+/* The multiply-add instruction OP (fmadd, fmsub, fnmadd) of this path's vector width. */
 #if PC_VBYTES == 64
-    return (vd)_mm512_fmsub_pd((__m512d)a, (__m512d)b, (__m512d)c);
+#define PC_FMA_OP(op, a, b, c) (vd) _mm512_##op##_pd((__m512d)(a), (__m512d)(b), (__m512d)(c))
 #elif PC_VBYTES == 32
-    return (vd)_mm256_fmsub_pd((__m256d)a, (__m256d)b, (__m256d)c);
+#define PC_FMA_OP(op, a, b, c) (vd) _mm256_##op##_pd((__m256d)(a), (__m256d)(b), (__m256d)(c))
 #else
-    return (vd)_mm_fmsub_pd((__m128d)a, (__m128d)b, (__m128d)c);
+#define PC_FMA_OP(op, a, b, c) (vd) _mm_##op##_pd((__m128d)(a), (__m128d)(b), (__m128d)(c))
 #endif
-}
-/* c - a b */
-INLINE vd vd_fnmadd(vd a, vd b, vd c) {
-#if PC_VBYTES == 64
-    return (vd)_mm512_fnmadd_pd((__m512d)a, (__m512d)b, (__m512d)c);
-#elif PC_VBYTES == 32
-    return (vd)_mm256_fnmadd_pd((__m256d)a, (__m256d)b, (__m256d)c);
-#else
-    return (vd)_mm_fnmadd_pd((__m128d)a, (__m128d)b, (__m128d)c);
-#endif
-}
 /* a b + c */
-INLINE vd vd_fmadd(vd a, vd b, vd c) {
-#if PC_VBYTES == 64
-    return (vd)_mm512_fmadd_pd((__m512d)a, (__m512d)b, (__m512d)c);
-#elif PC_VBYTES == 32
-    return (vd)_mm256_fmadd_pd((__m256d)a, (__m256d)b, (__m256d)c);
-#else
-    return (vd)_mm_fmadd_pd((__m128d)a, (__m128d)b, (__m128d)c);
-#endif
-}
+INLINE vd vd_fmadd(vd a, vd b, vd c) { return PC_FMA_OP(fmadd, a, b, c); }
+/* a b - c */
+INLINE vd vd_fmsub(vd a, vd b, vd c) { return PC_FMA_OP(fmsub, a, b, c); }
+/* c - a b */
+INLINE vd vd_fnmadd(vd a, vd b, vd c) { return PC_FMA_OP(fnmadd, a, b, c); }
 /* s / d rounded to nearest, without a division, given r = RN(1/d) (Markstein's correction, as
  * quot_f32 in kernels_isa.h): q0 = RN(s r); e = q0 d - s, exact; q = RN(q0 - e r) = RN(s / d)
  * for every finite s that is 0 or a sum of float32 values (a multiple of 2^-149 below 2^132)
- * and every integer 1 <= d < 2^51. q0 - s/d = q0 (2^-52 + 2^-106) at most, so e is an
- * integer multiple of 2^(E-53) below 5 d 2^(E-53) in magnitude (2^E <= |s/d| < 2^(E+1)), and
- * q0 - e r differs from s/d by at most |q0 - s/d| 2^-53 < 2^(E-104); s/d lies at least
- * 2^(E-53)/d' (d = 2^k d', d' odd) from every rounding midpoint (s/d - m is a nonzero multiple
- * of 2^(E+k-53) over d: s is a multiple of 2^(E+k-51) when d' >= 3, and m d an odd one of
- * 2^(E+k-53)), or is one when d is a power of two (then r is exact, e = 0, q = q0 = s/d).
+ * and every integer 1 <= d < 2^51. Proof, with 2^E <= |s/d| < 2^(E+1) (E >= -200: no float64
+ * underflow) and d = 2^k d', d' odd:
+ * - d' = 1: r is exact, so q0 = s/d exactly, e = 0 and q = q0.
+ * - |q0 - s/d| <= |s/d| (2^-52 + 2^-106) < 2^(E-51) (1 + 2^-54) (two roundings), so
+ *   e = d (q0 - s/d) is below 4 d (1 + 2^-54) 2^(E-53) < 2^53 2^(E-53) in magnitude and a
+ *   multiple of 2^(E-53) (q0, at least 2^E (1 - 2^-51), is one, and so is s, at least
+ *   2^(E+k) d'): exact.
+ * - q0 - e r = s/d - (q0 - s/d)(r d - 1) is within 2^(E-104) (1 + 2^-54) of s/d.
+ * - d' >= 3: s/d is at least 2^(E-53)/d' from every float64 rounding midpoint m: |s| >= 3
+ *   2^(E+k), so s is a multiple of 2^(E+k-51), and m d an odd multiple of 2^(E+k-53), so
+ *   s - m d is a nonzero multiple of 2^(E+k-53). As 2^(E-104) (1 + 2^-54) < 2^(E-53)/d' for
+ *   d' < 2^51, q0 - e r rounds as s/d does.
  * The signs of zeros: s = +-0 gives q0 = +-0, e = +0, q = q0 - (+0) = q0. s = NaN gives NaN;
  * s = +-inf gives NaN through inf - inf, an invalid operation (the caller watches for it, see
- * PC_MXCSR_IE in fused_f32.h). A zero d gives NaN likewise (the callers pass 1 instead). */
+ * PC_MXCSR_IE in fused_f32.h). A zero d gives NaN likewise (the callers pass 1 instead).
+ * tests/engines/test_c_fma_quotient.py checks the claim against exact arithmetic. */
 INLINE vd vd_quot_fma(vd s, vd d, vd r) {
     const vd q0 = s * r;
     return vd_fnmadd(vd_fmsub(q0, d, s), r, q0);
