@@ -193,7 +193,11 @@ at most `2^-53`), then one rounding to the output type:
 | float16 | float64 (inputs widened exactly through float32) | the same float64 terms + half a float16 ULP of the result |
 
 The speed of the C engine does not come from a weaker rule: it accumulates in float64 as the
-NumPy engine does, in the same order (identical bits) except for global pooling, below.
+NumPy engine does, in the same order (identical bits) except for global pooling, below. On the
+paths with FMA (`avx2`, `avx512`) its float32 averages form the float64 quotient with a multiply
+and two fused multiply-adds instead of a division instruction; that is the correctly rounded
+quotient for every finite float32 sum (proof in `_cpool_src/simd.h`, tested against exact
+arithmetic in `tests/engines/test_c_fma_quotient.py`), so the bits are those of one division.
 
 Exceptions, both tested in `tests/engines/test_c_engine.py`:
 

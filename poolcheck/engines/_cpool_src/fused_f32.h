@@ -164,15 +164,16 @@ PC_ENTRY int max2d_strips(const float *x, float *out, const geo_t *g) {
 /* (each W window's taps in order, then its zadd; each H window's row sums in order, then its  */
 /* zadd). The plane is walked in vertical strips of PC_SW output columns (simd.h; the last one */
 /* overlapping the one before): down a strip, each input row's PC_SW window sums are computed  */
-/* once and kept in registers for the KH output rows that use them, and the divisions of one  */
-/* output row overlap the loads and additions of the next. Rows whose H window is cut by the   */
-/* padding take their row sums afresh.                                                         */
+/* once and kept in registers for the KH output rows that use them (avg2d_strip). With FMA     */
+/* (PC_QFMA: the avx2 and avx512 paths) the rows of whole H windows divide by multiply-adds    */
+/* (vd_quot_fma, exact) and add their rows on the multiply-add units (dsw_add_m).              */
 
 /* The sums of windows [o0, o0 + PC_SW) of one input row: tap j is elements [e + j, e + j + PC_SW)
  * (e = o0 - pb). Elements outside the row read -0.0 (MASKED), the identity of addition
  * (x + -0.0 and -0.0 + x are x for every x), so a window's sum over them is the sum over its
  * valid taps in order.
- * wz: add the W axis's zadd; the caller skips it when the H axis adds +0.0 at the end: +0.0
+ * wz: add the W axis's zadd; the caller skips it when it is -0.0 (x + -0.0 is x) and when the
+ * H axis adds +0.0 at the end: +0.0
  * only turns a -0.0 partial sum into +0.0, which changes no later nonzero sum (x + y with x a
  * zero of either sign is y when y is nonzero), and every zero final sum becomes +0.0 by the H
  * axis's +0.0 either way, so the final sums have the same bits. A window with no valid tap
@@ -203,95 +204,158 @@ INLINE dsw avg_strip_row(const float *restrict xr, const int64_t e, const int64_
     return v;
 }
 
-/* out[0 .. PC_SW) = (v + zadd) / dtab[0 .. PC_SW), rounded to float32. */
-INLINE void avg_quotsw(float *restrict y, const dsw v, const dsw zadd, const double *restrict dt) {
-    /* divided by the number of elements [ONNX-DIVISOR] */
-    dsw_quot_f32(y, v, zadd, dsw_load(dt));
+/* The divisors of a strip's whole rows (output rows [ohA, ohB)): the same in every such row (each
+ * divisor is the product of an H count and a W count, module.c, and a whole H window counts KH
+ * under every divisor rule). With FMA (PC_QFMA) they and their reciprocals stay in registers
+ * and the rows divide by multiply-adds (dsw_quot_f32_fma). */
+typedef struct {
+    dsw d, r;
+} wdiv_t;
+
+INLINE wdiv_t whole_divisors(const double *restrict dt) {
+    wdiv_t q;
+    q.d = dsw_max1(dsw_load(dt));
+#if PC_QFMA
+    q.r = dsw_recip(q.d); /* RN(1/d): one division per lane and strip */
+#else
+    q.r = q.d;
+#endif
+    return q;
 }
 
-/* One strip (output columns [o0, o0 + PC_SW)) of one plane. Output rows [ohA, ohB) have whole H
- * windows (KH rows from oh - pb); the others are summed over their valid rows afresh. */
+/* The row sums of input row h of a strip, or -0.0 (the identity of addition) for a row outside
+ * the input (0 <= h < NH). */
+INLINE dsw avg_strip_row_or_pad(const float *restrict xp, const int64_t h, const int64_t NH, const int64_t NW,
+                                const int64_t e, const int64_t KW, const int MASKED, const lanes_t *m, const int wz,
+                                const dsw zaddw) {
+    if (h < 0 || h >= NH) return dsw_set1(-0.0);
+    return avg_strip_row(xp + h * NW, e, KW, MASKED, m, wz, zaddw);
+}
+
+/* One strip (output columns [o0, o0 + PC_SW)) of one plane, walked down its output rows: each
+ * input row's sums computed once, the last KH of them kept in registers (a, b, c), the rows
+ * outside the input as -0.0. An output row's H sum adds its KH rows in tap order, so where some
+ * row is outside the input it is the sum of the valid rows in order (-0.0 + x and x + -0.0 are
+ * x), which is the staged path's sum; a window with no valid row sums to -0.0, and its axis
+ * then adds +0.0 (hz: an axis with an empty window has zinit), as the staged path's 0.0 sum.
+ * Output rows [ohA, ohB) (whole H windows) divide by q (whole_divisors), the others by their
+ * dtab row. */
 INLINE void avg2d_strip(const float *restrict xp, float *restrict yp, const geo_t *g, const double *restrict dtab,
                         const int64_t o0, const int MASKED, const int64_t KW, const int64_t KH, const int64_t ohA,
-                        const int64_t ohB, const int wz, const dsw zaddw, const dsw zadd) {
+                        const int64_t ohB, const int wz, const dsw zaddw, const int hz, const dsw zadd) {
     const ax_t *H = &g->a[0], *W = &g->a[1];
-    const int64_t NW = W->n, OW = W->o, OH = H->o, hpb = H->pb, e = o0 - W->pb;
+    const int64_t NW = W->n, NH = H->n, OW = W->o, OH = H->o, hpb = H->pb, e = o0 - W->pb;
     const lanes_t m = strip_lanes(e, 1, NW, KW, PC_SW);
+    const wdiv_t q = whole_divisors(dtab + (ohA < ohB ? ohA : 0) * OW + o0);
+    /* the rows of output row 0 before its last one */
+    dsw a = dsw_set1(-0.0), b = a;
+    if (KH >= 2) a = avg_strip_row_or_pad(xp, -hpb, NH, NW, e, KW, MASKED, &m, wz, zaddw);
+    if (KH == 3) b = avg_strip_row_or_pad(xp, 1 - hpb, NH, NW, e, KW, MASKED, &m, wz, zaddw);
     for (int64_t oh = 0; oh < OH; oh++) {
-        if (oh == ohA) { /* the whole windows, their row sums in registers */
-            const int64_t h = ohA - hpb;
-            if (KH == 1) {
-                for (; oh < ohB; oh++)
-                    avg_quotsw(yp + oh * OW + o0, avg_strip_row(xp + (oh - hpb) * NW, e, KW, MASKED, &m, wz, zaddw),
-                              zadd, dtab + oh * OW + o0);
-            } else if (KH == 2) {
-                dsw a = avg_strip_row(xp + h * NW, e, KW, MASKED, &m, wz, zaddw);
-                for (; oh < ohB; oh++) {
-                    const dsw b = avg_strip_row(xp + (oh - hpb + 1) * NW, e, KW, MASKED, &m, wz, zaddw);
-                    avg_quotsw(yp + oh * OW + o0, dsw_add(a, b), zadd, dtab + oh * OW + o0);
-                    a = b;
-                }
-            } else {
-                dsw a = avg_strip_row(xp + h * NW, e, KW, MASKED, &m, wz, zaddw);
-                dsw b = avg_strip_row(xp + (h + 1) * NW, e, KW, MASKED, &m, wz, zaddw);
-                for (; oh < ohB; oh++) {
-                    const dsw c = avg_strip_row(xp + (oh - hpb + 2) * NW, e, KW, MASKED, &m, wz, zaddw);
-                    avg_quotsw(yp + oh * OW + o0, dsw_add(dsw_add(a, b), c), zadd, dtab + oh * OW + o0);
-                    a = b;
-                    b = c;
-                }
+        if (oh == ohA) { /* the whole windows: every row inside the input, one divisor row */
+            for (; oh < ohB; oh++) {
+                const dsw c = avg_strip_row(xp + (oh - hpb + KH - 1) * NW, e, KW, MASKED, &m, wz, zaddw);
+                /* the H sums in tap order, on the multiply-add units (dsw_add_m) */
+                dsw v = KH == 1 ? c : KH == 2 ? dsw_add_m(a, c) : dsw_add_m(dsw_add_m(a, b), c);
+                if (hz) v = dsw_add(v, zadd);
+                /* divided by the number of elements [ONNX-DIVISOR] */
+#if PC_QFMA
+                dsw_quot_f32_fma(yp + oh * OW + o0, v, q.d, q.r);
+#else
+                dsw_quot_f32(yp + oh * OW + o0, v, q.d);
+#endif
+                if (KH == 3) a = b;
+                b = c;
+                if (KH == 2) a = c;
             }
             if (oh >= OH) break;
         }
-        const int64_t jl = H->jlo[oh], cnt = H->jhi[oh] > jl ? H->jhi[oh] - jl : 0, h0 = oh - hpb + jl;
-        /* no row: a zero sum (the divisor is 0 unless padding counts: see the fill in the caller) */
-        dsw v = cnt ? avg_strip_row(xp + h0 * NW, e, KW, MASKED, &m, wz, zaddw) : dsw_set1(0.0);
-        for (int64_t j = 1; j < cnt; j++)
-            v = dsw_add(v, avg_strip_row(xp + (h0 + j) * NW, e, KW, MASKED, &m, wz, zaddw));
-        avg_quotsw(yp + oh * OW + o0, v, zadd, dtab + oh * OW + o0);
+        const dsw c = avg_strip_row_or_pad(xp, oh - hpb + KH - 1, NH, NW, e, KW, MASKED, &m, wz, zaddw);
+        dsw v = KH == 1 ? c : KH == 2 ? dsw_add_m(a, c) : dsw_add_m(dsw_add_m(a, b), c);
+        if (hz) v = dsw_add(v, zadd);
+        /* divided by the number of elements [ONNX-DIVISOR] (a zero divisor: see dsw_max1) */
+        dsw_quot_f32(yp + oh * OW + o0, v, dsw_max1(dsw_load(dtab + oh * OW + o0)));
+        if (KH == 3) a = b;
+        b = c;
+        if (KH == 2) a = c;
     }
 }
 
-INLINE void avg2d_strips_body(const float *restrict x, float *restrict out, const geo_t *g,
-                              const double *restrict dtab, const int zeros, const double efill, const int64_t KW,
-                              const int64_t KH) {
+#if PC_QFMA
+/* The multiply-add quotient (vd_quot_fma) is exact for finite sums only; an infinite one gives
+ * NaN, and only through inf - inf in its remainder, an invalid operation, which sets the
+ * sticky IE flag of MXCSR (bit 0; a NaN sum gives NaN as the division does, its payload aside,
+ * as docs/benchmarks.md allows). So the kernel clears IE, runs, and returns 1 as soon as a
+ * plane has set it (module.c then runs the staged kernels, which handle infinite sums), and
+ * leaves IE as it found it. IE is also set by inf - inf or a signalling NaN among the taps:
+ * then the staged kernels run needlessly, with the same result. This costs nothing per output,
+ * where a test of the quotients cost 10% of W3 (avx2). With the invalid-operation exception
+ * unmasked (IM, bit 7, clear: inf - inf would trap) the staged kernels run. The flag is read
+ * after a compiler barrier, so every quotient of the plane is stored before it. */
+#define PC_MXCSR_IE 0x1u
+#define PC_MXCSR_IM 0x80u
+INLINE unsigned mxcsr_get(void) {
+    __asm__ volatile("" ::: "memory");
+    return _mm_getcsr();
+}
+#endif
+
+INLINE int avg2d_strips_body(const float *restrict x, float *restrict out, const geo_t *g,
+                             const double *restrict dtab, const int zeros, const double efill, const int64_t KW,
+                             const int64_t KH) {
     const ax_t *H = &g->a[0], *W = &g->a[1];
     const int64_t NW = W->n, OW = W->o, nc = g->nc, pin = g->plane_in, pout = g->plane_out;
     int64_t ohA, ohB;
     whole_rows(H, KH, &ohA, &ohB);
-    const int wz = !H->zinit;
+#if PC_QFMA
+    const unsigned csr = mxcsr_get();
+    if (!(csr & PC_MXCSR_IM)) return 1;
+    _mm_setcsr(csr & ~PC_MXCSR_IE);
+#endif
+    /* the zadd of an axis whose zinit is 0 is -0.0: no addition (x + -0.0 is x for every x) */
+    const int wz = !H->zinit && W->zinit, hz = H->zinit;
     const dsw zaddw = dsw_set1(W->zinit ? 0.0 : -0.0), zadd = dsw_set1(H->zinit ? 0.0 : -0.0);
+    int staged = 0;
     for (int64_t p = 0; p < nc; p++) {
         if (poll_interrupt()) break;
         const float *xp = x + p * pin;
         float *yp = out + p * pout;
         for (int64_t s = 0; s < OW; s += PC_SW) {
             const int64_t o0 = s + PC_SW <= OW ? s : OW - PC_SW, e = o0 - W->pb;
-            if (e >= 0 && e + PC_SW - 1 + KW <= NW) avg2d_strip(xp, yp, g, dtab, o0, 0, KW, KH, ohA, ohB, wz, zaddw, zadd);
-            else avg2d_strip(xp, yp, g, dtab, o0, 1, KW, KH, ohA, ohB, wz, zaddw, zadd);
+            if (e >= 0 && e + PC_SW - 1 + KW <= NW) avg2d_strip(xp, yp, g, dtab, o0, 0, KW, KH, ohA, ohB, wz, zaddw, hz, zadd);
+            else avg2d_strip(xp, yp, g, dtab, o0, 1, KW, KH, ohA, ohB, wz, zaddw, hz, zadd);
         }
+#if PC_QFMA
+        if (mxcsr_get() & PC_MXCSR_IE) {
+            staged = 1;
+            break;
+        }
+#endif
         /* A zero divisor (no element counted) gives the empty_avg value instead. */
         if (zeros)
             for (int64_t i = 0; i < pout; i++)
                 if (dtab[i] == 0.0) yp[i] = (float)efill;
     }
+#if PC_QFMA
+    _mm_setcsr((mxcsr_get() & ~PC_MXCSR_IE) | (csr & PC_MXCSR_IE));
+#endif
+    return staged;
 }
 
 /* float32 average, two axes, stride 1 and dilation 1 on both, W windows of 2 or 3 with rows
- * of at least 8 windows, H windows of 1 to 3 (module.c). Returns 0 (it always runs). */
+ * of at least 8 windows, H windows of 1 to 3 (module.c). Returns 1 when module.c must run the
+ * staged kernels instead (with FMA: a sum that is not finite, see PC_MXCSR_IE), else 0. */
 PC_ENTRY int avg2d_strips(const float *x, float *out, const geo_t *g, const double *dtab, int zeros,
                           double efill) {
     const int64_t kw = g->a[1].k, kh = g->a[0].k;
     if (kw == 3) {
-        if (kh == 3) avg2d_strips_body(x, out, g, dtab, zeros, efill, 3, 3);
-        else if (kh == 2) avg2d_strips_body(x, out, g, dtab, zeros, efill, 3, 2);
-        else avg2d_strips_body(x, out, g, dtab, zeros, efill, 3, 1);
-    } else {
-        if (kh == 3) avg2d_strips_body(x, out, g, dtab, zeros, efill, 2, 3);
-        else if (kh == 2) avg2d_strips_body(x, out, g, dtab, zeros, efill, 2, 2);
-        else avg2d_strips_body(x, out, g, dtab, zeros, efill, 2, 1);
+        if (kh == 3) return avg2d_strips_body(x, out, g, dtab, zeros, efill, 3, 3);
+        if (kh == 2) return avg2d_strips_body(x, out, g, dtab, zeros, efill, 3, 2);
+        return avg2d_strips_body(x, out, g, dtab, zeros, efill, 3, 1);
     }
-    return 0;
+    if (kh == 3) return avg2d_strips_body(x, out, g, dtab, zeros, efill, 2, 3);
+    if (kh == 2) return avg2d_strips_body(x, out, g, dtab, zeros, efill, 2, 2);
+    return avg2d_strips_body(x, out, g, dtab, zeros, efill, 2, 1);
 }
 
 /* ------------------------------------------------------------------------------------------ */

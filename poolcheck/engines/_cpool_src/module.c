@@ -425,7 +425,8 @@ static PyObject *py_avg_pool(PyObject *self, PyObject *args) {
      * with FMA and for divisors below 2^51 (each a product of counts, so any divisor then fits). */
     double *rtab = NULL;
     /* float32, two axes, stride and dilation 1, W windows of 2 or 3, H windows of 1 to 3: the
-     * average strips (fused_f32.h), which divide and need no reciprocals. */
+     * average strips (fused_f32.h), which need no table of reciprocals (with FMA they form
+     * their few per strip). */
     const int fused2d = kind == A_F32 && g.r == 2 && g.a[1].s == 1 && g.a[1].d == 1 &&
                         (g.a[1].k == 2 || g.a[1].k == 3) && g.a[1].o >= 8 && g.a[0].s == 1 && g.a[0].d == 1 &&
                         g.a[0].k <= 3;

@@ -208,11 +208,56 @@ INLINE vd vd_load_f32(const float *p) {
     return __builtin_convertvector(h, vd);
 #endif
 }
-/* (a + z) / d, rounded to float32 into p[0 .. PC_VLD). */
-INLINE void vd_quot_f32(float *p, vd a, vd z, vd d) {
-    const vfh q = __builtin_convertvector((a + z) / d, vfh);
+/* s / d, rounded to float32 into p[0 .. PC_VLD). */
+INLINE void vd_quot_f32(float *p, vd s, vd d) {
+    const vfh q = __builtin_convertvector(s / d, vfh);
     memcpy(p, &q, sizeof q);
 }
+
+/* Fused multiply-adds, one rounding each (setup.py's -ffp-contract=off fuses nothing by itself):
+ * on the paths compiled with FMA, the average strips divide with them (vd_quot_fma). */
+#if PC_X86 && defined(__FMA__)
+#define PC_QFMA 1
+/* The multiply-add instruction OP (fmadd, fmsub, fnmadd) of this path's vector width. */
+#if PC_VBYTES == 64
+#define PC_FMA_OP(op, a, b, c) (vd) _mm512_##op##_pd((__m512d)(a), (__m512d)(b), (__m512d)(c))
+#elif PC_VBYTES == 32
+#define PC_FMA_OP(op, a, b, c) (vd) _mm256_##op##_pd((__m256d)(a), (__m256d)(b), (__m256d)(c))
+#else
+#define PC_FMA_OP(op, a, b, c) (vd) _mm_##op##_pd((__m128d)(a), (__m128d)(b), (__m128d)(c))
+#endif
+/* a b + c */
+INLINE vd vd_fmadd(vd a, vd b, vd c) { return PC_FMA_OP(fmadd, a, b, c); }
+/* a b - c */
+INLINE vd vd_fmsub(vd a, vd b, vd c) { return PC_FMA_OP(fmsub, a, b, c); }
+/* c - a b */
+INLINE vd vd_fnmadd(vd a, vd b, vd c) { return PC_FMA_OP(fnmadd, a, b, c); }
+/* s / d rounded to nearest, without a division, given r = RN(1/d) (Markstein's correction, as
+ * quot_f32 in kernels_isa.h): q0 = RN(s r); e = q0 d - s, exact; q = RN(q0 - e r) = RN(s / d)
+ * for every finite s that is 0 or a sum of float32 values (a multiple of 2^-149 below 2^132)
+ * and every integer 1 <= d < 2^51. Proof, with 2^E <= |s/d| < 2^(E+1) (E >= -200: no float64
+ * underflow) and d = 2^k d', d' odd:
+ * - d' = 1: r is exact, so q0 = s/d exactly, e = 0 and q = q0.
+ * - |q0 - s/d| <= |s/d| (2^-52 + 2^-106) < 2^(E-51) (1 + 2^-54) (two roundings), so
+ *   e = d (q0 - s/d) is below 4 d (1 + 2^-54) 2^(E-53) < 2^53 2^(E-53) in magnitude and a
+ *   multiple of 2^(E-53) (q0, at least 2^E (1 - 2^-51), is one, and so is s, at least
+ *   2^(E+k) d'): exact.
+ * - q0 - e r = s/d - (q0 - s/d)(r d - 1) is within 2^(E-104) (1 + 2^-54) of s/d.
+ * - d' >= 3: s/d is at least 2^(E-53)/d' from every float64 rounding midpoint m: |s| >= 3
+ *   2^(E+k), so s is a multiple of 2^(E+k-51), and m d an odd multiple of 2^(E+k-53), so
+ *   s - m d is a nonzero multiple of 2^(E+k-53). As 2^(E-104) (1 + 2^-54) < 2^(E-53)/d' for
+ *   d' < 2^51, q0 - e r rounds as s/d does.
+ * The signs of zeros: s = +-0 gives q0 = +-0, e = +0, q = q0 - (+0) = q0. s = NaN gives NaN;
+ * s = +-inf gives NaN through inf - inf, an invalid operation (the caller watches for it, see
+ * PC_MXCSR_IE in fused_f32.h). A zero d gives NaN likewise (the callers pass 1 instead).
+ * tests/engines/test_c_fma_quotient.py checks the claim against exact arithmetic. */
+INLINE vd vd_quot_fma(vd s, vd d, vd r) {
+    const vd q0 = s * r;
+    return vd_fnmadd(vd_fmsub(q0, d, s), r, q0);
+}
+#else
+#define PC_QFMA 0
+#endif
 
 /* 8 float32 elements from p, widened to float64. */
 INLINE d8 d8_load_f32(const float *p) {
@@ -235,14 +280,25 @@ INLINE d8 d8_load_f32_fill(const float *p, const int64_t lo, const int64_t hi) {
     r.v0 = (vd)_mm512_cvtps_pd(_mm256_mask_loadu_ps(_mm256_set1_ps(-0.0f), (__mmask8)m, p));
     return r;
 #elif PC_X86 && PC_VBYTES == 32
+    /* a half whose lanes are all inside loads plainly (a border strip's masked tap usually
+     * reaches out of the row in one half only) */
     d8 r;
-    const __m128i t0 = _mm_setr_epi32(0, 1, 2, 3), t1 = _mm_setr_epi32(4, 5, 6, 7);
     const __m128i l = _mm_set1_epi32((int)lo - 1), h = _mm_set1_epi32((int)hi);
-    const __m128i m0 = _mm_and_si128(_mm_cmpgt_epi32(t0, l), _mm_cmpgt_epi32(h, t0));
-    const __m128i m1 = _mm_and_si128(_mm_cmpgt_epi32(t1, l), _mm_cmpgt_epi32(h, t1));
     const __m128 z = _mm_set1_ps(-0.0f);
-    r.v0 = (vd)_mm256_cvtps_pd(_mm_blendv_ps(z, _mm_maskload_ps(p, m0), _mm_castsi128_ps(m0)));
-    r.v1 = (vd)_mm256_cvtps_pd(_mm_blendv_ps(z, _mm_maskload_ps(p + 4, m1), _mm_castsi128_ps(m1)));
+    if (lo <= 0 && hi >= 4) {
+        r.v0 = vd_load_f32(p);
+    } else {
+        const __m128i t0 = _mm_setr_epi32(0, 1, 2, 3);
+        const __m128i m0 = _mm_and_si128(_mm_cmpgt_epi32(t0, l), _mm_cmpgt_epi32(h, t0));
+        r.v0 = (vd)_mm256_cvtps_pd(_mm_blendv_ps(z, _mm_maskload_ps(p, m0), _mm_castsi128_ps(m0)));
+    }
+    if (lo <= 4 && hi >= 8) {
+        r.v1 = vd_load_f32(p + 4);
+    } else {
+        const __m128i t1 = _mm_setr_epi32(4, 5, 6, 7);
+        const __m128i m1 = _mm_and_si128(_mm_cmpgt_epi32(t1, l), _mm_cmpgt_epi32(h, t1));
+        r.v1 = (vd)_mm256_cvtps_pd(_mm_blendv_ps(z, _mm_maskload_ps(p + 4, m1), _mm_castsi128_ps(m1)));
+    }
     return r;
 #elif PC_VLD == 2
     /* built in registers (see vf_load_fill) */
@@ -302,15 +358,15 @@ INLINE double d8_lane(const d8 a, const int i) {
     return i < 2 ? a.v0[i & 1] : i < 4 ? a.v1[i & 1] : i < 6 ? a.v2[i & 1] : a.v3[i & 1];
 #endif
 }
-/* (a + z) / d, rounded to float32 into p[0 .. 8). */
-INLINE void d8_quot_f32(float *p, const d8 a, const d8 z, const d8 d) {
-    vd_quot_f32(p, a.v0, z.v0, d.v0);
+/* s / d, rounded to float32 into p[0 .. 8). */
+INLINE void d8_quot_f32(float *p, const d8 s, const d8 d) {
+    vd_quot_f32(p, s.v0, d.v0);
 #if PC_D8 > 1
-    vd_quot_f32(p + PC_VLD, a.v1, z.v1, d.v1);
+    vd_quot_f32(p + PC_VLD, s.v1, d.v1);
 #endif
 #if PC_D8 > 2
-    vd_quot_f32(p + 2 * PC_VLD, a.v2, z.v2, d.v2);
-    vd_quot_f32(p + 3 * PC_VLD, a.v3, z.v3, d.v3);
+    vd_quot_f32(p + 2 * PC_VLD, s.v2, d.v2);
+    vd_quot_f32(p + 3 * PC_VLD, s.v3, d.v3);
 #endif
 }
 
@@ -351,9 +407,9 @@ INLINE dsw dsw_add(dsw a, const dsw b) {
     a.v1 = a.v1 + b.v1;
     return a;
 }
-INLINE void dsw_quot_f32(float *p, const dsw a, const dsw z, const dsw d) {
-    vd_quot_f32(p, a.v0, z.v0, d.v0);
-    vd_quot_f32(p + 2, a.v1, z.v1, d.v1);
+INLINE void dsw_quot_f32(float *p, const dsw s, const dsw d) {
+    vd_quot_f32(p, s.v0, d.v0);
+    vd_quot_f32(p + 2, s.v1, d.v1);
 }
 #else
 #define PC_SW 8
@@ -364,6 +420,53 @@ typedef d8 dsw;
 #define dsw_set1 d8_set1
 #define dsw_add d8_add
 #define dsw_quot_f32 d8_quot_f32
+#endif
+
+/* The divisors d (0 or at least 1) with 0 replaced by 1: a window with no element divides by 1
+ * (its output gets the empty_avg fill afterwards) rather than by 0, whose 0/0 or the NaN of
+ * vd_quot_fma would set the invalid-operation flag that the FMA paths watch (PC_MXCSR_IE). */
+typedef int64_t vdl __attribute__((vector_size(PC_VBYTES))); /* a vd's lane masks */
+INLINE dsw dsw_max1(dsw d) {
+    const vd one = vd_set1(1.0), zero = vd_set1(0.0);
+    d.v0 = d.v0 + (vd)((vdl)(d.v0 == zero) & (vdl)one); /* d + 1 where d is 0, else d + 0 */
+#if PC_SW / PC_VLD > 1
+    d.v1 = d.v1 + (vd)((vdl)(d.v1 == zero) & (vdl)one);
+#endif
+    return d;
+}
+
+#if PC_QFMA
+/* a + b as a 1 + b on the multiply-add units: the product is exact, so the bits are those of
+ * a + b (signed zeros included; a NaN stays a NaN). AMD cores add on other pipes than they
+ * multiply, and the average strips' additions and conversions keep the adders busiest. */
+INLINE dsw dsw_add_m(dsw a, const dsw b) {
+    const vd one = vd_set1(1.0);
+    a.v0 = vd_fmadd(a.v0, one, b.v0);
+#if PC_SW / PC_VLD > 1
+    a.v1 = vd_fmadd(a.v1, one, b.v1);
+#endif
+    return a;
+}
+/* s / d rounded to float32 into p[0 .. PC_SW), given r = RN(1/d) (vd_quot_fma): the bits of
+ * dsw_quot_f32 wherever s is finite. */
+INLINE void dsw_quot_f32_fma(float *p, const dsw s, const dsw d, const dsw r) {
+    const vfh h0 = __builtin_convertvector(vd_quot_fma(s.v0, d.v0, r.v0), vfh);
+    memcpy(p, &h0, sizeof h0);
+#if PC_SW / PC_VLD > 1
+    const vfh h1 = __builtin_convertvector(vd_quot_fma(s.v1, d.v1, r.v1), vfh);
+    memcpy(p + PC_VLD, &h1, sizeof h1);
+#endif
+}
+INLINE dsw dsw_recip(const dsw d) {
+    dsw r;
+    r.v0 = vd_set1(1.0) / d.v0;
+#if PC_SW / PC_VLD > 1
+    r.v1 = vd_set1(1.0) / d.v1;
+#endif
+    return r;
+}
+#else
+#define dsw_add_m dsw_add
 #endif
 
 #if PC_VBYTES == 16
