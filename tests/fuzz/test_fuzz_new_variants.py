@@ -65,3 +65,18 @@ def test_a_one_tap_window_has_no_tap_to_drop(engine: str) -> None:
     x = x_of((3, 2, 2))
     assert predict(get_engine(engine), spec, x, ("window:last-tap-dropped",)) is None
     assert predict(get_engine(engine), spec, x, ()) is not None
+
+
+@pytest.mark.parametrize("engine", ["numpy", "c"])
+def test_an_index_a_negative_pad_crops_away_has_no_padded_coordinate(engine: str) -> None:
+    """ONNX Runtime's output on an ONNX MaxPool with SAME_LOWER whose dilated kernel is longer than
+    the input (a negative SAME pad): re-encoding the reference's indices in padded coordinates met
+    an element the crop removed, and ``np.ravel_multi_index`` raised (a 30 s ONNX Runtime campaign
+    ended in a traceback). Such an element has no padded index: the diagnosis goes on."""
+    spec = A.onnx_max_pool([1, 2, 3], strides=[3, 3, 4], dilations=[1, 3, 1], auto_pad="SAME_LOWER")
+    x = np.full((1, 1, 2, 2, 4), -4, dtype=np.int8)
+    x[0, 0, 1, 0, 2] = -128
+    values = np.full((1, 1, 1, 1, 1), -4, dtype=np.int8)
+    indices = np.zeros((1, 1, 1, 1, 1), dtype=np.int64)
+    d = diagnose_output(get_engine(engine), spec, x, values, indices, {"same:undilated-kernel": 5})
+    assert d.klass

@@ -27,11 +27,14 @@ def encode_indices(canon: np.ndarray, shape: tuple[int, ...], order: str, modulu
     valid = canon >= 0
     nc, sp = np.divmod(np.where(valid, canon, 0), plane)
     sizes = spatial
+    outside = None  # elements a negative pad crops away: no coordinate in the padded input
     if order != "C" or pads is not None:
         coords = list(np.unravel_index(sp, spatial))
         if pads is not None:
             coords = [c + b for c, b in zip(coords, pads[0])]
-            sizes = tuple(s + b + e for s, b, e in zip(spatial, pads[0], pads[1]))
+            sizes = tuple(max(1, s + b + e) for s, b, e in zip(spatial, pads[0], pads[1]))
+            outside = np.logical_or.reduce([(c < 0) | (c >= n) for c, n in zip(coords, sizes)])
+            coords = [np.where(outside, 0, c) for c in coords]
         sp = np.ravel_multi_index(tuple(coords), sizes, order=order)  # type: ignore[call-overload]
     full = nc * math.prod(sizes) + sp
     whole = math.prod(shape)
@@ -41,7 +44,14 @@ def encode_indices(canon: np.ndarray, shape: tuple[int, ...], order: str, modulu
         modulus = math.prod((*shape[:2], *sizes)[first:])
         whole = math.prod((*shape[:2], *sizes))
     # a whole-tensor index is not wrapped (an empty window's index may lie past the input)
-    return np.where(valid, full % modulus if modulus != whole else full, canon)
+    encoded = np.where(valid, full % modulus if modulus != whole else full, canon)
+    if outside is not None and (outside & valid).any():
+        encoded[outside & valid] = NO_INDEX  # no padded coordinate: no peer's index matches it
+    return encoded
+
+
+#: An index no peer reports (the lowest int64): where a layout has no index for an element.
+NO_INDEX = int(np.iinfo(np.int64).min)
 
 
 #: Index "order" of a peer that writes row-major indices into a tensor whose spatial axes are
@@ -59,7 +69,7 @@ def _transpose_spatial(a: np.ndarray) -> np.ndarray:
     """``a`` with its spatial axes reversed; where that changes the shape, no index can match
     (the lowest int64, which no peer reports)."""
     t = np.transpose(a, (0, 1, *range(a.ndim - 1, 1, -1)))
-    return t if t.shape == a.shape else np.full_like(a, np.iinfo(np.int64).min)
+    return t if t.shape == a.shape else np.full_like(a, NO_INDEX)
 
 
 def _spec_order_modulus(spec: PoolSpec, shape: tuple[int, ...]) -> tuple[str, int]:
