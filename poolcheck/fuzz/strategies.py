@@ -358,17 +358,15 @@ def pool_config(
     return FuzzCase(op_name, attrs, spec, x, recipe)
 
 
-@st.composite
 def pool_configs(
-    draw: st.DrawFn,
     ops: Sequence[str] = ("max", "avg"),
     ranks: Sequence[int] = (3, 4, 5),
     dtypes: Sequence[str] = ALL_DTYPES,
     conventions: Sequence[str] = CONVENTIONS,
     limits: Limits = DEFAULT_LIMITS,
-) -> FuzzCase:
+) -> st.SearchStrategy[FuzzCase]:
     """:func:`pool_config` drawn through Hypothesis."""
-    return pool_config(DrawnChoices(draw), ops, ranks, dtypes, conventions, limits)
+    return configs(functools.partial(pool_config, ops=ops, ranks=ranks, dtypes=dtypes, conventions=conventions, limits=limits))
 
 
 _DEFAULT_REGIMES: tuple[Limits, ...] = tuple(REGIMES[r] for r in _REGIME_CHOICES)
@@ -485,19 +483,6 @@ def invalid_config(
         raw = spec
     recipe = {**case.recipe, "shape": list(x.shape)}
     return FuzzCase(case.op_name, attrs, raw, x, recipe, mutation)
-
-
-@st.composite
-def invalid_configs(
-    draw: st.DrawFn,
-    ops: Sequence[str] = ("max", "avg"),
-    ranks: Sequence[int] = (3, 4, 5),
-    dtypes: Sequence[str] = ALL_DTYPES,
-    conventions: Sequence[str] = CONVENTIONS,
-    limits: Limits = DEFAULT_LIMITS,
-) -> FuzzCase:
-    """:func:`invalid_config` drawn through Hypothesis."""
-    return invalid_config(DrawnChoices(draw), ops, ranks, dtypes, conventions, limits)
 
 
 def fuzz_config(src: Choices, ops: Sequence[str], ranks: Sequence[int], dtypes: Sequence[str],

@@ -16,7 +16,8 @@ from poolcheck.fuzz.oracles import engine_accepts
 from poolcheck.fuzz.strategies import (
     FuzzCase,
     config_batches,
-    invalid_configs,
+    configs,
+    invalid_config,
     make_input,
     pool_configs,
 )
@@ -44,7 +45,7 @@ def test_every_generated_configuration_is_valid(case: FuzzCase) -> None:
 
 
 @QUICK
-@given(invalid_configs())
+@given(configs(invalid_config))
 def test_every_broken_configuration_is_rejected_by_the_engine(case: FuzzCase) -> None:
     assert case.mutation is not None
     ok, why = engine_accepts(case)
@@ -146,7 +147,7 @@ def test_repeated_recipes_give_arrays_and_attributes_of_their_own() -> None:
     @settings(max_examples=30, database=None, suppress_health_check=list(HealthCheck))
     def cases_own_their_attributes(batch) -> None:
         case = batch[0]
-        case.attributes["kernel_shape"].append(99)  # e.g. invalid_configs breaking a copy
+        case.attributes["kernel_shape"].append(99)  # e.g. invalid_config breaking a copy
         case.x[...] = 0
 
     cases_own_their_attributes()
