@@ -206,18 +206,17 @@ class ShardSession(Session):
             if job != self.channel.job:
                 self.settled.add(sig)
 
-    def _explore(self, batch: list[Any]) -> None:
+    def _begin_example(self) -> None:
         self.channel.poll()
         if self.channel.stop == "interrupt":
             raise KeyboardInterrupt  # Session.run turns it into an interrupted result
         self._settle_claimed()
-        try:
-            super()._explore(batch)
-        finally:
-            self._stream_new()
-            for sig in sorted(self.shrunk - self.sent_shrunk):
-                self.sent_shrunk.add(sig)
-                self.channel.emit("shrunk", (sig, self.findings[sig], self.shrunk_at.get(sig, 0.0)))
+
+    def _end_example(self) -> None:
+        self._stream_new()
+        for sig in sorted(self.shrunk - self.sent_shrunk):
+            self.sent_shrunk.add(sig)
+            self.channel.emit("shrunk", (sig, self.findings[sig], self.shrunk_at.get(sig, 0.0)))
 
     def _claim(self, key: str) -> bool:
         """Shrink ``key`` unless another shard claimed it meanwhile."""

@@ -28,7 +28,7 @@ import dataclasses
 import functools
 import gc
 import hashlib
-import math
+import itertools
 import multiprocessing
 import queue as queue_mod
 import signal
@@ -37,7 +37,7 @@ import time
 import traceback
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
@@ -51,7 +51,7 @@ from poolcheck.fuzz.choices import Choices
 from poolcheck.fuzz.database import example_database
 from poolcheck.fuzz.generation import seed_only_generation
 from poolcheck.fuzz.grouping import Grouping, distinguish, group_finding, refutes
-from poolcheck.fuzz.progress import Progress
+from poolcheck.fuzz.progress import Progress, SessionResult, _merged, merge_results
 from poolcheck.fuzz.reference import expected_for
 from poolcheck.fuzz.repeats import ENGINE_SIDE_CACHE, PEER_RESULTS_CACHE, EngineSide, config_key, peer_key
 from poolcheck.fuzz.shrinking import (
@@ -124,31 +124,15 @@ class FuzzOptions:
         return hashlib.sha256(key.encode()).digest()
 
 
-# --------------------------------------------------------------------------- results (Progress: fuzz/progress.py)
-
-
-@dataclass
-class SessionResult:
-    """What one session (one process) found."""
-
-    findings: dict[str, O.Finding]  # signature -> best reproducer (shrunk when ``shrunk``)
-    shrunk: set[str]
-    detected_at: dict[str, float]  # signature -> seconds into the session it was first seen
-    shrunk_at: dict[str, float]
-    progress: Progress
-    versions: dict[str, str]
-    unavailable: dict[str, str]
-    interrupted: bool = False
-    warnings: list[str] = field(default_factory=list)
-    rounds: list[tuple[int, int]] = field(default_factory=list)  # (--seed, examples) of the session
-    #: The examples of every divergence group, in the order seen (the campaign groups them again
-    #: across sessions: :mod:`poolcheck.fuzz.grouping`).
-    examples: list[O.Finding] = field(default_factory=list)
-    #: Causes an experiment on the peer refuted: (peer, op, variant keys).
-    ruled_out: list[tuple[str, str, tuple[str, ...]]] = field(default_factory=list)
-
-
 _KIND_ORDER = {k: i for i, k in enumerate(O.KINDS)}
+
+#: A peer's answers to one example, read by calling it once (``isolation.submit_peer_many``).
+Answer = Callable[[], list[PeerResult]]
+
+
+def _answered(results: list[PeerResult]) -> Answer:
+    """Answers already in, as an :data:`Answer`."""
+    return lambda: results
 
 
 def ends_exploration(finding: O.Finding, options: FuzzOptions) -> bool:
@@ -293,6 +277,9 @@ class Session:
 
         return results
 
+    def _ask_peers(self, batch: Sequence[FuzzCase]) -> list[Answer]:
+        return [self._ask_peer(peer, batch) for peer in (self.peers if "peers" in self.options.oracles else [])]
+
     def _expected(self, case: FuzzCase) -> tuple[tuple[Outputs, Geometry] | None, list[O.Finding]]:
         """The reference engine's outputs and geometry for ``case`` (None where poolcheck
         rejects it) and the findings against poolcheck itself (it accepts an invalid
@@ -311,15 +298,16 @@ class Session:
             return None, [O.Finding(kind=FindingKind.ENGINE, op=case.op, subject=self.engine_module.NAME, klass="error",
                                     text="the engine raised", detail=str(exc), case=case, explained=False)]
 
-    def check_batch(self, batch: Sequence[FuzzCase]) -> list[O.Finding]:
-        """Every oracle on every configuration of one example."""
+    def check_batch(self, batch: Sequence[FuzzCase], pending: Sequence[Answer] | None = None) -> list[O.Finding]:
+        """Every oracle on every configuration of one example (``pending``: the peers' answers,
+        asked already by :meth:`_ask_peers`)."""
         if self.family:
             return family.check_batch(self, batch)  # type: ignore[arg-type]
         findings: list[O.Finding] = []
         oracles = self.options.oracles
         peers = self.peers if "peers" in oracles else []
         # Isolated peers get the batch first: their workers compute while the engines do.
-        pending = [self._ask_peer(peer, batch) for peer in peers]
+        pending = self._ask_peers(batch) if pending is None else pending
         expected: list[tuple[Outputs, Geometry] | None] = []
         sides: list[EngineSide] = []  # held here: a later configuration of the batch may evict it
         for case in batch:
@@ -377,10 +365,10 @@ class Session:
                         prefer.update(f.extra.get("variants", ()))
         return findings
 
-    def _judge(self, batch: Sequence[FuzzCase]) -> list[tuple[str, O.Finding]]:
+    def _judge(self, batch: Sequence[FuzzCase], pending: Sequence[Answer] | None = None) -> list[tuple[str, O.Finding]]:
         """Check one example and count what it found; return its new divergences (group key,
         example), the ones neither known nor shrunk yet."""
-        findings = [ff for f in self.check_batch(batch) for ff in f.focused()]
+        findings = [ff for f in self.check_batch(batch, pending) for ff in f.focused()]
         now = time.monotonic() - self.started
         new: list[tuple[str, O.Finding]] = []  # (group key, example)
         for f in findings:
@@ -451,9 +439,47 @@ class Session:
         with ``--no-shrink``, kept as found)."""
         raise_if_stopped()
         self.progress.examples += 1
-        for key, f in self._judge(batch):
+        self._begin_example()
+        try:
+            self._shrink_all(self._judge(batch))
+        finally:
+            self._end_example()
+
+    def _explore_ahead(self, batches: Iterator[list[FuzzCase]]) -> None:
+        """:meth:`_explore` of each batch, one example ahead: the next example goes to the peers
+        as soon as their answers to this one are in, so their workers compute it while this one
+        is judged (a worker holds one call at a time; shrinking asks the peers, so the next
+        example's answers are collected before it starts)."""
+        held: tuple[list[FuzzCase], list[Answer]] | None = None
+        while True:
+            raise_if_stopped()
+            batch = next(batches, None)
+            answered = [_answered(a()) for a in held[1]] if held is not None else []
+            pending = self._ask_peers(batch) if batch is not None else []
+            if held is not None:
+                self._begin_example()
+                try:
+                    new = self._judge(held[0], answered)
+                    if new and self.options.shrink and pending:
+                        pending = [_answered(a()) for a in pending]
+                    self._shrink_all(new)
+                finally:
+                    self._end_example()
+            if batch is None:
+                return
+            self.progress.examples += 1
+            held = (batch, pending)
+
+    def _shrink_all(self, new: list[tuple[str, O.Finding]]) -> None:
+        for key, f in new:
             if self.options.shrink and key not in self.settled and self._claim(key):
                 self._shrink(key, f)
+
+    def _begin_example(self) -> None:
+        """Called before an example is judged (a cluster shard hears from the others here)."""
+
+    def _end_example(self) -> None:
+        """Called after an example is judged and its finds shrunk (a shard reports them)."""
 
     def _claim(self, key: str) -> bool:
         """Whether this session shrinks the new divergence ``key`` (a cluster shard asks whether
@@ -574,11 +600,18 @@ class Session:
         try:
             self._replay_database()
             self.progress.phase = "exploring"
-            index = 0
-            while not self._out_of_budget() and (bound is None or index < bound) and not self._ended():
-                self._explore(expand_batch(self.generate, example_seed(self.options.seed, self.job, index),
-                                           self.options.max_configs))
-                index += 1
+            def batches() -> Iterator[list[FuzzCase]]:
+                for index in itertools.count():
+                    if self._out_of_budget() or (bound is not None and index >= bound) or self._ended():
+                        return
+                    yield expand_batch(self.generate, example_seed(self.options.seed, self.job, index),
+                                       self.options.max_configs)
+
+            if self.family:  # family.check_batch asks its peers itself
+                for batch in batches():
+                    self._explore(batch)
+            else:
+                self._explore_ahead(batches())
         except KeyboardInterrupt:
             interrupted = True
         finally:
@@ -730,53 +763,6 @@ def run_sessions(options: FuzzOptions, on_progress: Callable[[Progress], None] |
         if merged:
             merged[0].warnings.append(e)
     return merged
-
-
-def _merged(progresses: Any) -> Progress:
-    total = Progress()
-    for p in progresses:
-        total.merge(p)
-    total.phase = "fuzzing"
-    return total
-
-
-def merge_results(results: Sequence[SessionResult]) -> SessionResult:
-    """One result from several jobs: the smallest reproducer per signature, the earliest times."""
-    if len(results) == 1:
-        return results[0]
-    findings: dict[str, O.Finding] = {}
-    shrunk: set[str] = set()
-    detected: dict[str, float] = {}
-    shrunk_at: dict[str, float] = {}
-    progress = Progress()
-    versions: dict[str, str] = {}
-    unavailable: dict[str, str] = {}
-    warnings: list[str] = []
-    rounds: list[tuple[int, int]] = []
-    examples: list[O.Finding] = []
-    ruled_out: list[tuple[str, str, tuple[str, ...]]] = []
-    for r in results:
-        examples += r.examples
-        ruled_out += [c for c in r.ruled_out if c not in ruled_out]
-        for sig, f in r.findings.items():
-            have = findings.get(sig)
-            better = have is None or (sig in r.shrunk and sig not in shrunk) or (
-                (sig in r.shrunk) == (sig in shrunk) and f.size < have.size)
-            if better:
-                findings[sig] = f
-                if sig in r.shrunk:
-                    shrunk.add(sig)
-        for sig, t in r.detected_at.items():
-            detected[sig] = min(t, detected.get(sig, math.inf))
-        for sig, t in r.shrunk_at.items():
-            shrunk_at[sig] = min(t, shrunk_at.get(sig, math.inf))
-        progress.merge(r.progress)
-        versions.update(r.versions)
-        unavailable.update(r.unavailable)
-        warnings += r.warnings
-        rounds += r.rounds
-    return SessionResult(findings, shrunk, detected, shrunk_at, progress, versions, unavailable,
-                         any(r.interrupted for r in results), warnings, rounds, examples, ruled_out)
 
 
 __all__ = [
