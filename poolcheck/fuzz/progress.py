@@ -68,7 +68,7 @@ class SessionResult:
     ruled_out: list[tuple[str, str, tuple[str, ...]]] = field(default_factory=list)
 
 
-def _merged(progresses: Any) -> Progress:
+def merged_progress(progresses: Any) -> Progress:
     total = Progress()
     for p in progresses:
         total.merge(p)

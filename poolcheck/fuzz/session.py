@@ -51,7 +51,7 @@ from poolcheck.fuzz.choices import Choices
 from poolcheck.fuzz.database import example_database
 from poolcheck.fuzz.generation import seed_only_generation
 from poolcheck.fuzz.grouping import Grouping, distinguish, group_finding, refutes
-from poolcheck.fuzz.progress import Progress, SessionResult, _merged, merge_results
+from poolcheck.fuzz.progress import Progress, SessionResult, merge_results, merged_progress
 from poolcheck.fuzz.reference import expected_for
 from poolcheck.fuzz.repeats import ENGINE_SIDE_CACHE, PEER_RESULTS_CACHE, EngineSide, config_key, peer_key
 from poolcheck.fuzz.shrinking import (
@@ -731,7 +731,7 @@ def run_sessions(options: FuzzOptions, on_progress: Callable[[Progress], None] |
             if kind == "progress":
                 latest[job] = payload
                 if on_progress is not None:
-                    on_progress(_merged(latest.values()))
+                    on_progress(merged_progress(latest.values()))
             elif kind == "find":
                 if payload.signature not in streamed and on_find is not None:
                     on_find(payload)
@@ -753,7 +753,7 @@ def run_sessions(options: FuzzOptions, on_progress: Callable[[Progress], None] |
             if p.is_alive():
                 p.kill()
     if interrupted:
-        progress = _merged(p for j, p in latest.items() if j not in results)
+        progress = merged_progress(p for j, p in latest.items() if j not in results)
         partial = SessionResult(dict(streamed), set(streamed), {}, {}, progress, {}, {}, True, [], [])
         return [*(results[j] for j in sorted(results)), partial]
     if errors and not results:
