@@ -239,13 +239,21 @@ def read_back(lay: Layout, result: np.ndarray) -> np.ndarray:
 
 def _order_free(node: JaxNode, x: np.ndarray) -> bool:
     """Whether the order of an average's sum can change nothing but its rounding (within the
-    comparison's tolerance): every element finite and no partial sum of a window able to
-    overflow. Such inputs keep the fast shared-block layout."""
+    comparison's tolerance): no partial sum of a window's finite elements can overflow. Such
+    inputs keep the fast shared-block layout.
+
+    NaN and infinities leave the order free: a window holding a NaN, or both infinities, sums to
+    NaN in every order (NaN once both infinities are in, and NaN stays), one holding infinities of
+    one sign sums to that infinity in every order, since its finite part, bounded by the taps times
+    the largest finite magnitude, never reaches the type's range. Only a finite part that can
+    overflow lets the order decide (``65504 + 40`` is inf in float16, ``-inf + 65504 + 40`` is
+    -inf, ``65504 + 40 + -inf`` is NaN)."""
     if x.dtype.kind != "f" or x.size == 0:
         return True
     with np.errstate(all="ignore"):
-        top = float(np.max(np.abs(x)))
-    return bool(np.isfinite(top)) and top * math.prod(node.window) < float(np.finfo(x.dtype).max)
+        magnitude = np.abs(x)
+        top = float(np.max(magnitude, where=np.isfinite(magnitude), initial=0.0))
+    return top * math.prod(node.window) < float(np.finfo(x.dtype).max)
 
 
 class JaxPeer(RuntimePeer):
@@ -318,7 +326,7 @@ class JaxPeer(RuntimePeer):
             # An average's float sum depends on the order XLA adds the taps in, and XLA picks
             # that order from the shapes it sees (a 2x2 float16 window holding -inf, 65504 and
             # 40 sums to NaN row by row on a (1, 1, 2, 2) input, to -inf on (1, 1, 4, 4)). Where
-            # the order can matter beyond rounding, an average runs on the input's own layout,
+            # the order can matter beyond rounding (_order_free), an average runs on the input's own layout,
             # as a user's reduce_window call does: a claim about JAX then holds when JAX is
             # called plainly (the shared-block layout changed the shapes and produced sums a
             # plain call does not).

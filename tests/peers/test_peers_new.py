@@ -144,6 +144,35 @@ def test_jax_one_compile_serves_every_shape_pad_stride_and_dilation_of_a_window(
                                run_spec(avg, x)[0].astype(np.float64), rtol=2e-3, atol=2e-3)
 
 
+def test_jax_average_with_nan_and_infinities_keeps_the_shared_layout() -> None:
+    """NaN and infinities leave an average's order free (``jax_peer._order_free``): such inputs run
+    on the shared block and give what the input's own layout (a plain reduce_window call) gives; a
+    finite part that can overflow runs on the input's own layout."""
+    from poolcheck.peers.jax_peer import JaxPeer, _order_free, to_jax
+
+    available_peer("jax")
+    peer = JaxPeer(persistent_cache=False)
+    spec = A.openvino_avg_pool([2, 2], [1, 1], [1, 0], [0, 1], False, "floor", "explicit")
+    rng = np.random.default_rng(3)
+    cases = []
+    for dtype in ("float16", "float32", "float64"):
+        for specials in ([np.nan], [np.inf], [-np.inf], [np.inf, -np.inf], [np.nan, -np.inf]):
+            x = rng.integers(-8, 9, (2, 3, 5, 4)).astype(dtype)  # small integers: every sum is exact
+            x.flat[rng.choice(x.size, 2 * len(specials), replace=False)] = specials * 2
+            assert _order_free(to_jax(spec, x.shape, x.dtype), x)
+            cases.append((x, peer.run(spec, x).values))
+    assert not [key for key in peer._fns if isinstance(key, tuple)]  # no plain call: the shared block
+    for x, shared in cases:
+        assert np.isnan(shared).any() or np.isinf(shared).any()
+        np.testing.assert_array_equal(shared, peer._plain_average(to_jax(spec, x.shape, x.dtype), x))
+    big = np.full((1, 1, 3, 3), 30000.0, dtype=np.float16)  # 4 x 30000 passes float16's 65504
+    big[0, 0, 0, 0] = -np.inf
+    assert not _order_free(to_jax(spec, big.shape, big.dtype), big)
+    fresh = JaxPeer(persistent_cache=False)
+    fresh.run(spec, big)
+    assert [key[0] for key in fresh._fns] == ["avg-plain"]
+
+
 def test_torch_onnx_declines_what_a_torch_module_cannot_write() -> None:
     peer = available_peer("torch-onnx")
     asym = A.openvino_max_pool([3], [1], [1], [0])
