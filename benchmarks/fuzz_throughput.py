@@ -85,7 +85,9 @@ class Run:
 
     @property
     def distinct_rate(self) -> float:
-        return self.distinct / self.seconds if self.seconds else 0.0
+        """The campaign's own rate times its share of distinct configurations (the printed
+        seconds have one decimal: a short run's would say 0.0)."""
+        return self.rate * self.distinct / self.configs if self.configs else 0.0
 
 
 def cpu_line() -> str:
