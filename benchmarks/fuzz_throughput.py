@@ -16,7 +16,7 @@ configurations/s: configurations counted once by spec, input type, shape and inp
 ``sitecustomize`` on the runs' ``PYTHONPATH`` wraps ``Session.check_batch`` in every fuzzing
 process, ``--jobs`` workers included, and each process writes the digests it saw; a fuzzer whose
 examples repeat configurations checks fewer distinct ones than it counts). Then per setting the
-ratio head / base of both. The CPU model, its ISA (AVX-512 or not) and the load average are
+ratio head / base of both. The CPU model, its ISA path and the load average are
 printed first; the rates are only comparable within one invocation.
 """
 
@@ -32,6 +32,8 @@ import tempfile
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
+
+from poolcheck.bench.measure import machine_info
 
 #: Every built-in runtime peer (``--peers all``).
 ALL_PEERS = "onnxruntime,openvino,torch,onnx_reference,tract,jax,openvino-onnx,torch-onnx"
@@ -91,19 +93,11 @@ class Run:
 
 
 def cpu_line() -> str:
-    """The CPU model and the ISA the C engine's dispatch would pick on it."""
-    model, flags = "unknown CPU", set()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            key, _, value = line.partition(":")
-            if key.strip() == "model name" and model == "unknown CPU":
-                model = value.strip()
-            elif key.strip() == "flags" and not flags:
-                flags = set(value.split())
-    except OSError:
-        pass
-    isa = "AVX-512" if {"avx512f", "avx512bw"} <= flags else "AVX2" if "avx2" in flags else "no AVX2"
-    return f"{model}, {isa}, {os.cpu_count()} logical CPUs"
+    """The CPU model, the C engine's instruction-set path and the logical CPUs, as ``poolcheck
+    bench`` names them (:func:`poolcheck.bench.measure.machine_info`)."""
+    info = machine_info()
+    isa = info["c_engine_isa"] or "no C engine"
+    return f"{info['cpu'] or 'unknown CPU'}, C engine ISA path {isa}, {info['logical_cpus']} logical CPUs"
 
 
 def run_one(tree: Path, peers: str, jobs: int, seed: int, budget: float, extra: list[str]) -> Run:
@@ -134,18 +128,28 @@ def run_one(tree: Path, peers: str, jobs: int, seed: int, budget: float, extra: 
         return Run(str(tree), peers, jobs, seed, configs, seconds, rate, len(seen), load, done.returncode)
 
 
-def main(argv: list[str] | None = None) -> None:
+def _counts(text: str) -> list[int]:
+    """A comma-separated list of positive integers (argparse turns a ValueError into one line)."""
+    values = [int(v) for v in text.split(",")]
+    if not values or min(values) < 1:
+        raise ValueError(text)
+    return values
+
+
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--base", required=True, help="the checkout to compare against")
     ap.add_argument("--head", default=".", help="the checkout measured (default: this one)")
     ap.add_argument("--peers", default="onnxruntime,openvino,openvino-onnx,torch-onnx,all",
                     help="campaigns, comma-separated; peers of one campaign joined with '+'; 'all'")
-    ap.add_argument("--jobs", default="1", help="--jobs values, comma-separated")
-    ap.add_argument("--seeds", default="2", help="--seed values, comma-separated")
+    ap.add_argument("--jobs", type=_counts, default=[1], help="--jobs values, comma-separated")
+    ap.add_argument("--seeds", type=_counts, default=[2], help="--seed values, comma-separated")
     ap.add_argument("--budget", type=float, default=30.0, help="--time-budget of each run, in seconds")
     ap.add_argument("--reps", type=int, default=1, help="runs per setting and checkout (the median is kept)")
     ap.add_argument("--extra", default="", help="more poolcheck fuzz options, as one string")
     args = ap.parse_args(argv)
+    if not args.budget > 0 or args.reps < 1:
+        ap.error("--budget must be positive and --reps at least 1")
     trees = {"base": Path(args.base).resolve(), "head": Path(args.head).resolve()}
     for name, tree in trees.items():
         if not (tree / "poolcheck").is_dir():
@@ -158,15 +162,20 @@ def main(argv: list[str] | None = None) -> None:
           "head distinct/s | ratio | load |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     flip = False
+    failed = False
     for peers in args.peers.split(","):
-        for jobs in (int(j) for j in args.jobs.split(",")):
-            for seed in (int(s) for s in args.seeds.split(",")):
+        for jobs in args.jobs:
+            for seed in args.seeds:
                 runs: dict[str, list[Run]] = {"base": [], "head": []}
                 for _ in range(args.reps):
                     order = ["head", "base"] if flip else ["base", "head"]
                     flip = not flip
                     for name in order:
                         runs[name].append(run_one(trees[name], peers, jobs, seed, args.budget, extra))
+                if any(r.configs == 0 for rs in runs.values() for r in rs):
+                    failed = True  # said on stderr; no rate to compare
+                    print(f"| {peers} | {jobs} | {seed} | failed | | | | | | |", flush=True)
+                    continue
                 rate = {n: statistics.median(r.rate for r in rs) for n, rs in runs.items()}
                 distinct = {n: statistics.median(r.distinct_rate for r in rs) for n, rs in runs.items()}
                 loads = [r.load for rs in runs.values() for r in rs]
@@ -176,7 +185,8 @@ def main(argv: list[str] | None = None) -> None:
                       f"{distinct['base']:,.0f} | {distinct['head']:,.0f} | {dratio:.2f}x | "
                       f"{min(loads):.1f}-{max(loads):.1f} |", flush=True)
     print(f"# load after {os.getloadavg()[0]:.2f}")
+    return 2 if failed else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

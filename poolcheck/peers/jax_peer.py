@@ -326,8 +326,8 @@ class JaxPeer(RuntimePeer):
             # An average's float sum depends on the order XLA adds the taps in, and XLA picks
             # that order from the shapes it sees (a 2x2 float16 window holding -inf, 65504 and
             # 40 sums to NaN row by row on a (1, 1, 2, 2) input, to -inf on (1, 1, 4, 4)). Where
-            # the order can matter beyond rounding (_order_free), an average runs on the input's own layout,
-            # as a user's reduce_window call does: a claim about JAX then holds when JAX is
+            # the order can matter beyond rounding (_order_free), an average runs on the input's
+            # own layout, as a user's reduce_window call does: a claim about JAX then holds when JAX is
             # called plainly (the shared-block layout changed the shapes and produced sums a
             # plain call does not).
             return [PeerOutput(self._plain_average(node, np.asarray(arr)), None, [])]
