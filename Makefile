@@ -72,7 +72,7 @@ test-fast: $(STAMP)
 	$(PYTEST) -m "not slow" --durations=10
 
 bench: $(STAMP)
-	$(VENV)/bin/poolcheck bench --write-docs docs/benchmarks.md
+	$(VENV)/bin/poolcheck bench --isa all --write-docs docs/benchmarks.md
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check poolcheck tests

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -19,7 +19,7 @@ import numpy as np
 from poolcheck import spec as S
 from poolcheck.api_family import run_family
 from poolcheck.bench.workloads import Workload
-from poolcheck.engines import c_engine_status, get_engine
+from poolcheck.engines import c_engine, c_engine_status, get_engine
 from poolcheck.peers.adapter import RuntimePeer
 from poolcheck.peers.base import PeerDeclined
 from poolcheck.peers.onnx_reference_peer import OnnxReferencePeer
@@ -35,6 +35,14 @@ INDEX_GLOBAL = "global"  # flat over (N, C, *spatial): ONNX MaxPool Indices, Ope
 INDEX_PLANE = "plane"  # flat within each (n, c) plane: torch return_indices, OpenVINO axis=2
 INDEX_CANONICAL = "canonical"  # poolcheck's own layout for the spec (what peers convert to)
 
+#: Key of the C engine run on a named instruction-set path beside the default one: "c@avx2".
+C_PATH_PREFIX = "c@"
+
+
+def is_poolcheck_key(key: str) -> bool:
+    """Whether a contender key is one of poolcheck's own engines (on any path)."""
+    return key in ("c", "numpy") or key.startswith(C_PATH_PREFIX)
+
 
 class Unsupported(Exception):
     """The contender cannot express this workload (shown as n/a, not as a failure)."""
@@ -49,12 +57,16 @@ class Prepared:
     outputs: Callable[[], tuple[np.ndarray, np.ndarray | None]]
     index_kind: str = INDEX_GLOBAL
     close: Callable[[], None] | None = None
+    #: Run before the outputs are read and before each block of timed calls, untimed (the C
+    #: engine's instruction-set path is switched here when several paths are timed).
+    enter: Callable[[], object] | None = None
 
 
 @dataclass
 class Contender:
     """One implementation under test. ``memory_format`` is "NCHW" or "channels_last";
-    ``max_reps`` caps slow baselines; ``only`` restricts it to some workloads."""
+    ``max_reps`` caps slow baselines; ``only`` restricts it to some workloads; ``isa`` is the
+    C engine's instruction-set path it runs on, when several are timed."""
 
     key: str
     label: str
@@ -64,9 +76,10 @@ class Contender:
     max_reps: int | None = None
     only: tuple[str, ...] | None = None
     is_poolcheck: bool = False
+    isa: str | None = None
 
     def available(self) -> tuple[bool, str]:
-        if self.key == "c":
+        if self.key == "c" or self.isa is not None:
 
             module, reason = c_engine_status()
             return (module is not None, reason)
@@ -92,32 +105,50 @@ class Contender:
 # --------------------------------------------------------------------------- poolcheck engines
 
 
-def _poolcheck(engine_name: str) -> Callable[[Workload, np.ndarray], Prepared]:
+def _poolcheck(engine_name: str, isa: str | None = None) -> Callable[[Workload, np.ndarray], Prepared]:
+    """One of poolcheck's engines; with ``isa``, the C engine switched to that instruction-set
+    path before its outputs are read and before each block of timed calls (never inside one)."""
+
     def prepare(w: Workload, x: np.ndarray) -> Prepared:
-        if isinstance(w.spec, FamilySpec):  # run_family: the input's checks, then the engine
-            fspec = w.spec
+        prepared = _engine_calls(engine_name, w, x)
+        if isa is not None:
+            def enter() -> str:
+                return c_engine.switch_isa(isa)
 
-            def call_family() -> object:
-                return run_family(fspec, x, engine=engine_name)
+            def outputs(read: Callable[[], tuple[np.ndarray, np.ndarray | None]] = prepared.outputs,
+                        ) -> tuple[np.ndarray, np.ndarray | None]:
+                enter()
+                return read()
 
-            return Prepared(call_family, lambda: run_family(fspec, x, engine=engine_name))
-        eng = get_engine(engine_name)
-        geom = w.geometry
-        if w.spec.op == "avg":
-            exclude = w.spec.exclude_pad
-
-            def call() -> object:
-                return eng.avg_pool(x, geom, exclude, SPEC)
-
-            return Prepared(call, lambda: (eng.avg_pool(x, geom, exclude, SPEC), None))
-        layout = S.index_layout(w.spec, w.shape) if w.with_indices else None
-
-        def call_max() -> object:
-            return eng.max_pool(x, geom, layout, SPEC)
-
-        return Prepared(call_max, lambda: eng.max_pool(x, geom, layout, SPEC))
+            prepared.enter, prepared.outputs = enter, outputs
+        return prepared
 
     return prepare
+
+
+def _engine_calls(engine_name: str, w: Workload, x: np.ndarray) -> Prepared:
+    if isinstance(w.spec, FamilySpec):  # run_family: the input's checks, then the engine
+        fspec = w.spec
+
+        def call_family() -> object:
+            return run_family(fspec, x, engine=engine_name)
+
+        return Prepared(call_family, lambda: run_family(fspec, x, engine=engine_name))
+    eng = get_engine(engine_name)
+    geom = w.geometry
+    if w.spec.op == "avg":
+        exclude = w.spec.exclude_pad
+
+        def call() -> object:
+            return eng.avg_pool(x, geom, exclude, SPEC)
+
+        return Prepared(call, lambda: (eng.avg_pool(x, geom, exclude, SPEC), None))
+    layout = S.index_layout(w.spec, w.shape) if w.with_indices else None
+
+    def call_max() -> object:
+        return eng.max_pool(x, geom, layout, SPEC)
+
+    return Prepared(call_max, lambda: eng.max_pool(x, geom, layout, SPEC))
 
 
 # --------------------------------------------------------------------------- runtimes, through the peers
@@ -155,10 +186,17 @@ def _torch(layout: str) -> Callable[[], RuntimePeer]:
     return make
 
 
-def all_contenders() -> list[Contender]:
-    """Every contender, in table order."""
+def all_contenders(paths: Sequence[str] = ()) -> list[Contender]:
+    """Every contender, in table order. ``paths``: instruction-set paths the C engine is also
+    timed on, each as a contender of its own right after it (the default path, the one chosen at
+    import, is the ``c`` contender and the headline ratios' C engine; it is not repeated)."""
+    active = c_engine.active_isa()
+    extra = [p for p in dict.fromkeys(paths) if p != active]
     return [
-        Contender("c", "poolcheck c", "NCHW", None, _poolcheck("c"), is_poolcheck=True),
+        Contender("c", "poolcheck c", "NCHW", None, _poolcheck("c", active if extra else None), is_poolcheck=True,
+                  isa=active if extra else None),
+        *(Contender(C_PATH_PREFIX + p, f"poolcheck c [{p}]", "NCHW", None, _poolcheck("c", p), is_poolcheck=True,
+                    isa=p) for p in extra),
         Contender("numpy", "poolcheck numpy", "NCHW", None, _poolcheck("numpy"), is_poolcheck=True),
         Contender("onnxruntime", "onnxruntime", "NCHW", "onnxruntime", _peer(OnnxRuntimePeer)),
         Contender("openvino", "openvino", "NCHW", "openvino", _peer(OpenVinoPeer)),
@@ -178,6 +216,22 @@ def reference_layout(w: Workload, index_kind: str) -> IndexLayout:
     if index_kind == INDEX_PLANE:
         return IndexLayout("C", int(np.prod(w.shape[2:])), np.dtype(np.int64))
     return IndexLayout(layout.order, layout.modulus, np.dtype(np.int64))
+
+
+class KeepPath:
+    """Context manager: the C engine back on the instruction-set path it ran when entered."""
+
+    def __enter__(self) -> KeepPath:
+        self._path = c_engine.active_isa()
+        return self
+
+    def restore(self) -> None:
+        """Back on the path now (the reference's outputs are computed on it)."""
+        if self._path is not None and c_engine.active_isa() != self._path:
+            c_engine.switch_isa(self._path)
+
+    def __exit__(self, *exc: object) -> None:
+        self.restore()
 
 
 class SingleThread:

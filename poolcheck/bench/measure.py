@@ -31,7 +31,16 @@ from typing import Any
 import numpy as np
 
 from poolcheck.api_family import run_family
-from poolcheck.bench.contenders import Contender, Prepared, SingleThread, Unsupported, all_contenders, reference_layout
+from poolcheck.bench.contenders import (
+    C_PATH_PREFIX,
+    Contender,
+    KeepPath,
+    Prepared,
+    SingleThread,
+    Unsupported,
+    all_contenders,
+    reference_layout,
+)
 from poolcheck.bench.workloads import Workload
 from poolcheck.engines import c_engine_status, family_numpy, get_engine, numpy_engine
 from poolcheck.judgement import close_values, family_tolerance
@@ -190,6 +199,7 @@ class _Timed:
     budget_s: float
     samples: list[float] = field(default_factory=list)
     spent_s: float = 0.0
+    enter: Callable[[], object] | None = None  #: run untimed before the warm-up and each block
 
     def done(self) -> bool:
         if len(self.samples) >= self.target:
@@ -200,6 +210,8 @@ class _Timed:
 def time_interleaved(items: list[_Timed], warmup: int, block: int, tick: Callable[[], None] | None = None) -> None:
     """Warm every callable up, then let them take turns in blocks of ``block`` timed calls."""
     for it in items:
+        if it.enter is not None:
+            it.enter()
         for _ in range(warmup):
             it.call()
     rounds = 0
@@ -211,6 +223,8 @@ def time_interleaved(items: list[_Timed], warmup: int, block: int, tick: Callabl
             for it in order:
                 if it.done():
                     continue
+                if it.enter is not None:
+                    it.enter()
                 it.call()  # re-warm after the others ran (not timed)
                 for _ in range(min(block, it.target - len(it.samples))):
                     t0 = time.perf_counter_ns()
@@ -280,7 +294,7 @@ def run_bench(
             progress(msg, step, steps)
 
     out: list[WorkloadResult] = []
-    with SingleThread():
+    with SingleThread(), KeepPath() as default_path:
         for w in workloads:
             x = w.make_input(seed)
             ref_name, reference = _reference(w, x)
@@ -310,16 +324,20 @@ def run_bench(
                     r.status, r.message = "error", f"{type(exc).__name__}: {exc}"
                     continue
                 try:
-                    problem = check_outputs(w, x, prep.outputs(), reference, prep.index_kind)
+                    got = prep.outputs()
+                    default_path.restore()  # the reference runs on the default path
+                    problem = check_outputs(w, x, got, reference, prep.index_kind)
                 except Exception as exc:
                     problem = f"failed to run: {type(exc).__name__}: {exc}"
                     r.status = "error"
+                finally:
+                    default_path.restore()
                 if problem:
                     r.status = r.status if r.status == "error" else "wrong"
                     r.message = problem
                     continue
                 prepared.append(prep)
-                timed.append(_Timed(c.key, prep.call, min(reps, c.max_reps or reps), budget_s))
+                timed.append(_Timed(c.key, prep.call, min(reps, c.max_reps or reps), budget_s, enter=prep.enter))
             # The plain copy that sets the bandwidth bound, timed among the others.
             src, dst = w.make_input(seed + 1), np.empty(w.shape, np.float32)
             timed.append(_Timed("copy", functools.partial(np.copyto, dst, src), reps, budget_s))
@@ -331,6 +349,7 @@ def run_bench(
                 report(f"{ws}: timing ({done}/{total} calls)")
 
             time_interleaved(timed, warmup, block, tick)
+            default_path.restore()
             for p in prepared:
                 if p.close is not None:
                     p.close()
@@ -347,6 +366,9 @@ def run_bench(
                 "threads": 1, "reference_engine": _reference_engine_name()}
     machine = machine_info()
     machine.update(load_start=load_start, load_end=_load())
+    # Every instruction-set path the C engine was timed on, the default one first.
+    machine["c_engine_paths_timed"] = [c.isa for c in contenders if c.isa is not None and
+                                       (c.key == "c" or c.key.startswith(C_PATH_PREFIX))]
     return BenchRun(out, machine, settings)
 
 

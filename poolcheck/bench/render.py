@@ -14,8 +14,20 @@ from rich.table import Table
 from rich.text import Text
 
 from poolcheck.bench import measure
+from poolcheck.bench.contenders import is_poolcheck_key
 from poolcheck.bench.measure import BenchRun, Result, WorkloadResult
-from poolcheck.bench.summary import C_VS_FASTEST_NCHW, C_VS_ORT, NUMPY_VS_ORT, Ratios, ratios, setup_time_of
+from poolcheck.bench.summary import (
+    C_VS_FASTEST_NCHW,
+    C_VS_ORT,
+    NUMPY_VS_ORT,
+    PATH_VS_ORT,
+    PathRatio,
+    Ratios,
+    path_ratios,
+    paths_timed,
+    ratios,
+    setup_time_of,
+)
 from poolcheck.bench.targets import Target, evaluate
 
 STATUS_STYLE = {"ok": "green", "wrong": "bold red", "error": "red", "n/a": "dim", "absent": "yellow"}
@@ -71,7 +83,7 @@ def _caption(w: WorkloadResult) -> str:
 def _label(r: Result, run: BenchRun) -> str:
     if r.key == "c" and run.machine.get("c_engine_isa"):
         return f"{r.label} [{run.machine['c_engine_isa']}]"
-    return r.label + (f" {r.version}" if r.version and r.key not in ("c", "numpy") else "")
+    return r.label + (f" {r.version}" if r.version and not is_poolcheck_key(r.key) else "")
 
 
 def workload_table(w: WorkloadResult, run: BenchRun) -> Table:
@@ -84,10 +96,10 @@ def workload_table(w: WorkloadResult, run: BenchRun) -> Table:
                          overflow="fold", min_width=len(h[0]) if i == 0 else None)
     for r in w.results:
         cells = _cells(r)
-        row: list[Any] = [_label(r, run), Text(cells[0], style=STATUS_STYLE.get(r.status, ""))] + cells[1:]
-        if r.key == "c" and r.timing is not None:
-            row = [Text(str(v), style="bold") if isinstance(v, str) else v for v in row]
-        table.add_row(*row)
+        # Text, never markup: a label holds "[avx2]" and a runtime's own version string.
+        bold = "bold" if r.key == "c" and r.timing is not None else ""
+        table.add_row(Text(_label(r, run), style=bold), Text(cells[0], style=STATUS_STYLE.get(r.status, "") or bold),
+                      *(Text(c, style=bold) for c in cells[1:]))
     return table
 
 
@@ -143,9 +155,44 @@ def ratios_table(run: BenchRun) -> Table:
     return table
 
 
+PATHS_TITLE = "Each C engine path over ONNX Runtime, this run"
+
+
+def path_target(path: str) -> float:
+    return PATH_VS_ORT.get(path, C_VS_ORT)
+
+
+def path_rows(run: BenchRun) -> list[tuple[str, list[PathRatio]]]:
+    """The per-path ratios grouped by workload, paths in :func:`paths_timed` order."""
+    by_workload: dict[str, list[PathRatio]] = {}
+    for p in path_ratios(run):
+        by_workload.setdefault(p.workload, []).append(p)
+    return list(by_workload.items())
+
+
+def paths_caption(run: BenchRun) -> str:
+    return (f"{run.machine.get('cpu') or 'unknown CPU'}: the default path is {run.machine.get('c_engine_isa')}; "
+            "ONNX Runtime runs its own kernels for this CPU on every row, so a narrower path is "
+            "compared with the runtime at its widest.")
+
+
+def paths_table(run: BenchRun) -> Table:
+    """Per workload, the C engine on every timed path over ONNX Runtime, each against its target."""
+    table = Table(title=PATHS_TITLE, title_justify="left", caption=paths_caption(run), caption_justify="left")
+    table.add_column("workload")
+    for path in paths_timed(run):
+        table.add_column(f"{path} / ORT\n≤ {path_target(path):g}", justify="right", no_wrap=True)
+    for name, row in path_rows(run):
+        table.add_row(name, *(Text(fmt_ratio(p.c_ort) or "n/a",
+                                   style="" if p.met() is None else ("green" if p.met() else "red")) for p in row))
+    return table
+
+
 def renderable(run: BenchRun) -> Group:
     parts: list[Any] = [workload_table(w, run) for w in run.workloads]
     parts.append(ratios_table(run))
+    if paths_timed(run):
+        parts.append(paths_table(run))
     targets = evaluate(run)
     if targets:  # no empty table: the family workloads F1-F3 have no target beyond the ratios
         parts.append(targets_table(targets))
@@ -158,6 +205,7 @@ def renderable(run: BenchRun) -> Group:
 def to_json(run: BenchRun) -> str:
     data = run.to_dict()
     data["ratios"] = [r.__dict__ | {"met": r.met()} for r in ratios(run)]
+    data["paths"] = [p.__dict__ | {"met": p.met()} for p in path_ratios(run)]
     data["targets"] = [t.__dict__ for t in evaluate(run)]
     return json.dumps(data, indent=2)
 
@@ -237,8 +285,27 @@ An ARM machine (AArch64: Graviton, Ampere, Apple silicon under Linux) runs the `
 the compiler's NEON code for the same kernels, 128 bits wide (the fused float32 kernels' vector
 layer, `_cpool_src/simd.h`, has x86 intrinsics only, so NEON runs its generic form).
 No table on this page was measured on ARM; on x86-64 the portable path (SSE2, also 128-bit)
-is the closest measured proxy, `POOLCHECK_ISA=portable poolcheck bench`.
+is the closest measured proxy: `poolcheck bench --isa all` times every path this CPU runs side
+by side in one run (`POOLCHECK_ISA=portable poolcheck bench` makes it the default path).
 """
+
+
+def _paths_markdown(run: BenchRun) -> list[str]:
+    """The per-path section of the Markdown (nothing when one path was timed)."""
+    paths = paths_timed(run)
+    if not paths:
+        return []
+    targets = ", ".join(f"`{p}` at most {path_target(p):g}x" for p in paths)
+    lines = ["## The C engine on each instruction-set path (this run)", "",
+             f"The C engine timed on every path side by side in the same run (`--isa`), each over ONNX "
+             f"Runtime's median on the same workload. Targets: {targets}; a missed one is in bold. "
+             f"{paths_caption(run)}", "",
+             _md_row(["workload", *(f"{p} / ORT ≤ {path_target(p):g}" for p in paths)]),
+             _md_row(["---"] + ["---:"] * len(paths))]
+    for name, row in path_rows(run):
+        cells = [fmt_ratio(p.c_ort) or "n/a" for p in row]
+        lines.append(_md_row([name, *(c if p.met() is not False else f"**{c}**" for c, p in zip(cells, row))]))
+    return [*lines, ""]
 
 
 def _method_text() -> str:
@@ -297,6 +364,7 @@ def to_markdown(run: BenchRun, command: str = "poolcheck bench") -> str:
         *(_md_row([text if ok is not False else f"**{text}**" for text, ok in ratio_cells(r, run)])
           for r in ratios(run)),
         "",
+        *_paths_markdown(run),
         "## Method",
         "",
         _method_text(),

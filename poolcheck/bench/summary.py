@@ -15,10 +15,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from poolcheck.bench.contenders import C_PATH_PREFIX, is_poolcheck_key
 from poolcheck.bench.measure import BenchRun, Result, WorkloadResult
 
-#: poolcheck's own engines: never "the fastest contender" they are compared with.
-POOLCHECK_KEYS = ("c", "numpy")
 ORT_KEY = "onnxruntime"
 #: Where ``make install`` records the wall time of a fresh install, inside the environment.
 INSTALL_RECORD = ".install-seconds"
@@ -27,6 +26,9 @@ INSTALL_RECORD = ".install-seconds"
 C_VS_ORT = 1.0
 NUMPY_VS_ORT = 3.0
 C_VS_FASTEST_NCHW = 1.10
+#: The C engine against ONNX Runtime per instruction-set path: C_VS_ORT, except the portable
+#: path (SSE2 on x86-64, NEON on AArch64), which stays within 2x of ONNX Runtime.
+PATH_VS_ORT = {"portable": 2.0}
 
 
 @dataclass(frozen=True)
@@ -58,7 +60,7 @@ def _ratio(a: float | None, b: float | None) -> float | None:
 def workload_ratios(w: WorkloadResult) -> Ratios:
     c, numpy, ort = (_median(w.result(k)) for k in ("c", "numpy", ORT_KEY))
     nchw = [(m, r.label) for r in w.results
-            if r.memory_format == "NCHW" and r.key not in POOLCHECK_KEYS and (m := _median(r)) is not None]
+            if r.memory_format == "NCHW" and not is_poolcheck_key(r.key) and (m := _median(r)) is not None]
     fastest = min(nchw) if nchw else None
     return Ratios(w.name, _ratio(c, ort), _ratio(numpy, ort), _ratio(c, fastest[0] if fastest else None),
                   fastest[1] if fastest else None)
@@ -67,6 +69,42 @@ def workload_ratios(w: WorkloadResult) -> Ratios:
 def ratios(run: BenchRun) -> list[Ratios]:
     """The headline ratios of every workload of ``run``, in its order."""
     return [workload_ratios(w) for w in run.workloads]
+
+
+@dataclass(frozen=True)
+class PathRatio:
+    """The C engine on one instruction-set path over ONNX Runtime on one workload, in one run
+    (ONNX Runtime runs its own best kernels for the CPU on every path's row)."""
+
+    workload: str
+    path: str
+    c_ort: float | None
+    target: float
+
+    def met(self) -> bool | None:
+        return None if self.c_ort is None else self.c_ort <= self.target
+
+
+def paths_timed(run: BenchRun) -> list[str]:
+    """The C engine's paths timed side by side in ``run``, narrowest first; empty when only one."""
+    timed = [str(p) for p in run.machine.get("c_engine_paths_timed") or []]
+    order = [str(p) for p in run.machine.get("c_engine_isas") or []]
+    timed.sort(key=lambda p: order.index(p) if p in order else len(order))
+    return timed if len(timed) > 1 else []
+
+
+def path_ratios(run: BenchRun) -> list[PathRatio]:
+    """Per workload and timed path, the C engine over ONNX Runtime (none when one path ran).
+    The default path's numbers are the ``c`` contender's, the others' ``c@<path>``."""
+    paths = paths_timed(run)
+    default = run.machine.get("c_engine_isa")
+    out = []
+    for w in run.workloads:
+        ort = _median(w.result(ORT_KEY))
+        for path in paths:
+            c = _median(w.result("c" if path == default else C_PATH_PREFIX + path))
+            out.append(PathRatio(w.name, path, _ratio(c, ort), PATH_VS_ORT.get(path, C_VS_ORT)))
+    return out
 
 
 @dataclass(frozen=True)

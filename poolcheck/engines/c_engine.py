@@ -83,6 +83,15 @@ def available_isas() -> tuple[str, ...]:
     """Every instruction-set path this CPU and build can run, slowest first."""
     return () if _cpool is None else tuple(_cpool.ISAS)
 
+
+def switch_isa(name: str) -> str:
+    """Run the C engine's kernels on path ``name`` from now on, in this whole process, and return
+    the path it ran before (for benchmarks and tests that compare paths in one process; not while
+    another thread is computing). ValueError names the paths this CPU and build run."""
+    if _cpool is None:
+        raise EngineUnavailableError(UNAVAILABLE_REASON)
+    return str(_cpool._set_isa(name))
+
 # The extension's code tables (its module attributes, defined once in _cpool_src/module.c):
 # element type -> max kernel, NaN policy, divisor rule, average kind (input -> output type).
 # float16 max runs on the float32 kernel (exact widening); float16 averages as float32 -> float64.
