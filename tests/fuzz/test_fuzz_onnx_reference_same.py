@@ -1,5 +1,6 @@
-"""onnx.reference's two SAME paths as named variants (same:undilated-kernel-zero-tail for its
-AveragePool/LpPool, same:lower-as-upper-floor-size for its MaxPool with a stride or dilation > 1):
+"""onnx.reference's SAME and VALID paths under dilation as named variants
+(same:undilated-kernel-zero-tail and valid:undilated-kernel-zero-tail for its AveragePool/LpPool,
+same:lower-as-upper-floor-size for its MaxPool with a stride or dilation > 1):
 
 - the variants' windows against a slow loop oracle whose axes are written here from onnx 1.23's
   source (``op_pool_common.py``: ``get_output_shape_auto_pad``, ``get_pad_shape``,
@@ -25,6 +26,7 @@ from poolcheck.spec.operators import parse
 
 ENGINE = get_engine("numpy")
 AVG_KEY = "same:undilated-kernel-zero-tail"
+VALID_KEY = "valid:undilated-kernel-zero-tail"
 MAX_KEY = "same:lower-as-upper-floor-size"
 
 
@@ -43,6 +45,14 @@ def avg_axis(size: int, k: int, s: int, d: int, mode: str) -> tuple[Axis, int] |
     head = pad // 2 if mode == "SAME_UPPER" else pad - pad // 2
     windows = int((size + pad - (1 + (k - 1) * d)) / s + 1)
     return Axis(size, k, s, d, head, pad - head, out), max(0, min(windows, out))
+
+
+def valid_axis(size: int, k: int, s: int, d: int) -> tuple[Axis, int]:
+    """onnx.reference's AveragePool VALID axis: get_output_shape_auto_pad's floor((size - k) / s)
+    + 1 (the UNdilated kernel), no pads, ``pool``'s int((size - dilated kernel) / s + 1) windows."""
+    out = math.floor((size - k) / s) + 1
+    windows = int((size - (1 + (k - 1) * d)) / s + 1)
+    return Axis(size, k, s, d, 0, 0, out), max(0, min(windows, out))
 
 
 def max_axis(size: int, k: int, s: int, d: int, mode: str) -> Axis:
@@ -90,6 +100,24 @@ def test_zero_tail_variant_is_the_loop_oracle(mode: str, include: int) -> None:
     assert checked > 40 and tails > 10  # the grid reaches both computed and zeroed outputs
 
 
+@pytest.mark.parametrize("include", [0, 1])
+def test_valid_zero_tail_variant_is_the_loop_oracle(include: int) -> None:
+    tails = 0
+    cases = [((size,), (k,), (s,), (d,)) for size, k, s, d in ONE_D] + TWO_D
+    for sizes, ks, ss, ds in cases:
+        if any(n < (k - 1) * d + 1 for n, k, d in zip(sizes, ks, ds)):
+            continue  # the spec has no output (an invalid configuration, diagnosed apart)
+        spec = A.onnx_average_pool(list(ks), list(ss), None, list(ds), 0, include, "VALID")
+        x = x_of((2, 1, *sizes))
+        axes = [valid_axis(*a) for a in zip(sizes, ks, ss, ds)]
+        got = predict(ENGINE, spec, x, [VALID_KEY])
+        assert got is not None and got[0].shape == (2, 1, *(a.out for a, _n in axes)), (sizes, ks, ss, ds)
+        np.testing.assert_allclose(got[0], avg_oracle(x, axes, bool(include)), rtol=1e-6,
+                                   err_msg=str((sizes, ks, ss, ds)))
+        tails += any(n < a.out for a, n in axes)
+    assert tails > 10
+
+
 @pytest.mark.parametrize("mode", ["SAME_UPPER", "SAME_LOWER"])
 def test_lower_as_upper_variant_is_the_loop_oracle_for_same_lower(mode: str) -> None:
     """For SAME_LOWER the variant is onnx.reference's _max_pool; for SAME_UPPER that path is
@@ -120,7 +148,11 @@ def test_lower_as_upper_variant_is_the_loop_oracle_for_same_lower(mode: str) -> 
 
 
 def test_the_variants_apply_only_where_onnx_reference_takes_those_paths() -> None:
-    avg, mx = (next(g for g in GEOMETRY_VARIANTS if g.key == k) for k in (AVG_KEY, MAX_KEY))
+    avg, mx, valid = (next(g for g in GEOMETRY_VARIANTS if g.key == k) for k in (AVG_KEY, MAX_KEY, VALID_KEY))
+    assert valid.applies(A.onnx_average_pool([2], [2], None, [3], 0, 1, "VALID"))
+    assert not valid.applies(A.onnx_average_pool([2], [2], None, [1], 0, 1, "VALID"))
+    assert not valid.applies(A.onnx_average_pool([2], [2], None, [3], 1, 1, "VALID"))  # ceil_mode: it asserts
+    assert not valid.applies(A.onnx_max_pool([2], [2], None, [3], 0, "VALID"))  # _max_pool sizes it right
     assert avg.applies(A.onnx_average_pool([2], [1], None, [2], 0, 0, "SAME_UPPER"))
     assert not avg.applies(A.onnx_average_pool([2], [2], None, [1], 0, 0, "SAME_UPPER"))  # no dilation: no tail
     assert not avg.applies(A.onnx_average_pool([2], [1], None, [2], 1, 0, "SAME_UPPER"))  # ceil_mode: it asserts
@@ -181,20 +213,31 @@ def test_onnx_reference_max_same_lower_is_named() -> None:
     assert d.explained and d.klass == MAX_KEY and not d.alternatives, d
 
 
+def test_onnx_reference_average_valid_zero_tail_is_named() -> None:
+    """The registry's onnx/onnx#4849 example: VALID, kernel 2, stride 2, dilation 3 on [1, 2, 3, 4]."""
+    attrs = {"kernel_shape": [2], "strides": [2], "dilations": [3], "auto_pad": "VALID", "count_include_pad": 1}
+    x = np.array([[[1, 2, 3, 4]]], dtype=np.float32)
+    got = reference("AveragePool", x, **attrs)
+    assert got.ravel().tolist() == [2.5, 0.0]  # measured, onnx 1.23.2 (the spec: one window, 2.5)
+    d = diagnose_output(ENGINE, parse("AveragePool-22", attrs), x, got, None)
+    assert d.explained and d.klass == VALID_KEY, d
+
+
 def test_the_variants_replay_onnx_reference_exactly_on_a_grid() -> None:
     """Wherever a variant applies (and the reference gives an output without empty windows), it
     reproduces ReferenceEvaluator exactly; the spec's own placement does not everywhere."""
-    differs = {AVG_KEY: 0, MAX_KEY: 0}
+    differs = {AVG_KEY: 0, MAX_KEY: 0, VALID_KEY: 0}
     for size, k, s, d in ONE_D:
         x = x_of((1, 2, size))
-        for mode in ("SAME_UPPER", "SAME_LOWER"):
+        for mode in ("SAME_UPPER", "SAME_LOWER", "VALID"):
             base = {"kernel_shape": [k], "strides": [s], "dilations": [d], "auto_pad": mode}
-            runs = [("AveragePool", AVG_KEY, {**base, "count_include_pad": inc}) for inc in (0, 1)]
+            key = VALID_KEY if mode == "VALID" else AVG_KEY
+            runs = [("AveragePool", key, {**base, "count_include_pad": inc}) for inc in (0, 1)]
             runs.append(("MaxPool", MAX_KEY, base))
             for op, key, attrs in runs:
                 spec = parse(f"{op}-22", attrs)
                 gv = next(g for g in GEOMETRY_VARIANTS if g.key == key)
-                if not gv.applies(spec):
+                if not gv.applies(spec) or (mode == "VALID" and size < (k - 1) * d + 1):  # invalid: no output
                     continue
                 try:
                     got = reference(op, x, **attrs)
@@ -207,7 +250,7 @@ def test_the_variants_replay_onnx_reference_exactly_on_a_grid() -> None:
                 assert r is not None and r.exact, (op, attrs, got)
                 plain = replay(ENGINE, spec, x, [], got, None)
                 differs[key] += plain is None or not plain.exact
-    assert differs[AVG_KEY] > 20 and differs[MAX_KEY] > 20
+    assert differs[AVG_KEY] > 20 and differs[MAX_KEY] > 20 and differs[VALID_KEY] > 20
 
 
 def test_onnx_reference_lppool_zero_tail_is_named() -> None:
