@@ -307,3 +307,16 @@ def test_the_zero_tail_combines_with_a_policy_variant() -> None:
     assert got[0, 0, -1] == 0.0 and not np.isnan(got).any()  # measured: NaN dropped, the tail 0
     d = diagnose_output(ENGINE, parse("AveragePool-22", attrs), x, got, None)
     assert d.explained and set(d.atoms) == {AVG_KEY, "avg=nan-skipped"}, d
+
+
+def test_a_dilation_risk_points_at_the_zero_tail_registry_entries() -> None:
+    """`poolcheck audit` points a dilated pooling at the registry entries of its risk: the
+    zero-tail classes are dilation classes (their names say 'undilated-kernel', not 'dilations')."""
+    from poolcheck.corpus import KNOWN_DIR
+    from poolcheck.fuzz.known import known_entries
+    from poolcheck.models.risk import Risk, known_matches
+
+    entries, errors = known_entries([KNOWN_DIR])
+    assert not errors
+    found = {m.signature for m in known_matches("avg", [Risk.DILATION], entries)}
+    assert f"peer|avg|onnx_reference|{VALID_KEY}" in found
