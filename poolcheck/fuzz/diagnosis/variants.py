@@ -29,7 +29,8 @@ class Placement:
     geom: Geometry
     crop: tuple[tuple[int, int], ...] | None = None
     #: per spatial axis, how many outputs the runner computes: an output at or past that count on
-    #: any axis is 0 (a zero tail: onnx.reference's AveragePool under SAME). None: every output.
+    #: any axis is 0 (a zero tail: onnx.reference's AveragePool and LpPool under SAME or VALID with a
+    #: dilation). None: every output.
     computed: tuple[int, ...] | None = None
 
     @property
