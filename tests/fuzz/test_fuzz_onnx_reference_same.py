@@ -264,6 +264,32 @@ def test_onnx_reference_lppool_zero_tail_is_named() -> None:
     assert diagnose_family(spec, X6, None, _expected(spec, X6), (got, None)) == [AVG_KEY]
 
 
+def test_the_zero_tails_are_onnx_reference_lppool_on_a_grid() -> None:
+    """LpPool runs the average's path (the power average times the kernel size), so both zero
+    tails hold for it: each reproduces ReferenceEvaluator's LpPool wherever it gives an output,
+    and has none where the reference raises (numpy.pad refusing a negative SAME pad)."""
+    from poolcheck.fuzz.diagnosis.family import variant_outputs
+
+    compared = raised = 0
+    for (size, k, s, d), p in itertools.product(ONE_D, (1, 2)):
+        x = x_of((1, 2, size))
+        for mode in ("SAME_UPPER", "SAME_LOWER", "VALID"):
+            if mode == "VALID" and size < (k - 1) * d + 1:
+                continue  # the spec has no output
+            attrs = {"kernel_shape": [k], "strides": [s], "dilations": [d], "auto_pad": mode, "p": p}
+            out = variant_outputs(VALID_KEY if mode == "VALID" else AVG_KEY, parse("LpPool-22", attrs), x, None)
+            try:
+                got = reference("LpPool", x, **attrs)
+            except ValueError:
+                assert out is None, attrs
+                raised += 1
+                continue
+            assert out is not None and out[0].shape == got.shape, attrs
+            np.testing.assert_allclose(out[0], got, rtol=1e-5, err_msg=str(attrs))
+            compared += 1
+    assert compared > 300 and raised > 20
+
+
 # --------------------------------------------------------------------------- planted
 
 
