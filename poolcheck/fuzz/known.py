@@ -50,6 +50,7 @@ UPSTREAM: tuple[tuple[str, str, str, str], ...] = (
     ("onnx_reference", "empty_max=", "onnx/onnx#4958",
      "ceil_mode + count_include_pad=0: NaN rows (AveragePool), FLT_MIN rows (MaxPool)"),
     ("onnx_reference", "dilations", "onnx/onnx#4849", "output shape with dilations in the reference"),
+    ("onnx_reference", "undilated-kernel-zero-tail", "onnx/onnx#4849", "output shape with dilations in the reference"),
     # the converter chains run the same runtimes: their runtime-step classes share the reports
     ("openvino-onnx", "max=seeded-scan", "pytorch/pytorch#7645", "max pooling and NaN: ignored, propagated, or -FLT_MAX"),
     ("openvino-onnx", "divisor=full", "pytorch/xla#746",

@@ -40,7 +40,7 @@ RISK_SIGNATURES: dict[Risk, tuple[str, ...]] = {
     Risk.SAME_STRIDE: ("same:",),
     Risk.SAME_NEGATIVE_PADS: ("same:negative-pads",),
     Risk.DILATION_SAME: ("same:undilated-kernel",),
-    Risk.DILATION: ("dilations",),
+    Risk.DILATION: ("dilations", "undilated-kernel"),  # also onnx.reference's VALID sized without them
     Risk.DIVISOR_OVERHANG: ("divisor=",),
     Risk.PADS_GE_KERNEL: ("pads >= kernel", "empty_", "wholly in padding"),
     Risk.ASYMMETRIC_PADS: ("pads:",),

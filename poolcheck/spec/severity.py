@@ -138,6 +138,22 @@ SEVERITY_RULES: tuple[SeverityRule, ...] = (
       for key in ("same:undilated-kernel", "same:undilated-kernel-cropped")),
     *(_rule(key, _U, ("OV-SAME-SPLIT",), _OV_NO_SAME_PADS, OV, _ov)
       for key in ("same:undilated-kernel", "same:undilated-kernel-cropped")),
+    _rule("same:undilated-kernel-zero-tail", _V, ("ONNX-SAME-PADS", "ONNX-DIVISOR"),
+          "the SAME pads come from the dilated kernel, and every output is its window's average (none is left 0)",
+          ONNX, _onnx),
+    _rule("same:undilated-kernel-zero-tail", _U, ("OV-SAME-SPLIT",),
+          _OV_NO_SAME_PADS + "; AvgPool-14's text among the sources does not define the average's output beyond "
+          "its exclude_pad parameter", OV, _ov),
+    _rule("valid:undilated-kernel-zero-tail", _V, ("ONNX-SHAPE-VALID", "ONNX-DIVISOR"),
+          "the VALID output size comes from the dilated kernel, and every output is its window's average (none is "
+          "left 0)", ONNX, _onnx),
+    _rule("valid:undilated-kernel-zero-tail", _V, ("OV-SHAPE-VALID",),
+          "the valid output size comes from the dilated kernel", OV, _ov),
+    _rule("same:lower-as-upper-floor-size", _V, ("ONNX-AUTO-PAD-SAME", "ONNX-SAME-SPLIT"),
+          "SAME pads so that the output size is ceil(input / stride), an odd pad at the beginning for SAME_LOWER",
+          ONNX, _onnx),
+    _rule("same:lower-as-upper-floor-size", _V, ("OV-SAME-SPLIT",),
+          "same_lower adds an odd pad at the beginning", f"{OV} max", _ov, _max),
     *(_rule(key, _E, ("ONNX-SAME-PADS", "ONNX-PADS"), _NEG_SAME, ONNX, _onnx)
       for key in ("same:negative-pads", "same:negative-pads-cropped", "same:clamped")),
     _rule("same:negative-pads-floor-split", _E, ("ONNX-SAME-PADS", "ONNX-PADS", "ONNX-SAME-SPLIT"),

@@ -4,8 +4,10 @@ Where implementations part ways the specs are silent or misread; each such point
 *variant* of the reference:
 
 - geometry (output shape and window placement): ceil vs ceil_torch vs floor, same_upper vs
-  same_lower, SAME pads from the undilated kernel (as ONNX Runtime computes them), pads swapped
-  or ignored, dilations ignored;
+  same_lower, SAME pads from the undilated kernel (as ONNX Runtime computes them), an output sized
+  without the dilation whose uncomputed tail is 0 (onnx.reference's AveragePool under SAME and
+  VALID: :attr:`Placement.computed`), SAME_LOWER split as SAME_UPPER and sized floor(size /
+  stride) (onnx.reference's MaxPool), pads swapped or ignored, dilations ignored;
 - policy (:class:`poolcheck.spec.policy.Policy`): NaN propagated / ignored / first-wins, value of
   a window wholly in padding (-inf / lowest finite / 0), the average's divisor (full kernel /
   window clipped to the padded input / valid elements only), the average of no element;

@@ -22,7 +22,7 @@ from poolcheck.api_family import lp_root, run_family
 from poolcheck.engines import get_engine, get_family_engine
 from poolcheck.errors import PoolcheckError
 from poolcheck.fuzz.diagnosis.family_lp import SignedSums, exponent_rounded, root
-from poolcheck.fuzz.diagnosis.variants import GEOMETRY_VARIANTS, GeometryVariant
+from poolcheck.fuzz.diagnosis.variants import GEOMETRY_VARIANTS, GeometryVariant, computed_mask
 from poolcheck.judgement import close_values, family_tolerance
 from poolcheck.spec import dtypes
 from poolcheck.spec.family import FamilySpec, adaptive_bins, global_window
@@ -108,17 +108,19 @@ def _lp(spec: FamilySpec, x: np.ndarray, *, p: int | None = None, rooted: bool =
     return out, None
 
 
-def _placed(spec: FamilySpec, x: np.ndarray, gv: GeometryVariant | None) -> tuple[np.ndarray, Geometry, int]:
+def _placed(spec: FamilySpec, x: np.ndarray,
+            gv: GeometryVariant | None) -> tuple[np.ndarray, Geometry, int, np.ndarray | None]:
     """The input (cropped where a negative pad starts the windows inside it), the windows the
-    geometry variant ``gv`` places (None: the spec's) and the kernel's taps."""
+    geometry variant ``gv`` places (None: the spec's), the kernel's taps, and the outputs the
+    placement computes (None: all; the others are 0, :attr:`Placement.computed`)."""
     window = spec.window if spec.op == "lp" else global_window(spec, x.shape)
     assert window is not None
     if gv is None:
-        return x, resolve(window, x.shape), math.prod(window.kernel)
+        return x, resolve(window, x.shape), math.prod(window.kernel), None
     placement = gv.build(window, tuple(x.shape))
     if placement.crop is not None:
         x = x[(slice(None), slice(None), *(slice(a, b) for a, b in placement.crop))]
-    return x, placement.geom, math.prod(window.kernel)
+    return x, placement.geom, math.prod(window.kernel), computed_mask(placement.computed, placement.output_shape)
 
 
 def _lp_on(spec: FamilySpec, x: np.ndarray, gv: GeometryVariant | None, *, rescale: bool = False,
@@ -129,7 +131,7 @@ def _lp_on(spec: FamilySpec, x: np.ndarray, gv: GeometryVariant | None, *, resca
     ceil_mode); ``signed``: x^p, not |x|^p, and C's pow for the root (lp:no-abs); ``overflow``:
     powers and sums past the input type's largest value are inf (lp:input-type-overflow);
     ``exponent32``: the root's exponent 1/p rounded to float32 (lp:root-exponent-float32)."""
-    x, geom, kernel = _placed(spec, x, gv)
+    x, geom, kernel, kept = _placed(spec, x, gv)
     big = _overflow_bound(x.dtype, geom)
     with np.errstate(all="ignore"):
         powers = get_family_engine("numpy").power(x, spec.p)
@@ -142,6 +144,8 @@ def _lp_on(spec: FamilySpec, x: np.ndarray, gv: GeometryVariant | None, *, resca
             sums = sums * (kernel / _placed_sums(np.ones(x.shape), geom))
         if overflow:
             sums = np.where(np.abs(sums) > big, np.sign(sums) * np.inf, sums)
+        if kept is not None:  # a zero tail: the root of an uncomputed output's 0
+            sums = np.where(kept, sums, 0.0)
         if not signed:
             return dtypes.cast(root(sums, spec.p, exponent32=exponent32), x.dtype), None
         rooted = sums if spec.p == 1 else np.where(np.isfinite(sums) & (sums < 0), np.nan,
@@ -155,7 +159,7 @@ def _signed_sums(spec: FamilySpec, x: np.ndarray, gv: GeometryVariant | None, *,
     on the windows ``gv`` places (None: the spec's, summed by the reference engine)."""
     kernels = get_family_engine("numpy")
     big = float(dtypes.finfo(x.dtype).max)
-    x, geom, kernel = _placed(spec, x, gv)
+    x, geom, kernel, kept = _placed(spec, x, gv)
     with np.errstate(all="ignore"):
         powers = kernels.power(x, spec.p)
         finite = np.isfinite(x)
@@ -174,6 +178,9 @@ def _signed_sums(spec: FamilySpec, x: np.ndarray, gv: GeometryVariant | None, *,
             sums, magnitude = _placed_sums(signed, geom) * scale, _placed_sums(powers, geom) * scale
             finite_magnitude = _placed_sums(np.where(finite, powers, 0.0), geom) * scale
             counts = {k: _placed_sums(v.astype(np.float64), geom) for k, v in counted.items()}
+        if kept is not None:  # a zero tail: nothing summed where the placement computes no output
+            sums, magnitude, finite_magnitude = (np.where(kept, a, 0.0) for a in (sums, magnitude, finite_magnitude))
+            counts = {k: np.where(kept, v, 0.0) for k, v in counts.items()}
     return SignedSums(sums=sums, magnitude=magnitude, finite_magnitude=finite_magnitude, taps=kernel, p=spec.p,
                       dtype=np.dtype(x.dtype), exponent32=exponent32, **counts)
 

@@ -73,7 +73,7 @@ def replay(engine_module: ModuleType, spec: PoolSpec, x: np.ndarray, keys: tuple
     xc = _crop(_narrow(x, compute) if compute is not None else x, placement.crop)
     geom = placement.geom
     try:
-        ref = _run(engine_module, spec, xc, geom, policy, x.dtype)
+        ref = _run(engine_module, spec, xc, geom, policy, x.dtype, placement.computed)
     except (PoolcheckError, ValueError):
         return None
     value_ok = close_values(ref.values, values, _tolerance(engine_module, spec, xc, geom, policy, ref.values))

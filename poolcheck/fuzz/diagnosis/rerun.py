@@ -14,6 +14,7 @@ from poolcheck.engines import _windows as w
 from poolcheck.engines import numpy_engine as _NUMPY
 from poolcheck.engines.numpy_engine import empty_max_value
 from poolcheck.fuzz.diagnosis.indices import _plane_start
+from poolcheck.fuzz.diagnosis.variants import computed_mask
 from poolcheck.fuzz.reference import Outputs, canonical_layout, compute_expected
 from poolcheck.judgement import avg_tolerance
 from poolcheck.spec.attributes import PoolSpec
@@ -30,9 +31,21 @@ def _tolerance(engine_module: ModuleType, spec: PoolSpec, x: np.ndarray, geom: G
 
 
 def _run(engine_module: ModuleType, spec: PoolSpec, x: np.ndarray, geom: Geometry, policy: Policy,
-         out_dtype: np.dtype | None = None) -> Outputs:
+         out_dtype: np.dtype | None = None, computed: tuple[int, ...] | None = None) -> Outputs:
     """The reference under ``policy`` on ``geom``; values cast to ``out_dtype`` (the peer's type
-    when ``x`` is a float32 stand-in). Two diagnosis-only NaN settings: ``policy.nan == "-inf"``
+    when ``x`` is a float32 stand-in); with ``computed`` (:attr:`Placement.computed`) the values
+    past the computed outputs are 0, their windows never evaluated (the indices stay: a zero tail
+    is an average's)."""
+    out = _run_windows(engine_module, spec, x, geom, policy, out_dtype)
+    mask = computed_mask(computed, geom.output_shape)
+    if mask is None:
+        return out
+    return Outputs(np.where(mask, out.values, np.zeros((), dtype=out.values.dtype)), out.indices)
+
+
+def _run_windows(engine_module: ModuleType, spec: PoolSpec, x: np.ndarray, geom: Geometry, policy: Policy,
+                 out_dtype: np.dtype | None = None) -> Outputs:
+    """:func:`_run` over every window. Two diagnosis-only NaN settings: ``policy.nan == "-inf"``
     reads NaN as -inf; ``"skip"`` makes NaN elements no candidates at all, so a window of NaN
     and padding is an empty window."""
     layout = canonical_layout(x.shape) if spec.op == "max" else None

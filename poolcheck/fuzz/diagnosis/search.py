@@ -89,13 +89,14 @@ def _empty_window_rules_first(candidates: list[tuple[PolicyVariant, np.ndarray, 
 def _explain_values(engine_module: ModuleType, spec: PoolSpec, x: np.ndarray, geom: Geometry, values: np.ndarray,
                     prefer: Mapping[str, int], out_dtype: np.dtype | None = None,
                     index_score: Callable[[Outputs], int] | None = None,
+                    computed: tuple[int, ...] | None = None,
                     ) -> tuple[list[PolicyVariant], Policy, Outputs, np.ndarray, bool]:
     """Greedy cover of the differing elements by policy variants (one per group). Returns the
     chosen variants, their policy, the reference under it, the elements still differing, and
     whether another variant of a chosen group would have fixed exactly the same elements.
     Variants fixing the same values are told apart by ``index_score`` (how many of the peer's
     indices the variant's reference reproduces), then by ``prefer``, then by their order."""
-    base = _run(engine_module, spec, x, geom, SPEC, out_dtype)
+    base = _run(engine_module, spec, x, geom, SPEC, out_dtype, computed)
     ok0 = close_values(base.values, values, _tolerance(engine_module, spec, x, geom, SPEC, base.values))
     base_score = index_score(base) if index_score is not None else 0
     if ok0.all() and (index_score is None or base_score == values.size):
@@ -106,7 +107,7 @@ def _explain_values(engine_module: ModuleType, spec: PoolSpec, x: np.ndarray, ge
         if not _policy_applies(v, spec, x, geom):
             continue
         pol = SPEC.replace(**v.change)
-        ref = _run(engine_module, spec, x, geom, pol, out_dtype)
+        ref = _run(engine_module, spec, x, geom, pol, out_dtype, computed)
         ok = close_values(ref.values, values, _tolerance(engine_module, spec, x, geom, pol, ref.values))
         fixes = bad0 & ok
         breaks = ok0 & ~ok
@@ -138,7 +139,8 @@ def _explain_values(engine_module: ModuleType, spec: PoolSpec, x: np.ndarray, ge
         # alone would (an element equal to the lowest value keeps index 0: its own effect)
         seeded_floor = base_score
         if w.empty_windows(geom) is not None and index_score is not None:
-            seeded_floor = index_score(_run(engine_module, spec, x, geom, SPEC.replace(empty_index=0), out_dtype))
+            seeded_floor = index_score(_run(engine_module, spec, x, geom, SPEC.replace(empty_index=0), out_dtype,
+                                            computed))
         better = [(sc, -i, v) for i, (v, _f, sc) in enumerate(candidates)
                   if sc > base_score and (v.key != "max=seeded-scan" or sc > seeded_floor)]
         if better:
@@ -146,7 +148,7 @@ def _explain_values(engine_module: ModuleType, spec: PoolSpec, x: np.ndarray, ge
     policy = SPEC
     for v in chosen:
         policy = policy.replace(**v.change)
-    ref = _run(engine_module, spec, x, geom, policy, out_dtype) if chosen else base
+    ref = _run(engine_module, spec, x, geom, policy, out_dtype, computed) if chosen else base
     ok = close_values(ref.values, values, _tolerance(engine_module, spec, x, geom, policy, ref.values))
     return chosen, policy, ref, ~ok, ambiguous
 
@@ -224,7 +226,7 @@ def _explain_on(engine_module: ModuleType, spec: PoolSpec, x: np.ndarray, placem
             return int((encode_indices(canon, tuple(x.shape), order, modulus) == peer_idx).sum())
 
     chosen, _policy, ref, value_mask, ambiguous = _explain_values(engine_module, spec, xc, geom, values, prefer,
-                                                                  x.dtype, score)
+                                                                  x.dtype, score, placement.computed)
     keys = [v.key for v in chosen]
     texts = [v.text for v in chosen]
     index_mask = None
@@ -467,7 +469,7 @@ def _combinations(engine_module: ModuleType, spec: PoolSpec, x: np.ndarray,
                         continue
                     if r.index_ok is not None and not r.index_ok.all():
                         ref = _run(engine_module, spec, r.x, r.geom, SPEC.replace(
-                            **{k: val for v in combo for k, val in v.change.items()}), x.dtype)
+                            **{k: val for v in combo for k, val in v.change.items()}), x.dtype, p.computed)
                         assert ref.indices is not None and indices is not None
                         ref = Outputs(ref.values, _uncrop_indices(ref.indices.astype(np.int64), tuple(r.x.shape),
                                                                   tuple(x.shape), p.crop))

@@ -28,10 +28,26 @@ class Placement:
 
     geom: Geometry
     crop: tuple[tuple[int, int], ...] | None = None
+    #: per spatial axis, how many outputs the runner computes: an output at or past that count on
+    #: any axis is 0 (a zero tail: onnx.reference's AveragePool and LpPool under SAME or VALID with a
+    #: dilation). None: every output.
+    computed: tuple[int, ...] | None = None
 
     @property
     def output_shape(self) -> tuple[int, ...]:
         return self.geom.output_shape
+
+
+def computed_mask(computed: tuple[int, ...] | None, output_shape: tuple[int, ...]) -> np.ndarray | None:
+    """The outputs a placement's runner computes, as a mask broadcasting over ``output_shape``
+    (``(1, 1, *spatial)``); None when it computes them all."""
+    if computed is None:
+        return None
+    spatial = output_shape[2:]
+    mask = np.ones((1, 1, *spatial), dtype=bool)
+    for i, n in enumerate(computed):
+        mask &= w.broadcast_axis(np.arange(spatial[i]) < n, i, len(spatial))
+    return mask
 
 
 @dataclass(frozen=True)
@@ -55,8 +71,8 @@ def _c_div(a: int, b: int) -> int:
     return q if (a >= 0) == (b > 0) else -q
 
 
-def _legacy_same(dilated: bool, crop_tail: bool = False,
-                 floor_split: bool = False) -> Callable[[PoolSpec, tuple[int, ...]], Placement]:
+def _legacy_same(dilated: bool, crop_tail: bool = False, floor_split: bool = False, *, zero_tail: bool = False,
+                 lower_as_upper: bool = False) -> Callable[[PoolSpec, tuple[int, ...]], Placement]:
     """SAME pads as legacy implementations compute them: ``pad_needed = (ceil(size / stride) - 1)
     * stride + kernel - size`` with the undilated ``kernel`` (or the dilated one), NOT clamped at
     zero (a stride larger than the kernel gives a negative pad: windows start inside the input),
@@ -65,23 +81,41 @@ def _legacy_same(dilated: bool, crop_tail: bool = False,
     ceil_mode a float division rounded up). Measured against ONNX Runtime 1.31 for sizes 1-6 and
     1.32 for sizes 1-10 (MaxPool and AveragePool), kernels 1-4, strides 1-4, dilations 1-3, both
     SAME modes and both ceil_modes. With ``crop_tail`` a negative end pad also
-    cuts the input short (ONNX Runtime's average: ``hend = min(hstart + kernel, size + pad_end)``)."""
+    cuts the input short (ONNX Runtime's average: ``hend = min(hstart + kernel, size + pad_end)``).
+
+    Two ways onnx.reference 1.23 computes SAME (``onnx/reference/ops/op_pool_common.py`` and
+    ``op_max_pool.py``; measured on sizes 1-8 and 2-D inputs, kernels 1-3, strides 1-3, dilations
+    1-3, both modes, both ceil_modes and count_include_pads): with ``zero_tail`` (its
+    AveragePool/LpPool, ``CommonPool._run``) a negative ``pad_needed`` gives no output (numpy's pad
+    refuses a negative width), the output keeps the SAME size ``ceil(size / stride)`` but only the
+    explicit formula's ``floor((size + pad_needed - dilated kernel) / stride) + 1`` windows (none
+    when negative) are computed, the rest left 0 (:attr:`Placement.computed`); with
+    ``lower_as_upper`` (its MaxPool once a stride or dilation is not 1, ``_max_pool``) SAME_LOWER
+    is split as SAME_UPPER (``pad_needed // 2`` at the beginning) and sized ``floor(size /
+    stride)``."""
 
     def build(spec: PoolSpec, shape: tuple[int, ...]) -> Placement:
         ceil_mode = spec.convention == "onnx" and spec.ceil_mode == 1
+        lower = spec.auto_pad == "same_lower"
         axes = []
         crops = []
+        computed = []
         for i, size in enumerate(shape[2:]):
             k, s, d = spec.kernel[i], spec.strides[i], spec.dilations[i]
             k_eff = (k - 1) * d + 1 if dilated else k
-            target = (size + s - 1) // s
+            target = size // s if lower and lower_as_upper else (size + s - 1) // s
             need = (target - 1) * s + k_eff - size
+            if zero_tail and need < 0:
+                raise AttributeValueError("strides", f"axis {i}: negative SAME pad total {need}")
             div = (lambda a, b: a // b) if floor_split else _c_div  # Python floors, C truncates
-            head = div(need + 1, 2) if spec.auto_pad == "same_lower" else div(need, 2)
+            head = div(need + 1, 2) if lower and not lower_as_upper else div(need, 2)
             tail = need - head
             span = size + need - d * (k - 1) - 1
             # integer division (C) without ceil_mode; a float ceil with it (ONNX Runtime 1.31, 1.32)
             out = math.ceil(span / s + 1) if ceil_mode else _c_div(span, s) + 1
+            if zero_tail:  # the SAME size, only the explicit formula's windows computed (floor)
+                out, windows = target, max(0, span // s + 1)
+                computed.append(min(windows, out))
             if out < 0:
                 raise AttributeValueError("kernel", f"axis {i}: negative output size {out}")
             # a negative head pad moves the windows into the input; a negative tail only shortens
@@ -90,9 +124,28 @@ def _legacy_same(dilated: bool, crop_tail: bool = False,
             crops.append((start, stop))
             axes.append(AxisGeometry(stop - start, k, s, d, max(head, 0), max(tail, 0), out))
         crop = tuple(crops) if any(c != (0, n) for c, n in zip(crops, shape[2:])) else None
-        return Placement(Geometry(shape[0], shape[1], tuple(axes)), crop)
+        tail_kept = tuple(computed) if computed and any(n < a.out for n, a in zip(computed, axes)) else None
+        return Placement(Geometry(shape[0], shape[1], tuple(axes)), crop, tail_kept)
 
     return build
+
+
+def _valid_zero_tail(spec: PoolSpec, shape: tuple[int, ...]) -> Placement:
+    """VALID as onnx.reference 1.23's AveragePool/LpPool computes it (``get_output_shape_auto_pad``
+    then ``pool``; measured on 918 configurations, sizes 1-9 and 2-D, kernels 1-3, strides 1-3,
+    dilations 1-3, both count_include_pads): the output sized from the UNdilated kernel,
+    ``floor((size - kernel) / stride) + 1``, but only the dilated kernel's ``floor((size -
+    dilated kernel) / stride) + 1`` windows computed (none when negative), the rest left 0."""
+    axes, computed = [], []
+    for i, size in enumerate(shape[2:]):
+        k, s, d = spec.kernel[i], spec.strides[i], spec.dilations[i]
+        out = (size - k) // s + 1
+        if out < 0:  # numpy refuses a negative dimension
+            raise AttributeValueError("kernel", f"axis {i}: negative output size {out}")
+        axes.append(AxisGeometry(size, k, s, d, 0, 0, out))
+        computed.append(min(out, max(0, (size - (k - 1) * d - 1) // s + 1)))
+    kept = tuple(computed) if any(n < a.out for n, a in zip(computed, axes)) else None
+    return Placement(Geometry(shape[0], shape[1], tuple(axes)), None, kept)
 
 
 def _same_rounded(spec: PoolSpec, shape: tuple[int, ...]) -> Placement:
@@ -272,6 +325,25 @@ GEOMETRY_VARIANTS: tuple[GeometryVariant, ...] = (
                     lambda s: _is_same(s) and s.convention == "onnx" and any(
                         st > (k - 1) * d + 1 for st, k, d in zip(s.strides, s.kernel, s.dilations)),
                     lambda s, shape: Placement(resolve(s.replace(convention="openvino"), shape))),
+    GeometryVariant("same:undilated-kernel-zero-tail",
+                    "SAME pads computed from the undilated kernel (a negative total gives no output), the output "
+                    "sized ceil(size / stride) but only the explicit formula's floor((size + pads - dilated kernel) "
+                    "/ stride) + 1 windows computed: the outputs past them are 0 (onnx.reference's AveragePool)",
+                    lambda s: _is_same(s) and s.op == "avg" and s.rounding_type == "floor"
+                    and any(d > 1 for d in s.dilations), _legacy_same(dilated=False, zero_tail=True)),
+    GeometryVariant("valid:undilated-kernel-zero-tail",
+                    "VALID output sized from the undilated kernel, floor((size - kernel) / stride) + 1, but only the "
+                    "dilated kernel's floor((size - dilated kernel) / stride) + 1 windows computed: the outputs past "
+                    "them are 0 (onnx.reference's AveragePool)",
+                    lambda s: s.op == "avg" and s.auto_pad == "valid" and s.rounding_type == "floor"
+                    and any(d > 1 for d in s.dilations), _valid_zero_tail),
+    GeometryVariant("same:lower-as-upper-floor-size",
+                    "same_lower padded as same_upper (the odd pad at the end; pad_needed // 2 at the beginning, "
+                    "from the dilated kernel, not clamped at 0) and sized floor(size / stride) instead of "
+                    "ceil (onnx.reference's MaxPool with a stride or dilation > 1)",
+                    lambda s: s.op == "max" and s.auto_pad == "same_lower"
+                    and any(v > 1 for v in (*s.strides, *s.dilations)),
+                    _legacy_same(dilated=True, floor_split=True, lower_as_upper=True)),
     GeometryVariant("pads:swapped", "pads_begin and pads_end swapped", _explicit_asym,
                     lambda s, shape: Placement(resolve(s.replace(pads_begin=s.pads_end, pads_end=s.pads_begin),
                                                        shape))),
