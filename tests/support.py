@@ -172,3 +172,24 @@ def built_once(tmp_path_factory: pytest.TempPathFactory, name: str, build: Calla
             build(folder)
             (folder / ".built").touch()
     return folder
+
+
+def onnx_reference_run(op: str, x: Any, *, outputs: int = 1, **attrs: Any) -> list[Any]:
+    """``op`` (opset 22) run plainly by ``onnx.reference.ReferenceEvaluator`` on a model built with
+    ``onnx.helper`` -- no poolcheck in between -- returning its ``outputs`` outputs (2: a MaxPool's
+    values and indices); skips the test without onnx. The runtime's own exceptions propagate."""
+    pytest.importorskip("onnx.reference")
+    import warnings
+
+    import numpy as np
+    from onnx import TensorProto, helper
+    from onnx.reference import ReferenceEvaluator
+
+    names = ["y", "i"][:outputs]
+    node = helper.make_node(op, ["x"], names, **attrs)
+    outs = [helper.make_tensor_value_info(n, TensorProto.INT64 if n == "i" else TensorProto.FLOAT, None) for n in names]
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x.shape))], outs)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 22)])
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return list(ReferenceEvaluator(model).run(None, {"x": x}))

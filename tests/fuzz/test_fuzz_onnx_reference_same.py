@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import itertools
 import math
-import warnings
 
 import numpy as np
 import pytest
 from oracle import Axis, avg_pool_loops, max_pool_loops, onnx_index
+from support import onnx_reference_run
 
 from poolcheck.engines import get_engine
 from poolcheck.fuzz.diagnosis import GEOMETRY_VARIANTS, diagnose_output, predict, replay
@@ -170,17 +170,7 @@ def test_the_variants_apply_only_where_onnx_reference_takes_those_paths() -> Non
 
 def reference(op: str, x: np.ndarray, **attrs: object) -> np.ndarray:
     """``op`` run plainly by onnx.reference.ReferenceEvaluator (opset 22)."""
-    pytest.importorskip("onnx.reference")
-    from onnx import TensorProto, helper
-    from onnx.reference import ReferenceEvaluator
-
-    node = helper.make_node(op, ["x"], ["y"], **attrs)
-    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x.shape))],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 22)])
-    with warnings.catch_warnings(), np.errstate(all="ignore"):
-        warnings.simplefilter("ignore", RuntimeWarning)
-        return ReferenceEvaluator(model).run(None, {"x": x})[0]
+    return onnx_reference_run(op, x, **attrs)[0]
 
 
 X6 = np.array([[[5, 6, 7, 8, 9, 10]]], dtype=np.float32)

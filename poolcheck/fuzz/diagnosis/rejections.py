@@ -25,6 +25,24 @@ class RejectRule:
     needs: str = ""  # a regular expression the peer's message must match (empty: any message)
 
 
+def _same_pad_total_undilated(size: int, kernel: int, stride: int) -> int:
+    """The SAME pad total as onnx.reference 1.23's AveragePool/LpPool computes it
+    (``op_pool_common.py``: ``get_output_shape_auto_pad``'s ``floor((size - 1) / stride) + 1``
+    outputs, then ``get_pad_shape``'s ``(out - 1) * stride + kernel - size`` with the UNdilated
+    kernel), not clamped at 0."""
+    return ((size - 1) // stride) * stride + kernel - size
+
+
+def _negative_same_total(spec: PoolSpec, x: np.ndarray) -> bool:
+    """An average under SAME whose pad total (:func:`_same_pad_total_undilated`) is negative on
+    some axis: onnx.reference hands it to ``numpy.pad``, which refuses a negative width ("index
+    can't contain negative values"). Measured (ReferenceEvaluator, onnx 1.23.2: sizes 1-8 and 2-D,
+    kernels 1-3, strides 1-4, dilations 1-3): it raises exactly there for AveragePool and LpPool
+    with ceil_mode 0 (ceil_mode 1 asserts first), whatever the dilation; MaxPool never."""
+    return spec.op == "avg" and spec.auto_pad in ("same_upper", "same_lower") and any(
+        _same_pad_total_undilated(n, k, s) < 0 for n, k, s in zip(x.shape[2:], spec.kernel, spec.strides))
+
+
 def _pads_ge_kernel(spec: PoolSpec) -> bool:
     return spec.auto_pad == "explicit" and any(
         p >= k for p, k in zip(spec.pads_begin + spec.pads_end, spec.kernel + spec.kernel))
@@ -64,14 +82,26 @@ REJECT_RULES: tuple[RejectRule, ...] = (
                _empty_windows, r"(?i)wholly in padding|only padding"),
     RejectRule("ceil window starting in padding", "rejects a ceil window that starts in the padding",
                _starts_in_pad, r"(?i)ceil.*(start|begin).*pad"),
+    RejectRule("negative SAME pad total",
+               "rejects SAME padding whose total, (ceil(size / stride) - 1) * stride + kernel - size with the "
+               "undilated kernel, is negative (a stride larger than the kernel): numpy.pad refuses a negative width "
+               "(onnx.reference's AveragePool and LpPool pad so)",
+               _negative_same_total, r"index can't contain negative values"),
     RejectRule("dilations", "rejects dilations > 1", lambda s, x: any(d > 1 for d in s.dilations), r"(?i)dilation"),
     RejectRule("asymmetric pads", "rejects asymmetric pads",
                lambda s, x: s.auto_pad == "explicit" and s.pads_begin != s.pads_end, r"(?i)symmetric"),
 )
 
 
-#: Geometry variants that can leave a configuration without output (a peer following one rejects).
-REJECTING_VARIANTS = frozenset({"same:undilated-kernel", "same:negative-pads"})
+#: Geometry variants that can leave a configuration without output, each with what a peer
+#: following it says when it refuses: ONNX Runtime's SAME arithmetic ends in "Calculated output
+#: dimension is negative" (measured, 1.31). A variant names a refusal only when the message says
+#: so: another peer's refusal of the same configuration has another cause (onnx.reference's
+#: "ceil_mode is not supported with auto_pad", or numpy.pad's negative width, which is the rule
+#: "negative SAME pad total" above, not the zero-tail variant's "no output", which only a subset of
+#: those configurations -- the dilated ones -- would have).
+_NEGATIVE_SIZE = r"(?i)(output|dimension|size)[^.]*\bnegative|negative[^.]*(output|dimension|size)"
+REJECTING_VARIANTS: dict[str, str] = {"same:undilated-kernel": _NEGATIVE_SIZE, "same:negative-pads": _NEGATIVE_SIZE}
 
 
 def normalise_message(message: str, limit: int = 80) -> str:
@@ -106,13 +136,15 @@ def diagnose_rejection(spec: PoolSpec, x: np.ndarray, message: str) -> Diagnosis
         if rule.needs and re.search(rule.needs, message) and holds(rule):
             return Diagnosis(f"rejects: {rule.key}", f"{rule.text} ({message[:160]})", True, (rule.key,),
                              severity=REJECTION_SEVERITY)
-    # 2. a SAME-padding variant under which the configuration has no output
+    # 2. a SAME-padding variant under which the configuration has no output, refused as that
+    # variant's followers refuse it
     try:
         options = placements(spec, tuple(int(v) for v in x.shape))
     except AttributeValueError:
         options = []
     for gv, p in options:
-        if gv is not None and p is None and gv.key in REJECTING_VARIANTS:
+        if gv is not None and p is None and gv.key in REJECTING_VARIANTS and re.search(REJECTING_VARIANTS[gv.key],
+                                                                                     message):
             key = f"{gv.key} gives no output"
             return Diagnosis(f"rejects: {key}", f"rejects it: {gv.text}, and then the output size is negative "
                              f"({message[:160]})", True, (gv.key,), severity=REJECTION_SEVERITY)
