@@ -123,6 +123,12 @@ SEVERITY_RULES: tuple[SeverityRule, ...] = (
           ONNX, _onnx),
     _rule("rounding:floor->ceil", _V, ("OV-SHAPE-FLOOR",), "floor rounding rounds down", OV, _ov),
     _rule("rounding:floor->ceil", _V, ("ONNX-SHAPE-FLOOR",), "ceil_mode disabled rounds down", ONNX, _onnx),
+    _rule("rounding:ceil-extra-pad-split", _V, ("ONNX-PADS-FORMAT",),
+          "xi_begin pixels are added at the beginning of axis i: the windows start at -pads_begin, whatever "
+          "ceil_mode adds past the end", ONNX, _onnx),
+    _rule("rounding:ceil-extra-pad-split", _V, ("OV14-PADS-BEGIN",),
+          "pads_begin pixels are added at the beginning (none under valid): the windows start at -pads_begin, "
+          "whatever the rounding adds past the end", OV, _ov),
     _rule("same:rounding-applied", _V, ("ONNX-SHAPE-SAME", "ONNX-SHAPE-SAME-CEIL"),
           "SAME gives the same count with and without ceil_mode", ONNX, _onnx),
     _rule("same:rounding-applied", _E, ("OV-SHAPE-SAME", "OV-SHAPE-ROUNDED"),

@@ -7,7 +7,11 @@
   diagnosis names it ``rejects: negative SAME pad total`` -- not ONNX Runtime's
   ``same:undilated-kernel gives no output``;
 - planted: ONNX Runtime's refusal keeps its names, and another message on the same
-  configuration is not given this one."""
+  configuration is not given this one;
+- AveragePool with explicit pads and ceil_mode (``get_output_shape_explicit_padding``, ``pool``):
+  the extra padding the last window needs split half before the input
+  (``rounding:ceil-extra-pad-split``), against a loop oracle written here from that source, against
+  ReferenceEvaluator's own outputs, and planted: a peer following the spec is not given the name."""
 
 from __future__ import annotations
 
@@ -18,7 +22,8 @@ import numpy as np
 import pytest
 from support import onnx_reference_run
 
-from poolcheck.fuzz.diagnosis import diagnose_rejection
+from poolcheck.engines import get_engine
+from poolcheck.fuzz.diagnosis import GEOMETRY_VARIANTS, diagnose_output, diagnose_rejection, predict, replay
 from poolcheck.spec import attributes as A
 from poolcheck.spec.operators import parse
 
@@ -173,3 +178,163 @@ def test_a_variant_without_output_names_only_the_refusal_it_models() -> None:
         "rejects: same:undilated-kernel gives no output"
     for message in ("AssertionError: ceil_mode is not supported with auto_pad", "RuntimeError: something 12"):
         assert "same:undilated-kernel" not in diagnose_rejection(spec, x, message).klass
+
+
+# --------------------------------------------------------------------------- explicit pads + ceil_mode
+
+ENGINE = get_engine("numpy")
+SPLIT_KEY = "rounding:ceil-extra-pad-split"
+
+
+def split_axis(size: int, k: int, s: int, d: int, pb: int, pe: int, ceil: int) -> list[list[int]]:
+    """One axis of onnx.reference's AveragePool with explicit pads, from ``op_pool_common.py``:
+    ``get_output_shape_explicit_padding`` sizes the output ``(size + pb + pe - dk) / s + 1``
+    rounded (ceil: minus one when the last window starts at or past ``size + pb``), then adds
+    ``extra = (out - 1) * s + dk - (size + pb + pe)`` (when positive) as ``extra // 2`` more
+    padding before the input and the rest after; ``pool`` takes the taps ``s * o + j * d`` of the
+    padded array below ``size + pb + pe`` (the original pads). Returned: per output, its taps as
+    input positions (outside ``[0, size)``: padding)."""
+    dk = (k - 1) * d + 1
+    span = (size + pb + pe - dk) / s + 1
+    out = math.ceil(span) if ceil else math.floor(span)
+    if ceil and (out - 1) * s >= size + pb:
+        out -= 1
+    extra = (out - 1) * s + dk - (size + pb + pe)
+    before = pb + (extra // 2 if extra > 0 else 0)
+    return [[p - before for p in range(s * o, s * o + dk, d) if p < size + pb + pe] for o in range(out)]
+
+
+def split_oracle(x: np.ndarray, axes: list[list[list[int]]], include: bool) -> np.ndarray:
+    """The averages over :func:`split_axis`'s taps: padding counted as 0 with ``include``, left out
+    (numpy NaN padding, ``np.average`` of the rest) without; a window of no element is NaN."""
+    y = np.zeros((*x.shape[:2], *(len(a) for a in axes)))
+    for n, c in itertools.product(range(x.shape[0]), range(x.shape[1])):
+        for pos in itertools.product(*(range(len(a)) for a in axes)):
+            vals = []
+            for tap in itertools.product(*(a[p] for a, p in zip(axes, pos))):
+                inside = all(0 <= q < x.shape[2 + i] for i, q in enumerate(tap))
+                if inside or include:
+                    vals.append(float(x[(n, c, *tap)]) if inside else 0.0)
+            y[(n, c, *pos)] = np.mean(vals) if vals else np.nan
+    return y
+
+
+SPLIT_1D = [((size,), [k], [s], [d], [pb, pe]) for size in (1, 2, 4, 5, 7) for k in (1, 2, 3) for s in (2, 3)
+            for d in (1, 2) for pb in (0, 1, 2) for pe in (0, 1, 2)]
+SPLIT_2D = [((4, 5), [2, 3], [3, 1], [1, 1], [0, 1, 1, 0]), ((3, 7), [3, 1], [3, 3], [2, 1], [1, 0, 0, 2]),
+            ((4, 4), [3, 3], [3, 1], [1, 1], [0, 0, 0, 0]), ((7, 3), [2, 2], [3, 2], [1, 1], [2, 1, 1, 0])]
+
+
+def _split_spec(ks: list[int], ss: list[int], ds: list[int], pads: list[int], ceil: int, include: int) -> object:
+    return parse("AveragePool-22", {"kernel_shape": ks, "strides": ss, "dilations": ds, "pads": pads,
+                                    "ceil_mode": ceil, "count_include_pad": include})
+
+
+def _valid(sizes: tuple[int, ...], ks: list[int], ds: list[int], pads: list[int]) -> bool:
+    n = len(sizes)
+    return all(size + pads[i] + pads[n + i] >= (k - 1) * d + 1 for i, (size, k, d) in enumerate(zip(sizes, ks, ds)))
+
+
+def x_split(sizes: tuple[int, ...]) -> np.ndarray:
+    return (np.arange(2 * math.prod(sizes), dtype=np.float32) * 3 % 11 + 1).reshape(2, 1, *sizes)
+
+
+@pytest.mark.parametrize("include", [0, 1])
+def test_ceil_split_variant_is_the_loop_oracle(include: int) -> None:
+    shifted = 0
+    for sizes, ks, ss, ds, pads in SPLIT_1D + SPLIT_2D:
+        if not _valid(sizes, ks, ds, pads):
+            continue
+        n = len(sizes)
+        axes = [split_axis(sizes[i], ks[i], ss[i], ds[i], pads[i], pads[n + i], 1) for i in range(n)]
+        x = x_split(sizes)
+        want = split_oracle(x, axes, bool(include))
+        if np.isnan(want).any():
+            continue  # an average of no element: the empty_avg policy, not this placement
+        got = predict(ENGINE, _split_spec(ks, ss, ds, pads, 1, include), x, [SPLIT_KEY])
+        assert got is not None and got[0].shape == want.shape, (sizes, ks, ss, ds, pads)
+        np.testing.assert_allclose(got[0], want, rtol=1e-6, err_msg=str((sizes, ks, ss, ds, pads)))
+        own = predict(ENGINE, _split_spec(ks, ss, ds, pads, 1, include), x, [])
+        shifted += own is None or not np.allclose(own[0], want, rtol=1e-6)
+    assert shifted > 10  # the grid reaches the shifted windows
+
+
+def test_ceil_split_variant_applies_only_with_ceil_rounding() -> None:
+    gv = next(g for g in GEOMETRY_VARIANTS if g.key == SPLIT_KEY)
+    assert gv.applies(_split_spec([3], [3], [1], [1, 0], 1, 0))
+    assert not gv.applies(_split_spec([3], [3], [1], [1, 0], 0, 0))  # floor: no extra padding
+    assert not gv.applies(A.onnx_max_pool([3], [3], [1, 0], [1], 1, "NOTSET"))  # _max_pool starts at -pads_begin
+    assert not gv.applies(A.onnx_average_pool([3], [3], None, [1], 0, 0, "SAME_UPPER"))
+
+
+def test_ceil_split_variant_replays_onnx_reference_exactly_on_a_grid() -> None:
+    """Wherever ReferenceEvaluator gives an output without an empty window, the variant reproduces
+    it exactly (ceil_mode 1) and the diagnosis names it where the spec differs; with ceil_mode 0
+    there is no extra padding and the spec reproduces it."""
+    named = 0
+    for (sizes, ks, ss, ds, pads), ceil, include in itertools.product(SPLIT_1D + SPLIT_2D, (0, 1), (0, 1)):
+        if not _valid(sizes, ks, ds, pads):
+            continue
+        attrs = {"kernel_shape": ks, "strides": ss, "dilations": ds, "pads": pads, "ceil_mode": ceil,
+                 "count_include_pad": include}
+        x = x_split(sizes)
+        try:
+            got = onnx_reference_run("AveragePool", x, **attrs)[0]
+        except IndexError:  # pool() loops past the output it sized: a refusal classed by its message
+            continue
+        if np.isnan(got).any():
+            continue
+        spec = parse("AveragePool-22", attrs)
+        plain = replay(ENGINE, spec, x, [], got, None)
+        if not ceil:
+            assert plain is not None and plain.exact, attrs
+            continue
+        r = replay(ENGINE, spec, x, [SPLIT_KEY], got, None)
+        assert r is not None and r.exact, (attrs, got)
+        if plain is None or not plain.exact:
+            d = diagnose_output(ENGINE, spec, x, got, None)
+            assert d.explained and d.klass == SPLIT_KEY, (attrs, d)
+            named += 1
+    assert named > 15
+
+
+def test_the_registry_example_is_named() -> None:
+    """The registry's 'avg unexplained values (window touching padding)' example: AvgPool-14 valid,
+    ceil_torch, kernel 3x3, stride [3, 1], exclude_pad on 4x4 planes, sent to ONNX as NOTSET,
+    pads 0, ceil_mode 1: onnx.reference's rows start one element early (extra 2 on axis 0)."""
+    spec = A.openvino_avg_pool([3, 3], [3, 1], [0, 0], [1, 1], exclude_pad=True, rounding_type="ceil_torch",
+                               auto_pad="valid")
+    x = -np.arange(1, 33, dtype=np.float32).reshape(1, 2, 4, 4)
+    got = onnx_reference_run("AveragePool", x, kernel_shape=[3, 3], strides=[3, 1], pads=[0, 0, 0, 0],
+                             ceil_mode=1, count_include_pad=0)[0]
+    assert got[0, 0].tolist() == [[-4.0, -5.0], [-10.0, -11.0]]  # measured (the spec: [[-6, -7], [-12, -13]])
+    d = diagnose_output(ENGINE, spec, x, got, None)
+    assert d.explained and d.klass == SPLIT_KEY, d
+
+
+def test_a_peer_following_the_spec_or_shifting_otherwise_is_not_given_the_name() -> None:
+    """The spec's own output is 'same'; windows shifted by the whole extra (not half), planted as a
+    peer, are not this variant (the name is given only where its replay is exact)."""
+    checked = 0
+    for sizes, ks, ss, ds, pads in SPLIT_1D:
+        if not _valid(sizes, ks, ds, pads):
+            continue
+        spec = _split_spec(ks, ss, ds, pads, 1, 1)
+        x = x_split(sizes)
+        own = predict(ENGINE, spec, x, [])
+        assert own is not None and diagnose_output(ENGINE, spec, x, *own).klass == "same"
+        size, k, s, d, pb, pe = sizes[0], ks[0], ss[0], ds[0], pads[0], pads[1]
+        axis = split_axis(size, k, s, d, pb, pe, 1)
+        extra = (len(axis) - 1) * s + (k - 1) * d + 1 - (size + pb + pe)
+        if extra < 2:
+            continue
+        # planted: every window shifted by the whole extra, padding counted
+        whole = [[p - pb - extra for p in range(s * o, s * o + (k - 1) * d + 1, d) if p < size + pb + pe]
+                 for o in range(len(axis))]
+        peer = split_oracle(x, [whole], True).astype(np.float32)
+        if np.allclose(peer, split_oracle(x, [axis], True), rtol=1e-6):
+            continue
+        named = diagnose_output(ENGINE, spec, x, peer, None)
+        assert SPLIT_KEY not in named.atoms, (sizes, ks, ss, ds, pads, named)
+        checked += 1
+    assert checked > 5

@@ -148,6 +148,33 @@ def _valid_zero_tail(spec: PoolSpec, shape: tuple[int, ...]) -> Placement:
     return Placement(Geometry(shape[0], shape[1], tuple(axes)), None, kept)
 
 
+def _ceil_extra_split(spec: PoolSpec, shape: tuple[int, ...]) -> Placement:
+    """Explicit pads with ceil_mode as onnx.reference 1.23's AveragePool computes them
+    (``op_pool_common.py``: ``get_output_shape_explicit_padding`` then ``pool``): the output size
+    is the spec's (ceil, the last window dropped when it starts past ``size + pads_begin``), but
+    the padding the last window needs past the padded input, ``extra = (out - 1) * stride +
+    dilated kernel - (size + pads_begin + pads_end)``, is added half before the input (``extra //
+    2``) and half after, while a window's taps still stop at the original padded end ``size +
+    pads_begin + pads_end``: with ``extra >= 2`` every window starts ``extra // 2`` elements
+    earlier, and an end pad smaller than that cuts the input's last elements off (a crop).
+    Measured (ReferenceEvaluator, onnx 1.23.2; sizes 1-8, kernels 1-3, strides 1-3, dilations 1-2,
+    pads 0-2 at each end, ceil_mode 0/1, count_include_pad 0/1, and 2-D inputs): 3901 outputs
+    equal, 745 more with its empty windows' NaN (``empty_avg=nan``), none different. LpPool runs
+    the same code on |x|^p but rescales windows touching padding by kernel size / taps: not
+    modelled with this variant (10 of 224 unpadded ceil configurations still differ)."""
+    g = resolve(spec, shape)
+    axes, crops = [], []
+    for a in g.axes:
+        extra = (a.out - 1) * a.stride + (a.kernel - 1) * a.dilation + 1 - (a.size + a.pad_begin + a.pad_end)
+        shift = extra // 2 if extra > 0 else 0
+        stop = a.size + min(0, a.pad_end - shift)
+        crops.append((0, stop))
+        axes.append(AxisGeometry(stop, a.kernel, a.stride, a.dilation, a.pad_begin + shift,
+                                 max(0, a.pad_end - shift), a.out))
+    crop = tuple(crops) if any(c != (0, n) for c, n in zip(crops, shape[2:])) else None
+    return Placement(Geometry(g.batch, g.channels, tuple(axes)), crop)
+
+
 def _same_rounded(spec: PoolSpec, shape: tuple[int, ...]) -> Placement:
     """SAME pads as the spec computes them, then the explicit formula with ``rounding_type``."""
     g = resolve(spec, shape)
@@ -287,6 +314,13 @@ GEOMETRY_VARIANTS: tuple[GeometryVariant, ...] = (
     GeometryVariant("rounding:floor->ceil", "floor treated as ceil",
                     lambda s: s.applied_rounding == "floor" and s.auto_pad in ("explicit", "valid"),
                     _respec(rounding_type="ceil", convention="openvino")),
+    GeometryVariant("rounding:ceil-extra-pad-split",
+                    "the padding the last ceil window needs past the padded input split half before the input: "
+                    "with extra = (out - 1) * stride + dilated kernel - padded size >= 2 every window starts "
+                    "extra // 2 elements earlier, its taps still ending at the padded input's end "
+                    "(onnx.reference's AveragePool with explicit pads and ceil_mode)",
+                    lambda s: s.op == "avg" and s.applied_rounding != "floor" and s.auto_pad in ("explicit", "valid"),
+                    _ceil_extra_split),
     GeometryVariant("same:rounding-applied",
                     "rounding_type applied to the SAME-padded size (ceil may add a window past the input)",
                     lambda s: _is_same(s) and s.rounding_type != "floor", _same_rounded),
