@@ -168,12 +168,15 @@ SEVERITY_RULES: tuple[SeverityRule, ...] = (
       for key in ("same:negative-pads", "same:negative-pads-cropped", "same:clamped", "same:negative-pads-floor-split")),
     *(_rule(key, _V, ("OV-PADS-BEGIN", "OV-PADS-END"), "pads_begin pads the beginning, pads_end the end",
             f"{OV} max", _ov, _max)
-      for key in ("pads:swapped", "pads:begin-both-ends", "pads:end-both-ends", "pads:ignored")),
+      for key in ("pads:swapped", "pads:begin-both-ends", "pads:end-both-ends", "pads:ignored",
+                  "pads:begin-moved-to-end")),
     *(_rule(key, _V, ("OV14-PADS-BEGIN", "OV14-PADS-END"), "pads_begin pads the beginning, pads_end the end",
             f"{OV} avg", _ov, _avg)
-      for key in ("pads:swapped", "pads:begin-both-ends", "pads:end-both-ends", "pads:ignored")),
+      for key in ("pads:swapped", "pads:begin-both-ends", "pads:end-both-ends", "pads:ignored",
+                  "pads:begin-moved-to-end")),
     *(_rule(key, _V, ("ONNX-PADS-FORMAT",), "pads are [x1_begin, x2_begin, ..., x1_end, x2_end, ...]", ONNX, _onnx)
-      for key in ("pads:swapped", "pads:begin-both-ends", "pads:end-both-ends", "pads:ignored")),
+      for key in ("pads:swapped", "pads:begin-both-ends", "pads:end-both-ends", "pads:ignored",
+                  "pads:begin-moved-to-end")),
     _rule("auto_pad:ignored", _V, ("OV-AUTO-PAD-PADS", "OV-SHAPE-VALID"),
           "pads_begin and pads_end do not apply under auto_pad", OV, _ov),
     _rule("auto_pad:ignored", _V, ("ONNX-AUTO-PAD-SAME", "ONNX-SHAPE-VALID"),
@@ -234,6 +237,10 @@ SEVERITY_RULES: tuple[SeverityRule, ...] = (
     _rule("index:column-major", _V, ("ONNX-STORAGE-ORDER",), "storage_order=0 counts row-major", ONNX, _onnx),
     _rule("index:padded-coordinates", _V, ("OV-INDEX",), "indices do not count padding", OV, _ov),
     _rule("index:padded-coordinates", _V, ("ONNX-INDICES",), "indices do not count padding", ONNX, _onnx),
+    _rule("index:window-offset-by-output-shape", _V, ("OV-INDEX",),
+          "indices of the chosen element in the tensor flattened to 1D, not considering padding", OV, _ov),
+    _rule("index:window-offset-by-output-shape", _V, ("ONNX-INDICES",),
+          "indices of the chosen element in the tensor flattened to 1-D", ONNX, _onnx),
     # ------------------------------------------------------------------ variants added for issue 20 (h20-diag)
     *(_rule(key, _V, ("OV-CEIL-TORCH",), "only a last window that starts in the padding (at or past "
             "H + pads_begin) is dropped", OV, _ov)

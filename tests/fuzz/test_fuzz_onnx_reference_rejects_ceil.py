@@ -338,3 +338,158 @@ def test_a_peer_following_the_spec_or_shifting_otherwise_is_not_given_the_name()
         assert SPLIT_KEY not in named.atoms, (sizes, ks, ss, ds, pads, named)
         checked += 1
     assert checked > 5
+
+
+# --------------------------------------------------------------------------- MaxPool, strides and dilations 1
+
+MOVED_KEY = "pads:begin-moved-to-end"
+OFFSET_KEY = "index:window-offset-by-output-shape"
+
+
+def unit_max_oracle(x: np.ndarray, ks: list[int], pads: list[int], ceil: int) -> tuple[np.ndarray, np.ndarray] | str:
+    """onnx.reference 1.23's MaxPool of a 1-D or 3-D input with strides and dilations 1, from
+    ``_op_common_pool.py``: ``pads`` of other than 4 items is not applied (``padded = x``) but its
+    first items (the begin pads) enter the sizes: the output ``size - k + 1`` (no ceil_mode) or
+    ``size + pb - k + 1`` (ceil_mode), the loop ``size + pb - k + 1`` windows starting at input
+    position ``o`` (taps past the end skipped). The index: ``np.argmax`` over the window's taps,
+    ``_get_indices`` with the OUTPUT shape (no bound on axis 0), plus ``o - pb``, ``_get_index``
+    with the input's spatial shape (within the plane). A string: what it raises."""
+    sp, n = x.shape[2:], len(ks)
+    pb = pads[:n]
+    loop = [s + b - k + 1 for s, b, k in zip(sp, pb, ks)]
+    out = loop if ceil else [s - k + 1 for s, k in zip(sp, ks)]
+    if min(out) <= 0:
+        return "RuntimeError"
+    if any(a > b for a, b in zip(loop, out)):
+        return "IndexError"
+    y = np.zeros((*x.shape[:2], *out), dtype=x.dtype)
+    z = np.zeros(y.shape, dtype=np.int64)
+    for nn, c in itertools.product(range(x.shape[0]), range(x.shape[1])):
+        for o in itertools.product(*(range(v) for v in out)):
+            taps = [tuple(a + b for a, b in zip(o, j)) for j in itertools.product(*(range(k) for k in ks))]
+            vals = [x[(nn, c, *q)] for q in taps if all(a < s for a, s in zip(q, sp))]
+            if not vals:
+                return "ValueError"
+            arg = int(np.argmax(vals))
+            coords = [0] * n
+            for i in range(n - 1, 0, -1):
+                coords[i], arg = arg % out[i], arg // out[i]
+            coords[0] = arg
+            index, mul = 0, 1
+            for i in range(n - 1, -1, -1):
+                index += (coords[i] + o[i] - pb[i]) * mul
+                mul *= sp[i]
+            y[(nn, c, *o)], z[(nn, c, *o)] = max(vals), index
+    return y, z
+
+
+UNIT_1D = [((size,), [k], [pb, pe]) for size in range(1, 7) for k in (1, 2, 3) for pb in (0, 1, 2) for pe in (0, 1, 2)]
+UNIT_3D = [(sizes, ks, pads) for sizes in ((2, 3, 2), (3, 1, 4)) for ks in ([1, 2, 2], [2, 1, 3], [2, 2, 1])
+           for pads in ([0] * 6, [1, 0, 2, 0, 1, 0], [0, 1, 0, 1, 0, 2])]
+
+
+def _unit_spec(ks: list[int], pads: list[int], ceil: int) -> object:
+    n = len(ks)
+    return parse("MaxPool-22", {"kernel_shape": ks, "pads": pads, "ceil_mode": ceil, "strides": [1] * n,
+                                "dilations": [1] * n})
+
+
+def x_unit(sizes: tuple[int, ...]) -> np.ndarray:
+    return (np.arange(2 * math.prod(sizes), dtype=np.float32) * 7 % 13 + 1).reshape(2, 1, *sizes)
+
+
+def test_unit_step_max_variants_are_the_loop_oracle() -> None:
+    """Where onnx.reference gives an output, the two variants together are the oracle written from
+    its source (values and indices); where its loop overruns the output, the geometry has none."""
+    checked = 0
+    for (sizes, ks, pads), ceil in itertools.product(UNIT_1D + UNIT_3D, (0, 1)):
+        want = unit_max_oracle(x_unit(sizes), ks, pads, ceil)
+        spec = _unit_spec(ks, pads, ceil)
+        keys = [MOVED_KEY, OFFSET_KEY] if any(pads) else [OFFSET_KEY]
+        try:
+            got = predict(ENGINE, spec, x_unit(sizes), keys)
+        except Exception:  # the spec itself has no output here (kernel past the padded input)
+            continue
+        if want == "IndexError":
+            assert got is None, (sizes, ks, pads, ceil)
+            continue
+        if isinstance(want, str):
+            continue
+        assert got is not None and got[1] is not None, (sizes, ks, pads, ceil)
+        np.testing.assert_array_equal(got[0], want[0], err_msg=str((sizes, ks, pads, ceil)))
+        np.testing.assert_array_equal(got[1], want[1], err_msg=str((sizes, ks, pads, ceil)))
+        checked += 1
+    assert checked > 100
+
+
+def test_unit_step_max_replays_onnx_reference_exactly_on_a_grid() -> None:
+    """ReferenceEvaluator's own values and indices (with the oracle's refusals) are reproduced
+    exactly by the variants, and the diagnosis explains them all (with a twin geometry name where
+    the moved pads coincide: pads_end 0 is pads:swapped, pads_begin 0 pads:begin-both-ends)."""
+    offset = 0
+    for (sizes, ks, pads), ceil in itertools.product(UNIT_1D + UNIT_3D, (0, 1)):
+        x = x_unit(sizes)
+        n = len(ks)
+        attrs = {"kernel_shape": ks, "pads": pads, "ceil_mode": ceil, "strides": [1] * n, "dilations": [1] * n}
+        want = unit_max_oracle(x, ks, pads, ceil)
+        try:
+            v, i = onnx_reference_run("MaxPool", x, outputs=2, **attrs)
+        except (IndexError, ValueError, RuntimeError) as e:
+            assert isinstance(want, str), (sizes, attrs, e)  # the oracle refuses too
+            continue
+        assert not isinstance(want, str)
+        np.testing.assert_array_equal(v, want[0])
+        np.testing.assert_array_equal(i, want[1])
+        try:
+            spec = parse("MaxPool-22", attrs)
+            r = replay(ENGINE, spec, x, [MOVED_KEY, OFFSET_KEY] if any(pads) else [OFFSET_KEY], v, i)
+        except Exception:  # the spec itself has no output here
+            continue
+        assert r is not None and r.exact, (sizes, attrs)
+        d = diagnose_output(ENGINE, spec, x, v, i)
+        assert d.explained, (sizes, attrs, d)
+        offset += OFFSET_KEY in d.atoms
+    assert offset > 50
+
+
+def test_the_registry_examples_of_the_unit_step_path() -> None:
+    """kernel [3], stride 1, pads [1, 0], ceil_mode on [1, 2]: onnx.reference's index 0 (the
+    element at position 1 minus pads_begin) is named; kernel [1, 2] on [[1, 2]] (2-D: pads read as
+    a 2-D input's, ``_get_indices`` over the output shape, NaN padding tying with a window's
+    minimum) is left unexplained."""
+    x = np.array([[[1.0, 2.0]]], dtype=np.float32)
+    attrs = {"kernel_shape": [3], "pads": [1, 0], "ceil_mode": 1}
+    v, i = onnx_reference_run("MaxPool", x, outputs=2, **attrs)
+    assert v.ravel().tolist() == [2.0] and i.ravel().tolist() == [0]  # measured; the spec's index is 1
+    d = diagnose_output(ENGINE, parse("MaxPool-22", attrs), x, v, i)
+    assert d.explained and OFFSET_KEY in d.atoms, d
+
+    x = np.array([[[[1.0, 2.0]]]], dtype=np.float32)
+    v, i = onnx_reference_run("MaxPool", x, outputs=2, kernel_shape=[1, 2])
+    assert v.ravel().tolist() == [2.0] and i.ravel().tolist() == [2]  # measured; the spec's index is 1
+    d = diagnose_output(ENGINE, parse("MaxPool-22", {"kernel_shape": [1, 2]}), x, v, i)
+    assert not d.explained and OFFSET_KEY not in d.atoms, d
+
+
+def test_a_peer_following_the_spec_or_counting_per_plane_is_not_given_the_unit_step_names() -> None:
+    """The spec's own output is 'same'; per-plane indices with the spec's windows keep
+    index:per-plane (in 1-D without pads the rule gives the same numbers: the layout is named
+    first); strided configurations (onnx.reference's _max_pool) never get the names."""
+    for (sizes, ks, pads), ceil in itertools.product(UNIT_1D + UNIT_3D, (0, 1)):
+        x = x_unit(sizes)
+        try:
+            spec = _unit_spec(ks, pads, ceil)
+            own = predict(ENGINE, spec, x, [])
+        except Exception:
+            continue
+        assert own is not None and own[1] is not None
+        assert diagnose_output(ENGINE, spec, x, *own).klass == "same"
+        plane = math.prod(sizes)
+        per_plane = np.where(own[1] >= 0, own[1] % plane, own[1])
+        if not np.array_equal(per_plane, own[1]):
+            d = diagnose_output(ENGINE, spec, x, own[0], per_plane)
+            assert d.klass == "index:per-plane", (sizes, ks, pads, ceil, d)
+    gv = next(g for g in GEOMETRY_VARIANTS if g.key == MOVED_KEY)
+    assert not gv.applies(parse("MaxPool-22", {"kernel_shape": [2], "pads": [1, 0], "strides": [2]}))
+    assert not gv.applies(parse("MaxPool-22", {"kernel_shape": [2, 2], "pads": [1, 0, 0, 1]}))  # 2-D: applied
+    assert not gv.applies(parse("AveragePool-22", {"kernel_shape": [2], "pads": [1, 0]}))

@@ -139,3 +139,32 @@ def _plane_start(out_shape: tuple[int, ...], in_shape: tuple[int, ...]) -> np.nd
     """Whole-tensor index of element 0 of each output position's (n, c) plane."""
     grid = np.indices(out_shape[:2]).reshape(2, *out_shape[:2], *(1,) * (len(out_shape) - 2))
     return (grid[0] * in_shape[1] + grid[1]) * math.prod(in_shape[2:])
+
+
+def window_offset_indices(spec: PoolSpec, shape: tuple[int, ...], geom: Geometry, canon: np.ndarray) -> np.ndarray:
+    """Max indices as onnx.reference 1.23 computes them on its MaxPool path for strides and
+    dilations 1 (``_op_common_pool.py``: ``_pool`` with ``indices``): the chosen element's rank
+    among the window's taps inside the input (row-major; a window is cut short at the input's end),
+    unraveled with the OUTPUT's spatial shape (``_get_indices``: no bound on the first axis), plus
+    the output position minus the explicit ``pads_begin``, flattened row-major within the (n, c)
+    plane without a bounds check (``_get_index``). In 1-D: the element's position minus
+    ``pads_begin``. Windows start where ``geom`` puts them; ``canon`` is whole-tensor row-major
+    (``-1``: no element, kept)."""
+    spatial = shape[2:]
+    n = len(spatial)
+    out = canon.shape[2:]
+    valid = canon >= 0
+    coords = np.unravel_index(np.where(valid, canon, 0) % math.prod(spatial), spatial)
+    pos = np.indices(out).reshape(n, 1, 1, *out)
+    arg = np.zeros(canon.shape, dtype=np.int64)
+    for i, a in enumerate(geom.axes):
+        start = pos[i] * a.stride - a.pad_begin
+        inside = np.minimum(a.kernel, a.size - start)  # taps of the window inside the input on axis i
+        arg = arg * inside + (coords[i] - start)
+    pads_begin = spec.pads_begin if spec.auto_pad == "explicit" else (0,) * n
+    index = np.zeros(canon.shape, dtype=np.int64)
+    for i in range(n - 1, -1, -1):  # _get_indices: the last axes by remainder, the first takes the rest
+        part = arg % out[i] if i > 0 else arg
+        arg = arg // out[i]
+        index = index + (part + pos[i] - pads_begin[i]) * math.prod(spatial[i + 1:])
+    return np.where(valid, index, canon)

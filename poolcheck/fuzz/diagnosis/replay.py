@@ -83,6 +83,14 @@ def replay(engine_module: ModuleType, spec: PoolSpec, x: np.ndarray, keys: tuple
     order, modulus = _spec_order_modulus(spec, shape)
     pads = None
     fill = None
+    own = [_INDEX_BY_KEY[k] for k in index_keys if k in _INDEX_BY_KEY and _INDEX_BY_KEY[k].encode is not None]
+    if own:  # an index rule of its own is never combined with another index variant
+        if len(index_keys) > 1:
+            return None
+        encoded = own[0].encode(spec, shape, geom, canon)  # type: ignore[misc]
+        where = close_values(ref.values, values, None)
+        return Replay(ref.values, encoded, value_ok, (encoded == np.asarray(indices).astype(np.int64)) | ~where,
+                      xc, geom)
     for key in index_keys:
         if key in _EMPTY_INDEX_KEYS:
             fill = key

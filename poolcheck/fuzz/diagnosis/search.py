@@ -174,6 +174,7 @@ def _explain_indices(spec: PoolSpec, x: np.ndarray, geom: Geometry, ref: Outputs
     bad0 = differs(canon, order, modulus, None)
     if not bad0.any():
         return [], bad0
+    canon0 = canon
     chosen: list[tuple[str, str]] = []
     # A window wholly in padding: the spec's -1, or index 0 of the plane (OpenVINO), or the
     # coordinates -1 on every axis flattened (ONNX Runtime), or the first tap at or after
@@ -208,6 +209,12 @@ def _explain_indices(spec: PoolSpec, x: np.ndarray, geom: Geometry, ref: Outputs
             if pick is not None:
                 v, (layout_order, layout_mod, layout_pads), bad0, canon = pick
                 chosen.append((v.key, v.text))
+    if bad0.any() and fill is None:
+        # no layout gives every index: an index rule of its own, named only when it alone does
+        for v in INDEX_VARIANTS:
+            if v.encode is not None and v.applies(spec, shape, geom):
+                if not ((v.encode(spec, shape, geom, canon0) != peer) & where).any():
+                    return [(v.key, v.text)], np.zeros_like(bad0)
     return chosen, bad0
 
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from poolcheck.engines import _windows as w
 from poolcheck.errors import AttributeValueError
-from poolcheck.fuzz.diagnosis.indices import TRANSPOSED, _palindromic, _spec_order_modulus
+from poolcheck.fuzz.diagnosis.indices import TRANSPOSED, _palindromic, _spec_order_modulus, window_offset_indices
 from poolcheck.spec.attributes import PoolSpec
 from poolcheck.spec.dtypes import BFLOAT16, is_float
 from poolcheck.spec.shape import AxisGeometry, Geometry, resolve
@@ -175,6 +175,19 @@ def _ceil_extra_split(spec: PoolSpec, shape: tuple[int, ...]) -> Placement:
     return Placement(Geometry(g.batch, g.channels, tuple(axes)), crop)
 
 
+def _begin_moved_to_end(spec: PoolSpec, shape: tuple[int, ...]) -> Placement:
+    """onnx.reference 1.23's MaxPool of a 1-D or 3-D input with strides and dilations 1
+    (``_op_common_pool.CommonPool._run``): only a 4-item ``pads`` is applied (as a 2-D input's), so
+    the input is not padded; with ceil_mode the output counts ``size + pads_begin - kernel + 1``
+    windows starting at the input's first element (cut short at its end): ``pads_begin`` added at
+    the end, ``pads_end`` ignored. Without ceil_mode a ``pads_begin`` makes its loop overrun the
+    output it sized (an IndexError): no output."""
+    if spec.rounding_type == "floor" and any(spec.pads_begin):
+        raise ValueError("onnx.reference's loop overruns the output it sized")
+    n = spec.spatial_rank
+    return Placement(resolve(spec.replace(pads_begin=(0,) * n, pads_end=spec.pads_begin), shape))
+
+
 def _same_rounded(spec: PoolSpec, shape: tuple[int, ...]) -> Placement:
     """SAME pads as the spec computes them, then the explicit formula with ``rounding_type``."""
     g = resolve(spec, shape)
@@ -198,6 +211,12 @@ def _is_same(spec: PoolSpec) -> bool:
 
 def _explicit_asym(spec: PoolSpec) -> bool:
     return spec.auto_pad == "explicit" and spec.pads_begin != spec.pads_end
+
+
+def _unit_steps(spec: PoolSpec) -> bool:
+    """onnx.reference's MaxPool takes its ``_op_common_pool`` path (no padding applied for a 1-D or
+    3-D input) when every stride and dilation is 1."""
+    return spec.op == "max" and all(v == 1 for v in (*spec.strides, *spec.dilations))
 
 
 def _has_pads(spec: PoolSpec) -> bool:
@@ -385,6 +404,12 @@ GEOMETRY_VARIANTS: tuple[GeometryVariant, ...] = (
                     lambda s, shape: Placement(resolve(s.replace(pads_end=s.pads_begin), shape))),
     GeometryVariant("pads:end-both-ends", "pads_end applied at both ends", _explicit_asym,
                     lambda s, shape: Placement(resolve(s.replace(pads_begin=s.pads_end), shape))),
+    GeometryVariant("pads:begin-moved-to-end",
+                    "the input not padded: pads_begin counted at the end (windows start at the first element, the "
+                    "output size + pads_begin - kernel + 1), pads_end ignored (onnx.reference's MaxPool of a 1-D or "
+                    "3-D input with strides and dilations 1)",
+                    lambda s: _unit_steps(s) and s.spatial_rank in (1, 3) and s.auto_pad == "explicit" and _has_pads(s),
+                    _begin_moved_to_end),
     GeometryVariant("pads:ignored", "explicit pads ignored",
                     lambda s: s.auto_pad == "explicit" and _has_pads(s), _zero_pads),
     GeometryVariant("auto_pad:ignored", "auto_pad ignored (the explicit pads applied instead)",
@@ -517,6 +542,9 @@ class IndexVariant:
     layout: Callable[[PoolSpec, tuple[int, ...], Geometry], tuple[str, int, tuple | None]]
     #: the (n, c) planes numbered c * N + n instead of n * C + c (see :func:`renumber_planes`)
     renumber: bool = False
+    #: indices computed by a rule of their own from the chosen elements (``canon``: whole-tensor
+    #: row-major) instead of a layout: tried alone, never combined with another index variant
+    encode: Callable[[PoolSpec, tuple[int, ...], Geometry, np.ndarray], np.ndarray] | None = None
 
 
 def _off_by_one_axis(spec: PoolSpec, shape: tuple[int, ...]) -> int | None:
@@ -558,6 +586,13 @@ INDEX_VARIANTS: tuple[IndexVariant, ...] = (
     IndexVariant("index:padded-coordinates", "index_coords", "indices count positions in the padded input",
                  lambda s, shape, g: any(g.pads_begin) or any(g.pads_end),
                  lambda s, shape, g: (*_spec_order_modulus(s, shape), (g.pads_begin, g.pads_end))),
+    IndexVariant("index:window-offset-by-output-shape", "index_window",
+                 "the index of the chosen element's rank in its window (row-major over the taps inside the input) "
+                 "unraveled with the output's shape, plus the output position minus pads_begin, flattened within "
+                 "the (n, c) plane: in 1-D the position minus pads_begin (onnx.reference's MaxPool of a 1-D or 3-D "
+                 "input with strides and dilations 1)",
+                 lambda s, shape, g: _unit_steps(s) and s.spatial_rank in (1, 3) and s.auto_pad in ("explicit", "valid"),
+                 lambda s, shape, g: (*_spec_order_modulus(s, shape), None), encode=window_offset_indices),
 )
 EMPTY_INDEX_TEXT = "a window wholly in padding reports index 0 (of its (n, c) plane)"
 EMPTY_INDEX_MINUS_TEXT = ("a window wholly in padding reports the index of coordinate -1 on every spatial axis "
