@@ -253,6 +253,11 @@ SEVERITY_RULES: tuple[SeverityRule, ...] = (
             _onnx) for key in ("pads:onnx-written-interleaved", "pads:onnx-read-interleaved")),
     *(_rule(key, _V, ("OV-PADS-BEGIN", "OV-PADS-END"), "pads_begin pads the beginning, pads_end the end", OV, _ov)
       for key in ("pads:onnx-written-interleaved", "pads:onnx-read-interleaved")),
+    _rule("pads:onnx-read-interleaved-ceil-tail", _V, ("ONNX-PADS-FORMAT", "ONNX-SHAPE-CEIL"),
+          "pads are [x1_begin, x2_begin, ..., x1_end, x2_end, ...]; the ceil_mode size counts the pads once, and "
+          "every output is its window's", ONNX, _onnx),
+    _rule("pads:onnx-read-interleaved-ceil-tail", _V, ("OV-PADS-BEGIN", "OV-PADS-END", "OV-SHAPE-CEIL"),
+          "pads_begin pads the beginning, pads_end the end; the rounded size counts them once", OV, _ov),
     _rule("window:last-tap-dropped", _V, ("OV-MAX",), "the window (filter) covers the kernel's taps on every axis",
           f"{OV} max", _ov, _max),
     _rule("window:last-tap-dropped", _V, ("ONNX-MAX",), "the window covers the kernel's taps on every axis",

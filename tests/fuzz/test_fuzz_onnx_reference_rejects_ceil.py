@@ -8,6 +8,11 @@
   ``same:undilated-kernel gives no output``;
 - planted: ONNX Runtime's refusal keeps its names, and another message on the same
   configuration is not given this one;
+- MaxPool with strides and dilations 1 (``_op_common_pool.py``): pads not applied to a 1-D or 3-D
+  input (``pads:begin-moved-to-end``), read as ``[top, bottom, left, right]`` for a 2-D one (with
+  ceil_mode the output sized with the pads twice: ``pads:onnx-read-interleaved-ceil-tail``), and
+  its indices (``index:window-offset-by-output-shape``), against an oracle from that source and
+  ReferenceEvaluator, planted: spec-following and per-plane peers keep their names;
 - AveragePool with explicit pads and ceil_mode (``get_output_shape_explicit_padding``, ``pool``):
   the extra padding the last window needs split half before the input
   (``rounding:ceil-extra-pad-split``), against a loop oracle written here from that source, against
@@ -343,55 +348,84 @@ def test_a_peer_following_the_spec_or_shifting_otherwise_is_not_given_the_name()
 # --------------------------------------------------------------------------- MaxPool, strides and dilations 1
 
 MOVED_KEY = "pads:begin-moved-to-end"
+TAIL_KEY = "pads:onnx-read-interleaved-ceil-tail"
 OFFSET_KEY = "index:window-offset-by-output-shape"
 
 
 def unit_max_oracle(x: np.ndarray, ks: list[int], pads: list[int], ceil: int) -> tuple[np.ndarray, np.ndarray] | str:
-    """onnx.reference 1.23's MaxPool of a 1-D or 3-D input with strides and dilations 1, from
-    ``_op_common_pool.py``: ``pads`` of other than 4 items is not applied (``padded = x``) but its
-    first items (the begin pads) enter the sizes: the output ``size - k + 1`` (no ceil_mode) or
-    ``size + pb - k + 1`` (ceil_mode), the loop ``size + pb - k + 1`` windows starting at input
-    position ``o`` (taps past the end skipped). The index: ``np.argmax`` over the window's taps,
-    ``_get_indices`` with the OUTPUT shape (no bound on axis 0), plus ``o - pb``, ``_get_index``
-    with the input's spatial shape (within the plane). A string: what it raises."""
+    """onnx.reference 1.23's MaxPool with strides and dilations 1, from ``_op_common_pool.py``
+    (``CommonPool._run``, ``_get_output_shape``, ``_pool``; ``_get_indices``, ``_get_index``).
+
+    A 4-item ``pads`` (a 2-D input) is applied as ``(pad_top, pad_bottom, pad_left, pad_right)``
+    with NaN; the output is ``P - k + 1`` (P: the padded size) or, with ceil_mode, ``P + pad
+    total - k + 1``, of which the loop computes the first ``P - k + 1`` (the rest 0, index -1).
+    Any other ``pads`` is not applied (``padded = x``) but its first items (the begin pads) enter
+    the sizes: ``size - k + 1`` outputs without ceil_mode, ``size + pb - k + 1`` with it, the loop
+    ``size + pb - k + 1`` windows starting at input position ``o`` (taps past the end skipped).
+    Value: the largest number of the window; index: ``np.argmax`` of the window's values with NaN
+    replaced by their smallest number, through ``_get_indices`` with the OUTPUT shape (no bound on
+    axis 0), plus ``o - pads[:n]`` (the ONNX begin pads), through ``_get_index`` with the input's
+    spatial shape. A string: what it raises."""
     sp, n = x.shape[2:], len(ks)
-    pb = pads[:n]
-    loop = [s + b - k + 1 for s, b, k in zip(sp, pb, ks)]
-    out = loop if ceil else [s - k + 1 for s, k in zip(sp, ks)]
+    xp = x.astype(np.float64)
+    if n == 2:
+        xp = np.pad(xp, ((0, 0), (0, 0), (pads[0], pads[1]), (pads[2], pads[3])), constant_values=np.nan)
+        total = [pads[0] + pads[1], pads[2] + pads[3]]
+        loop = [a - k + 1 for a, k in zip(xp.shape[2:], ks)]
+        out = [a + b for a, b in zip(loop, total)] if ceil else loop
+    else:
+        loop = [s + b - k + 1 for s, b, k in zip(sp, pads[:n], ks)]
+        out = loop if ceil else [s - k + 1 for s, k in zip(sp, ks)]
     if min(out) <= 0:
         return "RuntimeError"
     if any(a > b for a, b in zip(loop, out)):
         return "IndexError"
     y = np.zeros((*x.shape[:2], *out), dtype=x.dtype)
-    z = np.zeros(y.shape, dtype=np.int64)
+    z = np.full(y.shape, -1, dtype=np.int64)
     for nn, c in itertools.product(range(x.shape[0]), range(x.shape[1])):
-        for o in itertools.product(*(range(v) for v in out)):
+        for o in itertools.product(*(range(v) for v in loop)):
             taps = [tuple(a + b for a, b in zip(o, j)) for j in itertools.product(*(range(k) for k in ks))]
-            vals = [x[(nn, c, *q)] for q in taps if all(a < s for a, s in zip(q, sp))]
-            if not vals:
+            vals = np.array([xp[(nn, c, *q)] for q in taps if all(a < s for a, s in zip(q, xp.shape[2:]))])
+            numbers = vals[~np.isnan(vals)]
+            if not numbers.size:
                 return "ValueError"
-            arg = int(np.argmax(vals))
+            arg = int(np.argmax(np.where(np.isnan(vals), numbers.min(), vals)))
             coords = [0] * n
             for i in range(n - 1, 0, -1):
                 coords[i], arg = arg % out[i], arg // out[i]
             coords[0] = arg
             index, mul = 0, 1
             for i in range(n - 1, -1, -1):
-                index += (coords[i] + o[i] - pb[i]) * mul
+                index += (coords[i] + o[i] - pads[i]) * mul
                 mul *= sp[i]
-            y[(nn, c, *o)], z[(nn, c, *o)] = max(vals), index
+            y[(nn, c, *o)], z[(nn, c, *o)] = numbers.max(), index
     return y, z
 
 
 UNIT_1D = [((size,), [k], [pb, pe]) for size in range(1, 7) for k in (1, 2, 3) for pb in (0, 1, 2) for pe in (0, 1, 2)]
 UNIT_3D = [(sizes, ks, pads) for sizes in ((2, 3, 2), (3, 1, 4)) for ks in ([1, 2, 2], [2, 1, 3], [2, 2, 1])
            for pads in ([0] * 6, [1, 0, 2, 0, 1, 0], [0, 1, 0, 1, 0, 2])]
+UNIT_2D = [(sizes, ks, pads) for sizes in ((1, 2), (2, 3), (4, 2)) for ks in ([1, 2], [2, 2], [3, 1])
+           for pads in ([0, 0, 0, 0], [0, 0, 0, 1], [1, 0, 0, 2], [2, 1, 1, 0], [0, 1, 2, 0])]
 
 
 def _unit_spec(ks: list[int], pads: list[int], ceil: int) -> object:
     n = len(ks)
     return parse("MaxPool-22", {"kernel_shape": ks, "pads": pads, "ceil_mode": ceil, "strides": [1] * n,
                                 "dilations": [1] * n})
+
+
+def _unit_keys(ks: list[int], pads: list[int], ceil: int) -> list[str]:
+    """The variants of onnx.reference's unit-step MaxPool path for these pads: a geometry (none
+    where it is the spec's: no pads, or 2-D pads whose interleaved reading is ONNX's) and the index
+    rule."""
+    if not any(pads):
+        return [OFFSET_KEY]
+    if len(ks) != 2:
+        return [MOVED_KEY, OFFSET_KEY]
+    if ceil:
+        return [TAIL_KEY, OFFSET_KEY]
+    return [OFFSET_KEY] if pads[1] == pads[2] else ["pads:onnx-read-interleaved", OFFSET_KEY]
 
 
 def x_unit(sizes: tuple[int, ...]) -> np.ndarray:
@@ -402,10 +436,10 @@ def test_unit_step_max_variants_are_the_loop_oracle() -> None:
     """Where onnx.reference gives an output, the two variants together are the oracle written from
     its source (values and indices); where its loop overruns the output, the geometry has none."""
     checked = 0
-    for (sizes, ks, pads), ceil in itertools.product(UNIT_1D + UNIT_3D, (0, 1)):
+    for (sizes, ks, pads), ceil in itertools.product(UNIT_1D + UNIT_2D + UNIT_3D, (0, 1)):
         want = unit_max_oracle(x_unit(sizes), ks, pads, ceil)
         spec = _unit_spec(ks, pads, ceil)
-        keys = [MOVED_KEY, OFFSET_KEY] if any(pads) else [OFFSET_KEY]
+        keys = _unit_keys(ks, pads, ceil)
         try:
             got = predict(ENGINE, spec, x_unit(sizes), keys)
         except Exception:  # the spec itself has no output here (kernel past the padded input)
@@ -427,7 +461,7 @@ def test_unit_step_max_replays_onnx_reference_exactly_on_a_grid() -> None:
     exactly by the variants, and the diagnosis explains them all (with a twin geometry name where
     the moved pads coincide: pads_end 0 is pads:swapped, pads_begin 0 pads:begin-both-ends)."""
     offset = 0
-    for (sizes, ks, pads), ceil in itertools.product(UNIT_1D + UNIT_3D, (0, 1)):
+    for (sizes, ks, pads), ceil in itertools.product(UNIT_1D + UNIT_2D + UNIT_3D, (0, 1)):
         x = x_unit(sizes)
         n = len(ks)
         attrs = {"kernel_shape": ks, "pads": pads, "ceil_mode": ceil, "strides": [1] * n, "dilations": [1] * n}
@@ -442,7 +476,7 @@ def test_unit_step_max_replays_onnx_reference_exactly_on_a_grid() -> None:
         np.testing.assert_array_equal(i, want[1])
         try:
             spec = parse("MaxPool-22", attrs)
-            r = replay(ENGINE, spec, x, [MOVED_KEY, OFFSET_KEY] if any(pads) else [OFFSET_KEY], v, i)
+            r = replay(ENGINE, spec, x, _unit_keys(ks, pads, ceil), v, i)
         except Exception:  # the spec itself has no output here
             continue
         assert r is not None and r.exact, (sizes, attrs)
@@ -453,10 +487,9 @@ def test_unit_step_max_replays_onnx_reference_exactly_on_a_grid() -> None:
 
 
 def test_the_registry_examples_of_the_unit_step_path() -> None:
-    """kernel [3], stride 1, pads [1, 0], ceil_mode on [1, 2]: onnx.reference's index 0 (the
-    element at position 1 minus pads_begin) is named; kernel [1, 2] on [[1, 2]] (2-D: pads read as
-    a 2-D input's, ``_get_indices`` over the output shape, NaN padding tying with a window's
-    minimum) is left unexplained."""
+    """The registry's two examples: kernel [3], pads [1, 0], ceil_mode on [1, 2] -- onnx.reference's
+    index 0 is the element at position 1 minus pads_begin; kernel [1, 2] on [[1, 2]] -- its index 2
+    is the window rank 1 unraveled with the output shape (1, 1) as row 1, column 0. Both named."""
     x = np.array([[[1.0, 2.0]]], dtype=np.float32)
     attrs = {"kernel_shape": [3], "pads": [1, 0], "ceil_mode": 1}
     v, i = onnx_reference_run("MaxPool", x, outputs=2, **attrs)
@@ -468,14 +501,36 @@ def test_the_registry_examples_of_the_unit_step_path() -> None:
     v, i = onnx_reference_run("MaxPool", x, outputs=2, kernel_shape=[1, 2])
     assert v.ravel().tolist() == [2.0] and i.ravel().tolist() == [2]  # measured; the spec's index is 1
     d = diagnose_output(ENGINE, parse("MaxPool-22", {"kernel_shape": [1, 2]}), x, v, i)
-    assert not d.explained and OFFSET_KEY not in d.atoms, d
+    assert d.explained and d.klass == OFFSET_KEY, d
+
+
+def test_unit_step_max_with_nan_is_explained_on_a_grid() -> None:
+    """NaN elements: onnx.reference takes the largest number (nan=ignore) and its argmax sees NaN
+    as the window's smallest number, so a window whose numbers are all equal reports rank 0 --
+    still exactly the variants (with the NaN policy the search adds)."""
+    explained = 0
+    for (sizes, ks, pads), ceil in itertools.product(UNIT_1D + UNIT_2D, (0, 1)):
+        x = x_unit(sizes)
+        x.ravel()[1::3] = np.nan
+        n = len(ks)
+        attrs = {"kernel_shape": ks, "pads": pads, "ceil_mode": ceil, "strides": [1] * n, "dilations": [1] * n}
+        try:
+            v, i = onnx_reference_run("MaxPool", x, outputs=2, **attrs)
+            spec = parse("MaxPool-22", attrs)
+            predict(ENGINE, spec, x, [])
+        except Exception:  # the runtime refuses, or the spec has no output here
+            continue
+        d = diagnose_output(ENGINE, spec, x, v, i)
+        assert d.explained, (sizes, attrs, d)
+        explained += OFFSET_KEY in d.atoms
+    assert explained > 30
 
 
 def test_a_peer_following_the_spec_or_counting_per_plane_is_not_given_the_unit_step_names() -> None:
     """The spec's own output is 'same'; per-plane indices with the spec's windows keep
     index:per-plane (in 1-D without pads the rule gives the same numbers: the layout is named
     first); strided configurations (onnx.reference's _max_pool) never get the names."""
-    for (sizes, ks, pads), ceil in itertools.product(UNIT_1D + UNIT_3D, (0, 1)):
+    for (sizes, ks, pads), ceil in itertools.product(UNIT_1D + UNIT_2D + UNIT_3D, (0, 1)):
         x = x_unit(sizes)
         try:
             spec = _unit_spec(ks, pads, ceil)
@@ -491,5 +546,5 @@ def test_a_peer_following_the_spec_or_counting_per_plane_is_not_given_the_unit_s
             assert d.klass == "index:per-plane", (sizes, ks, pads, ceil, d)
     gv = next(g for g in GEOMETRY_VARIANTS if g.key == MOVED_KEY)
     assert not gv.applies(parse("MaxPool-22", {"kernel_shape": [2], "pads": [1, 0], "strides": [2]}))
-    assert not gv.applies(parse("MaxPool-22", {"kernel_shape": [2, 2], "pads": [1, 0, 0, 1]}))  # 2-D: applied
+    assert not gv.applies(parse("MaxPool-22", {"kernel_shape": [2, 2], "pads": [1, 0, 0, 1]}))  # 2-D: read as such
     assert not gv.applies(parse("AveragePool-22", {"kernel_shape": [2], "pads": [1, 0]}))

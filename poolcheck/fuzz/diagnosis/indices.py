@@ -141,30 +141,54 @@ def _plane_start(out_shape: tuple[int, ...], in_shape: tuple[int, ...]) -> np.nd
     return (grid[0] * in_shape[1] + grid[1]) * math.prod(in_shape[2:])
 
 
-def window_offset_indices(spec: PoolSpec, shape: tuple[int, ...], geom: Geometry, canon: np.ndarray) -> np.ndarray:
+def window_offset_indices(spec: PoolSpec, x: np.ndarray, geom: Geometry, canon: np.ndarray) -> np.ndarray:
     """Max indices as onnx.reference 1.23 computes them on its MaxPool path for strides and
-    dilations 1 (``_op_common_pool.py``: ``_pool`` with ``indices``): the chosen element's rank
-    among the window's taps inside the input (row-major; a window is cut short at the input's end),
-    unraveled with the OUTPUT's spatial shape (``_get_indices``: no bound on the first axis), plus
-    the output position minus the explicit ``pads_begin``, flattened row-major within the (n, c)
-    plane without a bounds check (``_get_index``). In 1-D: the element's position minus
-    ``pads_begin``. Windows start where ``geom`` puts them; ``canon`` is whole-tensor row-major
-    (``-1``: no element, kept)."""
+    dilations 1 (``_op_common_pool.py``: ``_pool`` with ``indices``): ``np.argmax`` over the
+    window's values with NaN (padding, or a NaN element) replaced by the smallest other value --
+    the rank of the chosen element among the window's taps (row-major; for a 1-D or 3-D input only
+    the taps inside the input, the window cut short at its end; for a 2-D input every tap of the
+    padded input), or rank 0 when the window's numbers are all equal -- unraveled with the OUTPUT's
+    spatial shape (``_get_indices``: no bound on the first axis), plus the output position minus
+    the explicit ``pads_begin``, flattened row-major within the (n, c) plane without a bounds check
+    (``_get_index``). In 1-D: the position minus ``pads_begin``. Windows start where ``geom`` puts
+    them; one reaching past the padded input is never computed (-1: a 2-D ceil_mode output sized
+    with the pads counted twice); ``canon`` is whole-tensor row-major (``-1``: no element, kept)."""
+    shape = tuple(x.shape)
     spatial = shape[2:]
     n = len(spatial)
     out = canon.shape[2:]
     valid = canon >= 0
     coords = np.unravel_index(np.where(valid, canon, 0) % math.prod(spatial), spatial)
     pos = np.indices(out).reshape(n, 1, 1, *out)
+    starts = [pos[i] * a.stride - a.pad_begin for i, a in enumerate(geom.axes)]
     arg = np.zeros(canon.shape, dtype=np.int64)
     for i, a in enumerate(geom.axes):
-        start = pos[i] * a.stride - a.pad_begin
-        inside = np.minimum(a.kernel, a.size - start)  # taps of the window inside the input on axis i
-        arg = arg * inside + (coords[i] - start)
+        # the taps ranked on axis i: those inside the input (1-D, 3-D) or the whole kernel (2-D)
+        ranked = a.kernel if n == 2 else np.minimum(a.kernel, a.size - starts[i])
+        arg = arg * ranked + (coords[i] - starts[i])
+    arg = np.where(_numbers_all_equal(x, geom, starts), 0, arg)
     pads_begin = spec.pads_begin if spec.auto_pad == "explicit" else (0,) * n
     index = np.zeros(canon.shape, dtype=np.int64)
     for i in range(n - 1, -1, -1):  # _get_indices: the last axes by remainder, the first takes the rest
         part = arg % out[i] if i > 0 else arg
         arg = arg // out[i]
         index = index + (part + pos[i] - pads_begin[i]) * math.prod(spatial[i + 1:])
-    return np.where(valid, index, canon)
+    # a window reaching past the padded input is one the runtime never computes (its -1 stays)
+    computed = np.logical_and.reduce([s + a.dilated_kernel <= a.size + a.pad_end for s, a in zip(starts, geom.axes)])
+    return np.where(valid & computed, index, np.where(computed, canon, -1))
+
+
+def _numbers_all_equal(x: np.ndarray, geom: Geometry, starts: list[np.ndarray]) -> np.ndarray:
+    """Per output position: the window's input elements other than NaN are all equal (its
+    largest is its smallest), so NaN replaced by the smallest ties with the largest."""
+    v = x.astype(np.float64)
+    lo = np.full((*x.shape[:2], *(a.out for a in geom.axes)), np.inf)
+    hi = -lo
+    for taps in np.ndindex(*(a.kernel for a in geom.axes)):
+        idx = [(s + j * a.dilation)[0, 0] for s, j, a in zip(starts, taps, geom.axes)]  # each: the output's shape
+        inside = np.logical_and.reduce([(q >= 0) & (q < a.size) for q, a in zip(idx, geom.axes)])
+        got = v[(slice(None), slice(None), *(np.clip(q, 0, a.size - 1) for q, a in zip(idx, geom.axes)))]
+        ok = inside & ~np.isnan(got)
+        lo = np.where(ok, np.minimum(lo, got), lo)
+        hi = np.where(ok, np.maximum(hi, got), hi)
+    return lo == hi

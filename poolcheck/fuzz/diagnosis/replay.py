@@ -87,7 +87,7 @@ def replay(engine_module: ModuleType, spec: PoolSpec, x: np.ndarray, keys: tuple
     if own:  # an index rule of its own is never combined with another index variant
         if len(index_keys) > 1:
             return None
-        encoded = own[0].encode(spec, shape, geom, canon)  # type: ignore[misc]
+        encoded = own[0].encode(spec, x, geom, canon)  # type: ignore[misc]
         where = close_values(ref.values, values, None)
         return Replay(ref.values, encoded, value_ok, (encoded == np.asarray(indices).astype(np.int64)) | ~where,
                       xc, geom)

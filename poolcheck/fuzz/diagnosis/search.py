@@ -213,7 +213,7 @@ def _explain_indices(spec: PoolSpec, x: np.ndarray, geom: Geometry, ref: Outputs
         # no layout gives every index: an index rule of its own, named only when it alone does
         for v in INDEX_VARIANTS:
             if v.encode is not None and v.applies(spec, shape, geom):
-                if not ((v.encode(spec, shape, geom, canon0) != peer) & where).any():
+                if not ((v.encode(spec, x, geom, canon0) != peer) & where).any():
                     return [(v.key, v.text)], np.zeros_like(bad0)
     return chosen, bad0
 

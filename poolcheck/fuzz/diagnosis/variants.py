@@ -188,6 +188,23 @@ def _begin_moved_to_end(spec: PoolSpec, shape: tuple[int, ...]) -> Placement:
     return Placement(resolve(spec.replace(pads_begin=(0,) * n, pads_end=spec.pads_begin), shape))
 
 
+def _read_as_2d_ceil_tail(spec: PoolSpec, shape: tuple[int, ...]) -> Placement:
+    """onnx.reference 1.23's MaxPool of a 2-D input with strides and dilations 1 and ceil_mode
+    (``_op_common_pool.CommonPool._run``): ``pads`` read as ``[top, bottom, left, right]`` (ONNX's
+    ``[b0, b1, e0, e1]`` interleaved), the output sized ``padded size + pad total - kernel + 1`` on
+    each axis (``_get_output_shape`` adds the pads to the padded size again), but only the padded
+    input's ``padded size - kernel + 1`` windows computed: the rest stay 0 (index -1)."""
+    flat = [*spec.pads_begin, *spec.pads_end]
+    axes, computed = [], []
+    for i, size in enumerate(shape[2:]):
+        k, b, e = spec.kernel[i], flat[2 * i], flat[2 * i + 1]
+        computed.append(max(0, size + b + e - k + 1))  # none: a kernel past the padded input
+        axes.append(AxisGeometry(size, k, 1, 1, b, e, size + 2 * (b + e) - k + 1))
+    if min(a.out for a in axes) < 1:  # "output shape cannot be null or negative"
+        raise AttributeValueError("kernel", "the kernel is larger than the padded input and its pads again")
+    return Placement(Geometry(shape[0], shape[1], tuple(axes)), None, tuple(computed))
+
+
 def _same_rounded(spec: PoolSpec, shape: tuple[int, ...]) -> Placement:
     """SAME pads as the spec computes them, then the explicit formula with ``rounding_type``."""
     g = resolve(spec, shape)
@@ -410,6 +427,12 @@ GEOMETRY_VARIANTS: tuple[GeometryVariant, ...] = (
                     "3-D input with strides and dilations 1)",
                     lambda s: _unit_steps(s) and s.spatial_rank in (1, 3) and s.auto_pad == "explicit" and _has_pads(s),
                     _begin_moved_to_end),
+    GeometryVariant("pads:onnx-read-interleaved-ceil-tail",
+                    "ONNX pads read interleaved ([b0, e0, b1, e1]) and, with ceil_mode, the output sized with the pad "
+                    "total counted twice (padded size + pads - kernel + 1): the outputs past the padded input's windows "
+                    "are 0 (onnx.reference's MaxPool of a 2-D input with strides and dilations 1)",
+                    lambda s: _unit_steps(s) and s.spatial_rank == 2 and s.auto_pad == "explicit" and _has_pads(s)
+                    and s.rounding_type != "floor", _read_as_2d_ceil_tail),
     GeometryVariant("pads:ignored", "explicit pads ignored",
                     lambda s: s.auto_pad == "explicit" and _has_pads(s), _zero_pads),
     GeometryVariant("auto_pad:ignored", "auto_pad ignored (the explicit pads applied instead)",
@@ -544,7 +567,7 @@ class IndexVariant:
     renumber: bool = False
     #: indices computed by a rule of their own from the chosen elements (``canon``: whole-tensor
     #: row-major) instead of a layout: tried alone, never combined with another index variant
-    encode: Callable[[PoolSpec, tuple[int, ...], Geometry, np.ndarray], np.ndarray] | None = None
+    encode: Callable[[PoolSpec, np.ndarray, Geometry, np.ndarray], np.ndarray] | None = None
 
 
 def _off_by_one_axis(spec: PoolSpec, shape: tuple[int, ...]) -> int | None:
@@ -587,11 +610,11 @@ INDEX_VARIANTS: tuple[IndexVariant, ...] = (
                  lambda s, shape, g: any(g.pads_begin) or any(g.pads_end),
                  lambda s, shape, g: (*_spec_order_modulus(s, shape), (g.pads_begin, g.pads_end))),
     IndexVariant("index:window-offset-by-output-shape", "index_window",
-                 "the index of the chosen element's rank in its window (row-major over the taps inside the input) "
-                 "unraveled with the output's shape, plus the output position minus pads_begin, flattened within "
-                 "the (n, c) plane: in 1-D the position minus pads_begin (onnx.reference's MaxPool of a 1-D or 3-D "
-                 "input with strides and dilations 1)",
-                 lambda s, shape, g: _unit_steps(s) and s.spatial_rank in (1, 3) and s.auto_pad in ("explicit", "valid"),
+                 "the index of the chosen element's rank in its window (row-major; 0 when the window's numbers are "
+                 "all equal) unraveled with the output's shape, plus the output position minus pads_begin, flattened "
+                 "within the (n, c) plane: in 1-D the position minus pads_begin (onnx.reference's MaxPool with "
+                 "strides and dilations 1)",
+                 lambda s, shape, g: _unit_steps(s) and s.auto_pad in ("explicit", "valid"),
                  lambda s, shape, g: (*_spec_order_modulus(s, shape), None), encode=window_offset_indices),
 )
 EMPTY_INDEX_TEXT = "a window wholly in padding reports index 0 (of its (n, c) plane)"
