@@ -7,12 +7,16 @@ Where implementations part ways the specs are silent or misread; each such point
   same_lower, SAME pads from the undilated kernel (as ONNX Runtime computes them), an output sized
   without the dilation whose uncomputed tail is 0 (onnx.reference's AveragePool under SAME and
   VALID: :attr:`Placement.computed`), SAME_LOWER split as SAME_UPPER and sized floor(size /
-  stride) (onnx.reference's MaxPool), pads swapped or ignored, dilations ignored;
+  stride) (onnx.reference's MaxPool), pads swapped or ignored or read interleaved, the padding a
+  ceil window needs split half before the input (onnx.reference's AveragePool), the input not
+  padded with pads_begin counted at the end (onnx.reference's unit-step MaxPool), dilations
+  ignored;
 - policy (:class:`poolcheck.spec.policy.Policy`): NaN propagated / ignored / first-wins, value of
   a window wholly in padding (-inf / lowest finite / 0), the average's divisor (full kernel /
   window clipped to the padded input / valid elements only), the average of no element;
 - indices: what a max index counts (whole tensor vs from ``axis``, row- vs column-major, padded
-  coordinates, the index of an empty window).
+  coordinates, the index of an empty window), or a rule of its own (:attr:`IndexVariant.encode`:
+  onnx.reference's window rank unraveled with the output's shape).
 
 For a differing output the reference is re-run under the variants and, per output element,
 the variants that turn the reference's element into the peer's (without breaking an element
@@ -26,8 +30,9 @@ A name is given only if :func:`replay` -- the reference re-run under exactly the
 replay does not need are dropped, and each remaining one is credited with the elements that stop
 agreeing without it ("values at 12 positions: divisor ...; values at 3 positions: ..."). What no
 verified combination reproduces is ``unexplained values/indices (<kind of window>)``: a wrong
-name is worse than none. Rejections are matched against named conditions (pads >= kernel,
-exclude_pad with pads >= kernel, ...). Every class carries a :class:`Severity` from
+name is worse than none. Rejections are matched against named conditions the peer's message
+points at (pads >= kernel, exclude_pad with pads >= kernel, a negative SAME pad total, ...), or a
+SAME variant without output when the message says an output size is negative. Every class carries a :class:`Severity` from
 :data:`SEVERITY_RULES` (poolcheck/spec/severity.py), which cites the sentences each rule rests on.
 """
 
