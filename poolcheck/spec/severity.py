@@ -168,15 +168,12 @@ SEVERITY_RULES: tuple[SeverityRule, ...] = (
       for key in ("same:negative-pads", "same:negative-pads-cropped", "same:clamped", "same:negative-pads-floor-split")),
     *(_rule(key, _V, ("OV-PADS-BEGIN", "OV-PADS-END"), "pads_begin pads the beginning, pads_end the end",
             f"{OV} max", _ov, _max)
-      for key in ("pads:swapped", "pads:begin-both-ends", "pads:end-both-ends", "pads:ignored",
-                  "pads:begin-moved-to-end")),
+      for key in ("pads:swapped", "pads:begin-both-ends", "pads:end-both-ends", "pads:ignored")),
     *(_rule(key, _V, ("OV14-PADS-BEGIN", "OV14-PADS-END"), "pads_begin pads the beginning, pads_end the end",
             f"{OV} avg", _ov, _avg)
-      for key in ("pads:swapped", "pads:begin-both-ends", "pads:end-both-ends", "pads:ignored",
-                  "pads:begin-moved-to-end")),
+      for key in ("pads:swapped", "pads:begin-both-ends", "pads:end-both-ends", "pads:ignored")),
     *(_rule(key, _V, ("ONNX-PADS-FORMAT",), "pads are [x1_begin, x2_begin, ..., x1_end, x2_end, ...]", ONNX, _onnx)
-      for key in ("pads:swapped", "pads:begin-both-ends", "pads:end-both-ends", "pads:ignored",
-                  "pads:begin-moved-to-end")),
+      for key in ("pads:swapped", "pads:begin-both-ends", "pads:end-both-ends", "pads:ignored")),
     _rule("auto_pad:ignored", _V, ("OV-AUTO-PAD-PADS", "OV-SHAPE-VALID"),
           "pads_begin and pads_end do not apply under auto_pad", OV, _ov),
     _rule("auto_pad:ignored", _V, ("ONNX-AUTO-PAD-SAME", "ONNX-SHAPE-VALID"),
@@ -237,10 +234,6 @@ SEVERITY_RULES: tuple[SeverityRule, ...] = (
     _rule("index:column-major", _V, ("ONNX-STORAGE-ORDER",), "storage_order=0 counts row-major", ONNX, _onnx),
     _rule("index:padded-coordinates", _V, ("OV-INDEX",), "indices do not count padding", OV, _ov),
     _rule("index:padded-coordinates", _V, ("ONNX-INDICES",), "indices do not count padding", ONNX, _onnx),
-    _rule("index:window-offset-by-output-shape", _V, ("OV-INDEX",),
-          "indices of the chosen element in the tensor flattened to 1D, not considering padding", OV, _ov),
-    _rule("index:window-offset-by-output-shape", _V, ("ONNX-INDICES",),
-          "indices of the chosen element in the tensor flattened to 1-D", ONNX, _onnx),
     # ------------------------------------------------------------------ variants added for issue 20 (h20-diag)
     *(_rule(key, _V, ("OV-CEIL-TORCH",), "only a last window that starts in the padding (at or past "
             "H + pads_begin) is dropped", OV, _ov)
@@ -253,11 +246,12 @@ SEVERITY_RULES: tuple[SeverityRule, ...] = (
             _onnx) for key in ("pads:onnx-written-interleaved", "pads:onnx-read-interleaved")),
     *(_rule(key, _V, ("OV-PADS-BEGIN", "OV-PADS-END"), "pads_begin pads the beginning, pads_end the end", OV, _ov)
       for key in ("pads:onnx-written-interleaved", "pads:onnx-read-interleaved")),
-    _rule("pads:onnx-read-interleaved-ceil-tail", _V, ("ONNX-PADS-FORMAT", "ONNX-SHAPE-CEIL"),
-          "pads are [x1_begin, x2_begin, ..., x1_end, x2_end, ...]; the ceil_mode size counts the pads once, and "
-          "every output is its window's", ONNX, _onnx),
-    _rule("pads:onnx-read-interleaved-ceil-tail", _V, ("OV-PADS-BEGIN", "OV-PADS-END", "OV-SHAPE-CEIL"),
-          "pads_begin pads the beginning, pads_end the end; the rounded size counts them once", OV, _ov),
+    _rule("max:unit-step-common-path", _V, ("ONNX-PADS-FORMAT", "ONNX-INDICES"),
+          "pads are [x1_begin, x2_begin, ..., x1_end, x2_end, ...] and pad the input; an index is the chosen "
+          "element's position in the tensor flattened to 1-D", ONNX, _onnx),
+    _rule("max:unit-step-common-path", _V, ("OV-PADS-BEGIN", "OV-PADS-END", "OV-INDEX"),
+          "pads_begin pads the beginning, pads_end the end; an index is the chosen element's position in the "
+          "tensor flattened to 1D, not considering padding", OV, _ov),
     _rule("window:last-tap-dropped", _V, ("OV-MAX",), "the window (filter) covers the kernel's taps on every axis",
           f"{OV} max", _ov, _max),
     _rule("window:last-tap-dropped", _V, ("ONNX-MAX",), "the window covers the kernel's taps on every axis",

@@ -8,11 +8,11 @@
   ``same:undilated-kernel gives no output``;
 - planted: ONNX Runtime's refusal keeps its names, and another message on the same
   configuration is not given this one;
-- MaxPool with strides and dilations 1 (``_op_common_pool.py``): pads not applied to a 1-D or 3-D
-  input (``pads:begin-moved-to-end``), read as ``[top, bottom, left, right]`` for a 2-D one (with
-  ceil_mode the output sized with the pads twice: ``pads:onnx-read-interleaved-ceil-tail``), and
-  its indices (``index:window-offset-by-output-shape``), against an oracle from that source and
-  ReferenceEvaluator, planted: spec-following and per-plane peers keep their names;
+- MaxPool with strides and dilations 1 (``_op_common_pool.py``, ``max:unit-step-common-path``):
+  pads not applied to a 1-D or 3-D input, read as ``[top, bottom, left, right]`` for a 2-D one
+  (with ceil_mode the output sized with the pads twice), indices through the output's shape;
+  against an oracle from that source and ReferenceEvaluator, planted: spec-following and
+  per-plane peers keep their names;
 - AveragePool with explicit pads and ceil_mode (``get_output_shape_explicit_padding``, ``pool``):
   the extra padding the last window needs split half before the input
   (``rounding:ceil-extra-pad-split``), against a loop oracle written here from that source, against
@@ -347,9 +347,7 @@ def test_a_peer_following_the_spec_or_shifting_otherwise_is_not_given_the_name()
 
 # --------------------------------------------------------------------------- MaxPool, strides and dilations 1
 
-MOVED_KEY = "pads:begin-moved-to-end"
-TAIL_KEY = "pads:onnx-read-interleaved-ceil-tail"
-OFFSET_KEY = "index:window-offset-by-output-shape"
+PATH_KEY = "max:unit-step-common-path"
 
 
 def unit_max_oracle(x: np.ndarray, ks: list[int], pads: list[int], ceil: int) -> tuple[np.ndarray, np.ndarray] | str:
@@ -415,31 +413,18 @@ def _unit_spec(ks: list[int], pads: list[int], ceil: int) -> object:
                                 "dilations": [1] * n})
 
 
-def _unit_keys(ks: list[int], pads: list[int], ceil: int) -> list[str]:
-    """The variants of onnx.reference's unit-step MaxPool path for these pads: a geometry (none
-    where it is the spec's: no pads, or 2-D pads whose interleaved reading is ONNX's) and the index
-    rule."""
-    if not any(pads):
-        return [OFFSET_KEY]
-    if len(ks) != 2:
-        return [MOVED_KEY, OFFSET_KEY]
-    if ceil:
-        return [TAIL_KEY, OFFSET_KEY]
-    return [OFFSET_KEY] if pads[1] == pads[2] else ["pads:onnx-read-interleaved", OFFSET_KEY]
-
-
 def x_unit(sizes: tuple[int, ...]) -> np.ndarray:
     return (np.arange(2 * math.prod(sizes), dtype=np.float32) * 7 % 13 + 1).reshape(2, 1, *sizes)
 
 
 def test_unit_step_max_variants_are_the_loop_oracle() -> None:
-    """Where onnx.reference gives an output, the two variants together are the oracle written from
-    its source (values and indices); where its loop overruns the output, the geometry has none."""
+    """Where onnx.reference gives an output, the variant is the oracle written from its source
+    (values and indices); where its loop overruns the output, the variant has none."""
     checked = 0
     for (sizes, ks, pads), ceil in itertools.product(UNIT_1D + UNIT_2D + UNIT_3D, (0, 1)):
         want = unit_max_oracle(x_unit(sizes), ks, pads, ceil)
         spec = _unit_spec(ks, pads, ceil)
-        keys = _unit_keys(ks, pads, ceil)
+        keys = [PATH_KEY]
         try:
             got = predict(ENGINE, spec, x_unit(sizes), keys)
         except Exception:  # the spec itself has no output here (kernel past the padded input)
@@ -458,9 +443,9 @@ def test_unit_step_max_variants_are_the_loop_oracle() -> None:
 
 def test_unit_step_max_replays_onnx_reference_exactly_on_a_grid() -> None:
     """ReferenceEvaluator's own values and indices (with the oracle's refusals) are reproduced
-    exactly by the variants, and the diagnosis explains them all (with a twin geometry name where
-    the moved pads coincide: pads_end 0 is pads:swapped, pads_begin 0 pads:begin-both-ends)."""
-    offset = 0
+    exactly by the variant, and the diagnosis explains them all, naming it wherever a pad or an
+    index differs from the spec beyond what index:per-plane says."""
+    named = 0
     for (sizes, ks, pads), ceil in itertools.product(UNIT_1D + UNIT_2D + UNIT_3D, (0, 1)):
         x = x_unit(sizes)
         n = len(ks)
@@ -476,14 +461,14 @@ def test_unit_step_max_replays_onnx_reference_exactly_on_a_grid() -> None:
         np.testing.assert_array_equal(i, want[1])
         try:
             spec = parse("MaxPool-22", attrs)
-            r = replay(ENGINE, spec, x, _unit_keys(ks, pads, ceil), v, i)
+            r = replay(ENGINE, spec, x, [PATH_KEY], v, i)
         except Exception:  # the spec itself has no output here
             continue
         assert r is not None and r.exact, (sizes, attrs)
         d = diagnose_output(ENGINE, spec, x, v, i)
         assert d.explained, (sizes, attrs, d)
-        offset += OFFSET_KEY in d.atoms
-    assert offset > 50
+        named += PATH_KEY in d.atoms
+    assert named > 50
 
 
 def test_the_registry_examples_of_the_unit_step_path() -> None:
@@ -495,13 +480,13 @@ def test_the_registry_examples_of_the_unit_step_path() -> None:
     v, i = onnx_reference_run("MaxPool", x, outputs=2, **attrs)
     assert v.ravel().tolist() == [2.0] and i.ravel().tolist() == [0]  # measured; the spec's index is 1
     d = diagnose_output(ENGINE, parse("MaxPool-22", attrs), x, v, i)
-    assert d.explained and OFFSET_KEY in d.atoms, d
+    assert d.explained and PATH_KEY in d.atoms, d
 
     x = np.array([[[[1.0, 2.0]]]], dtype=np.float32)
     v, i = onnx_reference_run("MaxPool", x, outputs=2, kernel_shape=[1, 2])
     assert v.ravel().tolist() == [2.0] and i.ravel().tolist() == [2]  # measured; the spec's index is 1
     d = diagnose_output(ENGINE, parse("MaxPool-22", {"kernel_shape": [1, 2]}), x, v, i)
-    assert d.explained and d.klass == OFFSET_KEY, d
+    assert d.explained and d.klass == PATH_KEY, d
 
 
 def test_unit_step_max_with_nan_is_explained_on_a_grid() -> None:
@@ -522,7 +507,7 @@ def test_unit_step_max_with_nan_is_explained_on_a_grid() -> None:
             continue
         d = diagnose_output(ENGINE, spec, x, v, i)
         assert d.explained, (sizes, attrs, d)
-        explained += OFFSET_KEY in d.atoms
+        explained += PATH_KEY in d.atoms
     assert explained > 30
 
 
@@ -544,7 +529,13 @@ def test_a_peer_following_the_spec_or_counting_per_plane_is_not_given_the_unit_s
         if not np.array_equal(per_plane, own[1]):
             d = diagnose_output(ENGINE, spec, x, own[0], per_plane)
             assert d.klass == "index:per-plane", (sizes, ks, pads, ceil, d)
-    gv = next(g for g in GEOMETRY_VARIANTS if g.key == MOVED_KEY)
-    assert not gv.applies(parse("MaxPool-22", {"kernel_shape": [2], "pads": [1, 0], "strides": [2]}))
-    assert not gv.applies(parse("MaxPool-22", {"kernel_shape": [2, 2], "pads": [1, 0, 0, 1]}))  # 2-D: read as such
+    gv = next(g for g in GEOMETRY_VARIANTS if g.key == PATH_KEY)
+    assert gv.applies(parse("MaxPool-22", {"kernel_shape": [2, 2], "pads": [1, 0, 0, 1]}))
+    assert gv.applies(parse("MaxPool-22", {"kernel_shape": [2], "auto_pad": "VALID"}))
+    assert not gv.applies(parse("MaxPool-22", {"kernel_shape": [2], "pads": [1, 0], "strides": [2]}))  # _max_pool
+    assert not gv.applies(parse("MaxPool-22", {"kernel_shape": [2], "dilations": [2]}))
+    assert not gv.applies(parse("MaxPool-22", {"kernel_shape": [2], "auto_pad": "SAME_UPPER"}))
     assert not gv.applies(parse("AveragePool-22", {"kernel_shape": [2], "pads": [1, 0]}))
+    # outside its path it predicts nothing (a neighbour with a stride is onnx.reference's _max_pool)
+    assert predict(ENGINE, parse("MaxPool-22", {"kernel_shape": [2], "pads": [1, 0], "strides": [2]}),
+                   x_unit((5,)), [PATH_KEY]) is None

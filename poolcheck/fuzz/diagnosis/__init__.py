@@ -9,14 +9,15 @@ Where implementations part ways the specs are silent or misread; each such point
   VALID: :attr:`Placement.computed`), SAME_LOWER split as SAME_UPPER and sized floor(size /
   stride) (onnx.reference's MaxPool), pads swapped or ignored or read interleaved, the padding a
   ceil window needs split half before the input (onnx.reference's AveragePool), the input not
-  padded with pads_begin counted at the end (onnx.reference's unit-step MaxPool), dilations
-  ignored;
+  padded with pads_begin counted at the end and its indices counted its own way
+  (``max:unit-step-common-path``, onnx.reference's MaxPool with strides and dilations 1),
+  dilations ignored;
 - policy (:class:`poolcheck.spec.policy.Policy`): NaN propagated / ignored / first-wins, value of
   a window wholly in padding (-inf / lowest finite / 0), the average's divisor (full kernel /
   window clipped to the padded input / valid elements only), the average of no element;
 - indices: what a max index counts (whole tensor vs from ``axis``, row- vs column-major, padded
-  coordinates, the index of an empty window), or a rule of its own (:attr:`IndexVariant.encode`:
-  onnx.reference's window rank unraveled with the output's shape).
+  coordinates, the index of an empty window), or a placement's own rule
+  (:attr:`Placement.index_rule`: onnx.reference's unit-step MaxPool path).
 
 For a differing output the reference is re-run under the variants and, per output element,
 the variants that turn the reference's element into the peer's (without breaking an element

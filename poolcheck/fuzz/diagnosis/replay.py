@@ -83,11 +83,10 @@ def replay(engine_module: ModuleType, spec: PoolSpec, x: np.ndarray, keys: tuple
     order, modulus = _spec_order_modulus(spec, shape)
     pads = None
     fill = None
-    own = [_INDEX_BY_KEY[k] for k in index_keys if k in _INDEX_BY_KEY and _INDEX_BY_KEY[k].encode is not None]
-    if own:  # an index rule of its own is never combined with another index variant
-        if len(index_keys) > 1:
+    if placement.index_rule is not None:  # the placement's own index rule: no index variant combines
+        if index_keys:
             return None
-        encoded = own[0].encode(spec, x, geom, canon)  # type: ignore[misc]
+        encoded = placement.index_rule(spec, x, geom, canon)
         where = close_values(ref.values, values, None)
         return Replay(ref.values, encoded, value_ok, (encoded == np.asarray(indices).astype(np.int64)) | ~where,
                       xc, geom)

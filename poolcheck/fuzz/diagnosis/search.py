@@ -155,9 +155,11 @@ def _explain_values(engine_module: ModuleType, spec: PoolSpec, x: np.ndarray, ge
 
 def _explain_indices(spec: PoolSpec, x: np.ndarray, geom: Geometry, ref: Outputs, values: np.ndarray,
                      indices: np.ndarray, crop: tuple[tuple[int, int], ...] | None = None,
-                     prefer: Mapping[str, int] | None = None) -> tuple[list[tuple[str, str]], np.ndarray]:
+                     prefer: Mapping[str, int] | None = None,
+                     rule: Callable[[PoolSpec, np.ndarray, Geometry, np.ndarray], np.ndarray] | None = None,
+                     ) -> tuple[list[tuple[str, str]], np.ndarray]:
     """Index variants (at most one per group) that reproduce the peer's indices where the
-    values agree."""
+    values agree (none with a placement's own index ``rule``: its indices are the rule's)."""
     shape = tuple(x.shape)
     assert ref.indices is not None
     canon = ref.indices.astype(np.int64)
@@ -171,10 +173,11 @@ def _explain_indices(spec: PoolSpec, x: np.ndarray, geom: Geometry, ref: Outputs
                 fill_: str | None = None) -> np.ndarray:
         return (encode_with_fill(canon_, shape, order_, modulus_, pads, fill_, geom, crop) != peer) & where
 
+    if rule is not None:  # the placement's own index rule: no layout variant combines with it
+        return [], (rule(spec, x, geom, canon) != peer) & where
     bad0 = differs(canon, order, modulus, None)
     if not bad0.any():
         return [], bad0
-    canon0 = canon
     chosen: list[tuple[str, str]] = []
     # A window wholly in padding: the spec's -1, or index 0 of the plane (OpenVINO), or the
     # coordinates -1 on every axis flattened (ONNX Runtime), or the first tap at or after
@@ -209,12 +212,6 @@ def _explain_indices(spec: PoolSpec, x: np.ndarray, geom: Geometry, ref: Outputs
             if pick is not None:
                 v, (layout_order, layout_mod, layout_pads), bad0, canon = pick
                 chosen.append((v.key, v.text))
-    if bad0.any() and fill is None:
-        # no layout gives every index: an index rule of its own, named only when it alone does
-        for v in INDEX_VARIANTS:
-            if v.encode is not None and v.applies(spec, shape, geom):
-                if not ((v.encode(spec, x, geom, canon0) != peer) & where).any():
-                    return [(v.key, v.text)], np.zeros_like(bad0)
     return chosen, bad0
 
 
@@ -241,7 +238,8 @@ def _explain_on(engine_module: ModuleType, spec: PoolSpec, x: np.ndarray, placem
         assert ref.indices is not None
         ref = Outputs(ref.values, _uncrop_indices(ref.indices.astype(np.int64), tuple(xc.shape), tuple(x.shape),
                                                   placement.crop))
-        idx_chosen, index_mask = _explain_indices(spec, x, geom, ref, values, indices, placement.crop, prefer)
+        idx_chosen, index_mask = _explain_indices(spec, x, geom, ref, values, indices, placement.crop, prefer,
+                                                  placement.index_rule)
         keys += [k for k, _ in idx_chosen]
         texts += [t for _, t in idx_chosen]
     return _Explained(keys, texts, value_mask, index_mask, ambiguous, xc, geom)
@@ -480,7 +478,8 @@ def _combinations(engine_module: ModuleType, spec: PoolSpec, x: np.ndarray,
                         assert ref.indices is not None and indices is not None
                         ref = Outputs(ref.values, _uncrop_indices(ref.indices.astype(np.int64), tuple(r.x.shape),
                                                                   tuple(x.shape), p.crop))
-                        idx, _mask = _explain_indices(spec, x, p.geom, ref, values, indices, p.crop, prefer)
+                        idx, _mask = _explain_indices(spec, x, p.geom, ref, values, indices, p.crop, prefer,
+                                                      p.index_rule)
                         keys += [k for k, _t in idx]
                     found = _verified(engine_module, spec, x, keys, values, indices)
                     if found is not None:

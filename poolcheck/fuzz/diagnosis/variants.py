@@ -32,6 +32,10 @@ class Placement:
     #: any axis is 0 (a zero tail: onnx.reference's AveragePool and LpPool under SAME or VALID with a
     #: dilation). None: every output.
     computed: tuple[int, ...] | None = None
+    #: the runner's own index rule (``rule(spec, x, geom, canon)`` -> indices in the spec's
+    #: layout, from the chosen elements' whole-tensor row-major indices): a code path that places
+    #: the windows and numbers its indices its own way; no index variant combines with it
+    index_rule: Callable[[PoolSpec, np.ndarray, Geometry, np.ndarray], np.ndarray] | None = None
 
     @property
     def output_shape(self) -> tuple[int, ...]:
@@ -175,34 +179,41 @@ def _ceil_extra_split(spec: PoolSpec, shape: tuple[int, ...]) -> Placement:
     return Placement(Geometry(g.batch, g.channels, tuple(axes)), crop)
 
 
-def _begin_moved_to_end(spec: PoolSpec, shape: tuple[int, ...]) -> Placement:
-    """onnx.reference 1.23's MaxPool of a 1-D or 3-D input with strides and dilations 1
-    (``_op_common_pool.CommonPool._run``): only a 4-item ``pads`` is applied (as a 2-D input's), so
-    the input is not padded; with ceil_mode the output counts ``size + pads_begin - kernel + 1``
-    windows starting at the input's first element (cut short at its end): ``pads_begin`` added at
-    the end, ``pads_end`` ignored. Without ceil_mode a ``pads_begin`` makes its loop overrun the
-    output it sized (an IndexError): no output."""
-    if spec.rounding_type == "floor" and any(spec.pads_begin):
-        raise ValueError("onnx.reference's loop overruns the output it sized")
+def _unit_step_path(spec: PoolSpec, shape: tuple[int, ...]) -> Placement:
+    """onnx.reference 1.23's MaxPool when every stride and dilation is 1
+    (``_op_common_pool.CommonPool._run`` and ``_pool``; its other path, ``_max_pool``, follows the
+    spec's explicit geometry). Only a 4-item ``pads`` is applied, as ``[top, bottom, left,
+    right]``: a 2-D input is padded with ONNX's ``[b0, b1, e0, e1]`` read interleaved, and with
+    ceil_mode ``_get_output_shape`` adds the pad total to the padded size again, the loop computing
+    only the padded input's ``padded size - kernel + 1`` windows (the rest 0, index -1). A 1-D or
+    3-D input is not padded, but its begin pads enter the sizes: with ceil_mode ``size + pads_begin
+    - kernel + 1`` windows start at its first element (pads_begin counted at the end, pads_end
+    ignored); without, a pads_begin makes the loop overrun the output it sized (an IndexError: no
+    output). Its indices: :func:`window_offset_indices`."""
+    if not (_unit_steps(spec) and spec.auto_pad in ("explicit", "valid")):
+        raise ValueError("onnx.reference takes its _max_pool path here")
     n = spec.spatial_rank
-    return Placement(resolve(spec.replace(pads_begin=(0,) * n, pads_end=spec.pads_begin), shape))
-
-
-def _read_as_2d_ceil_tail(spec: PoolSpec, shape: tuple[int, ...]) -> Placement:
-    """onnx.reference 1.23's MaxPool of a 2-D input with strides and dilations 1 and ceil_mode
-    (``_op_common_pool.CommonPool._run``): ``pads`` read as ``[top, bottom, left, right]`` (ONNX's
-    ``[b0, b1, e0, e1]`` interleaved), the output sized ``padded size + pad total - kernel + 1`` on
-    each axis (``_get_output_shape`` adds the pads to the padded size again), but only the padded
-    input's ``padded size - kernel + 1`` windows computed: the rest stay 0 (index -1)."""
-    flat = [*spec.pads_begin, *spec.pads_end]
+    begin, end = (spec.pads_begin, spec.pads_end) if spec.auto_pad == "explicit" else ((0,) * n, (0,) * n)
+    ceil = spec.rounding_type != "floor"
+    if n != 2 and not ceil and any(begin):
+        raise ValueError("onnx.reference's loop overruns the output it sized")
     axes, computed = [], []
     for i, size in enumerate(shape[2:]):
-        k, b, e = spec.kernel[i], flat[2 * i], flat[2 * i + 1]
-        computed.append(max(0, size + b + e - k + 1))  # none: a kernel past the padded input
-        axes.append(AxisGeometry(size, k, 1, 1, b, e, size + 2 * (b + e) - k + 1))
-    if min(a.out for a in axes) < 1:  # "output shape cannot be null or negative"
-        raise AttributeValueError("kernel", "the kernel is larger than the padded input and its pads again")
-    return Placement(Geometry(shape[0], shape[1], tuple(axes)), None, tuple(computed))
+        k = spec.kernel[i]
+        if n == 2:
+            flat = [*begin, *end]
+            b, e = flat[2 * i], flat[2 * i + 1]
+            out = size + b + e - k + 1 + (b + e if ceil else 0)
+            computed.append(max(0, size + b + e - k + 1))  # none: a kernel past the padded input
+        else:
+            b, e = 0, begin[i]
+            out = size + begin[i] - k + 1
+            computed.append(out)
+        if out < 1:  # "output shape cannot be null or negative"
+            raise AttributeValueError("kernel", f"axis {i}: no output ({out})")
+        axes.append(AxisGeometry(size, k, 1, 1, b, e, out))
+    kept = tuple(computed) if any(c < a.out for c, a in zip(computed, axes)) else None
+    return Placement(Geometry(shape[0], shape[1], tuple(axes)), None, kept, window_offset_indices)
 
 
 def _same_rounded(spec: PoolSpec, shape: tuple[int, ...]) -> Placement:
@@ -414,6 +425,16 @@ GEOMETRY_VARIANTS: tuple[GeometryVariant, ...] = (
                     lambda s: s.op == "max" and s.auto_pad == "same_lower"
                     and any(v > 1 for v in (*s.strides, *s.dilations)),
                     _legacy_same(dilated=True, floor_split=True, lower_as_upper=True)),
+    # before the other pads variants: where it places the windows as one of them does, it is the
+    # name of the one runtime known to take that path (the others stay verified alternatives)
+    GeometryVariant("max:unit-step-common-path",
+                    "onnx.reference's MaxPool path for strides and dilations 1: pads not applied to a 1-D or 3-D input "
+                    "(pads_begin counted at the end, pads_end ignored) and read as [top, bottom, left, right] for a "
+                    "2-D one (with ceil_mode the output sized with the pads twice, the outputs past the padded input's "
+                    "windows 0 with index -1); each index is the chosen element's rank in its window (0 when the "
+                    "window's numbers are all equal) unraveled with the output's shape, plus the output position "
+                    "minus pads_begin, within the (n, c) plane",
+                    lambda s: _unit_steps(s) and s.auto_pad in ("explicit", "valid"), _unit_step_path),
     GeometryVariant("pads:swapped", "pads_begin and pads_end swapped", _explicit_asym,
                     lambda s, shape: Placement(resolve(s.replace(pads_begin=s.pads_end, pads_end=s.pads_begin),
                                                        shape))),
@@ -421,18 +442,6 @@ GEOMETRY_VARIANTS: tuple[GeometryVariant, ...] = (
                     lambda s, shape: Placement(resolve(s.replace(pads_end=s.pads_begin), shape))),
     GeometryVariant("pads:end-both-ends", "pads_end applied at both ends", _explicit_asym,
                     lambda s, shape: Placement(resolve(s.replace(pads_begin=s.pads_end), shape))),
-    GeometryVariant("pads:begin-moved-to-end",
-                    "the input not padded: pads_begin counted at the end (windows start at the first element, the "
-                    "output size + pads_begin - kernel + 1), pads_end ignored (onnx.reference's MaxPool of a 1-D or "
-                    "3-D input with strides and dilations 1)",
-                    lambda s: _unit_steps(s) and s.spatial_rank in (1, 3) and s.auto_pad == "explicit" and _has_pads(s),
-                    _begin_moved_to_end),
-    GeometryVariant("pads:onnx-read-interleaved-ceil-tail",
-                    "ONNX pads read interleaved ([b0, e0, b1, e1]) and, with ceil_mode, the output sized with the pad "
-                    "total counted twice (padded size + pads - kernel + 1): the outputs past the padded input's windows "
-                    "are 0 (onnx.reference's MaxPool of a 2-D input with strides and dilations 1)",
-                    lambda s: _unit_steps(s) and s.spatial_rank == 2 and s.auto_pad == "explicit" and _has_pads(s)
-                    and s.rounding_type != "floor", _read_as_2d_ceil_tail),
     GeometryVariant("pads:ignored", "explicit pads ignored",
                     lambda s: s.auto_pad == "explicit" and _has_pads(s), _zero_pads),
     GeometryVariant("auto_pad:ignored", "auto_pad ignored (the explicit pads applied instead)",
@@ -565,9 +574,6 @@ class IndexVariant:
     layout: Callable[[PoolSpec, tuple[int, ...], Geometry], tuple[str, int, tuple | None]]
     #: the (n, c) planes numbered c * N + n instead of n * C + c (see :func:`renumber_planes`)
     renumber: bool = False
-    #: indices computed by a rule of their own from the chosen elements (``canon``: whole-tensor
-    #: row-major) instead of a layout: tried alone, never combined with another index variant
-    encode: Callable[[PoolSpec, np.ndarray, Geometry, np.ndarray], np.ndarray] | None = None
 
 
 def _off_by_one_axis(spec: PoolSpec, shape: tuple[int, ...]) -> int | None:
@@ -609,13 +615,6 @@ INDEX_VARIANTS: tuple[IndexVariant, ...] = (
     IndexVariant("index:padded-coordinates", "index_coords", "indices count positions in the padded input",
                  lambda s, shape, g: any(g.pads_begin) or any(g.pads_end),
                  lambda s, shape, g: (*_spec_order_modulus(s, shape), (g.pads_begin, g.pads_end))),
-    IndexVariant("index:window-offset-by-output-shape", "index_window",
-                 "the index of the chosen element's rank in its window (row-major; 0 when the window's numbers are "
-                 "all equal) unraveled with the output's shape, plus the output position minus pads_begin, flattened "
-                 "within the (n, c) plane: in 1-D the position minus pads_begin (onnx.reference's MaxPool with "
-                 "strides and dilations 1)",
-                 lambda s, shape, g: _unit_steps(s) and s.auto_pad in ("explicit", "valid"),
-                 lambda s, shape, g: (*_spec_order_modulus(s, shape), None), encode=window_offset_indices),
 )
 EMPTY_INDEX_TEXT = "a window wholly in padding reports index 0 (of its (n, c) plane)"
 EMPTY_INDEX_MINUS_TEXT = ("a window wholly in padding reports the index of coordinate -1 on every spatial axis "
