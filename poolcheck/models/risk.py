@@ -37,8 +37,8 @@ class Risk(str, Enum):
 RISK_SIGNATURES: dict[Risk, tuple[str, ...]] = {
     Risk.CEIL_OVERHANG: ("rounding:", "valid:ceil_mode", "shape:"),
     Risk.CEIL_WINDOW_IN_PADDING: ("rounding:", "empty_", "wholly in padding", "shape:"),
-    Risk.SAME_STRIDE: ("same:",),
-    Risk.SAME_NEGATIVE_PADS: ("same:negative-pads",),
+    Risk.SAME_STRIDE: ("same:", "negative SAME pad total"),
+    Risk.SAME_NEGATIVE_PADS: ("same:negative-pads", "negative SAME pad total"),  # also onnx.reference refusing it
     Risk.DILATION_SAME: ("same:undilated-kernel",),
     Risk.DILATION: ("dilations", "undilated-kernel"),  # also onnx.reference's VALID sized without them
     Risk.DIVISOR_OVERHANG: ("divisor=",),

@@ -539,3 +539,18 @@ def test_a_peer_following_the_spec_or_counting_per_plane_is_not_given_the_unit_s
     # outside its path it predicts nothing (a neighbour with a stride is onnx.reference's _max_pool)
     assert predict(ENGINE, parse("MaxPool-22", {"kernel_shape": [2], "pads": [1, 0], "strides": [2]}),
                    x_unit((5,)), [PATH_KEY]) is None
+
+
+def test_a_same_stride_risk_points_at_the_refusal_registry_entry() -> None:
+    """`poolcheck audit` points an average with SAME and a stride past the kernel at the registry
+    entries of its risks: onnx.reference's refusal is one (its name says 'negative SAME pad total',
+    not 'same:')."""
+    from poolcheck.corpus import KNOWN_DIR
+    from poolcheck.fuzz.known import known_entries
+    from poolcheck.models.risk import Risk, known_matches
+
+    entries, errors = known_entries([KNOWN_DIR])
+    assert not errors
+    for risk in (Risk.SAME_STRIDE, Risk.SAME_NEGATIVE_PADS):
+        found = {m.signature for m in known_matches("avg", [risk], entries)}
+        assert f"peer|avg|onnx_reference|{NEG_KEY}" in found, risk
