@@ -97,9 +97,9 @@ REJECT_RULES: tuple[RejectRule, ...] = (
 #: following it says when it refuses: ONNX Runtime's SAME arithmetic ends in "Calculated output
 #: dimension is negative" (measured, 1.31). A variant names a refusal only when the message says
 #: so: another peer's refusal of the same configuration has another cause (onnx.reference's
-#: "ceil_mode is not supported with auto_pad", or numpy.pad's negative width, which is the rule
-#: "negative SAME pad total" above, not the zero-tail variant's "no output", which only a subset of
-#: those configurations -- the dilated ones -- would have).
+#: "ceil_mode is not supported with auto_pad", or numpy.pad's negative width). onnx.reference's
+#: refusal is the rule "negative SAME pad total" above, not same:undilated-kernel-zero-tail's "no
+#: output": that variant applies only under a dilation, the refusal happens without one too.
 _NEGATIVE_SIZE = r"(?i)(output|dimension|size)[^.]*\bnegative|negative[^.]*(output|dimension|size)"
 REJECTING_VARIANTS: dict[str, str] = {"same:undilated-kernel": _NEGATIVE_SIZE, "same:negative-pads": _NEGATIVE_SIZE}
 
