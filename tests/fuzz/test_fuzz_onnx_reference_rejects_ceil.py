@@ -154,23 +154,36 @@ ORT_FULL = ("Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned
             "dimension is negative. Check kernel_shape, pads, strides and dilations.")
 
 
-def test_onnxruntime_refusals_keep_their_names() -> None:
+def test_onnxruntime_refusals_are_named_by_its_same_arithmetic() -> None:
     """ONNX Runtime refuses a dilated SAME configuration its undilated arithmetic sizes negative
-    (measured, 1.31: size 1, kernel 2, dilation 3); its full message names the dilations rule and
-    the bare sentence ``same:undilated-kernel`` -- as before -- never the numpy.pad rule, even where
-    onnx.reference's total is negative too."""
+    (measured, 1.31: size 1, kernel 2, dilation 3): 'same:undilated-kernel gives no output', for its
+    full message too (whose hint "Check kernel_shape, pads, strides and dilations" made it
+    'rejects: dilations' before), never the numpy.pad rule, even where onnx.reference's total is
+    negative too."""
     for op in ("avg", "max"):
         spec = (A.onnx_average_pool([2], [1], None, [3], 0, 1, "SAME_UPPER") if op == "avg"
                 else A.onnx_max_pool([2], [1], None, [3], 0, "SAME_UPPER"))
         x = np.ones((1, 1, 1), dtype=np.float32)
-        assert diagnose_rejection(spec, x, ORT_FULL).klass == "rejects: dilations"
-        assert diagnose_rejection(spec, x, "Calculated output dimension is negative.").klass == \
-            "rejects: same:undilated-kernel gives no output"
+        for message in (ORT_FULL, "Calculated output dimension is negative."):
+            assert diagnose_rejection(spec, x, message).klass == "rejects: same:undilated-kernel gives no output"
     # stride 3 on 2 elements: onnx.reference's total is negative; ONNX Runtime's message is not numpy's
     spec = A.onnx_average_pool([1], [3], None, [2], 0, 1, "SAME_UPPER")
     x = np.ones((1, 1, 2), dtype=np.float32)
     assert diagnose_rejection(spec, x, NUMPY_PAD).klass == NEG_KEY
     assert diagnose_rejection(spec, x, "Calculated output dimension is negative.").klass != NEG_KEY
+
+
+def test_the_dilations_rule_needs_a_message_refusing_dilations() -> None:
+    """A message refusing dilations names the rule; one that only lists the attribute (ONNX
+    Runtime's hint, onnx.reference's TypeError on an integer MaxPool's empty 3-D window) does not."""
+    spec = A.onnx_max_pool([1, 3, 2], [1, 3, 1], None, [1, 1, 3], 0, "SAME_UPPER")
+    x = np.ones((1, 1, 1, 1, 1), dtype=np.int8)
+    for message in ("Dilation is not supported", "dilations > 1 are not supported", "unsupported dilations"):
+        assert diagnose_rejection(spec, x, message).klass == "rejects: dilations", message
+    listing = ("TypeError: Issues with types [<class 'numpy.ndarray'>] and attributes ['auto_pad', 'ceil_mode', "
+               "'dilations', 'kernel_shape', 'pads', 'storage_order', 'strides'] and linked attributes=[] "
+               "(operator 'MaxPool').")
+    assert diagnose_rejection(spec, x, listing).klass.startswith("rejects: TypeError: Issues with types")
 
 
 def test_a_variant_without_output_names_only_the_refusal_it_models() -> None:

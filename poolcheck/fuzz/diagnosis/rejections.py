@@ -87,7 +87,12 @@ REJECT_RULES: tuple[RejectRule, ...] = (
                "undilated kernel, is negative (a stride larger than the kernel): numpy.pad refuses a negative width "
                "(onnx.reference's AveragePool and LpPool pad so)",
                _negative_same_total, r"index can't contain negative values"),
-    RejectRule("dilations", "rejects dilations > 1", lambda s, x: any(d > 1 for d in s.dilations), r"(?i)dilation"),
+    # the message must refuse dilations, not list them: ONNX Runtime's "Calculated output dimension is
+    # negative. Check kernel_shape, pads, strides and dilations." and onnx.reference's "Issues with
+    # types ... and attributes ['auto_pad', ..., 'dilations', ...]" name other causes
+    RejectRule("dilations", "rejects dilations > 1", lambda s, x: any(d > 1 for d in s.dilations),
+               r"(?i)dilations?\W{0,3}(>|must|should|are not|is not|not supported|unsupported)"
+               r"|(unsupported|no|not support\w*)\s+dilations?"),
     RejectRule("asymmetric pads", "rejects asymmetric pads",
                lambda s, x: s.auto_pad == "explicit" and s.pads_begin != s.pads_end, r"(?i)symmetric"),
 )
