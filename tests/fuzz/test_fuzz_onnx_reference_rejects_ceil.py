@@ -567,3 +567,21 @@ def test_a_same_stride_risk_points_at_the_refusal_registry_entry() -> None:
     for risk in (Risk.SAME_STRIDE, Risk.SAME_NEGATIVE_PADS):
         found = {m.signature for m in known_matches("avg", [risk], entries)}
         assert f"peer|avg|onnx_reference|{NEG_KEY}" in found, risk
+
+
+def test_unit_step_indices_in_an_openvino_axis_scope() -> None:
+    """An OpenVINO-convention spec (MaxPool-14, axis -1) reaches onnx.reference through the ONNX
+    adapter, which wraps ONNX's index by the axis scope: the rule's numbers go through the same
+    wrap (the seed-21 campaign's find: ReferenceEvaluator's 11 is the adapter's 2)."""
+    pytest.importorskip("onnx.reference")
+    from poolcheck.peers.onnx_reference_peer import OnnxReferencePeer
+
+    spec = A.openvino_max_pool([6, 3], [1, 1], [2, 0], [2, 0], axis=-1)
+    x = -np.arange(1, 37, dtype=np.float32).reshape(3, 1, 4, 3)
+    x[1, 0, 3, :2] = [np.inf, -np.inf]
+    raw = onnx_reference_run("MaxPool", x, outputs=2, kernel_shape=[6, 3], pads=[2, 0, 2, 0])[1]
+    assert raw[1].ravel().tolist() == [11, 11, 11]  # measured: row 3, column 2 of the plane
+    out = OnnxReferencePeer().run(spec, x)
+    assert out.indices is not None and out.indices[1].ravel().tolist() == [2, 2, 2]  # 11 % 3
+    d = diagnose_output(ENGINE, spec, x, out.values, out.indices)
+    assert d.explained and PATH_KEY in d.atoms, d

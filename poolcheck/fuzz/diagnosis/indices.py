@@ -175,7 +175,11 @@ def window_offset_indices(spec: PoolSpec, x: np.ndarray, geom: Geometry, canon: 
         index = index + (part + pos[i] - pads_begin[i]) * math.prod(spatial[i + 1:])
     # a window reaching past the padded input is one the runtime never computes (its -1 stays)
     computed = np.logical_and.reduce([s + a.dilated_kernel <= a.size + a.pad_end for s, a in zip(starts, geom.axes)])
-    return np.where(valid & computed, index, np.where(computed, canon, -1))
+    index = np.where(valid & computed, index, np.where(computed, canon, -1))
+    # in the spec's layout, as an ONNX adapter reads an ONNX index (a whole-tensor one, in the
+    # storage order the spec spells): an ``axis`` scope wraps it (a negative one passes)
+    modulus = _spec_order_modulus(spec, shape)[1]
+    return np.where(index >= 0, index % modulus, index) if modulus != math.prod(shape) else index
 
 
 def _numbers_all_equal(x: np.ndarray, geom: Geometry, starts: list[np.ndarray]) -> np.ndarray:
