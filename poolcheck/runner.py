@@ -28,6 +28,7 @@ from poolcheck.cases import load_paths
 from poolcheck.cases.model import Case
 from poolcheck.engines import family_numpy, numpy_engine
 from poolcheck.errors import CaseFileError, PoolcheckError
+from poolcheck.files import resolve_path
 from poolcheck.fingerprint import machine_fingerprint
 from poolcheck.fuzz.diagnosis.family import diagnose_family, family_variant_text
 from poolcheck.fuzz.diagnosis.search import diagnose_output
@@ -569,7 +570,10 @@ def split_targets(paths: Sequence[Path]) -> tuple[list[Path], dict[Path, set[str
     for p in paths:
         text = str(p)
         file, case_id = (Path(text.rsplit("::", 1)[0]), text.rsplit("::", 1)[1]) if "::" in text else (Path(p), None)
-        key = file.resolve()
+        try:
+            key = resolve_path(file)
+        except OSError:  # a loop of symbolic links: loading it reports why
+            key = file.absolute()
         if key not in wanted:
             files.append(file)
             wanted[key] = set() if case_id is not None else None

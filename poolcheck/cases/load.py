@@ -7,7 +7,9 @@ constructed with PyYAML's safe constructor.
 
 from __future__ import annotations
 
+import errno
 import math
+import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -623,7 +625,17 @@ def iter_case_files(paths: Iterable[str | Path]) -> Iterator[Path]:
         elif p.is_file():
             yield p
         else:
-            raise CaseFileError("no such file or folder", path=str(raw))
+            why = _link_error(p) if os.path.islink(p) else ""
+            raise CaseFileError(f"cannot read: {why}" if why else "no such file or folder", path=str(raw))
+
+
+def _link_error(path: Path) -> str:
+    """Why a symbolic link cannot be followed when that is not a plain missing target (a loop)."""
+    try:
+        path.stat()
+    except OSError as exc:
+        return "" if exc.errno == errno.ENOENT else exc.strerror or str(exc)
+    return ""
 
 
 def load_paths(paths: Iterable[str | Path]) -> tuple[list[Case], list[CaseFileError]]:

@@ -24,6 +24,7 @@ from poolcheck.cli.common import (
     engines_for,
     err_console,
     exit_code,
+    fail,
     load_peers,
     parse_duration,
     parse_fail_on,
@@ -31,7 +32,7 @@ from poolcheck.cli.common import (
     user_errors,
     write_report_set,
 )
-from poolcheck.files import stdout_to_stderr
+from poolcheck.files import resolve_path, stdout_to_stderr
 from poolcheck.models.audit import POOLING_NODE_TYPES, NodeAudit, ProgressFn, audit_model
 from poolcheck.report.writers import check_report_dir
 
@@ -77,7 +78,11 @@ def audit(
             peer_list = load_peers(peers, timeout)
         else:
             peer_list = [p for p in load_peers(",".join(DEFAULT_PEERS), timeout) if p.available()[0]]
-    replay = " ".join(["poolcheck", "audit", shlex.quote(str(model.resolve())),
+    try:
+        where = resolve_path(model)
+    except OSError as exc:  # a loop of symbolic links
+        raise fail(f"{model}: cannot read: {exc.strerror}") from None
+    replay = " ".join(["poolcheck", "audit", shlex.quote(str(where)),
                        *(f"--input-shape={shlex.quote(s)}" for s in input_shape or []),
                        *(["--peers", ",".join(p.name for p in peer_list)] if peer_list else [])])
     with user_errors(), stdout_to_stderr(as_json), _progress(enabled=not quiet) as progress:
