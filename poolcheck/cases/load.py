@@ -21,7 +21,7 @@ from poolcheck.cases.model import Case
 from poolcheck.cases.onnx_import import find_backend_dirs, load_backend_dir
 from poolcheck.errors import AttributeValueError, CaseFileError
 from poolcheck.spec import dtypes, operators
-from poolcheck.spec.family import WITH_INDICES, FamilySpec, check_unpool_indices, unpool_shape
+from poolcheck.spec.family import FamilySpec, check_unpool_indices, unpool_shape
 
 CASE_SUFFIXES = (".yaml", ".yml")
 
@@ -464,8 +464,11 @@ def parse_case(raw: Any, *, path: str, index: int, lines: dict[tuple[Any, ...], 
     bad = sorted(set(expected_raw) - EXPECTED_KEYS)
     if bad:
         raise err("expected", f"unknown output {bad[0]!r} (allowed: values, indices, shape)", bad[0])
-    if "indices" in expected_raw and (spec.op == "avg" or (isinstance(spec, FamilySpec) and spec.op not in WITH_INDICES)):
-        raise err("expected", f"{operators.OPERATORS[op].title} has no indices output", "indices")
+    # MaxPool-1 (both conventions) has one output too; the catalogue row says which versions have two
+    has_indices = spec.op != "avg" and operators.OPERATORS[op].indices_output
+    no_indices = f"{operators.OPERATORS[op].title} has no indices output"
+    if "indices" in expected_raw and not has_indices:
+        raise err("expected", no_indices, "indices")
     expected: dict[str, Any] = {}
     try:
         if "values" in expected_raw:
@@ -495,6 +498,8 @@ def parse_case(raw: Any, *, path: str, index: int, lines: dict[tuple[Any, ...], 
         correct = erratum["correct"]
         if not isinstance(correct, dict) or not correct or set(correct) - EXPECTED_KEYS:
             raise err("erratum", "'correct' must map values/indices/shape to the right output", "correct")
+        if "indices" in correct and not has_indices:
+            raise err("erratum", no_indices, "correct")
         conv: dict[str, Any] = {}
         try:
             for k, v in correct.items():

@@ -39,3 +39,31 @@ def test_a_symlink_loop_is_one_error_line(tmp_path: Path) -> None:
         assert r.returncode == 2, (args, r.stdout + r.stderr)
         line = one_error_line(r.stderr)
         assert "a.yaml" in line and "symbolic links" in line, (args, line)
+
+
+def run_case_text(tmp_path: Path, text: str) -> tuple[int, str, str]:
+    (tmp_path / "c.yaml").write_text(HEAD + text)
+    r = invoke("run", "-q", "--engine", "numpy", str(tmp_path / "c.yaml"))
+    return r.returncode, r.stdout, r.stderr
+
+
+def test_indices_of_an_operator_without_an_indices_output_are_refused(tmp_path: Path) -> None:
+    """MaxPool-1 (OpenVINO's and ONNX's) has one output: documented indices for it are a
+    malformed case, not something to pass (they were compared with the engine's and passed)."""
+    cases = {
+        "ov": ("MaxPool-1", "", "{kernel: [2], strides: [1]}", "expected: {values: [[[2, 3]]], indices: [[[1, 2]]]}"),
+        "onnx": ("MaxPool-1", "    convention: onnx\n", "{kernel_shape: [2]}",
+                 "expected: {values: [[[2, 3]]], indices: [[[1, 2]]]}"),
+        "erratum": ("MaxPool-1", "", "{kernel: [2], strides: [1]}",
+                    "expected: {values: [[[2, 4]]]}\n    erratum: {says: x, why: y, "
+                    "correct: {values: [[[2, 3]]], indices: [[[1, 2]]]}}"),
+        "avg-erratum": ("AvgPool-14", "", "{kernel: [2], strides: [1]}",
+                        "expected: {values: [[[1.5, 9]]]}\n    erratum: {says: x, why: y, "
+                        "correct: {values: [[[1.5, 2.5]]], indices: [[[1, 2]]]}}"),
+    }
+    for name, (op, convention, attrs, expected) in cases.items():
+        code, _, err = run_case_text(tmp_path, f"  - id: {name}\n    op: {op}\n{convention}    attributes: {attrs}\n"
+                                               f"    input: [[[1, 2, 3]]]\n    {expected}\n")
+        assert code == 2, (name, err)
+        line = one_error_line(err)
+        assert f"case '{name}'" in line and "indices" in line and "no indices output" in line, line
