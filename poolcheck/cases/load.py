@@ -495,6 +495,9 @@ def parse_case(raw: Any, *, path: str, index: int, lines: dict[tuple[Any, ...], 
     if erratum is not None:
         if not isinstance(erratum, dict) or not {"says", "correct", "why"} <= set(erratum):
             raise err("erratum", "expected a mapping with 'says', 'correct' and 'why'")
+        for key in ("says", "why"):  # text, as the result model (and `poolcheck report`) requires
+            if not isinstance(erratum[key], str):
+                raise err("erratum", "expected a string", key)
         correct = erratum["correct"]
         if not isinstance(correct, dict) or not correct or set(correct) - EXPECTED_KEYS:
             raise err("erratum", "'correct' must map values/indices/shape to the right output", "correct")

@@ -67,3 +67,17 @@ def test_indices_of_an_operator_without_an_indices_output_are_refused(tmp_path: 
         assert code == 2, (name, err)
         line = one_error_line(err)
         assert f"case '{name}'" in line and "indices" in line and "no indices output" in line, line
+
+
+def test_an_erratum_says_and_why_must_be_text(tmp_path: Path) -> None:
+    """A list or mapping as an erratum's `says`/`why` loaded, ran, and went into result.json,
+    which `poolcheck report` then refused as malformed: the loader refuses it, naming the field."""
+    for field, value in (("says", "[list, {a: b}]"), ("why", "{nested: x}"), ("says", "3")):
+        other = "why" if field == "says" else "says"
+        code, _, err = run_case_text(tmp_path, "  - id: e\n    op: MaxPool-22\n    attributes: {kernel_shape: [2]}\n"
+                                               "    input: [[[1, 2, 3]]]\n    expected: {values: [[[2, 4]]]}\n"
+                                               f"    erratum: {{{field}: {value}, {other}: text, "
+                                               "correct: {values: [[[2, 3]]]}}\n")
+        assert code == 2, (field, value, err)
+        line = one_error_line(err)
+        assert f"field 'erratum.{field}'" in line and "expected a string" in line, line
