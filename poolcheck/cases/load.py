@@ -355,6 +355,15 @@ def _array(value: Any, dtype: np.dtype, what: str) -> np.ndarray:
         return np.array(flat, dtype=dtype if integer else np.float64).reshape(shape)
 
 
+def _shape(value: Any, what: str) -> tuple[int, ...]:
+    """A documented output shape: a list of integers >= 0."""
+    if not isinstance(value, list) or not all(isinstance(n, int) and not isinstance(n, bool) for n in value):
+        raise AttributeValueError(what, f"expected a list of integers, got {_short(value)}")
+    if any(n < 0 for n in value):
+        raise AttributeValueError(what, f"every dimension must be >= 0, got {_short(value)}")
+    return tuple(value)
+
+
 def _short(v: Any, limit: int = 40) -> str:
     """``repr`` cut to ``limit`` characters (a 400-digit integer stays readable)."""
     text = repr(v)
@@ -476,10 +485,7 @@ def parse_case(raw: Any, *, path: str, index: int, lines: dict[tuple[Any, ...], 
         if "indices" in expected_raw:
             expected["indices"] = _array(expected_raw["indices"], np.dtype(np.int64), "expected.indices")
         if "shape" in expected_raw:
-            shp = expected_raw["shape"]
-            if not isinstance(shp, list) or not all(isinstance(v, int) and not isinstance(v, bool) for v in shp):
-                raise AttributeValueError("expected.shape", f"expected a list of integers, got {shp!r}")
-            expected["shape"] = tuple(shp)
+            expected["shape"] = _shape(expected_raw["shape"], "expected.shape")
     except AttributeValueError as exc:
         field_name = exc.attribute.split(".")[-1]
         raise err("expected", exc.reason, field_name) from None
@@ -507,9 +513,7 @@ def parse_case(raw: Any, *, path: str, index: int, lines: dict[tuple[Any, ...], 
         try:
             for k, v in correct.items():
                 if k == "shape":
-                    if not isinstance(v, list) or not all(isinstance(n, int) and not isinstance(n, bool) for n in v):
-                        raise AttributeValueError("erratum.correct.shape", f"expected a list of integers, got {_short(v)}")
-                    conv[k] = tuple(v)
+                    conv[k] = _shape(v, "erratum.correct.shape")
                 else:
                     conv[k] = _array(v, dtype if k == "values" else np.dtype(np.int64), f"erratum.correct.{k}")
         except AttributeValueError as exc:

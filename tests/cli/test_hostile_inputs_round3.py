@@ -81,3 +81,16 @@ def test_an_erratum_says_and_why_must_be_text(tmp_path: Path) -> None:
         assert code == 2, (field, value, err)
         line = one_error_line(err)
         assert f"field 'erratum.{field}'" in line and "expected a string" in line, line
+
+
+def test_a_negative_documented_shape_is_a_malformed_case(tmp_path: Path) -> None:
+    """`shape: [1, 1, -2]` was judged: a 'fail' verdict of severity violation, the engine blamed
+    for a shape no tensor has."""
+    for where, block in (("expected.shape", "expected: {shape: [1, 1, -2]}"),
+                         ("erratum.correct", "expected: {shape: [1, 1, 3]}\n    erratum: {says: x, why: y, "
+                                             "correct: {shape: [1, -1, 2]}}")):
+        code, out, err = run_case_text(tmp_path, "  - id: s\n    op: MaxPool-22\n    attributes: {kernel_shape: [2]}\n"
+                                                 f"    input: [[[1, 2, 3]]]\n    {block}\n")
+        assert code == 2, (where, out, err)
+        line = one_error_line(err)
+        assert f"field '{where}'" in line and ">= 0" in line, line
