@@ -241,6 +241,8 @@ def parse_yaml(text: str) -> tuple[Any, dict[tuple[Any, ...], int]]:
                 continue
             top = stack[-1]
             if type(top.value) is list:  # the common case (tensors): inline
+                if top.path is not None and len(top.path) <= 1:  # an item of a top-level list (a case)
+                    lines.setdefault((*top.path, len(top.value)), event.start_mark.line + 1)
                 top.size += size
                 top.value.append(value)
             else:

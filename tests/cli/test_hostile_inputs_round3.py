@@ -94,3 +94,16 @@ def test_a_negative_documented_shape_is_a_malformed_case(tmp_path: Path) -> None
         assert code == 2, (where, out, err)
         line = one_error_line(err)
         assert f"field '{where}'" in line and ">= 0" in line, line
+
+
+def test_a_case_that_is_not_a_mapping_names_its_own_line(tmp_path: Path) -> None:
+    """A scalar where a case belongs was reported at line 0 (lines count from 1)."""
+    code, _, err = run_case_text(tmp_path, "  - 5\n" + GOOD + "  - just text\n")
+    assert code == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 2 and "Traceback" not in err, err
+    assert lines[0].startswith(f"error: {tmp_path / 'c.yaml'}:3: each case must be a mapping, got int"), lines
+    assert lines[1].startswith(f"error: {tmp_path / 'c.yaml'}:9: each case must be a mapping, got str"), lines
+    (tmp_path / "c.yaml").write_text("cases: [1]\n")
+    r = invoke("run", "-q", str(tmp_path / "c.yaml"))
+    assert f"c.yaml:1: each case must be a mapping" in one_error_line(r.stderr)
