@@ -108,8 +108,10 @@ def p_value(value: Any) -> int:
     """``p``: an integer >= 1 (the Lp norm's root is 1/p; p = 0 has no norm)."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
         raise AttributeValueError("p", f"expected an integer, got {value!r}")
-    if not 1 <= value <= MAX_EXTENT:
+    if value < 1:
         raise AttributeValueError("p", f"must be >= 1 (the norm takes the 1/p-th root), got {short_int(value)}")
+    if value > MAX_EXTENT:
+        raise AttributeValueError("p", f"must be <= {MAX_EXTENT} (2^31 - 1), got {short_int(value)}")
     return int(value)
 
 

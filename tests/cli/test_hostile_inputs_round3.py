@@ -107,3 +107,12 @@ def test_a_case_that_is_not_a_mapping_names_its_own_line(tmp_path: Path) -> None
     (tmp_path / "c.yaml").write_text("cases: [1]\n")
     r = invoke("run", "-q", str(tmp_path / "c.yaml"))
     assert f"c.yaml:1: each case must be a mapping" in one_error_line(r.stderr)
+
+
+def test_an_lp_norm_order_past_the_limit_says_the_limit(tmp_path: Path) -> None:
+    """p = 10**11 was refused with "must be >= 1", which it is."""
+    code, _, err = run_case_text(tmp_path, "  - id: lp\n    op: LpPool-22\n    attributes: {kernel_shape: [2], p: 100000000000}\n"
+                                           "    input: [[[1, 2, 3]]]\n    expected: {shape: [1, 1, 2]}\n")
+    assert code == 2
+    line = one_error_line(err)
+    assert "field 'attributes.p'" in line and "<= 2147483647" in line and ">= 1" not in line, line
