@@ -12,7 +12,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from poolcheck.bench import run_bench, select
 from poolcheck.bench.render import renderable, to_json, to_markdown
 from poolcheck.bench.summary import read_setup_time
-from poolcheck.cli.common import EXIT_OK, console, err_console, fail, parse_duration, user_errors, writable_dir
+from poolcheck.cli.common import EXIT_OK, console, err_console, fail, parse_duration, safe, user_errors, writable_dir
 from poolcheck.files import write_text_atomic
 
 DEFAULT_DOCS = "docs/benchmarks.md"
@@ -84,5 +84,5 @@ def bench(
                 written = write_text_atomic(docs_path, to_markdown(run, command))
             except OSError as exc:
                 raise fail(f"--write-docs: cannot write {docs_path}: {exc}") from None
-            err_console.print(f"wrote {written}")
+            err_console.print(f"wrote {safe(str(written))}", markup=False, highlight=False, soft_wrap=True)
     raise typer.Exit(EXIT_OK)

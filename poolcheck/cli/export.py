@@ -57,8 +57,8 @@ def export(
                                                          for d in skipped]}, indent=2) + "\n")
     else:
         for d in skipped:
-            console.print(f"not expressible in ONNX: {d.case_id} ({d.source}): {d.reason}", markup=False,
+            console.print(f"not expressible in ONNX: {safe(d.case_id)} ({safe(d.source)}): {safe(d.reason)}", markup=False,
                           highlight=False, soft_wrap=True)
-        console.print(f"{len(written)} case(s) written to {out} as ONNX backend test directories; "
+        console.print(f"{len(written)} case(s) written to {safe(str(out))} as ONNX backend test directories; "
                       f"{len(skipped)} not expressible in ONNX", markup=False, highlight=False, soft_wrap=True)
     raise typer.Exit(EXIT_OK)

@@ -30,6 +30,7 @@ from poolcheck.cli.common import (
     fail,
     parse_duration,
     parse_fail_on,
+    safe,
     user_errors,
     writable_dir,
 )
@@ -209,7 +210,7 @@ def fuzz(
 
     def on_phase(text: str) -> None:
         if progress and live is None:
-            err_console.print(f"[dim]{text}[/]")
+            err_console.print(Text(safe(text), style="dim"))
 
     # SIGTERM (a CI job cancelled, `kill PID`) ends the campaign like Ctrl-C: what was found is
     # already saved, and the summary and reports are still written.
@@ -231,7 +232,8 @@ def fuzz(
             write_reports(campaign.result, report)
 
     for err in campaign.known_errors:
-        err_console.print(f"[bold yellow]warning:[/] known-divergence registry: {err}", soft_wrap=True)
+        err_console.print(Text.assemble(("warning:", "bold yellow"), f" known-divergence registry: {safe(str(err))}"),
+                          soft_wrap=True)
     console_report.render_fuzz(campaign.result, console, saved_to=str(save_dir),
                                reports_to=str(report) if report is not None else None)
     if campaign.result.interrupted and not campaign.new:

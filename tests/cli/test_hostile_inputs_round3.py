@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from support import invoke
+from support import cli, invoke
 
 HEAD = "schema: poolcheck.case/1\ncases:\n"
 GOOD = """\
@@ -106,7 +106,7 @@ def test_a_case_that_is_not_a_mapping_names_its_own_line(tmp_path: Path) -> None
     assert lines[1].startswith(f"error: {tmp_path / 'c.yaml'}:9: each case must be a mapping, got str"), lines
     (tmp_path / "c.yaml").write_text("cases: [1]\n")
     r = invoke("run", "-q", str(tmp_path / "c.yaml"))
-    assert f"c.yaml:1: each case must be a mapping" in one_error_line(r.stderr)
+    assert "c.yaml:1: each case must be a mapping" in one_error_line(r.stderr)
 
 
 def test_an_lp_norm_order_past_the_limit_says_the_limit(tmp_path: Path) -> None:
@@ -116,3 +116,42 @@ def test_an_lp_norm_order_past_the_limit_says_the_limit(tmp_path: Path) -> None:
     assert code == 2
     line = one_error_line(err)
     assert "field 'attributes.p'" in line and "<= 2147483647" in line and ">= 1" not in line, line
+
+
+HOSTILE_ID = '"k1 [bold red]RED[/] \\x1b[2J"'
+
+
+def hostile_case(op: str = "MaxPool-22", attrs: str = "{kernel_shape: [2]}", expected: str = "{values: [[[2, 3]]]}") -> str:
+    return f"  - id: {HOSTILE_ID}\n    op: {op}\n    attributes: {attrs}\n    input: [[[1, 2, 3]]]\n    expected: {expected}\n"
+
+
+def assert_inert(text: str) -> None:
+    """Markup shown as written, the escape character shown escaped."""
+    assert "k1 [bold red]RED[/] \\x1b[2J" in text, text
+    assert "\x1b" not in text
+
+
+def test_export_shows_case_text_inert(tmp_path: Path) -> None:
+    (tmp_path / "c.yaml").write_text(HEAD + hostile_case("AdaptiveAvgPool-8", "{output_shape: [1]}", "{shape: [1, 1, 1]}"))
+    r = invoke("export", str(tmp_path / "c.yaml"), str(tmp_path / "out"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "not expressible in ONNX" in r.stdout
+    assert_inert(r.stdout)
+
+
+def test_fuzz_registry_warnings_show_case_text_inert(tmp_path: Path) -> None:
+    (tmp_path / "known").mkdir()
+    (tmp_path / "known" / "k.yaml").write_text(HEAD + hostile_case())
+    r = cli("fuzz", "--max-examples", "1", "--peers", "none", "--no-bundled-known", "--known", str(tmp_path / "known"),
+            "--no-progress", "--save-cases", str(tmp_path / "finds"), "--database", str(tmp_path / "db"), timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "warning: known-divergence registry:" in r.stderr
+    assert_inert(r.stderr)
+
+
+def test_bench_names_the_written_file_inert(tmp_path: Path) -> None:
+    out = tmp_path / "b[bold]x[/]" / "o.md"
+    r = cli("bench", "-w", "F1", "--reps", "3", "--time-budget", "0.1s", "--write-docs", str(out), timeout=200)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert out.is_file()
+    assert f"wrote {out}" in r.stderr
