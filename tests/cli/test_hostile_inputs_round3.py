@@ -155,3 +155,22 @@ def test_bench_names_the_written_file_inert(tmp_path: Path) -> None:
     assert r.returncode == 0, r.stdout + r.stderr
     assert out.is_file()
     assert f"wrote {out}" in r.stderr
+
+
+def test_audit_names_a_global_pool_on_an_input_of_the_wrong_rank(tmp_path: Path) -> None:
+    """GlobalAveragePool on a rank-2 or rank-6 input: exit 2 with no error line at all (the
+    engines' error verdicts were never printed); the node is refused up front, like a MaxPool's."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    for rank in (2, 6):
+        x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1] * (rank - 1) + [5])
+        y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+        node = helper.make_node("GlobalAveragePool", ["x"], ["y"], name="gap")
+        model = helper.make_model(helper.make_graph([node], "g", [x], [y]), opset_imports=[helper.make_opsetid("", 22)])
+        path = tmp_path / f"rank{rank}.onnx"
+        onnx.save(model, str(path))
+        r = invoke("audit", str(path), "--peers", "onnx_reference", "--engine", "numpy", "-q")
+        assert r.returncode == 2, r.stdout + r.stderr
+        line = one_error_line(r.stderr)
+        assert "node 'gap'" in line and f"rank {rank}" in line, line
