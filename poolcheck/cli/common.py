@@ -129,6 +129,7 @@ def engines_for(engine: str) -> list[str]:
     """``--engine``: numpy, c, or all (every engine built here); anything else is a usage error
     worded as the help."""
     if engine == "all":
+        get_engine("auto")  # POOLCHECK_ISA naming a path this CPU cannot run is an error, not a NumPy-only run
         return available_engines()
     if engine not in ("numpy", "c"):
         raise AttributeValueError("--engine", f"expected numpy, c or all, got {engine!r}")

@@ -174,3 +174,13 @@ def test_audit_names_a_global_pool_on_an_input_of_the_wrong_rank(tmp_path: Path)
         assert r.returncode == 2, r.stdout + r.stderr
         line = one_error_line(r.stderr)
         assert "node 'gap'" in line and f"rank {rank}" in line, line
+
+
+def test_a_bogus_isa_is_an_error_for_every_engine_selection(tmp_path: Path) -> None:
+    """POOLCHECK_ISA=bogus with the default --engine all ran the NumPy engine alone, saying
+    nothing (fuzz and --engine c already refused it)."""
+    (tmp_path / "ok.yaml").write_text(HEAD + GOOD)
+    r = cli("run", "-q", str(tmp_path / "ok.yaml"), env={"POOLCHECK_ISA": "bogus"})
+    assert r.returncode == 2, r.stdout + r.stderr
+    line = one_error_line(r.stderr)
+    assert "POOLCHECK_ISA" in line and "'bogus'" in line, line
