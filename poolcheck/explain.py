@@ -19,6 +19,7 @@ import numpy as np
 from poolcheck import spec as S
 from poolcheck.api import run_spec
 from poolcheck.cases import load_file, load_paths
+from poolcheck.cases.load import split_target
 from poolcheck.cases.model import Case
 from poolcheck.corpus import CORPUS_DIR, EDGE_DIR, KNOWN_DIR, SEEDS_DIR
 from poolcheck.engines.numpy_engine import divisor
@@ -66,12 +67,12 @@ class Explanation:
 
 def split_case_ref(ref: str, k: str | None) -> tuple[str, str | None]:
     """``path::id`` -> (path, id); a plain path keeps ``-k``. Both at once is a usage error."""
-    if "::" in ref:
-        path, case_id = ref.rsplit("::", 1)
-        if k is not None and k != case_id:
-            raise AttributeValueError("-k", f"the case is named twice ({case_id!r} in {ref!r} and -k {k!r})")
-        return path, case_id
-    return ref, k
+    path, case_id = split_target(ref)
+    if case_id is None:
+        return ref, k
+    if k is not None and k != case_id:
+        raise AttributeValueError("-k", f"the case is named twice ({case_id!r} in {ref!r} and -k {k!r})")
+    return path, case_id
 
 
 def pick_case(cases: list[Case], case_id: str | None, path: str) -> Case:

@@ -25,6 +25,7 @@ from poolcheck import spec as S
 from poolcheck.api import run_spec
 from poolcheck.api_family import run_family
 from poolcheck.cases import load_paths
+from poolcheck.cases.load import split_target
 from poolcheck.cases.model import Case
 from poolcheck.engines import family_numpy, numpy_engine
 from poolcheck.errors import CaseFileError, PoolcheckError
@@ -568,8 +569,8 @@ def split_targets(paths: Sequence[Path]) -> tuple[list[Path], dict[Path, set[str
     files: list[Path] = []
     wanted: dict[Path, set[str] | None] = {}
     for p in paths:
-        text = str(p)
-        file, case_id = (Path(text.rsplit("::", 1)[0]), text.rsplit("::", 1)[1]) if "::" in text else (Path(p), None)
+        head, case_id = split_target(str(p))
+        file = Path(head)
         try:
             key = resolve_path(file)
         except OSError:  # a loop of symbolic links: loading it reports why

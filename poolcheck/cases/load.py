@@ -628,6 +628,21 @@ def load_file(path: str | Path) -> list[Case]:
     return cases
 
 
+def split_target(text: str) -> tuple[str, str | None]:
+    """``FILE::ID`` (a replay command's target) -> (FILE, ID); a plain path -> (path, None). The
+    split is at the first ``::`` after which an existing file ends, so an id may hold ``::``
+    itself; without such a file, at the last ``::``."""
+    if "::" not in text:
+        return text, None
+    i = text.find("::")
+    while i != -1:
+        if os.path.isfile(text[:i]):
+            return text[:i], text[i + 2:]
+        i = text.find("::", i + 1)
+    head, _, tail = text.rpartition("::")
+    return head, tail
+
+
 def iter_case_files(paths: Iterable[str | Path]) -> Iterator[Path]:
     """Expand files and folders (recursively, sorted) into case files."""
     for raw in paths:

@@ -184,3 +184,19 @@ def test_a_bogus_isa_is_an_error_for_every_engine_selection(tmp_path: Path) -> N
     assert r.returncode == 2, r.stdout + r.stderr
     line = one_error_line(r.stderr)
     assert "POOLCHECK_ISA" in line and "'bogus'" in line, line
+
+
+def test_the_replay_of_a_case_whose_id_holds_the_separator_reproduces(tmp_path: Path) -> None:
+    """FILE::ID was split at the last '::', so the replay of case 'a::b' looked for the file
+    'FILE::a' (no such file)."""
+    import json
+    import shlex
+
+    (tmp_path / "c.yaml").write_text(HEAD + GOOD + GOOD.replace("ok-case", "a::b").replace("[[[2, 3]]]", "[[[2, 4]]]"))
+    r = invoke("run", "--json", "--engine", "numpy", str(tmp_path / "c.yaml"))
+    assert r.returncode == 1, r.stdout + r.stderr
+    replay = next(c["replay"] for c in json.loads(r.stdout)["cases"] if c["case_id"] == "a::b")
+    again = invoke(*shlex.split(replay)[1:], "--json")
+    assert again.returncode == 1, again.stdout + again.stderr
+    assert [(c["case_id"], c["verdict"]) for c in json.loads(again.stdout)["cases"]] == [("a::b", "fail")]
+
