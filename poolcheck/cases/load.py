@@ -10,6 +10,7 @@ from __future__ import annotations
 import errno
 import math
 import os
+import unicodedata
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -403,6 +404,10 @@ def parse_case(raw: Any, *, path: str, index: int, lines: dict[tuple[Any, ...], 
     case_id = raw.get("id")
     if not isinstance(case_id, str) or not case_id.strip():
         raise CaseFileError("every case needs a non-empty string 'id'", path=path, line=line, field="id")
+    if any(unicodedata.category(ch) in ("Cc", "Zl", "Zp", "Cs") for ch in case_id):
+        # every renderer shows these escaped, so no replay command could name the case
+        raise CaseFileError(f"an id must not hold control characters or line breaks, got {case_id!r}", path=path,
+                            line=lines.get((*base, "id"), line), field="id")
 
     def err(field: str, message: str, *sub: Any) -> CaseFileError:
         return CaseFileError(message, path=path, line=lines.get((*base, field, *sub), lines.get((*base, field), line)),

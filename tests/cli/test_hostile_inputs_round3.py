@@ -118,7 +118,8 @@ def test_an_lp_norm_order_past_the_limit_says_the_limit(tmp_path: Path) -> None:
     assert "field 'attributes.p'" in line and "<= 2147483647" in line and ">= 1" not in line, line
 
 
-HOSTILE_ID = '"k1 [bold red]RED[/] \\x1b[2J"'
+HOSTILE_ID = '"k1 [bold red]RED[/]"'
+HOSTILE_FILE = "k\x1b[2J.yaml"
 
 
 def hostile_case(op: str = "MaxPool-22", attrs: str = "{kernel_shape: [2]}", expected: str = "{values: [[[2, 3]]]}") -> str:
@@ -127,13 +128,14 @@ def hostile_case(op: str = "MaxPool-22", attrs: str = "{kernel_shape: [2]}", exp
 
 def assert_inert(text: str) -> None:
     """Markup shown as written, the escape character shown escaped."""
-    assert "k1 [bold red]RED[/] \\x1b[2J" in text, text
+    assert "k1 [bold red]RED[/]" in text and "k\\x1b[2J.yaml" in text, text
     assert "\x1b" not in text
 
 
 def test_export_shows_case_text_inert(tmp_path: Path) -> None:
-    (tmp_path / "c.yaml").write_text(HEAD + hostile_case("AdaptiveAvgPool-8", "{output_shape: [1]}", "{shape: [1, 1, 1]}"))
-    r = invoke("export", str(tmp_path / "c.yaml"), str(tmp_path / "out"))
+    (tmp_path / HOSTILE_FILE).write_text(HEAD + hostile_case("AdaptiveAvgPool-8", "{output_shape: [1]}",
+                                                             "{shape: [1, 1, 1]}"))
+    r = invoke("export", str(tmp_path / HOSTILE_FILE), str(tmp_path / "out"))
     assert r.returncode == 0, r.stdout + r.stderr
     assert "not expressible in ONNX" in r.stdout
     assert_inert(r.stdout)
@@ -141,7 +143,7 @@ def test_export_shows_case_text_inert(tmp_path: Path) -> None:
 
 def test_fuzz_registry_warnings_show_case_text_inert(tmp_path: Path) -> None:
     (tmp_path / "known").mkdir()
-    (tmp_path / "known" / "k.yaml").write_text(HEAD + hostile_case())
+    (tmp_path / "known" / HOSTILE_FILE).write_text(HEAD + hostile_case())
     r = cli("fuzz", "--max-examples", "1", "--peers", "none", "--no-bundled-known", "--known", str(tmp_path / "known"),
             "--no-progress", "--save-cases", str(tmp_path / "finds"), "--database", str(tmp_path / "db"), timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
@@ -200,3 +202,12 @@ def test_the_replay_of_a_case_whose_id_holds_the_separator_reproduces(tmp_path: 
     assert again.returncode == 1, again.stdout + again.stderr
     assert [(c["case_id"], c["verdict"]) for c in json.loads(again.stdout)["cases"]] == [("a::b", "fail")]
 
+
+def test_a_case_id_with_control_characters_is_refused(tmp_path: Path) -> None:
+    """An id is shown escaped everywhere (inert), so a replay naming it could never select it:
+    the loader refuses control characters in ids."""
+    for raw in ('"a\\x1b[2Jb"', '"line\\nbreak"', '"tab\\there"'):
+        code, _, err = run_case_text(tmp_path, GOOD.replace("ok-case", raw))
+        assert code == 2, (raw, err)
+        line = one_error_line(err)
+        assert "field 'id'" in line and "control character" in line, line
