@@ -56,11 +56,15 @@ def user_errors() -> Iterator[None]:
 
 
 def parse_int_list(option: str, text: str | None) -> list[int] | None:
-    """Parse "2,2" into [2, 2]; a bad value is a usage error naming the option."""
+    """Parse "2,2" into [2, 2] ("" into [], a trailing comma allowed); a bad or empty item
+    (``1,,7``) is a usage error naming the option."""
     if text is None:
         return None
+    parts = text.replace(" ", "").split(",")
+    if parts[-1] == "":
+        parts.pop()
     try:
-        return [int(part) for part in text.replace(" ", "").split(",") if part != ""]
+        return [int(part) for part in parts]
     except ValueError:
         raise fail(f"{option}: expected comma-separated integers, got {text!r}") from None
 

@@ -211,3 +211,16 @@ def test_a_case_id_with_control_characters_is_refused(tmp_path: Path) -> None:
         assert code == 2, (raw, err)
         line = one_error_line(err)
         assert "field 'id'" in line and "control character" in line, line
+
+
+def test_shape_refuses_an_empty_item_in_a_list() -> None:
+    """`--input 1,,1,7` was read as 1,1,7 (the empty item dropped): an answer for a shape the user
+    did not give. A trailing comma is still fine."""
+    for option, value in (("--input", "1,,1,7"), ("--kernel", "2,,2"), ("--strides", ",1")):
+        args = {"--input": "1,1,7,7", "--kernel": "2,2", "--strides": "1,1", option: value}
+        r = invoke("shape", *[a for kv in args.items() for a in kv])
+        assert r.returncode == 2, (option, r.stdout + r.stderr)
+        line = one_error_line(r.stderr)
+        assert f"{option}: expected comma-separated integers" in line and repr(value) in line, line
+    r = invoke("shape", "--input", "1,1,7,", "--kernel", "2")
+    assert r.returncode == 0 and "(1, 1, 6)" in r.stdout, r.stdout + r.stderr
