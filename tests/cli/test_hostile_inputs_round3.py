@@ -224,3 +224,18 @@ def test_shape_refuses_an_empty_item_in_a_list() -> None:
         assert f"{option}: expected comma-separated integers" in line and repr(value) in line, line
     r = invoke("shape", "--input", "1,1,7,", "--kernel", "2")
     assert r.returncode == 0 and "(1, 1, 6)" in r.stdout, r.stdout + r.stderr
+
+
+def test_bidirectional_overrides_are_shown_escaped(tmp_path: Path) -> None:
+    """U+202E (right-to-left override) and the isolates reorder the rest of a terminal line or a
+    Markdown table cell as displayed ("Trojan Source"): text from a file shows them escaped."""
+    title = "abc\u202edef\u2066ghi\u2069"
+    (tmp_path / "c.yaml").write_text(HEAD + GOOD.replace("    op:", f'    title: "{title}"\n    op:')
+                                     .replace("[[[2, 3]]]", "[[[2, 4]]]"), encoding="utf-8")
+    r = invoke("run", "--engine", "numpy", str(tmp_path / "c.yaml"), "--report-dir", str(tmp_path / "rep"))
+    assert r.returncode == 1, r.stdout + r.stderr
+    md = (tmp_path / "rep" / "summary.md").read_text(encoding="utf-8")
+    assert "abc\\u202edef\\u2066ghi\\u2069" in r.stdout
+    assert "abc\\\\u202edef\\\\u2066ghi\\\\u2069" in md  # the backslash escaped for Markdown
+    for text in (r.stdout, md):
+        assert not any(ch in text for ch in "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
