@@ -21,6 +21,7 @@ from poolcheck.cases.model import Case
 from poolcheck.errors import CaseFileError, PoolcheckError
 from poolcheck.files import native_stderr_silenced
 from poolcheck.spec.family import FamilySpec
+from poolcheck.spec.limits import MAX_EXTENT
 from poolcheck.spec.operators import OPERATORS, Attribute, OperatorVersion, onnx_version, operator, parse
 from poolcheck.spec.poolspec import PoolSpec
 from poolcheck.spec.shape import resolve
@@ -156,6 +157,11 @@ def parse_input_shapes(items: list[str]) -> dict[str, tuple[int, ...]]:
             shape = ()
         if not sep or not name or not shape or any(v < 1 for v in shape):
             raise ModelError(f"--input-shape: expected NAME=D1,D2,... with positive dims, got {item!r}")
+        if any(v > MAX_EXTENT for v in shape):
+            raise ModelError(f"--input-shape: every dimension must be <= {MAX_EXTENT} (2^31 - 1), got {item!r}")
+        if name in out:
+            raise ModelError(f"--input-shape: {name!r} given twice ({','.join(map(str, out[name]))} and "
+                             f"{','.join(map(str, shape))})")
         out[name] = shape
     return out
 

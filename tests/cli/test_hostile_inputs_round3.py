@@ -239,3 +239,23 @@ def test_bidirectional_overrides_are_shown_escaped(tmp_path: Path) -> None:
     assert "abc\\\\u202edef\\\\u2066ghi\\\\u2069" in md  # the backslash escaped for Markdown
     for text in (r.stdout, md):
         assert not any(ch in text for ch in "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
+def test_audit_input_shape_refuses_huge_and_repeated_dimensions(tmp_path: Path) -> None:
+    """--input-shape x=10**20,... was a traceback (protobuf's 'Value out of range'); the same
+    input given twice kept the last shape without a word."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 1, 5, 5])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    node = helper.make_node("MaxPool", ["x"], ["y"], name="mp", kernel_shape=[2, 2])
+    model = helper.make_model(helper.make_graph([node], "g", [x], [y]), opset_imports=[helper.make_opsetid("", 22)])
+    onnx.save(model, str(tmp_path / "dyn.onnx"))
+    for shapes, words in ((["x=100000000000000000000,1,5,5"], "<= 2147483647"),
+                          (["x=1,1,5,5", "x=2,1,5,5"], "given twice")):
+        r = invoke("audit", str(tmp_path / "dyn.onnx"), "--peers", "onnx_reference", "--engine", "numpy", "-q",
+                   *[a for s in shapes for a in ("--input-shape", s)])
+        assert r.returncode == 2, (shapes, r.stdout + r.stderr)
+        line = one_error_line(r.stderr)
+        assert "--input-shape" in line and words in line, line
