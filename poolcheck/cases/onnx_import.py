@@ -133,10 +133,13 @@ def _load_onnx(path: Path, inside: Path | None = None) -> Any:
         raise ModelError(f"{path}: {exc}") from None
     try:
         # From bytes: external weights are not loaded (only attributes and shapes matter here).
-        return onnx.load_model_from_string(data)
+        model = onnx.load_model_from_string(data)
     except Exception as exc:
         reason = " ".join(str(exc).split())[:200] or type(exc).__name__
         raise ModelError(f"{path}: not a readable ONNX model ({reason})") from None
+    if not model.HasField("graph"):  # an empty file, or bytes protobuf reads as a bare ModelProto
+        raise ModelError(f"{path}: not an ONNX model (it holds no graph{'; the file is empty' if not data else ''})")
+    return model
 
 
 def _dims(value_type: Any) -> tuple[int | str, ...] | None:

@@ -259,3 +259,14 @@ def test_audit_input_shape_refuses_huge_and_repeated_dimensions(tmp_path: Path) 
         assert r.returncode == 2, (shapes, r.stdout + r.stderr)
         line = one_error_line(r.stderr)
         assert "--input-shape" in line and words in line, line
+
+
+def test_audit_refuses_a_model_file_without_a_graph(tmp_path: Path) -> None:
+    """An empty .onnx file (or bytes protobuf reads as a ModelProto without a graph) was audited
+    as a model with no pooling node, exit 0."""
+    for name, data in (("empty.onnx", b""), ("ir-only.onnx", b"\x08\x07")):
+        (tmp_path / name).write_bytes(data)
+        r = invoke("audit", str(tmp_path / name), "--peers", "onnx_reference", "--engine", "numpy", "-q")
+        assert r.returncode == 2, (name, r.stdout + r.stderr)
+        line = one_error_line(r.stderr)
+        assert name in line and "no graph" in line, line
