@@ -30,8 +30,11 @@ EXIT_FAILURES = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 
-console = Console(highlight=False)
-err_console = Console(stderr=True, highlight=False)
+#: rich takes COLUMNS=0 as a console zero columns wide and prints nothing at all: a width of 0 is
+#: taken as 80 columns.
+_WIDTH = 80 if os.environ.get("COLUMNS", "").strip().isdigit() and int(os.environ["COLUMNS"]) == 0 else None
+console = Console(highlight=False, width=_WIDTH)
+err_console = Console(stderr=True, highlight=False, width=_WIDTH)
 
 
 def fail(message: str, code: int = EXIT_USAGE) -> typer.Exit:

@@ -270,3 +270,11 @@ def test_audit_refuses_a_model_file_without_a_graph(tmp_path: Path) -> None:
         assert r.returncode == 2, (name, r.stdout + r.stderr)
         line = one_error_line(r.stderr)
         assert name in line and "no graph" in line, line
+
+
+def test_columns_zero_still_prints(tmp_path: Path) -> None:
+    """COLUMNS=0 made rich's console zero wide: the run printed nothing at all and exited 0."""
+    (tmp_path / "ok.yaml").write_text(HEAD + GOOD)
+    r = cli("run", "-q", "--engine", "numpy", str(tmp_path / "ok.yaml"), columns=0)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "ok-case" in r.stdout and "1 pass" in r.stdout, r.stdout
