@@ -109,8 +109,25 @@ def make_input(recipe: dict[str, Any], dtype: np.dtype) -> np.ndarray:
         if not low < high:
             raise AttributeValueError("input.low", f"the range [low, high) is empty: low={low}, high={high}")
         data = np.random.default_rng(seed).integers(low, high, size=shape, dtype=np.int64 if high <= 2**63 - 1 else np.uint64)
+    if dtype.kind in "iu":  # the cast would wrap
+        info = np.iinfo(dtype)
+        if data.min() < info.min or data.max() > info.max:
+            raise AttributeValueError("input", f"recipe {name} gives values from {data.min()} to {data.max()}, out of "
+                                               f"range for {dtype.name} [{info.min}, {info.max}]")
+    return _in_range(data, dtype, "input", f"recipe {name} gives values")
+
+
+def _in_range(data: np.ndarray, dtype: np.dtype, what: str, which: str) -> np.ndarray:
+    """``data`` cast to the float or integer ``dtype``; a finite float value the cast would make
+    infinite (float16 70000) is an error naming ``what``."""
     with np.errstate(all="ignore"):
-        return dtypes.cast(data, dtype)
+        out = dtypes.cast(data, dtype)
+    if dtype.kind not in "iu":
+        overflow = np.isfinite(data) & ~np.isfinite(out.astype(np.float64))
+        if overflow.any():
+            raise AttributeValueError(what, f"{which} out of range for {dtype.name} (first {float(data[overflow][0])!r}; "
+                                            f"the largest finite value is {float(dtypes.finfo(dtype).max)!r})")
+    return out
 
 
 # --------------------------------------------------------------------------- YAML with lines
@@ -355,7 +372,10 @@ def _array(value: Any, dtype: np.dtype, what: str) -> np.ndarray:
                 raise AttributeValueError(what, f"value {_short(v)} out of range for {dtype.name}") from None
         flat.append(v)
     with np.errstate(all="ignore"):
-        return np.array(flat, dtype=dtype if integer else np.float64).reshape(shape)
+        arr = np.array(flat, dtype=dtype if integer else np.float64).reshape(shape)
+    if not integer:
+        _in_range(arr, dtype, what, "value")  # a value the case's type cannot hold
+    return arr
 
 
 def _shape(value: Any, what: str) -> tuple[int, ...]:

@@ -278,3 +278,28 @@ def test_columns_zero_still_prints(tmp_path: Path) -> None:
     r = cli("run", "-q", "--engine", "numpy", str(tmp_path / "ok.yaml"), columns=0)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "ok-case" in r.stdout and "1 pass" in r.stdout, r.stdout
+
+
+def test_values_beyond_the_case_dtype_are_refused(tmp_path: Path) -> None:
+    """A float16 input of 70000 became infinity (a RuntimeWarning on stderr, then judged: the
+    case 'passed'); a recipe's values past the type's range wrapped (int8) or became infinity
+    (float16), though the case format promises recipe numbers within the dtype's range."""
+    cases = {
+        "inline": ("float16", "[[[70000, 2, 3]]]", "field 'input'", "70000"),
+        "expected": ("float16", "[[[1, 2, 3]]]", "field 'expected.values'", "1000000.0"),
+        "constant": ("float16", "{shape: [1, 1, 3], recipe: constant, value: 70000}", "field 'input'", "float16"),
+        "arange-int8": ("int8", "{shape: [1, 1, 30], recipe: arange, start: 120}", "field 'input'", "int8"),
+        "random-f16": ("float16", "{shape: [1, 1, 30], recipe: random, low: -100000.0, high: 100000.0}",
+                       "field 'input'", "float16"),
+    }
+    for name, (dtype, x, field, words) in cases.items():
+        expected = "{values: [[[2, 1000000.0]]]}" if name == "expected" else "{shape: [1, 1, 2]}"
+        code, out, err = run_case_text(tmp_path, f"  - id: {name}\n    op: MaxPool-22\n    attributes: {{kernel_shape: [2]}}\n"
+                                                 f"    dtype: {dtype}\n    input: {x}\n    expected: {expected}\n")
+        assert code == 2, (name, out, err)
+        line = one_error_line(err)
+        assert field in line and "out of range" in line and words in line, (name, line)
+    code, _, err = run_case_text(tmp_path, "  - id: edge\n    op: MaxPool-22\n    attributes: {kernel_shape: [2]}\n"
+                                           "    dtype: float16\n    input: [[[65519, 2, 3]]]\n"
+                                           "    expected: {values: [[[65504, 3]]]}\n")
+    assert code == 0 and not err, err  # rounds to float16's largest finite value: no overflow
