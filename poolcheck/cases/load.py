@@ -53,7 +53,7 @@ def _number(recipe: dict[str, Any], key: str, default: float, dtype: np.dtype, *
     """A finite recipe number that fits ``dtype`` (an integer when ``integer`` or for integer dtypes)."""
     v = recipe.get(key, default)
     if not _is_number(v) or (isinstance(v, float) and not math.isfinite(v)):
-        raise AttributeValueError(f"input.{key}", f"expected a finite number, got {v!r}")
+        raise AttributeValueError(f"input.{key}", f"expected a finite number, got {v!r}{_text_number_hint(v)}")
     if integer or dtype.kind in "iu":
         if isinstance(v, float):
             if not v.is_integer():
@@ -351,7 +351,7 @@ def _array(value: Any, dtype: np.dtype, what: str) -> np.ndarray:
     for v in level:
         if isinstance(v, str):
             if v.lower() not in _SPECIAL_FLOATS:
-                raise AttributeValueError(what, f"expected numbers, got the string {v!r}")
+                raise AttributeValueError(what, f"expected numbers, got the string {v!r}{_text_number_hint(v)}")
             v = _SPECIAL_FLOATS[v.lower()]
         elif not _is_number(v):
             raise AttributeValueError(what, f"expected numbers, got {v!r}")
@@ -376,6 +376,19 @@ def _array(value: Any, dtype: np.dtype, what: str) -> np.ndarray:
     if not integer:
         _in_range(arr, dtype, what, "value")  # a value the case's type cannot hold
     return arr
+
+
+def _text_number_hint(value: Any) -> str:
+    """For a string that reads as a finite number (``1e-6``: YAML 1.1 takes a float only with a
+    dot and a signed exponent), how to write it so that it is one; else ""."""
+    try:
+        number = float(value) if isinstance(value, str) else math.nan
+    except ValueError:
+        return ""
+    if not math.isfinite(number):
+        return ""
+    written = yaml.safe_dump(number).split("\n", 1)[0]
+    return f" (YAML reads {value} as text; write it as {written})"
 
 
 def _shape(value: Any, what: str) -> tuple[int, ...]:
@@ -522,7 +535,7 @@ def parse_case(raw: Any, *, path: str, index: int, lines: dict[tuple[Any, ...], 
         raise err("tolerance", "expected a mapping with rtol and/or atol")
     for k, v in tol.items():
         if not _is_number(v) or not math.isfinite(float(v)) or v < 0:
-            raise err("tolerance", f"{k} must be a non-negative number, got {v!r}", k)
+            raise err("tolerance", f"{k} must be a non-negative number, got {v!r}{_text_number_hint(v)}", k)
 
     erratum = raw.get("erratum")
     if erratum is not None:

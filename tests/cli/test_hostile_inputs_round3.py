@@ -303,3 +303,18 @@ def test_values_beyond_the_case_dtype_are_refused(tmp_path: Path) -> None:
                                            "    dtype: float16\n    input: [[[65519, 2, 3]]]\n"
                                            "    expected: {values: [[[65504, 3]]]}\n")
     assert code == 0 and not err, err  # rounds to float16's largest finite value: no overflow
+
+
+def test_an_exponent_yaml_reads_as_text_gets_a_hint(tmp_path: Path) -> None:
+    """PyYAML (YAML 1.1) reads 1e-6 and 1.0e6 as strings (a float needs a dot and a signed
+    exponent): the refusal says how to write the number."""
+    for name, block, written, fixed in (
+            ("tol", "expected: {values: [[[2, 3]]]}\n    tolerance: {rtol: 1e-6}", "1e-6", "1.0e-06"),
+            ("inline", "expected: {values: [[[2, 1.0e6]]]}", "1.0e6", "1000000.0"),
+            ("recipe", "expected: {shape: [1, 1, 2]}", "1e3", "1000.0")):
+        x = "{shape: [1, 1, 3], recipe: constant, value: 1e3}" if name == "recipe" else "[[[1, 2, 3]]]"
+        code, _, err = run_case_text(tmp_path, f"  - id: {name}\n    op: MaxPool-22\n    attributes: {{kernel_shape: [2]}}\n"
+                                               f"    input: {x}\n    {block}\n")
+        assert code == 2, (name, err)
+        line = one_error_line(err)
+        assert f"YAML reads {written} as text; write it as {fixed}" in line, (name, line)
