@@ -318,3 +318,14 @@ def test_an_exponent_yaml_reads_as_text_gets_a_hint(tmp_path: Path) -> None:
         assert code == 2, (name, err)
         line = one_error_line(err)
         assert f"YAML reads {written} as text; write it as {fixed}" in line, (name, line)
+
+
+def test_shape_working_shows_the_quotient_a_reader_can_round() -> None:
+    """The working printed the quotient with 6 significant digits: 'ceil(7.15828e+08) =
+    715827883', from which no one can get 715827883."""
+    r = invoke("shape", "--input", "1,1,2147483647", "--kernel", "2", "--strides", "3", "--rounding-type", "ceil")
+    assert r.returncode == 0, r.stderr
+    assert "= ceil(715827882.667) = 715827883" in r.stdout, r.stdout
+    r = invoke("shape", "--input", "1,1,100000000", "--kernel", "1")
+    assert "= floor(100000000) = 100000000" in r.stdout, r.stdout
+    assert "e+" not in r.stdout
