@@ -642,7 +642,9 @@ def replay_options_for(engine: str, peers: str | None, peer_timeout: float) -> l
     if peers:
         options += ["--peers", ",".join(peer_replay_items(peers))]
         if peer_timeout != DEFAULT_PEER_TIMEOUT:
-            options += ["--peer-timeout", f"{peer_timeout:g}s"]
+            # exact: the shortest text that reads back as this number (never rounded to six digits)
+            seconds = f"{int(peer_timeout)}" if peer_timeout == int(peer_timeout) else repr(peer_timeout)
+            options += ["--peer-timeout", f"{seconds}s"]
     return options
 
 

@@ -329,3 +329,15 @@ def test_shape_working_shows_the_quotient_a_reader_can_round() -> None:
     r = invoke("shape", "--input", "1,1,100000000", "--kernel", "1")
     assert "= floor(100000000) = 100000000" in r.stdout, r.stdout
     assert "e+" not in r.stdout
+
+
+def test_a_replay_repeats_the_peer_timeout_exactly(tmp_path: Path) -> None:
+    """--peer-timeout 1234.5678s was replayed as 1234.57s (six significant digits)."""
+    import json
+    import shlex
+
+    (tmp_path / "c.yaml").write_text(HEAD + GOOD.replace("[[[2, 3]]]", "[[[2, 4]]]"))
+    r = invoke("run", "--json", "--engine", "numpy", str(tmp_path / "c.yaml"), "--peers", "onnx_reference",
+               "--peer-timeout", "1234.5678s")
+    replay = shlex.split(json.loads(r.stdout)["cases"][0]["replay"])
+    assert replay[replay.index("--peer-timeout") + 1] == "1234.5678s", replay
