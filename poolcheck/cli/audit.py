@@ -35,6 +35,7 @@ from poolcheck.cli.common import (
 from poolcheck.files import resolve_path, stdout_to_stderr
 from poolcheck.models.audit import POOLING_NODE_TYPES, NodeAudit, ProgressFn, audit_model
 from poolcheck.report.writers import check_report_dir
+from poolcheck.runner import replay_options_for
 
 #: Peers ``audit`` runs by default (those installed here).
 DEFAULT_PEERS = ("onnxruntime", "openvino")
@@ -82,9 +83,11 @@ def audit(
         where = resolve_path(model)
     except OSError as exc:  # a loop of symbolic links
         raise fail(f"{model}: cannot read: {exc.strerror}") from None
+    # the options as `poolcheck run` repeats them: plugin files by absolute path, --engine, --peer-timeout
+    options = replay_options_for(engine, peers or ",".join(p.name for p in peer_list) or None, timeout)
     replay = " ".join(["poolcheck", "audit", shlex.quote(str(where)),
                        *(f"--input-shape={shlex.quote(s)}" for s in input_shape or []),
-                       *(["--peers", ",".join(p.name for p in peer_list)] if peer_list else [])])
+                       *(shlex.quote(o) for o in options)])
     with user_errors(), stdout_to_stderr(as_json), _progress(enabled=not quiet) as progress:
         run = audit_model(model, shapes, peer_list, engines, timeout=timeout, replay=replay, progress=progress,
                           command="poolcheck " + " ".join(shlex.quote(a) for a in sys.argv[1:]))

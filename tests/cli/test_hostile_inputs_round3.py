@@ -341,3 +341,30 @@ def test_a_replay_repeats_the_peer_timeout_exactly(tmp_path: Path) -> None:
                "--peer-timeout", "1234.5678s")
     replay = shlex.split(json.loads(r.stdout)["cases"][0]["replay"])
     assert replay[replay.index("--peer-timeout") + 1] == "1234.5678s", replay
+
+
+def test_an_audit_replay_names_plugin_files_and_repeats_the_options(tmp_path: Path) -> None:
+    """The audit's replay named a plugin peer by its PEER_NAME (pasted: 'unknown peer') and
+    dropped --engine and --peer-timeout."""
+    import json
+    import shlex
+
+    import onnx
+    from onnx import TensorProto, helper
+    from support import PLANTED
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 5, 5])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    node = helper.make_node("MaxPool", ["x"], ["y"], name="mp", kernel_shape=[2, 2])
+    model = helper.make_model(helper.make_graph([node], "g", [x], [y]), opset_imports=[helper.make_opsetid("", 22)])
+    onnx.save(model, str(tmp_path / "m.onnx"))
+    plugin = PLANTED / "nan_ignored.py"
+    r = invoke("audit", str(tmp_path / "m.onnx"), "--peers", str(plugin), "--engine", "numpy", "--peer-timeout", "77s",
+               "-q", "--report-dir", str(tmp_path / "rep"))
+    cases = json.loads((tmp_path / "rep" / "result.json").read_text())["cases"]
+    replay = shlex.split(cases[0]["replay"])
+    assert replay[:2] == ["poolcheck", "audit"], replay
+    assert replay[replay.index("--peers") + 1] == str(plugin.resolve()), replay
+    assert replay[replay.index("--engine") + 1] == "numpy" and replay[replay.index("--peer-timeout") + 1] == "77s"
+    again = invoke(*replay[1:], "-q")
+    assert again.returncode == r.returncode, again.stdout + again.stderr
