@@ -368,3 +368,36 @@ def test_an_audit_replay_names_plugin_files_and_repeats_the_options(tmp_path: Pa
     assert replay[replay.index("--engine") + 1] == "numpy" and replay[replay.index("--peer-timeout") + 1] == "77s"
     again = invoke(*replay[1:], "-q")
     assert again.returncode == r.returncode, again.stdout + again.stderr
+
+
+def test_fuzz_replays_reproduce_from_another_folder(tmp_path: Path) -> None:
+    """The exploration's replay dropped --conventions and named a relative --database; a saved
+    find's replay named the relative --save-cases path; a registry row's replay named a relative
+    --known path with -k (a substring)."""
+    import json
+    import shlex
+
+    from support import CORPUS, PLANTED
+
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "known").mkdir()
+    (work / "known" / "k.yaml").write_text((CORPUS / "known" / "onnxruntime.yaml").read_text())
+    r = cli("fuzz", "--conventions", "onnx", "--peers", str(PLANTED / "pads_swapped.py"), "--ops", "maxpool",
+            "--seed", "1", "--exit-first", "--time-budget", "20s", "--no-progress", "--database", "db",
+            "--save-cases", "finds", "--report-dir", "rep", "--no-bundled-known", "--known", "known", cwd=work,
+            timeout=200)
+    assert r.returncode == 1, r.stdout[-2000:] + r.stderr[-2000:]
+    doc = json.loads((work / "rep" / "result.json").read_text())
+    exploration = shlex.split(doc["fuzz"]["replay"])
+    assert exploration[exploration.index("--conventions") + 1] == "onnx", exploration
+    assert exploration[exploration.index("--database") + 1] == str(work / "db"), exploration
+    new = next(c for c in doc["cases"] if "fuzz" in c["tags"] and "known" not in c["tags"])
+    known = next(c for c in doc["cases"] if "known" in c["tags"])
+    assert shlex.split(known["replay"])[2].startswith(str(work / "known" / "k.yaml") + "::"), known["replay"]
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    again = cli(*shlex.split(new["replay"])[1:], cwd=elsewhere)
+    assert again.returncode == 1, again.stdout[-2000:] + again.stderr[-2000:]
+    again = cli(*shlex.split(known["replay"])[1:], "--json", cwd=elsewhere)
+    assert again.returncode != 2 and json.loads(again.stdout)["cases"][0]["case_id"] == known["case_id"], again.stderr
