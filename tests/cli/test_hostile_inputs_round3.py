@@ -401,3 +401,18 @@ def test_fuzz_replays_reproduce_from_another_folder(tmp_path: Path) -> None:
     assert again.returncode == 1, again.stdout[-2000:] + again.stderr[-2000:]
     again = cli(*shlex.split(known["replay"])[1:], "--json", cwd=elsewhere)
     assert again.returncode != 2 and json.loads(again.stdout)["cases"][0]["case_id"] == known["case_id"], again.stderr
+
+
+def test_markdown_code_spans_hold_any_run_of_backticks(tmp_path: Path) -> None:
+    """A replay or source in the Markdown report is a code span fenced with `` when the text has
+    a backtick: a run of two backticks in a case id closed it early, and the HTML after it was
+    live (<b>, <img>, links)."""
+    from markdown_it import MarkdownIt
+
+    case_id = "x``<b>live</b>``<img src=x> y"
+    (tmp_path / "c.yaml").write_text(HEAD + GOOD.replace("ok-case", f'"{case_id}"').replace("[[[2, 3]]]", "[[[2, 4]]]"))
+    r = invoke("run", "-q", "--engine", "numpy", str(tmp_path / "c.yaml"), "--report-dir", str(tmp_path / "rep"))
+    assert r.returncode == 1, r.stdout + r.stderr
+    html = MarkdownIt("commonmark").render((tmp_path / "rep" / "summary.md").read_text())
+    assert "<b>live" not in html and "<img" not in html, html
+    assert "``&lt;b&gt;live&lt;/b&gt;``" in html  # the id, shown as written inside a code span
