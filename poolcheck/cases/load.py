@@ -125,8 +125,9 @@ def _in_range(data: np.ndarray, dtype: np.dtype, what: str, which: str) -> np.nd
     if dtype.kind not in "iu":
         overflow = np.isfinite(data) & ~np.isfinite(out.astype(np.float64))
         if overflow.any():
-            raise AttributeValueError(what, f"{which} out of range for {dtype.name} (first {float(data[overflow][0])!r}; "
-                                            f"the largest finite value is {float(dtypes.finfo(dtype).max)!r})")
+            first, largest = float(data[overflow][0]), float(dtypes.finfo(dtype).max)
+            raise AttributeValueError(what, f"{which} out of range for {dtype.name} (first {first!r}; "
+                                            f"the largest finite value is {largest!r})")
     return out
 
 
@@ -686,9 +687,13 @@ def iter_case_files(paths: Iterable[str | Path]) -> Iterator[Path]:
     for raw in paths:
         p = Path(raw)
         if p.is_dir():
-            yield from sorted(f for f in p.rglob("*") if f.suffix in CASE_SUFFIXES and f.is_file())
+            found = sorted(f for f in p.rglob("*") if f.suffix in CASE_SUFFIXES and f.is_file())
             if any(p.rglob("model.onnx")):  # ONNX backend test directories (poolcheck/cases/onnx_import.py)
-                yield from find_backend_dirs(p)
+                found += find_backend_dirs(p)
+            if not found:  # a mistyped folder must not pass as "0 cases"
+                raise CaseFileError("no case files (*.yaml, *.yml) and no ONNX backend test folder of a "
+                                    "pooling node here", path=str(raw))
+            yield from found
         elif p.is_file():
             yield p
         else:

@@ -416,3 +416,18 @@ def test_markdown_code_spans_hold_any_run_of_backticks(tmp_path: Path) -> None:
     html = MarkdownIt("commonmark").render((tmp_path / "rep" / "summary.md").read_text())
     assert "<b>live" not in html and "<img" not in html, html
     assert "``&lt;b&gt;live&lt;/b&gt;``" in html  # the id, shown as written inside a code span
+
+
+def test_a_folder_without_case_files_is_an_error(tmp_path: Path) -> None:
+    """`poolcheck run typo-folder/` ran 0 cases and exited 0: a CI step pointed at the wrong
+    folder passed. A folder with no case file is named in one line, exit 2; the other paths run."""
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "notes.txt").write_text("not a case file")
+    (tmp_path / "ok.yaml").write_text(HEAD + GOOD)
+    for folder in ("empty", "other"):
+        r = invoke("run", "-q", "--engine", "numpy", str(tmp_path / folder), str(tmp_path / "ok.yaml"))
+        assert r.returncode == 2, r.stdout + r.stderr
+        line = one_error_line(r.stderr)
+        assert f"{tmp_path / folder}:" in line and "no case files" in line, line
+        assert "ok-case" in r.stdout  # the file given beside it still ran
