@@ -28,6 +28,7 @@ from poolcheck.cli.common import (
     load_peers,
     parse_duration,
     parse_fail_on,
+    path_parser,
     safe,
     user_errors,
     write_report_set,
@@ -46,12 +47,12 @@ def register(app: typer.Typer) -> None:
 
 
 def audit(
-    model: Annotated[Path, typer.Argument(metavar="MODEL", help="An ONNX model (.onnx) or OpenVINO IR (.xml).", show_default=False)],
+    model: Annotated[Path, typer.Argument(metavar="MODEL", parser=path_parser("MODEL"), help="An ONNX model (.onnx) or OpenVINO IR (.xml).", show_default=False)],
     input_shape: Annotated[list[str] | None, typer.Option("--input-shape", metavar="NAME=DIMS", help="Shape of a dynamic model input, e.g. data=1,3,224,224 (repeatable).")] = None,
     peers: Annotated[str | None, typer.Option("--peers", metavar="PEERS", help="Peers to run every pooling node on (comma-separated). Default: onnxruntime and openvino where installed.")] = None,
     engine: Annotated[str, typer.Option(metavar="ENGINE", help=ENGINE_HELP)] = "all",
     as_json: Annotated[bool, typer.Option("--json", help="Print the audit as JSON.")] = False,
-    report_dir: Annotated[Path | None, typer.Option("--report-dir", metavar="DIR", help="Also write result.json, junit.xml, summary.md and report.html here.")] = None,
+    report_dir: Annotated[Path | None, typer.Option("--report-dir", metavar="DIR", parser=path_parser("--report-dir"), help="Also write result.json, junit.xml, summary.md and report.html here.")] = None,
     fail_on: Annotated[str, typer.Option("--fail-on", metavar="SEVERITIES", help="Severities that make the exit code 1 (comma-separated: violation, unspecified, limitation, erratum; or all).")] = "violation",
     peer_timeout: Annotated[str, typer.Option("--peer-timeout", metavar="DURATION", help="How long a peer may take per batch (e.g. 500ms, 20s, 2m).")] = "60s",
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only the nodes that diverge or cannot be judged, and no progress bar.")] = False,

@@ -7,7 +7,7 @@ import math
 import os
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -56,6 +56,18 @@ def user_errors() -> Iterator[None]:
     except KeyboardInterrupt:
         err_console.print("interrupted")
         sys.exit(EXIT_INTERRUPTED)
+
+
+def path_parser(option: str) -> Callable[[str], Path]:
+    """A typer ``parser`` for a path option or argument: an empty string (an unset shell variable)
+    is a usage error naming ``option`` -- as a Path it would be ".", the current folder."""
+    def parse(text: str | Path) -> Path:
+        if isinstance(text, Path):
+            return text
+        if not text.strip():
+            raise fail(f"{option}: expected a path, got an empty string")
+        return Path(text)
+    return parse
 
 
 def parse_int_list(option: str, text: str | None) -> list[int] | None:

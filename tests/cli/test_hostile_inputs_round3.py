@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from support import cli, invoke
 
 HEAD = "schema: poolcheck.case/1\ncases:\n"
@@ -431,3 +432,18 @@ def test_a_folder_without_case_files_is_an_error(tmp_path: Path) -> None:
         line = one_error_line(r.stderr)
         assert f"{tmp_path / folder}:" in line and "no case files" in line, line
         assert "ok-case" in r.stdout  # the file given beside it still ran
+
+
+def test_an_empty_path_argument_is_a_usage_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An empty string (an unset shell variable, `poolcheck run "$CASES"`) became Path("."): run
+    judged every case under the current folder, --report-dir and export wrote into it."""
+    (tmp_path / "ok.yaml").write_text(HEAD + GOOD)
+    for args, option in ((["run", "-q", ""], "PATH"), (["run", "-q", "ok.yaml", "--report-dir", ""], "--report-dir"),
+                         (["export", "ok.yaml", ""], "CASES... OUT"), (["report", "ok.json", "-o", ""], "--output"),
+                         (["repro", "ok.yaml", "-o", ""], "--output"), (["audit", ""], "MODEL"),
+                         (["fuzz", "--peers", "none", "--max-examples", "1", "--database", ""], "--database")):
+        r = invoke(*args, cwd=tmp_path, monkeypatch=monkeypatch)
+        assert r.returncode == 2, (args, r.stdout + r.stderr)
+        line = one_error_line(r.stderr)
+        assert line.startswith(f"error: {option}: expected ") and "empty string" in line, line
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ok.yaml"]  # nothing written beside it
