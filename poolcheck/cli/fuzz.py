@@ -147,7 +147,7 @@ def fuzz(
         if bad:
             raise AttributeValueError("--conventions", f"expected openvino and/or onnx, got {bad[0]!r}")
         if is_family_ops(op_list):
-            check_family_arguments(op_list, rank_list, dtype_list)
+            check_family_arguments(op_list, rank_list, dtype_list, conv_list)
         else:
             check_arguments(op_list, rank_list, dtype_list, conv_list)
         oracle_set = frozenset(_comma_list(oracles))

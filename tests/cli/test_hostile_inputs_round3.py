@@ -447,3 +447,14 @@ def test_an_empty_path_argument_is_a_usage_error(tmp_path: Path, monkeypatch: py
         line = one_error_line(r.stderr)
         assert line.startswith(f"error: {option}: expected ") and "empty string" in line, line
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ok.yaml"]  # nothing written beside it
+
+
+def test_fuzz_refuses_conventions_a_family_operator_does_not_have() -> None:
+    """--ops lp --conventions openvino fuzzed ONNX's LpPool without a word (the family operators
+    each have one convention; --conventions was ignored for them)."""
+    for ops, conventions in (("lp", "openvino"), ("adaptive_avg", "onnx"), ("global_max", "")):
+        r = invoke("fuzz", "--ops", ops, "--conventions", conventions, "--peers", "none", "--max-examples", "1",
+                   "--no-progress")
+        assert r.returncode == 2, (ops, conventions, r.stdout + r.stderr)
+        line = one_error_line(r.stderr)
+        assert "--conventions" in line, line
