@@ -458,3 +458,14 @@ def test_fuzz_refuses_conventions_a_family_operator_does_not_have() -> None:
         assert r.returncode == 2, (ops, conventions, r.stdout + r.stderr)
         line = one_error_line(r.stderr)
         assert "--conventions" in line, line
+
+
+def test_usage_errors_the_parser_finds_are_one_line() -> None:
+    """An unknown option, a value that is not a number, a missing argument or an unknown command
+    were a five-line box (usage, hint, a framed message)."""
+    for args, words in ((["fuzz", "--seed", "abc"], "'--seed'"), (["run", "--bogus"], "--bogus"),
+                        (["report"], "'file'"), (["bogus"], "'bogus'"), (["bench", "--reps", "2"], "'--reps'")):
+        r = cli(*args)
+        assert r.returncode == 2, (args, r.stdout + r.stderr)
+        line = one_error_line(r.stderr)
+        assert line.startswith("error: ") and words in line and "--help" in line, (args, line)
