@@ -76,7 +76,7 @@ def audit(
         if report_dir is not None:
             check_report_dir(report_dir)
         shapes = parse_input_shapes(list(input_shape or []))
-        if peers:
+        if peers is not None:
             peer_list = load_peers(peers, timeout)
         else:
             peer_list = [p for p in load_peers(",".join(DEFAULT_PEERS), timeout) if p.available()[0]]

@@ -166,7 +166,10 @@ def write_report_set(result: object, report_dir: Path, *, to_stderr: bool = Fals
 
 def load_peers(peers: str, timeout: float) -> list[Any]:
     """The ``--peers`` list (``name:key=value,...`` options allowed); a plugin that exits or
-    prints while it loads never ends the run nor mixes with the JSON output."""
+    prints while it loads never ends the run nor mixes with the JSON output. A list without a
+    name (an unset variable: "" or ",") is a usage error, not a run without peers."""
+    if not peers.replace(",", "").strip():
+        raise fail(f"--peers: expected peer names (comma-separated), got {peers!r}")
     try:
         with stdout_to_stderr():
             return resolve_peers(peers, load_timeout=timeout)

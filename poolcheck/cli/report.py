@@ -90,7 +90,7 @@ def explain(
         case = find_case(case_ref, k)
         engines = engines_for(engine)
         timeout = parse_duration("--peer-timeout", peer_timeout)
-        peer_list = load_peers(peers, timeout) if peers else []
+        peer_list = load_peers(peers, timeout) if peers is not None else []
         position = parse_position(at, case) if at is not None else None
         ex = explain_element(case, position, engines, peer_list, peer_timeout=timeout)
         console.print(explanation_view(ex))

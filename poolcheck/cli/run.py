@@ -58,7 +58,7 @@ def run(
         engines = engines_for(engine)
         if report_dir is not None:
             check_report_dir(report_dir)  # before any work: an unwritable folder is a usage error
-        peer_list = load_peers(peers, timeout) if peers else []
+        peer_list = load_peers(peers, timeout) if peers is not None else []
         selection = select(list(paths) if paths else [CORPUS_DIR], k)
     with stdout_to_stderr(as_json):
         result = run_selection(selection, engines, peer_list, peer_timeout=timeout,

@@ -469,3 +469,16 @@ def test_usage_errors_the_parser_finds_are_one_line() -> None:
         assert r.returncode == 2, (args, r.stdout + r.stderr)
         line = one_error_line(r.stderr)
         assert line.startswith("error: ") and words in line and "--help" in line, (args, line)
+
+
+def test_an_empty_peer_list_is_a_usage_error(tmp_path: Path) -> None:
+    """`--peers ""` (or ",") ran without peers -- or, for audit, with the default peers -- without
+    a word: an unset variable read as a choice."""
+    (tmp_path / "ok.yaml").write_text(HEAD + GOOD)
+    ok = str(tmp_path / "ok.yaml")
+    for args in (["run", "-q", ok, "--peers", ""], ["run", "-q", ok, "--peers", ","],
+                 ["audit", str(tmp_path / "m.onnx"), "--peers", ""], ["explain", f"{ok}::ok-case", "--peers", " "]):
+        r = invoke(*args)
+        assert r.returncode == 2, (args, r.stdout + r.stderr)
+        line = one_error_line(r.stderr)
+        assert line.startswith("error: --peers: expected peer names") and "got" in line, (args, line)
