@@ -186,6 +186,8 @@ def fuzz(
             peer_names = default_peers()
         elif peers.strip() == "none":
             peer_names = []
+        elif not peers.replace(",", "").strip():  # an unset variable is not 'none'
+            raise fail(f"--peers: expected peer names (comma-separated) or none, got {peers!r}")
         else:
             # name:key=value options may hold commas; each peer by its canonical name
             peer_names = [str(r) for r in parse_peer_list(peers)]

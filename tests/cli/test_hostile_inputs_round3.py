@@ -477,7 +477,8 @@ def test_an_empty_peer_list_is_a_usage_error(tmp_path: Path) -> None:
     (tmp_path / "ok.yaml").write_text(HEAD + GOOD)
     ok = str(tmp_path / "ok.yaml")
     for args in (["run", "-q", ok, "--peers", ""], ["run", "-q", ok, "--peers", ","],
-                 ["audit", str(tmp_path / "m.onnx"), "--peers", ""], ["explain", f"{ok}::ok-case", "--peers", " "]):
+                 ["audit", str(tmp_path / "m.onnx"), "--peers", ""], ["explain", f"{ok}::ok-case", "--peers", " "],
+                 ["fuzz", "--max-examples", "1", "--peers", ""], ["fuzz", "--max-examples", "1", "--peers", ","]):
         r = invoke(*args)
         assert r.returncode == 2, (args, r.stdout + r.stderr)
         line = one_error_line(r.stderr)
