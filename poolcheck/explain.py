@@ -117,8 +117,11 @@ def corpus_case(case_id: str) -> Case | None:
 
 def parse_position(text: str, case: Case) -> list[int]:
     """``"n,c,d1,..."`` -> a position inside the case's output; errors name ``--at``."""
+    parts = text.replace(" ", "").replace("(", "").replace(")", "").split(",")
+    if parts[-1] == "":  # a trailing comma; an empty item elsewhere (0,,1) is an error, not dropped
+        parts.pop()
     try:
-        pos = [int(p) for p in text.replace(" ", "").replace("(", "").replace(")", "").split(",") if p != ""]
+        pos = [int(p) for p in parts]
     except ValueError:
         raise AttributeValueError("at", f"expected comma-separated integers n,c,d1,..., got {text!r}") from None
     shape = S.resolve(case.pool_spec, case.input.shape).output_shape

@@ -483,3 +483,12 @@ def test_an_empty_peer_list_is_a_usage_error(tmp_path: Path) -> None:
         assert r.returncode == 2, (args, r.stdout + r.stderr)
         line = one_error_line(r.stderr)
         assert line.startswith("error: --peers: expected peer names") and "got" in line, (args, line)
+
+
+def test_explain_at_refuses_an_empty_coordinate(tmp_path: Path) -> None:
+    """--at 0,,0,1 was read as 0,0,1 (the empty item dropped): another element than asked for."""
+    (tmp_path / "ok.yaml").write_text(HEAD + GOOD)
+    r = invoke("explain", f"{tmp_path / 'ok.yaml'}::ok-case", "--at", "0,,0,1")
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "expected comma-separated integers" in one_error_line(r.stderr)
+    assert invoke("explain", f"{tmp_path / 'ok.yaml'}::ok-case", "--at", "(0, 0, 1)").returncode == 0
