@@ -154,8 +154,11 @@ def parse_input_shapes(items: list[str]) -> dict[str, tuple[int, ...]]:
     out: dict[str, tuple[int, ...]] = {}
     for item in items:
         name, sep, dims = item.partition("=")
+        parts = dims.split(",")
+        if parts[-1].strip() == "":  # a trailing comma; an empty item elsewhere (1,,5) is an error
+            parts.pop()
         try:
-            shape = tuple(int(v) for v in dims.split(",") if v.strip())
+            shape = tuple(int(v) for v in parts)
         except ValueError:
             shape = ()
         if not sep or not name or not shape or any(v < 1 for v in shape):

@@ -254,7 +254,8 @@ def test_audit_input_shape_refuses_huge_and_repeated_dimensions(tmp_path: Path) 
     model = helper.make_model(helper.make_graph([node], "g", [x], [y]), opset_imports=[helper.make_opsetid("", 22)])
     onnx.save(model, str(tmp_path / "dyn.onnx"))
     for shapes, words in ((["x=100000000000000000000,1,5,5"], "<= 2147483647"),
-                          (["x=1,1,5,5", "x=2,1,5,5"], "given twice")):
+                          (["x=1,1,5,5", "x=2,1,5,5"], "given twice"),
+                          (["x=1,,5,5"], "expected NAME=D1,D2,...")):  # the empty item was dropped: (1, 5, 5)
         r = invoke("audit", str(tmp_path / "dyn.onnx"), "--peers", "onnx_reference", "--engine", "numpy", "-q",
                    *[a for s in shapes for a in ("--input-shape", s)])
         assert r.returncode == 2, (shapes, r.stdout + r.stderr)
