@@ -27,6 +27,7 @@ from poolcheck.errors import AttributeValueError, CaseFileError, PoolcheckError
 from poolcheck.judgement import differing, window_cells
 from poolcheck.peers.isolation import call_peer_many
 from poolcheck.results import WindowCell
+from poolcheck.spec.poolspec import comma_ints
 
 
 @dataclass
@@ -117,11 +118,8 @@ def corpus_case(case_id: str) -> Case | None:
 
 def parse_position(text: str, case: Case) -> list[int]:
     """``"n,c,d1,..."`` -> a position inside the case's output; errors name ``--at``."""
-    parts = text.replace(" ", "").replace("(", "").replace(")", "").split(",")
-    if parts[-1] == "":  # a trailing comma; an empty item elsewhere (0,,1) is an error, not dropped
-        parts.pop()
     try:
-        pos = [int(p) for p in parts]
+        pos = comma_ints(text.replace("(", "").replace(")", ""))
     except ValueError:
         raise AttributeValueError("at", f"expected comma-separated integers n,c,d1,..., got {text!r}") from None
     shape = S.resolve(case.pool_spec, case.input.shape).output_shape

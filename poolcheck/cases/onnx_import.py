@@ -23,7 +23,7 @@ from poolcheck.files import native_stderr_silenced
 from poolcheck.spec.family import FamilySpec
 from poolcheck.spec.limits import MAX_EXTENT
 from poolcheck.spec.operators import OPERATORS, Attribute, OperatorVersion, onnx_version, operator, parse
-from poolcheck.spec.poolspec import PoolSpec
+from poolcheck.spec.poolspec import PoolSpec, comma_ints
 from poolcheck.spec.shape import resolve
 
 #: ONNX pooling operators of a backend test directory and the row each is read as (Global* are the
@@ -154,11 +154,8 @@ def parse_input_shapes(items: list[str]) -> dict[str, tuple[int, ...]]:
     out: dict[str, tuple[int, ...]] = {}
     for item in items:
         name, sep, dims = item.partition("=")
-        parts = dims.split(",")
-        if parts[-1].strip() == "":  # a trailing comma; an empty item elsewhere (1,,5) is an error
-            parts.pop()
         try:
-            shape = tuple(int(v) for v in parts)
+            shape = tuple(comma_ints(dims))
         except ValueError:
             shape = ()
         if not sep or not name or not shape or any(v < 1 for v in shape):

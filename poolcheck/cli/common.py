@@ -24,6 +24,7 @@ from poolcheck.peers.registry import resolve_peers
 from poolcheck.report.text import safe
 from poolcheck.report.writers import write_reports
 from poolcheck.results import DEFAULT_FAIL_ON, FAILING, RunResult, Severity, Verdict
+from poolcheck.spec.poolspec import comma_ints
 
 EXIT_OK = 0
 EXIT_FAILURES = 1
@@ -75,11 +76,8 @@ def parse_int_list(option: str, text: str | None) -> list[int] | None:
     (``1,,7``) is a usage error naming the option."""
     if text is None:
         return None
-    parts = text.replace(" ", "").split(",")
-    if parts[-1] == "":
-        parts.pop()
     try:
-        return [int(part) for part in parts]
+        return comma_ints(text)
     except ValueError:
         raise fail(f"{option}: expected comma-separated integers, got {text!r}") from None
 
