@@ -327,6 +327,9 @@ def _add(top: _Open, value: Any, size: int, event: Any, lines: dict[tuple[Any, .
     top.value[key] = value
 
 
+#: Bidirectional embeddings, overrides and isolates: reports show them escaped (report/text.py).
+_BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
 _SPECIAL_FLOATS = {"nan": math.nan, ".nan": math.nan, "inf": math.inf, "+inf": math.inf, ".inf": math.inf,
                    "+.inf": math.inf, "-inf": -math.inf, "-.inf": -math.inf}
 
@@ -438,10 +441,10 @@ def parse_case(raw: Any, *, path: str, index: int, lines: dict[tuple[Any, ...], 
     case_id = raw.get("id")
     if not isinstance(case_id, str) or not case_id.strip():
         raise CaseFileError("every case needs a non-empty string 'id'", path=path, line=line, field="id")
-    if any(unicodedata.category(ch) in ("Cc", "Zl", "Zp", "Cs") for ch in case_id):
+    if any(unicodedata.category(ch) in ("Cc", "Zl", "Zp", "Cs") or ch in _BIDI_CONTROLS for ch in case_id):
         # every renderer shows these escaped, so no replay command could name the case
-        raise CaseFileError(f"an id must not hold control characters or line breaks, got {case_id!r}", path=path,
-                            line=lines.get((*base, "id"), line), field="id")
+        raise CaseFileError(f"an id must not hold control characters (bidirectional overrides included) or line "
+                            f"breaks, got {case_id!r}", path=path, line=lines.get((*base, "id"), line), field="id")
 
     def err(field: str, message: str, *sub: Any) -> CaseFileError:
         return CaseFileError(message, path=path, line=lines.get((*base, field, *sub), lines.get((*base, field), line)),

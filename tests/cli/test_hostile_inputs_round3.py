@@ -207,7 +207,7 @@ def test_the_replay_of_a_case_whose_id_holds_the_separator_reproduces(tmp_path: 
 def test_a_case_id_with_control_characters_is_refused(tmp_path: Path) -> None:
     """An id is shown escaped everywhere (inert), so a replay naming it could never select it:
     the loader refuses control characters in ids."""
-    for raw in ('"a\\x1b[2Jb"', '"line\\nbreak"', '"tab\\there"'):
+    for raw in ('"a\\x1b[2Jb"', '"line\\nbreak"', '"tab\\there"', '"rtl\\u202eoverride"', '"iso\\u2066late"'):
         code, _, err = run_case_text(tmp_path, GOOD.replace("ok-case", raw))
         assert code == 2, (raw, err)
         line = one_error_line(err)
