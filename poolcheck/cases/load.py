@@ -673,8 +673,9 @@ def load_file(path: str | Path) -> list[Case]:
 def split_target(text: str) -> tuple[str, str | None]:
     """``FILE::ID`` (a replay command's target) -> (FILE, ID); a plain path -> (path, None). The
     split is at the first ``::`` after which an existing file ends, so an id may hold ``::``
-    itself; without such a file, at the last ``::``."""
-    if "::" not in text:
+    itself; without such a file, at the last ``::``. A path that exists is a path (a folder
+    named ``a::b``)."""
+    if "::" not in text or os.path.exists(text):
         return text, None
     i = text.find("::")
     while i != -1:

@@ -493,3 +493,13 @@ def test_explain_at_refuses_an_empty_coordinate(tmp_path: Path) -> None:
     assert r.returncode == 2, r.stdout + r.stderr
     assert "expected comma-separated integers" in one_error_line(r.stderr)
     assert invoke("explain", f"{tmp_path / 'ok.yaml'}::ok-case", "--at", "(0, 0, 1)").returncode == 0
+
+
+def test_a_case_file_whose_path_holds_the_separator_runs(tmp_path: Path) -> None:
+    """A folder named 'a::b' made every path under it read as FILE::ID ('no such file')."""
+    folder = tmp_path / "a::b"
+    folder.mkdir()
+    (folder / "c.yaml").write_text(HEAD + GOOD)
+    for target in (folder, folder / "c.yaml", f"{folder / 'c.yaml'}::ok-case"):
+        r = invoke("run", "-q", "--engine", "numpy", str(target))
+        assert r.returncode == 0 and "ok-case" in r.stdout, (target, r.stdout + r.stderr)
