@@ -19,6 +19,7 @@ import numpy as np
 from poolcheck import spec as S
 from poolcheck.api import run_spec
 from poolcheck.cases import load_file, load_paths
+from poolcheck.cases.load import split_target
 from poolcheck.cases.model import Case
 from poolcheck.corpus import CORPUS_DIR, EDGE_DIR, KNOWN_DIR, SEEDS_DIR
 from poolcheck.engines.numpy_engine import divisor
@@ -26,6 +27,7 @@ from poolcheck.errors import AttributeValueError, CaseFileError, PoolcheckError
 from poolcheck.judgement import differing, window_cells
 from poolcheck.peers.isolation import call_peer_many
 from poolcheck.results import WindowCell
+from poolcheck.spec.poolspec import comma_ints
 
 
 @dataclass
@@ -66,12 +68,12 @@ class Explanation:
 
 def split_case_ref(ref: str, k: str | None) -> tuple[str, str | None]:
     """``path::id`` -> (path, id); a plain path keeps ``-k``. Both at once is a usage error."""
-    if "::" in ref:
-        path, case_id = ref.rsplit("::", 1)
-        if k is not None and k != case_id:
-            raise AttributeValueError("-k", f"the case is named twice ({case_id!r} in {ref!r} and -k {k!r})")
-        return path, case_id
-    return ref, k
+    path, case_id = split_target(ref)
+    if case_id is None:
+        return ref, k
+    if k is not None and k != case_id:
+        raise AttributeValueError("-k", f"the case is named twice ({case_id!r} in {ref!r} and -k {k!r})")
+    return path, case_id
 
 
 def pick_case(cases: list[Case], case_id: str | None, path: str) -> Case:
@@ -117,7 +119,7 @@ def corpus_case(case_id: str) -> Case | None:
 def parse_position(text: str, case: Case) -> list[int]:
     """``"n,c,d1,..."`` -> a position inside the case's output; errors name ``--at``."""
     try:
-        pos = [int(p) for p in text.replace(" ", "").replace("(", "").replace(")", "").split(",") if p != ""]
+        pos = comma_ints(text.replace("(", "").replace(")", ""))
     except ValueError:
         raise AttributeValueError("at", f"expected comma-separated integers n,c,d1,..., got {text!r}") from None
     shape = S.resolve(case.pool_spec, case.input.shape).output_shape

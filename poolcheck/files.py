@@ -6,6 +6,7 @@
 - :func:`stdout_to_stderr`: everything printed to standard output -- by Python or by native code
   on file descriptor 1 -- goes to standard error meanwhile; works where fd 1 is missing.
 - :func:`native_stderr_silenced`: native code's own logging on file descriptor 2 is dropped.
+- :func:`resolve_path`: ``Path.resolve`` with a loop of symbolic links as the OSError it is.
 
 Files and folders get the permissions a plain ``open``/``mkdir`` would give under the current
 umask (``mkstemp``/``mkdtemp`` make them private).
@@ -16,12 +17,23 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import ctypes.util
+import errno
 import os
 import shutil
 import sys
 import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+
+
+def resolve_path(path: str | Path) -> Path:
+    """``path`` made absolute with its symbolic links followed (``Path.resolve``). A loop of links
+    raises OSError (ELOOP, "Too many levels of symbolic links") like any other unreadable path:
+    Python 3.11 and 3.12 raise RuntimeError there, which no caller's ``except OSError`` catches."""
+    try:
+        return Path(path).resolve()
+    except RuntimeError:
+        raise OSError(errno.ELOOP, os.strerror(errno.ELOOP), str(path)) from None
 
 
 def _umask() -> int:

@@ -25,9 +25,11 @@ from poolcheck import spec as S
 from poolcheck.api import run_spec
 from poolcheck.api_family import run_family
 from poolcheck.cases import load_paths
+from poolcheck.cases.load import split_target
 from poolcheck.cases.model import Case
 from poolcheck.engines import family_numpy, numpy_engine
 from poolcheck.errors import CaseFileError, PoolcheckError
+from poolcheck.files import resolve_path
 from poolcheck.fingerprint import machine_fingerprint
 from poolcheck.fuzz.diagnosis.family import diagnose_family, family_variant_text
 from poolcheck.fuzz.diagnosis.search import diagnose_output
@@ -567,9 +569,12 @@ def split_targets(paths: Sequence[Path]) -> tuple[list[Path], dict[Path, set[str
     files: list[Path] = []
     wanted: dict[Path, set[str] | None] = {}
     for p in paths:
-        text = str(p)
-        file, case_id = (Path(text.rsplit("::", 1)[0]), text.rsplit("::", 1)[1]) if "::" in text else (Path(p), None)
-        key = file.resolve()
+        head, case_id = split_target(str(p))
+        file = Path(head)
+        try:
+            key = resolve_path(file)
+        except OSError:  # a loop of symbolic links: loading it reports why
+            key = file.absolute()
         if key not in wanted:
             files.append(file)
             wanted[key] = set() if case_id is not None else None
@@ -637,7 +642,9 @@ def replay_options_for(engine: str, peers: str | None, peer_timeout: float) -> l
     if peers:
         options += ["--peers", ",".join(peer_replay_items(peers))]
         if peer_timeout != DEFAULT_PEER_TIMEOUT:
-            options += ["--peer-timeout", f"{peer_timeout:g}s"]
+            # exact: the shortest text that reads back as this number (never rounded to six digits)
+            seconds = f"{int(peer_timeout)}" if peer_timeout == int(peer_timeout) else repr(peer_timeout)
+            options += ["--peer-timeout", f"{seconds}s"]
     return options
 
 

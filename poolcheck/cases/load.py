@@ -7,7 +7,10 @@ constructed with PyYAML's safe constructor.
 
 from __future__ import annotations
 
+import errno
 import math
+import os
+import unicodedata
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -19,7 +22,7 @@ from poolcheck.cases.model import Case
 from poolcheck.cases.onnx_import import find_backend_dirs, load_backend_dir
 from poolcheck.errors import AttributeValueError, CaseFileError
 from poolcheck.spec import dtypes, operators
-from poolcheck.spec.family import WITH_INDICES, FamilySpec, check_unpool_indices, unpool_shape
+from poolcheck.spec.family import FamilySpec, check_unpool_indices, unpool_shape
 
 CASE_SUFFIXES = (".yaml", ".yml")
 
@@ -50,7 +53,7 @@ def _number(recipe: dict[str, Any], key: str, default: float, dtype: np.dtype, *
     """A finite recipe number that fits ``dtype`` (an integer when ``integer`` or for integer dtypes)."""
     v = recipe.get(key, default)
     if not _is_number(v) or (isinstance(v, float) and not math.isfinite(v)):
-        raise AttributeValueError(f"input.{key}", f"expected a finite number, got {v!r}")
+        raise AttributeValueError(f"input.{key}", f"expected a finite number, got {v!r}{_text_number_hint(v)}")
     if integer or dtype.kind in "iu":
         if isinstance(v, float):
             if not v.is_integer():
@@ -106,8 +109,26 @@ def make_input(recipe: dict[str, Any], dtype: np.dtype) -> np.ndarray:
         if not low < high:
             raise AttributeValueError("input.low", f"the range [low, high) is empty: low={low}, high={high}")
         data = np.random.default_rng(seed).integers(low, high, size=shape, dtype=np.int64 if high <= 2**63 - 1 else np.uint64)
+    if dtype.kind in "iu":  # the cast would wrap
+        info = np.iinfo(dtype)
+        if data.min() < info.min or data.max() > info.max:
+            raise AttributeValueError("input", f"recipe {name} gives values from {data.min()} to {data.max()}, out of "
+                                               f"range for {dtype.name} [{info.min}, {info.max}]")
+    return _in_range(data, dtype, "input", f"recipe {name} gives values")
+
+
+def _in_range(data: np.ndarray, dtype: np.dtype, what: str, which: str) -> np.ndarray:
+    """``data`` cast to the float or integer ``dtype``; a finite float value the cast would make
+    infinite (float16 70000) is an error naming ``what``."""
     with np.errstate(all="ignore"):
-        return dtypes.cast(data, dtype)
+        out = dtypes.cast(data, dtype)
+    if dtype.kind not in "iu":
+        overflow = np.isfinite(data) & ~np.isfinite(out.astype(np.float64))
+        if overflow.any():
+            first, largest = float(data[overflow][0]), float(dtypes.finfo(dtype).max)
+            raise AttributeValueError(what, f"{which} out of range for {dtype.name} (first {first!r}; "
+                                            f"the largest finite value is {largest!r})")
+    return out
 
 
 # --------------------------------------------------------------------------- YAML with lines
@@ -239,6 +260,8 @@ def parse_yaml(text: str) -> tuple[Any, dict[tuple[Any, ...], int]]:
                 continue
             top = stack[-1]
             if type(top.value) is list:  # the common case (tensors): inline
+                if top.path is not None and len(top.path) <= 1:  # an item of a top-level list (a case)
+                    lines.setdefault((*top.path, len(top.value)), event.start_mark.line + 1)
                 top.size += size
                 top.value.append(value)
             else:
@@ -304,6 +327,9 @@ def _add(top: _Open, value: Any, size: int, event: Any, lines: dict[tuple[Any, .
     top.value[key] = value
 
 
+#: Bidirectional embeddings, overrides and isolates: reports show them escaped (report/text.py).
+_BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
 _SPECIAL_FLOATS = {"nan": math.nan, ".nan": math.nan, "inf": math.inf, "+inf": math.inf, ".inf": math.inf,
                    "+.inf": math.inf, "-inf": -math.inf, "-.inf": -math.inf}
 
@@ -329,7 +355,7 @@ def _array(value: Any, dtype: np.dtype, what: str) -> np.ndarray:
     for v in level:
         if isinstance(v, str):
             if v.lower() not in _SPECIAL_FLOATS:
-                raise AttributeValueError(what, f"expected numbers, got the string {v!r}")
+                raise AttributeValueError(what, f"expected numbers, got the string {v!r}{_text_number_hint(v)}")
             v = _SPECIAL_FLOATS[v.lower()]
         elif not _is_number(v):
             raise AttributeValueError(what, f"expected numbers, got {v!r}")
@@ -350,7 +376,32 @@ def _array(value: Any, dtype: np.dtype, what: str) -> np.ndarray:
                 raise AttributeValueError(what, f"value {_short(v)} out of range for {dtype.name}") from None
         flat.append(v)
     with np.errstate(all="ignore"):
-        return np.array(flat, dtype=dtype if integer else np.float64).reshape(shape)
+        arr = np.array(flat, dtype=dtype if integer else np.float64).reshape(shape)
+    if not integer:
+        _in_range(arr, dtype, what, "value")  # a value the case's type cannot hold
+    return arr
+
+
+def _text_number_hint(value: Any) -> str:
+    """For a string that reads as a finite number (``1e-6``: YAML 1.1 takes a float only with a
+    dot and a signed exponent), how to write it so that it is one; else ""."""
+    try:
+        number = float(value) if isinstance(value, str) else math.nan
+    except ValueError:
+        return ""
+    if not math.isfinite(number):
+        return ""
+    written = yaml.safe_dump(number).split("\n", 1)[0]
+    return f" (YAML reads {value} as text; write it as {written})"
+
+
+def _shape(value: Any, what: str) -> tuple[int, ...]:
+    """A documented output shape: a list of integers >= 0."""
+    if not isinstance(value, list) or not all(isinstance(n, int) and not isinstance(n, bool) for n in value):
+        raise AttributeValueError(what, f"expected a list of integers, got {_short(value)}")
+    if any(n < 0 for n in value):
+        raise AttributeValueError(what, f"every dimension must be >= 0, got {_short(value)}")
+    return tuple(value)
 
 
 def _short(v: Any, limit: int = 40) -> str:
@@ -390,6 +441,10 @@ def parse_case(raw: Any, *, path: str, index: int, lines: dict[tuple[Any, ...], 
     case_id = raw.get("id")
     if not isinstance(case_id, str) or not case_id.strip():
         raise CaseFileError("every case needs a non-empty string 'id'", path=path, line=line, field="id")
+    if any(unicodedata.category(ch) in ("Cc", "Zl", "Zp", "Cs") or ch in _BIDI_CONTROLS for ch in case_id):
+        # every renderer shows these escaped, so no replay command could name the case
+        raise CaseFileError(f"an id must not hold control characters (bidirectional overrides included) or line "
+                            f"breaks, got {case_id!r}", path=path, line=lines.get((*base, "id"), line), field="id")
 
     def err(field: str, message: str, *sub: Any) -> CaseFileError:
         return CaseFileError(message, path=path, line=lines.get((*base, field, *sub), lines.get((*base, field), line)),
@@ -462,8 +517,11 @@ def parse_case(raw: Any, *, path: str, index: int, lines: dict[tuple[Any, ...], 
     bad = sorted(set(expected_raw) - EXPECTED_KEYS)
     if bad:
         raise err("expected", f"unknown output {bad[0]!r} (allowed: values, indices, shape)", bad[0])
-    if "indices" in expected_raw and (spec.op == "avg" or (isinstance(spec, FamilySpec) and spec.op not in WITH_INDICES)):
-        raise err("expected", f"{operators.OPERATORS[op].title} has no indices output", "indices")
+    # MaxPool-1 (both conventions) has one output too; the catalogue row says which versions have two
+    has_indices = spec.op != "avg" and operators.OPERATORS[op].indices_output
+    no_indices = f"{operators.OPERATORS[op].title} has no indices output"
+    if "indices" in expected_raw and not has_indices:
+        raise err("expected", no_indices, "indices")
     expected: dict[str, Any] = {}
     try:
         if "values" in expected_raw:
@@ -471,10 +529,7 @@ def parse_case(raw: Any, *, path: str, index: int, lines: dict[tuple[Any, ...], 
         if "indices" in expected_raw:
             expected["indices"] = _array(expected_raw["indices"], np.dtype(np.int64), "expected.indices")
         if "shape" in expected_raw:
-            shp = expected_raw["shape"]
-            if not isinstance(shp, list) or not all(isinstance(v, int) and not isinstance(v, bool) for v in shp):
-                raise AttributeValueError("expected.shape", f"expected a list of integers, got {shp!r}")
-            expected["shape"] = tuple(shp)
+            expected["shape"] = _shape(expected_raw["shape"], "expected.shape")
     except AttributeValueError as exc:
         field_name = exc.attribute.split(".")[-1]
         raise err("expected", exc.reason, field_name) from None
@@ -484,22 +539,25 @@ def parse_case(raw: Any, *, path: str, index: int, lines: dict[tuple[Any, ...], 
         raise err("tolerance", "expected a mapping with rtol and/or atol")
     for k, v in tol.items():
         if not _is_number(v) or not math.isfinite(float(v)) or v < 0:
-            raise err("tolerance", f"{k} must be a non-negative number, got {v!r}", k)
+            raise err("tolerance", f"{k} must be a non-negative number, got {v!r}{_text_number_hint(v)}", k)
 
     erratum = raw.get("erratum")
     if erratum is not None:
         if not isinstance(erratum, dict) or not {"says", "correct", "why"} <= set(erratum):
             raise err("erratum", "expected a mapping with 'says', 'correct' and 'why'")
+        for key in ("says", "why"):  # text, as the result model (and `poolcheck report`) requires
+            if not isinstance(erratum[key], str):
+                raise err("erratum", "expected a string", key)
         correct = erratum["correct"]
         if not isinstance(correct, dict) or not correct or set(correct) - EXPECTED_KEYS:
             raise err("erratum", "'correct' must map values/indices/shape to the right output", "correct")
+        if "indices" in correct and not has_indices:
+            raise err("erratum", no_indices, "correct")
         conv: dict[str, Any] = {}
         try:
             for k, v in correct.items():
                 if k == "shape":
-                    if not isinstance(v, list) or not all(isinstance(n, int) and not isinstance(n, bool) for n in v):
-                        raise AttributeValueError("erratum.correct.shape", f"expected a list of integers, got {_short(v)}")
-                    conv[k] = tuple(v)
+                    conv[k] = _shape(v, "erratum.correct.shape")
                 else:
                     conv[k] = _array(v, dtype if k == "values" else np.dtype(np.int64), f"erratum.correct.{k}")
         except AttributeValueError as exc:
@@ -612,18 +670,48 @@ def load_file(path: str | Path) -> list[Case]:
     return cases
 
 
+def split_target(text: str) -> tuple[str, str | None]:
+    """``FILE::ID`` (a replay command's target) -> (FILE, ID); a plain path -> (path, None). The
+    split is at the first ``::`` after which an existing file ends, so an id may hold ``::``
+    itself; without such a file, at the last ``::``. A path that exists is a path (a folder
+    named ``a::b``)."""
+    if "::" not in text or os.path.exists(text):
+        return text, None
+    i = text.find("::")
+    while i != -1:
+        if os.path.isfile(text[:i]):
+            return text[:i], text[i + 2:]
+        i = text.find("::", i + 1)
+    head, _, tail = text.rpartition("::")
+    return head, tail
+
+
 def iter_case_files(paths: Iterable[str | Path]) -> Iterator[Path]:
     """Expand files and folders (recursively, sorted) into case files."""
     for raw in paths:
         p = Path(raw)
         if p.is_dir():
-            yield from sorted(f for f in p.rglob("*") if f.suffix in CASE_SUFFIXES and f.is_file())
+            found = sorted(f for f in p.rglob("*") if f.suffix in CASE_SUFFIXES and f.is_file())
             if any(p.rglob("model.onnx")):  # ONNX backend test directories (poolcheck/cases/onnx_import.py)
-                yield from find_backend_dirs(p)
+                found += find_backend_dirs(p)
+            if not found:  # a mistyped folder must not pass as "0 cases"
+                raise CaseFileError("no case files (*.yaml, *.yml) and no ONNX backend test folder of a "
+                                    "pooling node here", path=str(raw))
+            yield from found
         elif p.is_file():
             yield p
         else:
-            raise CaseFileError("no such file or folder", path=str(raw))
+            why = _link_error(p) if os.path.islink(p) else ""
+            raise CaseFileError(f"cannot read: {why}" if why else "no such file or folder", path=str(raw))
+
+
+def _link_error(path: Path) -> str:
+    """Why a symbolic link cannot be followed when that is not a plain missing target (a loop)."""
+    try:
+        path.stat()
+    except OSError as exc:
+        return "" if exc.errno == errno.ENOENT else exc.strerror or str(exc)
+    return ""
 
 
 def load_paths(paths: Iterable[str | Path]) -> tuple[list[Case], list[CaseFileError]]:

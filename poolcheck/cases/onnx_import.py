@@ -21,8 +21,9 @@ from poolcheck.cases.model import Case
 from poolcheck.errors import CaseFileError, PoolcheckError
 from poolcheck.files import native_stderr_silenced
 from poolcheck.spec.family import FamilySpec
+from poolcheck.spec.limits import MAX_EXTENT
 from poolcheck.spec.operators import OPERATORS, Attribute, OperatorVersion, onnx_version, operator, parse
-from poolcheck.spec.poolspec import PoolSpec
+from poolcheck.spec.poolspec import PoolSpec, comma_ints
 from poolcheck.spec.shape import resolve
 
 #: ONNX pooling operators of a backend test directory and the row each is read as (Global* are the
@@ -132,10 +133,13 @@ def _load_onnx(path: Path, inside: Path | None = None) -> Any:
         raise ModelError(f"{path}: {exc}") from None
     try:
         # From bytes: external weights are not loaded (only attributes and shapes matter here).
-        return onnx.load_model_from_string(data)
+        model = onnx.load_model_from_string(data)
     except Exception as exc:
         reason = " ".join(str(exc).split())[:200] or type(exc).__name__
         raise ModelError(f"{path}: not a readable ONNX model ({reason})") from None
+    if not model.HasField("graph"):  # an empty file, or bytes protobuf reads as a bare ModelProto
+        raise ModelError(f"{path}: not an ONNX model (it holds no graph{'; the file is empty' if not data else ''})")
+    return model
 
 
 def _dims(value_type: Any) -> tuple[int | str, ...] | None:
@@ -151,11 +155,16 @@ def parse_input_shapes(items: list[str]) -> dict[str, tuple[int, ...]]:
     for item in items:
         name, sep, dims = item.partition("=")
         try:
-            shape = tuple(int(v) for v in dims.split(",") if v.strip())
+            shape = tuple(comma_ints(dims))
         except ValueError:
             shape = ()
         if not sep or not name or not shape or any(v < 1 for v in shape):
             raise ModelError(f"--input-shape: expected NAME=D1,D2,... with positive dims, got {item!r}")
+        if any(v > MAX_EXTENT for v in shape):
+            raise ModelError(f"--input-shape: every dimension must be <= {MAX_EXTENT} (2^31 - 1), got {item!r}")
+        if name in out:
+            raise ModelError(f"--input-shape: {name!r} given twice ({','.join(map(str, out[name]))} and "
+                             f"{','.join(map(str, shape))})")
         out[name] = shape
     return out
 

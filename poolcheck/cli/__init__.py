@@ -8,8 +8,10 @@ from typing import Annotated, Any
 
 import typer
 import typer.core
+import typer.rich_utils
 
 import poolcheck
+from poolcheck.cli.common import fail
 
 app = typer.Typer(
     name="poolcheck",
@@ -34,6 +36,18 @@ def _readable_type(param: Any, ctx: Any) -> str | None:
 
 typer.core.TyperOption.display_type_rich = _readable_type  # type: ignore[method-assign,assignment]
 typer.core.TyperArgument.display_type_rich = _readable_type  # type: ignore[method-assign,assignment]
+
+def _one_line_usage_error(self: Any) -> None:
+    """A usage error the parser finds (an unknown option or command, a value that is not a number,
+    a missing argument) as one line like poolcheck's own, instead of typer's five-line box."""
+    if self.__class__.__name__ == "NoArgsIsHelpError":  # `poolcheck` alone prints the help
+        return
+    ctx = getattr(self, "ctx", None)
+    hint = f" (see {ctx.command_path} --help)" if ctx is not None else ""
+    fail(" ".join(self.format_message().split()) + hint)  # prints the line; typer exits with 2
+
+
+typer.rich_utils.rich_format_error = _one_line_usage_error
 
 #: One module per command group under poolcheck/cli/; each defines ``register(app)``.
 COMMAND_MODULES = ["run", "shape", "report", "doctor", "fuzz", "bench", "audit", "export", "repro"]

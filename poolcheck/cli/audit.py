@@ -24,16 +24,19 @@ from poolcheck.cli.common import (
     engines_for,
     err_console,
     exit_code,
+    fail,
     load_peers,
     parse_duration,
     parse_fail_on,
+    path_parser,
     safe,
     user_errors,
     write_report_set,
 )
-from poolcheck.files import stdout_to_stderr
+from poolcheck.files import resolve_path, stdout_to_stderr
 from poolcheck.models.audit import POOLING_NODE_TYPES, NodeAudit, ProgressFn, audit_model
 from poolcheck.report.writers import check_report_dir
+from poolcheck.runner import replay_options_for
 
 #: Peers ``audit`` runs by default (those installed here).
 DEFAULT_PEERS = ("onnxruntime", "openvino")
@@ -44,12 +47,12 @@ def register(app: typer.Typer) -> None:
 
 
 def audit(
-    model: Annotated[Path, typer.Argument(metavar="MODEL", help="An ONNX model (.onnx) or OpenVINO IR (.xml).", show_default=False)],
+    model: Annotated[Path, typer.Argument(metavar="MODEL", parser=path_parser("MODEL"), help="An ONNX model (.onnx) or OpenVINO IR (.xml).", show_default=False)],
     input_shape: Annotated[list[str] | None, typer.Option("--input-shape", metavar="NAME=DIMS", help="Shape of a dynamic model input, e.g. data=1,3,224,224 (repeatable).")] = None,
     peers: Annotated[str | None, typer.Option("--peers", metavar="PEERS", help="Peers to run every pooling node on (comma-separated). Default: onnxruntime and openvino where installed.")] = None,
     engine: Annotated[str, typer.Option(metavar="ENGINE", help=ENGINE_HELP)] = "all",
     as_json: Annotated[bool, typer.Option("--json", help="Print the audit as JSON.")] = False,
-    report_dir: Annotated[Path | None, typer.Option("--report-dir", metavar="DIR", help="Also write result.json, junit.xml, summary.md and report.html here.")] = None,
+    report_dir: Annotated[Path | None, typer.Option("--report-dir", metavar="DIR", parser=path_parser("--report-dir"), help="Also write result.json, junit.xml, summary.md and report.html here.")] = None,
     fail_on: Annotated[str, typer.Option("--fail-on", metavar="SEVERITIES", help="Severities that make the exit code 1 (comma-separated: violation, unspecified, limitation, erratum; or all).")] = "violation",
     peer_timeout: Annotated[str, typer.Option("--peer-timeout", metavar="DURATION", help="How long a peer may take per batch (e.g. 500ms, 20s, 2m).")] = "60s",
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only the nodes that diverge or cannot be judged, and no progress bar.")] = False,
@@ -73,13 +76,19 @@ def audit(
         if report_dir is not None:
             check_report_dir(report_dir)
         shapes = parse_input_shapes(list(input_shape or []))
-        if peers:
+        if peers is not None:
             peer_list = load_peers(peers, timeout)
         else:
             peer_list = [p for p in load_peers(",".join(DEFAULT_PEERS), timeout) if p.available()[0]]
-    replay = " ".join(["poolcheck", "audit", shlex.quote(str(model.resolve())),
+    try:
+        where = resolve_path(model)
+    except OSError as exc:  # a loop of symbolic links
+        raise fail(f"{model}: cannot read: {exc.strerror}") from None
+    # the options as `poolcheck run` repeats them: plugin files by absolute path, --engine, --peer-timeout
+    options = replay_options_for(engine, peers or ",".join(p.name for p in peer_list) or None, timeout)
+    replay = " ".join(["poolcheck", "audit", shlex.quote(str(where)),
                        *(f"--input-shape={shlex.quote(s)}" for s in input_shape or []),
-                       *(["--peers", ",".join(p.name for p in peer_list)] if peer_list else [])])
+                       *(shlex.quote(o) for o in options)])
     with user_errors(), stdout_to_stderr(as_json), _progress(enabled=not quiet) as progress:
         run = audit_model(model, shapes, peer_list, engines, timeout=timeout, replay=replay, progress=progress,
                           command="poolcheck " + " ".join(shlex.quote(a) for a in sys.argv[1:]))

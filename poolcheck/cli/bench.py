@@ -13,7 +13,7 @@ from poolcheck.bench import run_bench, select
 from poolcheck.bench.contenders import all_contenders
 from poolcheck.bench.render import renderable, to_json, to_markdown
 from poolcheck.bench.summary import read_setup_time
-from poolcheck.cli.common import EXIT_OK, console, err_console, fail, parse_duration, user_errors, writable_dir
+from poolcheck.cli.common import EXIT_OK, console, err_console, fail, parse_duration, safe, user_errors, writable_dir
 from poolcheck.engines import c_engine
 from poolcheck.files import write_text_atomic
 
@@ -115,5 +115,5 @@ def bench(
                 written = write_text_atomic(docs_path, to_markdown(run, command))
             except OSError as exc:
                 raise fail(f"--write-docs: cannot write {docs_path}: {exc}") from None
-            err_console.print(f"wrote {written}")
+            err_console.print(f"wrote {safe(str(written))}", markup=False, highlight=False, soft_wrap=True)
     raise typer.Exit(EXIT_OK)

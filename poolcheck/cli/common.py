@@ -7,7 +7,7 @@ import math
 import os
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -24,14 +24,18 @@ from poolcheck.peers.registry import resolve_peers
 from poolcheck.report.text import safe
 from poolcheck.report.writers import write_reports
 from poolcheck.results import DEFAULT_FAIL_ON, FAILING, RunResult, Severity, Verdict
+from poolcheck.spec.poolspec import comma_ints
 
 EXIT_OK = 0
 EXIT_FAILURES = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 
-console = Console(highlight=False)
-err_console = Console(stderr=True, highlight=False)
+#: rich takes COLUMNS=0 as a console zero columns wide and prints nothing at all: a width of 0 is
+#: taken as 80 columns.
+_WIDTH = 80 if os.environ.get("COLUMNS", "").strip().isdigit() and int(os.environ["COLUMNS"]) == 0 else None
+console = Console(highlight=False, width=_WIDTH)
+err_console = Console(stderr=True, highlight=False, width=_WIDTH)
 
 
 def fail(message: str, code: int = EXIT_USAGE) -> typer.Exit:
@@ -55,12 +59,25 @@ def user_errors() -> Iterator[None]:
         sys.exit(EXIT_INTERRUPTED)
 
 
+def path_parser(option: str) -> Callable[[str], Path]:
+    """A typer ``parser`` for a path option or argument: an empty string (an unset shell variable)
+    is a usage error naming ``option`` -- as a Path it would be ".", the current folder."""
+    def parse(text: str | Path) -> Path:
+        if isinstance(text, Path):
+            return text
+        if not text.strip():
+            raise fail(f"{option}: expected a path, got an empty string")
+        return Path(text)
+    return parse
+
+
 def parse_int_list(option: str, text: str | None) -> list[int] | None:
-    """Parse "2,2" into [2, 2]; a bad value is a usage error naming the option."""
+    """Parse "2,2" into [2, 2] ("" into [], a trailing comma allowed); a bad or empty item
+    (``1,,7``) is a usage error naming the option."""
     if text is None:
         return None
     try:
-        return [int(part) for part in text.replace(" ", "").split(",") if part != ""]
+        return comma_ints(text)
     except ValueError:
         raise fail(f"{option}: expected comma-separated integers, got {text!r}") from None
 
@@ -129,6 +146,7 @@ def engines_for(engine: str) -> list[str]:
     """``--engine``: numpy, c, or all (every engine built here); anything else is a usage error
     worded as the help."""
     if engine == "all":
+        get_engine("auto")  # POOLCHECK_ISA naming a path this CPU cannot run is an error, not a NumPy-only run
         return available_engines()
     if engine not in ("numpy", "c"):
         raise AttributeValueError("--engine", f"expected numpy, c or all, got {engine!r}")
@@ -146,7 +164,10 @@ def write_report_set(result: object, report_dir: Path, *, to_stderr: bool = Fals
 
 def load_peers(peers: str, timeout: float) -> list[Any]:
     """The ``--peers`` list (``name:key=value,...`` options allowed); a plugin that exits or
-    prints while it loads never ends the run nor mixes with the JSON output."""
+    prints while it loads never ends the run nor mixes with the JSON output. A list without a
+    name (an unset variable: "" or ",") is a usage error, not a run without peers."""
+    if not peers.replace(",", "").strip():
+        raise fail(f"--peers: expected peer names (comma-separated), got {peers!r}")
     try:
         with stdout_to_stderr():
             return resolve_peers(peers, load_timeout=timeout)

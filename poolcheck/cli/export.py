@@ -10,7 +10,17 @@ from typing import Annotated
 import typer
 
 from poolcheck.cases import load_paths
-from poolcheck.cli.common import EXIT_OK, EXIT_USAGE, console, err_console, fail, safe, user_errors, writable_dir
+from poolcheck.cli.common import (
+    EXIT_OK,
+    EXIT_USAGE,
+    console,
+    err_console,
+    fail,
+    path_parser,
+    safe,
+    user_errors,
+    writable_dir,
+)
 from poolcheck.models.export import export_cases
 
 FORMATS = ("onnx-tests",)
@@ -21,7 +31,7 @@ def register(app: typer.Typer) -> None:
 
 
 def export(
-    paths: Annotated[list[Path], typer.Argument(metavar="CASES... OUT", help="Case files or folders, then the output folder.", show_default=False)],
+    paths: Annotated[list[Path], typer.Argument(metavar="CASES... OUT", parser=path_parser("CASES... OUT"), help="Case files or folders, then the output folder.", show_default=False)],
     fmt: Annotated[str, typer.Option("--format", metavar="FORMAT", help="onnx-tests: ONNX backend test directories (model.onnx + test_data_set_0/input_0.pb, output_0.pb).")] = "onnx-tests",
     as_json: Annotated[bool, typer.Option("--json", help="Print what was written (and what not, with the reason) as JSON.")] = False,
 ) -> None:
@@ -57,8 +67,8 @@ def export(
                                                          for d in skipped]}, indent=2) + "\n")
     else:
         for d in skipped:
-            console.print(f"not expressible in ONNX: {d.case_id} ({d.source}): {d.reason}", markup=False,
+            console.print(f"not expressible in ONNX: {safe(d.case_id)} ({safe(d.source)}): {safe(d.reason)}", markup=False,
                           highlight=False, soft_wrap=True)
-        console.print(f"{len(written)} case(s) written to {out} as ONNX backend test directories; "
+        console.print(f"{len(written)} case(s) written to {safe(str(out))} as ONNX backend test directories; "
                       f"{len(skipped)} not expressible in ONNX", markup=False, highlight=False, soft_wrap=True)
     raise typer.Exit(EXIT_OK)

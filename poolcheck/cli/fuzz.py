@@ -30,6 +30,8 @@ from poolcheck.cli.common import (
     fail,
     parse_duration,
     parse_fail_on,
+    path_parser,
+    safe,
     user_errors,
     writable_dir,
 )
@@ -106,11 +108,11 @@ def fuzz(
     jobs: Annotated[int, typer.Option("--jobs", help="Fuzzing processes (each with its own peer workers).")] = 1,
     database: Annotated[str | None, typer.Option("--database", metavar="DIR|URL", help="Hypothesis example database: a folder, or redis://HOST:6379/0 shared by every worker and machine. Default: a folder in the per-user data folder.")] = None,
     cluster: Annotated[str | None, typer.Option("--cluster", metavar="URL", help="Run on a Dask scheduler, e.g. tcp://HOST:8786: one shard per worker (--jobs N: at most N workers). See docs/distributed.md.")] = None,
-    save_cases: Annotated[Path | None, typer.Option("--save-cases", metavar="DIR", help="Write one YAML case per new divergence here. Default: the per-user data folder (printed).")] = None,
-    report_dir: Annotated[Path | None, typer.Option("--report-dir", metavar="DIR", help="Write result.json, junit.xml, summary.md and report.html here.")] = None,
-    report_alias: Annotated[Path | None, typer.Option("--report", hidden=True)] = None,
+    save_cases: Annotated[Path | None, typer.Option("--save-cases", metavar="DIR", parser=path_parser("--save-cases"), help="Write one YAML case per new divergence here. Default: the per-user data folder (printed).")] = None,
+    report_dir: Annotated[Path | None, typer.Option("--report-dir", metavar="DIR", parser=path_parser("--report-dir"), help="Write result.json, junit.xml, summary.md and report.html here.")] = None,
+    report_alias: Annotated[Path | None, typer.Option("--report", hidden=True, parser=path_parser("--report"))] = None,
     invalid: Annotated[bool, typer.Option("--invalid", help="Also generate invalid configurations and check that engine and peers reject them alike.")] = False,
-    known: Annotated[list[Path] | None, typer.Option("--known", metavar="DIR", help="More known-divergence registry folders, added to the registry that ships with poolcheck.")] = None,
+    known: Annotated[list[Path] | None, typer.Option("--known", metavar="DIR", parser=path_parser("--known"), help="More known-divergence registry folders, added to the registry that ships with poolcheck.")] = None,
     bundled_known: Annotated[bool, typer.Option("--bundled-known/--no-bundled-known", help="Use the known-divergence registry that ships with poolcheck (--no-bundled-known: only the --known folders).")] = True,
     engine_checks: Annotated[str, typer.Option("--engine-checks", help="Engine comparison and metamorphic properties on every fourth configuration of each example from the first (first) or on all (all).")] = "first",
     isolation: Annotated[bool, typer.Option("--isolation/--no-isolation", help="Run peers in warm worker processes (a crash or hang is recorded, not fatal).")] = True,
@@ -145,7 +147,7 @@ def fuzz(
         if bad:
             raise AttributeValueError("--conventions", f"expected openvino and/or onnx, got {bad[0]!r}")
         if is_family_ops(op_list):
-            check_family_arguments(op_list, rank_list, dtype_list)
+            check_family_arguments(op_list, rank_list, dtype_list, conv_list)
         else:
             check_arguments(op_list, rank_list, dtype_list, conv_list)
         oracle_set = frozenset(_comma_list(oracles))
@@ -166,6 +168,8 @@ def fuzz(
         budget = parse_duration("--time-budget", time_budget) if time_budget else (None if max_examples else 60.0)
         report = report_dir if report_dir is not None else report_alias
         save_dir = writable_dir("--save-cases", save_cases if save_cases is not None else finds_dir())
+        if database is not None and not database.strip():  # an unset shell variable: not the current folder
+            raise fail("--database: expected a folder or redis://HOST:6379/0, got an empty string")
         if database is None:
             database = str(writable_dir("--database", examples_dir()))
         elif "://" not in database:
@@ -182,6 +186,8 @@ def fuzz(
             peer_names = default_peers()
         elif peers.strip() == "none":
             peer_names = []
+        elif not peers.replace(",", "").strip():  # an unset variable is not 'none'
+            raise fail(f"--peers: expected peer names (comma-separated) or none, got {peers!r}")
         else:
             # name:key=value options may hold commas; each peer by its canonical name
             peer_names = [str(r) for r in parse_peer_list(peers)]
@@ -209,7 +215,7 @@ def fuzz(
 
     def on_phase(text: str) -> None:
         if progress and live is None:
-            err_console.print(f"[dim]{text}[/]")
+            err_console.print(Text(safe(text), style="dim"))
 
     # SIGTERM (a CI job cancelled, `kill PID`) ends the campaign like Ctrl-C: what was found is
     # already saved, and the summary and reports are still written.
@@ -231,7 +237,8 @@ def fuzz(
             write_reports(campaign.result, report)
 
     for err in campaign.known_errors:
-        err_console.print(f"[bold yellow]warning:[/] known-divergence registry: {err}", soft_wrap=True)
+        err_console.print(Text.assemble(("warning:", "bold yellow"), f" known-divergence registry: {safe(str(err))}"),
+                          soft_wrap=True)
     console_report.render_fuzz(campaign.result, console, saved_to=str(save_dir),
                                reports_to=str(report) if report is not None else None)
     if campaign.result.interrupted and not campaign.new:

@@ -17,6 +17,7 @@ from poolcheck.cli.common import (
     err_console,
     load_peers,
     parse_duration,
+    path_parser,
     safe,
     user_errors,
     write_report_set,
@@ -38,11 +39,11 @@ def register(app: typer.Typer) -> None:
 
 
 def report(
-    file: Annotated[Path, typer.Argument(help="A saved result (result.json from --report-dir, or `poolcheck run --json` output); or `merge A.json B.json ...` to merge the results of separate runs (one case per divergence, labelled with the machines that showed it).")],
-    more: Annotated[list[Path] | None, typer.Argument(help="After `merge`: the result files to merge.", show_default=False)] = None,
+    file: Annotated[Path, typer.Argument(parser=path_parser("FILE"), help="A saved result (result.json from --report-dir, or `poolcheck run --json` output); or `merge A.json B.json ...` to merge the results of separate runs (one case per divergence, labelled with the machines that showed it).")],
+    more: Annotated[list[Path] | None, typer.Argument(parser=path_parser("FILE"), help="After `merge`: the result files to merge.", show_default=False)] = None,
     fmt: Annotated[str, typer.Option("--format", "-f", help="html, junit, md, json, or console (the terminal view).")] = "console",
-    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write here (atomically) instead of standard output.")] = None,
-    report_dir: Annotated[Path | None, typer.Option("--report-dir", help="With merge: write result.json, junit.xml, summary.md and report.html here.")] = None,
+    output: Annotated[Path | None, typer.Option("--output", "-o", parser=path_parser("--output"), help="Write here (atomically) instead of standard output.")] = None,
+    report_dir: Annotated[Path | None, typer.Option("--report-dir", parser=path_parser("--report-dir"), help="With merge: write result.json, junit.xml, summary.md and report.html here.")] = None,
 ) -> None:
     """Re-render a saved result as HTML, JUnit XML, Markdown, JSON or terminal tables; `report merge
     A.json B.json ...` merges several."""
@@ -89,7 +90,7 @@ def explain(
         case = find_case(case_ref, k)
         engines = engines_for(engine)
         timeout = parse_duration("--peer-timeout", peer_timeout)
-        peer_list = load_peers(peers, timeout) if peers else []
+        peer_list = load_peers(peers, timeout) if peers is not None else []
         position = parse_position(at, case) if at is not None else None
         ex = explain_element(case, position, engines, peer_list, peer_timeout=timeout)
         console.print(explanation_view(ex))

@@ -19,6 +19,7 @@ from poolcheck.cli.common import (
     load_peers,
     parse_duration,
     parse_fail_on,
+    path_parser,
     safe,
     user_errors,
     write_report_set,
@@ -36,14 +37,14 @@ def register(app: typer.Typer) -> None:
 
 
 def run(
-    paths: Annotated[list[Path] | None, typer.Argument(metavar="PATH", help="Case files or folders (searched recursively); FILE::ID selects one case. Default: the bundled corpus (seeds, edge cases, known divergences).", show_default=False)] = None,
+    paths: Annotated[list[Path] | None, typer.Argument(metavar="PATH", parser=path_parser("PATH"), help="Case files or folders (searched recursively); FILE::ID selects one case. Default: the bundled corpus (seeds, edge cases, known divergences).", show_default=False)] = None,
     k: Annotated[str | None, typer.Option("-k", metavar="TEXT", help="Select cases whose id contains any of these comma-separated substrings; 'not X' excludes.")] = None,
     engine: Annotated[str, typer.Option(metavar="ENGINE", help=ENGINE_HELP)] = "all",
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON (schema poolcheck.result/2) instead of tables.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Summary table only, no per-case diffs.")] = False,
     peers: Annotated[str | None, typer.Option("--peers", metavar="PEERS", help="Also run every case on these peers (comma-separated): onnxruntime, openvino, torch, onnx_reference, a module (my_pkg.my_peer) or a file (path/to/peer.py).")] = None,
     peer_timeout: Annotated[str, typer.Option("--peer-timeout", metavar="DURATION", help="How long a peer may take per batch before it counts as a timeout (e.g. 500ms, 20s, 2m).")] = "60s",
-    report_dir: Annotated[Path | None, typer.Option("--report-dir", metavar="DIR", help="Also write result.json, junit.xml, summary.md and report.html here (replaced as a set; also after Ctrl-C).")] = None,
+    report_dir: Annotated[Path | None, typer.Option("--report-dir", metavar="DIR", parser=path_parser("--report-dir"), help="Also write result.json, junit.xml, summary.md and report.html here (replaced as a set; also after Ctrl-C).")] = None,
     fail_on: Annotated[str, typer.Option("--fail-on", metavar="SEVERITIES", help="Severities that make the exit code 1 (comma-separated: violation, unspecified, limitation, erratum; or all).")] = "violation",
 ) -> None:
     """Run case files through poolcheck's reference engines (and peers) and report every contradiction.
@@ -57,7 +58,7 @@ def run(
         engines = engines_for(engine)
         if report_dir is not None:
             check_report_dir(report_dir)  # before any work: an unwritable folder is a usage error
-        peer_list = load_peers(peers, timeout) if peers else []
+        peer_list = load_peers(peers, timeout) if peers is not None else []
         selection = select(list(paths) if paths else [CORPUS_DIR], k)
     with stdout_to_stderr(as_json):
         result = run_selection(selection, engines, peer_list, peer_timeout=timeout,

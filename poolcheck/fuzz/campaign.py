@@ -47,6 +47,7 @@ from poolcheck.fuzz.session import (
     resolve_peer_list,
     run_sessions,
 )
+from poolcheck.fuzz.strategies import CONVENTIONS
 from poolcheck.judgement import tensor
 from poolcheck.peers.base import Peer
 from poolcheck.peers.isolation import call_peer_many
@@ -263,7 +264,7 @@ def known_result(k: KnownCheck) -> CaseResult:
         case_id=c.id, verdict=verdict, title=c.title, source=c.location, convention=c.convention, op=c.op,
         spec={"op": c.op, **c.attributes}, input_shape=list(c.input.shape), dtype=c.dtype.name, checks=[check],
         tags=["known", k.state, *c.tags],
-        replay=f"poolcheck run {shlex.quote(c.path)} -k {shlex.quote(c.id)}"
+        replay=f"poolcheck run {shlex.quote(os.path.abspath(c.path) + '::' + c.id)}"
                + (f" --peers {shlex.quote(k.entry.peer)}" if k.entry.peer else ""),
         message=k.message,
     )
@@ -284,6 +285,8 @@ def replay_command(options: FuzzOptions, examples: int) -> str:
     """The command that re-runs this exploration (same seed, same rounds)."""
     parts = ["poolcheck", "fuzz", "--ops", ",".join(OP_FLAGS[o] for o in options.ops),
              "--ranks", ",".join(str(r) for r in options.ranks), "--dtypes", ",".join(options.dtypes)]
+    if set(options.conventions) != set(CONVENTIONS):  # the generation depends on it
+        parts += ["--conventions", ",".join(c for c in CONVENTIONS if c in options.conventions)]
     names = [_from_anywhere(p if isinstance(p, str) else getattr(p, "ref", p.name)) for p in options.peers]
     parts += ["--peers", ",".join(names) if names else "none"]
     parts += ["--seed", str(options.seed), "--max-examples", str(examples)]
@@ -297,8 +300,8 @@ def replay_command(options: FuzzOptions, examples: int) -> str:
         parts += ["--oracles", ",".join(o for o in ORACLES if o in options.oracles)]
     if options.engine_checks != "first":
         parts += ["--engine-checks", options.engine_checks]
-    if options.database:
-        parts += ["--database", options.database]
+    if options.database:  # a folder by absolute path: the replay reads the same saved examples from anywhere
+        parts += ["--database", options.database if "://" in options.database else os.path.abspath(options.database)]
     if options.min_per_region:
         parts += ["--min-per-region", str(options.min_per_region)]
     return " ".join(shlex.quote(p) for p in parts)
@@ -375,7 +378,7 @@ def run_campaign(
             saved[sig] = path
         if path is not None:
             peer_flag = f" --peers {shlex.quote(_peer_ref(options, f.subject))}" if f.kind == "peer" else ""
-            case_replay = f"poolcheck run {shlex.quote(str(path))}{peer_flag}"
+            case_replay = f"poolcheck run {shlex.quote(os.path.abspath(path))}{peer_flag}"
         else:
             case_replay = replay
         result.cases.append(finding_result(f, new=True, replay=case_replay, source=str(path or ""),

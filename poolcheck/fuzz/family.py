@@ -203,13 +203,18 @@ def family_batches(ops: Sequence[str], ranks: Sequence[int], dtypes: Sequence[st
     return st.lists(family_configs(ops, ranks, dtypes), min_size=1, max_size=max_configs)
 
 
-def check_family_arguments(ops: Sequence[str], ranks: Sequence[int], dtypes: Sequence[str]) -> None:
-    """Ranks within 3..5 and every family op of ``ops`` takes one of ``dtypes`` (one line otherwise)."""
+def check_family_arguments(ops: Sequence[str], ranks: Sequence[int], dtypes: Sequence[str],
+                           conventions: Sequence[str] = ("openvino", "onnx")) -> None:
+    """Ranks within 3..5 and every family op of ``ops`` takes one of ``dtypes`` and has one of
+    ``conventions`` (each family operator has one; one line otherwise)."""
     bad = [r for r in ranks if r not in (3, 4, 5)]
     if bad or not ranks:
         raise AttributeValueError("--ranks", f"expected some of 3, 4, 5, got {bad[0] if bad else 'none'}")
     for op in ops:
         row = operators.newest(op, convention_of(op))
+        if convention_of(op) not in conventions:
+            raise AttributeValueError("--conventions", f"{row.name} is an {convention_of(op)} operator; --conventions "
+                                                       f"{','.join(conventions) or '(empty)'} leaves it out")
         if not any(d in row.dtypes for d in dtypes):
             raise AttributeValueError("--dtypes", f"{row.name} takes {', '.join(row.dtypes)}; none is among "
                                                   f"{', '.join(dtypes)}")

@@ -38,8 +38,10 @@ def _cell(text: object, limit: int = CELL_LIMIT) -> str:
 
 
 def _code(text: str) -> str:
+    """User text as an inline code span: fenced by one backtick more than its longest run of
+    backticks (a shorter fence inside the text would end the span early, leaving the rest live)."""
     text = safe(" ".join(str(text).split()))
-    fence = "``" if "`" in text else "`"
+    fence = "`" * (max((len(run) for run in re.findall("`+", text)), default=0) + 1)
     pad = " " if text.startswith("`") or text.endswith("`") else ""
     return f"{fence}{pad}{text}{pad}{fence}"
 

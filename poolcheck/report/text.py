@@ -2,9 +2,11 @@
 messages are data, never markup or terminal control.
 
 :func:`safe` shows C0 and C1 control characters (ESC, BEL, NUL, CSI ...) and DEL as escapes
-(``\\x1b``), keeping newlines and tabs only where asked; also the line separators, lone
-surrogates (a file name that is not UTF-8 decodes to them, and no UTF-8 output can hold them) and
-the noncharacters U+FFFE/U+FFFF (XML cannot carry them). Renderers then escape for their own
+(``\\x1b``), keeping newlines and tabs only where asked; also the bidirectional embeddings,
+overrides and isolates (U+202A-U+202E, U+2066-U+2069: they reorder the rest of a line as
+displayed, "Trojan Source"), the line separators, lone surrogates (a file name that is not UTF-8
+decodes to them, and no UTF-8 output can hold them) and the noncharacters U+FFFE/U+FFFF (XML
+cannot carry them). Renderers then escape for their own
 syntax (rich: plain ``Text``; Markdown/HTML: entities; XML: ElementTree).
 """
 
@@ -12,8 +14,8 @@ from __future__ import annotations
 
 import re
 
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff\ufffe\uffff]")
-_CONTROL_NO_NEWLINES = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff\ufffe\uffff]")
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\u2028\u2029\ud800-\udfff\ufffe\uffff]")
+_CONTROL_NO_NEWLINES = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\u2028\u2029\ud800-\udfff\ufffe\uffff]")
 
 
 def _escape(match: re.Match[str]) -> str:

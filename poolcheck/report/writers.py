@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from poolcheck.errors import PoolcheckError
-from poolcheck.files import write_folder_atomic, write_text_atomic
+from poolcheck.files import resolve_path, write_folder_atomic, write_text_atomic
 from poolcheck.report.html import to_html
 from poolcheck.report.jsonfmt import to_json
 from poolcheck.report.junit import to_junit
@@ -65,7 +65,10 @@ def check_report_dir(directory: Path) -> Path:
     directory = Path(directory)
     if directory.exists() and not directory.is_dir():
         raise ReportWriteError(f"{directory}: not a folder")
-    parent = directory.resolve().parent
+    try:
+        parent = resolve_path(directory).parent
+    except OSError as exc:  # a loop of symbolic links
+        raise ReportWriteError(f"{directory}: cannot write reports here ({exc.strerror})") from None
     probe = parent
     while not probe.exists():
         probe = probe.parent

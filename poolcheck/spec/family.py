@@ -108,8 +108,10 @@ def p_value(value: Any) -> int:
     """``p``: an integer >= 1 (the Lp norm's root is 1/p; p = 0 has no norm)."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
         raise AttributeValueError("p", f"expected an integer, got {value!r}")
-    if not 1 <= value <= MAX_EXTENT:
+    if value < 1:
         raise AttributeValueError("p", f"must be >= 1 (the norm takes the 1/p-th root), got {short_int(value)}")
+    if value > MAX_EXTENT:
+        raise AttributeValueError("p", f"must be <= {MAX_EXTENT} (2^31 - 1), got {short_int(value)}")
     return int(value)
 
 
@@ -167,9 +169,9 @@ def spell_family(row: Any, spec: FamilySpec, window_words: dict[str, Any]) -> di
 # --------------------------------------------------------------------------- inputs
 
 
-def check_family_input(spec: FamilySpec, shape: Sequence[int], allowed: Sequence[str], dtype: Any) -> np.dtype:
-    """Validate a family operator's data input (rank, dimensions, element type)."""
-    shape = tuple(int(v) for v in shape)
+def check_family_rank(spec: FamilySpec, shape: Sequence[int]) -> None:
+    """The input rank ``spec`` takes: 3, 4 or 5 for global pooling, else N, C and one axis per
+    spatial attribute value."""
     rank = spec.spatial_rank
     if rank is None:
         if not 3 <= len(shape) <= 5:
@@ -177,7 +179,13 @@ def check_family_input(spec: FamilySpec, shape: Sequence[int], allowed: Sequence
     elif len(shape) != rank + 2:
         what = "output_shape" if spec.op in ("adaptive_avg", "adaptive_max") else "kernel_shape"
         raise AttributeValueError(what, f"{rank} spatial value(s) need an input of rank {rank + 2}, "
-                                        f"got rank {len(shape)} (shape {shape})")
+                                        f"got rank {len(shape)} (shape {tuple(shape)})")
+
+
+def check_family_input(spec: FamilySpec, shape: Sequence[int], allowed: Sequence[str], dtype: Any) -> np.dtype:
+    """Validate a family operator's data input (rank, dimensions, element type)."""
+    shape = tuple(int(v) for v in shape)
+    check_family_rank(spec, shape)
     if any(v < 1 for v in shape):
         raise AttributeValueError("input", f"every dimension must be >= 1, got shape {shape}")
     if spec.op in ("adaptive_avg", "adaptive_max") and math.prod((*shape[:2], *(spec.output_shape or ()))) > MAX_ELEMENTS:
@@ -250,6 +258,7 @@ def family_output_shape(spec: FamilySpec, input_shape: Sequence[int]) -> tuple[i
     shape``): LpPool by the pooling shape rule, global pooling ``(N, C, 1, ...)``, adaptive pooling
     ``(N, C, *output_shape)``, MaxUnpool by :func:`unpool_shape`."""
     shape = tuple(int(v) for v in input_shape)
+    check_family_rank(spec, shape)
     if spec.op == "lp":
         assert spec.window is not None
         return resolve(spec.window, shape).output_shape

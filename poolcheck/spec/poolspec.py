@@ -115,6 +115,16 @@ def short_int(v: Any) -> str:
     return text if len(text) <= 24 else f"{text[:6]}...({len(text)} digits)"
 
 
+def comma_ints(text: str) -> list[int]:
+    """Command-line integers: ``"2, 2"`` -> ``[2, 2]`` (``""`` -> ``[]``; one trailing comma
+    allowed). ValueError for an item that is not an integer -- an empty one (``1,,7``) included,
+    never dropped (that would answer for a list the user did not give)."""
+    parts = text.replace(" ", "").split(",")
+    if parts[-1] == "":
+        parts.pop()
+    return [int(p) for p in parts]
+
+
 def short_list(value: Any) -> str:
     items = [short_int(x) if isinstance(x, (int, np.integer)) and not isinstance(x, bool) else repr(x)
              for x in list(value)[:8]]

@@ -261,7 +261,9 @@ def _explicit_working(size: int, pb: int, pe: int, k: int, d: int, s: int, fn: s
         out = num // s + 1
     else:
         out = _ceil_div(num, s) + 1
-    text = f"{fn}(({size} + {pb} + {pe} - (({k} - 1) * {d} + 1)) / {s} + 1) = {fn}({num / s + 1:g}) = {out}"
+    # the quotient as a reader can round it: exact when whole, else 12 significant digits (never 7.15828e+08)
+    quotient = f"{num // s + 1}" if num % s == 0 else f"{num / s + 1:.12g}"
+    text = f"{fn}(({size} + {pb} + {pe} - (({k} - 1) * {d} + 1)) / {s} + 1) = {fn}({quotient}) = {out}"
     return out, text
 
 

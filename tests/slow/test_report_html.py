@@ -586,7 +586,7 @@ def test_every_producers_page_draws_its_tables(browser: Browser, produced: dict[
 
 #: Markup that would run script if any text reached the page as HTML, plus controls and markup
 #: of the other formats.
-PAYLOAD = '"><img src=x onerror="window.__owned=1"><script>window.__owned=2</script>\x1b[31m[/red]\u2028'
+PAYLOAD = '"><img src=x onerror="window.__owned=1"><script>window.__owned=2</script>\x1b[31m[/red]\u2028\u202e\u2066'
 
 
 def test_hostile_text_stays_text_in_the_browser(browser: Browser, tmp_path: Path) -> None:
@@ -616,7 +616,8 @@ def test_hostile_text_stays_text_in_the_browser(browser: Browser, tmp_path: Path
     assert page.js("document.querySelectorAll('script').length") == 2  # the document and the page's own
     text = page.js("(() => { const b = document.body.cloneNode(true); b.querySelectorAll('script').forEach(s => s.remove()); "
                    "return b.textContent; })()")
-    shown = PAYLOAD.replace("\x1b", "\\x1b").replace("\u2028", "\\u2028")
+    shown = PAYLOAD.replace("\x1b", "\\x1b").replace("\u2028", "\\u2028").replace("\u202e", "\\u202e")
+    shown = shown.replace("\u2066", "\\u2066")
     for what in ("id", "title", "message", "diagnosis", "host", "pkg", "says", "why"):
         assert f"{what}{shown}" in text, what
     assert page.problems() == []

@@ -409,11 +409,12 @@ def test_a_plugins_script_imports_the_plugin(tmp_path: Path, bug: bool, status: 
 def test_hostile_case_text_stays_inert_in_the_script(tmp_path: Path) -> None:
     """An id with a path and quotes, a title that tries to end the docstring and run code, a
     class with a terminal escape: the script lands in the output folder under a safe name,
-    compiles, runs, and nothing it was fed runs or escapes."""
+    compiles, runs, and nothing it was fed runs or escapes. (An id cannot hold a line break:
+    the loader refuses it; the title carries one.)"""
     evil = 'x/../../evil"""\nimport os; os.system("touch PWNED")  #'
     cases = tmp_path / "hostile.yaml"
     cases.write_text(
-        "schema: poolcheck.case/1\ncases:\n  - id: " + json.dumps(evil) + "\n    title: " + json.dumps(evil + " \x1b[31m") +
+        "schema: poolcheck.case/1\ncases:\n  - id: " + json.dumps(evil.replace("\n", "; ")) + "\n    title: " + json.dumps(evil + " \x1b[31m") +
         "\n    op: MaxPool-22\n    attributes: {kernel_shape: [2]}\n    dtype: float32\n"
         "    input: [[[1, 2, 3]]]\n    expected: {shape: [1, 1, 2]}\n"
         "    tags: ['peer:onnxruntime', " + json.dumps("signature:peer|max|onnxruntime|nan=first\x1b[2J") + "]\n")

@@ -42,9 +42,10 @@
     if (Array.isArray(child)) { child.forEach(function (c) { append(node, c); }); return; }
     node.appendChild(typeof child === "object" ? child : document.createTextNode(visible(child)));
   }
-  // User text is data: control characters (ESC, C1 ...) are shown escaped, never interpreted.
+  // User text is data: control characters (ESC, C1, bidirectional overrides ...) are shown
+  // escaped, never interpreted (the set of poolcheck/report/text.py).
   function visible(v) {
-    return String(v).replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u2028\u2029]/g, function (ch) {
+    return String(v).replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069\u2028\u2029]/g, function (ch) {
       var h = ch.charCodeAt(0).toString(16);
       return ch.charCodeAt(0) < 256 ? "\\x" + ("0" + h).slice(-2) : "\\u" + ("000" + h).slice(-4);
     });
