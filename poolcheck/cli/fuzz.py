@@ -95,6 +95,19 @@ def default_peers() -> list[str]:
     return names
 
 
+
+#: The time budget of a campaign given neither --time-budget nor --max-examples (or --min-per-region).
+DEFAULT_BUDGET_S = 60.0
+
+
+def time_budget_of(time_budget: str | None, max_examples: int | None, min_per_region: int) -> float | None:
+    """The campaign's time budget in seconds: --time-budget, else none when --max-examples bounds
+    the campaign, else :data:`DEFAULT_BUDGET_S`. --min-per-region draws past --max-examples, so it
+    always has a time budget."""
+    if time_budget:
+        return parse_duration("--time-budget", time_budget)
+    return None if max_examples and not min_per_region else DEFAULT_BUDGET_S
+
 def fuzz(
     ops: Annotated[str, typer.Option("--ops", help="Operators (comma-separated): maxpool, avgpool; or the rest of the family, fuzzed on its own: lp, global_avg, global_max, global_lp, unpool, adaptive_avg, adaptive_max.")] = "maxpool,avgpool",
     ranks: Annotated[str, typer.Option("--ranks", help="Input ranks (3, 4, 5), comma-separated.")] = "3,4,5",
@@ -102,7 +115,7 @@ def fuzz(
     conventions: Annotated[str, typer.Option("--conventions", help="Attribute conventions: openvino, onnx.")] = "openvino,onnx",
     peers: Annotated[str | None, typer.Option("--peers", help="Peers (comma-separated): built-ins (onnxruntime, openvino, torch, onnx_reference), a module or a .py file; 'none' for engine oracles only. Default: every available built-in.")] = None,
     max_examples: Annotated[int | None, typer.Option("--max-examples", help="Stop after this many hypothesis examples (each a list of configurations).")] = None,
-    time_budget: Annotated[str | None, typer.Option("--time-budget", help="Stop after this long, e.g. 60s, 5m (default 60s when --max-examples is not given).")] = None,
+    time_budget: Annotated[str | None, typer.Option("--time-budget", help="Stop after this long, e.g. 60s, 5m (default 60s when --max-examples is not given, or with --min-per-region).")] = None,
     seed: Annotated[int | None, typer.Option("--seed", help="Seed of the exploration (default: random, printed for replay).")] = None,
     batch: Annotated[int | None, typer.Option("--batch", help="Most configurations in one example, the length spread over 1..N (one batched call per peer: one model, session, export or compile; shrinking reduces it to one). Default: the smallest the peers ask for (64 for openvino and openvino-onnx, 8 for the rest).")] = None,
     jobs: Annotated[int, typer.Option("--jobs", help="Fuzzing processes (each with its own peer workers).")] = 1,
@@ -121,7 +134,7 @@ def fuzz(
     exit_first: Annotated[bool, typer.Option("--exit-first", help="Stop as soon as the first new divergence of a --fail-on severity is shrunk (other finds are kept and the exploration goes on).")] = False,
     shrink: Annotated[bool, typer.Option("--shrink/--no-shrink", help="Shrink each new divergence to a minimal case (--no-shrink: explore only, keep first reproducers).")] = True,
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Live progress display.")] = True,
-    min_per_region: Annotated[int, typer.Option("--min-per-region", metavar="N", help="Draw until every spec region the options can reach has N hits on every runner (or the budget ends); 0: off.")] = 0,
+    min_per_region: Annotated[int, typer.Option("--min-per-region", metavar="N", help="Draw (past --max-examples) until every spec region the options can reach has N hits on every runner that can express it (a region a peer declined N times without one answer counts as one it cannot), or the time budget ends; 0: off.")] = 0,
     fail_on: Annotated[str, typer.Option("--fail-on", metavar="SEVERITIES", help="Severities of new divergences that make the exit code 1 (comma-separated: violation, unspecified, limitation, erratum; or all).")] = "violation",
 ) -> None:
     """Fuzz pooling configurations against the peers; shrink, diagnose and save each new divergence."""
@@ -165,7 +178,7 @@ def fuzz(
             raise AttributeValueError("--min-per-region", f"must be >= 0, got {min_per_region}")
         if max_examples is not None and max_examples < 1:
             raise AttributeValueError("--max-examples", f"must be >= 1, got {max_examples}")
-        budget = parse_duration("--time-budget", time_budget) if time_budget else (None if max_examples else 60.0)
+        budget = time_budget_of(time_budget, max_examples, min_per_region)
         report = report_dir if report_dir is not None else report_alias
         save_dir = writable_dir("--save-cases", save_cases if save_cases is not None else finds_dir())
         if database is not None and not database.strip():  # an unset shell variable: not the current folder

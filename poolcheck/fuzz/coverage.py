@@ -2,7 +2,7 @@
 
 A configuration counts for a runner when the runner answered it (the reference engine always;
 a peer when it returned outputs or rejected the configuration, not when it declined or crashed).
-The counts are reported and end a ``--min-per-region`` campaign.
+The counts are reported and end a ``--min-per-region`` campaign (:meth:`Coverage.covers`).
 """
 
 from __future__ import annotations
@@ -51,6 +51,14 @@ class Coverage:
         """The fewest hits ``runner`` has on any of ``keys`` (0 for a runner never recorded)."""
         counts = self.hits.get(runner, Counter())
         return min((counts[k] for k in keys), default=0)
+
+    def covers(self, runner: str, keys: Sequence[str], n: int) -> bool:
+        """Whether ``runner`` has ``n`` hits on every region of ``keys`` it can express: a region
+        it declined ``n`` times without answering one configuration of it counts as one it cannot
+        express (torch and padding wholly in a window, OpenVINO and a negative SAME total), which
+        no number of draws would cover."""
+        hits, declined = self.hits.get(runner, Counter()), self.declined.get(runner, Counter())
+        return all(hits[k] >= n or (hits[k] == 0 and declined[k] >= n) for k in keys)
 
 
 @dataclass(frozen=True)

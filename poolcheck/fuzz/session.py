@@ -414,10 +414,11 @@ class Session:
         return self.max_examples is not None and self.progress.examples >= self.max_examples
 
     def _covered(self) -> bool:
-        """Every reachable region has ``min_per_region`` hits on every runner."""
+        """Every reachable region has ``min_per_region`` hits on every runner that can express it
+        (:meth:`~poolcheck.fuzz.coverage.Coverage.covers`)."""
         keys = self._plan.reachable
         runners = [self.engine_module.NAME, *(p.name for p in self.peers)]
-        return all(self.progress.coverage.least(r, keys) >= self.options.min_per_region for r in runners)
+        return all(self.progress.coverage.covers(r, keys, self.options.min_per_region) for r in runners)
 
     def _report_progress(self, *, force: bool = False) -> None:
         now = time.monotonic()

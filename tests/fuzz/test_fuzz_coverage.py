@@ -207,6 +207,55 @@ def test_a_peer_that_declines_a_region_is_counted_apart() -> None:
     assert cov.hits["numpy" if "numpy" in cov.hits else next(iter(cov.hits))]["rank-5"] > 0
 
 
+def test_covers_leaves_out_the_regions_a_peer_declined_without_one_answer() -> None:
+    cov = Coverage()
+    cov.record("torch", ["rank-5", "rank-5", "large-kernel"])
+    cov.record_declined("torch", ["window-in-padding", "window-in-padding", "large-kernel"])
+    keys = ["rank-5", "large-kernel", "window-in-padding"]
+    # window-in-padding: declined twice, never answered: it cannot express it; large-kernel has 1 hit
+    assert cov.covers("torch", keys, 1)
+    assert not cov.covers("torch", keys, 2)  # large-kernel has 1 hit of 2 (a hit: it can express it)
+    cov.record("torch", ["large-kernel"])
+    assert cov.covers("torch", keys, 2)
+    assert not cov.covers("torch", keys, 3)  # and window-in-padding was declined only twice of 3
+    assert not cov.covers("onnxruntime", keys, 1)  # a runner never recorded covers nothing
+    assert cov.covers("onnxruntime", [], 1)
+
+
+def test_min_per_region_ends_with_a_peer_that_cannot_express_a_region() -> None:
+    """A peer that declines every 3-D configuration: before, the campaign drew until its budget
+    (with --max-examples and no --time-budget: forever), since rank-5 never got a hit there."""
+    from planted_peers.region_bugs import RegionBug
+
+    from poolcheck.fuzz.session import FuzzOptions, run_sessions
+
+    class NoRank5(RegionBug):
+        def supports(self, spec, shape, dtype):  # type: ignore[no-untyped-def]
+            return (False, "no 3-D pooling") if len(shape) == 5 else super().supports(spec, shape, dtype)
+
+    peer = NoRank5(None)
+    options = FuzzOptions(peers=(peer,), seed=0, isolated=False, oracles=frozenset({"peers"}), shrink=False,
+                          min_per_region=1, time_budget=120.0)
+    (result,) = run_sessions(options)
+    cov = result.progress.coverage
+    assert cov.hits[peer.name]["rank-5"] == 0 < cov.declined[peer.name]["rank-5"]
+    assert result.progress.elapsed < 120  # ended by coverage, not by the budget
+    reachable = plan(("max", "avg"), ("openvino", "onnx"), (3, 4, 5), S.ALL_DTYPES).reachable
+    assert all(cov.covers(r, reachable, 1) for r in cov.hits)
+
+
+@pytest.mark.parametrize(("budget", "max_examples", "min_per_region", "seconds"), [
+    ("90s", None, 0, 90.0), ("90s", 5, 3, 90.0),  # an explicit budget
+    (None, None, 0, 60.0), (None, 5, 0, None),  # --max-examples bounds the campaign by itself
+    (None, 5, 1, 60.0), (None, None, 1, 60.0),  # --min-per-region draws past it: a budget always
+])
+def test_min_per_region_always_has_a_time_budget(budget: str | None, max_examples: int | None, min_per_region: int,
+                                                  seconds: float | None) -> None:
+    from poolcheck.cli.fuzz import time_budget_of
+
+    assert time_budget_of(budget, max_examples, min_per_region) == seconds
+
+
 def _coverage_result() -> object:
     from poolcheck.results import FuzzSummary, RunResult
 
