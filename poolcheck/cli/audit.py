@@ -49,7 +49,7 @@ def register(app: typer.Typer) -> None:
 def audit(
     model: Annotated[Path, typer.Argument(metavar="MODEL", parser=path_parser("MODEL"), help="An ONNX model (.onnx) or OpenVINO IR (.xml).", show_default=False)],
     input_shape: Annotated[list[str] | None, typer.Option("--input-shape", metavar="NAME=DIMS", help="Shape of a dynamic model input, e.g. data=1,3,224,224 (repeatable).")] = None,
-    peers: Annotated[str | None, typer.Option("--peers", metavar="PEERS", help="Peers to run every pooling node on (comma-separated). Default: onnxruntime and openvino where installed.")] = None,
+    peers: Annotated[str | None, typer.Option("--peers", metavar="PEERS", help="Peers to run every pooling node on (comma-separated; none: the engines alone). Default: onnxruntime and openvino where installed.")] = None,
     engine: Annotated[str, typer.Option(metavar="ENGINE", help=ENGINE_HELP)] = "all",
     as_json: Annotated[bool, typer.Option("--json", help="Print the audit as JSON.")] = False,
     report_dir: Annotated[Path | None, typer.Option("--report-dir", metavar="DIR", parser=path_parser("--report-dir"), help="Also write result.json, junit.xml, summary.md and report.html here.")] = None,
@@ -76,7 +76,10 @@ def audit(
         if report_dir is not None:
             check_report_dir(report_dir)
         shapes = parse_input_shapes(list(input_shape or []))
-        if peers is not None:
+        no_peers = peers is not None and peers.strip() == "none"  # the engines alone, as fuzz --peers none
+        if no_peers:
+            peer_list = []
+        elif peers is not None:
             peer_list = load_peers(peers, timeout)
         else:
             peer_list = [p for p in load_peers(",".join(DEFAULT_PEERS), timeout) if p.available()[0]]
@@ -85,7 +88,8 @@ def audit(
     except OSError as exc:  # a loop of symbolic links
         raise fail(f"{model}: cannot read: {exc.strerror}") from None
     # the options as `poolcheck run` repeats them: plugin files by absolute path, --engine, --peer-timeout
-    options = replay_options_for(engine, peers or ",".join(p.name for p in peer_list) or None, timeout)
+    options = replay_options_for(engine, None if no_peers else peers or ",".join(p.name for p in peer_list) or None,
+                                 timeout) + (["--peers", "none"] if no_peers else [])
     replay = " ".join(["poolcheck", "audit", shlex.quote(str(where)),
                        *(f"--input-shape={shlex.quote(s)}" for s in input_shape or []),
                        *(shlex.quote(o) for o in options)])

@@ -469,3 +469,15 @@ def test_progress_bar_on_a_terminal_and_not_with_quiet(tmp_path: Path) -> None:
     assert "reading the model" in shown and "running on planted-correct" in shown, shown[-2000:]
     assert "running on" not in on_terminal("-q")
     assert "running on" not in cli("audit", str(model), "--peers", str(PLANTED / "correct.py")).stderr
+
+
+def test_peers_none_audits_on_the_engines_alone_and_the_replay_says_so(two_pools: Path) -> None:
+    """As `fuzz --peers none`: without it, audit always ran its default peers (ONNX Runtime and
+    OpenVINO where installed), and the replay of such an audit ran them too."""
+    rep = two_pools.parent / "rep"
+    proc, doc = audit_json(str(two_pools), "--peers", "none", "--report-dir", str(rep))
+    assert proc.returncode == 0, proc.stderr
+    assert doc["peers"] == []
+    assert all(set(c["checks"]) <= {"numpy", "c"} for node in doc["nodes"] for c in node["cases"])
+    replays = {c["replay"] for c in json.loads((rep / "result.json").read_text())["cases"]}
+    assert replays == {f"poolcheck audit {two_pools} --peers none"}, replays
