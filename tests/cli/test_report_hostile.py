@@ -4,6 +4,7 @@ sent to a terminal or written raw into Markdown, JUnit XML, HTML or JSON."""
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import xml.etree.ElementTree as ET
@@ -96,7 +97,9 @@ def test_hostile_case_file_through_the_real_commands(tmp_path: Path, fmt: str) -
     folder.mkdir()
     (folder / "c[b].yaml").write_text(
         'schema: poolcheck.case/1\ncases:\n'
-        '  - id: "x[/red]\\e[31mred\\x9b2J"\n    title: "t[/] \\e]0;title\\a"\n    op: MaxPool-14\n'
+        # an id may not hold control characters (a case file refuses it: the error row below); the
+        # judged case carries them in its title, which every renderer shows
+        '  - id: "x[/red]red"\n    title: "t[/] \\e]0;title\\a x[/red]\\e[31mred\\x9b2J"\n    op: MaxPool-14\n'
         '    attributes: {kernel: [2], strides: [1]}\n    input: [[[1, 2, 3]]]\n    expected: {values: [[[2, 9]]]}\n'
         '  - id: "y\\e[2J"\n    op: [MaxPool-14]\n', encoding="utf-8")
     proc = _color_cli("run", "d[red]", "--report-dir", "out", cwd=tmp_path)
@@ -104,6 +107,8 @@ def test_hostile_case_file_through_the_real_commands(tmp_path: Path, fmt: str) -
     assert "MarkupError" not in proc.stderr and "Traceback" not in proc.stderr
     assert "x[/red]\\x1b[31mred\\x9b2J" in proc.stdout
     assert "y\\x1b[2J" in proc.stderr
+    verdicts = {c["case_id"]: c["verdict"] for c in json.loads((tmp_path / "out" / "result.json").read_text())["cases"]}
+    assert verdicts["x[/red]red"] == "fail"  # judged: its hostile title reaches every renderer below
     for stream in (proc.stdout, proc.stderr):
         assert not re.search("\x1b(?!\\[[0-9;]*m)", stream)
         assert not re.search("[\x00-\x08\x0b-\x1a\x1c-\x1f\x7f-\x9f]", stream)
