@@ -545,6 +545,9 @@ def parse_case(raw: Any, *, path: str, index: int, lines: dict[tuple[Any, ...], 
     if erratum is not None:
         if not isinstance(erratum, dict) or not {"says", "correct", "why"} <= set(erratum):
             raise err("erratum", "expected a mapping with 'says', 'correct' and 'why'")
+        stray = sorted(str(k) for k in set(erratum) - {"says", "correct", "why"})
+        if stray:  # a misspelt key would be ignored: the erratum's reasoning lost without a word
+            raise err("erratum", "unknown key (allowed: correct, says, why)", stray[0])
         for key in ("says", "why"):  # text, as the result model (and `poolcheck report`) requires
             if not isinstance(erratum[key], str):
                 raise err("erratum", "expected a string", key)

@@ -84,6 +84,18 @@ def test_an_erratum_says_and_why_must_be_text(tmp_path: Path) -> None:
         assert f"field 'erratum.{field}'" in line and "expected a string" in line, line
 
 
+def test_an_erratum_with_an_unknown_key_is_a_malformed_case(tmp_path: Path) -> None:
+    """`erratum: {says, why, correct, whyy: ...}` loaded with the misspelt reasoning dropped
+    without a word; the case keys and recipe keys were already strict."""
+    code, _, err = run_case_text(tmp_path, "  - id: e\n    op: MaxPool-22\n    attributes: {kernel_shape: [2]}\n"
+                                           "    input: [[[1, 2, 3]]]\n    expected: {values: [[[2, 4]]]}\n"
+                                           "    erratum: {says: x, why: y, whyy: the real reasoning, "
+                                           "correct: {values: [[[2, 3]]]}}\n")
+    assert code == 2, err
+    line = one_error_line(err)
+    assert "field 'erratum.whyy'" in line and "unknown key (allowed: correct, says, why)" in line, line
+
+
 def test_a_negative_documented_shape_is_a_malformed_case(tmp_path: Path) -> None:
     """`shape: [1, 1, -2]` was judged: a 'fail' verdict of severity violation, the engine blamed
     for a shape no tensor has."""
