@@ -16,7 +16,8 @@ Where implementations part ways the specs are silent or misread; each such point
   a window wholly in padding (-inf / lowest finite / 0), the average's divisor (full kernel /
   window clipped to the padded input / valid elements only), the average of no element;
 - indices: what a max index counts (whole tensor vs from ``axis``, row- vs column-major, padded
-  coordinates, the index of an empty window), or a placement's own rule
+  coordinates, the index of an empty window, PyTorch's channels_last max_pool3d start index
+  without its depth term, ``index:depthless-tail-start``), or a placement's own rule
   (:attr:`Placement.index_rule`: onnx.reference's unit-step MaxPool path).
 
 For a differing output the reference is re-run under the variants and, per output element,

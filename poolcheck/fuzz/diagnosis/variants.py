@@ -14,7 +14,14 @@ import numpy as np
 
 from poolcheck.engines import _windows as w
 from poolcheck.errors import AttributeValueError
-from poolcheck.fuzz.diagnosis.indices import TRANSPOSED, _palindromic, _spec_order_modulus, window_offset_indices
+from poolcheck.fuzz.diagnosis.indices import (
+    DEPTHLESS_TAIL,
+    TAIL_VECTOR_BYTES,
+    TRANSPOSED,
+    _palindromic,
+    _spec_order_modulus,
+    window_offset_indices,
+)
 from poolcheck.spec.attributes import PoolSpec
 from poolcheck.spec.dtypes import BFLOAT16, is_float
 from poolcheck.spec.shape import AxisGeometry, Geometry, resolve
@@ -621,11 +628,16 @@ EMPTY_INDEX_MINUS_TEXT = ("a window wholly in padding reports the index of coord
                           "(negative for the first plane)")
 EMPTY_INDEX_TAP_TEXT = ("a window wholly in padding reports the index of its first tap at or after coordinate 0 on "
                         "every spatial axis (the scan's start, which may lie past the input)")
+DEPTHLESS_TAIL_TEXT = ("a window whose elements all equal the type's lowest value (-inf for a float), or that holds "
+                       "none, reports its first tap at or after coordinate 0 on every axis; in 3-D, the channels past "
+                       f"the last whole {TAIL_VECTOR_BYTES}-byte vector (every channel when C is below that many "
+                       "elements) drop the depth term d*H*W from it (PyTorch's channels_last max_pool3d)")
 #: What a max window holding no element reports as its index, per rule (tried in this order).
 EMPTY_INDEX_VARIANTS: tuple[tuple[str, str], ...] = (
     ("empty_index=0", EMPTY_INDEX_TEXT),
     ("empty_index=-1-per-axis", EMPTY_INDEX_MINUS_TEXT),
     ("empty_index=first-tap", EMPTY_INDEX_TAP_TEXT),
+    (DEPTHLESS_TAIL, DEPTHLESS_TAIL_TEXT),
 )
 
 
