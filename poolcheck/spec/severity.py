@@ -131,6 +131,8 @@ SEVERITY_RULES: tuple[SeverityRule, ...] = (
           "whatever the rounding adds past the end", OV, _ov),
     _rule("same:rounding-applied", _V, ("ONNX-SHAPE-SAME", "ONNX-SHAPE-SAME-CEIL"),
           "SAME gives the same count with and without ceil_mode", ONNX, _onnx),
+    _rule("same:clamped-ceil-mode-applied", _V, ("ONNX-SHAPE-SAME", "ONNX-SHAPE-SAME-CEIL"),
+          "SAME gives the same count with and without ceil_mode", ONNX, _onnx),
     _rule("same:rounding-applied", _E, ("OV-SHAPE-SAME", "OV-SHAPE-ROUNDED"),
           "only contradicting sentences decide: the SAME formula ignores the stride (and any rounding), the next "
           "sentence rounds an uneven division with rounding_type", OV, _ov),

@@ -7,8 +7,9 @@ Where implementations part ways the specs are silent or misread; each such point
   same_lower, SAME pads from the undilated kernel (as ONNX Runtime computes them), an output sized
   without the dilation whose uncomputed tail is 0 (onnx.reference's AveragePool under SAME and
   VALID: :attr:`Placement.computed`), SAME_LOWER split as SAME_UPPER and sized floor(size /
-  stride) (onnx.reference's MaxPool), pads swapped or ignored or read interleaved, the padding a
-  ceil window needs split half before the input (onnx.reference's AveragePool), the input not
+  stride) (onnx.reference's MaxPool), SAME pads clamped at 0 then sized with ceil_mode as
+  OpenVINO's ceil (OpenVINO's ONNX frontend), pads swapped or ignored or read interleaved, the
+  padding a ceil window needs split half before the input (onnx.reference's AveragePool), the input not
   padded with pads_begin counted at the end and its indices counted its own way
   (``max:unit-step-common-path``, onnx.reference's MaxPool with strides and dilations 1),
   dilations ignored;

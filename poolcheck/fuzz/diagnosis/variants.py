@@ -234,6 +234,14 @@ def _swap_same(spec: PoolSpec, shape: tuple[int, ...]) -> Placement:
     return Placement(resolve(spec.replace(auto_pad=other), shape))
 
 
+def _same_clamped_ceil(spec: PoolSpec, shape: tuple[int, ...]) -> Placement:
+    """ONNX SAME pads clamped at 0 (OpenVINO's resolution), then the explicit formula with
+    OpenVINO's ``ceil``: the ONNX frontend's SAME with ceil_mode=1."""
+    g = resolve(spec.replace(convention="openvino"), shape)
+    return Placement(resolve(spec.replace(convention="openvino", auto_pad="explicit", pads_begin=g.pads_begin,
+                                          pads_end=g.pads_end, rounding_type="ceil"), shape))
+
+
 def _valid_ceil(spec: PoolSpec, shape: tuple[int, ...]) -> Placement:
     n = spec.spatial_rank
     return Placement(resolve(spec.replace(auto_pad="explicit", pads_begin=(0,) * n, pads_end=(0,) * n,
@@ -413,6 +421,11 @@ GEOMETRY_VARIANTS: tuple[GeometryVariant, ...] = (
                     lambda s: _is_same(s) and s.convention == "onnx" and any(
                         st > (k - 1) * d + 1 for st, k, d in zip(s.strides, s.kernel, s.dilations)),
                     lambda s, shape: Placement(resolve(s.replace(convention="openvino"), shape))),
+    GeometryVariant("same:clamped-ceil-mode-applied",
+                    "ONNX SAME pads clamped at 0, then the output sized by the explicit formula with ceil_mode=1 "
+                    "as OpenVINO's ceil (ONNX sizes SAME ceil(size / stride) whatever ceil_mode; a last window may "
+                    "start past the input)",
+                    lambda s: _is_same(s) and s.convention == "onnx" and s.ceil_mode == 1, _same_clamped_ceil),
     GeometryVariant("same:undilated-kernel-zero-tail",
                     "SAME pads computed from the undilated kernel (a negative total gives no output), the output "
                     "sized ceil(size / stride) but only the explicit formula's floor((size + pads - dilated kernel) "
