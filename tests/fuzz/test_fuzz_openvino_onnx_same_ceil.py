@@ -6,7 +6,8 @@ formula with OpenVINO's ``ceil`` for ceil_mode=1: a last window may start past t
 Measured with openvino 2026.4.1 (read_model on a MaxPool-22 model, CPU, one thread), 1-D sizes
 1-8, kernels 1-3, strides 1-4, dilations 1-2, SAME_UPPER and SAME_LOWER, ceil_mode 0 and 1 (768
 configurations): the output shape is that rule's on every one (80 ceil_mode=1 configurations differ
-from ONNX's); with ceil_mode=0 it is same:clamped's.
+from ONNX's); with ceil_mode=0 it is same:clamped's. AveragePool does not follow it (its SAME
+shapes there are ONNX's or another SAME variant's): the variant is MaxPool's.
 """
 
 from __future__ import annotations
@@ -62,6 +63,10 @@ def test_the_variant_applies_only_to_onnx_same_with_ceil_mode() -> None:
     assert gv.applies(parse("MaxPool-22", attrs_of(1, 2, 1, "SAME_UPPER")))
     assert not gv.applies(parse("MaxPool-22", attrs_of(1, 2, 1, "SAME_UPPER", ceil=0)))
     assert not gv.applies(parse("MaxPool-22", {"kernel_shape": [1], "strides": [2], "ceil_mode": 1}))
+    # measured: the frontend's AveragePool under SAME with ceil_mode=1 (768 configurations,
+    # count_include_pad 0/1) is diagnosed as 'same' (652) or an existing SAME variant, and 160 of its
+    # output shapes are not this rule's
+    assert not gv.applies(parse("AveragePool-22", attrs_of(1, 2, 1, "SAME_UPPER")))
     assert not gv.applies(parse("MaxPool-14", {"kernel": [1], "strides": [2], "auto_pad": "same_upper",
                                                "rounding_type": "ceil"}))
 

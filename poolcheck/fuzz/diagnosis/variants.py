@@ -424,8 +424,9 @@ GEOMETRY_VARIANTS: tuple[GeometryVariant, ...] = (
     GeometryVariant("same:clamped-ceil-mode-applied",
                     "ONNX SAME pads clamped at 0, then the output sized by the explicit formula with ceil_mode=1 "
                     "as OpenVINO's ceil (ONNX sizes SAME ceil(size / stride) whatever ceil_mode; a last window may "
-                    "start past the input)",
-                    lambda s: _is_same(s) and s.convention == "onnx" and s.ceil_mode == 1, _same_clamped_ceil),
+                    "start past the input; MaxPool: the frontend's AveragePool keeps ONNX's SAME size)",
+                    lambda s: s.op == "max" and _is_same(s) and s.convention == "onnx" and s.ceil_mode == 1,
+                    _same_clamped_ceil),
     GeometryVariant("same:undilated-kernel-zero-tail",
                     "SAME pads computed from the undilated kernel (a negative total gives no output), the output "
                     "sized ceil(size / stride) but only the explicit formula's floor((size + pads - dilated kernel) "
