@@ -131,6 +131,8 @@ SEVERITY_RULES: tuple[SeverityRule, ...] = (
           "whatever the rounding adds past the end", OV, _ov),
     _rule("same:rounding-applied", _V, ("ONNX-SHAPE-SAME", "ONNX-SHAPE-SAME-CEIL"),
           "SAME gives the same count with and without ceil_mode", ONNX, _onnx),
+    _rule("same:clamped-ceil-mode-applied", _V, ("ONNX-SHAPE-SAME", "ONNX-SHAPE-SAME-CEIL"),
+          "SAME gives the same count with and without ceil_mode", ONNX, _onnx),
     _rule("same:rounding-applied", _E, ("OV-SHAPE-SAME", "OV-SHAPE-ROUNDED"),
           "only contradicting sentences decide: the SAME formula ignores the stride (and any rounding), the next "
           "sentence rounds an uneven division with rounding_type", OV, _ov),
@@ -234,6 +236,12 @@ SEVERITY_RULES: tuple[SeverityRule, ...] = (
     _rule("index:column-major", _V, ("ONNX-STORAGE-ORDER",), "storage_order=0 counts row-major", ONNX, _onnx),
     _rule("index:padded-coordinates", _V, ("OV-INDEX",), "indices do not count padding", OV, _ov),
     _rule("index:padded-coordinates", _V, ("ONNX-INDICES",), "indices do not count padding", ONNX, _onnx),
+    # a window holding elements all equal to the lowest value reports an index without its depth
+    # term: another element's position (a window holding none: OV-INDEX-PADS leaves it open)
+    _rule("index:depthless-tail-start", _V, ("OV-INDEX",), "the index of the chosen element in the tensor "
+          "flattened to 1D: the depth term d*H*W is part of it", OV, _ov),
+    _rule("index:depthless-tail-start", _V, ("ONNX-INDICES",), "the index of the chosen element in the tensor "
+          "flattened to 1D: the depth term d*H*W is part of it", ONNX, _onnx),
     # ------------------------------------------------------------------ variants added for issue 20 (h20-diag)
     *(_rule(key, _V, ("OV-CEIL-TORCH",), "only a last window that starts in the padding (at or past "
             "H + pads_begin) is dropped", OV, _ov)

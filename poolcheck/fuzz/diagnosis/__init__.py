@@ -7,8 +7,9 @@ Where implementations part ways the specs are silent or misread; each such point
   same_lower, SAME pads from the undilated kernel (as ONNX Runtime computes them), an output sized
   without the dilation whose uncomputed tail is 0 (onnx.reference's AveragePool under SAME and
   VALID: :attr:`Placement.computed`), SAME_LOWER split as SAME_UPPER and sized floor(size /
-  stride) (onnx.reference's MaxPool), pads swapped or ignored or read interleaved, the padding a
-  ceil window needs split half before the input (onnx.reference's AveragePool), the input not
+  stride) (onnx.reference's MaxPool), SAME pads clamped at 0 then sized with ceil_mode as
+  OpenVINO's ceil (OpenVINO's ONNX frontend), pads swapped or ignored or read interleaved, the
+  padding a ceil window needs split half before the input (onnx.reference's AveragePool), the input not
   padded with pads_begin counted at the end and its indices counted its own way
   (``max:unit-step-common-path``, onnx.reference's MaxPool with strides and dilations 1),
   dilations ignored;
@@ -16,7 +17,8 @@ Where implementations part ways the specs are silent or misread; each such point
   a window wholly in padding (-inf / lowest finite / 0), the average's divisor (full kernel /
   window clipped to the padded input / valid elements only), the average of no element;
 - indices: what a max index counts (whole tensor vs from ``axis``, row- vs column-major, padded
-  coordinates, the index of an empty window), or a placement's own rule
+  coordinates, the index of an empty window, PyTorch's channels_last max_pool3d start index
+  without its depth term, ``index:depthless-tail-start``), or a placement's own rule
   (:attr:`Placement.index_rule`: onnx.reference's unit-step MaxPool path).
 
 For a differing output the reference is re-run under the variants and, per output element,

@@ -102,14 +102,66 @@ def empty_index_fill(key: str, out_shape: tuple[int, ...], shape: tuple[int, ...
     return start + total
 
 
+#: PyTorch's channels_last max_pool3d start-index rule (``compute_internal`` in
+#: aten/src/ATen/native/cpu/MaxPoolKernel.cpp): see :func:`depthless_tail_start`.
+DEPTHLESS_TAIL = "index:depthless-tail-start"
+#: Bytes of the vector that kernel fills per step (measured on PyTorch 2.13 CPU, AVX512 machine:
+#: 32 lanes of int8/uint8, 16 of float16, 8 of float32, 4 of float64).
+TAIL_VECTOR_BYTES = 32
+
+
+def depthless_tail_applies(shape: tuple[int, ...]) -> bool:
+    """PyTorch runs its channels_last kernel on a 3-D pooling input with more than one channel and
+    more than one spatial element (otherwise the tensor is also contiguous and the NCDHW kernel runs)."""
+    return len(shape) == 5 and shape[1] > 1 and math.prod(shape[2:]) > 1
+
+
+def _lowest_chosen(x: np.ndarray, canon: np.ndarray) -> np.ndarray:
+    """Where the chosen element (``canon``, whole-tensor row-major) holds the type's lowest value
+    (-inf for a float): no element of that window beats a scan started from it."""
+    flat = np.asarray(x).reshape(-1)
+    got = flat[np.clip(canon, 0, max(flat.size - 1, 0))]
+    low = np.iinfo(flat.dtype).min if flat.dtype.kind in "iu" else -np.inf
+    return (canon >= 0) & (got.astype(np.float64) == float(low))
+
+
+def depthless_tail_start(canon: np.ndarray, shape: tuple[int, ...], geom: Geometry, x: np.ndarray,
+                         crop: tuple[tuple[int, int], ...] | None = None) -> np.ndarray:
+    """Whole-tensor row-major indices as PyTorch's channels_last max_pool3d reports them: each
+    window's scan starts from the type's lowest value at its first tap at or after coordinate 0
+    on every axis and only a greater element (or NaN) replaces it, so a window whose elements all
+    equal the lowest value, or that holds none, reports that start. The channels past the last
+    whole vector of :data:`TAIL_VECTOR_BYTES` (every channel when C is below that many elements)
+    start from ``h0 * W + w0``, without the depth term ``d0 * H * W`` the vector lanes get."""
+    start = np.broadcast_to(empty_index_fill("empty_index=first-tap", canon.shape, shape, geom, crop, "C"),
+                            canon.shape).copy()
+    lanes = max(1, TAIL_VECTOR_BYTES // np.asarray(x).dtype.itemsize)
+    channels = shape[1]
+    tail = np.arange(channels) >= channels - channels % lanes
+    a = geom.axes[0]
+    first = np.arange(a.out, dtype=np.int64) * a.stride - a.pad_begin
+    first = np.where(first < 0, first + (-first + a.dilation - 1) // a.dilation * a.dilation, first)
+    if crop is not None:
+        first = first + crop[0][0]
+    depth = w.broadcast_axis(first * math.prod(shape[3:]), 0, 3)
+    start = start - np.where(tail.reshape(1, -1, 1, 1, 1), depth, 0)
+    return np.where((canon < 0) | _lowest_chosen(x, canon), start, canon)
+
+
 def encode_with_fill(canon: np.ndarray, shape: tuple[int, ...], order: str, modulus: int,
                      pads: tuple[tuple[int, ...], tuple[int, ...]] | None, fill: str | None, geom: Geometry,
-                     crop: tuple[tuple[int, int], ...] | None = None) -> np.ndarray:
+                     crop: tuple[tuple[int, int], ...] | None = None, x: np.ndarray | None = None) -> np.ndarray:
     """:func:`encode_indices`, with the windows holding no element (``canon < 0``) reporting what
     the empty-window rule ``fill`` gives, in the same ``order`` and ``modulus`` (a negative index
-    is not wrapped)."""
+    is not wrapped). :data:`DEPTHLESS_TAIL` also rewrites windows whose chosen element of ``x``
+    is the lowest value (:func:`depthless_tail_start`)."""
     if order == TRANSPOSED:
-        return _transpose_spatial(encode_with_fill(canon, shape, "C", modulus, pads, fill, geom, crop))
+        return _transpose_spatial(encode_with_fill(canon, shape, "C", modulus, pads, fill, geom, crop, x))
+    if fill == DEPTHLESS_TAIL:
+        if x is None or not depthless_tail_applies(shape):
+            fill = "empty_index=first-tap"  # PyTorch's NCDHW kernel: the plain scan start
+        else:
+            return encode_indices(depthless_tail_start(canon, shape, geom, x, crop), shape, order, modulus, pads)
     encoded = encode_indices(canon, shape, order, modulus, pads)
     if fill is None or not (canon < 0).any():
         return encoded

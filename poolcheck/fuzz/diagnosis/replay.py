@@ -104,7 +104,7 @@ def replay(engine_module: ModuleType, spec: PoolSpec, x: np.ndarray, keys: tuple
             modulus = m
         else:
             pads = p
-    encoded = encode_with_fill(canon, shape, order, modulus, pads, fill, geom, placement.crop)
+    encoded = encode_with_fill(canon, shape, order, modulus, pads, fill, geom, placement.crop, x)
     where = close_values(ref.values, values, None)
     index_ok = (encoded == np.asarray(indices).astype(np.int64)) | ~where
     return Replay(ref.values, encoded, value_ok, index_ok, xc, geom)

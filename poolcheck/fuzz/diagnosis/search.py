@@ -16,7 +16,15 @@ import numpy as np
 from poolcheck.engines import _windows as w
 from poolcheck.engines import numpy_engine as _NUMPY
 from poolcheck.errors import AttributeValueError, PoolcheckError
-from poolcheck.fuzz.diagnosis.indices import _spec_order_modulus, encode_indices, encode_with_fill, renumber_planes
+from poolcheck.fuzz.diagnosis.indices import (
+    DEPTHLESS_TAIL,
+    _spec_order_modulus,
+    depthless_tail_applies,
+    depthless_tail_start,
+    encode_indices,
+    encode_with_fill,
+    renumber_planes,
+)
 from poolcheck.fuzz.diagnosis.model import Diagnosis
 from poolcheck.fuzz.diagnosis.replay import attribution_text, replay, settle
 from poolcheck.fuzz.diagnosis.rerun import _crop, _narrow, _run, _tolerance, _uncrop_indices
@@ -141,6 +149,14 @@ def _explain_values(engine_module: ModuleType, spec: PoolSpec, x: np.ndarray, ge
         if w.empty_windows(geom) is not None and index_score is not None:
             seeded_floor = index_score(_run(engine_module, spec, x, geom, SPEC.replace(empty_index=0), out_dtype,
                                             computed))
+        if (spec.op == "max" and depthless_tail_applies(tuple(x.shape)) and index_score is not None
+                and prefer.get("max=seeded-scan", 0) <= prefer.get(DEPTHLESS_TAIL, 0)):
+            # nor more than PyTorch's channels_last start index would (unless this subject showed
+            # the seeded scan more often): where the start it drops the depth term from is index
+            # 0 of the plane, the two give the same numbers
+            assert base.indices is not None
+            tail = depthless_tail_start(base.indices.astype(np.int64), tuple(x.shape), geom, x)
+            seeded_floor = max(seeded_floor, index_score(Outputs(base.values, tail)))
         better = [(sc, -i, v) for i, (v, _f, sc) in enumerate(candidates)
                   if sc > base_score and (v.key != "max=seeded-scan" or sc > seeded_floor)]
         if better:
@@ -171,7 +187,7 @@ def _explain_indices(spec: PoolSpec, x: np.ndarray, geom: Geometry, ref: Outputs
 
     def differs(canon_: np.ndarray, order_: str, modulus_: int, pads: tuple | None,
                 fill_: str | None = None) -> np.ndarray:
-        return (encode_with_fill(canon_, shape, order_, modulus_, pads, fill_, geom, crop) != peer) & where
+        return (encode_with_fill(canon_, shape, order_, modulus_, pads, fill_, geom, crop, x) != peer) & where
 
     if rule is not None:  # the placement's own index rule: no layout variant combines with it
         return [], (rule(spec, x, geom, canon) != peer) & where
@@ -182,9 +198,13 @@ def _explain_indices(spec: PoolSpec, x: np.ndarray, geom: Geometry, ref: Outputs
     # A window wholly in padding: the spec's -1, or index 0 of the plane (OpenVINO), or the
     # coordinates -1 on every axis flattened (ONNX Runtime), or the first tap at or after
     # coordinate 0 on every axis flattened (PyTorch).
-    if (canon < 0).any():
+    # PyTorch's channels_last 3-D kernel: also a window whose elements all equal the lowest value
+    tail = spec.op == "max" and depthless_tail_applies(shape)
+    if (canon < 0).any() or tail:
         fills = []
         for rank, (key, text) in enumerate(EMPTY_INDEX_VARIANTS):
+            if key == DEPTHLESS_TAIL and not tail:
+                continue
             after = differs(canon, order, modulus, None, key)
             if not (after & ~bad0).any() and (bad0 & ~after).any():
                 fills.append((int(after.sum()), -(prefer or {}).get(key, 0), rank, key, text, after))

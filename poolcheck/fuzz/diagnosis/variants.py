@@ -14,7 +14,14 @@ import numpy as np
 
 from poolcheck.engines import _windows as w
 from poolcheck.errors import AttributeValueError
-from poolcheck.fuzz.diagnosis.indices import TRANSPOSED, _palindromic, _spec_order_modulus, window_offset_indices
+from poolcheck.fuzz.diagnosis.indices import (
+    DEPTHLESS_TAIL,
+    TAIL_VECTOR_BYTES,
+    TRANSPOSED,
+    _palindromic,
+    _spec_order_modulus,
+    window_offset_indices,
+)
 from poolcheck.spec.attributes import PoolSpec
 from poolcheck.spec.dtypes import BFLOAT16, is_float
 from poolcheck.spec.shape import AxisGeometry, Geometry, resolve
@@ -227,6 +234,14 @@ def _swap_same(spec: PoolSpec, shape: tuple[int, ...]) -> Placement:
     return Placement(resolve(spec.replace(auto_pad=other), shape))
 
 
+def _same_clamped_ceil(spec: PoolSpec, shape: tuple[int, ...]) -> Placement:
+    """ONNX SAME pads clamped at 0 (OpenVINO's resolution), then the explicit formula with
+    OpenVINO's ``ceil``: the ONNX frontend's SAME with ceil_mode=1."""
+    g = resolve(spec.replace(convention="openvino"), shape)
+    return Placement(resolve(spec.replace(convention="openvino", auto_pad="explicit", pads_begin=g.pads_begin,
+                                          pads_end=g.pads_end, rounding_type="ceil"), shape))
+
+
 def _valid_ceil(spec: PoolSpec, shape: tuple[int, ...]) -> Placement:
     n = spec.spatial_rank
     return Placement(resolve(spec.replace(auto_pad="explicit", pads_begin=(0,) * n, pads_end=(0,) * n,
@@ -406,6 +421,12 @@ GEOMETRY_VARIANTS: tuple[GeometryVariant, ...] = (
                     lambda s: _is_same(s) and s.convention == "onnx" and any(
                         st > (k - 1) * d + 1 for st, k, d in zip(s.strides, s.kernel, s.dilations)),
                     lambda s, shape: Placement(resolve(s.replace(convention="openvino"), shape))),
+    GeometryVariant("same:clamped-ceil-mode-applied",
+                    "ONNX SAME pads clamped at 0, then the output sized by the explicit formula with ceil_mode=1 "
+                    "as OpenVINO's ceil (ONNX sizes SAME ceil(size / stride) whatever ceil_mode; a last window may "
+                    "start past the input; MaxPool: the frontend's AveragePool keeps ONNX's SAME size)",
+                    lambda s: s.op == "max" and _is_same(s) and s.convention == "onnx" and s.ceil_mode == 1,
+                    _same_clamped_ceil),
     GeometryVariant("same:undilated-kernel-zero-tail",
                     "SAME pads computed from the undilated kernel (a negative total gives no output), the output "
                     "sized ceil(size / stride) but only the explicit formula's floor((size + pads - dilated kernel) "
@@ -621,11 +642,16 @@ EMPTY_INDEX_MINUS_TEXT = ("a window wholly in padding reports the index of coord
                           "(negative for the first plane)")
 EMPTY_INDEX_TAP_TEXT = ("a window wholly in padding reports the index of its first tap at or after coordinate 0 on "
                         "every spatial axis (the scan's start, which may lie past the input)")
+DEPTHLESS_TAIL_TEXT = ("a window whose elements all equal the type's lowest value (-inf for a float), or that holds "
+                       "none, reports its first tap at or after coordinate 0 on every axis; in 3-D, the channels past "
+                       f"the last whole {TAIL_VECTOR_BYTES}-byte vector (every channel when C is below that many "
+                       "elements) drop the depth term d*H*W from it (PyTorch's channels_last max_pool3d)")
 #: What a max window holding no element reports as its index, per rule (tried in this order).
 EMPTY_INDEX_VARIANTS: tuple[tuple[str, str], ...] = (
     ("empty_index=0", EMPTY_INDEX_TEXT),
     ("empty_index=-1-per-axis", EMPTY_INDEX_MINUS_TEXT),
     ("empty_index=first-tap", EMPTY_INDEX_TAP_TEXT),
+    (DEPTHLESS_TAIL, DEPTHLESS_TAIL_TEXT),
 )
 
 
