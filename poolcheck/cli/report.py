@@ -20,6 +20,7 @@ from poolcheck.cli.common import (
     path_parser,
     safe,
     user_errors,
+    writable_dir,
     write_report_set,
 )
 from poolcheck.errors import AttributeValueError
@@ -67,6 +68,8 @@ def report(
                 raise AttributeValueError("--output", "the console format prints to the terminal; choose html, junit, md or json")
             console_report.render(result, console)
             raise typer.Exit(EXIT_OK)
+        if output is not None:  # before rendering: a folder that is a file, or not writable, is one line
+            writable_dir("--output", output.parent)
         text = render(result, fmt)
         if output is None:
             sys.stdout.write(text)

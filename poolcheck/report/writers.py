@@ -72,7 +72,9 @@ def check_report_dir(directory: Path) -> Path:
     probe = parent
     while not probe.exists():
         probe = probe.parent
-    if not probe.is_dir() or not os.access(probe, os.W_OK | os.X_OK):
+    if not probe.is_dir():
+        raise ReportWriteError(f"{directory}: cannot write reports here ({probe} is not a folder)")
+    if not os.access(probe, os.W_OK | os.X_OK):
         raise ReportWriteError(f"{directory}: cannot write reports here ({probe} is not writable)")
     if directory.exists() and not os.access(directory, os.W_OK | os.X_OK):
         raise ReportWriteError(f"{directory}: cannot write reports here (the folder is not writable)")

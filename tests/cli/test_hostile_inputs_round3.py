@@ -517,3 +517,17 @@ def test_a_case_file_whose_path_holds_the_separator_runs(tmp_path: Path) -> None
     for target in (folder, folder / "c.yaml", f"{folder / 'c.yaml'}::ok-case"):
         r = invoke("run", "-q", "--engine", "numpy", str(target))
         assert r.returncode == 0 and "ok-case" in r.stdout, (target, r.stdout + r.stderr)
+
+
+def test_a_file_where_an_output_folder_goes_is_named_as_such(tmp_path: Path) -> None:
+    """`report -o file/x.md` said 'cannot write: File exists', and `--report-dir file/sub` said the
+    file 'is not writable': both now say it is not a folder."""
+    (tmp_path / "c.yaml").write_text(HEAD + GOOD)
+    (tmp_path / "file").write_text("")
+    r = invoke("run", "--engine", "numpy", str(tmp_path / "c.yaml"), "--report-dir", str(tmp_path / "rep"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    r = invoke("report", str(tmp_path / "rep" / "result.json"), "--format", "md", "-o", str(tmp_path / "file" / "x.md"))
+    assert r.returncode == 2 and one_error_line(r.stderr).endswith(f"--output: {str(tmp_path / 'file')!r} exists and "
+                                                                    "is not a folder"), r.stderr
+    r = invoke("run", "--engine", "numpy", str(tmp_path / "c.yaml"), "--report-dir", str(tmp_path / "file" / "sub"))
+    assert r.returncode == 2 and f"({tmp_path / 'file'} is not a folder)" in one_error_line(r.stderr), r.stderr
