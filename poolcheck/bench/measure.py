@@ -32,7 +32,6 @@ import numpy as np
 
 from poolcheck.api_family import run_family
 from poolcheck.bench.contenders import (
-    C_PATH_PREFIX,
     Contender,
     KeepPath,
     Prepared,
@@ -367,8 +366,7 @@ def run_bench(
     machine = machine_info()
     machine.update(load_start=load_start, load_end=_load())
     # Every instruction-set path the C engine was timed on, the default one first.
-    machine["c_engine_paths_timed"] = [c.isa for c in contenders if c.isa is not None and
-                                       (c.key == "c" or c.key.startswith(C_PATH_PREFIX))]
+    machine["c_engine_paths_timed"] = [c.isa for c in contenders if c.isa is not None]
     return BenchRun(out, machine, settings)
 
 

@@ -14,6 +14,7 @@ import itertools
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import oracle
@@ -189,7 +190,9 @@ def test_a_campaign_counts_regions_and_min_per_region_ends_it(tmp_path: Path) ->
     assert fz["elapsed_s"] < 120  # ended by coverage, not by the budget
 
 
-def test_a_peer_that_declines_a_region_is_counted_apart() -> None:
+def _campaign_with_a_peer_declining_rank_5(**options: Any) -> tuple[Any, Coverage, str]:
+    """An in-process campaign (``options`` for :class:`FuzzOptions`) with a planted peer that
+    declines every 3-D configuration: its session result, coverage and the peer's name."""
     from planted_peers.region_bugs import RegionBug
 
     from poolcheck.fuzz.session import FuzzOptions, run_sessions
@@ -199,11 +202,15 @@ def test_a_peer_that_declines_a_region_is_counted_apart() -> None:
             return (False, "no 3-D pooling") if len(shape) == 5 else super().supports(spec, shape, dtype)
 
     peer = NoRank5(None)
-    options = FuzzOptions(peers=(peer,), seed=0, isolated=False, oracles=frozenset({"peers"}), shrink=False,
-                          max_examples=30, time_budget=600.0)
-    (result,) = run_sessions(options)
+    (result,) = run_sessions(FuzzOptions(peers=(peer,), seed=0, isolated=False, oracles=frozenset({"peers"}),
+                                         shrink=False, **options))
     cov = result.progress.coverage
     assert cov.hits[peer.name]["rank-5"] == 0 < cov.declined[peer.name]["rank-5"]
+    return result, cov, peer.name
+
+
+def test_a_peer_that_declines_a_region_is_counted_apart() -> None:
+    _result, cov, _peer = _campaign_with_a_peer_declining_rank_5(max_examples=30, time_budget=600.0)
     assert cov.hits["numpy" if "numpy" in cov.hits else next(iter(cov.hits))]["rank-5"] > 0
 
 
@@ -225,20 +232,7 @@ def test_covers_leaves_out_the_regions_a_peer_declined_without_one_answer() -> N
 def test_min_per_region_ends_with_a_peer_that_cannot_express_a_region() -> None:
     """A peer that declines every 3-D configuration: before, the campaign drew until its budget
     (with --max-examples and no --time-budget: forever), since rank-5 never got a hit there."""
-    from planted_peers.region_bugs import RegionBug
-
-    from poolcheck.fuzz.session import FuzzOptions, run_sessions
-
-    class NoRank5(RegionBug):
-        def supports(self, spec, shape, dtype):  # type: ignore[no-untyped-def]
-            return (False, "no 3-D pooling") if len(shape) == 5 else super().supports(spec, shape, dtype)
-
-    peer = NoRank5(None)
-    options = FuzzOptions(peers=(peer,), seed=0, isolated=False, oracles=frozenset({"peers"}), shrink=False,
-                          min_per_region=1, time_budget=120.0)
-    (result,) = run_sessions(options)
-    cov = result.progress.coverage
-    assert cov.hits[peer.name]["rank-5"] == 0 < cov.declined[peer.name]["rank-5"]
+    result, cov, _peer = _campaign_with_a_peer_declining_rank_5(min_per_region=1, time_budget=120.0)
     assert result.progress.elapsed < 120  # ended by coverage, not by the budget
     reachable = plan(("max", "avg"), ("openvino", "onnx"), (3, 4, 5), S.ALL_DTYPES).reachable
     assert all(cov.covers(r, reachable, 1) for r in cov.hits)
