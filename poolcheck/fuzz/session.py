@@ -51,6 +51,7 @@ from poolcheck.fuzz.choices import Choices
 from poolcheck.fuzz.database import example_database
 from poolcheck.fuzz.generation import seed_only_generation
 from poolcheck.fuzz.grouping import Grouping, distinguish, group_finding, refutes
+from poolcheck.fuzz.lanes import Lanes
 from poolcheck.fuzz.progress import Progress, SessionResult, merge_results, merged_progress
 from poolcheck.fuzz.reference import expected_for
 from poolcheck.fuzz.repeats import ENGINE_SIDE_CACHE, PEER_RESULTS_CACHE, EngineSide, config_key, peer_key
@@ -67,7 +68,7 @@ from poolcheck.fuzz.shrinking import (
 from poolcheck.fuzz.strategies import ALL_DTYPES, CONVENTIONS, FuzzCase, configs, fuzz_config
 from poolcheck.judgement import Outputs
 from poolcheck.peers.base import Peer, PeerResult
-from poolcheck.peers.isolation import call_peer_many, close_workers, submit_peer_many
+from poolcheck.peers.isolation import Submitted, call_peer_many, close_workers, submit_peer_many
 from poolcheck.peers.registry import resolve_peer
 from poolcheck.results import DEFAULT_FAIL_ON, FindingKind, PeerStatus, Signature
 from poolcheck.spec.severity import RANK
@@ -81,6 +82,8 @@ ROUND_EXAMPLES = 100
 ORACLES: tuple[str, ...] = ("engines", "peers", "shapes", "metamorphic")
 #: Seconds between progress callbacks.
 PROGRESS_INTERVAL = 0.25
+#: Examples in flight in a campaign with several peers (:func:`lane_depth`).
+LANE_DEPTH = 4
 
 
 @dataclass
@@ -130,9 +133,16 @@ _KIND_ORDER = {k: i for i, k in enumerate(O.KINDS)}
 Answer = Callable[[], list[PeerResult]]
 
 
-def _answered(results: list[PeerResult]) -> Answer:
-    """Answers already in, as an :data:`Answer`."""
-    return lambda: results
+def _none() -> int:
+    return 0
+
+
+def lane_depth(peers: int) -> int:
+    """How many examples a session makes ahead of the one it judges
+    (:class:`~poolcheck.fuzz.lanes.Lanes`): with one peer, one more, which its worker computes
+    while this one is judged; with several, room for the fast ones to run ahead of the slowest
+    (measured in docs/fuzzing.md, "Lanes")."""
+    return 2 if peers <= 1 else LANE_DEPTH
 
 
 def ends_exploration(finding: O.Finding, options: FuzzOptions) -> bool:
@@ -220,6 +230,9 @@ class Session:
         self.grouping = Grouping(self.engine_module, options.known_signatures)
         self.started = time.monotonic()
         self._last_progress = 0.0
+        #: Examples made and not yet judged (:meth:`_explore_in_lanes`): they count against
+        #: ``--max-examples`` already.
+        self._in_flight: Callable[[], int] = _none
         self.warnings: list[str] = []
         self.rounds: list[tuple[int, int]] = []
         #: Diagnoses of peer outputs by their arguments (a repeat with the same history reuses one).
@@ -240,11 +253,12 @@ class Session:
 
     # ------------------------------------------------------------------ checking one example
 
-    def _ask_peer(self, peer: Peer, batch: Sequence[FuzzCase]) -> Callable[[], list[PeerResult]]:
-        """Ask ``peer`` for ``batch`` now (an isolated peer's worker starts computing at once);
-        the returned function gives one result per configuration. A repeatable peer is asked
-        only for configurations it has not answered yet: its earlier outputs and refusals to
-        run (``declined``) are reused; rejections, crashes and timeouts are asked again."""
+    def _ask_peer(self, peer: Peer, batch: Sequence[FuzzCase]) -> Submitted:
+        """Ask ``peer`` for ``batch`` now (an isolated peer's worker starts
+        computing at once); calling the answer gives one result per configuration. A repeatable
+        peer is asked only for configurations it has not answered yet: its earlier outputs and
+        refusals to run (``declined``) are reused; rejections, crashes and timeouts are asked
+        again."""
         kept = self._peer_results.setdefault(id(peer), {}) if getattr(peer, "repeatable", False) else None
         if kept is None:
             keys: list[Any] = list(range(len(batch)))  # every configuration asked
@@ -253,21 +267,21 @@ class Session:
             keys = [peer_key(case) for case in batch]
             first = {k: case for k, case in zip(keys, batch) if k not in kept}  # each new one once
             todo, keys_asked = list(first.values()), list(first)
+            reused = {k: kept[k] for k in keys if k in kept}  # now: the answer may come after evictions
         items = [(case.spec, case.x) for case in todo]
         if not items:
-            answer: Callable[[], list[PeerResult]] = list
+            answer = Submitted(list)
         elif self.options.isolated and self._call is call_peer_many:
             answer = submit_peer_many(peer, items, timeout=self.options.peer_timeout)
         else:
-            def answer() -> list[PeerResult]:
-                return self._call(peer, items, isolated=self.options.isolated, timeout=self.options.peer_timeout)
-
+            answer = Submitted(lambda: self._call(peer, items, isolated=self.options.isolated,
+                                                  timeout=self.options.peer_timeout))
         if kept is None:
             return answer
 
         def results() -> list[PeerResult]:
             fresh = dict(zip(keys_asked, answer()))
-            out = [fresh[k] if k in fresh else kept[k] for k in keys]  # before evicting any of them
+            out = [fresh[k] if k in fresh else reused[k] for k in keys]
             for k, result in fresh.items():
                 if result.status in ("ok", "declined"):
                     kept[k] = result
@@ -275,7 +289,7 @@ class Session:
                         del kept[next(iter(kept))]  # the oldest
             return out
 
-        return results
+        return Submitted(results, answer.connection, answer.due)
 
     def _ask_peers(self, batch: Sequence[FuzzCase]) -> list[Answer]:
         return [self._ask_peer(peer, batch) for peer in (self.peers if "peers" in self.options.oracles else [])]
@@ -411,7 +425,7 @@ class Session:
             return True
         if self.options.min_per_region > 0:
             return self._covered()
-        return self.max_examples is not None and self.progress.examples >= self.max_examples
+        return self.max_examples is not None and self.progress.examples + self._in_flight() >= self.max_examples
 
     def _covered(self) -> bool:
         """Every reachable region has ``min_per_region`` hits on every runner that can express it
@@ -446,30 +460,31 @@ class Session:
         finally:
             self._end_example()
 
-    def _explore_ahead(self, batches: Iterator[list[FuzzCase]]) -> None:
-        """:meth:`_explore` of each batch, one example ahead: the next example goes to the peers
-        as soon as their answers to this one are in, so their workers compute it while this one
-        is judged (a worker holds one call at a time; shrinking asks the peers, so the next
-        example's answers are collected before it starts)."""
-        held: tuple[list[FuzzCase], list[Answer]] | None = None
-        while True:
-            raise_if_stopped()
-            batch = next(batches, None)
-            answered = [_answered(a()) for a in held[1]] if held is not None else []
-            pending = self._ask_peers(batch) if batch is not None else []
-            if held is not None:
+    def _explore_in_lanes(self, batches: Iterator[list[FuzzCase]]) -> None:
+        """:meth:`_explore` of each batch, with the examples in flight to the peers
+        (:class:`~poolcheck.fuzz.lanes.Lanes`): each peer's workers compute the next examples
+        while this one is judged, each peer at its own pace. Every answer in flight is collected
+        before a new find is shrunk (shrinking asks the peers); once ``--exit-first`` ends the
+        exploration, the examples still in flight are dropped, uncounted."""
+        peers = self.peers if "peers" in self.options.oracles else []
+        lanes: Lanes[list[FuzzCase]] = Lanes(lambda p, batch: self._ask_peer(peers[p], batch), len(peers),
+                                             depth=lane_depth(len(peers)), check=raise_if_stopped)
+        self._in_flight = lambda: lanes.in_flight
+        try:
+            for batch, answers in lanes.run(batches):
+                self.progress.examples += 1
                 self._begin_example()
                 try:
-                    new = self._judge(held[0], answered)
-                    if new and self.options.shrink and pending:
-                        pending = [_answered(a()) for a in pending]
+                    new = self._judge(batch, answers)
+                    if new and self.options.shrink:
+                        lanes.drain()
                     self._shrink_all(new)
                 finally:
                     self._end_example()
-            if batch is None:
-                return
-            self.progress.examples += 1
-            held = (batch, pending)
+                if self._ended() or (self.halt is not None and self.halt.is_set()):
+                    return
+        finally:
+            self._in_flight = _none
 
     def _shrink_all(self, new: list[tuple[str, O.Finding]]) -> None:
         for key, f in new:
@@ -612,7 +627,7 @@ class Session:
                 for batch in batches():
                     self._explore(batch)
             else:
-                self._explore_ahead(batches())
+                self._explore_in_lanes(batches())
         except KeyboardInterrupt:
             interrupted = True
         finally:

@@ -323,6 +323,11 @@ class PeerWorker:
     def alive(self) -> bool:
         return self._proc is not None and self._proc.is_alive()
 
+    @property
+    def connection(self) -> Connection | None:
+        """The parent's end of the pipe to the worker (None while no worker runs)."""
+        return self._conn
+
     def _start(self) -> None:
         if self._startup_failure is not None:
             raise self._startup_failure
@@ -545,21 +550,38 @@ def _after_failure(worker: PeerWorker, items: Sequence[Item], outcome: _Outcome,
     return results
 
 
+class Submitted:
+    """A batch handed to a peer (:func:`submit_peer_many`): call it once for one
+    :class:`PeerResult` per item. ``connection`` is the worker's end that becomes readable when
+    the answer is in (for :func:`multiprocessing.connection.wait`), ``due`` the monotonic time by
+    which it must be; both are None when the answer is computed by the call itself (in-process,
+    or a worker that could not take the batch)."""
+
+    def __init__(self, results: Callable[[], list[PeerResult]], connection: Connection | None = None,
+                 due: float | None = None) -> None:
+        self._results = results
+        self.connection = connection
+        self.due = due
+
+    def __call__(self) -> list[PeerResult]:
+        return self._results()
+
+
 def submit_peer_many(
     peer: Peer,
     items: Sequence[Item],
     *,
     isolated: bool = True,
     timeout: float = DEFAULT_TIMEOUT,
-) -> Callable[[], list[PeerResult]]:
-    """:func:`call_peer_many`, started now and finished by calling the returned function: an
-    isolated batch goes to the peer's warm worker at once, so the worker computes while the
-    caller does other work (the engines' side of the same batch); the timeout counts from now.
-    In-process (``isolated=False``) the whole call happens when the function is called. Call
-    each returned function once, before the next call to the same peer."""
+) -> Submitted:
+    """:func:`call_peer_many`, started now and finished by calling the returned
+    :class:`Submitted`: an isolated batch goes to the peer's warm worker at once, so the worker
+    computes while the caller does other work (the engines' side of the same batch, or other
+    peers' answers); the timeout counts from now. In-process (``isolated=False``) the whole call
+    happens when it is called. Call each one once, before the next call to the same peer."""
     items = list(items)
     if not isolated or not items or isinstance(peer, UnavailablePeer):
-        return lambda: call_peer_many(peer, items, isolated=isolated, timeout=timeout)
+        return Submitted(lambda: call_peer_many(peer, items, isolated=isolated, timeout=timeout))
     worker = _worker_for(peer)
     failed: _Outcome | None = None
     try:
@@ -576,7 +598,9 @@ def submit_peer_many(
                 outcome = exc
         return _after_failure(worker, items, outcome, timeout)
 
-    return results
+    if failed is not None:
+        return Submitted(results)
+    return Submitted(results, worker.connection, time.monotonic() + timeout)
 
 
 class _Loading:
