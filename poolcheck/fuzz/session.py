@@ -7,8 +7,9 @@ How a session runs:
    derived from ``--seed``, ``j`` and ``i`` (:mod:`poolcheck.fuzz.shrinking`), until
    ``--max-examples`` or ``--time-budget`` is used up (:data:`ROUND_EXAMPLES` with neither).
    The engine computes the reference for each configuration, every peer receives the whole
-   batch in one batched (and isolated) call, and the oracles turn differences into
-   :class:`~poolcheck.fuzz.oracles.Finding` objects with a signature.
+   batch in one batched (and isolated) call, each peer at its own pace a few examples ahead
+   (:mod:`poolcheck.fuzz.lanes`), and the oracles turn differences into
+   :class:`~poolcheck.fuzz.oracles.Finding` objects with a signature, example after example.
 3. A divergence whose group is neither known (``cases/known/``) nor already shrunk is shrunk at
    once: Hypothesis replays the choices that made its configuration and shrinks them
    (:func:`~poolcheck.fuzz.shrinking.shrink`), the test failing with an exception *class of its
