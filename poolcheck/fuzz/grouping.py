@@ -102,7 +102,8 @@ def _rejection_explained(cause: Cause, f: O.Finding) -> bool:
     way, the configuration has no output, or a pad of at least the kernel the spec's has not."""
     spec, shape = f.case.spec, tuple(int(v) for v in f.case.x.shape)
     if is_family(spec):
-        return family_rejection_explained(cause, spec, shape)
+        indices = getattr(f.case, "indices", None)
+        return family_rejection_explained(cause, spec, shape, None if indices is None else np.asarray(indices))
     try:  # the pads the spec applies (under SAME or VALID its pads attributes are ignored)
         applied = [(a.pad_begin, a.pad_end, a.kernel) for a in resolve(spec, shape).axes]
     except (PoolcheckError, ValueError, ZeroDivisionError):

@@ -226,7 +226,7 @@ def test_a_refusal_is_named_by_the_runtimes_words() -> None:
 
 def _campaign(peer: FamilyPeer, ops: tuple[str, ...], tmp_path, seconds: float = 60.0, **options_kw):
     options = FuzzOptions(ops=ops, ranks=(3, 4, 5), dtypes=FLOATS, peers=(peer,), time_budget=seconds, seed=3,
-                          isolated=False, exit_first=True, database=str(tmp_path / "db"), **options_kw)
+                          isolated=False, database=str(tmp_path / "db"), **{"exit_first": True, **options_kw})
     return run_campaign(options, known_paths=(), save_dir=tmp_path / "finds")
 
 
@@ -242,6 +242,20 @@ def test_each_planted_family_bug_is_found_first_and_named(planted: type[FamilyPe
     assert saved  # the case file of the find was written
     ran = cli("run", str(saved[0]))
     assert ran.returncode == 0, ran.stdout + ran.stderr  # and it loads and passes on the engines
+
+
+def test_a_refusal_of_an_index_the_misread_output_has_no_room_for_joins_its_cause(tmp_path) -> None:
+    """MaxUnpool sized without output_shape refuses the indices past its end and drops nothing
+    else: one bug, one finding, its refusals counted in it (they were a second finding, named
+    by the refusal's words)."""
+    from planted_peers.family import UnpoolOutputShapeIgnoredRefusing
+
+    peer = UnpoolOutputShapeIgnoredRefusing()
+    campaign = _campaign(peer, ("unpool",), tmp_path, exit_first=False, max_examples=20)
+    rows = [campaign.session.findings[s] for s in campaign.new]
+    assert [r.klass for r in rows] == ["unpool:output-shape-ignored"], [r.signature for r in rows]
+    refused = [s for s, n in campaign.session.progress.divergent.items() if "|rejects" in s and n]
+    assert refused  # the refusals happened (and, with no registry here, were joined to the one finding)
 
 
 def test_a_faithful_family_peer_stays_silent(tmp_path) -> None:

@@ -137,5 +137,21 @@ class UnpoolOutputShapeIgnored(FamilyPeer):
         return PeerOutput(out.reshape(shape))
 
 
+class UnpoolOutputShapeIgnoredRefusing(UnpoolOutputShapeIgnored):
+    """The same misreading, with a bounds check: an index past the end of the output it sized
+    without output_shape is refused, as a runtime checking its indices does (one bug, which
+    shows as a refusal or as values)."""
+
+    name = "planted-family-unpool-output-shape-ignored-refusing"
+
+    def run(self, spec: Any, x: np.ndarray, *, indices: np.ndarray | None = None) -> PeerOutput:
+        out = super().run(spec, x, indices=indices)
+        assert indices is not None
+        if indices.size and int(indices.max()) >= np.asarray(out.values).size:
+            raise ValueError(f"index {int(indices.max())} out of bounds for an output of "
+                             f"{np.asarray(out.values).size} elements")
+        return out
+
+
 PLANTED_FAMILY: tuple[type[FamilyPeer], ...] = (LpNoRoot, LpNoAbs, GlobalMaxLastAxis, AdaptiveEndFloor,
-                                                UnpoolOutputShapeIgnored)
+                                                UnpoolOutputShapeIgnored, UnpoolOutputShapeIgnoredRefusing)

@@ -575,13 +575,20 @@ def family_variant_text(key: str) -> str:
     return v.text if v is not None else key
 
 
-def rejection_explained(cause: Sequence[str], spec: FamilySpec, shape: Sequence[int]) -> bool:
-    """Whether ``cause`` accounts for a refusal of ``spec`` on ``shape``: read its way, the
-    configuration has no output (an inferred MaxUnpool size below 1, an LpPool window placement
-    with no window)."""
+def rejection_explained(cause: Sequence[str], spec: FamilySpec, shape: Sequence[int],
+                        indices: np.ndarray | None = None) -> bool:
+    """Whether ``cause`` accounts for a refusal of ``spec`` on ``shape`` (MaxUnpool: with
+    ``indices``): read its way, the configuration has no output (an inferred MaxUnpool size below
+    1, an LpPool window placement with no window), or MaxUnpool's output has no element for an
+    index (one past the end of the inferred output, where ``output_shape`` makes room for it: a
+    runtime sizing its output without ``output_shape`` refuses the index, or drops the value as
+    the variant's replay does)."""
     for key in cause:
         if key == "unpool:output-shape-ignored" and spec.output_shape is not None:
-            if min(_inferred_unpool_shape(spec, shape)[2:]) < 1:
+            inferred = _inferred_unpool_shape(spec, shape)
+            if min(inferred[2:]) < 1:
+                return True
+            if indices is not None and indices.size and int(np.max(indices)) >= math.prod(inferred):
                 return True
         gv = next((g for g in GEOMETRY_VARIANTS if g.key == key), None)
         if gv is not None and spec.window is not None and gv.applies(spec.window):
