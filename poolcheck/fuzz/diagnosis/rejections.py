@@ -109,6 +109,22 @@ _NEGATIVE_SIZE = r"(?i)(output|dimension|size)[^.]*\bnegative|negative[^.]*(outp
 REJECTING_VARIANTS: dict[str, str] = {"same:undilated-kernel": _NEGATIVE_SIZE, "same:negative-pads": _NEGATIVE_SIZE}
 
 
+#: Other spellings of an element type in runtimes' messages (tract: "Unknown DatumType Bfloat16").
+_TYPE_SPELLINGS: dict[str, tuple[str, ...]] = {"bfloat16": ("bf16",), "float16": ("f16", "half"),
+                                               "float32": ("f32",), "float64": ("f64", "double")}
+_REFUSING = r"(unknown|unsupported|not supported|no support for|cannot handle)"
+
+
+def refuses_element_type(message: str, dtype: np.dtype) -> bool:
+    """Whether ``message`` refuses ``dtype`` itself: a word of refusal and the type's name (or a
+    spelling of it) at most three words apart, in either order. A message that merely lists types
+    ("Issues with types ...") refuses none."""
+    names = (dtype.name, *_TYPE_SPELLINGS.get(dtype.name, ()))
+    typed = "(" + "|".join(re.escape(n) for n in names) + r")\b"
+    near = r"\W+(\w+\W+){0,3}?"
+    return re.search(rf"(?i)\b{_REFUSING}{near}{typed}|\b{typed}{near}(is |are )?{_REFUSING}", message) is not None
+
+
 def normalise_message(message: str, limit: int = 80) -> str:
     """A message with numbers and paths blanked, so one cause gives one class."""
     text = re.sub(r"0x[0-9a-fA-F]+", "#", message)
@@ -128,6 +144,11 @@ def diagnose_rejection(spec: PoolSpec, x: np.ndarray, message: str) -> Diagnosis
     if "supported only with one output" in message:  # OpenVINO CPU, e.g. bfloat16 MaxPool with its indices
         key = f"no {spec.op} kernel with indices for {x.dtype.name}"
         return Diagnosis(f"rejects: {key}", f"has no kernel with indices for {x.dtype.name} ({message[:120]})", True,
+                         (key,), severity=REJECTION_SEVERITY)
+
+    if refuses_element_type(message, x.dtype):  # e.g. tract: "Unknown DatumType Bfloat16", whatever the op
+        key = f"element type {x.dtype.name}"
+        return Diagnosis(f"rejects: {key}", f"does not take {x.dtype.name} tensors at all ({message[:120]})", True,
                          (key,), severity=REJECTION_SEVERITY)
 
     def holds(rule: RejectRule) -> bool:

@@ -1,0 +1,55 @@
+"""A peer refusing the input's element type itself is one finding per type, named by the type
+(tract: "Unknown DatumType Bfloat16", with the shape and a backtrace in the message), not one
+per message shape; a message that lists types without refusing one names nothing."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from poolcheck.fuzz.diagnosis.rejections import diagnose_rejection, refuses_element_type
+from poolcheck.peers import call_peer_many, resolve_peer
+from poolcheck.spec import attributes as A
+from poolcheck.spec import dtypes
+
+BF16 = dtypes.BFLOAT16
+#: tract 0.21's refusal of a bfloat16 model, as the tract peer records it (abridged).
+TRACT = ("TractError: translating to fact: Tensor { elem_type: Bfloat16, shape: Some(TensorShapeProto { dim: "
+         "[Dimension { denotation: \"\", value: Some(DimValue(1)) }] }) } Caused by: Unknown DatumType Bfloat16 "
+         "Stack backtrace: 0: <anyhow::Error>::msg::<alloc::string::String>")
+
+
+@pytest.mark.parametrize("message, dtype, refused", [
+    (TRACT, BF16, True),
+    (TRACT, np.dtype(np.float32), False),  # the message names another type than the input's
+    ("bfloat16 is not supported", BF16, True),
+    ("unsupported element type f16", np.dtype(np.float16), True),
+    ("Unsupported type bfloat16", np.dtype(np.float16), False),  # bfloat16 is not float16
+    ("Issues with types [float16, bfloat16] and attributes ['auto_pad']", BF16, False),  # a list refuses none
+    ("pad should be smaller than kernel", BF16, False),
+])
+def test_a_refusal_names_the_element_type_only_where_the_message_refuses_it(message, dtype, refused) -> None:
+    assert refuses_element_type(message, np.dtype(dtype)) is refused
+
+
+def test_the_class_is_the_type_whatever_the_shape_and_op_in_the_message() -> None:
+    x1, x2 = np.zeros((1, 2, 1), BF16), np.zeros((1, 1, 1, 2), BF16)
+    other = TRACT.replace("DimValue(1)", "DimValue(7)")
+    d_avg = diagnose_rejection(A.openvino_avg_pool([1], [4], exclude_pad=False), x1, TRACT)
+    d_max = diagnose_rejection(A.openvino_max_pool([2, 4], [2, 4]), x2, other)
+    assert d_avg.klass == d_max.klass == "rejects: element type bfloat16"
+    assert d_avg.explained and "does not take bfloat16 tensors" in d_avg.text
+
+
+def test_tract_called_plainly_refuses_bfloat16_so() -> None:
+    tract = resolve_peer("tract")
+    ok, why = tract.available()
+    if not ok:
+        pytest.skip(why)
+    x = np.arange(4, dtype=np.float32).astype(BF16).reshape(1, 1, 4)
+    for spec in (A.openvino_max_pool([2], [2]), A.openvino_avg_pool([2], [2], exclude_pad=False)):
+        (result,) = call_peer_many(tract, [(spec, x)])
+        if result.status == "declined":
+            pytest.skip(f"this tract peer declines bfloat16: {result.message}")
+        assert result.status == "rejects", result
+        assert diagnose_rejection(spec, x, result.message or "").klass == "rejects: element type bfloat16"
