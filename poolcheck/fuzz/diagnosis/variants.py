@@ -196,10 +196,17 @@ def _unit_step_path(spec: PoolSpec, shape: tuple[int, ...]) -> Placement:
     3-D input is not padded, but its begin pads enter the sizes: with ceil_mode ``size + pads_begin
     - kernel + 1`` windows start at its first element (pads_begin counted at the end, pads_end
     ignored); without, a pads_begin makes the loop overrun the output it sized (an IndexError: no
-    output). Its indices: :func:`window_offset_indices`."""
-    if not (_unit_steps(spec) and spec.auto_pad in ("explicit", "valid")):
+    output). Under SAME a 2-D input is padded as the spec pads it (the total from
+    ``_get_pad_shape``, split as the mode says) and sized ``ceil(size / stride)``, so only its
+    indices differ, the attribute's (absent) pads offsetting them; a 1-D or 3-D one is not modelled.
+    Its indices: :func:`window_offset_indices`."""
+    if not _unit_step_applies(spec):
         raise ValueError("onnx.reference takes its _max_pool path here")
     n = spec.spatial_rank
+    if spec.auto_pad in ("same_upper", "same_lower"):
+        if n != 2:
+            raise ValueError("onnx.reference's SAME path for a 1-D or 3-D input is not modelled")
+        return Placement(resolve(spec, shape), None, None, window_offset_indices)
     begin, end = (spec.pads_begin, spec.pads_end) if spec.auto_pad == "explicit" else ((0,) * n, (0,) * n)
     ceil = spec.rounding_type != "floor"
     if n != 2 and not ceil and any(begin):
@@ -254,6 +261,13 @@ def _is_same(spec: PoolSpec) -> bool:
 
 def _explicit_asym(spec: PoolSpec) -> bool:
     return spec.auto_pad == "explicit" and spec.pads_begin != spec.pads_end
+
+
+def _unit_step_applies(spec: PoolSpec) -> bool:
+    """Where :func:`_unit_step_path` models onnx.reference's common path: explicit or VALID
+    padding, or SAME (floor rounding) on a 2-D input."""
+    return _unit_steps(spec) and (spec.auto_pad in ("explicit", "valid") or (
+        spec.auto_pad in ("same_upper", "same_lower") and spec.spatial_rank == 2 and spec.rounding_type == "floor"))
 
 
 def _unit_steps(spec: PoolSpec) -> bool:
@@ -455,7 +469,7 @@ GEOMETRY_VARIANTS: tuple[GeometryVariant, ...] = (
                     "windows 0 with index -1); each index is the chosen element's rank in its window (0 when the "
                     "window's numbers are all equal) unraveled with the output's shape, plus the output position "
                     "minus pads_begin, within the (n, c) plane",
-                    lambda s: _unit_steps(s) and s.auto_pad in ("explicit", "valid"), _unit_step_path),
+                    _unit_step_applies, _unit_step_path),
     GeometryVariant("pads:swapped", "pads_begin and pads_end swapped", _explicit_asym,
                     lambda s, shape: Placement(resolve(s.replace(pads_begin=s.pads_end, pads_end=s.pads_begin),
                                                        shape))),
