@@ -27,6 +27,7 @@ from poolcheck.errors import AttributeValueError, PoolcheckError
 from poolcheck.fuzz import oracles as O
 from poolcheck.fuzz.choices import Choice, Choices
 from poolcheck.fuzz.diagnosis.family import agrees, close, diagnose_family, family_variant_text
+from poolcheck.fuzz.diagnosis.rejections import element_type_key
 from poolcheck.fuzz.strategies import _REGIME_CHOICES, REGIMES, CaseText, FuzzCase, Limits, configs, draw_input
 from poolcheck.judgement import Judgement
 from poolcheck.peers.base import PeerResult
@@ -311,9 +312,11 @@ def judge_family_peer(case: FamilyCase, peer: str, result: PeerResult, exp: tupl
     if status in (PeerStatus.DECLINED, PeerStatus.UNAVAILABLE):
         return None
     if status == PeerStatus.REJECTS:
-        klass = "rejects: " + rejection_reason(result.message)
-        return O.Finding(klass=klass, text=f"{peer} rejects a valid configuration", detail=result.message[:300],
-                         explained=False, severity=severity_of((klass,), case.spec), judgement=Judgement(), **common)
+        typed = element_type_key(result.message, case.x.dtype)
+        klass = "rejects: " + (typed or rejection_reason(result.message))
+        text = f"{peer} does not take {case.x.dtype.name} tensors at all" if typed else f"{peer} rejects a valid configuration"
+        return O.Finding(klass=klass, text=text, detail=result.message[:300], explained=typed is not None,
+                         severity=severity_of((klass,), case.spec), judgement=Judgement(), **common)
     if status in (PeerStatus.CRASH, PeerStatus.TIMEOUT):
         return O.Finding(klass=status.value, text=f"{peer}: {status.value}", detail=result.message[:300],
                          explained=False, severity=STATUS_SEVERITY[status.value], judgement=Judgement(), **common)

@@ -8,9 +8,12 @@ import numpy as np
 import pytest
 
 from poolcheck.fuzz.diagnosis.rejections import diagnose_rejection, refuses_element_type
+from poolcheck.fuzz.family import FamilyCase, judge_family_peer
 from poolcheck.peers import call_peer_many, resolve_peer
+from poolcheck.peers.base import PeerResult
 from poolcheck.spec import attributes as A
 from poolcheck.spec import dtypes
+from poolcheck.spec.operators import parse
 
 BF16 = dtypes.BFLOAT16
 #: tract 0.21's refusal of a bfloat16 model, as the tract peer records it (abridged).
@@ -53,3 +56,17 @@ def test_tract_called_plainly_refuses_bfloat16_so() -> None:
             pytest.skip(f"this tract peer declines bfloat16: {result.message}")
         assert result.status == "rejects", result
         assert diagnose_rejection(spec, x, result.message or "").klass == "rejects: element type bfloat16"
+
+
+def test_a_refusal_of_the_element_type_on_a_family_op_is_the_same_class() -> None:
+    """The family's judgement names the refusal the same way (it was the message's first line,
+    the shape included); any other refusal keeps the runtime's words."""
+    spec = parse("GlobalAveragePool-22", {})
+    x = np.zeros((1, 2, 3), BF16)
+    case = FamilyCase("GlobalAveragePool-22", {}, spec, x, {})
+    expected = (np.zeros((1, 2, 1), BF16), None)
+    typed = judge_family_peer(case, "tract", PeerResult("rejects", None, TRACT), expected, None)
+    assert typed is not None and typed.klass == "rejects: element type bfloat16" and typed.explained
+    other = judge_family_peer(case, "tract", PeerResult("rejects", None, "no GlobalAveragePool for rank 3"),
+                              expected, None)
+    assert other is not None and other.klass == "rejects: no GlobalAveragePool for rank N" and not other.explained

@@ -125,6 +125,12 @@ def refuses_element_type(message: str, dtype: np.dtype) -> bool:
     return re.search(rf"(?i)\b{_REFUSING}{near}{typed}|\b{typed}{near}(is |are )?{_REFUSING}", message) is not None
 
 
+def element_type_key(message: str, dtype: np.dtype) -> str | None:
+    """The class key of a refusal of the element type itself (``element type T``, whatever the op
+    and shape the message also holds), or None (:func:`refuses_element_type`)."""
+    return f"element type {dtype.name}" if refuses_element_type(message, dtype) else None
+
+
 def normalise_message(message: str, limit: int = 80) -> str:
     """A message with numbers and paths blanked, so one cause gives one class."""
     text = re.sub(r"0x[0-9a-fA-F]+", "#", message)
@@ -146,10 +152,10 @@ def diagnose_rejection(spec: PoolSpec, x: np.ndarray, message: str) -> Diagnosis
         return Diagnosis(f"rejects: {key}", f"has no kernel with indices for {x.dtype.name} ({message[:120]})", True,
                          (key,), severity=REJECTION_SEVERITY)
 
-    if refuses_element_type(message, x.dtype):  # e.g. tract: "Unknown DatumType Bfloat16", whatever the op
-        key = f"element type {x.dtype.name}"
-        return Diagnosis(f"rejects: {key}", f"does not take {x.dtype.name} tensors at all ({message[:120]})", True,
-                         (key,), severity=REJECTION_SEVERITY)
+    typed = element_type_key(message, x.dtype)  # e.g. tract: "Unknown DatumType Bfloat16", whatever the op
+    if typed is not None:
+        return Diagnosis(f"rejects: {typed}", f"does not take {x.dtype.name} tensors at all ({message[:120]})", True,
+                         (typed,), severity=REJECTION_SEVERITY)
 
     def holds(rule: RejectRule) -> bool:
         try:
