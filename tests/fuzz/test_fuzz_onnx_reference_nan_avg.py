@@ -134,3 +134,22 @@ def test_onnx_reference_follows_the_rule_and_is_named() -> None:
         nan_window = np.isnan(predict(ENGINE, spec_of(k, s, pb, pe, exclude=False), x, [])[0])  # type: ignore[index]
         assert np.array_equal(np.isnan(inc), nan_window)
     assert named > 40 and exact < 60  # most windows hold a NaN; some outputs are an ulp off the exact mean
+
+
+def test_with_a_float32_sum_overflowing_both_names_combine() -> None:
+    """NaN in one plane, two FLT_MAX in a window of another: np.average drops the NaN and sums
+    the float32 elements in float32 (inf); the two variants, each in its own policy field,
+    combine into one verified explanation (as ``avg=nan-skipped`` they could not: both set
+    ``Policy.nan``, and the combination was left unexplained)."""
+    big = float(np.finfo(np.float32).max)
+    x = np.arange(1, 29, dtype=np.float32).reshape(2, 1, 14, 1)
+    x[0, 0, 5, 0] = x[0, 0, 12, 0] = np.nan
+    x[1, 0, 6, 0] = x[1, 0, 11, 0] = big
+    attrs = {"kernel_shape": [6, 1], "strides": [1, 2], "pads": [0, 0, 2, 0], "ceil_mode": 1}
+    (got,) = onnx_reference_run("AveragePool", x, count_include_pad=0, **attrs)
+    assert np.isinf(got[1]).any() and not np.isnan(got[0]).any()
+    spec = parse("AveragePool-22", {**attrs, "count_include_pad": 0})
+    d = diagnose_output(ENGINE, spec, x, got, None)
+    assert d.explained and set(d.atoms) == {KEY, "avg=input-type-sum"}, d
+    alone = predict(ENGINE, spec, x, [KEY])
+    assert alone is not None and not np.isinf(alone[0]).any()  # the NaN rule alone does not overflow

@@ -530,7 +530,7 @@ POLICY_VARIANTS: tuple[PolicyVariant, ...] = (
                   {"empty_avg": "signed-divisor"}),
     PolicyVariant("avg=nan-skipped", "avg_nan",
                   "NaN elements left out of the average like padding (neither summed nor counted)",
-                  {"nan": "avg-skip"}),
+                  {"avg_nan": "skip"}),
     PolicyVariant("avg=input-type-sum", "accumulate",
                   "the average's sum accumulated in the input type (it overflows where float64 does not)",
                   {"nan": "sum-in-input-type"}),
