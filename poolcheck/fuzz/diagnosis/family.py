@@ -20,6 +20,7 @@ import numpy as np
 
 from poolcheck.api_family import lp_root, run_family
 from poolcheck.engines import get_engine, get_family_engine
+from poolcheck.engines.numpy_engine import divisor as numpy_divisor
 from poolcheck.errors import PoolcheckError
 from poolcheck.fuzz.diagnosis.family_lp import SignedSums, exponent_rounded, root
 from poolcheck.fuzz.diagnosis.variants import GEOMETRY_VARIANTS, GeometryVariant, computed_mask
@@ -126,9 +127,9 @@ def _placed(spec: FamilySpec, x: np.ndarray,
 def _lp_on(spec: FamilySpec, x: np.ndarray, gv: GeometryVariant | None, *, rescale: bool = False,
            signed: bool = False, overflow: bool = False, exponent32: bool = False) -> FamilyOutputs:
     """LpPool (GlobalLpPool) on the windows geometry variant ``gv`` places (None: the spec's);
-    ``rescale``: each window's sum scaled by kernel taps / taps inside the input (an average of
-    |x|^p over the window clipped to the input, times the kernel size: torch's lp_pool under
-    ceil_mode); ``signed``: x^p, not |x|^p, and C's pow for the root (lp:no-abs); ``overflow``:
+    ``rescale``: each window's sum scaled by kernel taps / taps inside the padded input (an
+    average of |x|^p over the window clipped to the padded input, padding counted, times the
+    kernel size: torch's lp_pool under ceil_mode, onnx.reference's LpPool, :func:`_padded_taps`); ``signed``: x^p, not |x|^p, and C's pow for the root (lp:no-abs); ``overflow``:
     powers and sums past the input type's largest value are inf (lp:input-type-overflow);
     ``exponent32``: the root's exponent 1/p rounded to float32 (lp:root-exponent-float32)."""
     x, geom, kernel, kept = _placed(spec, x, gv)
@@ -141,7 +142,7 @@ def _lp_on(spec: FamilySpec, x: np.ndarray, gv: GeometryVariant | None, *, resca
             powers = np.where(np.abs(powers) > big, np.sign(powers) * np.inf, powers)
         sums = _placed_sums(powers, geom)
         if rescale:
-            sums = sums * (kernel / _placed_sums(np.ones(x.shape), geom))
+            sums = sums * (kernel / _padded_taps(geom))
         if overflow:
             sums = np.where(np.abs(sums) > big, np.sign(sums) * np.inf, sums)
         if kept is not None:  # a zero tail: the root of an uncomputed output's 0
@@ -173,7 +174,7 @@ def _signed_sums(spec: FamilySpec, x: np.ndarray, gv: GeometryVariant | None, *,
             finite_magnitude = kernels.lp_sums(np.where(finite, x, 0.0), geom, spec.p)
             counts = {k: kernels.lp_sums(v.astype(np.float64), geom, 1) for k, v in counted.items()}
         else:
-            scale = kernel / _placed_sums(np.ones(x.shape), geom) if rescale else 1.0
+            scale = kernel / _padded_taps(geom) if rescale else 1.0
             signed = np.where(negative, -powers, powers)
             sums, magnitude = _placed_sums(signed, geom) * scale, _placed_sums(powers, geom) * scale
             finite_magnitude = _placed_sums(np.where(finite, powers, 0.0), geom) * scale
@@ -257,6 +258,15 @@ def _overflow_bound(dtype: np.dtype, geom: Geometry) -> float:
     taps = math.prod(a.kernel for a in geom.axes)
     info = dtypes.finfo(dtype)
     return float(info.max) * (1.0 - (taps + 2) * float(info.eps))
+
+
+def _padded_taps(geom: Geometry) -> np.ndarray:
+    """Per window of ``geom``, its taps inside the padded input (padding counted, the taps a ceil
+    window has past the padded input's end not): the divisor of an average with padding counted,
+    which ``lp:ceil-window-rescaled`` scales up to the kernel size. torch's lp_pool has no
+    padding; onnx.reference 1.23's LpPool (``op_lp_pool.py``: the AVG path on |x|^p with zeros
+    for padding, times the kernel size) counts its explicit pads as taps."""
+    return numpy_divisor(geom, False).astype(np.float64)
 
 
 def _placed_sums(values: np.ndarray, geom: Geometry) -> np.ndarray:
@@ -499,8 +509,9 @@ FAMILY_VARIANTS: tuple[FamilyVariant, ...] = (
                   lambda s, x, i: _lp(s, x, rooted=False), lambda s: s.p > 1),
     FamilyVariant("lp:no-abs", ("lp", "global_lp"), "x^p summed without |x| (the root of the signed sum: torch's "
                   "lp_pool)", lambda s, x, i: _lp(s, x, signed=True), _odd_p),
-    FamilyVariant("lp:ceil-window-rescaled", ("lp",), "a window past the input's end summed over its taps inside "
-                  "the input and scaled by kernel size / those taps (avg_pool(x^p) * kernel size)",
+    FamilyVariant("lp:ceil-window-rescaled", ("lp",), "a window past the padded input's end summed over its taps "
+                  "inside the padded input (padding counted as 0) and scaled by kernel size / those taps "
+                  "(avg_pool(x^p) * kernel size)",
                   lambda s, x, i: _lp_on(s, x, None, rescale=True),
                   lambda s: s.window is not None and s.window.rounding_type != "floor"),
     # LpPool's pads or dilations ignored are the window variants pads:ignored, dilations:ignored

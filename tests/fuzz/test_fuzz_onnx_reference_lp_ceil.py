@@ -1,0 +1,132 @@
+"""onnx.reference's LpPool with explicit pads and ceil_mode (``lp:ceil-window-rescaled``, with
+``rounding:ceil-extra-pad-split`` where the last window needs two or more elements of extra padding).
+
+onnx 1.23's ``op_lp_pool.py`` runs the AVG path of ``op_pool_common.py`` on ``|x|^p`` and
+multiplies by the kernel size: padding is 0 and counted, the extra padding a ceil window needs is
+added half before the input, a window's taps stop at ``size + pads_begin + pads_end`` in the
+padded coordinates, and the average over the taps left is scaled back up by kernel size / taps.
+``lp:ceil-window-rescaled`` used to count only the taps inside the input, so a ceil window that
+also touched an explicit pad was left unexplained. The oracle below is that source read as loops
+(not poolcheck's code), checked against ReferenceEvaluator called plainly.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+from support import onnx_reference_run
+
+from poolcheck.fuzz.diagnosis.family import _expected, _lp_combination, diagnose_family
+from poolcheck.spec.operators import parse
+
+KEY = "lp:ceil-window-rescaled"
+SPLIT = "rounding:ceil-extra-pad-split"
+
+
+def reference_axis(size: int, k: int, s: int, d: int, pb: int, pe: int, ceil: int) -> tuple[int, int, int]:
+    """``get_output_shape_explicit_padding`` for one axis: the output size, the extra padding put
+    before the input (``extra // 2``), and where a window's taps stop (padded coordinates)."""
+    span = d * (k - 1) + 1
+    f = (size + pb + pe - span) / s + 1
+    out = int(np.ceil(f)) if ceil else int(np.floor(f))
+    if ceil and (out - 1) * s >= size + pb:
+        out -= 1
+    extra = (out - 1) * s + span - size - pb - pe
+    return out, extra // 2 if extra > 0 else 0, size + pb + pe
+
+
+def reference_loops(x: np.ndarray, k: list[int], s: list[int], d: list[int], pb: list[int], pe: list[int],
+                    ceil: int, p: int) -> np.ndarray:
+    """onnx 1.23's LpPool as loops: per window, the mean of |x|^p over its taps below the stop
+    (padding 0), times prod(kernel), to the power 1/p."""
+    axes = [reference_axis(*a, ceil) for a in zip(x.shape[2:], k, s, d, pb, pe)]
+    y = np.zeros(x.shape[:2] + tuple(a[0] for a in axes))
+    for n, c, *o in itertools.product(*map(range, y.shape)):
+        taps = [[j - b - shift for j in range(oo * ss, oo * ss + dd * (kk - 1) + 1, dd) if j < stop]
+                for oo, kk, ss, dd, b, (_, shift, stop) in zip(o, k, s, d, pb, axes)]
+        vals = [abs(float(x[(n, c, *t)])) ** p if all(0 <= v < m for v, m in zip(t, x.shape[2:])) else 0.0
+                for t in itertools.product(*taps)]
+        y[(n, c, *o)] = (math.prod(k) * math.fsum(vals) / len(vals)) ** (1.0 / p)
+    return y
+
+
+def grid():  # type: ignore[no-untyped-def]
+    """1-D configurations with explicit pads (< kernel), and a few 2-D ones."""
+    rng = np.random.default_rng(0)
+    for size, k, s, d, pb, pe, ceil, p in itertools.product(range(1, 7), (2, 3), (1, 2, 3), (1, 2), (0, 1, 2),
+                                                           (0, 1, 2), (0, 1), (1, 2, 3)):
+        if pb < k and pe < k and size + pb + pe >= d * (k - 1) + 1 and (size + k + s + pb + pe + p) % 3 == 0:
+            yield (rng.random((1, 2, size)) * 4 + 0.5).astype(np.float32), [k], [s], [d], [pb], [pe], ceil, p
+    made = 0
+    while made < 30:
+        k = [int(v) for v in rng.integers(2, 4, 2)]
+        s = [int(v) for v in rng.integers(1, 4, 2)]
+        pb = [int(rng.integers(0, kk)) for kk in k]
+        pe = [int(rng.integers(0, kk)) for kk in k]
+        sizes = tuple(int(v) for v in rng.integers(2, 7, 2))
+        if any(n + b + e < kk for n, b, e, kk in zip(sizes, pb, pe, k)):
+            continue
+        made += 1
+        yield (rng.random((1, 1, *sizes)) * 4 + 0.5).astype(np.float32), k, s, [1, 1], pb, pe, 1, int(rng.integers(1, 4))
+
+
+def attrs_of(k, s, d, pb, pe, ceil, p):  # type: ignore[no-untyped-def]
+    return {"kernel_shape": k, "strides": s, "dilations": d, "pads": pb + pe, "ceil_mode": ceil, "p": p}
+
+
+def test_the_variants_are_the_loop_rule() -> None:
+    """Where the ceil window needs extra padding, the split placement with the rescale (or the
+    rescale alone) equals the oracle; explicit pads are counted as taps."""
+    padded = 0
+    for x, k, s, d, pb, pe, ceil, p in grid():
+        if not ceil:
+            continue
+        spec = parse("LpPool-22", attrs_of(k, s, d, pb, pe, ceil, p))
+        want = reference_loops(x, k, s, d, pb, pe, ceil, p)
+        got = _lp_combination(spec, x, (SPLIT, KEY))
+        assert got is not None and np.allclose(got[0], want, rtol=2e-6), (x.shape, k, s, d, pb, pe, p)
+        padded += any(pb + pe)
+    assert padded > 20
+
+
+onnx_ref = pytest.importorskip("onnx.reference")
+
+
+def test_onnx_reference_is_the_rule_and_is_named() -> None:
+    """ReferenceEvaluator called plainly equals the oracle on every configuration; every ceil
+    configuration that differs from the spec is named by the rescale (alone or after the split),
+    none is unexplained; a floor configuration never differs."""
+    named = touching = 0
+    for x, k, s, d, pb, pe, ceil, p in grid():
+        attrs = attrs_of(k, s, d, pb, pe, ceil, p)
+        (got,) = onnx_reference_run("LpPool", x, **attrs)
+        want = reference_loops(x, k, s, d, pb, pe, ceil, p)
+        assert got.shape == want.shape and np.allclose(got, want, rtol=2e-6), (x.shape, attrs)
+        spec = parse("LpPool-22", attrs)
+        expected = _expected(spec, x)
+        if expected[0].shape == got.shape and np.allclose(expected[0], got, rtol=2e-6):
+            continue
+        assert ceil, attrs
+        found = diagnose_family(spec, x, None, expected, (got, None))
+        assert found and found[0] in (KEY, f"{SPLIT}+{KEY}"), (x.shape, attrs, found)
+        named += 1
+        touching += any(pb + pe)
+    assert named > 40 and touching > 20
+
+
+def test_a_peer_rescaling_by_the_input_taps_only_is_not_named() -> None:
+    """Planted: the old model (the rescale counting only the taps inside the input) differs from
+    the reference where a ceil window also touches a pad, and is not given the rescale's name."""
+    x = np.array([[[1.5, 2.5, 3.5, 4.5]]], dtype=np.float32)
+    attrs = attrs_of([3], [2], [1], [1], [1], 1, 2)  # windows [-1, 2), [1, 4), [3, 6): the last past the pad
+    spec = parse("LpPool-22", attrs)
+    (got,) = onnx_reference_run("LpPool", x, **attrs)
+    sq = x.astype(np.float64)[0, 0] ** 2
+    # input taps only: window 0 holds 2 of the input (1 pad), window 2 holds 1 input + 1 pad
+    planted = np.sqrt(np.array([sq[0] + sq[1], sq[1] + sq[2] + sq[3], sq[3]]) * 3 / np.array([2, 3, 1]))
+    assert not np.allclose(planted, got[0, 0], rtol=1e-5)
+    found = diagnose_family(spec, x, None, _expected(spec, x), (planted.reshape(1, 1, 3).astype(np.float32), None))
+    assert KEY not in found and f"{SPLIT}+{KEY}" not in found, found
