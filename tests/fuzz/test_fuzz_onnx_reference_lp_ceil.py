@@ -1,12 +1,14 @@
 """onnx.reference's LpPool with explicit pads and ceil_mode (``lp:ceil-window-rescaled``, with
-``rounding:ceil-extra-pad-split`` where the last window needs two or more elements of extra padding).
+``rounding:ceil-extra-pad-split`` where the last window needs two or more elements of extra
+padding), and with NaN inputs (``lp:nan-skipped-rescaled``).
 
 onnx 1.23's ``op_lp_pool.py`` runs the AVG path of ``op_pool_common.py`` on ``|x|^p`` and
 multiplies by the kernel size: padding is 0 and counted, the extra padding a ceil window needs is
 added half before the input, a window's taps stop at ``size + pads_begin + pads_end`` in the
 padded coordinates, and the average over the taps left is scaled back up by kernel size / taps.
 ``lp:ceil-window-rescaled`` used to count only the taps inside the input, so a ceil window that
-also touched an explicit pad was left unexplained. The oracle below is that source read as loops
+also touched an explicit pad was left unexplained; NaN inputs, dropped by the AVG path and
+scaled over, were unexplained everywhere. The oracle below is that source read as loops
 (not poolcheck's code), checked against ReferenceEvaluator called plainly.
 """
 
@@ -41,7 +43,7 @@ def reference_axis(size: int, k: int, s: int, d: int, pb: int, pe: int, ceil: in
 def reference_loops(x: np.ndarray, k: list[int], s: list[int], d: list[int], pb: list[int], pe: list[int],
                     ceil: int, p: int) -> np.ndarray:
     """onnx 1.23's LpPool as loops: per window, the mean of |x|^p over its taps below the stop
-    (padding 0), times prod(kernel), to the power 1/p."""
+    (padding 0) that are not NaN, times prod(kernel), to the power 1/p (NaN when no tap is left)."""
     axes = [reference_axis(*a, ceil) for a in zip(x.shape[2:], k, s, d, pb, pe)]
     y = np.zeros(x.shape[:2] + tuple(a[0] for a in axes))
     for n, c, *o in itertools.product(*map(range, y.shape)):
@@ -49,7 +51,8 @@ def reference_loops(x: np.ndarray, k: list[int], s: list[int], d: list[int], pb:
                 for oo, kk, ss, dd, b, (_, shift, stop) in zip(o, k, s, d, pb, axes)]
         vals = [abs(float(x[(n, c, *t)])) ** p if all(0 <= v < m for v, m in zip(t, x.shape[2:])) else 0.0
                 for t in itertools.product(*taps)]
-        y[(n, c, *o)] = (math.prod(k) * math.fsum(vals) / len(vals)) ** (1.0 / p)
+        vals = [v for v in vals if not math.isnan(v)]
+        y[(n, c, *o)] = (math.prod(k) * math.fsum(vals) / len(vals)) ** (1.0 / p) if vals else math.nan
     return y
 
 
@@ -130,3 +133,33 @@ def test_a_peer_rescaling_by_the_input_taps_only_is_not_named() -> None:
     assert not np.allclose(planted, got[0, 0], rtol=1e-5)
     found = diagnose_family(spec, x, None, _expected(spec, x), (planted.reshape(1, 1, 3).astype(np.float32), None))
     assert KEY not in found and f"{SPLIT}+{KEY}" not in found, found
+
+
+def test_onnx_reference_skips_nan_and_rescales() -> None:
+    """NaN inputs: the AVG path drops them (``np.average(window_vals[~isnan])``) and the product
+    with the kernel size scales the rest back up (``lp:nan-skipped-rescaled``, with the ceil
+    rescale where a window also passes the padded input); the oracle, ReferenceEvaluator and the
+    diagnosis agree on every configuration, nothing unexplained."""
+    from poolcheck.results import Severity
+    from poolcheck.spec.severity import severity_of
+
+    rng = np.random.default_rng(5)
+    named = both = 0
+    for x, k, s, d, pb, pe, ceil, p in grid():
+        x = x.copy()
+        x[rng.random(x.shape) < 0.25] = np.nan
+        attrs = attrs_of(k, s, d, pb, pe, ceil, p)
+        (got,) = onnx_reference_run("LpPool", x, **attrs)
+        want = reference_loops(x, k, s, d, pb, pe, ceil, p)
+        assert np.allclose(got, want, rtol=2e-6, equal_nan=True), (x.shape, attrs)
+        spec = parse("LpPool-22", attrs)
+        expected = _expected(spec, x)
+        if np.allclose(expected[0], got, rtol=2e-6, equal_nan=True):
+            continue
+        found = diagnose_family(spec, x, None, expected, (got, None))
+        assert found and ("lp:nan-skipped-rescaled" in found[0] or found[0] in (KEY, f"{SPLIT}+{KEY}")), (attrs, found)
+        named += "lp:nan-skipped-rescaled" in found[0]
+        both += "+" in found[0] and "lp:nan-skipped-rescaled" in found[0]
+    assert named > 40 and both > 5
+    assert severity_of(("lp:nan-skipped-rescaled",), parse("LpPool-22", {"kernel_shape": [2]})) is Severity.UNSPECIFIED
+

@@ -125,13 +125,20 @@ def _placed(spec: FamilySpec, x: np.ndarray,
 
 
 def _lp_on(spec: FamilySpec, x: np.ndarray, gv: GeometryVariant | None, *, rescale: bool = False,
-           signed: bool = False, overflow: bool = False, exponent32: bool = False) -> FamilyOutputs:
+           signed: bool = False, overflow: bool = False, exponent32: bool = False,
+           nan_skip: bool = False) -> FamilyOutputs:
     """LpPool (GlobalLpPool) on the windows geometry variant ``gv`` places (None: the spec's);
     ``rescale``: each window's sum scaled by kernel taps / taps inside the padded input (an
     average of |x|^p over the window clipped to the padded input, padding counted, times the
-    kernel size: torch's lp_pool under ceil_mode, onnx.reference's LpPool, :func:`_padded_taps`); ``signed``: x^p, not |x|^p, and C's pow for the root (lp:no-abs); ``overflow``:
-    powers and sums past the input type's largest value are inf (lp:input-type-overflow);
-    ``exponent32``: the root's exponent 1/p rounded to float32 (lp:root-exponent-float32)."""
+    kernel size: torch's lp_pool under ceil_mode, onnx.reference's LpPool, :func:`_padded_taps`);
+    ``signed``: x^p, not |x|^p, and C's pow for the root (lp:no-abs); ``overflow``: powers and
+    sums past the input type's largest value are inf (lp:input-type-overflow); ``exponent32``: the
+    root's exponent 1/p rounded to float32 (lp:root-exponent-float32); ``nan_skip``: NaN taps
+    left out and the sum of the others scaled by the taps counted / those others, NaN when none
+    is left (lp:nan-skipped-rescaled: onnx.reference 1.23's LpPool averages |x|^p with
+    ``np.average(window_vals[~isnan])``, then multiplies by the kernel size)."""
+    if nan_skip and signed:
+        raise ValueError("lp:nan-skipped-rescaled is modelled on |x|^p only")
     x, geom, kernel, kept = _placed(spec, x, gv)
     big = _overflow_bound(x.dtype, geom)
     with np.errstate(all="ignore"):
@@ -140,9 +147,14 @@ def _lp_on(spec: FamilySpec, x: np.ndarray, gv: GeometryVariant | None, *, resca
             powers = np.where(x < 0, -powers, powers)
         if overflow:
             powers = np.where(np.abs(powers) > big, np.sign(powers) * np.inf, powers)
+        nan = np.isnan(x) if nan_skip and dtypes.is_float(x.dtype) else None
+        if nan is not None:
+            powers = np.where(nan, 0.0, powers)
         sums = _placed_sums(powers, geom)
-        if rescale:
-            sums = sums * (kernel / _padded_taps(geom))
+        if rescale or nan is not None:
+            taps = _padded_taps(geom)
+            left = taps if nan is None else taps - _placed_sums(nan.astype(np.float64), geom)
+            sums = np.where(left > 0, sums * ((kernel if rescale else taps) / left), np.nan)
         if overflow:
             sums = np.where(np.abs(sums) > big, np.sign(sums) * np.inf, sums)
         if kept is not None:  # a zero tail: the root of an uncomputed output's 0
@@ -188,8 +200,8 @@ def _signed_sums(spec: FamilySpec, x: np.ndarray, gv: GeometryVariant | None, *,
 
 #: What may combine on one LpPool example (each a behaviour of its own): one window placement,
 #: then these, in this order in a joined key.
-_LP_MODIFIERS: tuple[str, ...] = ("lp:ceil-window-rescaled", "lp:no-abs", "lp:input-type-overflow",
-                                  "lp:root-exponent-float32")
+_LP_MODIFIERS: tuple[str, ...] = ("lp:ceil-window-rescaled", "lp:nan-skipped-rescaled", "lp:no-abs",
+                                  "lp:input-type-overflow", "lp:root-exponent-float32")
 
 
 def _lp_plan(spec: FamilySpec, keys: Sequence[str]) -> tuple[GeometryVariant | None, set[str]] | None:
@@ -214,7 +226,8 @@ def _lp_combination(spec: FamilySpec, x: np.ndarray, keys: Sequence[str]) -> Fam
     gv, mods = plan
     try:
         return _lp_on(spec, x, gv, rescale="lp:ceil-window-rescaled" in mods, signed="lp:no-abs" in mods,
-                      overflow="lp:input-type-overflow" in mods, exponent32="lp:root-exponent-float32" in mods)
+                      overflow="lp:input-type-overflow" in mods, exponent32="lp:root-exponent-float32" in mods,
+                      nan_skip="lp:nan-skipped-rescaled" in mods)
     except (PoolcheckError, ValueError, ZeroDivisionError):
         return None
 
@@ -241,12 +254,14 @@ def _matches(spec: FamilySpec, x: np.ndarray, keys: Sequence[str], out: FamilyOu
     return bool(np.all(ok))
 
 
-def _lp_combinations(spec: FamilySpec) -> list[tuple[str, ...]]:
-    """The combinations of two or three LpPool behaviours worth trying on ``spec``, smallest first."""
+def _lp_combinations(spec: FamilySpec, x: np.ndarray) -> list[tuple[str, ...]]:
+    """The combinations of two or three LpPool behaviours worth trying on ``spec`` and ``x``, smallest first."""
     windows = [(g.key,) for g in GEOMETRY_VARIANTS if spec.window is not None and g.applies(spec.window)]
+    has_nan = dtypes.is_float(x.dtype) and bool(np.isnan(x).any())
     modifiers = [m for m in _LP_MODIFIERS if (m != "lp:ceil-window-rescaled" or
                  (spec.window is not None and spec.window.rounding_type != "floor")) and
-                 (m != "lp:root-exponent-float32" or exponent_rounded(spec.p))]
+                 (m != "lp:root-exponent-float32" or exponent_rounded(spec.p)) and
+                 (m != "lp:nan-skipped-rescaled" or has_nan)]
     subsets = [tuple(c) for n in (1, 2, 3) for c in itertools.combinations(modifiers, n)]
     out = [(*w, *m) for w in [(), *windows] for m in [(), *subsets]]
     return sorted((c for c in out if len(c) >= 2), key=len)
@@ -514,6 +529,10 @@ FAMILY_VARIANTS: tuple[FamilyVariant, ...] = (
                   "(avg_pool(x^p) * kernel size)",
                   lambda s, x, i: _lp_on(s, x, None, rescale=True),
                   lambda s: s.window is not None and s.window.rounding_type != "floor"),
+    FamilyVariant("lp:nan-skipped-rescaled", ("lp",), "NaN left out of the window and the sum of the other "
+                  "|x|^p scaled by the window's taps / those others (an average over the taps not NaN, times the "
+                  "taps: onnx.reference's LpPool); a window of NaN only gives NaN",
+                  lambda s, x, i: _lp_on(s, x, None, nan_skip=True), lambda s: s.window is not None),
     # LpPool's pads or dilations ignored are the window variants pads:ignored, dilations:ignored
     *(_window_variant(gv) for gv in GEOMETRY_VARIANTS),
     FamilyVariant("lp:input-type-overflow", ("lp", "global_lp"), "|x|^p summed in the input type: inf past its "
@@ -634,7 +653,7 @@ def diagnose_family(spec: FamilySpec, x: np.ndarray, indices: np.ndarray | None,
     # a joined variant whose part alone reproduces the output adds nothing here (the simpler name)
     found = [k for k in found if "+" not in k or not any(a in found for a in k.split("+"))]
     if not found and spec.op in ("lp", "global_lp"):
-        for keys in _lp_combinations(spec):
+        for keys in _lp_combinations(spec, x):
             if found and len(keys) > len(found[0].split("+")):
                 break
             out = _lp_combination(spec, x, keys)
