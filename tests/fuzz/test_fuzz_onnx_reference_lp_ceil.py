@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 from support import onnx_reference_run
 
-from poolcheck.fuzz.diagnosis.family import _expected, _lp_combination, diagnose_family
+from poolcheck.fuzz.diagnosis.family import _expected, _lp_combination, agrees, diagnose_family
 from poolcheck.spec.operators import parse
 
 KEY = "lp:ceil-window-rescaled"
@@ -163,3 +163,57 @@ def test_onnx_reference_skips_nan_and_rescales() -> None:
     assert named > 40 and both > 5
     assert severity_of(("lp:nan-skipped-rescaled",), parse("LpPool-22", {"kernel_shape": [2]})) is Severity.UNSPECIFIED
 
+
+
+def reference_float16(x: np.ndarray, k: int, p: int) -> np.ndarray:
+    """onnx 1.23's LpPool of a float16 input, unpadded, stride = kernel: ``np.power`` rounds each
+    |x|^p to float16 (inf past 65504), ``np.average`` sums in float32 and rounds the mean to
+    float16, the ``np.int64`` kernel size times it is float64, and so is the root, rounded last."""
+    with np.errstate(over="ignore"):
+        terms = np.power(np.abs(x.astype(np.float32)), p).astype(np.float16)
+        windows = terms.reshape(*x.shape[:2], -1, k).astype(np.float32)
+        mean = np.mean(windows, axis=-1).astype(np.float16)
+        return ((k * mean.astype(np.float64)) ** (1.0 / p)).astype(np.float16)
+
+
+def run_float16(x: np.ndarray, **attrs: object) -> np.ndarray:
+    """ReferenceEvaluator on a float16 model (support.onnx_reference_run builds float32 ones)."""
+    import warnings
+
+    from onnx import TensorProto, helper
+    from onnx.reference import ReferenceEvaluator
+
+    node = helper.make_node("LpPool", ["x"], ["y"], **attrs)
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT16, list(x.shape))],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT16, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 22)])
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.asarray(ReferenceEvaluator(model).run(None, {"x": x})[0])
+
+
+def test_onnx_reference_float16_terms_and_average_in_float16() -> None:
+    """float16: a window whose float64 sum of |x|^p passes 65504 is finite in onnx.reference when
+    no term and not the average does, while a window holding a term past 65504 is inf:
+    ``lp:input-type-overflow`` (inf wherever the sum passes) cannot reproduce both in one example,
+    only ``lp:input-type-average`` does; nothing is unexplained."""
+    rng = np.random.default_rng(7)
+    only_average = 0
+    for _ in range(80):  # p = 3 and |x| up to 46: some terms pass 65504 (41^3), some sums only
+        k, p = int(rng.integers(2, 5)), 3
+        x = (rng.random((1, 1, 4 * k)) * 92 - 46).astype(np.float16)
+        attrs = {"kernel_shape": [k], "strides": [k], "p": p}
+        got = run_float16(x, **attrs)
+        assert np.array_equal(got, reference_float16(x, k, p), equal_nan=True), (x, k, p)
+        spec = parse("LpPool-22", attrs)
+        expected = _expected(spec, x)
+        if agrees(spec, x, expected, (got, None)):  # within the Lp rule: no divergence
+            continue
+        found = diagnose_family(spec, x, None, expected, (got, None))
+        assert found, (x, k, p)
+        wide = (np.abs(x.astype(np.float64)) ** p).reshape(1, 1, -1, k).sum(axis=-1)
+        if ((wide > 65504) & np.isfinite(got.astype(np.float64))).any():
+            # named so (the signed sum's own wide bound may also admit it: an alternative, not the name)
+            assert found[0] == "lp:input-type-average" and "lp:input-type-overflow" not in found, (x, k, p, found)
+            only_average += 1
+    assert only_average > 5

@@ -126,7 +126,7 @@ def _placed(spec: FamilySpec, x: np.ndarray,
 
 def _lp_on(spec: FamilySpec, x: np.ndarray, gv: GeometryVariant | None, *, rescale: bool = False,
            signed: bool = False, overflow: bool = False, exponent32: bool = False,
-           nan_skip: bool = False) -> FamilyOutputs:
+           nan_skip: bool = False, average_in_type: bool = False) -> FamilyOutputs:
     """LpPool (GlobalLpPool) on the windows geometry variant ``gv`` places (None: the spec's);
     ``rescale``: each window's sum scaled by kernel taps / taps inside the padded input (an
     average of |x|^p over the window clipped to the padded input, padding counted, times the
@@ -136,9 +136,13 @@ def _lp_on(spec: FamilySpec, x: np.ndarray, gv: GeometryVariant | None, *, resca
     root's exponent 1/p rounded to float32 (lp:root-exponent-float32); ``nan_skip``: NaN taps
     left out and the sum of the others scaled by the taps counted / those others, NaN when none
     is left (lp:nan-skipped-rescaled: onnx.reference 1.23's LpPool averages |x|^p with
-    ``np.average(window_vals[~isnan])``, then multiplies by the kernel size)."""
-    if nan_skip and signed:
-        raise ValueError("lp:nan-skipped-rescaled is modelled on |x|^p only")
+    ``np.average(window_vals[~isnan])``, then multiplies by the kernel size); ``average_in_type``:
+    each |x|^p and the window's average of them rounded to the input type (inf past its largest
+    value), the sum between them in float32 or wider, the average times the taps in float64
+    (lp:input-type-average, onnx.reference's LpPool: ``np.power`` in the input type,
+    ``np.average``'s float32 sum for float16, ``np.int64`` kernel size times the average)."""
+    if (nan_skip or average_in_type) and signed:
+        raise ValueError("lp:nan-skipped-rescaled and lp:input-type-average are modelled on |x|^p only")
     x, geom, kernel, kept = _placed(spec, x, gv)
     big = _overflow_bound(x.dtype, geom)
     with np.errstate(all="ignore"):
@@ -148,13 +152,21 @@ def _lp_on(spec: FamilySpec, x: np.ndarray, gv: GeometryVariant | None, *, resca
         if overflow:
             powers = np.where(np.abs(powers) > big, np.sign(powers) * np.inf, powers)
         nan = np.isnan(x) if nan_skip and dtypes.is_float(x.dtype) else None
+        if average_in_type:  # each term rounded to the input type
+            powers = dtypes.cast(powers, x.dtype).astype(np.float64)
         if nan is not None:
             powers = np.where(nan, 0.0, powers)
         sums = _placed_sums(powers, geom)
-        if rescale or nan is not None:
+        if rescale or nan is not None or average_in_type:
             taps = _padded_taps(geom)
             left = taps if nan is None else taps - _placed_sums(nan.astype(np.float64), geom)
-            sums = np.where(left > 0, sums * ((kernel if rescale else taps) / left), np.nan)
+            if average_in_type:  # the sum in float32 or wider, the average rounded to the input type
+                acc = np.dtype(np.float32) if np.dtype(x.dtype).itemsize < 4 else np.dtype(x.dtype)
+                sums = np.where(np.abs(sums) > _overflow_bound(acc, geom), np.inf, sums)
+                mean = dtypes.cast(sums / left, x.dtype).astype(np.float64)
+                sums = np.where(left > 0, mean * (kernel if rescale else taps), np.nan)
+            else:
+                sums = np.where(left > 0, sums * ((kernel if rescale else taps) / left), np.nan)
         if overflow:
             sums = np.where(np.abs(sums) > big, np.sign(sums) * np.inf, sums)
         if kept is not None:  # a zero tail: the root of an uncomputed output's 0
@@ -201,7 +213,7 @@ def _signed_sums(spec: FamilySpec, x: np.ndarray, gv: GeometryVariant | None, *,
 #: What may combine on one LpPool example (each a behaviour of its own): one window placement,
 #: then these, in this order in a joined key.
 _LP_MODIFIERS: tuple[str, ...] = ("lp:ceil-window-rescaled", "lp:nan-skipped-rescaled", "lp:no-abs",
-                                  "lp:input-type-overflow", "lp:root-exponent-float32")
+                                  "lp:input-type-overflow", "lp:input-type-average", "lp:root-exponent-float32")
 
 
 def _lp_plan(spec: FamilySpec, keys: Sequence[str]) -> tuple[GeometryVariant | None, set[str]] | None:
@@ -227,7 +239,7 @@ def _lp_combination(spec: FamilySpec, x: np.ndarray, keys: Sequence[str]) -> Fam
     try:
         return _lp_on(spec, x, gv, rescale="lp:ceil-window-rescaled" in mods, signed="lp:no-abs" in mods,
                       overflow="lp:input-type-overflow" in mods, exponent32="lp:root-exponent-float32" in mods,
-                      nan_skip="lp:nan-skipped-rescaled" in mods)
+                      nan_skip="lp:nan-skipped-rescaled" in mods, average_in_type="lp:input-type-average" in mods)
     except (PoolcheckError, ValueError, ZeroDivisionError):
         return None
 
@@ -261,7 +273,8 @@ def _lp_combinations(spec: FamilySpec, x: np.ndarray) -> list[tuple[str, ...]]:
     modifiers = [m for m in _LP_MODIFIERS if (m != "lp:ceil-window-rescaled" or
                  (spec.window is not None and spec.window.rounding_type != "floor")) and
                  (m != "lp:root-exponent-float32" or exponent_rounded(spec.p)) and
-                 (m != "lp:nan-skipped-rescaled" or has_nan)]
+                 (m != "lp:nan-skipped-rescaled" or has_nan) and
+                 (m != "lp:input-type-average" or (dtypes.is_float(x.dtype) and np.dtype(x.dtype).itemsize < 8))]
     subsets = [tuple(c) for n in (1, 2, 3) for c in itertools.combinations(modifiers, n)]
     out = [(*w, *m) for w in [(), *windows] for m in [(), *subsets]]
     return sorted((c for c in out if len(c) >= 2), key=len)
@@ -533,6 +546,10 @@ FAMILY_VARIANTS: tuple[FamilyVariant, ...] = (
                   "|x|^p scaled by the window's taps / those others (an average over the taps not NaN, times the "
                   "taps: onnx.reference's LpPool); a window of NaN only gives NaN",
                   lambda s, x, i: _lp_on(s, x, None, nan_skip=True), lambda s: s.window is not None),
+    FamilyVariant("lp:input-type-average", ("lp",), "each |x|^p and the window's average of them rounded to the "
+                  "input type (inf past its largest value), the sum between them in float32 or wider, the average "
+                  "times the taps in float64 (onnx.reference's LpPool)",
+                  lambda s, x, i: _lp_on(s, x, None, average_in_type=True), lambda s: s.window is not None),
     # LpPool's pads or dilations ignored are the window variants pads:ignored, dilations:ignored
     *(_window_variant(gv) for gv in GEOMETRY_VARIANTS),
     FamilyVariant("lp:input-type-overflow", ("lp", "global_lp"), "|x|^p summed in the input type: inf past its "
