@@ -125,11 +125,14 @@ def same_values(expected: np.ndarray, actual: np.ndarray) -> np.ndarray:
 
 def avg_tolerance(x: np.ndarray, geom: Geometry, exclude_pad: bool, policy: Policy,
                   expected: np.ndarray, engine_module: ModuleType, dtype: np.dtype | None = None, *,
-                  result: np.dtype | None = None, both_float64: bool = False) -> np.ndarray:
+                  result: np.dtype | None = None, both_float64: bool = False,
+                  mean_abs: np.ndarray | None = None) -> np.ndarray:
     """The average rule: the per-element bound on a correct average's deviation from the
     float64 reference, for a subject accumulating in ``dtype`` (default: the input type) and
     returning ``result`` (default: ``dtype``). ``both_float64``: the other side also accumulated
-    in float64 and errs too (the bound counts twice)."""
+    in float64 and errs too (the bound counts twice). ``mean_abs``: each window's mean ``|x|``
+    over the elements the subject averages, when they are not the ones ``policy`` gives the
+    engine (default: the engine's average of ``|x|``)."""
     acc = np.dtype(dtype or x.dtype)
     res = np.dtype(result or acc)
     eps = float(dtypes.finfo(acc).eps)  # bfloat16: 2^-7, from ml_dtypes
@@ -137,7 +140,8 @@ def avg_tolerance(x: np.ndarray, geom: Geometry, exclude_pad: bool, policy: Poli
     sides = 2.0 if both_float64 else 1.0
     with np.errstate(all="ignore"):
         wide = np.abs(x.astype(np.float64))
-        mean_abs = engine_module.avg_pool(wide, geom, exclude_pad, policy)
+        if mean_abs is None:
+            mean_abs = engine_module.avg_pool(wide, geom, exclude_pad, policy)
         e = np.abs(expected.astype(np.float64))
         ulp = np.spacing(np.where(np.isfinite(e), e, 0).astype(res)).astype(np.float64)
         tol = sides * (taps + 1) * ULPS_PER_TAP * eps * mean_abs + ulp

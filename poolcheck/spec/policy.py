@@ -15,6 +15,7 @@ EmptyMax = Literal["-inf", "lowest", "zero"]
 NanMode = Literal["propagate", "ignore", "first"]
 Divisor = Literal["attribute", "full", "padded", "valid"]
 EmptyAvg = Literal["zero", "nan"]
+AvgNan = Literal["propagate", "skip"]
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,10 @@ class Policy:
     - ``divisor``: ``attribute`` follows exclude_pad / count_include_pad (valid elements, or the
       window clipped to the padded input); ``full``/``padded``/``valid`` force one rule.
     - ``empty_avg``: average of a window with a zero divisor.
+    - ``avg_nan``: a diagnosis-only setting (the engines never read it: an average propagates
+      NaN): ``skip`` leaves NaN elements out of an average like padding, neither summed nor
+      counted. A field of its own, so that it combines with the accumulation settings the
+      diagnosis keeps in ``nan``.
     """
 
     empty_max: EmptyMax = "-inf"
@@ -38,6 +43,7 @@ class Policy:
     nan: NanMode = "propagate"
     divisor: Divisor = "attribute"
     empty_avg: EmptyAvg = "zero"
+    avg_nan: AvgNan = "propagate"
 
     def replace(self, **changes: object) -> Policy:
         # The diagnosis builds the same few variants of a policy for every output it explains.

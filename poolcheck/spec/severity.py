@@ -287,6 +287,10 @@ SEVERITY_RULES: tuple[SeverityRule, ...] = (
           "LpPool, GlobalLpPool"),
     _rule("lp:ceil-window-rescaled", _V, ("ONNX-LP-NORM",), "the norm is over the window's values: a window "
           "past the input's end is not scaled up to the kernel's size", "LpPool"),
+    _rule("lp:input-type-average", _U, ("ONNX-LP-NORM",), "the text gives no computation type for the terms |x|^p "
+          "or their sum: terms past the input type's largest value are inf where a wider type holds them",
+          "LpPool"),
+    _rule("lp:nan-skipped-rescaled", _U, (), "NaN in a norm: the text does not mention it", "LpPool"),
     _rule("lp:p-ignored", _V, ("ONNX-LP-P",), "p is the norm's order", "LpPool, GlobalLpPool"),
     _rule("lp:input-type-overflow", _U, ("ONNX-LP-NORM",), "the text gives no accumulation type for the sum of "
           "|x|^p: a sum in the input type overflows where a wider one does not", "LpPool, GlobalLpPool"),

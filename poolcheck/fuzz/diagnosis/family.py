@@ -20,6 +20,7 @@ import numpy as np
 
 from poolcheck.api_family import lp_root, run_family
 from poolcheck.engines import get_engine, get_family_engine
+from poolcheck.engines.numpy_engine import divisor as numpy_divisor
 from poolcheck.errors import PoolcheckError
 from poolcheck.fuzz.diagnosis.family_lp import SignedSums, exponent_rounded, root
 from poolcheck.fuzz.diagnosis.variants import GEOMETRY_VARIANTS, GeometryVariant, computed_mask
@@ -124,13 +125,24 @@ def _placed(spec: FamilySpec, x: np.ndarray,
 
 
 def _lp_on(spec: FamilySpec, x: np.ndarray, gv: GeometryVariant | None, *, rescale: bool = False,
-           signed: bool = False, overflow: bool = False, exponent32: bool = False) -> FamilyOutputs:
+           signed: bool = False, overflow: bool = False, exponent32: bool = False,
+           nan_skip: bool = False, average_in_type: bool = False) -> FamilyOutputs:
     """LpPool (GlobalLpPool) on the windows geometry variant ``gv`` places (None: the spec's);
-    ``rescale``: each window's sum scaled by kernel taps / taps inside the input (an average of
-    |x|^p over the window clipped to the input, times the kernel size: torch's lp_pool under
-    ceil_mode); ``signed``: x^p, not |x|^p, and C's pow for the root (lp:no-abs); ``overflow``:
-    powers and sums past the input type's largest value are inf (lp:input-type-overflow);
-    ``exponent32``: the root's exponent 1/p rounded to float32 (lp:root-exponent-float32)."""
+    ``rescale``: each window's sum scaled by kernel taps / taps inside the padded input (an
+    average of |x|^p over the window clipped to the padded input, padding counted, times the
+    kernel size: torch's lp_pool under ceil_mode, onnx.reference's LpPool, :func:`_padded_taps`);
+    ``signed``: x^p, not |x|^p, and C's pow for the root (lp:no-abs); ``overflow``: powers and
+    sums past the input type's largest value are inf (lp:input-type-overflow); ``exponent32``: the
+    root's exponent 1/p rounded to float32 (lp:root-exponent-float32); ``nan_skip``: NaN taps
+    left out and the sum of the others scaled by the taps counted / those others, NaN when none
+    is left (lp:nan-skipped-rescaled: onnx.reference 1.23's LpPool averages |x|^p with
+    ``np.average(window_vals[~isnan])``, then multiplies by the kernel size); ``average_in_type``:
+    each |x|^p and the window's average of them rounded to the input type (inf past its largest
+    value), the sum between them in float32 or wider, the average times the taps in float64
+    (lp:input-type-average, onnx.reference's LpPool: ``np.power`` in the input type,
+    ``np.average``'s float32 sum for float16, ``np.int64`` kernel size times the average)."""
+    if (nan_skip or average_in_type) and signed:
+        raise ValueError("lp:nan-skipped-rescaled and lp:input-type-average are modelled on |x|^p only")
     x, geom, kernel, kept = _placed(spec, x, gv)
     big = _overflow_bound(x.dtype, geom)
     with np.errstate(all="ignore"):
@@ -139,9 +151,22 @@ def _lp_on(spec: FamilySpec, x: np.ndarray, gv: GeometryVariant | None, *, resca
             powers = np.where(x < 0, -powers, powers)
         if overflow:
             powers = np.where(np.abs(powers) > big, np.sign(powers) * np.inf, powers)
+        nan = np.isnan(x) if nan_skip and dtypes.is_float(x.dtype) else None
+        if average_in_type:  # each term rounded to the input type
+            powers = dtypes.cast(powers, x.dtype).astype(np.float64)
+        if nan is not None:
+            powers = np.where(nan, 0.0, powers)
         sums = _placed_sums(powers, geom)
-        if rescale:
-            sums = sums * (kernel / _placed_sums(np.ones(x.shape), geom))
+        if rescale or nan is not None or average_in_type:
+            taps = _padded_taps(geom)
+            left = taps if nan is None else taps - _placed_sums(nan.astype(np.float64), geom)
+            if average_in_type:  # the sum in float32 or wider, the average rounded to the input type
+                acc = np.dtype(np.float32) if np.dtype(x.dtype).itemsize < 4 else np.dtype(x.dtype)
+                sums = np.where(np.abs(sums) > _overflow_bound(acc, geom), np.inf, sums)
+                mean = dtypes.cast(sums / left, x.dtype).astype(np.float64)
+                sums = np.where(left > 0, mean * (kernel if rescale else taps), np.nan)
+            else:
+                sums = np.where(left > 0, sums * ((kernel if rescale else taps) / left), np.nan)
         if overflow:
             sums = np.where(np.abs(sums) > big, np.sign(sums) * np.inf, sums)
         if kept is not None:  # a zero tail: the root of an uncomputed output's 0
@@ -173,7 +198,7 @@ def _signed_sums(spec: FamilySpec, x: np.ndarray, gv: GeometryVariant | None, *,
             finite_magnitude = kernels.lp_sums(np.where(finite, x, 0.0), geom, spec.p)
             counts = {k: kernels.lp_sums(v.astype(np.float64), geom, 1) for k, v in counted.items()}
         else:
-            scale = kernel / _placed_sums(np.ones(x.shape), geom) if rescale else 1.0
+            scale = kernel / _padded_taps(geom) if rescale else 1.0
             signed = np.where(negative, -powers, powers)
             sums, magnitude = _placed_sums(signed, geom) * scale, _placed_sums(powers, geom) * scale
             finite_magnitude = _placed_sums(np.where(finite, powers, 0.0), geom) * scale
@@ -187,8 +212,8 @@ def _signed_sums(spec: FamilySpec, x: np.ndarray, gv: GeometryVariant | None, *,
 
 #: What may combine on one LpPool example (each a behaviour of its own): one window placement,
 #: then these, in this order in a joined key.
-_LP_MODIFIERS: tuple[str, ...] = ("lp:ceil-window-rescaled", "lp:no-abs", "lp:input-type-overflow",
-                                  "lp:root-exponent-float32")
+_LP_MODIFIERS: tuple[str, ...] = ("lp:ceil-window-rescaled", "lp:nan-skipped-rescaled", "lp:no-abs",
+                                  "lp:input-type-overflow", "lp:input-type-average", "lp:root-exponent-float32")
 
 
 def _lp_plan(spec: FamilySpec, keys: Sequence[str]) -> tuple[GeometryVariant | None, set[str]] | None:
@@ -213,7 +238,8 @@ def _lp_combination(spec: FamilySpec, x: np.ndarray, keys: Sequence[str]) -> Fam
     gv, mods = plan
     try:
         return _lp_on(spec, x, gv, rescale="lp:ceil-window-rescaled" in mods, signed="lp:no-abs" in mods,
-                      overflow="lp:input-type-overflow" in mods, exponent32="lp:root-exponent-float32" in mods)
+                      overflow="lp:input-type-overflow" in mods, exponent32="lp:root-exponent-float32" in mods,
+                      nan_skip="lp:nan-skipped-rescaled" in mods, average_in_type="lp:input-type-average" in mods)
     except (PoolcheckError, ValueError, ZeroDivisionError):
         return None
 
@@ -240,12 +266,15 @@ def _matches(spec: FamilySpec, x: np.ndarray, keys: Sequence[str], out: FamilyOu
     return bool(np.all(ok))
 
 
-def _lp_combinations(spec: FamilySpec) -> list[tuple[str, ...]]:
-    """The combinations of two or three LpPool behaviours worth trying on ``spec``, smallest first."""
+def _lp_combinations(spec: FamilySpec, x: np.ndarray) -> list[tuple[str, ...]]:
+    """The combinations of two or three LpPool behaviours worth trying on ``spec`` and ``x``, smallest first."""
     windows = [(g.key,) for g in GEOMETRY_VARIANTS if spec.window is not None and g.applies(spec.window)]
+    has_nan = dtypes.is_float(x.dtype) and bool(np.isnan(x).any())
     modifiers = [m for m in _LP_MODIFIERS if (m != "lp:ceil-window-rescaled" or
                  (spec.window is not None and spec.window.rounding_type != "floor")) and
-                 (m != "lp:root-exponent-float32" or exponent_rounded(spec.p))]
+                 (m != "lp:root-exponent-float32" or exponent_rounded(spec.p)) and
+                 (m != "lp:nan-skipped-rescaled" or has_nan) and
+                 (m != "lp:input-type-average" or (dtypes.is_float(x.dtype) and np.dtype(x.dtype).itemsize < 8))]
     subsets = [tuple(c) for n in (1, 2, 3) for c in itertools.combinations(modifiers, n)]
     out = [(*w, *m) for w in [(), *windows] for m in [(), *subsets]]
     return sorted((c for c in out if len(c) >= 2), key=len)
@@ -257,6 +286,15 @@ def _overflow_bound(dtype: np.dtype, geom: Geometry) -> float:
     taps = math.prod(a.kernel for a in geom.axes)
     info = dtypes.finfo(dtype)
     return float(info.max) * (1.0 - (taps + 2) * float(info.eps))
+
+
+def _padded_taps(geom: Geometry) -> np.ndarray:
+    """Per window of ``geom``, its taps inside the padded input (padding counted, the taps a ceil
+    window has past the padded input's end not): the divisor of an average with padding counted,
+    which ``lp:ceil-window-rescaled`` scales up to the kernel size. torch's lp_pool has no
+    padding; onnx.reference 1.23's LpPool (``op_lp_pool.py``: the AVG path on |x|^p with zeros
+    for padding, times the kernel size) counts its explicit pads as taps."""
+    return numpy_divisor(geom, False).astype(np.float64)
 
 
 def _placed_sums(values: np.ndarray, geom: Geometry) -> np.ndarray:
@@ -499,10 +537,19 @@ FAMILY_VARIANTS: tuple[FamilyVariant, ...] = (
                   lambda s, x, i: _lp(s, x, rooted=False), lambda s: s.p > 1),
     FamilyVariant("lp:no-abs", ("lp", "global_lp"), "x^p summed without |x| (the root of the signed sum: torch's "
                   "lp_pool)", lambda s, x, i: _lp(s, x, signed=True), _odd_p),
-    FamilyVariant("lp:ceil-window-rescaled", ("lp",), "a window past the input's end summed over its taps inside "
-                  "the input and scaled by kernel size / those taps (avg_pool(x^p) * kernel size)",
+    FamilyVariant("lp:ceil-window-rescaled", ("lp",), "a window past the padded input's end summed over its taps "
+                  "inside the padded input (padding counted as 0) and scaled by kernel size / those taps "
+                  "(avg_pool(x^p) * kernel size)",
                   lambda s, x, i: _lp_on(s, x, None, rescale=True),
                   lambda s: s.window is not None and s.window.rounding_type != "floor"),
+    FamilyVariant("lp:nan-skipped-rescaled", ("lp",), "NaN left out of the window and the sum of the other "
+                  "|x|^p scaled by the window's taps / those others (an average over the taps not NaN, times the "
+                  "taps: onnx.reference's LpPool); a window of NaN only gives NaN",
+                  lambda s, x, i: _lp_on(s, x, None, nan_skip=True), lambda s: s.window is not None),
+    FamilyVariant("lp:input-type-average", ("lp",), "each |x|^p and the window's average of them rounded to the "
+                  "input type (inf past its largest value), the sum between them in float32 or wider, the average "
+                  "times the taps in float64 (onnx.reference's LpPool)",
+                  lambda s, x, i: _lp_on(s, x, None, average_in_type=True), lambda s: s.window is not None),
     # LpPool's pads or dilations ignored are the window variants pads:ignored, dilations:ignored
     *(_window_variant(gv) for gv in GEOMETRY_VARIANTS),
     FamilyVariant("lp:input-type-overflow", ("lp", "global_lp"), "|x|^p summed in the input type: inf past its "
@@ -630,7 +677,7 @@ def diagnose_family(spec: FamilySpec, x: np.ndarray, indices: np.ndarray | None,
     # a joined variant whose part alone reproduces the output adds nothing here (the simpler name)
     found = [k for k in found if "+" not in k or not any(a in found for a in k.split("+"))]
     if not found and spec.op in ("lp", "global_lp"):
-        for keys in _lp_combinations(spec):
+        for keys in _lp_combinations(spec, x):
             if found and len(keys) > len(found[0].split("+")):
                 break
             out = _lp_combination(spec, x, keys)

@@ -65,6 +65,26 @@ def _starts_in_pad(spec: PoolSpec, x: np.ndarray) -> bool:
     return any((a.out - 1) * a.stride >= a.size + a.pad_begin for a in g.axes)
 
 
+def _plane_over_element_index(spec: PoolSpec, x: np.ndarray) -> bool:
+    """PyTorch's channels_last max pooling (``cpu_max_pool_channels_last`` in
+    aten/src/ATen/native/cpu/MaxPoolKernel.cpp, 2-D and 3-D alike) keeps each lane's in-plane
+    index in ``integer_t = int_same_size_t<opmath_t>``, a signed integer as wide as the element's
+    compute type, and checks ``input_depth * input_height * input_width <= numeric_limits<integer_t>::max()``
+    first: one (n, c) plane of the INPUT (padding, kernel, stride, ceil_mode and N play no part)
+    holds more elements than that integer counts. The kernel runs only on a channels_last tensor
+    with C > 1 (with C = 1 the tensor is also contiguous and the NCHW kernel runs). Measured with
+    F.max_pool2d / F.max_pool3d on channels_last tensors (PyTorch 2.13.0 CPU): int8 and uint8
+    (``integer_t`` int8) refuse exactly when C > 1 and the plane has more than 127 elements
+    (3-D: 18396 calls per type, D and H 1-8, W 1-129, N 1-3, C 1-64, kernels 1-2, with and
+    without indices; 2-D: 7020 calls, H 1-39, W 1-129; 0 mismatches; the other seven types pass
+    that whole 3-D grid); int16 above 32767 (32767 passes, 32768 refuses); float16, bfloat16,
+    float32 and int32 pass at 32768 (``integer_t`` int32)."""
+    if spec.op != "max" or x.ndim not in (4, 5) or x.shape[1] < 2 or x.dtype.kind not in "iuf":
+        return False
+    width = x.dtype.itemsize if x.dtype.kind in "iu" else max(x.dtype.itemsize, 4)  # half types: float opmath
+    return int(np.prod(x.shape[2:])) > np.iinfo(np.dtype(f"int{8 * width}")).max
+
+
 #: A rejection is named only when the peer's own message points at the condition (and the
 #: condition holds); anything else is classed by its message with the numbers blanked.
 REJECT_RULES: tuple[RejectRule, ...] = (
@@ -93,6 +113,11 @@ REJECT_RULES: tuple[RejectRule, ...] = (
     RejectRule("dilations", "rejects dilations > 1", lambda s, x: any(d > 1 for d in s.dilations),
                r"(?i)dilations?\W{0,3}(>|must|should|are not|is not|not supported|unsupported)"
                r"|(unsupported|no|not support\w*)\s+dilations?"),
+    RejectRule("plane over the element-width index", "rejects (max pooling, C > 1) an input plane of more "
+               "elements than a signed integer as wide as the element counts (D*H*W, or H*W, > 127 for int8/uint8, "
+               "> 32767 for int16): PyTorch's channels_last kernel keeps its in-plane indices in that integer",
+               _plane_over_element_index, r"input_depth \* input_height \* input_width <= "
+               r"std::numeric_limits<integer_t>::max\(\)"),
     RejectRule("asymmetric pads", "rejects asymmetric pads",
                lambda s, x: s.auto_pad == "explicit" and s.pads_begin != s.pads_end, r"(?i)symmetric"),
 )

@@ -25,9 +25,19 @@ from poolcheck.spec.shape import Geometry
 
 def _tolerance(engine_module: ModuleType, spec: PoolSpec, x: np.ndarray, geom: Geometry, policy: Policy,
                expected: np.ndarray) -> np.ndarray | None:
+    """The average rule for a re-run under ``policy``, or None (exact) for max pooling. Under
+    ``avg=nan-skipped`` (``policy.avg_nan == "skip"``) the bound is the one of an average over a
+    window's other elements: its mean |x| is taken without the NaN elements, as the average is
+    (the engine's average of |x| is NaN in such a window, which left no tolerance at all: a
+    peer summing the same numbers in another order, onnx.reference's ``np.average``, was then
+    unexplained by one ulp)."""
     if spec.op != "avg" or 0 in geom.output_shape:
         return None
-    return avg_tolerance(x, geom, spec.exclude_pad, policy, expected, engine_module)
+    mean_abs = None
+    if policy.avg_nan == "skip" and is_float(x.dtype):
+        with np.errstate(all="ignore"):
+            mean_abs = _run(engine_module, spec, np.abs(x.astype(np.float64)), geom, policy).values
+    return avg_tolerance(x, geom, spec.exclude_pad, policy, expected, engine_module, mean_abs=mean_abs)
 
 
 def _run(engine_module: ModuleType, spec: PoolSpec, x: np.ndarray, geom: Geometry, policy: Policy,
@@ -74,13 +84,22 @@ def _run_windows(engine_module: ModuleType, spec: PoolSpec, x: np.ndarray, geom:
         rule = policy.divisor if policy.divisor != "attribute" else ("valid" if spec.exclude_pad else "padded")
         return Outputs(np.where(_signed_divisor_empty(geom, out.values.shape, rule), np.nan, out.values).astype(
             out.values.dtype))
-    if policy.nan == "avg-skip" and spec.op == "avg":  # diagnosis-only: NaN neither summed nor counted
+    if policy.avg_nan == "skip" and spec.op == "avg":  # diagnosis-only: NaN neither summed nor counted
         nan = np.isnan(x) if is_float(x.dtype) else np.zeros(x.shape, dtype=bool)
         full = Policy(divisor="full")
-        total = compute_expected(engine_module, np.where(nan, 0, x).astype(np.float64), geom, "avg", policy=full).values
-        count = compute_expected(engine_module, (~nan).astype(np.float64), geom, "avg", policy=full).values
-        with np.errstate(all="ignore"):
-            mean = np.where(count > 0, total / np.where(count > 0, count, 1), np.nan)
+        taps = math.prod(a.kernel for a in geom.axes)
+        share = compute_expected(engine_module, (~nan).astype(np.float64), geom, "avg", policy=full).values
+        count = np.rint(share * taps)  # the window's elements other than NaN
+        rest = np.where(nan, 0, x).astype(x.dtype)
+        if policy.nan in _INPUT_TYPE_SUMS:  # the other elements summed in the input type, as that variant sums
+            mean = _avg_in_input_type(rest, geom, spec.exclude_pad, policy.replace(avg_nan="propagate"),
+                                      by_axis=policy.nan == "sum-in-input-type-by-axis",
+                                      rounded=policy.nan == "sum-rounded-to-input-type", count=count)
+            mean = np.where(count > 0, mean, np.nan)  # no element left: NaN, as without the input-type sum
+        else:
+            total = compute_expected(engine_module, rest.astype(np.float64), geom, "avg", policy=full).values
+            with np.errstate(all="ignore"):
+                mean = np.where(count > 0, total / np.where(count > 0, share, 1), np.nan)
         out = Outputs(mean.astype(x.dtype))
     elif policy.nan == "sum-in-input-type" and spec.op == "avg":
         out = Outputs(_avg_in_input_type(x, geom, spec.exclude_pad, policy.replace(nan="propagate")))
@@ -193,14 +212,19 @@ def _narrow(x: np.ndarray, to: np.dtype) -> np.ndarray:
         return x.astype(to)
 
 
+#: The diagnosis-only ``nan`` settings of an average summed in (or rounded to) the input type.
+_INPUT_TYPE_SUMS = ("sum-in-input-type", "sum-in-input-type-by-axis", "sum-rounded-to-input-type")
+
+
 def _avg_in_input_type(x: np.ndarray, geom: Geometry, exclude_pad: bool, policy: Policy,
-                       by_axis: bool = False, rounded: bool = False) -> np.ndarray:
+                       by_axis: bool = False, rounded: bool = False, count: np.ndarray | None = None) -> np.ndarray:
     """Average pooling whose sum runs in ``x.dtype`` (taps in row-major window order, padding
     adding nothing), divided once: how a runtime without a wider accumulator computes it. With
     ``by_axis`` the sum nests by axis, innermost first (XLA's reduce_window on the CPU: each row
     along the last axis from 0, then those row sums, and so on outwards). With ``rounded`` the sum
     runs wider (float32 for float16, float64 for float32) and is rounded to ``x.dtype`` before the
-    division (tract)."""
+    division (tract). ``count``: the divisor of each window, when it is not the policy's (the
+    window's elements other than NaN, under ``avg=nan-skipped``; a count of 0 is an empty window)."""
     # x sits at offset max(0, pad_begin): a negative pad_begin (ONNX SAME with a stride past the
     # dilated kernel) starts the windows inside the input rather than before it
     lows = [max(0, a.pad_begin) for a in geom.axes]
@@ -228,7 +252,7 @@ def _avg_in_input_type(x: np.ndarray, geom: Geometry, exclude_pad: bool, policy:
             for offsets in itertools.product(*(range(a.kernel) for a in geom.axes)):
                 acc += tap(offsets)
         acc = acc.astype(x.dtype)  # a wider sum is rounded to the input type here
-        div = _NUMPY.divisor(geom, exclude_pad, policy).astype(np.float64)
+        div = (_NUMPY.divisor(geom, exclude_pad, policy) if count is None else count).astype(np.float64)
         mean = acc.astype(np.float64) / div
         empty = np.broadcast_to(div == 0, mean.shape)
         mean[empty] = 0.0 if policy.empty_avg == "zero" else np.nan

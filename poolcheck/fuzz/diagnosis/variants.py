@@ -171,8 +171,8 @@ def _ceil_extra_split(spec: PoolSpec, shape: tuple[int, ...]) -> Placement:
     Measured (ReferenceEvaluator, onnx 1.23.2; sizes 1-8, kernels 1-3, strides 1-3, dilations 1-2,
     pads 0-2 at each end, ceil_mode 0/1, count_include_pad 0/1, and 2-D inputs): 3901 outputs
     equal, 745 more with its empty windows' NaN (``empty_avg=nan``), none different. LpPool runs
-    the same code on |x|^p but rescales windows touching padding by kernel size / taps: not
-    modelled with this variant (10 of 224 unpadded ceil configurations still differ)."""
+    the same code on |x|^p, times the kernel size: this placement with ``lp:ceil-window-rescaled``
+    (its windows' taps inside the padded input, padding counted, scaled up to the kernel size)."""
     g = resolve(spec, shape)
     axes, crops = [], []
     for a in g.axes:
@@ -544,7 +544,7 @@ POLICY_VARIANTS: tuple[PolicyVariant, ...] = (
                   {"empty_avg": "signed-divisor"}),
     PolicyVariant("avg=nan-skipped", "avg_nan",
                   "NaN elements left out of the average like padding (neither summed nor counted)",
-                  {"nan": "avg-skip"}),
+                  {"avg_nan": "skip"}),
     PolicyVariant("avg=input-type-sum", "accumulate",
                   "the average's sum accumulated in the input type (it overflows where float64 does not)",
                   {"nan": "sum-in-input-type"}),
