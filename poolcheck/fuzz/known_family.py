@@ -70,6 +70,11 @@ def _state(entry: KnownEntry, result: Any) -> tuple[KnownState, str]:
     keys = diagnose_family(spec, case.input, unpool, expected, (values, indices))
     if klass in keys or (klass.startswith(UNEXPLAINED) and not keys):
         return KnownState.REPRODUCES, f"reproduces: {klass}"
+    # a campaign records one signature per atom of a combined class (lp:input-type-overflow of
+    # 'lp:input-type-overflow+lp:no-abs'): the atom reproduces where a key holds it
+    holding = next((k for k in keys if klass in k.split("+")), None)
+    if holding is not None:
+        return KnownState.REPRODUCES, f"reproduces: {klass} (as {holding})"
     return KnownState.CHANGED, f"diverges differently: {keys[0] if keys else UNEXPLAINED}"
 
 
