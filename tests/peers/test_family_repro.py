@@ -20,7 +20,7 @@ from poolcheck.corpus import EDGE_DIR, KNOWN_DIR, SEEDS_DIR
 from poolcheck.fuzz.campaign import recheck_known
 from poolcheck.fuzz.known import known_entries
 from poolcheck.peers.base import PeerOutput
-from poolcheck.repro import reproducer, textbook
+from poolcheck.repro import reproducer, textbook, write_reproducers
 from poolcheck.repro import textbook_family as loops
 from poolcheck.repro.family import family_constants
 from poolcheck.results import KnownState, Severity
@@ -181,3 +181,21 @@ cases:
     check = peer_checks([case], [_EndFloor("end-floor")], isolated=False)[case.id][0]
     assert check.verdict == "fail" and check.severity == Severity.VIOLATION
     assert (check.diagnosis or "").startswith("adaptive:end-floor"), check.diagnosis
+
+
+def test_a_bfloat16_family_case_is_skipped_not_written(tmp_path: Path) -> None:
+    """The family scripts have no bfloat16 path: a script holding np.bfloat16 raised on import
+    and exited 1, the status of a standing divergence. ``poolcheck repro`` skips such a case
+    with its reason and writes nothing."""
+    case_file = tmp_path / "bf16.yaml"
+    case_file.write_text(
+        "schema: poolcheck.case/1\ncases:\n"
+        "- id: bf16-global-max\n  op: GlobalMaxPool-22\n  attributes: {}\n  dtype: bfloat16\n"
+        "  input: [[[1.0, 2.0]]]\n  expected: {values: [[[2.0]]], shape: [1, 1, 1]}\n"
+        "  tags: ['peer:tract']\n")
+    out = tmp_path / "out"
+    run = write_reproducers([case_file], out)
+    assert run.written == []
+    assert [cid for cid, _ in run.skipped] == ["bf16-global-max"]
+    assert "bfloat16" in run.skipped[0][1]
+    assert not out.exists() or not list(out.glob("*.py"))
