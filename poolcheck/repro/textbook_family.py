@@ -32,6 +32,14 @@ def lp_tolerance(value, taps, p, dtype):
     return ((taps + 1) / p + 1) * float(info.eps) * e + ulp + (taps * float(info.tiny)) ** (1.0 / p)
 
 
+def abs_power(v, p):
+    """|v| ** p, inf past the float64 range (Python's float power raises OverflowError there)."""
+    try:
+        return abs(v) ** p
+    except OverflowError:
+        return math.inf
+
+
 def lp_pool(x, axes, p):
     """(values, tolerance): LpPool over the windows ``axes`` describe (see ``window_taps``)."""
     n, c = x.shape[:2]
@@ -42,7 +50,7 @@ def lp_pool(x, axes, p):
     for b, ch in itertools.product(range(n), range(c)):
         for o in itertools.product(*(range(a[6]) for a in axes)):
             inside, _ = window_taps(o, axes)
-            total = sum(abs(float(x[(b, ch) + q])) ** p for q in inside)
+            total = sum(abs_power(float(x[(b, ch) + q]), p) for q in inside)
             with np.errstate(all="ignore"):
                 values[(b, ch) + o] = total ** (1.0 / p)
             tolerance[(b, ch) + o] = lp_tolerance(values[(b, ch) + o], taps, p, x.dtype)
@@ -70,7 +78,7 @@ def global_pool(x, kind, p=2):
                 tol = (taps + 1) * eps * mean_abs + float(np.spacing(x.dtype.type(abs(float(values[at])))))
                 tolerance[at] = tol if math.isfinite(tol) else 0.0
             else:
-                values[at] = sum(abs(v) ** p for v in plane) ** (1.0 / p)
+                values[at] = sum(abs_power(v, p) for v in plane) ** (1.0 / p)
                 tolerance[at] = lp_tolerance(values[at], taps, p, x.dtype)
     return values, tolerance
 

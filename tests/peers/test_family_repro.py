@@ -199,3 +199,15 @@ def test_a_bfloat16_family_case_is_skipped_not_written(tmp_path: Path) -> None:
     assert [cid for cid, _ in run.skipped] == ["bf16-global-max"]
     assert "bfloat16" in run.skipped[0][1]
     assert not out.exists() or not list(out.glob("*.py"))
+
+
+def test_the_lp_loops_give_inf_past_the_float64_range_as_the_engine_does() -> None:
+    """|x|^p past float64's range: the engine's power is inf and so is the norm; the loops raised
+    OverflowError (a script then exited 1 on a traceback)."""
+    x = np.array([[[1.7976931348623157e308, 1.0, -2.0]]])
+    ref, _ = run_family(FamilySpec(op="global_lp", p=3), x)
+    values, _ = loops.global_pool(x, "lp", 3)
+    assert np.isinf(ref).all() and np.array_equal(values, ref)
+    axes = [(3, 2, 1, 1, 0, 0, 2)]  # size, kernel, stride, dilation, pads, output length
+    values, _ = loops.lp_pool(x, axes, 3)
+    assert np.isinf(values[0, 0, 0]) and values[0, 0, 1] == np.float64(9.0) ** (1 / 3)
