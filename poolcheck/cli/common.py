@@ -71,6 +71,17 @@ def path_parser(option: str) -> Callable[[str], Path]:
     return parse
 
 
+def text_parser(option: str, what: str) -> Callable[[str], str]:
+    """A typer ``parser`` for a text option: nothing but spaces and commas (an unset shell
+    variable, ``-k "$ID"``) is a usage error naming ``option`` -- it would select everything."""
+    def parse(text: str) -> str:
+        if not text.replace(",", "").strip():
+            got = "an empty string" if not text.strip() else f"{text!r} (only empty items)"
+            raise fail(f"{option}: expected {what}, got {got}")
+        return text
+    return parse
+
+
 def parse_int_list(option: str, text: str | None) -> list[int] | None:
     """Parse "2,2" into [2, 2] ("" into [], a trailing comma allowed); a bad or empty item
     (``1,,7``) is a usage error naming the option."""
