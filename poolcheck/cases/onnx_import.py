@@ -318,7 +318,8 @@ def onnx_pool_nodes(path: Path, input_shapes: dict[str, tuple[int, ...]] | None 
         vtype = types.get(node.input[0]) if node.input else None
         dims = _dims(vtype) if vtype is not None else None
         elem = vtype.tensor_type.elem_type if vtype is not None else 0
-        dtype = _np_dtype_name(elem) if elem else "float32"
+        # UNDEFINED (0) is no element type: shown as "onnx type 0", never judged as some other type
+        dtype = _np_dtype_name(elem) if vtype is not None else "float32"
         attrs = _attr_dict(node)
         if versions:
             case_op, problem = _versioned_row(node.op_type, opset, attrs)

@@ -75,3 +75,47 @@ def test_explain_of_an_empty_case_id_is_a_usage_error(tmp_path: Path) -> None:
     assert r.returncode == 2, r.stdout + r.stderr
     line = one_error_line(r.stderr)
     assert "expected a case id" in line and "empty" in line, line
+
+
+def test_command_line_integers_are_plain_decimal_digits(tmp_path: Path) -> None:
+    """Python's int() read `--input 1,1,1_6` as 1,1,16 (underscores group digits), `２` (a
+    fullwidth digit) as 2: numbers the user did not type as such. Every comma-separated integer
+    option (shape's, explain --at, audit --input-shape) reads ASCII digits with an optional sign."""
+    for option, value in (("--input", "1,1,1_6"), ("--kernel", "\uff12"), ("--pads", "0,\u0663")):
+        args = {"--input": "1,1,16", "--kernel": "2", option: value}
+        r = invoke("shape", *[a for kv in args.items() for a in kv])
+        assert r.returncode == 2, (option, value, r.stdout + r.stderr)
+        line = one_error_line(r.stderr)
+        assert f"{option}: expected comma-separated integers" in line and repr(value) in line, line
+    r = invoke("shape", "--input", " 1, 1, 16 ", "--kernel", "+2,", "--pads", "0,0")
+    assert r.returncode == 0 and "(1, 1, 15)" in r.stdout, r.stdout + r.stderr
+
+    import onnx
+    from onnx import TensorProto, helper
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 1, 5, 5])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    node = helper.make_node("MaxPool", ["x"], ["y"], name="mp", kernel_shape=[2, 2])
+    model = helper.make_model(helper.make_graph([node], "g", [x], [y]), opset_imports=[helper.make_opsetid("", 22)])
+    onnx.save(model, str(tmp_path / "dyn.onnx"))
+    r = invoke("audit", str(tmp_path / "dyn.onnx"), "--peers", "none", "--engine", "numpy", "-q",
+               "--input-shape", "x=1,1,5_0,5")
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "--input-shape: expected NAME=D1,D2,..." in one_error_line(r.stderr)
+
+
+def test_audit_refuses_an_input_of_undefined_element_type(tmp_path: Path) -> None:
+    """A model input of element type UNDEFINED (0; no runtime loads such a model) was audited as
+    float32: verdicts and divergences for a tensor type the model does not have."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    x = helper.make_tensor_value_info("x", TensorProto.UNDEFINED, [1, 1, 5, 5])
+    y = helper.make_tensor_value_info("y", TensorProto.UNDEFINED, None)
+    node = helper.make_node("MaxPool", ["x"], ["y"], name="mp", kernel_shape=[2, 2])
+    model = helper.make_model(helper.make_graph([node], "g", [x], [y]), opset_imports=[helper.make_opsetid("", 22)])
+    onnx.save(model, str(tmp_path / "undef.onnx"))
+    r = invoke("audit", str(tmp_path / "undef.onnx"), "--peers", "none", "--engine", "numpy", "-q")
+    assert r.returncode == 2, r.stdout + r.stderr
+    line = one_error_line(r.stderr)
+    assert "node 'mp'" in line and "cannot judge" in line and "onnx type 0" in line, line
