@@ -119,3 +119,38 @@ def test_audit_refuses_an_input_of_undefined_element_type(tmp_path: Path) -> Non
     assert r.returncode == 2, r.stdout + r.stderr
     line = one_error_line(r.stderr)
     assert "node 'mp'" in line and "cannot judge" in line and "onnx type 0" in line, line
+
+
+PADS_CASE = """\
+  - id: p
+    op: MaxPool-22
+    attributes: {kernel_shape: [2], pads: [0, 1]}
+    input: [[[1, 2, 3]]]
+    expected: {values: [[[2, 3, 3]]]}
+"""
+
+
+@pytest.mark.parametrize(("peer_name", "words"), [
+    ("onnxruntime", "built-in peer"), ("torch", "built-in peer"), ("numpy", "engine"), ("c", "engine"),
+    ("", "expected a name"), ("  ", "expected a name"), ("pi|pe", "'|'"),
+])
+def test_a_plugin_cannot_take_a_name_that_is_not_its_own(tmp_path: Path, peer_name: str, words: str) -> None:
+    """A plugin whose PEER_NAME is 'onnxruntime' was reported as 'onnxruntime: fail (violation)'
+    (the column 'ORT'): a divergence of ONNX Runtime that ONNX Runtime does not have. 'numpy' or
+    'c' made a peer column with an engine's name (runners keyed by name merged), '' a column
+    without a name, and 'pi|pe' a signature read back as subject 'pi' (fuzz's table showed peer
+    'pi', detail 'pe|pads:swapped'). Such a plugin is refused, naming the file: exit 2."""
+    from support import PLANTED
+
+    text = (PLANTED / "pads_swapped.py").read_text()
+    assert 'PEER_NAME = "planted-pads-swapped"' in text
+    plugin = tmp_path / "plug.py"
+    plugin.write_text(text.replace('PEER_NAME = "planted-pads-swapped"', f'PEER_NAME = "{peer_name}"'))
+    (tmp_path / "c.yaml").write_text(HEAD + PADS_CASE)
+    for args in (["run", "-q", "--engine", "numpy", str(tmp_path / "c.yaml"), "--peers", str(plugin)],
+                 ["fuzz", "--max-examples", "1", "--no-progress", "--peers", str(plugin), "--database",
+                  str(tmp_path / "db"), "--save-cases", str(tmp_path / "finds"), "--no-bundled-known"]):
+        r = invoke(*args)
+        assert r.returncode == 2, (args[0], r.stdout + r.stderr)
+        line = one_error_line(r.stderr)
+        assert str(plugin) in line and words in line, line
