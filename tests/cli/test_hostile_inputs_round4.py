@@ -154,3 +154,18 @@ def test_a_plugin_cannot_take_a_name_that_is_not_its_own(tmp_path: Path, peer_na
         assert r.returncode == 2, (args[0], r.stdout + r.stderr)
         line = one_error_line(r.stderr)
         assert str(plugin) in line and words in line, line
+
+
+def test_fuzz_cluster_and_ranks_read_what_was_typed(tmp_path: Path) -> None:
+    """`--cluster ""` (an unset variable: `--cluster "$SCHEDULER"`) ran the campaign here without
+    a word, and `--ranks 0_3` was read as rank 3 (Python's int() takes digit groups)."""
+    common = ["fuzz", "--peers", "none", "--max-examples", "1", "--no-progress", "--database", str(tmp_path / "db"),
+              "--save-cases", str(tmp_path / "finds"), "--no-bundled-known"]
+    for extra, words in ((["--cluster", ""], "--cluster: expected a scheduler address"),
+                         (["--cluster", " "], "--cluster: expected a scheduler address"),
+                         (["--ranks", "0_3"], "--ranks: expected comma-separated integers")):
+        r = invoke(*common, *extra)
+        assert r.returncode == 2, (extra, r.stdout + r.stderr)
+        line = one_error_line(r.stderr)
+        assert words in line, line
+    assert not (tmp_path / "db").exists()
