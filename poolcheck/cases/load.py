@@ -432,6 +432,17 @@ def _non_string_key(raw: dict[Any, Any]) -> tuple[Any, Any] | None:
     return None
 
 
+def _shape_clash(outputs: dict[str, Any]) -> tuple[str, str] | None:
+    """(key, why) when documented outputs disagree on the output's shape (values, indices and
+    shape are one output's): a document contradicting itself, not something to judge."""
+    shapes = [(k, tuple(outputs[k]) if k == "shape" else np.shape(outputs[k])) for k in ("values", "indices", "shape")
+              if k in outputs]
+    for k, shape in shapes[1:]:
+        if shape != shapes[0][1]:
+            return k, f"shape {list(shape)} differs from {shapes[0][0]}' {list(shapes[0][1])} (one output's)"
+    return None
+
+
 def parse_case(raw: Any, *, path: str, index: int, lines: dict[tuple[Any, ...], int]) -> Case:
     """Validate one raw case mapping; every error is a CaseFileError with file, line, case, field."""
     base = ("cases", index)
@@ -533,6 +544,9 @@ def parse_case(raw: Any, *, path: str, index: int, lines: dict[tuple[Any, ...], 
     except AttributeValueError as exc:
         field_name = exc.attribute.split(".")[-1]
         raise err("expected", exc.reason, field_name) from None
+    clash = _shape_clash(expected)
+    if clash:
+        raise err("expected", clash[1], clash[0])
 
     tol = raw.get("tolerance", {}) or {}
     if not isinstance(tol, dict) or set(tol) - {"rtol", "atol"}:
@@ -567,6 +581,9 @@ def parse_case(raw: Any, *, path: str, index: int, lines: dict[tuple[Any, ...], 
             raise err("erratum", exc.reason, "correct") from None
         except TypeError as exc:
             raise err("erratum", str(exc), "correct") from None
+        clash = _shape_clash(conv)
+        if clash:
+            raise err("erratum", f"{clash[0]}: {clash[1]}", "correct")
         erratum = {**erratum, "correct": conv}
 
     source = raw.get("source", {}) or {}

@@ -169,3 +169,29 @@ def test_fuzz_cluster_and_ranks_read_what_was_typed(tmp_path: Path) -> None:
         line = one_error_line(r.stderr)
         assert words in line, line
     assert not (tmp_path / "db").exists()
+
+
+def test_documented_outputs_of_different_shapes_are_a_malformed_case(tmp_path: Path) -> None:
+    """`expected: {values: [[[1, 2]]], indices: [[[0, 2, 3]]]}` (or a `shape` other than the
+    values') was judged: 'numpy: fail (violation) indices.shape=(1, 1, 2), but should be (1, 1,
+    3)', the engine blamed for a document that contradicts itself. The loader refuses it."""
+    for where, block in (
+            ("expected.indices", "expected: {values: [[[1, 2]]], indices: [[[0, 2, 3]]]}"),
+            ("expected.shape", "expected: {values: [[[1, 2]]], shape: [1, 1, 3]}"),
+            ("erratum.correct", "expected: {values: [[[1, 3]]]}\n    erratum: {says: x, why: y, "
+                                "correct: {values: [[[1, 2]]], indices: [[[0]]]}}")):
+        code, out, err = run_case_text(tmp_path, "  - id: s\n    op: MaxPool-22\n    attributes: {kernel_shape: [2]}\n"
+                                                 f"    input: [[[1, 1, 2]]]\n    {block}\n")
+        assert code == 2, (where, out, err)
+        line = one_error_line(err)
+        assert f"field '{where}'" in line and "differs from" in line, line
+    code, out, err = run_case_text(tmp_path, "  - id: s\n    op: MaxPool-22\n    attributes: {kernel_shape: [2]}\n"
+                                             "    input: [[[1, 1, 2]]]\n    expected: {values: [[[1, 2]]], "
+                                             "indices: [[[0, 2]]], shape: [1, 1, 2]}\n")
+    assert code == 0, out + err
+
+
+def run_case_text(tmp_path: Path, text: str) -> tuple[int, str, str]:
+    (tmp_path / "c.yaml").write_text(HEAD + text)
+    r = invoke("run", "-q", "--engine", "numpy", str(tmp_path / "c.yaml"))
+    return r.returncode, r.stdout, r.stderr
