@@ -195,3 +195,21 @@ def run_case_text(tmp_path: Path, text: str) -> tuple[int, str, str]:
     (tmp_path / "c.yaml").write_text(HEAD + text)
     r = invoke("run", "-q", "--engine", "numpy", str(tmp_path / "c.yaml"))
     return r.returncode, r.stdout, r.stderr
+
+
+def test_json_output_shows_bidirectional_overrides_escaped(tmp_path: Path) -> None:
+    """`poolcheck run --json` (and result.json) wrote a title's U+202E and the isolates raw: `cat`
+    on a terminal reordered the rest of the line as displayed. They are \\u escapes now, like the
+    C1 controls; the data reads back unchanged."""
+    import json
+
+    title = "abc\u202edef\u2066ghi\u2069"
+    (tmp_path / "c.yaml").write_text(HEAD + GOOD.replace("    op:", f'    title: "{title}"\n    op:'), encoding="utf-8")
+    r = invoke("run", "--json", "--engine", "numpy", str(tmp_path / "c.yaml"), "--report-dir", str(tmp_path / "rep"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    html = (tmp_path / "rep" / "report.html").read_text(encoding="utf-8")
+    assert not any(ch in html for ch in "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+    for text in (r.stdout, (tmp_path / "rep" / "result.json").read_text(encoding="utf-8")):
+        assert not any(ch in text for ch in "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"), text
+        assert "abc\\u202edef\\u2066ghi\\u2069" in text
+        assert json.loads(text)["cases"][0]["title"] == title
