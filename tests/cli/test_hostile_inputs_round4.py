@@ -213,3 +213,35 @@ def test_json_output_shows_bidirectional_overrides_escaped(tmp_path: Path) -> No
         assert not any(ch in text for ch in "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"), text
         assert "abc\\u202edef\\u2066ghi\\u2069" in text
         assert json.loads(text)["cases"][0]["title"] == title
+
+
+def test_report_output_to_a_pipe_or_a_link_writes_into_it(tmp_path: Path) -> None:
+    """`poolcheck report R.json -o /dev/null` (or a named pipe) renamed a temporary file over the
+    device: run as root it replaced /dev/null with a regular file (measured, then restored with
+    mknod). `-o LINK` replaced the symbolic link with a file and left its target unwritten. A pipe
+    or character device is now written in place, a link's target is written and the link kept."""
+    import os
+    import stat
+
+    (tmp_path / "c.yaml").write_text(HEAD + GOOD)
+    r = invoke("run", "-q", "--engine", "numpy", str(tmp_path / "c.yaml"), "--report-dir", str(tmp_path / "rep"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    saved = str(tmp_path / "rep" / "result.json")
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # a reader, so the writer's open does not wait
+    try:
+        r = invoke("report", saved, "-f", "md", "-o", str(fifo))
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert stat.S_ISFIFO(os.lstat(fifo).st_mode), "the pipe was replaced by a file"
+        assert b"poolcheck run: 1 case(s)" in os.read(reader, 1 << 16)
+    finally:
+        os.close(reader)
+
+    (tmp_path / "real.md").write_text("old")
+    (tmp_path / "link.md").symlink_to(tmp_path / "real.md")
+    r = invoke("report", saved, "-f", "md", "-o", str(tmp_path / "link.md"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert (tmp_path / "link.md").is_symlink()
+    assert "poolcheck run: 1 case(s)" in (tmp_path / "real.md").read_text()
