@@ -114,10 +114,12 @@ def writable_dir(option: str, path: Path) -> Path:
     """Check up front that ``path`` is (or can be created as) a writable folder; a usage error
     naming the option otherwise, before any work is done."""
     probe = path
-    while not probe.exists():
+    while not probe.exists() and not probe.is_symlink():
         if probe.parent == probe:
             break
         probe = probe.parent
+    if probe.is_symlink() and not probe.exists():  # mkdir would fail on it: "File exists"
+        raise fail(f"{option}: {str(probe)!r} is a link to {os.readlink(probe)!r}, which does not exist")
     if probe.exists() and not probe.is_dir():
         raise fail(f"{option}: {str(probe)!r} exists and is not a folder")
     if not os.access(probe, os.W_OK | os.X_OK):

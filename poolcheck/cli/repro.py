@@ -7,7 +7,17 @@ from typing import Annotated
 
 import typer
 
-from poolcheck.cli.common import EXIT_OK, console, err_console, path_parser, safe, text_parser, user_errors
+from poolcheck.cli.common import (
+    EXIT_OK,
+    console,
+    err_console,
+    fail,
+    path_parser,
+    safe,
+    text_parser,
+    user_errors,
+    writable_dir,
+)
 from poolcheck.repro import write_reproducers
 
 
@@ -26,7 +36,11 @@ def repro(
     requires with its own loop, prints both with the spec sentences, and exits 1 while the
     divergence stands (0 once fixed)."""
     with user_errors():
-        run = write_reproducers(paths or [], output, k=k, runtime=runtime)
+        writable_dir("--output", output)
+        try:
+            run = write_reproducers(paths or [], output, k=k, runtime=runtime)
+        except OSError as exc:  # a folder that cannot be made (/proc/x), a full disk
+            raise fail(f"--output: cannot write {output}: {exc.strerror or exc}") from None
     for case_id, files in run.written:
         console.print(f"{safe(case_id)}: " + ", ".join(safe(str(f)) for f in files), highlight=False, markup=False)
     for case_id, why in run.skipped:

@@ -245,3 +245,21 @@ def test_report_output_to_a_pipe_or_a_link_writes_into_it(tmp_path: Path) -> Non
     assert r.returncode == 0, r.stdout + r.stderr
     assert (tmp_path / "link.md").is_symlink()
     assert "poolcheck run: 1 case(s)" in (tmp_path / "real.md").read_text()
+
+
+def test_repro_output_that_cannot_be_a_folder_is_one_line(tmp_path: Path) -> None:
+    """`poolcheck repro -o FILE` (a file, a path under a file, a dangling link) was a traceback
+    (FileExistsError / NotADirectoryError from mkdir); so was a folder that cannot be made."""
+    from support import CORPUS
+
+    registry = str(CORPUS / "known" / "onnxruntime.yaml")
+    (tmp_path / "file").write_text("notes")
+    (tmp_path / "dangling").symlink_to(tmp_path / "gone")
+    for out, words in ((tmp_path / "file", "exists and is not a folder"),
+                       (tmp_path / "file" / "sub", "exists and is not a folder"),
+                       (tmp_path / "dangling", "which does not exist")):
+        r = invoke("repro", registry, "-o", str(out))
+        assert r.returncode == 2, (out, r.stdout + r.stderr)
+        line = one_error_line(r.stderr)
+        assert line.startswith("error: --output: ") and words in line, line
+    assert (tmp_path / "file").read_text() == "notes" and not (tmp_path / "gone").exists()
