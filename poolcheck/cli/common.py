@@ -54,6 +54,12 @@ def user_errors() -> Iterator[None]:
         yield
     except PoolcheckError as exc:
         raise fail(str(exc)) from None
+    except OSError as exc:
+        if exc.filename is None:  # not about a path the user gave: a real failure, shown whole
+            raise
+        # a path no file system can hold (ENAMETOOLONG: Path.exists() raises it), or one that
+        # cannot be read or made; the option's own checks name the ordinary cases first
+        raise fail(f"{exc.filename}: {exc.strerror or exc}") from None
     except KeyboardInterrupt:
         err_console.print("interrupted")
         sys.exit(EXIT_INTERRUPTED)

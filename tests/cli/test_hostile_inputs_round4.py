@@ -263,3 +263,23 @@ def test_repro_output_that_cannot_be_a_folder_is_one_line(tmp_path: Path) -> Non
         line = one_error_line(r.stderr)
         assert line.startswith("error: --output: ") and words in line, line
     assert (tmp_path / "file").read_text() == "notes" and not (tmp_path / "gone").exists()
+
+
+def test_a_file_name_too_long_is_one_line(tmp_path: Path) -> None:
+    """A path with a component past the file system's 255 bytes made Path.exists() raise
+    (ENAMETOOLONG is not among the errors it answers False for): a traceback from run and audit
+    --report-dir, fuzz --database/--save-cases/--report-dir/--known, repro -o, bench --write-docs
+    and explain FILE::ID. Every command's error boundary names the path in one line."""
+    from support import CORPUS
+
+    (tmp_path / "c.yaml").write_text(HEAD + GOOD)
+    long = str(tmp_path / ("x" * 300))
+    fuzz = ["fuzz", "--peers", "none", "--max-examples", "1", "--no-progress", "--no-bundled-known"]
+    for args in (["run", "-q", str(tmp_path / "c.yaml"), "--report-dir", long],
+                 [*fuzz, "--database", long], [*fuzz, "--save-cases", long], [*fuzz, "--known", long],
+                 ["repro", str(CORPUS / "known" / "onnxruntime.yaml"), "-o", long],
+                 ["bench", "-w", "F1", "--write-docs", long + "/b.md"], ["explain", long + "::x"]):
+        r = invoke(*args)
+        assert r.returncode == 2, (args[:2], r.stdout + r.stderr)
+        line = one_error_line(r.stderr)
+        assert "xxxxxxxx" in line and "too long" in line, line
