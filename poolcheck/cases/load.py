@@ -21,6 +21,7 @@ import yaml
 from poolcheck.cases.model import Case
 from poolcheck.cases.onnx_import import find_backend_dirs, load_backend_dir
 from poolcheck.errors import AttributeValueError, CaseFileError
+from poolcheck.files import resolve_path
 from poolcheck.spec import dtypes, operators
 from poolcheck.spec.family import FamilySpec, check_unpool_indices, unpool_shape
 
@@ -734,6 +735,13 @@ def _link_error(path: Path) -> str:
     return ""
 
 
+def _file_key(path: Path) -> Path:
+    try:
+        return resolve_path(path)
+    except OSError:  # a loop of symbolic links: loading it reports why
+        return path.absolute()
+
+
 def load_paths(paths: Iterable[str | Path]) -> tuple[list[Case], list[CaseFileError]]:
     """Load every case under ``paths``. A bad file or case becomes an error entry; the rest still
     load. Duplicate ids across files are errors too."""
@@ -741,9 +749,14 @@ def load_paths(paths: Iterable[str | Path]) -> tuple[list[Case], list[CaseFileEr
     errors: list[CaseFileError] = []
     ids: dict[str, Case] = {}
     files: list[Path] = []
+    seen: set[Path] = set()
     for raw in paths:  # a missing or unreadable path is one error; the other paths still load
         try:
-            files.extend(iter_case_files([raw]))
+            for f in iter_case_files([raw]):
+                key = _file_key(f)
+                if key not in seen:  # a file named twice (a folder and a file in it) is read once
+                    seen.add(key)
+                    files.append(f)
         except CaseFileError as exc:
             errors.append(exc)
         except OSError as exc:

@@ -283,3 +283,18 @@ def test_a_file_name_too_long_is_one_line(tmp_path: Path) -> None:
         assert r.returncode == 2, (args[:2], r.stdout + r.stderr)
         line = one_error_line(r.stderr)
         assert "xxxxxxxx" in line and "too long" in line, line
+
+
+def test_a_file_named_twice_is_read_once(tmp_path: Path) -> None:
+    """`poolcheck run cases cases/a.yaml` (a folder and a file in it, as a shell glob gives) or
+    `export a.yaml ./a.yaml OUT` read the file twice and refused its cases as duplicates of
+    themselves: 'duplicate id, also defined at a.yaml:3', exit 2."""
+    (tmp_path / "cases").mkdir()
+    (tmp_path / "cases" / "a.yaml").write_text(HEAD + GOOD)
+    folder, file = tmp_path / "cases", tmp_path / "cases" / "a.yaml"
+    for args in (["run", "-q", "--engine", "numpy", str(folder), str(file)],
+                 ["run", "-q", "--engine", "numpy", str(file), f"{folder}/../cases/a.yaml"],
+                 ["export", str(folder), str(file), str(tmp_path / "out")]):
+        r = invoke(*args)
+        assert r.returncode == 0, (args, r.stdout + r.stderr)
+        assert "duplicate" not in r.stderr and "1 " in r.stdout, (args, r.stdout + r.stderr)
