@@ -298,3 +298,26 @@ def test_a_file_named_twice_is_read_once(tmp_path: Path) -> None:
         r = invoke(*args)
         assert r.returncode == 0, (args, r.stdout + r.stderr)
         assert "duplicate" not in r.stderr and "1 " in r.stdout, (args, r.stdout + r.stderr)
+
+
+def test_shape_of_a_huge_adaptive_output_lists_its_first_bins_only() -> None:
+    """`poolcheck shape --op adaptive --input 1,1,1 --output-shape 2147483647` built every bin to
+    show the first six: 16 GiB per array (on this machine the process was killed, exit 137). Run
+    here with its address space capped at 3 GiB (before the fix: a MemoryError traceback)."""
+    import resource
+    import subprocess
+
+    from support import PLAIN, ROOT, cli_command
+
+    def cap() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
+
+    import os
+
+    env = {**os.environ, **PLAIN, "PYTHONPATH": str(ROOT)}
+    r = subprocess.run([*cli_command(), "shape", "--op", "adaptive", "--input", "1,1,1", "--output-shape",
+                        "2147483647"], capture_output=True, text=True, timeout=120, env=env, preexec_fn=cap,
+                       check=False)
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr[-2000:]
+    words = " ".join(r.stdout.split())
+    assert "(1, 1, 2147483647)" in words and "[0, 1) [0, 1)" in words and "(2147483647 bins)" in words, words
