@@ -175,7 +175,9 @@ def _attr_dict(node: Any) -> dict[str, Any]:
     out = {}
     for a in node.attribute:
         v = helper.get_attribute_value(a)
-        out[a.name] = v.decode() if isinstance(v, bytes) else (list(v) if isinstance(v, (list, tuple)) else v)
+        # a string attribute is bytes: one that is not UTF-8 is shown escaped (and then refused by name)
+        out[a.name] = (v.decode("utf-8", errors="backslashreplace") if isinstance(v, bytes)
+                       else (list(v) if isinstance(v, (list, tuple)) else v))
     return out
 
 
@@ -327,6 +329,10 @@ def onnx_pool_nodes(path: Path, input_shapes: dict[str, tuple[int, ...]] | None 
             case_op = ONNX_POOL_OPS[node.op_type]
             unknown = sorted(set(attrs) - ONNX_ATTRS[node.op_type])
             problem = f"attribute {unknown[0]!r} is not modelled" if unknown else ""
+        names = [a.name for a in node.attribute]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:  # the checker and the runtimes refuse such a node; only one of the values was read
+            problem = f"attribute {twice[0]!r} is given twice"
         if dims is None or any(not isinstance(d, int) or d < 1 for d in dims):
             hint = f" (give --input-shape for {', '.join(dynamic)})" if dynamic else ""
             reason = (f"the shape of its input {(node.input or [''])[0]!r} cannot be inferred"

@@ -321,3 +321,26 @@ def test_shape_of_a_huge_adaptive_output_lists_its_first_bins_only() -> None:
     assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr[-2000:]
     words = " ".join(r.stdout.split())
     assert "(1, 1, 2147483647)" in words and "[0, 1) [0, 1)" in words and "(2147483647 bins)" in words, words
+
+
+def test_audit_of_a_node_with_a_repeated_or_undecodable_attribute_is_one_line(tmp_path: Path) -> None:
+    """A string attribute that is not UTF-8 (auto_pad = b'\\xff\\xfe') was a UnicodeDecodeError
+    traceback; an attribute given twice (kernel_shape [2, 2] and [3, 3], which the ONNX checker and
+    the runtimes refuse) was audited with the last value, exit 0."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 5, 5])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    for name, attrs, words in (
+            ("bytes", [helper.make_attribute("auto_pad", b"\xff\xfe")], "auto_pad: expected one of"),
+            ("twice", [helper.make_attribute("kernel_shape", [3, 3])], "attribute 'kernel_shape' is given twice")):
+        node = helper.make_node("MaxPool", ["x"], ["y"], name="mp", kernel_shape=[2, 2])
+        node.attribute.extend(attrs)
+        model = helper.make_model(helper.make_graph([node], "g", [x], [y]),
+                                  opset_imports=[helper.make_opsetid("", 22)])
+        onnx.save(model, str(tmp_path / f"{name}.onnx"))
+        r = invoke("audit", str(tmp_path / f"{name}.onnx"), "--peers", "none", "--engine", "numpy", "-q")
+        assert r.returncode == 2, (name, r.stdout + r.stderr)
+        line = one_error_line(r.stderr)
+        assert "node 'mp'" in line and words in line, line
