@@ -352,6 +352,8 @@ def onnx_pool_nodes(path: Path, input_shapes: dict[str, tuple[int, ...]] | None 
             pn.extra["indices"] = True
             if case_op and not operator(case_op).indices_output and not pn.problem:
                 pn.problem = f"{operator(case_op).title} has one output, the node has {len(node.output)}"
+        if len(node.output) > 2 and case_op and not pn.problem:  # no pooling operator has a third
+            pn.problem = f"{operator(case_op).title} has at most two outputs, the node has {len(node.output)}"
         if node.op_type == "MaxUnpool" and len(node.input) > 2 and node.input[2] and not pn.problem:
             # output_shape is MaxUnpool's third input; poolcheck's row holds it as an attribute.
             given = _constant_ints(inferred.graph, node.input[2])

@@ -326,7 +326,7 @@ def test_shape_of_a_huge_adaptive_output_lists_its_first_bins_only() -> None:
 def test_audit_of_a_node_with_a_repeated_or_undecodable_attribute_is_one_line(tmp_path: Path) -> None:
     """A string attribute that is not UTF-8 (auto_pad = b'\\xff\\xfe') was a UnicodeDecodeError
     traceback; an attribute given twice (kernel_shape [2, 2] and [3, 3], which the ONNX checker and
-    the runtimes refuse) was audited with the last value, exit 0."""
+    the runtimes refuse) was audited with the last value, exit 0; so was a MaxPool of three outputs."""
     import onnx
     from onnx import TensorProto, helper
 
@@ -334,8 +334,10 @@ def test_audit_of_a_node_with_a_repeated_or_undecodable_attribute_is_one_line(tm
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
     for name, attrs, words in (
             ("bytes", [helper.make_attribute("auto_pad", b"\xff\xfe")], "auto_pad: expected one of"),
-            ("twice", [helper.make_attribute("kernel_shape", [3, 3])], "attribute 'kernel_shape' is given twice")):
-        node = helper.make_node("MaxPool", ["x"], ["y"], name="mp", kernel_shape=[2, 2])
+            ("twice", [helper.make_attribute("kernel_shape", [3, 3])], "attribute 'kernel_shape' is given twice"),
+            ("three", [], "at most two outputs, the node has 3")):
+        node = helper.make_node("MaxPool", ["x"], ["y", "i", "z"] if name == "three" else ["y"], name="mp",
+                                kernel_shape=[2, 2])
         node.attribute.extend(attrs)
         model = helper.make_model(helper.make_graph([node], "g", [x], [y]),
                                   opset_imports=[helper.make_opsetid("", 22)])
