@@ -71,6 +71,8 @@ def split_case_ref(ref: str, k: str | None) -> tuple[str, str | None]:
     path, case_id = split_target(ref)
     if case_id is None:
         return ref, k
+    if not case_id.strip():  # every id holds "": it would pick whichever case comes first
+        raise AttributeValueError("CASE", f"expected a case id after '::', got an empty string in {ref!r}")
     if k is not None and k != case_id:
         raise AttributeValueError("-k", f"the case is named twice ({case_id!r} in {ref!r} and -k {k!r})")
     return path, case_id

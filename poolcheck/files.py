@@ -20,6 +20,7 @@ import ctypes.util
 import errno
 import os
 import shutil
+import stat
 import sys
 import tempfile
 from collections.abc import Iterator, Mapping
@@ -44,8 +45,22 @@ def _umask() -> int:
 
 def write_text_atomic(path: str | Path, text: str) -> Path:
     """Write ``text`` to ``path`` atomically (temp file in the same folder, then rename); the
-    parent folders are created. A reader sees the old file or the new one, never a part."""
+    parent folders are created. A reader sees the old file or the new one, never a part.
+
+    A symbolic link stays: the file it points at is written. A pipe or character device
+    (``/dev/null``, ``/dev/stdout``, a FIFO) is written in place -- a rename would replace the
+    device itself; any other kind of file (block device, socket) is an OSError."""
     target = Path(path)
+    if target.is_symlink():
+        target = resolve_path(target)
+    with contextlib.suppress(FileNotFoundError):
+        mode = target.stat().st_mode
+        if stat.S_ISCHR(mode) or stat.S_ISFIFO(mode):
+            with open(target, "w", encoding="utf-8") as fh:
+                fh.write(text)
+            return target
+        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):  # a folder: the rename says so
+            raise OSError(errno.EINVAL, "not a regular file", str(target))
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:

@@ -607,6 +607,30 @@ def peer_replay_items(peers: str) -> list[str]:
     return items
 
 
+def _unmatched_targets(files: list[Path], wanted: dict[Path, set[str] | None], cases: list[Case],
+                       errors: list[CaseFileError]) -> list[CaseFileError]:
+    """An error per ``FILE::ID`` whose FILE holds no case ID (a mistyped replay target must not
+    pass unseen beside targets that select something). A file that did not load is its own error."""
+    def under(path: str | None, key: Path) -> bool:
+        if path is None:
+            return False
+        try:
+            resolved = resolve_path(path)
+        except OSError:  # a loop of symbolic links (as split_targets keys it)
+            resolved = Path(path).absolute()
+        return resolved == key or key in resolved.parents
+
+    out = []
+    for file, (key, ids) in zip(files, wanted.items()):
+        if not ids or any(under(e.path, key) and e.case_id is None for e in errors):
+            continue
+        found = {c.id for c in cases if under(c.path, key)} | {e.case_id for e in errors if under(e.path, key)}
+        out += [CaseFileError("no case has this id" if case_id else "FILE::ID: expected a case id after '::', "
+                              "got an empty string", path=str(file), case_id=case_id)
+                for case_id in sorted(ids - found)]
+    return out
+
+
 class SelectionError(PoolcheckError):
     """``-k`` or ``FILE::ID`` selects no case (a usage error)."""
 
@@ -624,6 +648,7 @@ def select(paths: Sequence[Path], pattern: str | None = None) -> Selection:
     selects. Selecting nothing from files that loaded is a usage error (AttributeValueError)."""
     files, wanted = split_targets(paths)
     cases, errors = load_paths(files)
+    errors += _unmatched_targets(files, wanted, cases, errors)
     selected = select_cases(cases, pattern)
     exact_ids = sorted({i for ids in wanted.values() if ids for i in ids})
     if exact_ids:

@@ -21,6 +21,7 @@ import yaml
 from poolcheck.cases.model import Case
 from poolcheck.cases.onnx_import import find_backend_dirs, load_backend_dir
 from poolcheck.errors import AttributeValueError, CaseFileError
+from poolcheck.files import resolve_path
 from poolcheck.spec import dtypes, operators
 from poolcheck.spec.family import FamilySpec, check_unpool_indices, unpool_shape
 
@@ -432,6 +433,17 @@ def _non_string_key(raw: dict[Any, Any]) -> tuple[Any, Any] | None:
     return None
 
 
+def _shape_clash(outputs: dict[str, Any]) -> tuple[str, str] | None:
+    """(key, why) when documented outputs disagree on the output's shape (values, indices and
+    shape are one output's): a document contradicting itself, not something to judge."""
+    shapes = [(k, tuple(outputs[k]) if k == "shape" else np.shape(outputs[k])) for k in ("values", "indices", "shape")
+              if k in outputs]
+    for k, shape in shapes[1:]:
+        if shape != shapes[0][1]:
+            return k, f"shape {list(shape)} differs from {shapes[0][0]}' {list(shapes[0][1])} (one output's)"
+    return None
+
+
 def parse_case(raw: Any, *, path: str, index: int, lines: dict[tuple[Any, ...], int]) -> Case:
     """Validate one raw case mapping; every error is a CaseFileError with file, line, case, field."""
     base = ("cases", index)
@@ -533,6 +545,9 @@ def parse_case(raw: Any, *, path: str, index: int, lines: dict[tuple[Any, ...], 
     except AttributeValueError as exc:
         field_name = exc.attribute.split(".")[-1]
         raise err("expected", exc.reason, field_name) from None
+    clash = _shape_clash(expected)
+    if clash:
+        raise err("expected", clash[1], clash[0])
 
     tol = raw.get("tolerance", {}) or {}
     if not isinstance(tol, dict) or set(tol) - {"rtol", "atol"}:
@@ -567,6 +582,9 @@ def parse_case(raw: Any, *, path: str, index: int, lines: dict[tuple[Any, ...], 
             raise err("erratum", exc.reason, "correct") from None
         except TypeError as exc:
             raise err("erratum", str(exc), "correct") from None
+        clash = _shape_clash(conv)
+        if clash:
+            raise err("erratum", f"{clash[0]}: {clash[1]}", "correct")
         erratum = {**erratum, "correct": conv}
 
     source = raw.get("source", {}) or {}
@@ -717,6 +735,13 @@ def _link_error(path: Path) -> str:
     return ""
 
 
+def _file_key(path: Path) -> Path:
+    try:
+        return resolve_path(path)
+    except OSError:  # a loop of symbolic links: loading it reports why
+        return path.absolute()
+
+
 def load_paths(paths: Iterable[str | Path]) -> tuple[list[Case], list[CaseFileError]]:
     """Load every case under ``paths``. A bad file or case becomes an error entry; the rest still
     load. Duplicate ids across files are errors too."""
@@ -724,9 +749,14 @@ def load_paths(paths: Iterable[str | Path]) -> tuple[list[Case], list[CaseFileEr
     errors: list[CaseFileError] = []
     ids: dict[str, Case] = {}
     files: list[Path] = []
+    seen: set[Path] = set()
     for raw in paths:  # a missing or unreadable path is one error; the other paths still load
         try:
-            files.extend(iter_case_files([raw]))
+            for f in iter_case_files([raw]):
+                key = _file_key(f)
+                if key not in seen:  # a file named twice (a folder and a file in it) is read once
+                    seen.add(key)
+                    files.append(f)
         except CaseFileError as exc:
             errors.append(exc)
         except OSError as exc:

@@ -175,7 +175,9 @@ def _attr_dict(node: Any) -> dict[str, Any]:
     out = {}
     for a in node.attribute:
         v = helper.get_attribute_value(a)
-        out[a.name] = v.decode() if isinstance(v, bytes) else (list(v) if isinstance(v, (list, tuple)) else v)
+        # a string attribute is bytes: one that is not UTF-8 is shown escaped (and then refused by name)
+        out[a.name] = (v.decode("utf-8", errors="backslashreplace") if isinstance(v, bytes)
+                       else (list(v) if isinstance(v, (list, tuple)) else v))
     return out
 
 
@@ -318,7 +320,8 @@ def onnx_pool_nodes(path: Path, input_shapes: dict[str, tuple[int, ...]] | None 
         vtype = types.get(node.input[0]) if node.input else None
         dims = _dims(vtype) if vtype is not None else None
         elem = vtype.tensor_type.elem_type if vtype is not None else 0
-        dtype = _np_dtype_name(elem) if elem else "float32"
+        # UNDEFINED (0) is no element type: shown as "onnx type 0", never judged as some other type
+        dtype = _np_dtype_name(elem) if vtype is not None else "float32"
         attrs = _attr_dict(node)
         if versions:
             case_op, problem = _versioned_row(node.op_type, opset, attrs)
@@ -326,6 +329,10 @@ def onnx_pool_nodes(path: Path, input_shapes: dict[str, tuple[int, ...]] | None 
             case_op = ONNX_POOL_OPS[node.op_type]
             unknown = sorted(set(attrs) - ONNX_ATTRS[node.op_type])
             problem = f"attribute {unknown[0]!r} is not modelled" if unknown else ""
+        names = [a.name for a in node.attribute]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:  # the checker and the runtimes refuse such a node; only one of the values was read
+            problem = f"attribute {twice[0]!r} is given twice"
         if dims is None or any(not isinstance(d, int) or d < 1 for d in dims):
             hint = f" (give --input-shape for {', '.join(dynamic)})" if dynamic else ""
             reason = (f"the shape of its input {(node.input or [''])[0]!r} cannot be inferred"
@@ -345,6 +352,8 @@ def onnx_pool_nodes(path: Path, input_shapes: dict[str, tuple[int, ...]] | None 
             pn.extra["indices"] = True
             if case_op and not operator(case_op).indices_output and not pn.problem:
                 pn.problem = f"{operator(case_op).title} has one output, the node has {len(node.output)}"
+        if len(node.output) > 2 and case_op and not pn.problem:  # no pooling operator has a third
+            pn.problem = f"{operator(case_op).title} has at most two outputs, the node has {len(node.output)}"
         if node.op_type == "MaxUnpool" and len(node.input) > 2 and node.input[2] and not pn.problem:
             # output_shape is MaxUnpool's third input; poolcheck's row holds it as an attribute.
             given = _constant_ints(inferred.graph, node.input[2])

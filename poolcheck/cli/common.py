@@ -54,6 +54,12 @@ def user_errors() -> Iterator[None]:
         yield
     except PoolcheckError as exc:
         raise fail(str(exc)) from None
+    except OSError as exc:
+        if exc.filename is None:  # not about a path the user gave: a real failure, shown whole
+            raise
+        # a path no file system can hold (ENAMETOOLONG: Path.exists() raises it), or one that
+        # cannot be read or made; the option's own checks name the ordinary cases first
+        raise fail(f"{exc.filename}: {exc.strerror or exc}") from None
     except KeyboardInterrupt:
         err_console.print("interrupted")
         sys.exit(EXIT_INTERRUPTED)
@@ -68,6 +74,17 @@ def path_parser(option: str) -> Callable[[str], Path]:
         if not text.strip():
             raise fail(f"{option}: expected a path, got an empty string")
         return Path(text)
+    return parse
+
+
+def text_parser(option: str, what: str) -> Callable[[str], str]:
+    """A typer ``parser`` for a text option: nothing but spaces and commas (an unset shell
+    variable, ``-k "$ID"``) is a usage error naming ``option`` -- it would select everything."""
+    def parse(text: str) -> str:
+        if not text.replace(",", "").strip():
+            got = "an empty string" if not text.strip() else f"{text!r} (only empty items)"
+            raise fail(f"{option}: expected {what}, got {got}")
+        return text
     return parse
 
 
@@ -103,10 +120,12 @@ def writable_dir(option: str, path: Path) -> Path:
     """Check up front that ``path`` is (or can be created as) a writable folder; a usage error
     naming the option otherwise, before any work is done."""
     probe = path
-    while not probe.exists():
+    while not probe.exists() and not probe.is_symlink():
         if probe.parent == probe:
             break
         probe = probe.parent
+    if probe.is_symlink() and not probe.exists():  # mkdir would fail on it: "File exists"
+        raise fail(f"{option}: {str(probe)!r} is a link to {os.readlink(probe)!r}, which does not exist")
     if probe.exists() and not probe.is_dir():
         raise fail(f"{option}: {str(probe)!r} exists and is not a folder")
     if not os.access(probe, os.W_OK | os.X_OK):

@@ -46,6 +46,7 @@ from poolcheck.fuzz.strategies import ALL_DTYPES, CONVENTIONS, OP_NAMES, check_a
 from poolcheck.peers.registry import builtin_peer, parse_peer_list
 from poolcheck.report import console as console_report
 from poolcheck.report.writers import write_reports
+from poolcheck.spec.poolspec import comma_ints
 from poolcheck.userdata import examples_dir, finds_dir
 
 
@@ -139,6 +140,8 @@ def fuzz(
 ) -> None:
     """Fuzz pooling configurations against the peers; shrink, diagnose and save each new divergence."""
     with user_errors():
+        if cluster is not None:  # "" (an unset variable) is no address: it must not fuzz here instead
+            cluster = check_address(cluster)
         op_list = []
         words = {**OP_NAMES, **{flag: op for op, flag in FAMILY_FLAGS.items()}}
         for o in _comma_list(ops):
@@ -151,7 +154,7 @@ def fuzz(
         if not is_family_ops(op_list) and any(op in FAMILY_FLAGS for op in op_list):
             raise AttributeValueError("--ops", "the family operators fuzz on their own: give them without maxpool/avgpool")
         try:
-            rank_list = [int(r) for r in _comma_list(ranks)]
+            rank_list = comma_ints(",".join(_comma_list(ranks)))
         except ValueError:
             raise AttributeValueError("--ranks", f"expected comma-separated integers, got {ranks!r}") from None
         dtype_list = list(ALL_DTYPES) if dtypes.strip() == "all" else _comma_list(dtypes)
@@ -217,7 +220,6 @@ def fuzz(
             exit_first=exit_first, fail_on=severities, max_configs=batch, min_per_region=min_per_region,
         )
         if cluster:
-            cluster = check_address(cluster)
             options.jobs = 1  # one shard per Dask worker instead
     command = "poolcheck " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     live: Live | None = None

@@ -19,6 +19,7 @@ from poolcheck.cli.common import (
     parse_duration,
     path_parser,
     safe,
+    text_parser,
     user_errors,
     writable_dir,
     write_report_set,
@@ -81,7 +82,7 @@ def report(
 
 def explain(
     case_ref: Annotated[str, typer.Argument(metavar="CASE", help="A case file (with -k ID), FILE::ID, or the ID of a case shipped with poolcheck.")],
-    k: Annotated[str | None, typer.Option("-k", help="The case id (exact, or a substring matching one case).")] = None,
+    k: Annotated[str | None, typer.Option("-k", parser=text_parser("-k", "a case id"), help="The case id (exact, or a substring matching one case).")] = None,
     at: Annotated[str | None, typer.Option("--at", help="The output element n,c,d1,... (default: the first element where the reference and the document differ, else all zeros).")] = None,
     engine: Annotated[str, typer.Option(metavar="ENGINE", help=ENGINE_HELP)] = "all",
     peers: Annotated[str | None, typer.Option("--peers", help="Also ask these peers (comma-separated; as in `poolcheck run --peers`).")] = None,

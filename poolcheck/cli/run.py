@@ -21,6 +21,7 @@ from poolcheck.cli.common import (
     parse_fail_on,
     path_parser,
     safe,
+    text_parser,
     user_errors,
     write_report_set,
 )
@@ -38,7 +39,7 @@ def register(app: typer.Typer) -> None:
 
 def run(
     paths: Annotated[list[Path] | None, typer.Argument(metavar="PATH", parser=path_parser("PATH"), help="Case files or folders (searched recursively); FILE::ID selects one case. Default: the bundled corpus (seeds, edge cases, known divergences).", show_default=False)] = None,
-    k: Annotated[str | None, typer.Option("-k", metavar="TEXT", help="Select cases whose id contains any of these comma-separated substrings; 'not X' excludes.")] = None,
+    k: Annotated[str | None, typer.Option("-k", metavar="TEXT", parser=text_parser("-k", "a case id"), help="Select cases whose id contains any of these comma-separated substrings; 'not X' excludes.")] = None,
     engine: Annotated[str, typer.Option(metavar="ENGINE", help=ENGINE_HELP)] = "all",
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON (schema poolcheck.result/2) instead of tables.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Summary table only, no per-case diffs.")] = False,

@@ -389,6 +389,8 @@ def resolve_peer(name: str | PeerRef, *, load_timeout: float | None = DEFAULT_LO
         raise PeerSpecError(f"--peers: peer {ref.name!r} takes no argument (got {ref.name}:{ref.arg})")
     else:
         peer = _resolve_plain(ref.name, load_timeout)
+        if not isinstance(peer, UnavailablePeer):
+            _check_plugin_name(peer.name, ref.name)
     if isinstance(peer, UnavailablePeer):
         return peer
     peer = _apply_options(peer, ref)
@@ -397,6 +399,26 @@ def resolve_peer(name: str | PeerRef, *, load_timeout: float | None = DEFAULT_LO
     except AttributeError:  # a peer object that takes no new attributes is pickled to its worker
         pass
     return peer
+
+
+#: The reference engines' names: a runner name in every result (poolcheck.engines.ENGINE_NAMES).
+_ENGINE_RUNNERS = ("numpy", "c")
+
+
+def _check_plugin_name(name: object, ref: str) -> None:
+    """A plugin's name (``PEER_NAME``, or its ``name``) is a runner of its own in every result: it
+    may not be empty, be a built-in peer's or an engine's (its divergences would be reported as
+    theirs), or hold ``|`` (a divergence signature's separator)."""
+    where = f"--peers: {ref}"
+    if not isinstance(name, str) or not name.strip():
+        raise PeerSpecError(f"{where}: expected a name (PEER_NAME), got {name!r}")
+    base = name.split(":", 1)[0]
+    if base in BUILTIN_PEERS:
+        raise PeerSpecError(f"{where}: the name {name!r} is a built-in peer's; a plugin names itself (PEER_NAME)")
+    if name in _ENGINE_RUNNERS:
+        raise PeerSpecError(f"{where}: the name {name!r} is a reference engine's; a plugin names itself (PEER_NAME)")
+    if "|" in name:
+        raise PeerSpecError(f"{where}: a name may not hold '|' (it separates a divergence signature), got {name!r}")
 
 
 def _resolve_plain(name: str, load_timeout: float | None) -> Peer:

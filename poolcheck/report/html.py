@@ -17,7 +17,7 @@ import re
 from importlib import resources
 
 from poolcheck.report.jsonfmt import result_document
-from poolcheck.report.text import safe
+from poolcheck.report.text import BIDI_CONTROLS, safe
 from poolcheck.results import VERDICTS, RunResult
 
 
@@ -32,8 +32,9 @@ def embed_json(data: object) -> str:
     text = json.dumps(data, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
     for ch, esc in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
         text = text.replace(ch, esc)
-    # C1 controls and DEL (JSON may carry them raw) as escapes too: the page source is inert.
-    return re.sub("[\x7f-\x9f]", lambda m: f"\\u{ord(m.group(0)):04x}", text)
+    # C1 controls, DEL and the bidirectional overrides (JSON may carry them raw) as escapes too:
+    # the page source is inert.
+    return re.sub(f"[\x7f-\x9f{BIDI_CONTROLS}]", lambda m: f"\\u{ord(m.group(0)):04x}", text)
 
 
 def _noscript(result: RunResult) -> str:

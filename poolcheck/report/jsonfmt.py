@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from poolcheck.errors import PoolcheckError
-from poolcheck.report.text import safe
+from poolcheck.report.text import BIDI_CONTROLS, safe
 from poolcheck.results import SCHEMA, ResultDocumentError, RunResult
 
 #: Objects whose one-line form is at most this long are written on one line.
@@ -84,9 +84,10 @@ def result_document(result: RunResult) -> dict[str, Any]:
 
 
 #: Characters JSON may carry raw but a terminal or viewer could act on (C1 controls, DEL, the
-#: JavaScript line separators); written as \\u escapes, so ``cat result.json`` is inert and the
-#: data reads back unchanged. (json.dumps escapes C0 controls, ESC included, itself.)
-_INERT = re.compile("[\x7f-\x9f\u2028\u2029]")
+#: JavaScript line separators, the bidirectional overrides and isolates that reorder a line as
+#: displayed); written as \\u escapes, so ``cat result.json`` is inert and the data reads back
+#: unchanged. (json.dumps escapes C0 controls, ESC included, itself.)
+_INERT = re.compile(f"[\x7f-\x9f\u2028\u2029{BIDI_CONTROLS}]")
 
 
 def to_json(result: RunResult) -> str:

@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import re
 
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\u2028\u2029\ud800-\udfff\ufffe\uffff]")
-_CONTROL_NO_NEWLINES = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\u2028\u2029\ud800-\udfff\ufffe\uffff]")
+#: The bidirectional embeddings, overrides and isolates (a character class's body).
+BIDI_CONTROLS = "\u202a-\u202e\u2066-\u2069"
+_CONTROL = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f{BIDI_CONTROLS}\u2028\u2029\ud800-\udfff\ufffe\uffff]")
+_CONTROL_NO_NEWLINES = re.compile(f"[\x00-\x1f\x7f-\x9f{BIDI_CONTROLS}\u2028\u2029\ud800-\udfff\ufffe\uffff]")
 
 
 def _escape(match: re.Match[str]) -> str:

@@ -212,11 +212,12 @@ def global_window(spec: FamilySpec, shape: Sequence[int]) -> PoolSpec:
                     True, 0, "i64", 0, "onnx")
 
 
-def adaptive_bins(size: int, out: int) -> tuple[np.ndarray, np.ndarray]:
+def adaptive_bins(size: int, out: int, first: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """AdaptiveAvgPool-8 / AdaptiveMaxPool-8: "h_start = floor(j * H_in / H_out)",
     "h_end = ceil((j + 1) * H_in / H_out)", in exact integer arithmetic. Every bin is
-    non-empty: ceil((j + 1) H / O) >= (j + 1) H / O > j H / O >= floor(j H / O)."""
-    j = np.arange(out, dtype=np.int64)
+    non-empty: ceil((j + 1) H / O) >= (j + 1) H / O > j H / O >= floor(j H / O). ``first``: only
+    the first bins (what a view shows of an axis of 2^31 bins, without building them all)."""
+    j = np.arange(out if first is None else min(out, first), dtype=np.int64)
     start = (j * size) // out
     end = -((-(j + 1) * size) // out)
     return start, end

@@ -7,6 +7,7 @@ catalogue), using the validators here; nothing in this module knows any operator
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -118,11 +119,18 @@ def short_int(v: Any) -> str:
 def comma_ints(text: str) -> list[int]:
     """Command-line integers: ``"2, 2"`` -> ``[2, 2]`` (``""`` -> ``[]``; one trailing comma
     allowed). ValueError for an item that is not an integer -- an empty one (``1,,7``) included,
-    never dropped (that would answer for a list the user did not give)."""
+    never dropped (that would answer for a list the user did not give) -- and one that is not plain
+    ASCII digits with an optional sign: Python's int() reads ``1_6`` as 16 and ``\uff12`` as 2."""
     parts = text.replace(" ", "").split(",")
     if parts[-1] == "":
         parts.pop()
+    for p in parts:
+        if not _DECIMAL.fullmatch(p):
+            raise ValueError(f"not a decimal integer: {p!r}")
     return [int(p) for p in parts]
+
+
+_DECIMAL = re.compile(r"[+-]?[0-9]+")
 
 
 def short_list(value: Any) -> str:

@@ -238,8 +238,8 @@ FAMILY_SHAPE_OPS = {"lp": "LpPool-22", "global": "GlobalAveragePool-22, GlobalMa
 
 
 def _bins_text(size: int, out: int, limit: int = 6) -> str:
-    start, end = adaptive_bins(size, out)
-    shown = " ".join(f"[{s}, {e})" for s, e in zip(start[:limit].tolist(), end[:limit].tolist()))
+    start, end = adaptive_bins(size, out, first=limit)
+    shown = " ".join(f"[{s}, {e})" for s, e in zip(start.tolist(), end.tolist()))
     return shown + (f" ... ({out} bins)" if out > limit else "")
 
 

@@ -500,7 +500,7 @@ def test_file_id_targets_select_per_file(tmp_path: Path, monkeypatch: pytest.Mon
     proc = invoke("run", "a.yaml::ok-case", "b.yaml", "--json", cwd=tmp_path, monkeypatch=monkeypatch)
     assert verdicts(proc) == {"ok-case": "pass", "b-case": "pass"}
     proc = invoke("run", "a.yaml::nope")
-    assert proc.returncode == 2 and "selects none" in proc.stderr
+    assert proc.returncode == 2 and "a.yaml: case 'nope': no case has this id" in proc.stderr
 
 
 def test_report_dir_through_a_symlink_keeps_the_link(tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ from poolcheck.errors import AttributeValueError, PoolcheckError
 from poolcheck.peers import (
     PeerLoadError,
     PeerNotFoundError,
+    PeerSpecError,
     all_peers,
     call_peer,
     call_peer_many,
@@ -124,10 +125,16 @@ def test_unknown_names_raise_clear_errors(plugin_dir: Path) -> None:
 def test_names_are_deduplicated_and_must_be_unique(tmp_path: Path) -> None:
     peers = resolve_peers(["onnxruntime", " onnxruntime ", "", "onnx_reference"])
     assert [p.name for p in peers] == ["onnxruntime", "onnx_reference"]
-    clash = tmp_path / "onnxruntime.py"
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    for folder in ("a", "b"):
+        (tmp_path / folder / "twin.py").write_text(MAX_ONLY)
+    with pytest.raises(PeerLoadError, match="two peers are named 'twin'"):
+        resolve_peers([str(tmp_path / "a" / "twin.py"), str(tmp_path / "b" / "twin.py")])
+    clash = tmp_path / "onnxruntime.py"  # a plugin is never reported under a built-in peer's name
     clash.write_text(MAX_ONLY)
-    with pytest.raises(PeerLoadError, match="two peers are named 'onnxruntime'"):
-        resolve_peers(["onnxruntime", str(clash)])
+    with pytest.raises(PeerSpecError, match="the name 'onnxruntime' is a built-in peer's"):
+        resolve_peers([str(clash)])
 
 
 def test_entry_point_plugins(plugin_dir: Path) -> None:
