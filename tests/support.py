@@ -30,6 +30,26 @@ SCHEMA_PATH = ROOT / "docs" / "report-schema.json"
 PLAIN = {"COLUMNS": "200", "NO_COLOR": "1", "TERM": "dumb"}
 
 
+#: A case file's head and one case that passes on every engine (the hostile-input tests build
+#: their bad files around them).
+CASE_HEAD = "schema: poolcheck.case/1\ncases:\n"
+GOOD_CASE = """\
+  - id: ok-case
+    op: MaxPool-22
+    attributes: {kernel_shape: [2]}
+    input: [[[1, 2, 3]]]
+    expected: {values: [[[2, 3]]]}
+"""
+
+
+def one_error_line(stderr: str) -> str:
+    """The only non-blank line of ``stderr`` (asserting there is one, and no traceback)."""
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, stderr
+    assert "Traceback" not in stderr
+    return lines[0]
+
+
 def cli_command() -> list[str]:
     """The installed console script next to this interpreter, else ``python -m poolcheck``."""
     script = Path(sys.executable).with_name("poolcheck")

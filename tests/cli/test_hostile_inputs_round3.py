@@ -7,23 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from support import cli, invoke
-
-HEAD = "schema: poolcheck.case/1\ncases:\n"
-GOOD = """\
-  - id: ok-case
-    op: MaxPool-22
-    attributes: {kernel_shape: [2]}
-    input: [[[1, 2, 3]]]
-    expected: {values: [[[2, 3]]]}
-"""
-
-
-def one_error_line(stderr: str) -> str:
-    lines = [line for line in stderr.splitlines() if line.strip()]
-    assert len(lines) == 1, stderr
-    assert "Traceback" not in stderr
-    return lines[0]
+from support import CASE_HEAD, GOOD_CASE, cli, invoke, one_error_line
 
 
 def test_a_symlink_loop_is_one_error_line(tmp_path: Path) -> None:
@@ -31,7 +15,7 @@ def test_a_symlink_loop_is_one_error_line(tmp_path: Path) -> None:
     RuntimeError there on Python 3.11/3.12: it was a traceback)."""
     (tmp_path / "a.yaml").symlink_to(tmp_path / "b.yaml")
     (tmp_path / "b.yaml").symlink_to(tmp_path / "a.yaml")
-    (tmp_path / "ok.yaml").write_text(HEAD + GOOD)
+    (tmp_path / "ok.yaml").write_text(CASE_HEAD + GOOD_CASE)
     loop = str(tmp_path / "a.yaml")
     for args in (["run", "-q", loop], ["run", "-q", loop + "::some-id"],
                  ["run", "-q", str(tmp_path / "ok.yaml"), "--report-dir", loop],
@@ -43,7 +27,7 @@ def test_a_symlink_loop_is_one_error_line(tmp_path: Path) -> None:
 
 
 def run_case_text(tmp_path: Path, text: str) -> tuple[int, str, str]:
-    (tmp_path / "c.yaml").write_text(HEAD + text)
+    (tmp_path / "c.yaml").write_text(CASE_HEAD + text)
     r = invoke("run", "-q", "--engine", "numpy", str(tmp_path / "c.yaml"))
     return r.returncode, r.stdout, r.stderr
 
@@ -111,7 +95,7 @@ def test_a_negative_documented_shape_is_a_malformed_case(tmp_path: Path) -> None
 
 def test_a_case_that_is_not_a_mapping_names_its_own_line(tmp_path: Path) -> None:
     """A scalar where a case belongs was reported at line 0 (lines count from 1)."""
-    code, _, err = run_case_text(tmp_path, "  - 5\n" + GOOD + "  - just text\n")
+    code, _, err = run_case_text(tmp_path, "  - 5\n" + GOOD_CASE + "  - just text\n")
     assert code == 2
     lines = err.strip().splitlines()
     assert len(lines) == 2 and "Traceback" not in err, err
@@ -146,7 +130,7 @@ def assert_inert(text: str) -> None:
 
 
 def test_export_shows_case_text_inert(tmp_path: Path) -> None:
-    (tmp_path / HOSTILE_FILE).write_text(HEAD + hostile_case("AdaptiveAvgPool-8", "{output_shape: [1]}",
+    (tmp_path / HOSTILE_FILE).write_text(CASE_HEAD + hostile_case("AdaptiveAvgPool-8", "{output_shape: [1]}",
                                                              "{shape: [1, 1, 1]}"))
     r = invoke("export", str(tmp_path / HOSTILE_FILE), str(tmp_path / "out"))
     assert r.returncode == 0, r.stdout + r.stderr
@@ -157,7 +141,7 @@ def test_export_shows_case_text_inert(tmp_path: Path) -> None:
 
 def test_fuzz_registry_warnings_show_case_text_inert(tmp_path: Path) -> None:
     (tmp_path / "known").mkdir()
-    (tmp_path / "known" / HOSTILE_FILE).write_text(HEAD + hostile_case())
+    (tmp_path / "known" / HOSTILE_FILE).write_text(CASE_HEAD + hostile_case())
     r = cli("fuzz", "--max-examples", "1", "--peers", "none", "--no-bundled-known", "--known", str(tmp_path / "known"),
             "--no-progress", "--save-cases", str(tmp_path / "finds"), "--database", str(tmp_path / "db"), timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
@@ -195,7 +179,7 @@ def test_audit_names_a_global_pool_on_an_input_of_the_wrong_rank(tmp_path: Path)
 def test_a_bogus_isa_is_an_error_for_every_engine_selection(tmp_path: Path) -> None:
     """POOLCHECK_ISA=bogus with the default --engine all ran the NumPy engine alone, saying
     nothing (fuzz and --engine c already refused it)."""
-    (tmp_path / "ok.yaml").write_text(HEAD + GOOD)
+    (tmp_path / "ok.yaml").write_text(CASE_HEAD + GOOD_CASE)
     r = cli("run", "-q", str(tmp_path / "ok.yaml"), env={"POOLCHECK_ISA": "bogus"})
     assert r.returncode == 2, r.stdout + r.stderr
     line = one_error_line(r.stderr)
@@ -208,7 +192,7 @@ def test_the_replay_of_a_case_whose_id_holds_the_separator_reproduces(tmp_path: 
     import json
     import shlex
 
-    (tmp_path / "c.yaml").write_text(HEAD + GOOD + GOOD.replace("ok-case", "a::b").replace("[[[2, 3]]]", "[[[2, 4]]]"))
+    (tmp_path / "c.yaml").write_text(CASE_HEAD + GOOD_CASE + GOOD_CASE.replace("ok-case", "a::b").replace("[[[2, 3]]]", "[[[2, 4]]]"))
     r = invoke("run", "--json", "--engine", "numpy", str(tmp_path / "c.yaml"))
     assert r.returncode == 1, r.stdout + r.stderr
     replay = next(c["replay"] for c in json.loads(r.stdout)["cases"] if c["case_id"] == "a::b")
@@ -221,7 +205,7 @@ def test_a_case_id_with_control_characters_is_refused(tmp_path: Path) -> None:
     """An id is shown escaped everywhere (inert), so a replay naming it could never select it:
     the loader refuses control characters in ids."""
     for raw in ('"a\\x1b[2Jb"', '"line\\nbreak"', '"tab\\there"', '"rtl\\u202eoverride"', '"iso\\u2066late"'):
-        code, _, err = run_case_text(tmp_path, GOOD.replace("ok-case", raw))
+        code, _, err = run_case_text(tmp_path, GOOD_CASE.replace("ok-case", raw))
         assert code == 2, (raw, err)
         line = one_error_line(err)
         assert "field 'id'" in line and "control character" in line, line
@@ -244,7 +228,7 @@ def test_bidirectional_overrides_are_shown_escaped(tmp_path: Path) -> None:
     """U+202E (right-to-left override) and the isolates reorder the rest of a terminal line or a
     Markdown table cell as displayed ("Trojan Source"): text from a file shows them escaped."""
     title = "abc\u202edef\u2066ghi\u2069"
-    (tmp_path / "c.yaml").write_text(HEAD + GOOD.replace("    op:", f'    title: "{title}"\n    op:')
+    (tmp_path / "c.yaml").write_text(CASE_HEAD + GOOD_CASE.replace("    op:", f'    title: "{title}"\n    op:')
                                      .replace("[[[2, 3]]]", "[[[2, 4]]]"), encoding="utf-8")
     r = invoke("run", "--engine", "numpy", str(tmp_path / "c.yaml"), "--report-dir", str(tmp_path / "rep"))
     assert r.returncode == 1, r.stdout + r.stderr
@@ -289,7 +273,7 @@ def test_audit_refuses_a_model_file_without_a_graph(tmp_path: Path) -> None:
 
 def test_columns_zero_still_prints(tmp_path: Path) -> None:
     """COLUMNS=0 made rich's console zero wide: the run printed nothing at all and exited 0."""
-    (tmp_path / "ok.yaml").write_text(HEAD + GOOD)
+    (tmp_path / "ok.yaml").write_text(CASE_HEAD + GOOD_CASE)
     r = cli("run", "-q", "--engine", "numpy", str(tmp_path / "ok.yaml"), columns=0)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "ok-case" in r.stdout and "1 pass" in r.stdout, r.stdout
@@ -352,7 +336,7 @@ def test_a_replay_repeats_the_peer_timeout_exactly(tmp_path: Path) -> None:
     import json
     import shlex
 
-    (tmp_path / "c.yaml").write_text(HEAD + GOOD.replace("[[[2, 3]]]", "[[[2, 4]]]"))
+    (tmp_path / "c.yaml").write_text(CASE_HEAD + GOOD_CASE.replace("[[[2, 3]]]", "[[[2, 4]]]"))
     r = invoke("run", "--json", "--engine", "numpy", str(tmp_path / "c.yaml"), "--peers", "onnx_reference",
                "--peer-timeout", "1234.5678s")
     replay = shlex.split(json.loads(r.stdout)["cases"][0]["replay"])
@@ -426,7 +410,7 @@ def test_markdown_code_spans_hold_any_run_of_backticks(tmp_path: Path) -> None:
     from markdown_it import MarkdownIt
 
     case_id = "x``<b>live</b>``<img src=x> y"
-    (tmp_path / "c.yaml").write_text(HEAD + GOOD.replace("ok-case", f'"{case_id}"').replace("[[[2, 3]]]", "[[[2, 4]]]"))
+    (tmp_path / "c.yaml").write_text(CASE_HEAD + GOOD_CASE.replace("ok-case", f'"{case_id}"').replace("[[[2, 3]]]", "[[[2, 4]]]"))
     r = invoke("run", "-q", "--engine", "numpy", str(tmp_path / "c.yaml"), "--report-dir", str(tmp_path / "rep"))
     assert r.returncode == 1, r.stdout + r.stderr
     html = MarkdownIt("commonmark").render((tmp_path / "rep" / "summary.md").read_text())
@@ -440,7 +424,7 @@ def test_a_folder_without_case_files_is_an_error(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "notes.txt").write_text("not a case file")
-    (tmp_path / "ok.yaml").write_text(HEAD + GOOD)
+    (tmp_path / "ok.yaml").write_text(CASE_HEAD + GOOD_CASE)
     for folder in ("empty", "other"):
         r = invoke("run", "-q", "--engine", "numpy", str(tmp_path / folder), str(tmp_path / "ok.yaml"))
         assert r.returncode == 2, r.stdout + r.stderr
@@ -452,7 +436,7 @@ def test_a_folder_without_case_files_is_an_error(tmp_path: Path) -> None:
 def test_an_empty_path_argument_is_a_usage_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """An empty string (an unset shell variable, `poolcheck run "$CASES"`) became Path("."): run
     judged every case under the current folder, --report-dir and export wrote into it."""
-    (tmp_path / "ok.yaml").write_text(HEAD + GOOD)
+    (tmp_path / "ok.yaml").write_text(CASE_HEAD + GOOD_CASE)
     for args, option in ((["run", "-q", ""], "PATH"), (["run", "-q", "ok.yaml", "--report-dir", ""], "--report-dir"),
                          (["export", "ok.yaml", ""], "CASES... OUT"), (["report", "ok.json", "-o", ""], "--output"),
                          (["repro", "ok.yaml", "-o", ""], "--output"), (["audit", ""], "MODEL"),
@@ -489,7 +473,7 @@ def test_usage_errors_the_parser_finds_are_one_line() -> None:
 def test_an_empty_peer_list_is_a_usage_error(tmp_path: Path) -> None:
     """`--peers ""` (or ",") ran without peers -- or, for audit, with the default peers -- without
     a word: an unset variable read as a choice."""
-    (tmp_path / "ok.yaml").write_text(HEAD + GOOD)
+    (tmp_path / "ok.yaml").write_text(CASE_HEAD + GOOD_CASE)
     ok = str(tmp_path / "ok.yaml")
     for args in (["run", "-q", ok, "--peers", ""], ["run", "-q", ok, "--peers", ","],
                  ["audit", str(tmp_path / "m.onnx"), "--peers", ""], ["explain", f"{ok}::ok-case", "--peers", " "],
@@ -502,7 +486,7 @@ def test_an_empty_peer_list_is_a_usage_error(tmp_path: Path) -> None:
 
 def test_explain_at_refuses_an_empty_coordinate(tmp_path: Path) -> None:
     """--at 0,,0,1 was read as 0,0,1 (the empty item dropped): another element than asked for."""
-    (tmp_path / "ok.yaml").write_text(HEAD + GOOD)
+    (tmp_path / "ok.yaml").write_text(CASE_HEAD + GOOD_CASE)
     r = invoke("explain", f"{tmp_path / 'ok.yaml'}::ok-case", "--at", "0,,0,1")
     assert r.returncode == 2, r.stdout + r.stderr
     assert "expected comma-separated integers" in one_error_line(r.stderr)
@@ -513,7 +497,7 @@ def test_a_case_file_whose_path_holds_the_separator_runs(tmp_path: Path) -> None
     """A folder named 'a::b' made every path under it read as FILE::ID ('no such file')."""
     folder = tmp_path / "a::b"
     folder.mkdir()
-    (folder / "c.yaml").write_text(HEAD + GOOD)
+    (folder / "c.yaml").write_text(CASE_HEAD + GOOD_CASE)
     for target in (folder, folder / "c.yaml", f"{folder / 'c.yaml'}::ok-case"):
         r = invoke("run", "-q", "--engine", "numpy", str(target))
         assert r.returncode == 0 and "ok-case" in r.stdout, (target, r.stdout + r.stderr)
@@ -522,7 +506,7 @@ def test_a_case_file_whose_path_holds_the_separator_runs(tmp_path: Path) -> None
 def test_a_file_where_an_output_folder_goes_is_named_as_such(tmp_path: Path) -> None:
     """`report -o file/x.md` said 'cannot write: File exists', and `--report-dir file/sub` said the
     file 'is not writable': both now say it is not a folder."""
-    (tmp_path / "c.yaml").write_text(HEAD + GOOD)
+    (tmp_path / "c.yaml").write_text(CASE_HEAD + GOOD_CASE)
     (tmp_path / "file").write_text("")
     r = invoke("run", "--engine", "numpy", str(tmp_path / "c.yaml"), "--report-dir", str(tmp_path / "rep"))
     assert r.returncode == 0, r.stdout + r.stderr

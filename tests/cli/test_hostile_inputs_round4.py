@@ -6,16 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from support import invoke
-
-HEAD = "schema: poolcheck.case/1\ncases:\n"
-GOOD = """\
-  - id: ok-case
-    op: MaxPool-22
-    attributes: {kernel_shape: [2]}
-    input: [[[1, 2, 3]]]
-    expected: {values: [[[2, 3]]]}
-"""
+from support import CASE_HEAD, GOOD_CASE, invoke, one_error_line
 
 
 def error_lines(stderr: str) -> list[str]:
@@ -23,20 +14,13 @@ def error_lines(stderr: str) -> list[str]:
     return [line for line in stderr.splitlines() if line.startswith("error:")]
 
 
-def one_error_line(stderr: str) -> str:
-    lines = [line for line in stderr.splitlines() if line.strip()]
-    assert len(lines) == 1, stderr
-    assert "Traceback" not in stderr
-    return lines[0]
-
-
 def test_a_file_id_target_naming_no_case_is_an_error_beside_other_targets(tmp_path: Path) -> None:
     """`poolcheck run a.yaml::typo b.yaml` ran b.yaml and exited 0: a mistyped replay target was
     dropped without a word as soon as another target selected something (and `a.yaml::typo
     a.yaml::ok-case` judged ok-case alone). Each such target is now an error line naming the file
     and the id, exit 2; the other targets still run."""
-    (tmp_path / "a.yaml").write_text(HEAD + GOOD)
-    (tmp_path / "b.yaml").write_text(HEAD + GOOD.replace("ok-case", "b-case"))
+    (tmp_path / "a.yaml").write_text(CASE_HEAD + GOOD_CASE)
+    (tmp_path / "b.yaml").write_text(CASE_HEAD + GOOD_CASE.replace("ok-case", "b-case"))
     a, b = tmp_path / "a.yaml", tmp_path / "b.yaml"
     for targets in ([f"{a}::typo", str(b)], [f"{a}::typo", f"{a}::ok-case"], [f"{a}::", str(b)]):
         r = invoke("run", "-q", "--engine", "numpy", *targets)
@@ -58,7 +42,7 @@ def test_an_empty_k_is_a_usage_error(tmp_path: Path, command: str, value: str) -
     """`-k ""` (an unset shell variable) selected every case in `run` and, in `explain`, the one
     case of a file or the first substring match (every id holds ""); `FILE::` (an empty id) in
     `explain` likewise."""
-    (tmp_path / "c.yaml").write_text(HEAD + GOOD)
+    (tmp_path / "c.yaml").write_text(CASE_HEAD + GOOD_CASE)
     args = [command, str(tmp_path / "c.yaml"), "-k", value]
     if command == "repro":
         args += ["-o", str(tmp_path / "out")]
@@ -70,7 +54,7 @@ def test_an_empty_k_is_a_usage_error(tmp_path: Path, command: str, value: str) -
 
 
 def test_explain_of_an_empty_case_id_is_a_usage_error(tmp_path: Path) -> None:
-    (tmp_path / "c.yaml").write_text(HEAD + GOOD)
+    (tmp_path / "c.yaml").write_text(CASE_HEAD + GOOD_CASE)
     r = invoke("explain", f"{tmp_path / 'c.yaml'}::")
     assert r.returncode == 2, r.stdout + r.stderr
     line = one_error_line(r.stderr)
@@ -146,7 +130,7 @@ def test_a_plugin_cannot_take_a_name_that_is_not_its_own(tmp_path: Path, peer_na
     assert 'PEER_NAME = "planted-pads-swapped"' in text
     plugin = tmp_path / "plug.py"
     plugin.write_text(text.replace('PEER_NAME = "planted-pads-swapped"', f'PEER_NAME = "{peer_name}"'))
-    (tmp_path / "c.yaml").write_text(HEAD + PADS_CASE)
+    (tmp_path / "c.yaml").write_text(CASE_HEAD + PADS_CASE)
     for args in (["run", "-q", "--engine", "numpy", str(tmp_path / "c.yaml"), "--peers", str(plugin)],
                  ["fuzz", "--max-examples", "1", "--no-progress", "--peers", str(plugin), "--database",
                   str(tmp_path / "db"), "--save-cases", str(tmp_path / "finds"), "--no-bundled-known"]):
@@ -192,7 +176,7 @@ def test_documented_outputs_of_different_shapes_are_a_malformed_case(tmp_path: P
 
 
 def run_case_text(tmp_path: Path, text: str) -> tuple[int, str, str]:
-    (tmp_path / "c.yaml").write_text(HEAD + text)
+    (tmp_path / "c.yaml").write_text(CASE_HEAD + text)
     r = invoke("run", "-q", "--engine", "numpy", str(tmp_path / "c.yaml"))
     return r.returncode, r.stdout, r.stderr
 
@@ -204,7 +188,7 @@ def test_json_output_shows_bidirectional_overrides_escaped(tmp_path: Path) -> No
     import json
 
     title = "abc\u202edef\u2066ghi\u2069"
-    (tmp_path / "c.yaml").write_text(HEAD + GOOD.replace("    op:", f'    title: "{title}"\n    op:'), encoding="utf-8")
+    (tmp_path / "c.yaml").write_text(CASE_HEAD + GOOD_CASE.replace("    op:", f'    title: "{title}"\n    op:'), encoding="utf-8")
     r = invoke("run", "--json", "--engine", "numpy", str(tmp_path / "c.yaml"), "--report-dir", str(tmp_path / "rep"))
     assert r.returncode == 0, r.stdout + r.stderr
     html = (tmp_path / "rep" / "report.html").read_text(encoding="utf-8")
@@ -223,7 +207,7 @@ def test_report_output_to_a_pipe_or_a_link_writes_into_it(tmp_path: Path) -> Non
     import os
     import stat
 
-    (tmp_path / "c.yaml").write_text(HEAD + GOOD)
+    (tmp_path / "c.yaml").write_text(CASE_HEAD + GOOD_CASE)
     r = invoke("run", "-q", "--engine", "numpy", str(tmp_path / "c.yaml"), "--report-dir", str(tmp_path / "rep"))
     assert r.returncode == 0, r.stdout + r.stderr
     saved = str(tmp_path / "rep" / "result.json")
@@ -272,7 +256,7 @@ def test_a_file_name_too_long_is_one_line(tmp_path: Path) -> None:
     and explain FILE::ID. Every command's error boundary names the path in one line."""
     from support import CORPUS
 
-    (tmp_path / "c.yaml").write_text(HEAD + GOOD)
+    (tmp_path / "c.yaml").write_text(CASE_HEAD + GOOD_CASE)
     long = str(tmp_path / ("x" * 300))
     fuzz = ["fuzz", "--peers", "none", "--max-examples", "1", "--no-progress", "--no-bundled-known"]
     for args in (["run", "-q", str(tmp_path / "c.yaml"), "--report-dir", long],
@@ -290,7 +274,7 @@ def test_a_file_named_twice_is_read_once(tmp_path: Path) -> None:
     `export a.yaml ./a.yaml OUT` read the file twice and refused its cases as duplicates of
     themselves: 'duplicate id, also defined at a.yaml:3', exit 2."""
     (tmp_path / "cases").mkdir()
-    (tmp_path / "cases" / "a.yaml").write_text(HEAD + GOOD)
+    (tmp_path / "cases" / "a.yaml").write_text(CASE_HEAD + GOOD_CASE)
     folder, file = tmp_path / "cases", tmp_path / "cases" / "a.yaml"
     for args in (["run", "-q", "--engine", "numpy", str(folder), str(file)],
                  ["run", "-q", "--engine", "numpy", str(file), f"{folder}/../cases/a.yaml"],
