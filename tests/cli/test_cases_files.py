@@ -195,7 +195,12 @@ def test_expected_outputs_agree_with_the_loop_oracle(case: Case) -> None:
         exp = np.asarray(target["values"], dtype=np.float64)
         act = got["values"].astype(np.float64)
         assert act.shape == exp.shape
-        assert np.allclose(act, exp, rtol=case.rtol, atol=case.atol, equal_nan=True) or np.array_equal(act, exp)
+        rtol = case.rtol
+        if OPERATORS[case.op].op in ("lp", "global_lp") and case.input.dtype == np.float64:
+            # the oracle's root is within a few float64 ulps of the norm (tests/oracle_family.py),
+            # and so is the engines': in float64 the two may part in the last place
+            rtol = max(rtol, 4 * float(np.finfo(np.float64).eps))
+        assert np.allclose(act, exp, rtol=rtol, atol=case.atol, equal_nan=True) or np.array_equal(act, exp)
     if "indices" in target:
         assert np.array_equal(got["indices"].astype(np.int64), np.asarray(target["indices"]))
 
