@@ -15,7 +15,7 @@ from support import cli
 
 from poolcheck.fuzz import family as F
 from poolcheck.fuzz.campaign import run_campaign
-from poolcheck.fuzz.diagnosis.family import agrees, diagnose_family
+from poolcheck.fuzz.diagnosis.family import _expected, agrees, diagnose_family
 from poolcheck.fuzz.session import FuzzOptions
 from poolcheck.peers.base import PeerOutput, PeerResult
 from poolcheck.spec import operators
@@ -282,3 +282,23 @@ def test_family_ops_with_no_dtype_they_take_is_one_line() -> None:
     r = cli("fuzz", "--ops", "adaptive_avg", "--dtypes", "int8", "--peers", "none", "--max-examples", "1")
     out = (r.stdout + r.stderr).strip()
     assert r.returncode == 2 and "AdaptiveAvgPool-8" in out and len(out.splitlines()) == 1, out
+
+
+def test_no_abs_is_never_named_where_no_sign_can_matter() -> None:
+    """OpenVINO (through its ONNX frontend) runs a float64 GlobalLpPool in float32: on this
+    all-non-negative input (recorded, seed 3) it was named 'lp:no-abs+lp:root-exponent-float32',
+    a violation claimed on nothing but the signed variant's wider bound (x^3 = |x|^3 here). With
+    no negative number, or an even p, lp:no-abs is no name; with one, it still is."""
+    spec = operators.parse("GlobalLpPool-22", {"p": 3})
+    x = np.array([[[2, 2, 0, 2, 1, 0, 1, 0, 1, 2, 2, 1, 0, 2, 0, 2, 1, 2, 2]],
+                  [[2, 0, 0, 0, 1, 2, 0, 0, 0, 2, 1, 1, 2, 2, 0, 1, 2, 0, 0]],
+                  [[0, 1, 1, 2, 2, 2, 1, 2, 0, 0, 2, 0, 1, 1, 1, 1, 1, 1, 1]]], dtype=np.float64)
+    actual = (np.array([[[4.254321098327637]], [[3.732511281967163]], [[3.6840317249298096]]]), None)
+    named = diagnose_family(spec, x, None, _expected(spec, x), actual)
+    assert not any("lp:no-abs" in k for k in named), named
+    signed = x.copy()
+    signed[0, 0, :4] = -signed[0, 0, :4]
+    with np.errstate(all="ignore"):
+        sums = np.sum(signed ** 3, axis=2, keepdims=True)
+        torch_like = np.sign(sums) * np.abs(sums) ** (1 / 3)
+    assert "lp:no-abs" in diagnose_family(spec, signed, None, _expected(spec, signed), (torch_like, None))

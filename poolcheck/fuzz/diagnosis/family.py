@@ -229,13 +229,23 @@ def _lp_plan(spec: FamilySpec, keys: Sequence[str]) -> tuple[GeometryVariant | N
     return gv, set(atoms) - set(window_keys)
 
 
+def _signs_matter(spec: FamilySpec, x: np.ndarray) -> bool:
+    """Whether ``lp:no-abs`` can change an output here: only a negative number raised to an odd
+    p differs from its absolute value's power. On any other input the signed sum is the norm's
+    own, and naming it would rest on nothing but the wider bound it is judged with."""
+    return spec.p % 2 == 1 and bool(np.any(x < 0))
+
+
 def _lp_combination(spec: FamilySpec, x: np.ndarray, keys: Sequence[str]) -> FamilyOutputs | None:
     """LpPool under several behaviours at once (a window variant and/or :data:`_LP_MODIFIERS`),
-    or None when ``keys`` are not such a combination."""
+    or None when ``keys`` are not such a combination (or one holding ``lp:no-abs`` where the
+    signs cannot matter)."""
     plan = _lp_plan(spec, keys)
     if plan is None:
         return None
     gv, mods = plan
+    if "lp:no-abs" in mods and not _signs_matter(spec, x):
+        return None
     try:
         return _lp_on(spec, x, gv, rescale="lp:ceil-window-rescaled" in mods, signed="lp:no-abs" in mods,
                       overflow="lp:input-type-overflow" in mods, exponent32="lp:root-exponent-float32" in mods,
@@ -652,6 +662,8 @@ def variant_outputs(key: str, spec: FamilySpec, x: np.ndarray, indices: np.ndarr
     """The reference under variant ``key`` (None where it does not apply or cannot be computed)."""
     v = _BY_KEY.get(key)
     if v is None or spec.op not in v.ops or not v.applies(spec):
+        return None
+    if key == "lp:no-abs" and not _signs_matter(spec, x):
         return None
     try:
         return v.compute(spec, x, indices)
