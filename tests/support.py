@@ -50,6 +50,22 @@ def one_error_line(stderr: str) -> str:
     return lines[0]
 
 
+def run_case_text(tmp_path: Path, text: str) -> tuple[int, str, str]:
+    """``poolcheck run`` (NumPy engine) on a case file of ``CASE_HEAD + text``: exit code, stdout, stderr."""
+    (tmp_path / "c.yaml").write_text(CASE_HEAD + text)
+    r = invoke("run", "-q", "--engine", "numpy", str(tmp_path / "c.yaml"))
+    return r.returncode, r.stdout, r.stderr
+
+
+def malformed_field_line(tmp_path: Path, text: str, field: str) -> str:
+    """The one error line ``poolcheck run`` gives for a case file refused at ``field`` (exit 2)."""
+    code, out, err = run_case_text(tmp_path, text)
+    assert code == 2, (field, out, err)
+    line = one_error_line(err)
+    assert f"field '{field}'" in line, line
+    return line
+
+
 def cli_command() -> list[str]:
     """The installed console script next to this interpreter, else ``python -m poolcheck``."""
     script = Path(sys.executable).with_name("poolcheck")
