@@ -41,7 +41,7 @@ from poolcheck.fuzz.batching import default_batch
 from poolcheck.fuzz.cluster import check_address, run_fuzz
 from poolcheck.fuzz.database import check_database
 from poolcheck.fuzz.family import FAMILY_FLAGS, check_family_arguments, is_family_ops
-from poolcheck.fuzz.session import ORACLES, FuzzOptions, Progress, request_stop, resolve_peer_list
+from poolcheck.fuzz.session import ORACLES, FuzzOptions, Progress, request_stop, unique_peers
 from poolcheck.fuzz.strategies import ALL_DTYPES, CONVENTIONS, OP_NAMES, check_arguments
 from poolcheck.peers.registry import builtin_peer, parse_peer_list
 from poolcheck.report import console as console_report
@@ -207,7 +207,8 @@ def fuzz(
         else:
             # name:key=value options may hold commas; each peer by its canonical name
             peer_names = [str(r) for r in parse_peer_list(peers)]
-        resolved = resolve_peer_list(peer_names)  # unknown names are usage errors, before anything runs
+        # unknown names are usage errors, before anything runs; a repeat is dropped (and from the replay)
+        peer_names, resolved = unique_peers(peer_names)
         if batch is None:  # the rest of the family: not measured with long examples, 8
             batch = default_batch([] if is_family_ops(op_list) else resolved)
         if seed is None:

@@ -647,8 +647,24 @@ class Session:
 
 
 def resolve_peer_list(peers: Sequence[Any]) -> list[Peer]:
-    """Names -> peers (built-ins, plugins, modules, files); Peer objects pass through."""
-    return [resolve_peer(p) if isinstance(p, str) else p for p in peers]
+    """Names -> peers (built-ins, plugins, modules, files); Peer objects pass through; a peer
+    named again is dropped (:func:`unique_peers`)."""
+    return unique_peers(peers)[1]
+
+
+def unique_peers(peers: Sequence[Any]) -> tuple[list[Any], list[Peer]]:
+    """The entries of ``peers`` (names or Peer objects) that name a peer not named before, and
+    their peers. One name is one warm worker, which holds one call at a time, and one column of
+    the campaign's counts: ``--peers onnxruntime,onnxruntime`` made two lanes ask one worker at
+    once, and every answer timed out."""
+    entries: list[Any] = []
+    out: list[Peer] = []
+    for p in peers:
+        peer = resolve_peer(p) if isinstance(p, str) else p
+        if all(kept.name != peer.name for kept in out):
+            entries.append(p)
+            out.append(peer)
+    return entries, out
 
 
 def _job_main(options: FuzzOptions, job: int, deadline: float | None, max_examples: int | None,

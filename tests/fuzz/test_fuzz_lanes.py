@@ -12,9 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support import cli
 
 from poolcheck.fuzz.lanes import Lanes
-from poolcheck.fuzz.session import FuzzOptions, Session, lane_depth, resolve_peer_list
+from poolcheck.fuzz.session import FuzzOptions, Session, lane_depth, resolve_peer_list, unique_peers
 from poolcheck.peers.base import PeerResult
 from poolcheck.peers.isolation import Submitted
 
@@ -175,3 +176,30 @@ def test_a_campaign_with_several_peers_judges_what_each_peer_alone_judges() -> N
                 assert together[subject] == counts
                 names[subject] += 1
     assert len(names) == 2  # both planted bugs were found, alone and together
+
+
+def test_a_peer_named_twice_is_one_lane_and_the_replay_names_it_once(tmp_path: Path) -> None:
+    """`--peers onnxruntime,onnxruntime` made two lanes ask one warm worker at once: each drained
+    the other's answer, and each example waited out the peer timeout before its configurations were
+    asked again one by one (3 examples took 60 s). A repeat is dropped, from the replay line too."""
+    planted = str(PLANTED / "axis_ignored.py")
+    r = cli("fuzz", "--no-progress", "--peers", f"{planted},{planted}", "--max-examples", "2", "--no-shrink",
+            "--seed", "1", "--peer-timeout", "20s", "--ops", "maxpool", "--dtypes", "float32",
+            "--database", str(tmp_path / "db"), "--save-cases", str(tmp_path / "finds"),
+            env={"POOLCHECK_DATA_DIR": str(tmp_path / "data")})
+    assert r.returncode in (0, 1), r.stdout + r.stderr
+    words = " ".join(r.stdout.split())
+    assert "timeout" not in words, words
+    replay = next(line for line in r.stdout.splitlines() if line.startswith("replay: poolcheck fuzz"))
+    assert replay.count("axis_ignored.py") == 1, replay
+    _names, peers = unique_peers([planted, planted, "onnxruntime"])
+    assert [p.name for p in peers] == ["planted-axis-ignored", "onnxruntime"]
+    if not peers[1].available()[0]:
+        return  # (the planted part above is the test without ONNX Runtime)
+    # a built-in peer named twice shares its warm worker: the case that timed out
+    r = cli("fuzz", "--no-progress", "--peers", "onnxruntime,onnxruntime", "--max-examples", "1", "--no-shrink",
+            "--seed", "1", "--peer-timeout", "10s", "--ops", "maxpool", "--dtypes", "float32",
+            "--database", str(tmp_path / "db2"), env={"POOLCHECK_DATA_DIR": str(tmp_path / "data2")})
+    assert r.returncode in (0, 1), r.stdout + r.stderr
+    replay = next(line for line in r.stdout.splitlines() if line.startswith("replay: poolcheck fuzz"))
+    assert "--peers onnxruntime --" in replay, replay
