@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from poolcheck.peers.base import BatchItem, PeerDeclined, PeerOption, PeerOutput
-from poolcheck.peers.packs import PackIndex, named_position
+from poolcheck.peers.packs import PackIndex, Where, named_position
 from poolcheck.spec.family import FamilySpec
 from poolcheck.spec.poolspec import PoolSpec
 
@@ -249,16 +249,33 @@ class RuntimePeer:
         # inputs) is compiled once: the first of each node runs as usual, the others through the
         # model that now holds it (the node's input at its position, zeros at the others).
         firsts, again = _first_of_each_node(todo)
-        for start in range(0, len(firsts), self.batch_limit):
-            self._run_group(firsts[start:start + self.batch_limit], items, results)
+        for group in self._groups(firsts):
+            self._run_group(group, items, results)
         again = self._reuse_packs([t for t in again if results[t[0]] is None and not self._refused_here(t[1])],
                                   items, results)
-        for start in range(0, len(again), self.batch_limit):
-            self._run_group(again[start:start + self.batch_limit], items, results)
+        for group in self._groups(again):
+            self._run_group(group, items, results)
         for i, node, _ in todo:  # a repeat of a node the runtime refused alone: the same error
             if results[i] is None:
                 results[i] = self.known_refusal(node) or self._refusal(node)
         return [r if r is not None else RuntimeError("internal: no result") for r in results]
+
+    def _groups(self, entries: list[Translated]) -> list[list[Translated]]:
+        """``entries`` in models of up to :attr:`batch_limit`: nodes of a kind the runtime
+        refused before run alone or among their kind (:meth:`~poolcheck.peers.packs.PackIndex.placement`),
+        so that one refusal does not fail the others' model again."""
+        index = self._pack_index()
+        placed: dict[Where, list[Translated]] = {"pack": [], "apart": [], "alone": []}
+        for entry in entries:
+            try:
+                where: Where = index.placement(entry[1]) if index is not None else "pack"
+            except TypeError:  # an unhashable node
+                where = "pack"
+            placed[where].append(entry)
+        limit = self.batch_limit
+        return ([placed["pack"][k:k + limit] for k in range(0, len(placed["pack"]), limit)]
+                + [placed["apart"][k:k + limit] for k in range(0, len(placed["apart"]), limit)]
+                + [[entry] for entry in placed["alone"]])
 
     def _refused_here(self, node: Any) -> bool:
         return (self.known_refusal(node) or self._refusal(node)) is not None

@@ -13,15 +13,24 @@ them), so what one node computes does not depend on what the others are fed; a p
 on reuse is never trusted for its answer (the items go through the ordinary path, which compiles
 and bisects), so a verdict never depends on this cache. The index also remembers the nodes the
 runtime refused on their own: asked again, they get the same error without failing a pack.
+
+A refusal usually follows a node's *kind* (:func:`kind_of`: its element type and operator, with
+or without indices), not the node: tract refuses every bfloat16 model at load, OpenVINO's CPU
+plugin every bfloat16 MaxPool with indices. A new node of a kind the runtime refused before
+would fail its whole pack again (a bisection: two compiles per halving, or a recompile of the
+rest where the error names the node). :meth:`PackIndex.placement` therefore sends it to run
+alone (a kind that never ran) or in a pack of its own kind (one that also ran), so the other
+nodes' pack compiles once. Where a node runs changes no answer: every answer still comes from a
+model that ran and every error from the node run alone.
 """
 
 from __future__ import annotations
 
 import re
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -52,6 +61,21 @@ class Reuse:
     asked: dict[int, int]
 
 
+def kind_of(node: Hashable) -> Hashable:
+    """What a runtime's refusals of ``node`` most often follow: the adapter's node class, the
+    element type, the operator and whether indices are asked for (the attributes the built-in
+    nodes share; a node without them is a kind of its own class)."""
+    return (type(node).__name__, str(getattr(node, "dtype", "")), getattr(node, "op", None) or
+            getattr(node, "op_type", None), getattr(node, "with_indices", None))
+
+
+#: Where :meth:`PackIndex.placement` runs a new node: ``pack`` (with the others), ``apart`` (in a
+#: pack of its kind: one the runtime refused about one time in :data:`APART_RATE` or more),
+#: ``alone`` (a kind it refused and never ran).
+Where = Literal["pack", "apart", "alone"]
+APART_RATE = 4
+
+
 class PackIndex:
     """Node -> :class:`Slot` for the most recent ``capacity`` packs (kept below the adapter's own
     cache size, so a pack found here is almost always still compiled there; when it is not, the
@@ -66,12 +90,30 @@ class PackIndex:
         #: halving). A repeatable peer refuses a node whatever the input values.
         self._refused: OrderedDict[Hashable, Exception] = OrderedDict()
         self._refusals = refusals
+        #: Per kind (:func:`kind_of`): nodes refused alone, and nodes in packs that ran.
+        self._kinds_refused: Counter[Hashable] = Counter()
+        self._kinds_ran: Counter[Hashable] = Counter()
 
     def refused(self, node: Hashable, exc: Exception) -> None:
         """The runtime refused ``node`` alone with ``exc``."""
+        if node not in self._refused:
+            self._kinds_refused[kind_of(node)] += 1
         self._refused[node] = exc
         while len(self._refused) > self._refusals:
             self._refused.popitem(last=False)
+
+    def placement(self, node: Hashable) -> Where:
+        """Where a new ``node`` runs best: ``alone`` when the runtime refused nodes of its kind and
+        never ran one, ``apart`` (in a pack of such nodes) when it refused about one in
+        :data:`APART_RATE` of them or more, else ``pack``. Only the cost depends on it."""
+        kind = kind_of(node)
+        refused = self._kinds_refused.get(kind, 0)
+        if not refused:
+            return "pack"
+        ran = self._kinds_ran.get(kind, 0)
+        if not ran:
+            return "alone"
+        return "apart" if refused * APART_RATE >= ran else "pack"
 
     def refusal(self, node: Hashable) -> Exception | None:
         """The error the runtime gave for ``node`` alone, if it did."""
@@ -87,6 +129,7 @@ class PackIndex:
         if pack in self._packs:
             self._packs.move_to_end(pack)
             return
+        self._kinds_ran.update(kind_of(node) for node in pack)
         slots = [Slot(pack, k, spec, tuple(arr.shape), arr.dtype) for k, (spec, arr) in enumerate(zip(specs, arrays))]
         self._packs[pack] = slots
         for node, slot in zip(pack, slots):

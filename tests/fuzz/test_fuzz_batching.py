@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -207,6 +208,83 @@ def test_a_node_asked_for_with_several_inputs_in_one_call_is_compiled_once(named
             exp, _ = expected_for(get_engine("numpy"), FuzzCase(op_name=spec.op, attributes={}, spec=spec, x=x,
                                                                 recipe={}))
             assert np.array_equal(r.values, exp.values, equal_nan=True)
+
+
+@dataclass(frozen=True)
+class KindNode:
+    """A planted node with the attributes a refusal's kind is read from (packs.kind_of)."""
+
+    spec: Any
+    shape: tuple[int, ...]
+    dtype: str
+    op: str
+
+
+class PlantedTypeRefusals(PlantedRefusals):
+    """A runtime refusing every model holding a float16 node, without naming it (tract refuses
+    every bfloat16 model at load so)."""
+
+    def translate(self, spec: Any, shape: tuple[int, ...], dtype: np.dtype) -> Any:
+        return KindNode(spec, shape, dtype.name, spec.op)
+
+    def execute(self, group: Any, items: Any) -> list[PeerOutput]:
+        nodes = tuple(node for _, node, _ in group)
+        if nodes not in self.compiled and any(n.dtype == "float16" for n in nodes):
+            self.compiles += 1
+            raise RuntimeError("float16 refused")
+        return super().execute([(i, (n.spec, n.shape, n.dtype), arr) for i, n, arr in group], items)
+
+
+def test_a_kind_refused_before_runs_alone_and_the_others_compile_once() -> None:
+    """After the runtime refused float16 nodes, a new call's float16 nodes run alone: the other
+    nodes' model compiles once instead of being bisected, and every answer is an unbatched one."""
+    cases = [c for c in drawn(160, ("float32", "float16")) if c.mutation is None]
+    first, second = cases[:24], cases[24:56]
+    assert any(c.x.dtype == np.float16 for c in first)
+    halves = sum(c.x.dtype == np.float16 for c in second)
+    assert 0 < halves < len(second)
+    planted = PlantedTypeRefusals(refuse=-1, named=False)
+    planted.run_many([(c.spec, c.x) for c in first])
+    before = planted.compiles
+    results = planted.run_many([(c.spec, c.x) for c in second])
+    assert planted.compiles - before == 1 + halves  # one model for the rest, each float16 node alone
+    alone = PlantedTypeRefusals(refuse=-1, named=False)
+    for c, r in zip(second, results, strict=True):
+        (want,) = alone.run_many([(c.spec, c.x)])
+        if c.x.dtype == np.float16:
+            assert isinstance(r, RuntimeError) and str(r) == str(want) == "float16 refused"
+        else:
+            assert isinstance(r, PeerOutput) and isinstance(want, PeerOutput)
+            assert np.array_equal(r.values, want.values, equal_nan=True)
+
+
+def test_a_pack_index_places_a_node_by_what_its_kind_did() -> None:
+    a, b = KindNode(None, (1,), "float16", "max"), KindNode(None, (2,), "float16", "max")
+    other = KindNode(None, (1,), "float32", "max")
+    index = PackIndex(capacity=4)
+    assert index.placement(a) == "pack"
+    index.refused(a, RuntimeError("no"))
+    assert index.placement(b) == "alone" and index.placement(other) == "pack"
+    index.register([b], [None], [np.zeros(2)])  # type: ignore[list-item]
+    assert index.placement(b) == "apart"  # refused one in two
+    index.register([KindNode(None, (k,), "float16", "max") for k in range(3, 9)], [None] * 6,  # type: ignore[list-item]
+                   [np.zeros(k) for k in range(3, 9)])
+    assert index.placement(b) == "pack"  # refused one in eight
+
+
+@pytest.mark.parametrize("name", PACKING)
+def test_nodes_of_a_refused_kind_get_the_answers_of_single_calls(name: str) -> None:
+    """bfloat16 (refused by tract at load and by OpenVINO's CPU plugin for MaxPool with indices):
+    a second call's nodes, placed by the kinds the first call's refusals taught, answer as alone."""
+    available_peer(name)
+    cases = drawn(48, ("float32", "bfloat16", "float16"))
+    batched_peer = resolve_peer(name)
+    run_in_process(batched_peer, [(c.spec, c.x) for c in cases[:24]])
+    got = run_in_process(batched_peer, [(c.spec, c.x) for c in cases[24:]])
+    single_peer = resolve_peer(name)
+    for c, r in zip(cases[24:], got, strict=True):
+        (alone,) = run_in_process(single_peer, [(c.spec, c.x)])
+        assert same(r, alone), (c.spec, r.verdict, alone.verdict)
 
 
 def test_named_position_reads_the_node_a_runtime_error_names() -> None:
