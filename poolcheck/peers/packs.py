@@ -70,10 +70,11 @@ def kind_of(node: Hashable) -> Hashable:
 
 
 #: Where :meth:`PackIndex.placement` runs a new node: ``pack`` (with the others), ``apart`` (in a
-#: pack of its kind: one the runtime refused about one time in :data:`APART_RATE` or more),
-#: ``alone`` (a kind it refused and never ran).
+#: pack of its kind: one the runtime refused at least as often as it ran), ``alone`` (a kind it
+#: refused and never ran). A kind refused now and then (OpenVINO's exclude-pad AvgPool whose
+#: kernel does not exceed its pads) stays in the pack: a model of its own would cost a compile
+#: on every call, a rare refusal one recompile now and then.
 Where = Literal["pack", "apart", "alone"]
-APART_RATE = 4
 
 
 class PackIndex:
@@ -104,8 +105,8 @@ class PackIndex:
 
     def placement(self, node: Hashable) -> Where:
         """Where a new ``node`` runs best: ``alone`` when the runtime refused nodes of its kind and
-        never ran one, ``apart`` (in a pack of such nodes) when it refused about one in
-        :data:`APART_RATE` of them or more, else ``pack``. Only the cost depends on it."""
+        never ran one, ``apart`` (in a pack of such nodes) when it refused at least as many as it
+        ran, else ``pack``. Only the cost depends on it."""
         kind = kind_of(node)
         refused = self._kinds_refused.get(kind, 0)
         if not refused:
@@ -113,7 +114,7 @@ class PackIndex:
         ran = self._kinds_ran.get(kind, 0)
         if not ran:
             return "alone"
-        return "apart" if refused * APART_RATE >= ran else "pack"
+        return "apart" if refused >= ran else "pack"
 
     def refusal(self, node: Hashable) -> Exception | None:
         """The error the runtime gave for ``node`` alone, if it did."""
