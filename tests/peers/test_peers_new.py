@@ -237,6 +237,38 @@ def test_tract_max_pool_indices_on_every_onnx_max_type() -> None:
         np.testing.assert_array_equal(out.indices, indices, err_msg=dtype)
 
 
+#: A bfloat16 MaxPool, which tract refuses at load (run in a fresh interpreter: Rust reads
+#: RUST_LIB_BACKTRACE once per process).
+TRACT_REFUSAL = """
+import numpy as np
+from poolcheck.peers.tract_peer import TractPeer
+from poolcheck.spec import dtypes
+from poolcheck.spec.attributes import PoolSpec
+spec = PoolSpec(op="max", kernel=(2, 2), strides=(1, 1), pads_begin=(0, 0), pads_end=(0, 0), dilations=(1, 1),
+                convention="onnx")
+(result,) = TractPeer().run_many([(spec, np.zeros((1, 1, 4, 4), dtype=dtypes.BFLOAT16))])
+print(repr(str(result)))
+"""
+
+
+@pytest.mark.parametrize("lib_backtrace", [None, "1"])
+def test_a_tract_refusal_carries_no_backtrace_unless_asked(lib_backtrace: str | None) -> None:
+    """With RUST_BACKTRACE=1 (set on many machines) tract's anyhow errors capture a backtrace:
+    60-100 ms per refused model and 3,000 characters of message. The peer turns the capture
+    off (RUST_LIB_BACKTRACE=0) unless the user set RUST_LIB_BACKTRACE; the refusal is the same."""
+    available_peer("tract")
+    env = {k: v for k, v in os.environ.items() if k != "RUST_LIB_BACKTRACE"}
+    env["RUST_BACKTRACE"] = "1"
+    if lib_backtrace is not None:
+        env["RUST_LIB_BACKTRACE"] = lib_backtrace
+    proc = subprocess.run([sys.executable, "-c", TRACT_REFUSAL], capture_output=True, text=True, env=env, cwd=ROOT,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    message = proc.stdout
+    assert "Unknown DatumType Bfloat16" in message
+    assert ("Stack backtrace" in message) == (lib_backtrace == "1")
+
+
 def test_jax_rejects_a_configuration_without_output_like_a_runtime() -> None:
     """A kernel larger than the padded input has no output: the peer raises (a `rejects`
     result), it does not decline or invent an empty answer."""
