@@ -64,7 +64,7 @@ class ModulePeer:
             op: fn for op, name in FAMILY_FUNCTIONS.items() if (fn := _function(module, name)) is not None}
         #: The family ops the module has a function for (see :class:`~poolcheck.peers.base.Peer`).
         self.family_ops: tuple[str, ...] = tuple(self._family)
-        self._declared = _declared_types(module)
+        self._declared = _declared_types(module, ref)
 
     def element_types(self, op: str) -> tuple[str, ...]:
         """The types ``op``'s function takes: those of the operator its keywords mirror (MaxPool-14,
@@ -84,7 +84,7 @@ class ModulePeer:
         if name in self.element_types(op):
             return None
         if self._declared is not None and name not in self._declared:
-            return f"module {self.module.__name__} takes {', '.join(self._declared)} (its ELEMENT_TYPES), not {name}"
+            return f"{self.name} takes {', '.join(self._declared)} only (its ELEMENT_TYPES), not {name}"
         return f"{function} takes {operator}'s element types ({', '.join(self.element_types(op))}), not {name}"
 
     def available(self) -> tuple[bool, str]:
@@ -197,7 +197,7 @@ class PreparedPluginConfig:
         return lambda: self.function(arr, **self.keywords)
 
 
-def _declared_types(module: ModuleType) -> tuple[str, ...] | None:
+def _declared_types(module: ModuleType, ref: str) -> tuple[str, ...] | None:
     """The module's ``ELEMENT_TYPES`` (None: not given), or :class:`PeerLoadError` when it is no
     list of element type names."""
     value = getattr(module, "ELEMENT_TYPES", None)
@@ -208,7 +208,7 @@ def _declared_types(module: ModuleType) -> tuple[str, ...] | None:
         listed = isinstance(names, (list, tuple))
         bad = next((n for n in names if n not in ELEMENT_TYPES), None) if listed else value
         got = "an empty list" if listed and not names else repr(str(bad)[:40])
-        raise PeerLoadError(f"plugin {module.__name__}: ELEMENT_TYPES must list some of "
+        raise PeerLoadError(f"peer {ref!r}: ELEMENT_TYPES must list some of "
                             f"{', '.join(ELEMENT_TYPES)}; got {got}")
     return tuple(d for d in ELEMENT_TYPES if d in names)
 
