@@ -62,3 +62,10 @@ def test_dtypes_all_and_no_peers_draw_every_type(tmp_path: Path) -> None:
     assert "--dtypes float32,float16,float64,bfloat16,int8," in fz["replay"]
     _, fz = _fuzz(tmp_path, "none", "--peers", "none", "--max-examples", "1", "--seed", "4")
     assert "--dtypes float32,float16,float64,bfloat16,int8," in fz["replay"]
+
+
+def test_every_job_draws_the_narrowed_list(tmp_path: Path) -> None:
+    """--jobs shards get the campaign's list: what every job judged is float32."""
+    _, fz = _fuzz(tmp_path, "jobs", "--peers", FLOAT32_ONLY, "--jobs", "2", "--max-examples", "8", "--seed", "4")
+    assert fz["jobs"] == 2 and _drawn_types(fz) == {"float32"}
+    assert "--dtypes float32 " in fz["replay"] and "--jobs 2" in fz["replay"]
