@@ -109,7 +109,7 @@ SLOW_TESTS = frozenset({
     "test_bench.py::test_real_command_reports_the_ratios",
     "test_cli_80_columns.py", "test_hostile_options.py",
     # real commands from other folders, a fuzz campaign through the CLI, modules that kill their worker
-    "test_fuzz_replay_paths.py", "test_bfloat16.py::test_fuzz_campaign_on_bfloat16_through_the_cli",
+    "test_fuzz_replay_paths.py", "test_fuzz_dtypes_cli.py", "test_bfloat16.py::test_fuzz_campaign_on_bfloat16_through_the_cli",
     "test_peers_onnx_backend.py::test_a_module_that_exits_crashes_or_hangs_at_import_is_contained",
     "test_peers_onnx_backend.py::test_a_planted_backend_bug_is_a_failure_through_run",
     # the longest of the rest (make test's --durations, 2 workers): every family entry's script run

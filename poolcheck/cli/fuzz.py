@@ -38,6 +38,7 @@ from poolcheck.cli.common import (
 from poolcheck.corpus import KNOWN_DIR
 from poolcheck.errors import AttributeValueError
 from poolcheck.fuzz.batching import default_batch
+from poolcheck.fuzz.campaign_types import campaign_types
 from poolcheck.fuzz.cluster import check_address, run_fuzz
 from poolcheck.fuzz.database import check_database
 from poolcheck.fuzz.family import FAMILY_FLAGS, check_family_arguments, is_family_ops
@@ -112,7 +113,7 @@ def time_budget_of(time_budget: str | None, max_examples: int | None, min_per_re
 def fuzz(
     ops: Annotated[str, typer.Option("--ops", help="Operators (comma-separated): maxpool, avgpool; or the rest of the family, fuzzed on its own: lp, global_avg, global_max, global_lp, unpool, adaptive_avg, adaptive_max.")] = "maxpool,avgpool",
     ranks: Annotated[str, typer.Option("--ranks", help="Input ranks (3, 4, 5), comma-separated.")] = "3,4,5",
-    dtypes: Annotated[str, typer.Option("--dtypes", help=f"Element types, comma-separated, or 'all' ({', '.join(ALL_DTYPES)}).")] = "all",
+    dtypes: Annotated[str | None, typer.Option("--dtypes", help=f"Element types, comma-separated, or 'all' ({', '.join(ALL_DTYPES)}). Default: the types some peer of the campaign takes for the fuzzed operators (all without peers).")] = None,
     conventions: Annotated[str, typer.Option("--conventions", help="Attribute conventions: openvino, onnx.")] = "openvino,onnx",
     peers: Annotated[str | None, typer.Option("--peers", help="Peers (comma-separated): built-ins (onnxruntime, openvino, torch, onnx_reference), a module or a .py file; 'none' for engine oracles only. Default: every available built-in.")] = None,
     max_examples: Annotated[int | None, typer.Option("--max-examples", help="Stop after this many hypothesis examples (each a list of configurations).")] = None,
@@ -157,7 +158,7 @@ def fuzz(
             rank_list = comma_ints(",".join(_comma_list(ranks)))
         except ValueError:
             raise AttributeValueError("--ranks", f"expected comma-separated integers, got {ranks!r}") from None
-        dtype_list = list(ALL_DTYPES) if dtypes.strip() == "all" else _comma_list(dtypes)
+        dtype_list = list(ALL_DTYPES) if dtypes is None or dtypes.strip() == "all" else _comma_list(dtypes)
         conv_list = _comma_list(conventions)
         bad = [c for c in conv_list if c not in CONVENTIONS]
         if bad:
@@ -209,6 +210,10 @@ def fuzz(
             peer_names = [str(r) for r in parse_peer_list(peers)]
         # unknown names are usage errors, before anything runs; a repeat is dropped (and from the replay)
         peer_names, resolved = unique_peers(peer_names)
+        drawn = campaign_types(op_list, conv_list, resolved, None if dtypes is None else dtype_list)
+        if drawn.warning:
+            err_console.print(Text.assemble(("warning:", "bold yellow"), f" {safe(drawn.warning)}"), soft_wrap=True)
+        dtype_list = list(drawn.dtypes)
         if batch is None:  # the rest of the family: not measured with long examples, 8
             batch = default_batch([] if is_family_ops(op_list) else resolved)
         if seed is None:

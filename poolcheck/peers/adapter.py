@@ -105,6 +105,14 @@ class RuntimePeer:
             return given[key]
         return next(o.default for o in self.accepted_options if o.key == key)
 
+    def element_types(self, op: str) -> tuple[str, ...] | None:
+        """The element types this peer can ever take for ``op`` (``"max"``, ``"avg"`` or one of
+        its :attr:`family_ops`), whatever the rest of the configuration; None: every type the
+        catalogue allows. An adapter that declines a type for every configuration of an op says
+        so here, and its :meth:`translate` declines through the same declaration
+        (``tests/peers/test_peer_element_types.py`` keeps each one true)."""
+        return None
+
     def unusable(self) -> str | None:
         """Why no configuration can run here with these options (a device, provider or precision
         absent on this machine), or None. Checked before every translation: the peer declines

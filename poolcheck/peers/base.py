@@ -11,7 +11,7 @@ import numpy as np
 
 from poolcheck.errors import PoolcheckError
 from poolcheck.spec import dtypes
-from poolcheck.spec.family import FamilySpec
+from poolcheck.spec.family import FAMILY_OPS, FamilySpec
 from poolcheck.spec.poolspec import PoolSpec
 
 # --------------------------------------------------------------------------- errors
@@ -86,6 +86,12 @@ class Peer(Protocol):
       writes them), every other family op values only.
     - Family configurations are never batched: ``run_many`` (see :class:`BatchPeer`) only ever
       receives MaxPool/AveragePool items.
+
+    **Element types** (optional): ``element_types(op)`` -> the element type names (``"float32"``
+    ...) the peer can ever take for ``op`` (``"max"``, ``"avg"`` or a family op), whatever the
+    rest of the configuration, or None for every type. ``supports`` declines every other type.
+    ``poolcheck fuzz`` without ``--dtypes`` draws only the types some peer of the campaign takes
+    (:func:`declared_types`); a peer without the method takes every type.
     """
 
     name: str
@@ -114,6 +120,25 @@ def family_declined(peer: Any, spec: FamilySpec) -> str | None:
         return None
     name = getattr(peer, "name", "the peer")
     return f"{name} does not take {spec.describe().split('(')[0]} (not in its family_ops)"
+
+
+def declared_types(peer: Any, op: str) -> tuple[str, ...] | None:
+    """The element types ``peer`` declares it can ever take for ``op`` (its optional
+    ``element_types(op)``, see :class:`Peer`): () for a family op it does not list, None when
+    it declares nothing (every type) or its declaration raises (a user's peer: then it is asked,
+    and declines for itself)."""
+    if op in FAMILY_OPS and op not in (getattr(peer, "family_ops", ()) or ()):
+        return ()
+    declare = getattr(peer, "element_types", None)
+    if not callable(declare):
+        return None
+    try:
+        types = declare(op)
+        if types is None:
+            return None
+        return (types,) if isinstance(types, str) else tuple(str(t) for t in types)
+    except Exception:
+        return None
 
 
 def run_family_item(peer: Any, item: FamilyItem) -> Any:

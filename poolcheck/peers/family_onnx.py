@@ -23,9 +23,9 @@ from typing import Any
 import numpy as np
 
 from poolcheck.peers.base import PeerDeclined, PeerOutput
-from poolcheck.peers.onnx_model import IR_VERSION
+from poolcheck.peers.onnx_model import IR_VERSION, OP_TYPES, onnx_element_types
 from poolcheck.spec.family import FamilySpec
-from poolcheck.spec.operators import family_row, onnx_opset, spell, version_number
+from poolcheck.spec.operators import family_row, newest, onnx_opset, spell, version_number
 
 #: The family ops an ONNX model can hold, and their ONNX operator.
 ONNX_FAMILY: dict[str, str] = {"lp": "LpPool", "global_avg": "GlobalAveragePool", "global_max": "GlobalMaxPool",
@@ -118,7 +118,8 @@ def family_feeds(node: FamilyNode, spec: FamilySpec, x: np.ndarray, indices: np.
 class OnnxFamily:
     """The family half of a peer that runs ONNX models: it translates with
     :func:`family_to_onnx` and hands the model and feeds to :meth:`run_family_model`, which the
-    peer defines (its runtime's plain load-and-run). Runnables are cached per node."""
+    peer defines (its runtime's plain load-and-run). Runnables are cached per node. It also
+    declares such a peer's element types (:meth:`element_types`): those of its ONNX operators."""
 
     name: str
     family_ops: tuple[str, ...] = ONNX_FAMILY_OPS
@@ -130,6 +131,16 @@ class OnnxFamily:
     def run_family_model(self, node: FamilyNode, feeds: dict[str, np.ndarray]) -> np.ndarray:
         """Run the model of ``node`` (see :func:`family_model`) on ``feeds``; its output ``y``."""
         raise NotImplementedError
+
+    def element_types(self, op: str) -> tuple[str, ...]:
+        """The element types of the ONNX operator the peer builds for ``op`` (MaxPool-22,
+        AveragePool-22, the family op's newest row); none for an op it has no operator for or
+        declines outright (:attr:`family_missing`)."""
+        if op in OP_TYPES:
+            return onnx_element_types(op)
+        if op not in ONNX_FAMILY or op in dict(self.family_missing):
+            return ()
+        return newest(op, "onnx").dtypes
 
     def translate_family(self, spec: FamilySpec, shape: tuple[int, ...], dtype: np.dtype) -> FamilyNode:
         missing = dict(self.family_missing).get(spec.op)

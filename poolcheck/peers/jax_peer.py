@@ -405,9 +405,16 @@ class JaxPeer(RuntimePeer):
     #: jax.numpy pools a whole plane (mean, max, the vector p-norm); it has no LpPool window, no
     #: MaxUnpool and no adaptive pooling, which are declined (poolcheck composes none of them).
     family_ops = FAMILY_OPS
+    #: The family ops jax.numpy computes.
+    family_computed = ("global_avg", "global_max", "global_lp")
+
+    def element_types(self, op: str) -> tuple[str, ...] | None:
+        """Every type the catalogue gives MaxPool/AveragePool (averages: floating point only, as
+        both conventions say) and the global pools; none for the family ops jax has not."""
+        return None if op in ("max", "avg", *self.family_computed) else ()
 
     def translate_family(self, spec: FamilySpec, shape: tuple[int, ...], dtype: np.dtype) -> tuple[Any, ...]:
-        if spec.op not in ("global_avg", "global_max", "global_lp"):
+        if spec.op not in self.family_computed:
             raise PeerDeclined(self.name, f"jax has no {spec.describe().split('(')[0]} (no such function in "
                                           "jax.numpy, jax.lax or jax.nn)")
         self._setup()

@@ -40,14 +40,24 @@ class OnnxNode:
         return {k: list(v) if isinstance(v, tuple) else v for k, v in self.attributes}
 
 
+#: The ONNX operator of each op.
+OP_TYPES: dict[str, str] = {"max": "MaxPool", "avg": "AveragePool"}
+
+
+def onnx_element_types(op: str) -> tuple[str, ...]:
+    """The element types of the ONNX operator (opset :data:`OPSET`) that ``op`` is translated to:
+    what an ONNX peer can ever take (:func:`to_onnx` declines every other type)."""
+    return operator(f"{OP_TYPES[op]}-{OPSET}").dtypes
+
+
 def to_onnx(spec: PoolSpec, shape: Sequence[int], dtype: np.dtype, peer: str) -> OnnxNode:
     """Translate ``spec`` for an input of ``shape``/``dtype`` into an ONNX node, or raise
     :class:`PeerDeclined` when ONNX cannot express it."""
     dt = np.dtype(dtype)
     shape = tuple(int(v) for v in shape)
     check_expressible(spec, shape, peer, "ONNX")
-    op_type = "MaxPool" if spec.op == "max" else "AveragePool"
-    allowed = operator(f"{op_type}-{OPSET}").dtypes
+    op_type = OP_TYPES[spec.op]
+    allowed = onnx_element_types(spec.op)
     if dt.name not in allowed:
         raise PeerDeclined(peer, f"ONNX {op_type}-{OPSET} has no {dt.name} type (allowed: {', '.join(allowed)})")
     if spec.auto_pad not in ("same_upper", "same_lower"):

@@ -229,12 +229,21 @@ class OpenVinoPeer(RuntimePeer):
 
     # ------------------------------------------------------------------ the rest of the family
 
+    def element_types(self, op: str) -> tuple[str, ...] | None:
+        """MaxPool-14 and AvgPool-14 take every type the catalogue gives them (an ONNX
+        configuration's bfloat16 too, as bf16); of the family, the adaptive pools their opset8
+        rows' types, and nothing else (OpenVINO has no operator for the rest)."""
+        if op in ("max", "avg"):
+            return None
+        row = OPENVINO_FAMILY.get(op)
+        return operator(row).dtypes if row is not None else ()
+
     def translate_family(self, spec: FamilySpec, shape: tuple[int, ...], dtype: np.dtype) -> OvFamilyNode:
         row = OPENVINO_FAMILY.get(spec.op)
         if row is None:
             raise PeerDeclined(self.name, f"OpenVINO's opsets have no {spec.describe().split('(')[0]} operator")
         dt = np.dtype(dtype)
-        if dt.name not in operator(row).dtypes:
+        if dt.name not in (self.element_types(spec.op) or ()):
             raise PeerDeclined(self.name, f"OpenVINO {row} has no {dt.name} type")
         assert spec.output_shape is not None
         return OvFamilyNode(spec.op, tuple(spec.output_shape), spec.index_element_type, tuple(shape), dt.name)

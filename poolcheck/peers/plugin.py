@@ -20,7 +20,10 @@ configuration spelled by the op's newest catalogue row)::
     def adaptive_avg_pool(x, output_shape) -> values
     def adaptive_max_pool(x, output_shape, index_element_type) -> (values, indices)
 
-Optional module attributes: ``PEER_NAME`` (the name in reports) and ``__version__``.
+Optional module attributes: ``PEER_NAME`` (the name in reports), ``__version__``, and
+``ELEMENT_TYPES``, the element types the functions take (e.g. ``("float32",)``; default every
+type their operator allows): the peer declines the others, and ``poolcheck fuzz`` without
+``--dtypes`` draws only types some peer of the campaign takes.
 """
 
 from __future__ import annotations
@@ -33,9 +36,9 @@ import numpy as np
 
 from poolcheck.peers._convert import negative_same_pads
 from poolcheck.peers.adapter import prepared_input
-from poolcheck.peers.base import InvalidPeerOutput, PeerDeclined, PeerOutput
+from poolcheck.peers.base import InvalidPeerOutput, PeerDeclined, PeerLoadError, PeerOutput
 from poolcheck.spec.family import FamilySpec
-from poolcheck.spec.operators import allowed_dtypes, newest, spell
+from poolcheck.spec.operators import ELEMENT_TYPES, allowed_dtypes, any_convention_dtypes, newest, spell
 from poolcheck.spec.poolspec import PoolSpec
 
 #: The family op each plugin function takes: the public API's names (``poolcheck.onnx_lp_pool``
@@ -61,6 +64,28 @@ class ModulePeer:
             op: fn for op, name in FAMILY_FUNCTIONS.items() if (fn := _function(module, name)) is not None}
         #: The family ops the module has a function for (see :class:`~poolcheck.peers.base.Peer`).
         self.family_ops: tuple[str, ...] = tuple(self._family)
+        self._declared = _declared_types(module, ref)
+
+    def element_types(self, op: str) -> tuple[str, ...]:
+        """The types ``op``'s function takes: those of the operator its keywords mirror (MaxPool-14,
+        AvgPool-14, a family op's newest row), within the module's ``ELEMENT_TYPES``; none when the
+        module has no function for ``op``."""
+        if op in self._family:
+            allowed = any_convention_dtypes(op)
+        elif (op == "max" and self._max is not None) or (op == "avg" and self._avg is not None):
+            allowed = allowed_dtypes(op, "openvino")
+        else:
+            return ()
+        return allowed if self._declared is None else tuple(d for d in allowed if d in self._declared)
+
+    def _type_declined(self, op: str, function: str, operator: str, dtype: np.dtype) -> str | None:
+        """Why ``function`` does not take ``dtype`` (:meth:`element_types`), or None."""
+        name = np.dtype(dtype).name
+        if name in self.element_types(op):
+            return None
+        if self._declared is not None and name not in self._declared:
+            return f"{self.name} takes {', '.join(self._declared)} only (its ELEMENT_TYPES), not {name}"
+        return f"{function} takes {operator}'s element types ({', '.join(self.element_types(op))}), not {name}"
 
     def available(self) -> tuple[bool, str]:
         return True, ""
@@ -76,11 +101,11 @@ class ModulePeer:
             return False, f"module {self.module.__name__} defines no max_pool"
         if spec.op == "avg" and self._avg is None:
             return False, f"module {self.module.__name__} defines no avg_pool"
-        allowed = allowed_dtypes(spec.op, "openvino")
-        if np.dtype(dtype).name not in allowed:
-            # The functions mirror poolcheck.max_pool / avg_pool (OpenVINO-14), which refuse it:
-            # an ONNX-22 input type (bfloat16) that their vocabulary has no word for.
-            return False, f"{spec.op}_pool takes OpenVINO's element types ({', '.join(allowed)}), not {np.dtype(dtype).name}"
+        # The functions mirror poolcheck.max_pool / avg_pool (OpenVINO-14), which refuse an
+        # ONNX-22 input type (bfloat16) that their vocabulary has no word for.
+        why = self._type_declined(spec.op, f"{spec.op}_pool", "OpenVINO", dtype)
+        if why:
+            return False, why
         if spec.convention == "onnx":
             why = negative_same_pads(spec, shape)
             if why:
@@ -120,11 +145,8 @@ class ModulePeer:
     def _supports_family(self, spec: FamilySpec, dtype: np.dtype) -> tuple[bool, str]:
         if spec.op not in self._family:
             return False, f"module {self.module.__name__} defines no {FAMILY_FUNCTIONS[spec.op]}"
-        row = newest(spec.op, spec.convention)
-        if np.dtype(dtype).name not in row.dtypes:
-            return False, (f"{FAMILY_FUNCTIONS[spec.op]} takes {row.title}'s element types "
-                           f"({', '.join(row.dtypes)}), not {np.dtype(dtype).name}")
-        return True, ""
+        why = self._type_declined(spec.op, FAMILY_FUNCTIONS[spec.op], newest(spec.op, spec.convention).title, dtype)
+        return (False, why) if why else (True, "")
 
     def _run_family(self, spec: FamilySpec, x: np.ndarray, indices: np.ndarray | None) -> PeerOutput:
         """The module's function for ``spec.op`` on ``x`` (MaxUnpool: and ``indices``), with the
@@ -173,6 +195,22 @@ class PreparedPluginConfig:
         """The plugin's own call on ``x`` (what a benchmark times)."""
         arr = self._input(x)
         return lambda: self.function(arr, **self.keywords)
+
+
+def _declared_types(module: ModuleType, ref: str) -> tuple[str, ...] | None:
+    """The module's ``ELEMENT_TYPES`` (None: not given), or :class:`PeerLoadError` when it is no
+    list of element type names."""
+    value = getattr(module, "ELEMENT_TYPES", None)
+    if value is None:
+        return None
+    names = (value,) if isinstance(value, str) else value
+    if not isinstance(names, (list, tuple)) or not names or any(n not in ELEMENT_TYPES for n in names):
+        listed = isinstance(names, (list, tuple))
+        bad = next((n for n in names if n not in ELEMENT_TYPES), None) if listed else value
+        got = "an empty list" if listed and not names else repr(str(bad)[:40])
+        raise PeerLoadError(f"peer {ref!r}: ELEMENT_TYPES must list some of "
+                            f"{', '.join(ELEMENT_TYPES)}; got {got}")
+    return tuple(d for d in ELEMENT_TYPES if d in names)
 
 
 def _function(module: ModuleType, name: str) -> Callable[..., Any] | None:

@@ -44,7 +44,8 @@ STEP = "torch.onnx.export"
 #: The opset the exporter is asked for (AveragePool-19, MaxPool-12 semantics at 18; pinned so a
 #: verdict does not move with the exporter's default).
 OPSET = 18
-#: Input types the chain is fuzzed on: ONNX Runtime's CPU pooling kernels are floating point.
+#: Input types the chain takes (:meth:`TorchOnnxPeer.element_types`): ONNX Runtime's CPU pooling
+#: kernels are floating point.
 DTYPES = ("float32", "float64")
 #: What ``torch.onnx.export`` (``dynamo=False``, opset 18) answers for a family call it has no
 #: ONNX form of: declined with these words instead of exported.
@@ -158,10 +159,14 @@ class TorchOnnxPeer(RuntimePeer):
         except Exception:
             return version
 
+    def element_types(self, op: str) -> tuple[str, ...]:
+        """:data:`DTYPES` for every op but MaxUnpool, which the exporter has not (:data:`NOT_EXPORTED`)."""
+        return () if op == "unpool" else DTYPES
+
     def translate(self, spec: PoolSpec, shape: tuple[int, ...], dtype: np.dtype) -> TorchOnnxNode:
         dt = np.dtype(dtype)
         kwargs = to_torch(spec, shape, self.name)
-        if dt.name not in DTYPES:
+        if dt.name not in self.element_types(spec.op):
             raise PeerDeclined(self.name, f"the chain runs {', '.join(DTYPES)} only (ONNX Runtime's pooling "
                                           f"kernels are floating point), not {dt.name}")
         if spec.convention == "onnx" and spec.op == "max" and spec.storage_order:
@@ -265,7 +270,7 @@ class TorchOnnxPeer(RuntimePeer):
         dt = np.dtype(dtype)
         if spec.op == "unpool":
             raise PeerDeclined(self.name, NOT_EXPORTED["unpool"])
-        if dt.name not in DTYPES:
+        if dt.name not in self.element_types(spec.op):
             raise PeerDeclined(self.name, f"the chain runs {', '.join(DTYPES)} only, not {dt.name}")
         if spec.op in ("adaptive_avg", "adaptive_max"):
             assert spec.output_shape is not None

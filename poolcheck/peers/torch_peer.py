@@ -23,7 +23,8 @@ from poolcheck.peers._convert import (
 )
 from poolcheck.peers.adapter import RuntimePeer, Translated
 from poolcheck.peers.base import BatchItem, PeerDeclined, PeerOption, PeerOutput
-from poolcheck.peers.family_torch import TorchFamily
+from poolcheck.peers.family_torch import TorchFamily, family_kernel_error
+from poolcheck.spec.operators import any_convention_dtypes
 from poolcheck.spec.poolspec import PoolSpec
 
 
@@ -110,6 +111,13 @@ class TorchPeer(TorchFamily, RuntimePeer):
             torch.set_num_threads(1)
             self._ready = True
         return torch
+
+    def element_types(self, op: str) -> tuple[str, ...]:
+        """The types PyTorch has a CPU kernel of ``op`` for at some spatial rank (1-3): the probes
+        :meth:`translate` declines by, at the configuration's own rank (float16 average pooling,
+        for one, is there in 1-D and 2-D and not in 3-D)."""
+        probe = _kernel_error if op in ("max", "avg") else family_kernel_error
+        return tuple(d for d in any_convention_dtypes(op) if any(probe(op, rank, d) is None for rank in (1, 2, 3)))
 
     def translate(self, spec: PoolSpec, shape: tuple[int, ...], dtype: np.dtype) -> dict[str, Any]:
         kwargs = to_torch(spec, shape, self.name)

@@ -375,6 +375,16 @@ def allowed_dtypes(op: str, convention: str) -> tuple[str, ...]:
     return newest(op, convention).dtypes
 
 
+#: Every element type a row allows, in one order: floating point, bfloat16, integers.
+ELEMENT_TYPES: tuple[str, ...] = (*FLOAT_DTYPES, BFLOAT16.name, *INT_DTYPES)
+
+
+def any_convention_dtypes(op: str) -> tuple[str, ...]:
+    """The element types the newest ``op`` allows in some convention (:data:`ELEMENT_TYPES` order)."""
+    allowed = {d for row in OPERATORS.values() if row.op == op for d in newest(op, row.convention).dtypes}
+    return tuple(d for d in ELEMENT_TYPES if d in allowed)
+
+
 # --------------------------------------------------------------------------- parse
 
 
