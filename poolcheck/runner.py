@@ -549,8 +549,8 @@ def family_peer_severity(case: Case, values: np.ndarray, indices: np.ndarray | N
         keys = diagnose_family(spec, case.input, unpool_indices, expected, (values, indices))
         if registered in keys:
             keys = [registered]
-        if keys:
-            return _weigh(keys[:1], spec, f"{keys[0]}: {family_variant_text(keys[0])}")  # type: ignore[arg-type]
+        if keys:  # weighed by its atoms, as the fuzzer weighs a family class
+            return _weigh(keys[0].split("+"), spec, f"{keys[0]}: {family_variant_text(keys[0])}")  # type: ignore[arg-type]
     if registered is not None:
         return _weigh([a for a in registered.split("+") if a], spec,  # type: ignore[arg-type]
                       f"the class the registry records for {peer}: {registered}")

@@ -7,8 +7,11 @@ stays silent. Bad ``--ops`` are one line, exit 2.
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
+import yaml
 from hypothesis import HealthCheck, given, settings
 from planted_peers.family import PLANTED_FAMILY, FamilyPeer
 from support import cli
@@ -302,3 +305,45 @@ def test_no_abs_is_never_named_where_no_sign_can_matter() -> None:
         sums = np.sum(signed ** 3, axis=2, keepdims=True)
         torch_like = np.sign(sums) * np.abs(sums) ** (1 / 3)
     assert "lp:no-abs" in diagnose_family(spec, signed, None, _expected(spec, signed), (torch_like, None))
+
+
+#: OpenVINO 2026.4's ONNX frontend on float64 LpPool / GlobalLpPool (recorded through
+#: ``poolcheck run --peers openvino-onnx``): computed in float32, and the LpPool's SAME pads
+#: clamped at 0 besides (width 7, stride 4, kernel 1: the written pad is (2 - 1) * 4 + 1 - 7 = -2).
+OV_LP_X = np.array([[[[-1.7049107535537318, 7.0161952089298385, -6.205219602124109, -2.042041627079048,
+                       6.177772772195387, 4.062450113336293, 0.6406169229764653]],
+                     [[4.6907304837993555, -19.79713614790634, 7.149147722500559, -6.717513318656992,
+                       -11.680338898591787, 1.9351203166469975, 4.9038141974457305]]]])
+OV_LP_ATTRS = {"p": 3, "kernel_shape": [1, 1], "strides": [4, 4], "dilations": [2, 1], "ceil_mode": 1,
+               "auto_pad": "SAME_UPPER"}
+OV_LP_OUT = np.array([[[[1.7049107551574707, 6.177773475646973]], [[4.690730571746826, 11.680339813232422]]]])
+OV_GLOBAL_X = np.linspace(8163.25, 11901.19, 42).reshape(1, 2, 3, 7)
+
+
+def test_float64_lp_computed_as_float32_is_named_with_the_rest_and_weighed_by_its_atoms() -> None:
+    """float64 computed as float32 is a behaviour of its own (unspecified, as for the adaptive
+    pools), named alone or with what else the runtime does (here ONNX SAME pads clamped at 0: an
+    erratum); the pair is weighed by its atoms, the most severe of them."""
+    case = _case("LpPool-22", OV_LP_ATTRS, OV_LP_X)
+    f = F.judge_family_peer(case, "ov", PeerResult("ok", PeerOutput(OV_LP_OUT)), F.expected(case), None)
+    assert f is not None and f.explained and f.klass == "lp:float64-as-float32+same:clamped"
+    assert f.weight.value == "unspecified"
+    glob = _case("GlobalLpPool-2", {"p": 2}, OV_GLOBAL_X)
+    as_float32 = F.expected(_case("GlobalLpPool-2", {"p": 2}, OV_GLOBAL_X.astype(np.float32)))[0].astype(np.float64)
+    g = F.judge_family_peer(glob, "ov", PeerResult("ok", PeerOutput(as_float32)), F.expected(glob), None)
+    assert g is not None and g.klass == "lp:float64-as-float32" and g.weight.value == "unspecified"
+
+
+def test_run_weighs_a_family_pair_as_the_fuzzer_does(tmp_path) -> None:
+    """``poolcheck run`` on the LpPool above with OpenVINO's ONNX frontend, called plainly: the
+    same name, and the table's weight of its atoms (it weighed the pair as one unknown atom: a
+    violation)."""
+    pytest.importorskip("openvino")
+    case = {"id": "ov-lp-f64", "op": "LpPool-22", "attributes": OV_LP_ATTRS, "dtype": "float64",
+            "input": OV_LP_X.tolist(), "expected": {"shape": [1, 2, 1, 2]}}
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump({"schema": "poolcheck.case/1", "cases": [case]}))
+    proc = cli("run", str(path), "--peers", "openvino-onnx", "--json")
+    (check,) = [k for k in json.loads(proc.stdout)["cases"][0]["checks"] if k["runner"] == "openvino-onnx"]
+    assert check["diagnosis"].startswith("lp:float64-as-float32+same:clamped: ")
+    assert check["severity"] == "unspecified"

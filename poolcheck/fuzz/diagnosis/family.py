@@ -585,9 +585,10 @@ FAMILY_VARIANTS: tuple[FamilyVariant, ...] = (
     FamilyVariant("global:seed-lowest", ("global_max",), "the maximum seeded with the lowest finite value (a plane "
                   "of -inf gives it; NaN loses every comparison)",
                   lambda s, x, i: _global_nan_skipped(s, x, seed_lowest=True)),
-    FamilyVariant("adaptive:float64-as-float32", ("adaptive_avg", "adaptive_max"), "float64 computed as float32, "
-                  "values past its range (inf included) saturated to its largest magnitude",
-                  lambda s, x, i: _float32_saturated(s, x), lambda s: True),
+    *(FamilyVariant(key, ops, "float64 computed as float32, values past its range (inf included) saturated to its "
+                    "largest magnitude", lambda s, x, i: _float32_saturated(s, x), lambda s: True)
+      for ops, key in ((("adaptive_avg", "adaptive_max"), "adaptive:float64-as-float32"),
+                       (("lp", "global_lp"), "lp:float64-as-float32"))),
     FamilyVariant("avg:input-type-overflow", ("global_avg", "adaptive_avg"), "the sum accumulated in the input "
                   "type, overflowing past its largest value (inf, NaN or a wrong value by the order of the additions)",
                   lambda s, x, i: _expected(s, x), lambda s: True, _input_type_overflow),
@@ -620,8 +621,11 @@ FAMILY_VARIANTS: tuple[FamilyVariant, ...] = (
                   lambda s, x, i: _adaptive(s, x, nan_skip=True)),
 )
 FAMILY_VARIANT_KEYS: tuple[str, ...] = tuple(v.key for v in FAMILY_VARIANTS)
-#: The input transform another variant may be paired with (``AS_FLOAT32+<key>``).
-AS_FLOAT32 = "adaptive:float64-as-float32"
+#: The input transform another variant may be paired with (``<transform>+<key>``), by op:
+#: OpenVINO's CPU plugin runs float64 models in float32 (its ONNX frontend's LpPool and
+#: GlobalLpPool included), and misreads some of them besides.
+AS_FLOAT32 = {"adaptive_avg": "adaptive:float64-as-float32", "adaptive_max": "adaptive:float64-as-float32",
+              "lp": "lp:float64-as-float32", "global_lp": "lp:float64-as-float32"}
 _BY_KEY = {v.key: v for v in FAMILY_VARIANTS}
 
 
@@ -695,10 +699,17 @@ def diagnose_family(spec: FamilySpec, x: np.ndarray, indices: np.ndarray | None,
             out = _lp_combination(spec, x, keys)
             if out is not None and not agrees(spec, x, expected, out) and _matches(spec, x, keys, out, actual):
                 found.append("+".join(keys))
-    if not found and spec.op in ("adaptive_avg", "adaptive_max") and x.dtype == np.float64:
+    if not found and spec.op in AS_FLOAT32 and x.dtype == np.float64:
         # computed as float32 and misread besides: the pair, each a behaviour of its own
-        found = [f"{AS_FLOAT32}+{v.key}" for v in FAMILY_VARIANTS
-                 if v.key != AS_FLOAT32 and replay_family(spec, x, indices, (AS_FLOAT32, v.key), actual)]
+        # (a NaN rule paired on an input without NaN would name a rounding it happens to share)
+        narrowed = AS_FLOAT32[spec.op]
+        nan_free = not np.isnan(x).any()
+        seconds = [v.key for v in FAMILY_VARIANTS
+                   if v.key != narrowed and spec.op in v.ops and not (nan_free and "nan" in v.key)
+                   and replay_family(spec, x, indices, (narrowed, v.key), actual)]
+        # as above: a joined variant whose part pairs alone adds nothing
+        found = [f"{narrowed}+{k}" for k in seconds
+                 if "+" not in k or not any(a in seconds for a in k.split("+"))]
     return found
 
 
@@ -709,9 +720,10 @@ def _open(v: FamilyVariant, spec: FamilySpec, x: np.ndarray) -> np.ndarray | Non
 def replay_family(spec: FamilySpec, x: np.ndarray, indices: np.ndarray | None, keys: Sequence[str],
                   actual: FamilyOutputs) -> bool:
     """Whether the one variant ``keys`` names reproduces ``actual`` (grouping's test)."""
-    if len(keys) == 2 and AS_FLOAT32 in keys:
-        keys = [AS_FLOAT32, *(k for k in keys if k != AS_FLOAT32)]
-    if len(keys) == 2 and keys[0] == AS_FLOAT32 and x.dtype == np.float64:  # a variant on the float32 input
+    narrowed = AS_FLOAT32.get(spec.op, "")
+    if len(keys) == 2 and narrowed in keys:
+        keys = [narrowed, *(k for k in keys if k != narrowed)]
+    if len(keys) == 2 and keys[0] == narrowed and x.dtype == np.float64:  # a variant on the float32 input
         big = float(np.finfo(np.float32).max)
         with np.errstate(all="ignore"):
             narrow = np.where(np.isnan(x), x, np.clip(x, -big, big)).astype(np.float32)
