@@ -347,3 +347,17 @@ def test_run_weighs_a_family_pair_as_the_fuzzer_does(tmp_path) -> None:
     (check,) = [k for k in json.loads(proc.stdout)["cases"][0]["checks"] if k["runner"] == "openvino-onnx"]
     assert check["diagnosis"].startswith("lp:float64-as-float32+same:clamped: ")
     assert check["severity"] == "unspecified"
+
+
+def test_a_many_tap_float16_sum_overflows_only_near_the_types_largest_value() -> None:
+    """jax's GlobalLpPool (``jnp.linalg.norm(ord=3)`` of each float16 plane, recorded seed 3):
+    inf where |x|^3 passes 65504, 14.46 on a plane of 0, 1 and 2. The input-type overflow bound
+    ``max * (1 - (taps + 2) eps)`` fell below 3,031 at 989 taps and made that plane inf too, so
+    only a coincidental 'lp:input-type-overflow+lp:no-abs' (a violation) fitted."""
+    plane = (np.arange(43 * 23) % 3).astype(np.float16).reshape(43, 23)
+    x = np.stack([plane, plane])[:, None].copy()
+    x[0, 0, 17, 5] = -65504.0
+    spec = operators.parse("GlobalLpPool-22", {"p": 3})
+    small = float(np.sum(plane.astype(np.float64) ** 3) ** (1 / 3))
+    jax_like = np.array([np.inf, small], dtype=np.float16).reshape(2, 1, 1, 1)
+    assert diagnose_family(spec, x, None, _expected(spec, x), (jax_like, None)) == ["lp:input-type-overflow"]
