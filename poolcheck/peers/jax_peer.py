@@ -256,6 +256,17 @@ def _order_free(node: JaxNode, x: np.ndarray) -> bool:
     return top * math.prod(node.window) < float(np.finfo(x.dtype).max)
 
 
+#: The family ops jax.numpy computes (a whole plane's mean, max, vector p-norm).
+JAX_FAMILY_OPS = ("global_avg", "global_max", "global_lp")
+
+
+def check_family_expressible(spec: FamilySpec, peer: str = "jax") -> None:
+    """Raise :class:`PeerDeclined` for a family op jax has no function for."""
+    if spec.op not in JAX_FAMILY_OPS:
+        raise PeerDeclined(peer, f"jax has no {spec.describe().split('(')[0]} (no such function in jax.numpy, "
+                                 "jax.lax or jax.nn)")
+
+
 class JaxPeer(RuntimePeer):
     """JAX on the CPU, 64-bit types enabled, one jitted reduce_window per compile key."""
 
@@ -405,8 +416,7 @@ class JaxPeer(RuntimePeer):
     #: jax.numpy pools a whole plane (mean, max, the vector p-norm); it has no LpPool window, no
     #: MaxUnpool and no adaptive pooling, which are declined (poolcheck composes none of them).
     family_ops = FAMILY_OPS
-    #: The family ops jax.numpy computes.
-    family_computed = ("global_avg", "global_max", "global_lp")
+    family_computed = JAX_FAMILY_OPS
 
     def element_types(self, op: str) -> tuple[str, ...] | None:
         """Every type the catalogue gives MaxPool/AveragePool (averages: floating point only, as
@@ -414,9 +424,7 @@ class JaxPeer(RuntimePeer):
         return None if op in ("max", "avg", *self.family_computed) else ()
 
     def translate_family(self, spec: FamilySpec, shape: tuple[int, ...], dtype: np.dtype) -> tuple[Any, ...]:
-        if spec.op not in self.family_computed:
-            raise PeerDeclined(self.name, f"jax has no {spec.describe().split('(')[0]} (no such function in "
-                                          "jax.numpy, jax.lax or jax.nn)")
+        check_family_expressible(spec, self.name)
         self._setup()
         return (spec.op, spec.p, tuple(shape), np.dtype(dtype).name)
 

@@ -15,6 +15,7 @@ import numpy as np
 from poolcheck.peers.base import PeerDeclined
 from poolcheck.peers.family_onnx import family_model, family_to_onnx
 from poolcheck.peers.family_torch import TorchFamily
+from poolcheck.peers.jax_peer import check_family_expressible
 from poolcheck.peers.openvino_peer import COMPILE_CONFIG, OPENVINO_FAMILY
 from poolcheck.peers.torch_onnx_peer import OPSET as TORCH_ONNX_OPSET
 from poolcheck.peers.torch_onnx_peer import TorchOnnxPeer
@@ -126,6 +127,25 @@ def _openvino(ref: str, spec: FamilySpec, shape: tuple[int, ...], dtype: np.dtyp
     return RuntimeCall(ref, ("openvino",), code, call, None)
 
 
+def _jax(ref: str, spec: FamilySpec, shape: tuple[int, ...], dtype: np.dtype) -> RuntimeCall:
+    """The jax peer's calls (:meth:`~poolcheck.peers.jax_peer.JaxPeer.execute_family`): ``jnp.mean``
+    or ``jnp.max`` over the spatial axes, ``jnp.linalg.norm(ord=p)`` of each flattened plane."""
+    check_family_expressible(spec)
+    axes = tuple(range(2, len(shape)))
+    if spec.op == "global_lp":
+        call = f"jax.numpy.linalg.norm(x.reshape(N, C, -1), ord={spec.p}, axis=-1), reshaped to (N, C, 1, ...)"
+        body = ("    planes = jnp.reshape(x, x.shape[:2] + (-1,))\n"
+                f"    out = jnp.linalg.norm(planes, ord={spec.p}, axis=-1).reshape(x.shape[:2] + (1,) * {len(axes)})\n")
+    else:
+        fn = "mean" if spec.op == "global_avg" else "max"
+        call = f"jax.numpy.{fn}(x, axis={axes}, keepdims=True)"
+        body = f"    out = jnp.{fn}(x, axis={axes}, keepdims=True)\n"
+    code = ("import jax\n\njax.config.update('jax_platforms', 'cpu')\njax.config.update('jax_enable_x64', True)\n"
+            "import jax.numpy as jnp  # noqa: E402\n\n"
+            f"CALL = {call!r}\n\n\ndef actual(x, i=None):\n" + body + "    return np.asarray(out), None\n")
+    return RuntimeCall(ref, ("jax",), code, call, None)
+
+
 def family_runtime_call(ref: str, spec: FamilySpec, shape: tuple[int, ...], dtype: np.dtype) -> RuntimeCall:
     """The script's part for runtime ``ref`` on family configuration ``spec``; PeerDeclined where
     the runtime cannot express it, ValueError for a runtime without a family reproducer."""
@@ -138,8 +158,10 @@ def family_runtime_call(ref: str, spec: FamilySpec, shape: tuple[int, ...], dtyp
         return _torch_onnx(ref, spec, shape, dtype)
     if name == "openvino":
         return _openvino(ref, spec, shape, dtype)
+    if name == "jax":
+        return _jax(ref, spec, shape, dtype)
     raise ValueError(f"no reproducer for runtime {ref!r} on {spec.describe()} (family runtimes: onnxruntime, "
-                     "onnx_reference, tract, openvino-onnx, openvino, torch, torch-onnx)")
+                     "onnx_reference, tract, openvino-onnx, openvino, torch, torch-onnx, jax)")
 
 
 def family_constants(spec: FamilySpec, shape: tuple[int, ...]) -> dict[str, object]:

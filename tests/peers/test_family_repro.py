@@ -211,3 +211,30 @@ def test_the_lp_loops_give_inf_past_the_float64_range_as_the_engine_does() -> No
     axes = [(3, 2, 1, 1, 0, 0, 2)]  # size, kernel, stride, dilation, pads, output length
     values, _ = loops.lp_pool(x, axes, 3)
     assert np.isinf(values[0, 0, 0]) and values[0, 0, 1] == np.float64(9.0) ** (1 / 3)
+
+
+def test_a_jax_family_script_calls_jax_numpy_plainly(tmp_path: Path) -> None:
+    """jax's GlobalLpPool (``jnp.linalg.norm(ord=3)`` of each plane) in float16: a plane holding
+    -65504 overflows to inf, the script says so (exit 1); on the plane without it jax agrees
+    (exit 0). MaxUnpool has no jax function: declined."""
+    available_peer("jax")
+    plane = (np.arange(43 * 23) % 3).astype(np.float16).reshape(1, 1, 43, 23)
+    big = plane.copy()
+    big[0, 0, 17, 5] = -65504.0
+    for x, status in ((big, 1), (plane, 0)):
+        case_file = tmp_path / f"jax-{status}.yaml"
+        case_file.write_text(
+            "schema: poolcheck.case/1\ncases:\n"
+            f"- id: jax-global-lp-{status}\n  op: GlobalLpPool-22\n  attributes: {{p: 3}}\n  dtype: float16\n"
+            f"  input: {x.astype(float).tolist()}\n  expected: {{shape: [1, 1, 1, 1]}}\n  tags: ['peer:jax']\n")
+        out = tmp_path / f"out-{status}"
+        run = write_reproducers([case_file], out, runtime="jax")
+        ((_, (script, *_)),) = run.written
+        done = _run(script)
+        assert done.returncode == status, done.stdout[-1500:] + done.stderr[-1500:]
+        assert ("DIVERGES" in done.stdout) == (status == 1)
+        assert "jax.numpy.linalg.norm" in script.read_text()
+    with pytest.raises(Exception, match="jax has no MaxUnpool"):
+        from poolcheck.repro.family import family_runtime_call
+        from poolcheck.spec import operators
+        family_runtime_call("jax", operators.parse("MaxUnpool-22", {"kernel_shape": [2]}), (1, 1, 2), np.dtype("float32"))
