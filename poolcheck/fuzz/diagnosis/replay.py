@@ -3,7 +3,9 @@ the peer; :func:`settle` drops the variants a replay does not need and attribute
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import contextlib
+import contextvars
+from collections.abc import Hashable, Iterator, Mapping
 from dataclasses import dataclass
 from types import ModuleType
 
@@ -42,11 +44,59 @@ class Replay:
         return bool(self.value_ok.all()) and (self.index_ok is None or bool(self.index_ok.all()))
 
 
+#: The replays of the diagnosis in progress, by everything each read (None: no diagnosis in
+#: progress, nothing kept). One diagnosis replays the same keys many times over: each full
+#: explanation settled (every key dropped in turn, then each kept one again to attribute it),
+#: the alternatives and aliases.
+_KEPT: contextvars.ContextVar[dict[Hashable, Replay | None] | None] = contextvars.ContextVar("diagnosis_replays",
+                                                                                           default=None)
+
+
+@contextlib.contextmanager
+def replays_kept() -> Iterator[None]:
+    """Within: :func:`replay` computes each replay once and hands out copies of it after (a nested
+    scope shares the outer one's: a replay is keyed by everything it reads)."""
+    if _KEPT.get() is not None:
+        yield
+        return
+    token = _KEPT.set({})
+    try:
+        yield
+    finally:
+        _KEPT.reset(token)
+
+
+def array_key(a: np.ndarray) -> tuple[str, tuple[int, ...], bytes]:
+    """An array as a dictionary key: its element type, shape and bytes."""
+    return a.dtype.str, a.shape, a.tobytes()
+
+
 def replay(engine_module: ModuleType, spec: PoolSpec, x: np.ndarray, keys: tuple[str, ...] | list[str],
            values: np.ndarray, indices: np.ndarray | None) -> Replay | None:
     """Re-run the reference under ``keys`` (any mix of precision, geometry, policy and index
     variants) and compare with the peer's ``values``/``indices``. None: the keys give no output of
-    the peer's shape (or name something unknown)."""
+    the peer's shape (or name something unknown). Within :func:`replays_kept`, made once."""
+    store = _KEPT.get()
+    if store is None:
+        return _replay(engine_module, spec, x, keys, values, indices)
+    values = np.asarray(values)
+    key = (engine_module, spec, array_key(x), tuple(keys), array_key(values),
+           None if indices is None else array_key(np.asarray(indices)))
+    if key not in store:
+        store[key] = _replay(engine_module, spec, x, keys, values, indices)
+    return _copied(store[key])
+
+
+def _copied(r: Replay | None) -> Replay | None:
+    """A replay a caller may change without changing what another reads."""
+    if r is None:
+        return None
+    return Replay(r.values.copy(), None if r.indices is None else r.indices.copy(), r.value_ok.copy(),
+                  None if r.index_ok is None else r.index_ok.copy(), r.x.copy(), r.geom)
+
+
+def _replay(engine_module: ModuleType, spec: PoolSpec, x: np.ndarray, keys: tuple[str, ...] | list[str],
+            values: np.ndarray, indices: np.ndarray | None) -> Replay | None:
     shape = tuple(int(v) for v in x.shape)
     compute: np.dtype | None = None
     placement = Placement(resolve(spec, shape))

@@ -26,7 +26,7 @@ from poolcheck.fuzz.diagnosis.indices import (
     renumber_planes,
 )
 from poolcheck.fuzz.diagnosis.model import Diagnosis
-from poolcheck.fuzz.diagnosis.replay import attribution_text, replay, settle
+from poolcheck.fuzz.diagnosis.replay import attribution_text, replay, replays_kept, settle
 from poolcheck.fuzz.diagnosis.rerun import _crop, _narrow, _run, _tolerance, _uncrop_indices
 from poolcheck.fuzz.diagnosis.severity import UNEXPLAINED_SEVERITY, severity_of
 from poolcheck.fuzz.diagnosis.variants import (
@@ -94,6 +94,16 @@ def _empty_window_rules_first(candidates: list[tuple[PolicyVariant, np.ndarray, 
     return [c for c in candidates if not shadowed(c[0], c[1])]
 
 
+def _same_outputs(a: Outputs, b: Outputs) -> bool:
+    """``a`` and ``b`` hold the same values and indices, bit for bit."""
+    if a.values.dtype != b.values.dtype or a.values.shape != b.values.shape or a.values.tobytes() != b.values.tobytes():
+        return False
+    if a.indices is None or b.indices is None:
+        return a.indices is None and b.indices is None
+    return (a.indices.dtype == b.indices.dtype and a.indices.shape == b.indices.shape
+            and a.indices.tobytes() == b.indices.tobytes())
+
+
 def _explain_values(engine_module: ModuleType, spec: PoolSpec, x: np.ndarray, geom: Geometry, values: np.ndarray,
                     prefer: Mapping[str, int], out_dtype: np.dtype | None = None,
                     index_score: Callable[[Outputs], int] | None = None,
@@ -116,11 +126,14 @@ def _explain_values(engine_module: ModuleType, spec: PoolSpec, x: np.ndarray, ge
             continue
         pol = SPEC.replace(**v.change)
         ref = _run(engine_module, spec, x, geom, pol, out_dtype, computed)
+        if spec.op == "max" and _same_outputs(ref, base):
+            continue  # the spec's own outputs (a max is compared exactly): fixes nothing, scores the same
         ok = close_values(ref.values, values, _tolerance(engine_module, spec, x, geom, pol, ref.values))
+        if (ok0 & ~ok).any():
+            continue  # it breaks an element that agreed: no candidate (its index score does not matter)
         fixes = bad0 & ok
-        breaks = ok0 & ~ok
         score = index_score(ref) if index_score is not None else 0
-        if (fixes.any() or score > base_score) and not breaks.any():
+        if fixes.any() or score > base_score:
             candidates.append((v, fixes, score))
     candidates = _empty_window_rules_first(candidates, geom, values.shape)
     chosen: list[PolicyVariant] = []
@@ -278,6 +291,13 @@ def diagnose_output(engine_module: ModuleType, spec: PoolSpec, x: np.ndarray, va
     behaviour never seen does not beat a longer one made of behaviours on record: on a decreasing
     input ONNX Runtime's undilated-kernel SAME windows {0, 3}, {3} plus its NaN-first scan give
     the same outputs as 'dilations ignored' ({0, 1}, {3}) alone."""
+    with replays_kept():  # settling, alternatives and aliases replay the same keys: each is made once
+        return _diagnose_output(engine_module, spec, x, values, indices, prefer, transposed_retry=transposed_retry)
+
+
+def _diagnose_output(engine_module: ModuleType, spec: PoolSpec, x: np.ndarray, values: np.ndarray,
+                     indices: np.ndarray | None, prefer: Mapping[str, int] | None, *,
+                     transposed_retry: bool) -> Diagnosis:
     prefer = prefer or {}
     shape = tuple(int(v) for v in x.shape)
     values = np.asarray(values)
