@@ -11,7 +11,7 @@ from types import ModuleType
 
 import numpy as np
 
-from poolcheck.errors import AttributeValueError, PoolcheckError
+from poolcheck.errors import PoolcheckError
 from poolcheck.fuzz.diagnosis.indices import _spec_order_modulus, encode_with_fill, renumber_planes
 from poolcheck.fuzz.diagnosis.rerun import _crop, _narrow, _run, _tolerance, _uncrop_indices
 from poolcheck.fuzz.diagnosis.variants import (
@@ -20,6 +20,7 @@ from poolcheck.fuzz.diagnosis.variants import (
     _INDEX_BY_KEY,
     _POLICY_BY_KEY,
     Placement,
+    built_placement,
 )
 from poolcheck.judgement import close_values
 from poolcheck.spec.attributes import PoolSpec
@@ -106,10 +107,10 @@ def _replay(engine_module: ModuleType, spec: PoolSpec, x: np.ndarray, keys: tupl
         if key.startswith("precision:"):
             compute = np.dtype(key.split(":", 1)[1])
         elif key in _GEOMETRY_BY_KEY:
-            try:
-                placement = _GEOMETRY_BY_KEY[key].build(spec, shape)
-            except (AttributeValueError, ValueError, ZeroDivisionError):
+            built = built_placement(key, spec, shape)
+            if built is None:
                 return None
+            placement = built
         elif key in _POLICY_BY_KEY:
             changes.update(_POLICY_BY_KEY[key].change)
         elif key in _INDEX_BY_KEY or key in _EMPTY_INDEX_KEYS:
@@ -168,10 +169,10 @@ def predict(engine_module: ModuleType, spec: PoolSpec, x: np.ndarray,
     placement = Placement(resolve(spec, shape))
     for key in keys:
         if key in _GEOMETRY_BY_KEY:
-            try:
-                placement = _GEOMETRY_BY_KEY[key].build(spec, shape)
-            except (AttributeValueError, ValueError, ZeroDivisionError):
+            built = built_placement(key, spec, shape)
+            if built is None:
                 return None
+            placement = built
     out = placement.output_shape
     if any(n < 1 for n in out):
         return None

@@ -15,7 +15,7 @@ import numpy as np
 
 from poolcheck.engines import _windows as w
 from poolcheck.engines import numpy_engine as _NUMPY
-from poolcheck.errors import AttributeValueError, PoolcheckError
+from poolcheck.errors import PoolcheckError
 from poolcheck.fuzz.diagnosis.indices import (
     DEPTHLESS_TAIL,
     _spec_order_modulus,
@@ -41,6 +41,7 @@ from poolcheck.fuzz.diagnosis.variants import (
     Placement,
     PolicyVariant,
     _policy_applies,
+    built_placement,
     placements,
     variant_text,
 )
@@ -399,23 +400,13 @@ def _geometry_aliases(engine_module: ModuleType, spec: PoolSpec, x: np.ndarray, 
 def _twins(key: str, spec: PoolSpec, shape: tuple[int, ...]) -> tuple[str, ...]:
     """The geometry variants other than ``key`` that place the windows as ``key`` does on
     ``spec`` and ``shape`` (none when ``key`` is no geometry variant)."""
-    gv = next((g for g in GEOMETRY_VARIANTS if g.key == key), None)
-    if gv is None:
+    if not any(g.key == key for g in GEOMETRY_VARIANTS):
         return ()
-    try:
-        mine = gv.build(spec, shape)
-    except (AttributeValueError, ValueError, ZeroDivisionError):
+    mine = built_placement(key, spec, shape)
+    if mine is None:
         return ()
-    twins = []
-    for other in GEOMETRY_VARIANTS:
-        if other.key == key or not other.applies(spec):
-            continue
-        try:
-            if other.build(spec, shape) == mine:
-                twins.append(other.key)
-        except (AttributeValueError, ValueError, ZeroDivisionError):
-            continue
-    return tuple(twins)
+    return tuple(other.key for other in GEOMETRY_VARIANTS
+                 if other.key != key and other.applies(spec) and built_placement(other.key, spec, shape) == mine)
 
 
 def _transposed_retry(engine_module: ModuleType, spec: PoolSpec, x: np.ndarray, values: np.ndarray,

@@ -694,9 +694,8 @@ def _placements(spec: PoolSpec, shape: tuple[int, ...]) -> tuple[tuple[GeometryV
     for gv in GEOMETRY_VARIANTS:
         if not gv.applies(spec):
             continue
-        try:
-            p = gv.build(spec, shape)
-        except (AttributeValueError, ValueError, ZeroDivisionError):
+        p = built_placement(gv.key, spec, shape)
+        if p is None:
             out.append((gv, None))
             continue
         if all(p != other for _, other in out):
@@ -705,6 +704,17 @@ def _placements(spec: PoolSpec, shape: tuple[int, ...]) -> tuple[tuple[GeometryV
 
 
 _GEOMETRY_BY_KEY = {gv.key: gv for gv in GEOMETRY_VARIANTS}
+
+
+@functools.lru_cache(maxsize=8192)
+def built_placement(key: str, spec: PoolSpec, shape: tuple[int, ...]) -> Placement | None:
+    """Where geometry variant ``key`` puts the windows on ``spec`` and ``shape``, built once (the
+    placements, the twins of a name and every replay naming it ask for the same few); None: the
+    variant gives no valid output here."""
+    try:
+        return _GEOMETRY_BY_KEY[key].build(spec, shape)
+    except (AttributeValueError, ValueError, ZeroDivisionError):
+        return None
 _POLICY_BY_KEY = {v.key: v for v in POLICY_VARIANTS}
 _INDEX_BY_KEY = {v.key: v for v in INDEX_VARIANTS}
 _EMPTY_INDEX_KEYS = {k for k, _ in EMPTY_INDEX_VARIANTS}
