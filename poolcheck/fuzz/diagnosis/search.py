@@ -34,13 +34,12 @@ from poolcheck.fuzz.diagnosis.variants import (
     GEOMETRY_VARIANTS,
     INDEX_VARIANTS,
     NARROWER,
-    POLICY_VARIANTS,
     PRECISION_TEXT,
     GeometryVariant,
     IndexVariant,
     Placement,
     PolicyVariant,
-    _policy_applies,
+    applicable_policies,
     built_placement,
     placements,
     variant_text,
@@ -63,15 +62,16 @@ class _Explained:
     x: np.ndarray | None = None  # the input and geometry the explanation ran on
     geom: Geometry | None = None
 
-    @property
+    # counted once (the masks are not changed after): the search compares them several times
+    @functools.cached_property
     def remaining_values(self) -> int:
         return int(self.value_mask.sum())
 
-    @property
+    @functools.cached_property
     def remaining_indices(self) -> int:
         return 0 if self.index_mask is None else int(self.index_mask.sum())
 
-    @property
+    @functools.cached_property
     def remaining(self) -> int:
         return self.remaining_values + self.remaining_indices
 
@@ -122,9 +122,7 @@ def _explain_values(engine_module: ModuleType, spec: PoolSpec, x: np.ndarray, ge
         return [], SPEC, base, ~ok0, False
     bad0 = ~ok0
     candidates: list[tuple[PolicyVariant, np.ndarray, int]] = []
-    for v in POLICY_VARIANTS:
-        if not _policy_applies(v, spec, x, geom):
-            continue
+    for v in applicable_policies(spec, x, geom):
         pol = SPEC.replace(**v.change)
         ref = _run(engine_module, spec, x, geom, pol, out_dtype, computed)
         if spec.op == "max" and _same_outputs(ref, base):
@@ -469,9 +467,7 @@ def _combinations(engine_module: ModuleType, spec: PoolSpec, x: np.ndarray,
                 continue
             useful, alone = [], {}
             rest = []
-            for v in POLICY_VARIANTS:
-                if not _policy_applies(v, spec, xc, p.geom):
-                    continue
+            for v in applicable_policies(spec, xc, p.geom):
                 r = replay(engine_module, spec, x, [*base, v.key], values, indices)
                 # useful: it reproduces a value, or changes which indices agree (a scan rule whose
                 # only trace is an index, seen once an index layout variant is applied)
