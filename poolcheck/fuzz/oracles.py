@@ -29,6 +29,7 @@ from poolcheck.engines import _windows as w
 from poolcheck.engines import get_engine
 from poolcheck.errors import PoolcheckError
 from poolcheck.fuzz.diagnosis import STATUS_SEVERITY, Diagnosis, diagnose_output, diagnose_rejection, severity_of
+from poolcheck.fuzz.diagnosis.replay import array_key
 from poolcheck.fuzz.reference import compute_expected, expected_for
 from poolcheck.fuzz.strategies import FuzzCase
 from poolcheck.judgement import (
@@ -494,18 +495,14 @@ class DiagnosisMemo:
 
     def __call__(self, engine_module: ModuleType, spec: Any, x: np.ndarray, values: np.ndarray,
                  indices: np.ndarray | None, prefer: Mapping[str, int] | None = None) -> Diagnosis:
-        key = (engine_module.__name__, spec, _array_key(x), _array_key(values),
-               None if indices is None else _array_key(indices), tuple(sorted((prefer or {}).items())))
+        key = (engine_module.__name__, spec, array_key(x), array_key(values),
+               None if indices is None else array_key(indices), tuple(sorted((prefer or {}).items())))
         found = self._kept.get(key)
         if found is None:
             found = self._kept[key] = diagnose_output(engine_module, spec, x, values, indices, prefer)
             if len(self._kept) > self.size:
                 del self._kept[next(iter(self._kept))]  # the oldest
         return found
-
-
-def _array_key(a: np.ndarray) -> tuple[str, tuple[int, ...], bytes]:
-    return a.dtype.str, a.shape, a.tobytes()
 
 
 def check_peer(case: FuzzCase, peer: str, result: PeerResult, engine_module: ModuleType, base: Outputs | None,

@@ -16,7 +16,7 @@ import pytest
 from poolcheck.corpus import KNOWN_DIR
 from poolcheck.engines import get_engine
 from poolcheck.fuzz import diagnosis as D
-from poolcheck.fuzz.diagnosis import diagnose_output, diagnose_rejection, replay, search, severity_of
+from poolcheck.fuzz.diagnosis import diagnose_output, diagnose_rejection, replay, search, severity_of, variants
 from poolcheck.fuzz.known import known_entries
 from poolcheck.results import FindingKind, Severity
 from poolcheck.spec import attributes as A
@@ -192,7 +192,7 @@ def test_a_wrong_name_from_the_search_is_refused(monkeypatch: pytest.MonkeyPatch
         return ex
 
     monkeypatch.setattr(search, "_explain_on", wrong)
-    monkeypatch.setattr(search, "POLICY_VARIANTS", ())  # no combination search to fall back on either
+    monkeypatch.setattr(variants, "POLICY_VARIANTS", ())  # no combination search to fall back on either
     d = diagnose_output(ENGINE, spec, x, peer, None)
     assert not d.explained
     assert "empty_avg=nan" not in d.atoms

@@ -3,13 +3,15 @@ the peer; :func:`settle` drops the variants a replay does not need and attribute
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import contextlib
+import contextvars
+from collections.abc import Hashable, Iterator, Mapping
 from dataclasses import dataclass
 from types import ModuleType
 
 import numpy as np
 
-from poolcheck.errors import AttributeValueError, PoolcheckError
+from poolcheck.errors import PoolcheckError
 from poolcheck.fuzz.diagnosis.indices import _spec_order_modulus, encode_with_fill, renumber_planes
 from poolcheck.fuzz.diagnosis.rerun import _crop, _narrow, _run, _tolerance, _uncrop_indices
 from poolcheck.fuzz.diagnosis.variants import (
@@ -18,6 +20,7 @@ from poolcheck.fuzz.diagnosis.variants import (
     _INDEX_BY_KEY,
     _POLICY_BY_KEY,
     Placement,
+    built_placement,
 )
 from poolcheck.judgement import close_values
 from poolcheck.spec.attributes import PoolSpec
@@ -42,11 +45,59 @@ class Replay:
         return bool(self.value_ok.all()) and (self.index_ok is None or bool(self.index_ok.all()))
 
 
+#: The replays of the diagnosis in progress, by everything each read (None: no diagnosis in
+#: progress, nothing kept). One diagnosis replays the same keys many times over: each full
+#: explanation settled (every key dropped in turn, then each kept one again to attribute it),
+#: the alternatives and aliases.
+_KEPT: contextvars.ContextVar[dict[Hashable, Replay | None] | None] = contextvars.ContextVar("diagnosis_replays",
+                                                                                           default=None)
+
+
+@contextlib.contextmanager
+def replays_kept() -> Iterator[None]:
+    """Within: :func:`replay` computes each replay once and hands out copies of it after (a nested
+    scope shares the outer one's: a replay is keyed by everything it reads)."""
+    if _KEPT.get() is not None:
+        yield
+        return
+    token = _KEPT.set({})
+    try:
+        yield
+    finally:
+        _KEPT.reset(token)
+
+
+def array_key(a: np.ndarray) -> tuple[str, tuple[int, ...], bytes]:
+    """An array as a dictionary key: its element type, shape and bytes."""
+    return a.dtype.str, a.shape, a.tobytes()
+
+
 def replay(engine_module: ModuleType, spec: PoolSpec, x: np.ndarray, keys: tuple[str, ...] | list[str],
            values: np.ndarray, indices: np.ndarray | None) -> Replay | None:
     """Re-run the reference under ``keys`` (any mix of precision, geometry, policy and index
     variants) and compare with the peer's ``values``/``indices``. None: the keys give no output of
-    the peer's shape (or name something unknown)."""
+    the peer's shape (or name something unknown). Within :func:`replays_kept`, made once."""
+    store = _KEPT.get()
+    if store is None:
+        return _replay(engine_module, spec, x, keys, values, indices)
+    values = np.asarray(values)
+    key = (engine_module, spec, array_key(x), tuple(keys), array_key(values),
+           None if indices is None else array_key(np.asarray(indices)))
+    if key not in store:
+        store[key] = _replay(engine_module, spec, x, keys, values, indices)
+    return _copied(store[key])
+
+
+def _copied(r: Replay | None) -> Replay | None:
+    """A replay a caller may change without changing what another reads."""
+    if r is None:
+        return None
+    return Replay(r.values.copy(), None if r.indices is None else r.indices.copy(), r.value_ok.copy(),
+                  None if r.index_ok is None else r.index_ok.copy(), r.x.copy(), r.geom)
+
+
+def _replay(engine_module: ModuleType, spec: PoolSpec, x: np.ndarray, keys: tuple[str, ...] | list[str],
+            values: np.ndarray, indices: np.ndarray | None) -> Replay | None:
     shape = tuple(int(v) for v in x.shape)
     compute: np.dtype | None = None
     placement = Placement(resolve(spec, shape))
@@ -56,10 +107,10 @@ def replay(engine_module: ModuleType, spec: PoolSpec, x: np.ndarray, keys: tuple
         if key.startswith("precision:"):
             compute = np.dtype(key.split(":", 1)[1])
         elif key in _GEOMETRY_BY_KEY:
-            try:
-                placement = _GEOMETRY_BY_KEY[key].build(spec, shape)
-            except (AttributeValueError, ValueError, ZeroDivisionError):
+            built = built_placement(key, spec, shape)
+            if built is None:
                 return None
+            placement = built
         elif key in _POLICY_BY_KEY:
             changes.update(_POLICY_BY_KEY[key].change)
         elif key in _INDEX_BY_KEY or key in _EMPTY_INDEX_KEYS:
@@ -118,10 +169,10 @@ def predict(engine_module: ModuleType, spec: PoolSpec, x: np.ndarray,
     placement = Placement(resolve(spec, shape))
     for key in keys:
         if key in _GEOMETRY_BY_KEY:
-            try:
-                placement = _GEOMETRY_BY_KEY[key].build(spec, shape)
-            except (AttributeValueError, ValueError, ZeroDivisionError):
+            built = built_placement(key, spec, shape)
+            if built is None:
                 return None
+            placement = built
     out = placement.output_shape
     if any(n < 1 for n in out):
         return None

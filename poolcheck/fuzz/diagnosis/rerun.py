@@ -232,16 +232,15 @@ def _avg_in_input_type(x: np.ndarray, geom: Geometry, exclude_pad: bool, policy:
     acc_dtype = (np.dtype(np.float32) if x.dtype == np.float16 else np.dtype(np.float64)) if rounded else x.dtype
     padded = np.zeros(tuple(x.shape[:2]) + tuple(ends), dtype=acc_dtype)
     padded[(slice(None), slice(None), *(slice(lo, lo + a.size) for a, lo in zip(geom.axes, lows)))] = x
-    def tap(offsets: tuple[int, ...]) -> np.ndarray:
-        sl = tuple(slice(lo - a.pad_begin + j * a.dilation,
-                         lo - a.pad_begin + j * a.dilation + (a.out - 1) * a.stride + 1, a.stride)
-                   for a, j, lo in zip(geom.axes, offsets, lows))
-        return padded[(slice(None), slice(None), *sl)]
+    # tap j of every window along each axis, as a slice of ``padded`` (made once, not per tap)
+    taps = [[slice(lo - a.pad_begin + j * a.dilation, lo - a.pad_begin + j * a.dilation + (a.out - 1) * a.stride + 1,
+                   a.stride) for j in range(a.kernel)] for a, lo in zip(geom.axes, lows)]
+    every = (slice(None), slice(None))
 
-    def nested(prefix: tuple[int, ...]) -> np.ndarray:
+    def nested(prefix: tuple[slice, ...]) -> np.ndarray:
         part = np.zeros(geom.output_shape, dtype=acc_dtype)
-        for j in range(geom.axes[len(prefix)].kernel):
-            part += tap(prefix + (j,)) if len(prefix) + 1 == len(geom.axes) else nested(prefix + (j,))
+        for sl in taps[len(prefix)]:
+            part += padded[(*every, *prefix, sl)] if len(prefix) + 1 == len(geom.axes) else nested((*prefix, sl))
         return part
 
     acc = np.zeros(geom.output_shape, dtype=acc_dtype)
@@ -249,8 +248,8 @@ def _avg_in_input_type(x: np.ndarray, geom: Geometry, exclude_pad: bool, policy:
         if by_axis:
             acc = nested(())
         else:
-            for offsets in itertools.product(*(range(a.kernel) for a in geom.axes)):
-                acc += tap(offsets)
+            for sls in itertools.product(*taps):
+                acc += padded[(*every, *sls)]
         acc = acc.astype(x.dtype)  # a wider sum is rounded to the input type here
         div = (_NUMPY.divisor(geom, exclude_pad, policy) if count is None else count).astype(np.float64)
         mean = acc.astype(np.float64) / div

@@ -15,7 +15,7 @@ import numpy as np
 
 from poolcheck.engines import _windows as w
 from poolcheck.engines import numpy_engine as _NUMPY
-from poolcheck.errors import AttributeValueError, PoolcheckError
+from poolcheck.errors import PoolcheckError
 from poolcheck.fuzz.diagnosis.indices import (
     DEPTHLESS_TAIL,
     _spec_order_modulus,
@@ -26,7 +26,7 @@ from poolcheck.fuzz.diagnosis.indices import (
     renumber_planes,
 )
 from poolcheck.fuzz.diagnosis.model import Diagnosis
-from poolcheck.fuzz.diagnosis.replay import attribution_text, replay, settle
+from poolcheck.fuzz.diagnosis.replay import attribution_text, replay, replays_kept, settle
 from poolcheck.fuzz.diagnosis.rerun import _crop, _narrow, _run, _tolerance, _uncrop_indices
 from poolcheck.fuzz.diagnosis.severity import UNEXPLAINED_SEVERITY, severity_of
 from poolcheck.fuzz.diagnosis.variants import (
@@ -34,13 +34,13 @@ from poolcheck.fuzz.diagnosis.variants import (
     GEOMETRY_VARIANTS,
     INDEX_VARIANTS,
     NARROWER,
-    POLICY_VARIANTS,
     PRECISION_TEXT,
     GeometryVariant,
     IndexVariant,
     Placement,
     PolicyVariant,
-    _policy_applies,
+    applicable_policies,
+    built_placement,
     placements,
     variant_text,
 )
@@ -62,15 +62,16 @@ class _Explained:
     x: np.ndarray | None = None  # the input and geometry the explanation ran on
     geom: Geometry | None = None
 
-    @property
+    # counted once (the masks are not changed after): the search compares them several times
+    @functools.cached_property
     def remaining_values(self) -> int:
         return int(self.value_mask.sum())
 
-    @property
+    @functools.cached_property
     def remaining_indices(self) -> int:
         return 0 if self.index_mask is None else int(self.index_mask.sum())
 
-    @property
+    @functools.cached_property
     def remaining(self) -> int:
         return self.remaining_values + self.remaining_indices
 
@@ -94,6 +95,16 @@ def _empty_window_rules_first(candidates: list[tuple[PolicyVariant, np.ndarray, 
     return [c for c in candidates if not shadowed(c[0], c[1])]
 
 
+def _same_outputs(a: Outputs, b: Outputs) -> bool:
+    """``a`` and ``b`` hold the same values and indices, bit for bit."""
+    if a.values.dtype != b.values.dtype or a.values.shape != b.values.shape or a.values.tobytes() != b.values.tobytes():
+        return False
+    if a.indices is None or b.indices is None:
+        return a.indices is None and b.indices is None
+    return (a.indices.dtype == b.indices.dtype and a.indices.shape == b.indices.shape
+            and a.indices.tobytes() == b.indices.tobytes())
+
+
 def _explain_values(engine_module: ModuleType, spec: PoolSpec, x: np.ndarray, geom: Geometry, values: np.ndarray,
                     prefer: Mapping[str, int], out_dtype: np.dtype | None = None,
                     index_score: Callable[[Outputs], int] | None = None,
@@ -111,16 +122,17 @@ def _explain_values(engine_module: ModuleType, spec: PoolSpec, x: np.ndarray, ge
         return [], SPEC, base, ~ok0, False
     bad0 = ~ok0
     candidates: list[tuple[PolicyVariant, np.ndarray, int]] = []
-    for v in POLICY_VARIANTS:
-        if not _policy_applies(v, spec, x, geom):
-            continue
+    for v in applicable_policies(spec, x, geom):
         pol = SPEC.replace(**v.change)
         ref = _run(engine_module, spec, x, geom, pol, out_dtype, computed)
+        if spec.op == "max" and _same_outputs(ref, base):
+            continue  # the spec's own outputs (a max is compared exactly): fixes nothing, scores the same
         ok = close_values(ref.values, values, _tolerance(engine_module, spec, x, geom, pol, ref.values))
+        if (ok0 & ~ok).any():
+            continue  # it breaks an element that agreed: no candidate (its index score does not matter)
         fixes = bad0 & ok
-        breaks = ok0 & ~ok
         score = index_score(ref) if index_score is not None else 0
-        if (fixes.any() or score > base_score) and not breaks.any():
+        if fixes.any() or score > base_score:
             candidates.append((v, fixes, score))
     candidates = _empty_window_rules_first(candidates, geom, values.shape)
     chosen: list[PolicyVariant] = []
@@ -278,6 +290,13 @@ def diagnose_output(engine_module: ModuleType, spec: PoolSpec, x: np.ndarray, va
     behaviour never seen does not beat a longer one made of behaviours on record: on a decreasing
     input ONNX Runtime's undilated-kernel SAME windows {0, 3}, {3} plus its NaN-first scan give
     the same outputs as 'dilations ignored' ({0, 1}, {3}) alone."""
+    with replays_kept():  # settling, alternatives and aliases replay the same keys: each is made once
+        return _diagnose_output(engine_module, spec, x, values, indices, prefer, transposed_retry=transposed_retry)
+
+
+def _diagnose_output(engine_module: ModuleType, spec: PoolSpec, x: np.ndarray, values: np.ndarray,
+                     indices: np.ndarray | None, prefer: Mapping[str, int] | None, *,
+                     transposed_retry: bool) -> Diagnosis:
     prefer = prefer or {}
     shape = tuple(int(v) for v in x.shape)
     values = np.asarray(values)
@@ -379,23 +398,13 @@ def _geometry_aliases(engine_module: ModuleType, spec: PoolSpec, x: np.ndarray, 
 def _twins(key: str, spec: PoolSpec, shape: tuple[int, ...]) -> tuple[str, ...]:
     """The geometry variants other than ``key`` that place the windows as ``key`` does on
     ``spec`` and ``shape`` (none when ``key`` is no geometry variant)."""
-    gv = next((g for g in GEOMETRY_VARIANTS if g.key == key), None)
-    if gv is None:
+    if not any(g.key == key for g in GEOMETRY_VARIANTS):
         return ()
-    try:
-        mine = gv.build(spec, shape)
-    except (AttributeValueError, ValueError, ZeroDivisionError):
+    mine = built_placement(key, spec, shape)
+    if mine is None:
         return ()
-    twins = []
-    for other in GEOMETRY_VARIANTS:
-        if other.key == key or not other.applies(spec):
-            continue
-        try:
-            if other.build(spec, shape) == mine:
-                twins.append(other.key)
-        except (AttributeValueError, ValueError, ZeroDivisionError):
-            continue
-    return tuple(twins)
+    return tuple(other.key for other in GEOMETRY_VARIANTS
+                 if other.key != key and other.applies(spec) and built_placement(other.key, spec, shape) == mine)
 
 
 def _transposed_retry(engine_module: ModuleType, spec: PoolSpec, x: np.ndarray, values: np.ndarray,
@@ -458,9 +467,7 @@ def _combinations(engine_module: ModuleType, spec: PoolSpec, x: np.ndarray,
                 continue
             useful, alone = [], {}
             rest = []
-            for v in POLICY_VARIANTS:
-                if not _policy_applies(v, spec, xc, p.geom):
-                    continue
+            for v in applicable_policies(spec, xc, p.geom):
                 r = replay(engine_module, spec, x, [*base, v.key], values, indices)
                 # useful: it reproduces a value, or changes which indices agree (a scan rule whose
                 # only trace is an index, seen once an index layout variant is applied)

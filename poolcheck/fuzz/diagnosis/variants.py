@@ -572,31 +572,41 @@ POLICY_VARIANTS: tuple[PolicyVariant, ...] = (
 )
 
 
-def _policy_applies(v: PolicyVariant, spec: PoolSpec, x: np.ndarray, geom: Geometry) -> bool:
+def applicable_policies(spec: PoolSpec, x: np.ndarray, geom: Geometry) -> list[PolicyVariant]:
+    """The policy variants that can change the reference of ``spec`` on ``x`` over ``geom``, in
+    :data:`POLICY_VARIANTS` order (whether ``x`` holds a NaN and whether a window is empty are
+    asked once, not once per variant)."""
+    has_nan = is_float(x.dtype) and bool(np.isnan(x).any())
+    has_empty = w.empty_windows(geom) is not None
+    return [v for v in POLICY_VARIANTS if _policy_applies(v, spec, x.dtype, geom, has_nan, has_empty)]
+
+
+def _policy_applies(v: PolicyVariant, spec: PoolSpec, dtype: np.dtype, geom: Geometry, has_nan: bool,
+                    has_empty: bool) -> bool:
     if v.key == "max=seeded-scan":
         return spec.op == "max"
     if v.group == "nan":
-        return spec.op == "max" and is_float(x.dtype) and bool(np.isnan(x).any())
+        return spec.op == "max" and has_nan
     if v.group == "int_max":
-        if spec.op != "max" or x.dtype.kind != "i":
+        if spec.op != "max" or dtype.kind != "i":
             return False
         return v.key != "int_max:pad-zero" or any(geom.pads_begin) or any(geom.pads_end)
     if v.group == "empty_max":
-        if spec.op != "max" or w.empty_windows(geom) is None:
+        if spec.op != "max" or not has_empty:
             return False
         if v.key == "empty_max=int32-lowest-wrapped":  # only a signed type narrower than int32 wraps it
-            return x.dtype.kind == "i" and x.dtype.itemsize < 4
+            return dtype.kind == "i" and dtype.itemsize < 4
         # -inf is "lowest" for integers, which have no NaN
-        return is_float(x.dtype) or v.key not in ("empty_max=lowest", "empty_max=nan")
+        return is_float(dtype) or v.key not in ("empty_max=lowest", "empty_max=nan")
     if v.group == "divisor":
         own = "valid" if spec.exclude_pad else "padded"
         return spec.op == "avg" and v.change["divisor"] != own
     if v.group == "empty_avg":
-        return spec.op == "avg" and w.empty_windows(geom) is not None
+        return spec.op == "avg" and has_empty
     if v.group == "avg_nan":
-        return spec.op == "avg" and spec.exclude_pad and is_float(x.dtype) and bool(np.isnan(x).any())
+        return spec.op == "avg" and spec.exclude_pad and has_nan
     if v.group == "accumulate":
-        return spec.op == "avg" and x.dtype in (np.float16, np.float32, BFLOAT16)
+        return spec.op == "avg" and dtype in (np.float16, np.float32, BFLOAT16)
     return False
 
 
@@ -694,9 +704,8 @@ def _placements(spec: PoolSpec, shape: tuple[int, ...]) -> tuple[tuple[GeometryV
     for gv in GEOMETRY_VARIANTS:
         if not gv.applies(spec):
             continue
-        try:
-            p = gv.build(spec, shape)
-        except (AttributeValueError, ValueError, ZeroDivisionError):
+        p = built_placement(gv.key, spec, shape)
+        if p is None:
             out.append((gv, None))
             continue
         if all(p != other for _, other in out):
@@ -705,6 +714,17 @@ def _placements(spec: PoolSpec, shape: tuple[int, ...]) -> tuple[tuple[GeometryV
 
 
 _GEOMETRY_BY_KEY = {gv.key: gv for gv in GEOMETRY_VARIANTS}
+
+
+@functools.lru_cache(maxsize=8192)
+def built_placement(key: str, spec: PoolSpec, shape: tuple[int, ...]) -> Placement | None:
+    """Where geometry variant ``key`` puts the windows on ``spec`` and ``shape``, built once (the
+    placements, the twins of a name and every replay naming it ask for the same few); None: the
+    variant gives no valid output here."""
+    try:
+        return _GEOMETRY_BY_KEY[key].build(spec, shape)
+    except (AttributeValueError, ValueError, ZeroDivisionError):
+        return None
 _POLICY_BY_KEY = {v.key: v for v in POLICY_VARIANTS}
 _INDEX_BY_KEY = {v.key: v for v in INDEX_VARIANTS}
 _EMPTY_INDEX_KEYS = {k for k, _ in EMPTY_INDEX_VARIANTS}
