@@ -150,6 +150,13 @@ class RuntimePeer:
         """``node`` computing values only (max pooling), where the runtime can leave indices out."""
         return node
 
+    def load_runtime(self) -> None:
+        """Import the runtime now. A worker calls it while loading (under the load timeout), so
+        that the first call's ``--peer-timeout`` times the runtime's answer, not its import: a
+        0.3 s timeout made torch-onnx's first call, 1.8 s of importing torch and the exporter, a
+        'timeout' with a violation's weight. Failures are left to the first call to report."""
+        self.available()
+
     def warm(self, node: Any) -> None:
         """Build ``node``'s model and session now (kept for later calls); nothing by default."""
 

@@ -209,6 +209,12 @@ def _worker_main(conn: Connection, reference: tuple[Any, ...]) -> None:
     except BaseException as exc:
         conn.send(("failed", short_message(exc), _portable(exc)))
         return
+    load = getattr(peer, "load_runtime", None)
+    if callable(load):  # the runtime's import is loading time, not the first call's (RuntimePeer.load_runtime)
+        try:
+            load()
+        except Exception:  # the first call reports what is wrong, as it would have
+            pass
     conn.send(("ready", None))
     while True:
         try:

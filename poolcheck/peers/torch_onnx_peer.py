@@ -148,6 +148,10 @@ class TorchOnnxPeer(RuntimePeer):
                 return False, f"{mod} is not installed: {exc}"
         return True, ""
 
+    def load_runtime(self) -> None:
+        super().load_runtime()
+        import torch.onnx  # noqa: F401  (the exporter: imported on its first use otherwise)
+
     def version(self) -> str | None:
         version = super().version()
         if version is None:

@@ -246,3 +246,42 @@ def test_a_peer_that_cannot_load_in_the_worker_fails_fast(tmp_path: Path) -> Non
         assert worker.starts == 1
     finally:
         _worker_for(peer).stop()
+
+
+class _SlowToImport:
+    """A peer whose runtime takes 1.5 s to import (as torch and its exporter take about 1.8 s)
+    and answers at once afterwards."""
+
+    name = "slow-to-import"
+
+    def __init__(self) -> None:
+        self.loaded = False
+
+    def available(self) -> tuple[bool, str]:
+        return True, ""
+
+    def version(self) -> str | None:
+        return "1"
+
+    def supports(self, spec: object, shape: tuple[int, ...], dtype: np.dtype) -> tuple[bool, str]:
+        return True, ""
+
+    def load_runtime(self) -> None:
+        time.sleep(1.5)
+        self.loaded = True
+
+    def run(self, spec: object, x: np.ndarray) -> PeerOutput:
+        if not self.loaded:  # imported on first use, as a runtime adapter does without the hook
+            self.load_runtime()
+        values, indices = run_spec(spec, x)
+        return PeerOutput(values, indices)
+
+
+def test_a_runtimes_import_is_loading_time_not_the_first_calls() -> None:
+    """The worker imports the runtime while loading (load_runtime), so a 0.5 s peer timeout
+    times the answer: the first call is 'ok', where it was a 'timeout' (with a violation's
+    weight) spent importing."""
+    spec = A.onnx_max_pool([2], [1], [0, 0], None, 0, "NOTSET", 0)
+    x = np.arange(6, dtype=np.float32).reshape(1, 1, 6)
+    (result,) = call_peer_many(_SlowToImport(), [(spec, x)], isolated=True, timeout=0.5)
+    assert result.status == "ok", result
