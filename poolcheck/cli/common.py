@@ -23,7 +23,7 @@ from poolcheck.peers.base import PeerLoadError
 from poolcheck.peers.registry import resolve_peers
 from poolcheck.report.text import safe
 from poolcheck.report.writers import write_reports
-from poolcheck.results import DEFAULT_FAIL_ON, FAILING, RunResult, Severity, Verdict
+from poolcheck.results import FAILING, RunResult, Severity, Verdict
 from poolcheck.spec.poolspec import comma_ints
 
 EXIT_OK = 0
@@ -146,11 +146,11 @@ def check_jobs(jobs: int) -> int:
 def parse_fail_on(text: str, option: str = "--fail-on") -> frozenset[str]:
     """``"violation,limitation"`` or ``"all"`` -> severity values; unknown names are usage errors."""
     names = [p.strip().lower() for p in text.split(",") if p.strip()]
-    if not names:
-        return frozenset(s.value for s in DEFAULT_FAIL_ON)
+    known = {s.value for s in Severity}
+    if not names:  # an unset shell variable is no choice: the default would pass silently
+        raise AttributeValueError(option, f"expected some of {', '.join(sorted(known))} (or all), got {text!r}")
     if names == ["all"]:
         return frozenset(s.value for s in Severity)
-    known = {s.value for s in Severity}
     bad = [n for n in names if n not in known]
     if bad:
         raise AttributeValueError(option, f"expected some of {', '.join(sorted(known))} (or all), got {bad[0]!r}")

@@ -322,3 +322,17 @@ def test_audit_of_a_node_with_a_repeated_or_undecodable_attribute_is_one_line(tm
         assert r.returncode == 2, (name, r.stdout + r.stderr)
         line = one_error_line(r.stderr)
         assert "node 'mp'" in line and words in line, line
+
+
+@pytest.mark.parametrize("command", ["run", "audit", "fuzz"])
+@pytest.mark.parametrize("value", ["", " ", ","])
+def test_an_empty_fail_on_is_a_usage_error(tmp_path: Path, command: str, value: str) -> None:
+    """`--fail-on ""` (an unset shell variable) fell back to the default, so a CI job meant to
+    fail on every severity passed on an erratum; it is one line and exit 2, as `--peers ""` is."""
+    (tmp_path / "c.yaml").write_text(CASE_HEAD + GOOD_CASE)
+    target = {"run": [str(tmp_path / "c.yaml"), "--engine", "numpy"], "audit": [str(tmp_path / "m.onnx")],
+              "fuzz": ["--max-examples", "1", "--peers", "none"]}[command]
+    r = invoke(command, *target, "--fail-on", value)
+    assert r.returncode == 2, (command, value, r.stdout + r.stderr)
+    line = one_error_line(r.stderr)
+    assert "--fail-on" in line and "expected some of" in line, line
