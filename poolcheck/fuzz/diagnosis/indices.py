@@ -4,11 +4,13 @@ window wholly in padding reports under each empty-window rule."""
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
 from poolcheck.engines import _windows as w
 from poolcheck.spec.attributes import PoolSpec
+from poolcheck.spec.dtypes import finfo
 from poolcheck.spec.indices import index_layout
 from poolcheck.spec.shape import Geometry
 
@@ -196,7 +198,9 @@ def _plane_start(out_shape: tuple[int, ...], in_shape: tuple[int, ...]) -> np.nd
 def window_offset_indices(spec: PoolSpec, x: np.ndarray, geom: Geometry, canon: np.ndarray) -> np.ndarray:
     """Max indices as onnx.reference 1.23 computes them on its MaxPool path for strides and
     dilations 1 (``_op_common_pool.py``: ``_pool`` with ``indices``): ``np.argmax`` over the
-    window's values with NaN (padding, or a NaN element) replaced by the smallest other value --
+    window's values with NaN (padding, or a NaN element) replaced by the smallest other value and,
+    as ``np.nan_to_num`` also does, +-inf by the type's largest finite magnitude (a window holding
+    FLT_MAX before inf reports FLT_MAX's place) --
     the rank of the chosen element among the window's taps (row-major; for a 1-D or 3-D input only
     the taps inside the input, the window cut short at its end; for a 2-D input every tap of the
     padded input), or rank 0 when the window's numbers are all equal -- unraveled with the OUTPUT's
@@ -213,12 +217,16 @@ def window_offset_indices(spec: PoolSpec, x: np.ndarray, geom: Geometry, canon: 
     coords = np.unravel_index(np.where(valid, canon, 0) % math.prod(spatial), spatial)
     pos = np.indices(out).reshape(n, 1, 1, *out)
     starts = [pos[i] * a.stride - a.pad_begin for i, a in enumerate(geom.axes)]
+    touched = np.zeros(canon.shape, dtype=bool)
+    if x.dtype.kind == "f" and bool(np.isinf(x).any()):  # where a window holds an infinity
+        clipped, touched = _first_clipped_max(x, geom, starts)
+        coords = tuple(np.where(touched, c, k) for c, k in zip(clipped, coords))
     arg = np.zeros(canon.shape, dtype=np.int64)
     for i, a in enumerate(geom.axes):
         # the taps ranked on axis i: those inside the input (1-D, 3-D) or the whole kernel (2-D)
         ranked = a.kernel if n == 2 else np.minimum(a.kernel, a.size - starts[i])
         arg = arg * ranked + (coords[i] - starts[i])
-    arg = np.where(_numbers_all_equal(x, geom, starts), 0, arg)
+    arg = np.where(_numbers_all_equal(x, geom, starts) & ~touched, 0, arg)
     pads_begin = spec.pads_begin if spec.auto_pad == "explicit" else (0,) * n
     index = np.zeros(canon.shape, dtype=np.int64)
     for i in range(n - 1, -1, -1):  # _get_indices: the last axes by remainder, the first takes the rest
@@ -234,9 +242,61 @@ def window_offset_indices(spec: PoolSpec, x: np.ndarray, geom: Geometry, canon: 
     return np.where(index >= 0, index % modulus, index) if modulus != math.prod(shape) else index
 
 
+def _clipped(x: np.ndarray) -> np.ndarray:
+    """``x`` in float64 with +-inf as ``np.nan_to_num`` replaces them: the type's largest finite
+    magnitude (NaN kept)."""
+    v = x.astype(np.float64)
+    if x.dtype.kind != "f":
+        return v
+    big = float(finfo(x.dtype).max)
+    return np.where(np.isposinf(v), big, np.where(np.isneginf(v), -big, v))
+
+
+def _first_clipped_max(x: np.ndarray, geom: Geometry,
+                       starts: list[np.ndarray]) -> tuple[list[np.ndarray], np.ndarray]:
+    """Per output position whose window holds an infinity: the coordinates of the tap
+    onnx.reference's ``np.argmax`` picks after ``np.nan_to_num(window, nan=m)``, ``m`` the
+    window's smallest number. The masks are taken before the replacements, so a NaN tap (a NaN
+    element; for a 2-D input also a padded tap) gets ``m`` itself, even when ``m`` is an
+    infinity, while the numbers' infinities become the type's largest finite magnitude: a window
+    of +inf and padding picks its first padded tap. The taps are ranked as
+    :func:`window_offset_indices` says (a 1-D or 3-D window only inside the input). Also returns
+    where a window holds an infinity (elsewhere nothing moves)."""
+    v, raw = _clipped(x), x.astype(np.float64)
+    shape = (*x.shape[:2], *(a.out for a in geom.axes))
+    two_d = len(geom.axes) == 2
+    taps = list(np.ndindex(*(a.kernel for a in geom.axes)))
+
+    def at(j: tuple[int, ...]) -> tuple[np.ndarray, tuple[Any, ...], list[np.ndarray]]:
+        idx = [(s + k * a.dilation)[0, 0] for s, k, a in zip(starts, j, geom.axes)]
+        inside = np.logical_and.reduce([(q >= 0) & (q < a.size) for q, a in zip(idx, geom.axes)])
+        return inside, (slice(None), slice(None), *(np.clip(q, 0, a.size - 1) for q, a in zip(idx, geom.axes))), idx
+
+    low = np.full(shape, np.inf)
+    touched = np.zeros(shape, dtype=bool)
+    for j in taps:
+        inside, where, _ = at(j)
+        number = inside & ~np.isnan(raw[where])
+        low = np.where(number, np.minimum(low, raw[where]), low)
+        touched |= inside & np.isinf(raw[where])
+    best = np.full(shape, np.nan)
+    coords = [np.zeros(shape, dtype=np.int64) for _ in geom.axes]
+    for j in taps:
+        inside, where, idx = at(j)
+        nan = ~inside if two_d else np.zeros(shape, dtype=bool)
+        nan = nan | (inside & np.isnan(raw[where]))
+        value = np.where(nan, low, v[where])
+        ranked = inside | two_d
+        better = ranked & (np.isnan(best) | (value > best))
+        best = np.where(better, value, best)
+        coords = [np.where(better, q, c) for q, c in zip(idx, coords)]
+    return coords, touched
+
+
 def _numbers_all_equal(x: np.ndarray, geom: Geometry, starts: list[np.ndarray]) -> np.ndarray:
     """Per output position: the window's input elements other than NaN are all equal (its
-    largest is its smallest), so NaN replaced by the smallest ties with the largest."""
+    largest is its smallest), so NaN replaced by the smallest ties with the largest (a window
+    holding an infinity: :func:`_first_clipped_max`)."""
     v = x.astype(np.float64)
     lo = np.full((*x.shape[:2], *(a.out for a in geom.axes)), np.inf)
     hi = -lo

@@ -467,7 +467,8 @@ GEOMETRY_VARIANTS: tuple[GeometryVariant, ...] = (
                     "(pads_begin counted at the end, pads_end ignored) and read as [top, bottom, left, right] for a "
                     "2-D one (with ceil_mode the output sized with the pads twice, the outputs past the padded input's "
                     "windows 0 with index -1); each index is the chosen element's rank in its window (0 when the "
-                    "window's numbers are all equal) unraveled with the output's shape, plus the output position "
+                    "window's numbers are all equal; +-inf counted as the type's largest finite magnitude, as np.nan_to_num "
+                    "makes them) unraveled with the output's shape, plus the output position "
                     "minus pads_begin, within the (n, c) plane",
                     _unit_step_applies, _unit_step_path),
     GeometryVariant("pads:swapped", "pads_begin and pads_end swapped", _explicit_asym,
