@@ -102,6 +102,20 @@ def invoke(*args: str, cwd: Path | None = None, monkeypatch: pytest.MonkeyPatch 
     return subprocess.CompletedProcess(["poolcheck", *args], result.exit_code, result.stdout, result.stderr)
 
 
+class AvailablePeer:
+    """The Peer protocol's bookkeeping for a planted peer that is always there: available,
+    version "1", every configuration supported (subclasses add ``name`` and ``run``)."""
+
+    def available(self) -> tuple[bool, str]:
+        return True, ""
+
+    def version(self) -> str | None:
+        return "1"
+
+    def supports(self, spec: Any, shape: tuple[int, ...], dtype: Any) -> tuple[bool, str]:
+        return True, ""
+
+
 def available_peer(name: str) -> Any:
     """The built-in peer ``name``, or skip the test saying why it is not available here."""
     from poolcheck.peers import resolve_peer

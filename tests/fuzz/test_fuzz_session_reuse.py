@@ -10,6 +10,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
+from support import AvailablePeer
 
 from poolcheck.engines import numpy_engine
 from poolcheck.fuzz import oracles as O
@@ -29,7 +30,7 @@ def _case(seed: int = 0, kernel: int = 2) -> FuzzCase:
     return FuzzCase("MaxPool-14", attrs, operators.parse("MaxPool-14", attrs), x, {"pattern": "arange", "seed": seed})
 
 
-class _CountingPeer:
+class _CountingPeer(AvailablePeer):
     """An in-process peer that answers with the engine's output (plus ``shift``), or raises,
     and records every item it was asked for."""
 
@@ -40,15 +41,6 @@ class _CountingPeer:
         self.shift = shift
         self.raises = raises
         self.asked: list[Any] = []
-
-    def available(self) -> tuple[bool, str]:
-        return True, ""
-
-    def version(self) -> str | None:
-        return "1"
-
-    def supports(self, spec, shape, dtype) -> tuple[bool, str]:
-        return True, ""
 
     def run(self, spec, x) -> PeerOutput:
         self.asked.append((spec, np.array(x)))

@@ -26,7 +26,7 @@ from poolcheck.repro.family import family_constants
 from poolcheck.results import KnownState, Severity
 from poolcheck.runner import peer_checks, run_case
 from poolcheck.spec.family import FamilySpec
-from tests.support import available_peer
+from tests.support import AvailablePeer, available_peer
 
 
 def _family_cases() -> list[Any]:
@@ -114,22 +114,13 @@ def test_a_family_script_for_another_runtime_and_its_declines(tmp_path: Path) ->
         reproducer(entry.case, "openvino")
 
 
-class _Agreeing:
+class _Agreeing(AvailablePeer):
     """A peer taking every family op and answering the reference: every entry is 'fixed' on it."""
 
     family_ops = ("lp", "global_avg", "global_max", "global_lp", "unpool", "adaptive_avg", "adaptive_max")
 
     def __init__(self, name: str) -> None:
         self.name = name
-
-    def available(self) -> tuple[bool, str]:
-        return True, ""
-
-    def version(self) -> str | None:
-        return "1"
-
-    def supports(self, spec: Any, shape: tuple[int, ...], dtype: np.dtype) -> tuple[bool, str]:
-        return True, ""
 
     def run(self, spec: Any, x: np.ndarray, *, indices: np.ndarray | None = None) -> PeerOutput:
         values, where = run_family(spec, x, indices=indices)

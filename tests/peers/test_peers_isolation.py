@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from support import AvailablePeer
 
 from poolcheck.api import run_spec
 from poolcheck.peers import PeerOutput, call_peer, call_peer_many, resolve_peer
@@ -248,7 +249,7 @@ def test_a_peer_that_cannot_load_in_the_worker_fails_fast(tmp_path: Path) -> Non
         _worker_for(peer).stop()
 
 
-class _SlowToImport:
+class _SlowToImport(AvailablePeer):
     """A peer whose runtime takes 1.5 s to import (as torch and its exporter take about 1.8 s)
     and answers at once afterwards."""
 
@@ -256,15 +257,6 @@ class _SlowToImport:
 
     def __init__(self) -> None:
         self.loaded = False
-
-    def available(self) -> tuple[bool, str]:
-        return True, ""
-
-    def version(self) -> str | None:
-        return "1"
-
-    def supports(self, spec: object, shape: tuple[int, ...], dtype: np.dtype) -> tuple[bool, str]:
-        return True, ""
 
     def load_runtime(self) -> None:
         time.sleep(1.5)
