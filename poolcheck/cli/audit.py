@@ -26,8 +26,8 @@ from poolcheck.cli.common import (
     exit_code,
     fail,
     load_peers,
-    parse_duration,
     parse_fail_on,
+    parse_peer_timeout,
     path_parser,
     safe,
     user_errors,
@@ -70,7 +70,7 @@ def audit(
     """
 
     with user_errors():
-        timeout = parse_duration("--peer-timeout", peer_timeout)
+        timeout = parse_peer_timeout(peer_timeout)
         severities = parse_fail_on(fail_on)
         engines = engines_for(engine)
         if report_dir is not None:

@@ -116,6 +116,21 @@ def parse_duration(option: str, text: str | float) -> float:
     return value
 
 
+#: The shortest ``--peer-timeout``: a call to a peer's worker process, answer included, takes about
+#: a millisecond before the runtime does anything, so a shorter limit calls every answer a
+#: timeout, and a timeout weighs as a violation.
+MIN_PEER_TIMEOUT = 0.01
+
+
+def parse_peer_timeout(text: str | float) -> float:
+    """``--peer-timeout``: a duration (:func:`parse_duration`) of at least :data:`MIN_PEER_TIMEOUT`."""
+    value = parse_duration("--peer-timeout", text)
+    if value < MIN_PEER_TIMEOUT:
+        raise fail(f"--peer-timeout: must be at least {MIN_PEER_TIMEOUT * 1000:g}ms (no peer answers sooner: every "
+                   f"call would count as a timeout), got {text!r}")
+    return value
+
+
 def writable_dir(option: str, path: Path) -> Path:
     """Check up front that ``path`` is (or can be created as) a writable folder; a usage error
     naming the option otherwise, before any work is done."""

@@ -30,6 +30,7 @@ from poolcheck.cli.common import (
     fail,
     parse_duration,
     parse_fail_on,
+    parse_peer_timeout,
     path_parser,
     safe,
     user_errors,
@@ -44,7 +45,7 @@ from poolcheck.fuzz.database import check_database
 from poolcheck.fuzz.family import FAMILY_FLAGS, check_family_arguments, is_family_ops
 from poolcheck.fuzz.session import ORACLES, FuzzOptions, Progress, request_stop, unique_peers
 from poolcheck.fuzz.strategies import ALL_DTYPES, CONVENTIONS, OP_NAMES, check_arguments
-from poolcheck.peers.registry import builtin_peer, parse_peer_list
+from poolcheck.peers.registry import builtin_list, builtin_peer, parse_peer_list
 from poolcheck.report import console as console_report
 from poolcheck.report.writers import write_reports
 from poolcheck.spec.poolspec import comma_ints
@@ -115,7 +116,7 @@ def fuzz(
     ranks: Annotated[str, typer.Option("--ranks", help="Input ranks (3, 4, 5), comma-separated.")] = "3,4,5",
     dtypes: Annotated[str | None, typer.Option("--dtypes", help=f"Element types, comma-separated, or 'all' ({', '.join(ALL_DTYPES)}). Default: the types some peer of the campaign takes for the fuzzed operators (all without peers).")] = None,
     conventions: Annotated[str, typer.Option("--conventions", help="Attribute conventions: openvino, onnx.")] = "openvino,onnx",
-    peers: Annotated[str | None, typer.Option("--peers", help="Peers (comma-separated): built-ins (onnxruntime, openvino, torch, onnx_reference), a module or a .py file; 'none' for engine oracles only. Default: every available built-in.")] = None,
+    peers: Annotated[str | None, typer.Option("--peers", help=f"Peers (comma-separated): built-ins ({builtin_list()}), a module or a .py file; 'none' for engine oracles only. Default: every available built-in.")] = None,
     max_examples: Annotated[int | None, typer.Option("--max-examples", help="Stop after this many hypothesis examples (each a list of configurations).")] = None,
     time_budget: Annotated[str | None, typer.Option("--time-budget", help="Stop after this long, e.g. 60s, 5m (default 60s when --max-examples is not given, or with --min-per-region).")] = None,
     seed: Annotated[int | None, typer.Option("--seed", help="Seed of the exploration (default: random, printed for replay).")] = None,
@@ -175,7 +176,7 @@ def fuzz(
             raise AttributeValueError("--engine-checks", f"expected first or all, got {engine_checks!r}")
         check_jobs(jobs)
         severities = parse_fail_on(fail_on)
-        timeout_s = parse_duration("--peer-timeout", peer_timeout)
+        timeout_s = parse_peer_timeout(peer_timeout)
         if batch is not None and not 1 <= batch <= 256:
             raise AttributeValueError("--batch", f"must lie in [1, 256], got {batch}")
         if min_per_region < 0:

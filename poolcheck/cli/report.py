@@ -16,7 +16,7 @@ from poolcheck.cli.common import (
     engines_for,
     err_console,
     load_peers,
-    parse_duration,
+    parse_peer_timeout,
     path_parser,
     safe,
     text_parser,
@@ -93,7 +93,7 @@ def explain(
     with user_errors():
         case = find_case(case_ref, k)
         engines = engines_for(engine)
-        timeout = parse_duration("--peer-timeout", peer_timeout)
+        timeout = parse_peer_timeout(peer_timeout)
         peer_list = load_peers(peers, timeout) if peers is not None else []
         position = parse_position(at, case) if at is not None else None
         ex = explain_element(case, position, engines, peer_list, peer_timeout=timeout)

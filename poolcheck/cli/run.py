@@ -17,8 +17,8 @@ from poolcheck.cli.common import (
     err_console,
     exit_code,
     load_peers,
-    parse_duration,
     parse_fail_on,
+    parse_peer_timeout,
     path_parser,
     safe,
     text_parser,
@@ -27,6 +27,7 @@ from poolcheck.cli.common import (
 )
 from poolcheck.corpus import CORPUS_DIR
 from poolcheck.files import stdout_to_stderr
+from poolcheck.peers.registry import builtin_list
 from poolcheck.report import console as console_report
 from poolcheck.report.jsonfmt import to_json
 from poolcheck.report.writers import check_report_dir
@@ -43,7 +44,7 @@ def run(
     engine: Annotated[str, typer.Option(metavar="ENGINE", help=ENGINE_HELP)] = "all",
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON (schema poolcheck.result/2) instead of tables.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Summary table only, no per-case diffs.")] = False,
-    peers: Annotated[str | None, typer.Option("--peers", metavar="PEERS", help="Also run every case on these peers (comma-separated): onnxruntime, openvino, torch, onnx_reference, a module (my_pkg.my_peer) or a file (path/to/peer.py).")] = None,
+    peers: Annotated[str | None, typer.Option("--peers", metavar="PEERS", help=f"Also run every case on these peers (comma-separated): {builtin_list()}, a module (my_pkg.my_peer) or a file (path/to/peer.py).")] = None,
     peer_timeout: Annotated[str, typer.Option("--peer-timeout", metavar="DURATION", help="How long a peer may take per batch before it counts as a timeout (e.g. 500ms, 20s, 2m).")] = "60s",
     report_dir: Annotated[Path | None, typer.Option("--report-dir", metavar="DIR", parser=path_parser("--report-dir"), help="Also write result.json, junit.xml, summary.md and report.html here (replaced as a set; also after Ctrl-C).")] = None,
     fail_on: Annotated[str, typer.Option("--fail-on", metavar="SEVERITIES", help="Severities that make the exit code 1 (comma-separated: violation, unspecified, limitation, erratum; or all).")] = "violation",
@@ -54,7 +55,7 @@ def run(
     could not be judged (verdict error), 130 interrupted.
     """
     with user_errors():
-        timeout = parse_duration("--peer-timeout", peer_timeout)
+        timeout = parse_peer_timeout(peer_timeout)
         severities = parse_fail_on(fail_on)
         engines = engines_for(engine)
         if report_dir is not None:

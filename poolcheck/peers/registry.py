@@ -206,6 +206,11 @@ TAKES_ARGUMENT: dict[str, tuple[str, str]] = {
 }
 
 
+def builtin_list() -> str:
+    """The built-in peer names as a user types them (``onnx-backend:MODULE``), comma-separated."""
+    return ", ".join(f"{n}:{TAKES_ARGUMENT[n][0]}" if n in TAKES_ARGUMENT else n for n in BUILTIN_PEERS)
+
+
 def _builtin(name: str) -> metadata.EntryPoint:
     return metadata.EntryPoint(name=name, value=BUILTIN_PEERS[name], group=ENTRY_POINT_GROUP)
 
@@ -431,9 +436,8 @@ def _resolve_plain(name: str, load_timeout: float | None) -> Peer:
     peer = _load_module(name, load_timeout) if all(part.isidentifier() for part in name.split(".")) else None
     if peer is None:
         plugins = ", ".join(ep.name for ep in eps) or "none installed"
-        builtins = ", ".join(f"{n}:{TAKES_ARGUMENT[n][0]}" if n in TAKES_ARGUMENT else n for n in BUILTIN_PEERS)
         raise PeerNotFoundError(
-            f"unknown peer {name!r}: not a built-in ({builtins}), "
+            f"unknown peer {name!r}: not a built-in ({builtin_list()}), "
             f"not an installed plugin (entry points in {ENTRY_POINT_GROUP!r}: {plugins}), "
             "and no importable module or .py file of that name"
         )

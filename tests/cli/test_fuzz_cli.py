@@ -157,10 +157,20 @@ def test_fail_on_chooses_which_severities_exit_1(tmp_path: Path) -> None:
     assert code == 2 and "--fail-on" in out
 
 
-@pytest.mark.parametrize("value", ["0", "-1", "nan", "inf", "soon"])
+@pytest.mark.parametrize("value", ["0", "-1", "nan", "inf", "soon", "1e-300s", "9ms"])
 def test_peer_timeout_must_be_a_positive_finite_duration(value: str) -> None:
     code, out = fuzz("--peer-timeout", value, "--max-examples", "1", "--peers", "none")
     assert code == 2 and "--peer-timeout" in out and "Traceback" not in out
+
+
+@pytest.mark.parametrize("command", [["run", "cases"], ["audit", "model.onnx"]])
+def test_a_peer_timeout_no_peer_can_meet_is_a_usage_error(command: list[str]) -> None:
+    """Every call would have timed out and counted as a violation; 10ms, the floor, is taken."""
+    result = runner.invoke(app, [*command, "--peer-timeout", "1e-300s"])
+    assert result.exit_code == 2 and "--peer-timeout: must be at least 10ms" in result.output, result.output
+    assert "Traceback" not in result.output
+    code, out = fuzz("--peer-timeout", "10ms", "--max-examples", "1", "--peers", "none")
+    assert code == 0, out
 
 
 def test_jobs_and_output_folders_are_checked_before_any_work(tmp_path: Path) -> None:
