@@ -15,7 +15,7 @@ and bisects), so a verdict never depends on this cache. The index also remembers
 runtime refused on their own: asked again, they get the same error without failing a pack.
 
 A refusal usually follows a node's *kind* (:func:`kind_of`: its element type and operator, with
-or without indices), not the node: tract refuses every bfloat16 model at load, OpenVINO's CPU
+or without indices), not the node: ONNX Runtime refuses every bfloat16 pool at session creation, OpenVINO's CPU
 plugin every bfloat16 MaxPool with indices. A new node of a kind the runtime refused before
 would fail its whole pack again (a bisection: two compiles per halving, or a recompile of the
 rest where the error names the node). :meth:`PackIndex.placement` therefore sends it to run

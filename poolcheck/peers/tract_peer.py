@@ -12,6 +12,12 @@ then takes 60-100 ms instead of 1 ms to fail (measured: a bfloat16 MaxPool, trac
 its message carries 3,000 characters of backtrace. :func:`_tract` turns the capture off with
 ``RUST_LIB_BACKTRACE=0`` (which ``anyhow`` reads before ``RUST_BACKTRACE``; panics keep theirs)
 unless the user set that variable: the refusal is the same, its words are the runtime's.
+
+tract has no bfloat16 at all: its ONNX loader answers ``Unknown DatumType Bfloat16`` for any
+bfloat16 tensor, an Identity's input or a Cast's target as much as a pool's (tract 0.23.9). A
+bfloat16 pool is therefore declined (:data:`MISSING_TYPES`), as an operator tract has not is: the
+refusal says nothing about its pooling, and a reproducer could not show otherwise (the
+float32-in, bfloat16-inside script fails on its first Cast).
 """
 
 from __future__ import annotations
@@ -25,9 +31,10 @@ from typing import Any
 import numpy as np
 
 from poolcheck.peers.adapter import RuntimePeer, Translated
-from poolcheck.peers.base import BatchItem, PeerOutput
+from poolcheck.peers.base import BatchItem, PeerDeclined, PeerOutput
 from poolcheck.peers.family_onnx import FamilyNode, OnnxFamily, family_model
 from poolcheck.peers.onnx_model import OnnxNode, build_model, onnx_outputs, to_onnx
+from poolcheck.spec.family import FamilySpec
 from poolcheck.spec.poolspec import PoolSpec
 
 
@@ -38,6 +45,13 @@ def _tract() -> Any:
     import tract
 
     return tract
+
+
+#: Element types tract has no datum type for, and what its loader answers for any tensor of one.
+MISSING_TYPES: dict[str, str] = {
+    "bfloat16": "tract has no bfloat16 type (its ONNX loader answers 'Unknown DatumType Bfloat16' for any "
+                "bfloat16 tensor, an Identity's as well as a pool's)",
+}
 
 
 class TractPeer(OnnxFamily, RuntimePeer):
@@ -62,8 +76,22 @@ class TractPeer(OnnxFamily, RuntimePeer):
             return None
         return str(tract.version())
 
+    def element_types(self, op: str) -> tuple[str, ...]:
+        """Its ONNX operators' types (:meth:`OnnxFamily.element_types`) but :data:`MISSING_TYPES`."""
+        return tuple(t for t in super().element_types(op) if t not in MISSING_TYPES)
+
+    def _check_type(self, dtype: np.dtype) -> None:
+        missing = MISSING_TYPES.get(np.dtype(dtype).name)
+        if missing is not None:
+            raise PeerDeclined(self.name, missing)
+
     def translate(self, spec: PoolSpec, shape: tuple[int, ...], dtype: np.dtype) -> OnnxNode:
+        self._check_type(dtype)
         return to_onnx(spec, shape, dtype, self.name)
+
+    def translate_family(self, spec: FamilySpec, shape: tuple[int, ...], dtype: np.dtype) -> FamilyNode:
+        self._check_type(dtype)
+        return super().translate_family(spec, shape, dtype)
 
     def execute(self, group: Sequence[Translated], items: Sequence[BatchItem]) -> list[PeerOutput]:
         runnable = self._runnable(tuple(node for _, node, _ in group))

@@ -273,7 +273,8 @@ def test_a_pack_index_places_a_node_by_what_its_kind_did() -> None:
 
 @pytest.mark.parametrize("name", PACKING)
 def test_nodes_of_a_refused_kind_get_the_answers_of_single_calls(name: str) -> None:
-    """bfloat16 (refused by tract at load and by OpenVINO's CPU plugin for MaxPool with indices):
+    """bfloat16 (refused by ONNX Runtime, which has no bfloat16 pooling kernel, and by OpenVINO's CPU
+    plugin for MaxPool with indices; tract declines it):
     a second call's nodes, placed by the kinds the first call's refusals taught, answer as alone."""
     available_peer(name)
     cases = drawn(48, ("float32", "bfloat16", "float16"))

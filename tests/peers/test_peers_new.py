@@ -20,8 +20,10 @@ import support
 from support import ROOT, available_peer
 
 from poolcheck.api import run_spec
+from poolcheck.peers.base import PeerDeclined
 from poolcheck.peers.onnx_model import to_onnx
 from poolcheck.spec import attributes as A
+from poolcheck.spec import dtypes
 from poolcheck.spec.attributes import PoolSpec
 from poolcheck.spec.shape import resolve
 
@@ -237,18 +239,41 @@ def test_tract_max_pool_indices_on_every_onnx_max_type() -> None:
         np.testing.assert_array_equal(out.indices, indices, err_msg=dtype)
 
 
-#: A bfloat16 MaxPool, which tract refuses at load (run in a fresh interpreter: Rust reads
-#: RUST_LIB_BACKTRACE once per process).
+#: A model tract refuses at load: an Identity on bfloat16, a type tract has not (run in a fresh
+#: interpreter, tract loaded as the peer loads it: Rust reads RUST_LIB_BACKTRACE once per process).
 TRACT_REFUSAL = """
-import numpy as np
-from poolcheck.peers.tract_peer import TractPeer
-from poolcheck.spec import dtypes
-from poolcheck.spec.attributes import PoolSpec
-spec = PoolSpec(op="max", kernel=(2, 2), strides=(1, 1), pads_begin=(0, 0), pads_end=(0, 0), dilations=(1, 1),
-                convention="onnx")
-(result,) = TractPeer().run_many([(spec, np.zeros((1, 1, 4, 4), dtype=dtypes.BFLOAT16))])
-print(repr(str(result)))
+import os, sys, tempfile
+from onnx import TensorProto, helper, save
+from poolcheck.peers.tract_peer import _tract
+tract = _tract()
+graph = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.BFLOAT16, [1, 4])],
+                          [helper.make_tensor_value_info("y", TensorProto.BFLOAT16, [1, 4])])
+with tempfile.TemporaryDirectory() as folder:
+    path = os.path.join(folder, "m.onnx")
+    save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 22)]), path)
+    try:
+        tract.onnx().load(path).into_model().into_runnable()
+    except Exception as exc:
+        print(repr(str(exc)))
+        sys.exit(0)
+sys.exit("tract loaded a bfloat16 model")
 """
+
+
+def test_tract_has_no_bfloat16_and_the_peer_declines_it() -> None:
+    """tract refuses any bfloat16 tensor, an Identity's too (the subprocess above, tract called
+    plainly): a bfloat16 pool is declined with tract's words, not run and reported as a pooling
+    refusal no reproducer could pin on the pool. Fails once a tract version takes bfloat16."""
+    peer = available_peer("tract")
+    proc = subprocess.run([sys.executable, "-c", TRACT_REFUSAL], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert proc.returncode == 0 and "Unknown DatumType Bfloat16" in proc.stdout, proc.stdout + proc.stderr
+    spec = A.onnx_max_pool([2, 2], [1, 1], [0, 0, 0, 0], None, 0, "NOTSET", 0)
+    ok, why = peer.supports(spec, (1, 1, 4, 4), np.dtype(dtypes.BFLOAT16))
+    assert not ok and "Unknown DatumType Bfloat16" in why
+    assert "bfloat16" not in peer.element_types("max") and "float16" in peer.element_types("max")
+    (result,) = peer.run_many([(spec, np.zeros((1, 1, 4, 4), dtype=dtypes.BFLOAT16))])
+    assert isinstance(result, PeerDeclined)
 
 
 @pytest.mark.parametrize("lib_backtrace", [None, "1"])
