@@ -17,9 +17,11 @@ import numpy as np
 from support import onnx_reference_run
 
 from poolcheck.engines import get_engine
+from poolcheck.errors import AttributeValueError
 from poolcheck.fuzz.diagnosis import diagnose_output, predict, replay
 from poolcheck.fuzz.reference import expected_for
 from poolcheck.spec.operators import parse
+from poolcheck.spec.shape import resolve
 
 ENGINE = get_engine("numpy")
 KEY = "max:unit-step-common-path"
@@ -120,3 +122,36 @@ def test_infinities_count_as_the_largest_finite_magnitude_in_the_argmax() -> Non
         assert r is not None and r.exact, attrs
         assert KEY in diagnose_output(ENGINE, spec, x, v, i).atoms, attrs
     assert moved > 0
+
+
+def test_a_uint8_window_wholly_in_padding_is_ranked_like_any_other() -> None:
+    """onnx.reference pads a 2-D input with NaN, which np.pad casts to 0 in uint8: a window
+    wholly in padding is computed (0) and its index is rank 0 through the offset formula (``[[1]]``,
+    pads [0, 1, 0, 0] read interleaved: values [[1], [0]], indices [[-1], [0]]), not -1. A 60 s
+    every-peer campaign (seed 11) had it NEW as 'unexplained indices (window wholly in padding)',
+    a violation. Called plainly on inputs with padding on each side, the variant reproduces it."""
+    cases = [((1, 1), [0, 1, 0, 0], [1, 1]), ((3, 3), [0, 1, 0, 0], [1, 1]), ((2, 2), [1, 0, 0, 0], [1, 1]),
+             ((2, 2), [0, 0, 1, 1], [1, 1]), ((3, 4), [2, 1, 1, 2], [2, 2]), ((2, 3), [1, 1, 1, 1], [1, 2])]
+    rng = np.random.default_rng(5)
+    for _ in range(30):  # zeros among the numbers: a window whose largest is 0 ranks its first tap
+        ks = [int(k) for k in rng.integers(1, 4, 2)]
+        cases.append(((int(rng.integers(1, 5)), int(rng.integers(1, 5))),
+                      [int(rng.integers(0, k)) for k in ks * 2], ks))
+    empty = named = 0
+    for n, (sizes, pads, ks) in enumerate(cases):
+        x = (np.arange(math.prod(sizes)) % 5 + 1 if n < 6 else rng.integers(0, 3, math.prod(sizes)))
+        x = x.astype(np.uint8).reshape(1, 1, *sizes)
+        attrs = {"kernel_shape": ks, "pads": pads, "strides": [1, 1]}
+        spec = parse("MaxPool-22", attrs)
+        try:
+            resolve(spec, x.shape)
+            v, i = onnx_reference_run("MaxPool", x, outputs=2, **attrs)
+        except (AttributeValueError, ValueError, IndexError, RuntimeError):  # a kernel past the padded input
+            continue
+        r = replay(ENGINE, spec, x, [KEY], v, i)
+        assert r is not None and r.exact, (sizes, pads, ks)
+        d = diagnose_output(ENGINE, spec, x, v, i)
+        assert d.explained and (KEY in d.atoms or d.klass == "same"), (sizes, pads, ks, d)
+        named += KEY in d.atoms
+        empty += int((v == 0).sum())
+    assert empty > 0 and named > 10

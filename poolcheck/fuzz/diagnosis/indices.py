@@ -203,12 +203,15 @@ def window_offset_indices(spec: PoolSpec, x: np.ndarray, geom: Geometry, canon: 
     FLT_MAX before inf reports FLT_MAX's place) --
     the rank of the chosen element among the window's taps (row-major; for a 1-D or 3-D input only
     the taps inside the input, the window cut short at its end; for a 2-D input every tap of the
-    padded input), or rank 0 when the window's numbers are all equal -- unraveled with the OUTPUT's
+    padded input), or rank 0 when the window's numbers are all equal (an unsigned integer input:
+    when its largest is 0, the padding being NaN cast to 0) -- unraveled with the OUTPUT's
     spatial shape (``_get_indices``: no bound on the first axis), plus the output position minus
     the explicit ``pads_begin``, flattened row-major within the (n, c) plane without a bounds check
     (``_get_index``). In 1-D: the position minus ``pads_begin``. Windows start where ``geom`` puts
     them; one reaching past the padded input is never computed (-1: a 2-D ceil_mode output sized
-    with the pads counted twice); ``canon`` is whole-tensor row-major (``-1``: no element, kept)."""
+    with the pads counted twice). A window wholly in padding is computed like any other (rank 0) in
+    an unsigned integer input; in a float one it raises, in a signed integer one the padding does.
+    ``canon`` is whole-tensor row-major (``-1``: no element)."""
     shape = tuple(x.shape)
     spatial = shape[2:]
     n = len(spatial)
@@ -226,7 +229,13 @@ def window_offset_indices(spec: PoolSpec, x: np.ndarray, geom: Geometry, canon: 
         # the taps ranked on axis i: those inside the input (1-D, 3-D) or the whole kernel (2-D)
         ranked = a.kernel if n == 2 else np.minimum(a.kernel, a.size - starts[i])
         arg = arg * ranked + (coords[i] - starts[i])
-    arg = np.where(_numbers_all_equal(x, geom, starts) & ~touched, 0, arg)
+    if x.dtype.kind == "u":
+        # np.pad casts the padding's NaN to 0 here: a tap like any other, so the first tap (rank
+        # 0) wins where the window's largest is 0 or it holds no element, the first largest else
+        largest = x.reshape(-1)[np.where(valid, canon, 0)]
+        arg = np.where(~valid | (largest == 0), 0, arg)
+    else:  # NaN padding (a float window with no number raises; a signed integer input's padding does)
+        arg = np.where(_numbers_all_equal(x, geom, starts) & ~touched, 0, arg)
     pads_begin = spec.pads_begin if spec.auto_pad == "explicit" else (0,) * n
     index = np.zeros(canon.shape, dtype=np.int64)
     for i in range(n - 1, -1, -1):  # _get_indices: the last axes by remainder, the first takes the rest
@@ -235,7 +244,7 @@ def window_offset_indices(spec: PoolSpec, x: np.ndarray, geom: Geometry, canon: 
         index = index + (part + pos[i] - pads_begin[i]) * math.prod(spatial[i + 1:])
     # a window reaching past the padded input is one the runtime never computes (its -1 stays)
     computed = np.logical_and.reduce([s + a.dilated_kernel <= a.size + a.pad_end for s, a in zip(starts, geom.axes)])
-    index = np.where(valid & computed, index, np.where(computed, canon, -1))
+    index = np.where(computed, index, -1)
     # in the spec's layout, as an ONNX adapter reads an ONNX index (a whole-tensor one, in the
     # storage order the spec spells): an ``axis`` scope wraps it (a negative one passes)
     modulus = _spec_order_modulus(spec, shape)[1]
