@@ -237,8 +237,9 @@ def onnx_reference_run(op: str, x: Any, *, outputs: int = 1, **attrs: Any) -> li
 
     names = ["y", "i"][:outputs]
     node = helper.make_node(op, ["x"], names, **attrs)
-    outs = [helper.make_tensor_value_info(n, TensorProto.INT64 if n == "i" else TensorProto.FLOAT, None) for n in names]
-    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x.shape))], outs)
+    elem = helper.np_dtype_to_tensor_dtype(np.asarray(x).dtype)  # the input's own type, bfloat16 included
+    outs = [helper.make_tensor_value_info(n, TensorProto.INT64 if n == "i" else elem, None) for n in names]
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", elem, list(x.shape))], outs)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 22)])
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore", RuntimeWarning)

@@ -10,7 +10,7 @@ import numpy as np
 
 from poolcheck.engines import _windows as w
 from poolcheck.spec.attributes import PoolSpec
-from poolcheck.spec.dtypes import finfo
+from poolcheck.spec.dtypes import BFLOAT16, finfo
 from poolcheck.spec.indices import index_layout
 from poolcheck.spec.shape import Geometry
 
@@ -200,7 +200,8 @@ def window_offset_indices(spec: PoolSpec, x: np.ndarray, geom: Geometry, canon: 
     dilations 1 (``_op_common_pool.py``: ``_pool`` with ``indices``): ``np.argmax`` over the
     window's values with NaN (padding, or a NaN element) replaced by the smallest other value and,
     as ``np.nan_to_num`` also does, +-inf by the type's largest finite magnitude (a window holding
-    FLT_MAX before inf reports FLT_MAX's place) --
+    FLT_MAX before inf reports FLT_MAX's place; a bfloat16 window is left as it is, so its first
+    NaN tap wins: :func:`_first_nan_tap`) --
     the rank of the chosen element among the window's taps (row-major; for a 1-D or 3-D input only
     the taps inside the input, the window cut short at its end; for a 2-D input every tap of the
     padded input), or rank 0 when the window's numbers are all equal (an unsigned integer input:
@@ -221,7 +222,10 @@ def window_offset_indices(spec: PoolSpec, x: np.ndarray, geom: Geometry, canon: 
     pos = np.indices(out).reshape(n, 1, 1, *out)
     starts = [pos[i] * a.stride - a.pad_begin for i, a in enumerate(geom.axes)]
     touched = np.zeros(canon.shape, dtype=bool)
-    if x.dtype.kind == "f" and bool(np.isinf(x).any()):  # where a window holds an infinity
+    if x.dtype == BFLOAT16:  # nothing replaced: the first NaN wins, an infinity is itself
+        first, touched = _first_nan_tap(x, geom, starts)
+        coords = tuple(np.where(touched, c, k) for c, k in zip(first, coords))
+    elif x.dtype.kind == "f" and bool(np.isinf(x).any()):  # where a window holds an infinity
         clipped, touched = _first_clipped_max(x, geom, starts)
         coords = tuple(np.where(touched, c, k) for c, k in zip(clipped, coords))
     arg = np.zeros(canon.shape, dtype=np.int64)
@@ -261,6 +265,34 @@ def _clipped(x: np.ndarray) -> np.ndarray:
     return np.where(np.isposinf(v), big, np.where(np.isneginf(v), -big, v))
 
 
+def _tap(geom: Geometry, starts: list[np.ndarray],
+         j: tuple[int, ...]) -> tuple[np.ndarray, tuple[Any, ...], list[np.ndarray]]:
+    """Tap ``j`` of every window (``starts``: per axis, the windows' first coordinates): where it
+    lies inside the input, an index reading it (clipped into the input), its coordinates."""
+    idx = [(s + k * a.dilation)[0, 0] for s, k, a in zip(starts, j, geom.axes)]
+    inside = np.logical_and.reduce([(q >= 0) & (q < a.size) for q, a in zip(idx, geom.axes)])
+    return inside, (slice(None), slice(None), *(np.clip(q, 0, a.size - 1) for q, a in zip(idx, geom.axes))), idx
+
+
+def _first_nan_tap(x: np.ndarray, geom: Geometry, starts: list[np.ndarray]) -> tuple[list[np.ndarray], np.ndarray]:
+    """Per output position: the coordinates of the window's first NaN tap (a NaN element; for a
+    2-D input also a padded tap), ranked as :func:`window_offset_indices` says, and where there is
+    one. ``np.nan_to_num`` leaves a bfloat16 window as it is (ml_dtypes' type is no NumPy float),
+    so onnx.reference's ``np.argmax`` meets the NaN and picks its first."""
+    raw = x.astype(np.float64)
+    shape = (*x.shape[:2], *(a.out for a in geom.axes))
+    two_d = len(geom.axes) == 2
+    found = np.zeros(shape, dtype=bool)
+    coords = [np.zeros(shape, dtype=np.int64) for _ in geom.axes]
+    for j in np.ndindex(*(a.kernel for a in geom.axes)):
+        inside, where, idx = _tap(geom, starts, j)
+        nan = (~inside if two_d else np.zeros(shape, dtype=bool)) | (inside & np.isnan(raw[where]))
+        first = nan & ~found
+        coords = [np.where(first, q, c) for q, c in zip(idx, coords)]
+        found |= first
+    return coords, found
+
+
 def _first_clipped_max(x: np.ndarray, geom: Geometry,
                        starts: list[np.ndarray]) -> tuple[list[np.ndarray], np.ndarray]:
     """Per output position whose window holds an infinity: the coordinates of the tap
@@ -277,9 +309,7 @@ def _first_clipped_max(x: np.ndarray, geom: Geometry,
     taps = list(np.ndindex(*(a.kernel for a in geom.axes)))
 
     def at(j: tuple[int, ...]) -> tuple[np.ndarray, tuple[Any, ...], list[np.ndarray]]:
-        idx = [(s + k * a.dilation)[0, 0] for s, k, a in zip(starts, j, geom.axes)]
-        inside = np.logical_and.reduce([(q >= 0) & (q < a.size) for q, a in zip(idx, geom.axes)])
-        return inside, (slice(None), slice(None), *(np.clip(q, 0, a.size - 1) for q, a in zip(idx, geom.axes))), idx
+        return _tap(geom, starts, j)
 
     low = np.full(shape, np.inf)
     touched = np.zeros(shape, dtype=bool)
