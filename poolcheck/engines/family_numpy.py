@@ -45,7 +45,8 @@ def _sequential_sums(regions: np.ndarray) -> np.ndarray:
     equals a sum started from -0.0 (and, for sums of non-negative terms, from +0.0)."""
     if regions.shape[1] == 0:
         return np.full(regions.shape[0], -0.0)
-    return np.add.accumulate(regions, axis=1)[:, -1]
+    with np.errstate(over="ignore", invalid="ignore"):  # inf past the range, NaN from inf + -inf
+        return np.add.accumulate(regions, axis=1)[:, -1]
 
 
 def lp_sums(x: np.ndarray, geom: Geometry, p: int) -> np.ndarray:

@@ -84,7 +84,8 @@ def cast(values: Any, dtype: Any) -> np.ndarray:
     off), which float32's 16 extra bits make exact for the second, round-to-nearest step."""
     dt = np.dtype(dtype)
     if dt != BFLOAT16:
-        return np.asarray(values).astype(dt)
+        with np.errstate(over="ignore", invalid="ignore"):  # past the type's range: inf, as rounding gives
+            return np.asarray(values).astype(dt)
     src = np.asarray(values, dtype=np.float64)
     with np.errstate(over="ignore", invalid="ignore"):
         near = src.astype(np.float32)

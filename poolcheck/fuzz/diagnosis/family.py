@@ -233,7 +233,8 @@ def _signs_matter(spec: FamilySpec, x: np.ndarray) -> bool:
     """Whether ``lp:no-abs`` can change an output here: only a negative number raised to an odd
     p differs from its absolute value's power. On any other input the signed sum is the norm's
     own, and naming it would rest on nothing but the wider bound it is judged with."""
-    return spec.p % 2 == 1 and bool(np.any(x < 0))
+    with np.errstate(invalid="ignore"):  # NaN is not negative
+        return spec.p % 2 == 1 and bool(np.any(x < 0))
 
 
 def _lp_combination(spec: FamilySpec, x: np.ndarray, keys: Sequence[str]) -> FamilyOutputs | None:
@@ -368,7 +369,8 @@ def _float32_saturated(spec: FamilySpec, x: np.ndarray) -> FamilyOutputs:
     with np.errstate(all="ignore"):
         narrow = np.where(np.isnan(x), x, np.clip(x, -big, big)).astype(np.float32)
     values, where = run_family(spec, narrow)
-    return values.astype(x.dtype), where
+    with np.errstate(all="ignore"):  # a float32 sum past float16's range is inf there too
+        return values.astype(x.dtype), where
 
 
 def _nan_planes(spec: FamilySpec, x: np.ndarray) -> np.ndarray:
@@ -492,9 +494,9 @@ def _unpool(spec: FamilySpec, x: np.ndarray, indices: np.ndarray | None, *, firs
     out = np.zeros(base.size, dtype=np.float64 if summed else x.dtype)
     flat_x, flat_i = x.reshape(-1), np.asarray(indices, np.int64).reshape(-1)
     if summed:
-        with np.errstate(all="ignore"):
+        with np.errstate(all="ignore"):  # sums past the input type's range are inf in it
             np.add.at(out, flat_i, flat_x.astype(np.float64))
-        return out.astype(x.dtype).reshape(base.shape), None
+            return out.astype(x.dtype).reshape(base.shape), None
     out[flat_i[::-1]] = flat_x[::-1]  # the first write wins
     return out.reshape(base.shape), None
 
