@@ -279,13 +279,20 @@ def test_torch_and_jax_max_pool_bfloat16_agree_with_the_engine(name: str) -> Non
 
 @pytest.mark.parametrize(("name", "words"), [
     ("onnxruntime", "Could not find an implementation for MaxPool(22)"),  # ORT 1.32 CPU: no bf16 kernel
-    ("tract", "Bfloat16"),  # tract 0.23: "Unknown DatumType Bfloat16"
     ("openvino", "supported only with one output"),  # OpenVINO 2026.4 CPU: bf16 MaxPool without indices only
 ])
 def test_runtimes_without_bfloat16_max_pool_refuse_it_themselves(name: str, words: str) -> None:
     spec = operators.parse("MaxPool-22", {"kernel_shape": [2]})
     res = call_peer(_peer(name), spec, PEER_X, isolated=False)
     assert res.status == "rejects" and words in res.message, res.verdict
+
+
+def test_tract_which_has_no_bfloat16_at_all_declines_it() -> None:
+    """tract 0.23 answers "Unknown DatumType Bfloat16" for any bfloat16 tensor (tests/peers/
+    test_peers_new.py calls it plainly on an Identity): declined with those words, not refused."""
+    spec = operators.parse("MaxPool-22", {"kernel_shape": [2]})
+    res = call_peer(_peer("tract"), spec, PEER_X, isolated=False)
+    assert res.status == "declined" and "Unknown DatumType Bfloat16" in res.message, res.verdict
 
 
 # --------------------------------------------------------------------------- judgement

@@ -1,6 +1,7 @@
 """A peer refusing the input's element type itself is one finding per type, named by the type
-(tract: "Unknown DatumType Bfloat16", with the shape and a backtrace in the message), not one
-per message shape; a message that lists types without refusing one names nothing."""
+(tract's words, "Unknown DatumType Bfloat16", with the shape and a backtrace in the message), not
+one per message shape; a message that lists types without refusing one names nothing. (The tract
+peer now declines bfloat16, a type tract has not: tests/peers/test_peers_new.py.)"""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ import pytest
 
 from poolcheck.fuzz.diagnosis.rejections import diagnose_rejection, refuses_element_type
 from poolcheck.fuzz.family import FamilyCase, judge_family_peer
-from poolcheck.peers import call_peer_many, resolve_peer
 from poolcheck.peers.base import PeerResult
 from poolcheck.spec import attributes as A
 from poolcheck.spec import dtypes
@@ -42,20 +42,6 @@ def test_the_class_is_the_type_whatever_the_shape_and_op_in_the_message() -> Non
     d_max = diagnose_rejection(A.openvino_max_pool([2, 4], [2, 4]), x2, other)
     assert d_avg.klass == d_max.klass == "rejects: element type bfloat16"
     assert d_avg.explained and "does not take bfloat16 tensors" in d_avg.text
-
-
-def test_tract_called_plainly_refuses_bfloat16_so() -> None:
-    tract = resolve_peer("tract")
-    ok, why = tract.available()
-    if not ok:
-        pytest.skip(why)
-    x = np.arange(4, dtype=np.float32).astype(BF16).reshape(1, 1, 4)
-    for spec in (A.openvino_max_pool([2], [2]), A.openvino_avg_pool([2], [2], exclude_pad=False)):
-        (result,) = call_peer_many(tract, [(spec, x)])
-        if result.status == "declined":
-            pytest.skip(f"this tract peer declines bfloat16: {result.message}")
-        assert result.status == "rejects", result
-        assert diagnose_rejection(spec, x, result.message or "").klass == "rejects: element type bfloat16"
 
 
 def test_a_refusal_of_the_element_type_on_a_family_op_is_the_same_class() -> None:
