@@ -316,8 +316,8 @@ SEVERITY_RULES: tuple[SeverityRule, ...] = (
           "a sum in the input type overflows where a wider one does not", "GlobalAveragePool, AdaptiveAvgPool-8"),
     *(_rule(key, _U, (), "MaxUnpool's text does not say which element is kept where two indices are equal",
             "MaxUnpool") for key in ("unpool:first-write-wins", "unpool:collisions-summed")),
-    _rule("unpool:output-shape-ignored", _V, ("ONNX-UNPOOL-OUTPUT-SIZE",), "the third input sets the output size",
-          "MaxUnpool"),
+    *(_rule(key, _V, ("ONNX-UNPOOL-OUTPUT-SIZE",), "the third input sets the output size", "MaxUnpool")
+      for key in ("unpool:output-shape-ignored", "unpool:inferred-then-padded")),
     _rule("unpool:pads-ignored", _U, (), "MaxUnpool's text gives no formula for the output shape without its "
           "output_shape input", "MaxUnpool"),
     *(_rule(key, _V, ("OV-ADAPTIVE-START", "OV-ADAPTIVE-END"), "bin j starts at floor(j H / O) and ends at "

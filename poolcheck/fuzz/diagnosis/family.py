@@ -474,17 +474,31 @@ def _inferred_unpool_shape(spec: FamilySpec, shape: Sequence[int]) -> tuple[int,
                                             - w.pads_end[i] for i in range(w.spatial_rank)))
 
 
+def _unpool_padded_refuses(spec: FamilySpec, shape: Sequence[int]) -> bool:
+    """Whether the shape inferred from kernel, strides and pads outgrows ``output_shape`` on an
+    axis (``unpool:inferred-then-padded`` has no room to place it: a runtime refuses)."""
+    return spec.output_shape is not None and any(
+        a > b for a, b in zip(_inferred_unpool_shape(spec, shape)[2:], spec.output_shape[2:]))
+
+
 def _unpool(spec: FamilySpec, x: np.ndarray, indices: np.ndarray | None, *, first: bool = False,
-            summed: bool = False, ignore_output_shape: bool = False, pads_ignored: bool = False) -> FamilyOutputs:
+            summed: bool = False, ignore_output_shape: bool = False, pads_ignored: bool = False,
+            padded: bool = False) -> FamilyOutputs:
     assert spec.window is not None and indices is not None
-    if ignore_output_shape:  # the inferred shape; a write past its end is dropped (or refused)
+    if ignore_output_shape or padded:  # the inferred shape; a write past its end is dropped (or refused)
         shape = _inferred_unpool_shape(spec, x.shape)
         if min(shape[2:]) < 0:  # no output of that shape: a runtime refuses (see rejection_explained)
             raise ValueError("no inferred MaxUnpool output")
         flat = np.zeros(math.prod(shape), dtype=x.dtype)
         keep = indices.reshape(-1) < flat.size
         flat[indices.reshape(-1)[keep]] = x.reshape(-1)[keep]
-        return flat.reshape(shape), None
+        if not padded:
+            return flat.reshape(shape), None
+        if spec.output_shape is None or _unpool_padded_refuses(spec, x.shape):
+            raise ValueError("the inferred MaxUnpool output does not fit output_shape")
+        out = np.zeros(spec.output_shape, dtype=x.dtype)
+        out[tuple(slice(0, v) for v in shape)] = flat.reshape(shape)
+        return out, None
     if pads_ignored:
         n = spec.window.spatial_rank
         spec = spec.replace(output_shape=None, window=spec.window.replace(pads_begin=(0,) * n, pads_end=(0,) * n))
@@ -608,6 +622,10 @@ FAMILY_VARIANTS: tuple[FamilyVariant, ...] = (
     FamilyVariant("unpool:output-shape-ignored", ("unpool",), "the output_shape input ignored (the shape inferred "
                   "from kernel, strides and pads)", lambda s, x, i: _unpool(s, x, i, ignore_output_shape=True),
                   lambda s: s.output_shape is not None),
+    FamilyVariant("unpool:inferred-then-padded", ("unpool",), "X scattered into the shape inferred from kernel, "
+                  "strides and pads (each index read in that shape), which then fills the start of each axis of the "
+                  "output_shape output, the rest 0 (onnx.reference's MaxUnpool)",
+                  lambda s, x, i: _unpool(s, x, i, padded=True), lambda s: s.output_shape is not None),
     FamilyVariant("unpool:pads-ignored", ("unpool",), "the pads left out of the inferred output shape",
                   lambda s, x, i: _unpool(s, x, i, pads_ignored=True), _explicit_pads),
     FamilyVariant("adaptive:end-floor", ("adaptive_avg", "adaptive_max"), "bin end floor((j+1)H/O) instead of ceil",
@@ -648,13 +666,16 @@ def rejection_explained(cause: Sequence[str], spec: FamilySpec, shape: Sequence[
     1, an LpPool window placement with no window), or MaxUnpool's output has no element for an
     index (one past the end of the inferred output, where ``output_shape`` makes room for it: a
     runtime sizing its output without ``output_shape`` refuses the index, or drops the value as
-    the variant's replay does)."""
+    the variant's replay does), or (``unpool:inferred-then-padded``) the inferred output outgrows
+    ``output_shape`` on an axis."""
     for key in cause:
-        if key == "unpool:output-shape-ignored" and spec.output_shape is not None:
+        if key in ("unpool:output-shape-ignored", "unpool:inferred-then-padded") and spec.output_shape is not None:
             inferred = _inferred_unpool_shape(spec, shape)
             if min(inferred[2:]) < 1:
                 return True
             if indices is not None and indices.size and int(np.max(indices)) >= math.prod(inferred):
+                return True
+            if key == "unpool:inferred-then-padded" and _unpool_padded_refuses(spec, shape):
                 return True
         gv = next((g for g in GEOMETRY_VARIANTS if g.key == key), None)
         if gv is not None and spec.window is not None and gv.applies(spec.window):
