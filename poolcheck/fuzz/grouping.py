@@ -41,6 +41,7 @@ from poolcheck.fuzz.diagnosis.family import rejection_explained as family_reject
 from poolcheck.fuzz.diagnosis.symptom import shape_symptom
 from poolcheck.judgement import close_values
 from poolcheck.results import FindingKind, PeerStatus, Signature
+from poolcheck.spec import dtypes
 from poolcheck.spec.family import is_family
 from poolcheck.spec.poolspec import PoolSpec
 from poolcheck.spec.shape import resolve
@@ -91,7 +92,8 @@ class Group:
 
 def _arrays(f: O.Finding) -> tuple[np.ndarray, np.ndarray | None] | None:
     values = f.actual.get("values")
-    if values is None or not isinstance(values, np.ndarray) or values.dtype.kind not in "fiu":
+    if values is None or not isinstance(values, np.ndarray) or not (values.dtype.kind in "iu" or
+                                                                   dtypes.is_float(values.dtype)):
         return None
     indices = f.actual.get("indices")
     return values, (None if indices is None else np.asarray(indices))
@@ -351,7 +353,7 @@ def _sample(shape: tuple[int, ...], dtype: np.dtype, rng: np.random.Generator) -
 def _agrees(pred: tuple[np.ndarray, np.ndarray | None], out: tuple[np.ndarray, np.ndarray | None]) -> bool:
     if pred[0].shape != out[0].shape:
         return False
-    if not close_values(pred[0], out[0], None if pred[0].dtype.kind != "f" else
+    if not close_values(pred[0], out[0], None if not dtypes.is_float(pred[0].dtype) else
                         np.abs(pred[0].astype(np.float64)) * 1e-3 + 1e-6).all():
         return False
     if pred[1] is None or out[1] is None or pred[1].shape != out[1].shape:

@@ -75,8 +75,9 @@ def to_jax(spec: PoolSpec, shape: Sequence[int], dtype: np.dtype, peer: str = "j
     shape = tuple(int(v) for v in shape)
     dt = np.dtype(dtype)
     check_expressible(spec, shape, peer, "XLA")
-    if spec.op == "avg" and dt.name not in allowed_dtypes("avg", spec.convention):
-        raise PeerDeclined(peer, f"averages are computed for floating-point inputs only, not {dt.name}")
+    allowed = allowed_dtypes(spec.op, spec.convention)
+    if spec.op == "avg" and dt.name not in allowed:
+        raise PeerDeclined(peer, f"the {spec.convention} average takes {', '.join(allowed)}, not {dt.name}")
     base = dict(op=spec.op, shape=shape, dtype=dt.name, window=tuple(spec.kernel), strides=tuple(spec.strides),
                 dilations=tuple(spec.dilations))
     try:
@@ -248,12 +249,12 @@ def _order_free(node: JaxNode, x: np.ndarray) -> bool:
     the largest finite magnitude, never reaches the type's range. Only a finite part that can
     overflow lets the order decide (``65504 + 40`` is inf in float16, ``-inf + 65504 + 40`` is
     -inf, ``65504 + 40 + -inf`` is NaN)."""
-    if x.dtype.kind != "f" or x.size == 0:
+    if not dtypes.is_float(x.dtype) or x.size == 0:
         return True
     with np.errstate(all="ignore"):
-        magnitude = np.abs(x)
+        magnitude = np.abs(x.astype(np.float64))
         top = float(np.max(magnitude, where=np.isfinite(magnitude), initial=0.0))
-    return top * math.prod(node.window) < float(np.finfo(x.dtype).max)
+    return top * math.prod(node.window) < float(dtypes.finfo(x.dtype).max)
 
 
 #: The family ops jax.numpy computes (a whole plane's mean, max, vector p-norm).

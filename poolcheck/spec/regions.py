@@ -396,7 +396,7 @@ def family_regions_of(spec: Any, x: np.ndarray, indices: np.ndarray | None = Non
     op = spec.op
     if x.ndim == 5:
         keys.add("family-rank-5")
-    if op != "unpool" and x.dtype.kind == "f" and bool(np.isnan(x).any()):
+    if op != "unpool" and dtypes.is_float(x.dtype) and bool(np.isnan(x).any()):
         keys.add("family-nan")
     if op in ("lp", "global_lp"):
         if spec.p % 2 == 1:

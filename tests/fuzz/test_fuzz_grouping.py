@@ -67,6 +67,19 @@ def test_a_coincidental_name_gives_way_to_the_one_that_fits_every_example() -> N
     assert row.text.startswith("shape: spatial axis 0 has 1 window(s), expected 2")
 
 
+def test_bfloat16_examples_group_as_any_float_does() -> None:
+    """A bfloat16 output (NumPy kind 'V', ml_dtypes' type) is replayed like any float: the two
+    examples are one group under the cause that fits both (they were two, each keeping the name
+    of its own diagnosis: a 60 s family campaign, seed 11, had torch's LpPool overflow on bfloat16
+    both as lp:input-type-average and as lp:no-root, a violation, on all-inf outputs)."""
+    from poolcheck.spec import dtypes
+
+    xb = dtypes.cast(X, dtypes.BFLOAT16)
+    grouping = group_all(ENGINE, [finding(ceil_torch(4), xb), finding(ceil_torch(1), xb)])
+    (group,) = grouping.groups
+    assert group.causes[0] == ("rounding:ceil_torch-last-window-vs-H",)
+
+
 def test_several_causes_that_fit_every_example_are_all_shown() -> None:
     (group,) = group_all(ENGINE, [finding(ceil_torch(4), X)]).groups
     assert len(group.causes) > 1
