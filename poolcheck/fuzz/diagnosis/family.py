@@ -140,7 +140,10 @@ def _lp_on(spec: FamilySpec, x: np.ndarray, gv: GeometryVariant | None, *, resca
     each |x|^p and the window's average of them rounded to the input type (inf past its largest
     value), the sum between them in float32 or wider, the average times the taps in float64
     (lp:input-type-average, onnx.reference's LpPool: ``np.power`` in the input type,
-    ``np.average``'s float32 sum for float16, ``np.int64`` kernel size times the average)."""
+    ``np.average``'s float32 sum for float16, ``np.int64`` kernel size times the average); with
+    ``overflow`` as well that product is rounded to the input type, inf exactly past its range
+    (torch's ``lp_pool``: ``avg_pool`` of x^p times the kernel size, in float16: 30 squares of
+    61..90 average 5,700 and make inf, those of 31..60 make 64,355, finite)."""
     if (nan_skip or average_in_type) and signed:
         raise ValueError("lp:nan-skipped-rescaled and lp:input-type-average are modelled on |x|^p only")
     x, geom, kernel, kept = _placed(spec, x, gv)
@@ -164,10 +167,13 @@ def _lp_on(spec: FamilySpec, x: np.ndarray, gv: GeometryVariant | None, *, resca
                 acc = np.dtype(np.float32) if np.dtype(x.dtype).itemsize < 4 else np.dtype(x.dtype)
                 sums = np.where(np.abs(sums) > _overflow_bound(acc, geom), np.inf, sums)
                 mean = dtypes.cast(sums / left, x.dtype).astype(np.float64)
-                sums = np.where(left > 0, mean * (kernel if rescale else taps), np.nan)
+                product = mean * (kernel if rescale else taps)
+                if overflow:  # the product in the input type too, one rounding: inf exactly past its range
+                    product = dtypes.cast(product, x.dtype).astype(np.float64)
+                sums = np.where(left > 0, product, np.nan)
             else:
                 sums = np.where(left > 0, sums * ((kernel if rescale else taps) / left), np.nan)
-        if overflow:
+        if overflow and not average_in_type:
             sums = np.where(np.abs(sums) > big, np.sign(sums) * np.inf, sums)
         if kept is not None:  # a zero tail: the root of an uncomputed output's 0
             sums = np.where(kept, sums, 0.0)
