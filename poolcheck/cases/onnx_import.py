@@ -20,6 +20,7 @@ from poolcheck.api import run_spec
 from poolcheck.cases.model import Case
 from poolcheck.errors import CaseFileError, PoolcheckError
 from poolcheck.files import native_stderr_silenced
+from poolcheck.spec import dtypes
 from poolcheck.spec.family import FamilySpec
 from poolcheck.spec.limits import MAX_EXTENT
 from poolcheck.spec.operators import OPERATORS, Attribute, OperatorVersion, onnx_version, operator, parse
@@ -524,7 +525,7 @@ def _proto_type(dtype: str) -> str:
 def rounding_note(spec: PoolSpec, x: np.ndarray, stored: np.ndarray) -> str:
     """A note when the stored output differs from the reference beyond a tight tolerance but
     within the onnx backend runner's own (rtol 1e-3, atol 1e-7): rounded, not wrong."""
-    if stored.dtype.kind != "f":
+    if not dtypes.is_float(stored.dtype):
         return ""
     try:
 
