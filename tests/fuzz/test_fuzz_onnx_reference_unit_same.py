@@ -89,6 +89,30 @@ def test_onnx_reference_called_plainly_is_the_oracle_and_is_named() -> None:
     assert named > 10
 
 
+def test_ceil_mode_changes_nothing_under_same_on_the_unit_step_path() -> None:
+    """SAME's output size is ceil(size / stride) with or without ceil_mode, and with stride 1 the
+    loop's ceil and floor agree: ceil_mode=1 (an OpenVINO same_upper spec with ceil rounding, as
+    the peer translates it) takes the same path and index rule. A 60 s campaign (seed 13) had
+    it 'unexplained indices (window touching padding)', a violation."""
+    named = 0
+    for sizes, ks, mode in GRID:
+        x = x_of(sizes)
+        attrs = {"kernel_shape": ks, "auto_pad": mode, "strides": [1, 1], "dilations": [1, 1], "ceil_mode": 1}
+        v, i = onnx_reference_run("MaxPool", x, outputs=2, **attrs)
+        want = oracle(x, ks, mode)
+        np.testing.assert_array_equal(i, want[1])
+        spec = parse("MaxPool-22", attrs)
+        r = replay(ENGINE, spec, x, [KEY], v, i)
+        assert r is not None and r.exact, (sizes, ks, mode)
+        named += KEY in diagnose_output(ENGINE, spec, x, v, i).atoms
+    assert named > 10
+    ov = parse("MaxPool-14", {"kernel": [3, 2], "strides": [1, 1], "pads_begin": [0, 0], "pads_end": [0, 0],
+                              "rounding_type": "ceil", "auto_pad": "same_upper"})
+    x = np.array([[[[1.0, 2.0]]]], dtype=np.float32)  # the campaign's example: index 3, not 1
+    d = diagnose_output(ENGINE, ov, x, x[..., 1:].repeat(2, axis=-1), np.array([[[[3, 1]]]]))
+    assert d.explained and KEY in d.atoms, d
+
+
 def test_a_peer_following_the_spec_is_not_given_the_name() -> None:
     for sizes, ks, mode in GRID:
         x = x_of(sizes)

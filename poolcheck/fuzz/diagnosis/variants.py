@@ -265,9 +265,10 @@ def _explicit_asym(spec: PoolSpec) -> bool:
 
 def _unit_step_applies(spec: PoolSpec) -> bool:
     """Where :func:`_unit_step_path` models onnx.reference's common path: explicit or VALID
-    padding, or SAME (floor rounding) on a 2-D input."""
+    padding, or SAME on a 2-D input (whatever the rounding: its SAME output size is ceil(size /
+    stride) with or without ceil_mode, and with stride 1 its loop's ceil and floor agree)."""
     return _unit_steps(spec) and (spec.auto_pad in ("explicit", "valid") or (
-        spec.auto_pad in ("same_upper", "same_lower") and spec.spatial_rank == 2 and spec.rounding_type == "floor"))
+        spec.auto_pad in ("same_upper", "same_lower") and spec.spatial_rank == 2))
 
 
 def _unit_steps(spec: PoolSpec) -> bool:
