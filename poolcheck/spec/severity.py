@@ -298,6 +298,9 @@ SEVERITY_RULES: tuple[SeverityRule, ...] = (
           "1/p-th root: pow(S, 1.0f / p) computes it in float32, with 1/p held as float32 can hold it (0.33333334 "
           "for p = 3), a relative error of |fl(1/p) - 1/p| ln S that the Lp rule does not cover",
           "LpPool, GlobalLpPool"),
+    _rule("lp:root-exponent-input-type", _U, ("ONNX-LP-NORM",), "the text gives no computation type for the norm's "
+          "1/p-th root: an exponent held in a float16 or bfloat16 input's own type (0.33325195 for p = 3) is a "
+          "relative error of |fl(1/p) - 1/p| ln S, past the Lp rule", "LpPool, GlobalLpPool"),
     *(_rule(key, _V, ("ONNX-GLOBAL-LP",), "global pooling pools each (n, c) plane over every spatial axis",
             "GlobalAveragePool, GlobalMaxPool, GlobalLpPool")
       for key in ("global:last-axis-only", "global:first-spatial-axis-only", "global:channels-too")),

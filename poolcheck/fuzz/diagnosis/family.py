@@ -80,6 +80,20 @@ def agrees(spec: FamilySpec, x: np.ndarray, expected: FamilyOutputs, actual: Fam
 # --------------------------------------------------------------------------- variant computations
 
 
+def _root_exponent_in_type(spec: FamilySpec, x: np.ndarray) -> FamilyOutputs:
+    """The norm with the root's exponent 1/p held in the input type, float16 or bfloat16 (the
+    sum in float32 or wider): OpenVINO's GlobalLpPool builds pow(S, 1/p) with a constant of the
+    input's element type, 0.33325195 for p = 3 in float16 (65504 comes out 65312)."""
+    if np.dtype(x.dtype).itemsize >= 4 or spec.p in (1, 2):
+        raise ValueError("1/p is rounded in float16 and bfloat16 only (p = 1, 2: no pow)")
+    window = spec.window if spec.op == "lp" else global_window(spec, x.shape)
+    assert window is not None
+    sums = get_family_engine("numpy").lp_sums(x, resolve(window, x.shape), spec.p)
+    exponent = float(dtypes.cast(np.array(1.0 / spec.p), x.dtype).astype(np.float64))
+    with np.errstate(all="ignore"):
+        return dtypes.cast(np.power(sums, exponent), x.dtype), None
+
+
 def _lp(spec: FamilySpec, x: np.ndarray, *, p: int | None = None, rooted: bool = True, signed: bool = False,
         overflow: bool = False, exponent32: bool = False) -> FamilyOutputs:
     window = spec.window if spec.op == "lp" else global_window(spec, x.shape)
@@ -265,7 +279,12 @@ def _matches(spec: FamilySpec, x: np.ndarray, keys: Sequence[str], out: FamilyOu
              open_values: np.ndarray | None = None) -> bool:
     """Whether variant ``keys``' output ``out`` reproduces ``actual``: within the family's
     tolerance (:func:`agrees`), or, for a signed Lp sum (``lp:no-abs``), within the signed sum's
-    own bound (:class:`~poolcheck.fuzz.diagnosis.family_lp.SignedSums`)."""
+    own bound (:class:`~poolcheck.fuzz.diagnosis.family_lp.SignedSums`). A float64 input computed
+    as float32 is judged by float32's rule, alone as in a pair (:func:`replay_family`): by
+    float64's, the runtime's float32 roundings step out of it, and a second variant that changes
+    nothing on the example (dilations ignored on a kernel of 1) was named beside it."""
+    if x.dtype == np.float64 and tuple(keys) == (AS_FLOAT32.get(spec.op),):
+        x = _narrowed(x)
     plan = _lp_plan(spec, keys) if any("lp:no-abs" in k for k in keys) else None
     if plan is None or "lp:no-abs" not in plan[1]:
         return agrees(spec, x, out, actual, open_values=open_values)
@@ -368,15 +387,29 @@ def _all_nan_planes(spec: FamilySpec, x: np.ndarray) -> np.ndarray:
     return np.all(np.isnan(x), axis=tuple(range(2, x.ndim)), keepdims=True)
 
 
-def _float32_saturated(spec: FamilySpec, x: np.ndarray) -> FamilyOutputs:
-    """float64 computed as float32, values past the float32 range (inf included) saturated to
-    its largest magnitude first (OpenVINO's CPU plugin runs f64 models in f32)."""
+def _narrowed(x: np.ndarray) -> np.ndarray:
+    """float64 as the CPU plugin hands it to a float32 graph: past float32's range (inf
+    included) saturated to its largest magnitude, NaN kept."""
     big = float(np.finfo(np.float32).max)
     with np.errstate(all="ignore"):
-        narrow = np.where(np.isnan(x), x, np.clip(x, -big, big)).astype(np.float32)
-    values, where = run_family(spec, narrow)
-    with np.errstate(all="ignore"):  # a float32 sum past float16's range is inf there too
-        return values.astype(x.dtype), where
+        return np.where(np.isnan(x), x, np.clip(x, -big, big)).astype(np.float32)
+
+
+def _widened(values: np.ndarray) -> np.ndarray:
+    """A float32 graph's output as the CPU plugin hands it back for float64: an infinity saturated
+    to float32's largest magnitude (``inf * inf`` in an f64 Multiply comes out 3.4028235e38)."""
+    big = float(np.finfo(np.float32).max)
+    wide = np.asarray(values).astype(np.float64)
+    return np.where(np.isinf(wide), np.sign(wide) * big, wide)
+
+
+def _float32_saturated(spec: FamilySpec, x: np.ndarray) -> FamilyOutputs:
+    """float64 computed as float32, values past the float32 range (inf included) saturated to
+    its largest magnitude going in and coming out (OpenVINO's CPU plugin runs f64 models in f32:
+    an LpPool window [inf, inf] gives 3.4028235e38, as does an AdaptiveAvgPool bin [3e38, 3e38])."""
+    values, where = run_family(spec, _narrowed(x))
+    with np.errstate(all="ignore"):  # (on a narrower input: past its range, inf as rounding gives)
+        return _widened(values).astype(x.dtype), where
 
 
 def _nan_planes(spec: FamilySpec, x: np.ndarray) -> np.ndarray:
@@ -595,6 +628,9 @@ FAMILY_VARIANTS: tuple[FamilyVariant, ...] = (
     FamilyVariant("lp:root-exponent-float32", ("lp", "global_lp"), "the 1/p-th root taken as pow(S, 1.0f / p): "
                   "the exponent rounded to float32 (0.33333334 for p = 3), a relative error of |fl(1/p) - 1/p| ln S",
                   lambda s, x, i: _lp(s, x, exponent32=True), lambda s: exponent_rounded(s.p), rounding=True),
+    FamilyVariant("lp:root-exponent-input-type", ("lp", "global_lp"), "the 1/p-th root taken with the exponent "
+                  "held in the input type, float16 or bfloat16 (0.33325195 for p = 3 in float16: 65504 comes out "
+                  "65312)", lambda s, x, i: _root_exponent_in_type(s, x), lambda s: s.p > 2, rounding=True),
     FamilyVariant("lp:p-ignored", ("lp", "global_lp"), "p read as 2 whatever its value",
                   lambda s, x, i: _lp(s, x, p=2), lambda s: s.p != 2),
     FamilyVariant("global:last-axis-only", ("global_avg", "global_max", "global_lp"),
@@ -611,7 +647,8 @@ FAMILY_VARIANTS: tuple[FamilyVariant, ...] = (
                   "of -inf gives it; NaN loses every comparison)",
                   lambda s, x, i: _global_nan_skipped(s, x, seed_lowest=True)),
     *(FamilyVariant(key, ops, "float64 computed as float32, values past its range (inf included) saturated to its "
-                    "largest magnitude", lambda s, x, i: _float32_saturated(s, x), lambda s: True)
+                    "largest magnitude going in and coming out", lambda s, x, i: _float32_saturated(s, x),
+                    lambda s: True)
       for ops, key in ((("adaptive_avg", "adaptive_max"), "adaptive:float64-as-float32"),
                        (("lp", "global_lp"), "lp:float64-as-float32"))),
     FamilyVariant("avg:input-type-overflow", ("global_avg", "adaptive_avg"), "the sum accumulated in the input "
@@ -699,7 +736,7 @@ def variant_outputs(key: str, spec: FamilySpec, x: np.ndarray, indices: np.ndarr
     v = _BY_KEY.get(key)
     if v is None or spec.op not in v.ops or not v.applies(spec):
         return None
-    if key == "lp:no-abs" and not _signs_matter(spec, x):
+    if "lp:no-abs" in key.split("+") and not _signs_matter(spec, x):  # alone or joined
         return None
     try:
         return v.compute(spec, x, indices)
@@ -756,14 +793,12 @@ def replay_family(spec: FamilySpec, x: np.ndarray, indices: np.ndarray | None, k
     if len(keys) == 2 and narrowed in keys:
         keys = [narrowed, *(k for k in keys if k != narrowed)]
     if len(keys) == 2 and keys[0] == narrowed and x.dtype == np.float64:  # a variant on the float32 input
-        big = float(np.finfo(np.float32).max)
-        with np.errstate(all="ignore"):
-            narrow = np.where(np.isnan(x), x, np.clip(x, -big, big)).astype(np.float32)
+        narrow = _narrowed(x)
         v = _BY_KEY.get(keys[1])
         out = variant_outputs(keys[1], spec, narrow, indices)
         if out is None or v is None:
             return False
-        widened = (out[0].astype(np.float64), out[1])
+        widened = (_widened(out[0]), out[1])
         return agrees(spec, narrow, widened, actual, open_values=_open(v, spec, narrow))
     if len(keys) > 1 and spec.op in ("lp", "global_lp"):
         ordered = sorted(keys, key=lambda k: _LP_MODIFIERS.index(k) if k in _LP_MODIFIERS else -1)

@@ -1,0 +1,64 @@
+"""OpenVINO's CPU plugin runs a float64 model in float32: inputs past float32's range (inf
+included) saturate to its largest magnitude going in, and an inf coming out does too (``inf * inf``
+in an f64 Mul gives 3.4028235e38). Its ONNX frontend builds GlobalLpPool's root as pow(S, 1/p)
+with 1/p a constant of the input's type (0.33325195 for p = 3 in float16). Called plainly here
+(onnx.helper models, ``Core.compile_model``), each is one class, unspecified: a 90 s every-peer
+family campaign (seed 14) had openvino-onnx's LpPool under eight names, five of them violations
+('unexplained values', 'window:last-tap-dropped', '+dilations:ignored' on a kernel of 1, ...)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from onnx import helper
+
+from poolcheck.fuzz import family as F
+from poolcheck.fuzz.oracles import Finding
+from poolcheck.peers.base import PeerOutput, PeerResult
+from poolcheck.spec.operators import parse
+
+CONFIG = {"INFERENCE_PRECISION_HINT": "f32", "INFERENCE_NUM_THREADS": 1}
+BIG = float(np.finfo(np.float32).max)
+
+
+def openvino_onnx(op: str, x: np.ndarray, **attrs: object) -> np.ndarray:
+    """``op`` (opset 22) read by OpenVINO's ONNX frontend and run on the CPU plugin."""
+    ov = pytest.importorskip("openvino")
+    elem = helper.np_dtype_to_tensor_dtype(x.dtype)
+    graph = helper.make_graph([helper.make_node(op, ["x"], ["y"], **attrs)], "g",
+                              [helper.make_tensor_value_info("x", elem, list(x.shape))],
+                              [helper.make_tensor_value_info("y", elem, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 22)])
+    core = ov.Core()
+    compiled = core.compile_model(core.read_model(model.SerializeToString(), b""), "CPU", CONFIG)
+    return np.asarray(compiled([x])[compiled.outputs[0]])
+
+
+def judged(op_name: str, attrs: dict, x: np.ndarray, got: np.ndarray) -> Finding | None:
+    spec = parse(op_name, attrs)
+    case = F.FamilyCase(op_name, attrs, spec, x, {})
+    return F.judge_family_peer(case, "openvino-onnx", PeerResult("ok", PeerOutput(got)), F.expected(case), None)
+
+
+def test_float64_lp_pool_is_float32_both_ways() -> None:
+    x = np.array([[[np.inf, np.inf, 58.0, 1e300, 1.0, -np.inf, 3e38, 3e38]], [[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]]])
+    got = openvino_onnx("LpPool", x, kernel_shape=[2], p=2)
+    assert (got[0] == BIG).all()  # every window saturated, none inf
+    assert got[1, 0, 0] == float(np.float32(np.sqrt(5.0)))  # float32's root, not float64's
+    f = judged("LpPool-22", {"kernel_shape": [2], "p": 2}, x, got)
+    assert f is not None and f.explained and f.atoms == ("lp:float64-as-float32",), f
+    assert f.weight.value == "unspecified"
+    # a dilation on a kernel of 1 changes nothing: not named beside it
+    y = np.arange(1.0, 31.0).reshape(1, 1, 15, 2)
+    attrs = {"kernel_shape": [15, 1], "dilations": [1, 2], "p": 2}
+    f = judged("LpPool-22", attrs, y, openvino_onnx("LpPool", y, **attrs))
+    assert f is not None and f.atoms == ("lp:float64-as-float32",), f
+
+
+def test_float16_global_lp_pool_takes_the_root_with_a_float16_exponent() -> None:
+    x = np.array([[[1.0, 2.0, 65504.0, 4.0]], [[3.0, 1.0, 2.0, 9.0]]], dtype=np.float16)
+    got = openvino_onnx("GlobalLpPool", x, p=3)
+    assert got[0, 0, 0] == 65312.0  # 65504 ** (3 * fl16(1/3))
+    f = judged("GlobalLpPool-22", {"p": 3}, x, got)
+    assert f is not None and f.explained and f.atoms == ("lp:root-exponent-input-type",), f
+    assert f.weight.value == "unspecified"
