@@ -311,6 +311,9 @@ SEVERITY_RULES: tuple[SeverityRule, ...] = (
     _rule("adaptive:float64-as-float32", _U, (), "the text states no computation type (T is any floating-point "
           "type); computing f64 as f32, with inf saturated, changes the result beyond f32's range",
           "AdaptiveAvgPool-8, AdaptiveMaxPool-8"),
+    _rule("global:float64-as-float32", _U, (), "the text states no computation type (T is any floating-point "
+          "type); computing f64 as f32, with inf saturated, changes the result beyond f32's precision and range",
+          "GlobalAveragePool, GlobalMaxPool"),
     _rule("lp:float64-as-float32", _U, ("ONNX-LP-NORM",), "the text gives no computation type for the norm (T is "
           "any floating-point type); computing f64 as f32, with inf saturated, changes the result beyond f32's "
           "precision and range", "LpPool, GlobalLpPool"),

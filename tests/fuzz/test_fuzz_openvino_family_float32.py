@@ -62,3 +62,26 @@ def test_float16_global_lp_pool_takes_the_root_with_a_float16_exponent() -> None
     f = judged("GlobalLpPool-22", {"p": 3}, x, got)
     assert f is not None and f.explained and f.atoms == ("lp:root-exponent-input-type",), f
     assert f.weight.value == "unspecified"
+
+
+def test_float64_global_pools_are_float32_too() -> None:
+    x = np.array([[[-3.0, 1.0, 31.0]], [[np.inf, 1.1, 2.0]]])
+    for op in ("GlobalAveragePool", "GlobalMaxPool"):
+        got = openvino_onnx(op, x)
+        want = F.expected(F.FamilyCase(f"{op}-22", {}, parse(f"{op}-22", {}), x, {}))[0]
+        assert not np.array_equal(got, want) and np.isfinite(got).all()  # float32 roundings; inf saturated
+        f = judged(f"{op}-22", {}, x, got)
+        assert f is not None and f.atoms == ("global:float64-as-float32",) and f.weight.value == "unspecified", f
+
+
+def test_an_output_an_open_behaviour_explains_is_named_by_it() -> None:
+    """float32 |x|^p overflowing gives inf, as a sum left without its root would: the mildest
+    explanation names the finding (a power or sum in the input type, unspecified), the other is
+    an alternative (it was lp:no-root, a violation, by table order)."""
+    x = np.array([[[*range(1, 19), -BIG]]], dtype=np.float32)
+    got = openvino_onnx("LpPool", x, kernel_shape=[19], p=2)
+    assert np.isinf(got).all()
+    f = judged("LpPool-22", {"kernel_shape": [19], "p": 2}, x, got)
+    assert f is not None and f.klass in ("lp:input-type-overflow", "lp:input-type-average"), f
+    assert f.weight.value == "unspecified"
+    assert ["lp:no-root"] in f.extra["alternatives"]

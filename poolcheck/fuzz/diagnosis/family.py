@@ -27,6 +27,7 @@ from poolcheck.fuzz.diagnosis.variants import GEOMETRY_VARIANTS, GeometryVariant
 from poolcheck.judgement import close_values, family_tolerance
 from poolcheck.spec import dtypes
 from poolcheck.spec.family import FamilySpec, adaptive_bins, global_window
+from poolcheck.spec.severity import RANK, severity_of
 from poolcheck.spec.shape import Geometry, resolve
 
 #: Outputs of a family configuration: values and (AdaptiveMaxPool) per-plane indices.
@@ -407,9 +408,10 @@ def _float32_saturated(spec: FamilySpec, x: np.ndarray) -> FamilyOutputs:
     """float64 computed as float32, values past the float32 range (inf included) saturated to
     its largest magnitude going in and coming out (OpenVINO's CPU plugin runs f64 models in f32:
     an LpPool window [inf, inf] gives 3.4028235e38, as does an AdaptiveAvgPool bin [3e38, 3e38])."""
+    if x.dtype != np.float64:
+        raise ValueError("only a float64 input is computed as float32")
     values, where = run_family(spec, _narrowed(x))
-    with np.errstate(all="ignore"):  # (on a narrower input: past its range, inf as rounding gives)
-        return _widened(values).astype(x.dtype), where
+    return _widened(values), where
 
 
 def _nan_planes(spec: FamilySpec, x: np.ndarray) -> np.ndarray:
@@ -650,6 +652,7 @@ FAMILY_VARIANTS: tuple[FamilyVariant, ...] = (
                     "largest magnitude going in and coming out", lambda s, x, i: _float32_saturated(s, x),
                     lambda s: True)
       for ops, key in ((("adaptive_avg", "adaptive_max"), "adaptive:float64-as-float32"),
+                       (("global_avg", "global_max"), "global:float64-as-float32"),
                        (("lp", "global_lp"), "lp:float64-as-float32"))),
     FamilyVariant("avg:input-type-overflow", ("global_avg", "adaptive_avg"), "the sum accumulated in the input "
                   "type, overflowing past its largest value (inf, NaN or a wrong value by the order of the additions)",
@@ -691,6 +694,7 @@ FAMILY_VARIANT_KEYS: tuple[str, ...] = tuple(v.key for v in FAMILY_VARIANTS)
 #: OpenVINO's CPU plugin runs float64 models in float32 (its ONNX frontend's LpPool and
 #: GlobalLpPool included), and misreads some of them besides.
 AS_FLOAT32 = {"adaptive_avg": "adaptive:float64-as-float32", "adaptive_max": "adaptive:float64-as-float32",
+              "global_avg": "global:float64-as-float32", "global_max": "global:float64-as-float32",
               "lp": "lp:float64-as-float32", "global_lp": "lp:float64-as-float32"}
 _BY_KEY = {v.key: v for v in FAMILY_VARIANTS}
 
@@ -746,8 +750,11 @@ def variant_outputs(key: str, spec: FamilySpec, x: np.ndarray, indices: np.ndarr
 
 def diagnose_family(spec: FamilySpec, x: np.ndarray, indices: np.ndarray | None, expected: FamilyOutputs,
                     actual: FamilyOutputs) -> list[str]:
-    """Every variant that reproduces ``actual`` where the reference does not (in table order;
-    empty: unexplained). A variant whose output equals the reference's here says nothing."""
+    """Every variant that reproduces ``actual`` where the reference does not, the mildest first
+    (then in table order; empty: unexplained). A variant whose output equals the reference's here
+    says nothing. Where several reproduce it, an open behaviour accounts for the output as well as
+    a contradicted sentence does, so the output is no evidence of the contradiction: an inf that
+    lp:input-type-overflow gives was named lp:no-root, a violation, by table order."""
     found = []
     for v in FAMILY_VARIANTS:
         out = variant_outputs(v.key, spec, x, indices)
@@ -779,7 +786,7 @@ def diagnose_family(spec: FamilySpec, x: np.ndarray, indices: np.ndarray | None,
         # as above: a joined variant whose part pairs alone adds nothing
         found = [f"{narrowed}+{k}" for k in seconds
                  if "+" not in k or not any(a in seconds for a in k.split("+"))]
-    return found
+    return sorted(found, key=lambda k: -RANK.index(severity_of(k.split("+"), spec)))
 
 
 def _open(v: FamilyVariant, spec: FamilySpec, x: np.ndarray) -> np.ndarray | None:
