@@ -126,3 +126,19 @@ def test_wide_sum_rounded_to_the_input_type() -> None:
         peer = np.array([[[np.float16(np.float32(65504) + 8 + 8) / np.float16(3)]]], dtype=np.float16)
     assert np.isinf(peer).all()  # 65520 rounds to inf; a float16 running sum stays at 65504
     assert diagnose_output(ENGINE, spec, x, peer, None).atoms == ("avg=wide-sum-rounded",)
+
+
+def test_an_overflow_in_another_order_is_the_input_type_sum() -> None:
+    """-M + 1 + M + -M in float32 (M its largest value): row-major, -M; with the two -M added
+    first, as XLA's reduce_window may, -inf. Which order a runtime takes the text leaves open: where
+    the window's magnitudes reach past M, an inf, -inf or NaN answer is the input-type sum's, and
+    a finite answer there, or an infinity where they do not reach, is not (a 90 s every-peer
+    campaign, seed 15, had jax's and onnx.reference's 'unexplained values', a violation)."""
+    big = float(np.finfo(np.float32).max)
+    spec = A.openvino_avg_pool([4], [4], [0], [0], False, "floor", "explicit")
+    x = np.array([[[-big, 1.0, big, -big, 1.0, 2.0, 3.0, 4.0]]], dtype=np.float32)
+    other_order = np.array([[[-np.inf, 2.5]]], dtype=np.float32)
+    d = diagnose_output(ENGINE, spec, x, other_order, None)
+    assert d.atoms == ("avg=input-type-sum",) and d.explained, d.text
+    # an infinity where no order overflows (the second window) is no such sum
+    assert not diagnose_output(ENGINE, spec, x, np.array([[[-big / 4, np.inf]]], dtype=np.float32), None).explained

@@ -13,7 +13,7 @@ import numpy as np
 
 from poolcheck.errors import PoolcheckError
 from poolcheck.fuzz.diagnosis.indices import _spec_order_modulus, encode_with_fill, renumber_planes
-from poolcheck.fuzz.diagnosis.rerun import _crop, _narrow, _run, _tolerance, _uncrop_indices
+from poolcheck.fuzz.diagnosis.rerun import _crop, _narrow, _run, _tolerance, _uncrop_indices, order_open
 from poolcheck.fuzz.diagnosis.variants import (
     _EMPTY_INDEX_KEYS,
     _GEOMETRY_BY_KEY,
@@ -128,6 +128,9 @@ def _replay(engine_module: ModuleType, spec: PoolSpec, x: np.ndarray, keys: tupl
     except (PoolcheckError, ValueError):
         return None
     value_ok = close_values(ref.values, values, _tolerance(engine_module, spec, xc, geom, policy, ref.values))
+    left_open = order_open(spec, xc, geom, policy, values)
+    if left_open is not None:
+        value_ok = value_ok | left_open
     if spec.op != "max" or indices is None or ref.indices is None or np.shape(indices) != values.shape:
         return Replay(ref.values, None, value_ok, None, xc, geom)
     canon = _uncrop_indices(ref.indices.astype(np.int64), tuple(xc.shape), shape, placement.crop)

@@ -18,7 +18,7 @@ from poolcheck.fuzz.diagnosis.variants import computed_mask
 from poolcheck.fuzz.reference import Outputs, canonical_layout, compute_expected
 from poolcheck.judgement import avg_tolerance
 from poolcheck.spec.attributes import PoolSpec
-from poolcheck.spec.dtypes import is_float, lowest
+from poolcheck.spec.dtypes import finfo, is_float, lowest
 from poolcheck.spec.policy import NanMode, Policy
 from poolcheck.spec.shape import Geometry
 
@@ -214,6 +214,27 @@ def _narrow(x: np.ndarray, to: np.dtype) -> np.ndarray:
 
 #: The diagnosis-only ``nan`` settings of an average summed in (or rounded to) the input type.
 _INPUT_TYPE_SUMS = ("sum-in-input-type", "sum-in-input-type-by-axis", "sum-rounded-to-input-type")
+
+
+def order_open(spec: PoolSpec, x: np.ndarray, geom: Geometry, policy: Policy, actual: np.ndarray) -> np.ndarray | None:
+    """Under an input-type sum (:data:`_INPUT_TYPE_SUMS`), the outputs whose non-finite answer
+    the order of the additions decides: the window's finite magnitudes add up past the type's
+    largest value, so some order of partial sums overflows (``-M + x + M + -M`` is -M in row-major
+    order and -inf where the two -M meet first, as XLA's reduce_window may add them), and ``actual``
+    there is inf, -inf or NaN. None where no such output exists (or the policy sums wider)."""
+    if spec.op != "avg" or policy.nan not in _INPUT_TYPE_SUMS or not is_float(x.dtype):
+        return None
+    acting = np.asarray(actual)
+    if acting.shape != geom.output_shape:
+        return None
+    with np.errstate(all="ignore"):
+        wide = x.astype(np.float64)
+        magnitude = np.where(np.isfinite(wide), np.abs(wide), 0.0)
+        means = _avg_in_input_type(magnitude, geom, spec.exclude_pad, Policy(divisor="full"))
+        taps = math.prod(a.kernel for a in geom.axes)
+        reach = means * taps > float(finfo(x.dtype).max) / (1 + (taps + 2) * float(finfo(x.dtype).eps))
+        open_ = reach & ~np.isfinite(acting.astype(np.float64))
+    return open_ if open_.any() else None
 
 
 def _avg_in_input_type(x: np.ndarray, geom: Geometry, exclude_pad: bool, policy: Policy,
