@@ -646,8 +646,9 @@ FAMILY_VARIANTS: tuple[FamilyVariant, ...] = (
     FamilyVariant("global:nan-skipped", ("global_max",), "NaN skipped (the maximum of the other elements)",
                   lambda s, x, i: _global_nan_skipped(s, x), lambda s: True, _all_nan_planes),
     FamilyVariant("global:seed-lowest", ("global_max",), "the maximum seeded with the lowest finite value (a plane "
-                  "of -inf gives it; NaN loses every comparison)",
-                  lambda s, x, i: _global_nan_skipped(s, x, seed_lowest=True)),
+                  "of -inf gives it; NaN loses every comparison, and a plane of NaN only is left open: OpenVINO's "
+                  "gives NaN there)",
+                  lambda s, x, i: _global_nan_skipped(s, x, seed_lowest=True), lambda s: True, _all_nan_planes),
     *(FamilyVariant(key, ops, "float64 computed as float32, values past its range (inf included) saturated to its "
                     "largest magnitude going in and coming out", lambda s, x, i: _float32_saturated(s, x),
                     lambda s: True)
