@@ -1,7 +1,7 @@
 """Fuzz throughput of two checkouts side by side (issue 22's "Done when"): ``poolcheck fuzz`` runs.
 
     python benchmarks/fuzz_throughput.py --base /tmp/base62 [--head .] [--peers onnxruntime,openvino]
-        [--jobs 1,2] [--seeds 2] [--budget 30] [--reps 1] [--markdown]
+        [--jobs 1,2] [--seeds 2] [--budget 30] [--reps 1] [--extra ARGS]
 
 ``--base`` and ``--head`` are checkouts (a ``git worktree add --detach DIR REF`` with its C
 extension built in place: ``python setup.py build_ext --inplace``). Each run is

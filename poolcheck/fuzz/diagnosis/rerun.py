@@ -227,13 +227,16 @@ def order_open(spec: PoolSpec, x: np.ndarray, geom: Geometry, policy: Policy, ac
     acting = np.asarray(actual)
     if acting.shape != geom.output_shape:
         return None
+    infinite = ~np.isfinite(acting.astype(np.float64))
+    if not infinite.any():  # (the common case: nothing to leave open, no window summed)
+        return None
     with np.errstate(all="ignore"):
         wide = x.astype(np.float64)
         magnitude = np.where(np.isfinite(wide), np.abs(wide), 0.0)
         means = _avg_in_input_type(magnitude, geom, spec.exclude_pad, Policy(divisor="full"))
         taps = math.prod(a.kernel for a in geom.axes)
         reach = means * taps > float(finfo(x.dtype).max) / (1 + (taps + 2) * float(finfo(x.dtype).eps))
-        open_ = reach & ~np.isfinite(acting.astype(np.float64))
+        open_ = reach & infinite
     return open_ if open_.any() else None
 
 
