@@ -143,7 +143,7 @@ def avg_tolerance(x: np.ndarray, geom: Geometry, exclude_pad: bool, policy: Poli
         if mean_abs is None:
             mean_abs = engine_module.avg_pool(wide, geom, exclude_pad, policy)
         e = np.abs(expected.astype(np.float64))
-        ulp = np.spacing(np.where(np.isfinite(e), e, 0).astype(res)).astype(np.float64)
+        ulp = dtypes.spacing(e, res)
         tol = sides * (taps + 1) * ULPS_PER_TAP * eps * mean_abs + ulp
         # order-open elements (module docstring): the finite |x| of the window sum past float64
         open_ = np.isinf(engine_module.avg_pool(np.where(np.isfinite(wide), wide, 0.0), geom, exclude_pad,
@@ -175,7 +175,7 @@ def family_tolerance(spec: FamilySpec, x: np.ndarray, expected: np.ndarray, engi
     eps = float(dtypes.finfo(acc).eps)
     e = np.abs(expected.astype(np.float64))
     with np.errstate(all="ignore"):
-        ulp = np.spacing(np.where(np.isfinite(e), e, 0).astype(acc)).astype(np.float64)
+        ulp = dtypes.spacing(e, acc)
     if spec.op == "global_avg":
         geom = S.resolve(global_window(spec, x.shape), x.shape)
         return avg_tolerance(x, geom, False, SPEC, expected, engine_module)

@@ -13,6 +13,7 @@ float32 (:func:`compare_dtype`) are exact and their results narrow back without 
 from __future__ import annotations
 
 import functools
+import math
 from typing import Any
 
 import ml_dtypes
@@ -59,6 +60,21 @@ def finfo(dtype: Any) -> Any:
     """The machine limits of a floating-point ``dtype`` (``ml_dtypes.finfo`` for bfloat16)."""
     dt = np.dtype(dtype)
     return ml_dtypes.finfo(dt) if dt == BFLOAT16 else np.finfo(dt)
+
+
+def spacing(values: Any, dtype: Any) -> np.ndarray:
+    """One unit in the last place of each ``|value|`` as ``dtype`` holds it, in float64: NumPy's
+    spacing, except at the largest finite value (and past it), where the spacing above is inf and
+    the one below is taken; 0 where the value is inf or NaN. (A tolerance built on an inf ulp is
+    inf: an average of two FLT_MAX accepted any answer, and one dropped to 0 accepted none.)"""
+    dt = np.dtype(dtype)
+    e = np.abs(np.asarray(values, dtype=np.float64))
+    finite = np.isfinite(e)
+    info = finfo(dt)
+    top = math.ldexp(float(info.eps), int(info.maxexp) - 1)  # the gap below the largest value
+    with np.errstate(all="ignore"):
+        gap = np.spacing(cast(np.where(finite, e, 0.0), dt)).astype(np.float64)
+    return np.where(finite, np.where(np.isfinite(gap), gap, top), 0.0)
 
 
 def lowest(dtype: Any) -> float | int:

@@ -140,8 +140,7 @@ class SignedSums:
         rel = eps
         if self.exponent32:
             rel = rel + abs(float32_exponent(self.p) - 1.0 / self.p) * np.abs(np.log(np.maximum(ay, tiny) ** self.p))
-        ulp = np.spacing(np.where(np.isfinite(ay), ay, 0.0).astype(self.dtype)).astype(np.float64)
-        return rel * ay + np.where(np.isfinite(ulp), ulp, 0.0)
+        return rel * ay + dtypes.spacing(ay, self.dtype)
 
 
 __all__ = ["SignedSums", "exponent_rounded", "float32_exponent", "root"]
