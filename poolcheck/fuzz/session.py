@@ -68,7 +68,7 @@ from poolcheck.fuzz.shrinking import (
 )
 from poolcheck.fuzz.strategies import ALL_DTYPES, CONVENTIONS, FuzzCase, configs, fuzz_config
 from poolcheck.judgement import Outputs
-from poolcheck.peers.base import Peer, PeerResult
+from poolcheck.peers.base import Peer, PeerResult, operator_conventions
 from poolcheck.peers.isolation import Submitted, call_peer_many, close_workers, submit_peer_many
 from poolcheck.peers.registry import resolve_peer
 from poolcheck.results import DEFAULT_FAIL_ON, FindingKind, PeerStatus, Signature
@@ -165,8 +165,12 @@ def judge_peer(peer: Peer, batch: Sequence[FuzzCase], expected: Sequence[tuple[O
     peer's output takes, for new findings and for re-checking known divergences. Lazy:
     ``prefer(i)`` (the tie-breaking history for item ``i``) is read when item ``i`` is judged, so
     a caller may update it from the items before; ``memo`` keeps diagnoses a session repeats."""
+    conventions = operator_conventions(peer)
     for i, (case, exp, result) in enumerate(zip(batch, expected, results)):
         base, geom = exp if exp is not None else (None, None)
+        if case.mutation == "dtype not allowed" and case.spec.convention not in conventions:
+            yield case, result, None  # the type is invalid for an operator this peer does not run
+            continue
         yield case, result, O.check_peer(case, peer.name, result, engine_module, base, geom, version, prefer(i), memo=memo)
 
 

@@ -83,6 +83,9 @@ class RuntimePeer:
     #: shrinking longer, and a peer that compiles per new window shape (jax) holds them up
     #: (docs/fuzzing.md, "Batches").
     fuzz_batch: int = 8
+    #: The conventions whose operators this peer runs as written (:func:`~poolcheck.peers.base.operator_conventions`);
+    #: none by default: a built-in adapter translates into its runtime's own API unless it says so.
+    operator_conventions: tuple[str, ...] = ()
     #: Options this peer accepts in its name (``onnxruntime:opt=disable``); none by default.
     accepted_options: tuple[PeerOption, ...] = ()
     #: The same configuration and input always give the same output (or are always declined):

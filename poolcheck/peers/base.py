@@ -122,6 +122,22 @@ def family_declined(peer: Any, spec: FamilySpec) -> str | None:
     return f"{name} does not take {spec.describe().split('(')[0]} (not in its family_ops)"
 
 
+#: The conventions a peer runs the operators of as written, unless it says otherwise (a plugin's
+#: kernel implements the spec it is handed).
+ALL_CONVENTIONS: tuple[str, ...] = ("onnx", "openvino")
+
+
+def operator_conventions(peer: Any) -> tuple[str, ...]:
+    """The conventions whose operators ``peer`` runs as written (its optional
+    ``operator_conventions``): an ONNX runtime ONNX's, OpenVINO's native API OpenVINO's, PyTorch and
+    JAX neither (they translate into an API of their own). Where a configuration is invalid only
+    by its operator's own rules (an element type the operator leaves out), a peer that runs
+    another operator is not judged on it: that type may be its own operator's (OpenVINO's MaxPool
+    takes uint64, ONNX MaxPool-22 does not)."""
+    conventions = getattr(peer, "operator_conventions", ALL_CONVENTIONS)
+    return tuple(conventions) if isinstance(conventions, (tuple, list)) else ALL_CONVENTIONS
+
+
 def declared_types(peer: Any, op: str) -> tuple[str, ...] | None:
     """The element types ``peer`` declares it can ever take for ``op`` (its optional
     ``element_types(op)``, see :class:`Peer`): () for a family op it does not list, None when

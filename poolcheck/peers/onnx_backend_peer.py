@@ -54,6 +54,8 @@ def find_backend(module: Any) -> Any:
 class OnnxBackendPeer(OnnxFamily, RuntimePeer):
     """An ONNX backend module (``prepare(model, device).run(inputs)``) on single-node models."""
 
+    operator_conventions = ("onnx",)
+
     accepted_options = (
         PeerOption("device", "CPU", "device passed to prepare(); one the backend does not support declines everything",
                    examples=("CPU", "CUDA")),

@@ -21,6 +21,8 @@ from poolcheck.spec.poolspec import PoolSpec
 class OnnxReferencePeer(OnnxFamily, RuntimePeer):
     """``onnx.reference.ReferenceEvaluator`` (pure Python/NumPy), one model per configuration."""
 
+    operator_conventions = ("onnx",)
+
     name = "onnx_reference"
     ref = "onnx_reference"
     module = "onnx.reference"

@@ -28,6 +28,8 @@ class OnnxRuntimePeer(OnnxFamily, RuntimePeer):
     may swap in ORT's own layout-transformed kernels), ``"basic"`` or ``"none"``.
     """
 
+    operator_conventions = ("onnx",)
+
     name = "onnxruntime"
     ref = "onnxruntime"
     module = "onnxruntime"

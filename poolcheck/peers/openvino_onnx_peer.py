@@ -70,6 +70,8 @@ def attribute_mismatches(node: OnnxNode, ov_attrs: dict[str, Any]) -> list[str]:
 class OpenVinoOnnxPeer(OnnxFamily, RuntimePeer):
     """ONNX model -> OpenVINO ONNX frontend -> OpenVINO CPU (f32 inference precision, one thread)."""
 
+    operator_conventions = ("onnx",)
+
     name = "openvino-onnx"
     fuzz_batch = 64  # a compile per model: long examples pay (docs/fuzzing.md, "Batches")
     ref = "openvino-onnx"

@@ -91,6 +91,8 @@ def to_openvino(spec: PoolSpec, shape: Sequence[int], dtype: np.dtype, peer: str
 class OpenVinoPeer(RuntimePeer):
     """OpenVINO CPU, opset14 pooling, f32 inference precision, one thread."""
 
+    operator_conventions = ("openvino",)
+
     name = "openvino"
     fuzz_batch = 64  # a compile per model: long examples pay (docs/fuzzing.md, "Batches")
     ref = "openvino"

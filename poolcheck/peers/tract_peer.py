@@ -57,6 +57,8 @@ MISSING_TYPES: dict[str, str] = {
 class TractPeer(OnnxFamily, RuntimePeer):
     """tract through its Python binding: ``onnx().load`` -> ``into_model`` -> ``into_runnable``."""
 
+    operator_conventions = ("onnx",)
+
     name = "tract"
     ref = "tract"
     module = "tract"
