@@ -23,6 +23,7 @@ from poolcheck.engines import get_engine, get_family_engine
 from poolcheck.engines.numpy_engine import divisor as numpy_divisor
 from poolcheck.errors import PoolcheckError
 from poolcheck.fuzz.diagnosis.family_lp import SignedSums, exponent_rounded, root
+from poolcheck.fuzz.diagnosis.rerun import _narrow
 from poolcheck.fuzz.diagnosis.variants import GEOMETRY_VARIANTS, GeometryVariant, computed_mask
 from poolcheck.judgement import close_values, family_tolerance
 from poolcheck.spec import dtypes
@@ -389,11 +390,9 @@ def _all_nan_planes(spec: FamilySpec, x: np.ndarray) -> np.ndarray:
 
 
 def _narrowed(x: np.ndarray) -> np.ndarray:
-    """float64 as the CPU plugin hands it to a float32 graph: past float32's range (inf
-    included) saturated to its largest magnitude, NaN kept."""
-    big = float(np.finfo(np.float32).max)
-    with np.errstate(all="ignore"):
-        return np.where(np.isnan(x), x, np.clip(x, -big, big)).astype(np.float32)
+    """float64 as the CPU plugin hands it to a float32 graph (:func:`~poolcheck.fuzz.diagnosis.rerun._narrow`:
+    past float32's range, inf included, saturated to its largest magnitude; NaN kept)."""
+    return _narrow(x, np.dtype(np.float32))
 
 
 def _widened(values: np.ndarray) -> np.ndarray:
