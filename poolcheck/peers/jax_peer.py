@@ -9,8 +9,9 @@ expresses every configuration through explicit padding, exactly:
   floor formula yields the spec's output size (the extra elements are the reduction's identity:
   -inf or the type's minimum for max, 0 for the sum), or crops the input where the last window
   ends before the input does;
-- the average's divisor is a second reduce_window (a sum) over ones laid out as the spec counts
-  them: every input element, plus the padding when padding is counted, never the ceil overhang.
+- the average is XLA's window sum over the count of what the spec counts (every input element,
+  plus the padding when padding is counted, never the ceil overhang), counted in NumPy
+  (:func:`divisor`) and divided once (:func:`average`).
 
 A configuration with a window that holds no input element is declined (its value would be the
 init value or the 0/0 poolcheck picks, not XLA's answer). Indices are declined: XLA has no
@@ -19,8 +20,9 @@ argmax window reduction (the peer returns values only, and its max-pooling check
 An XLA compile costs tens of milliseconds, so the input is laid out in NumPy first (see
 :func:`layout`): cropped, padded with the reduction's identity (what reduce_window's own padding
 adds), (n, c) flattened into rows, grown to a bucket size, and -- with the default option
-``windows=shared`` -- dilated axes split by residue and strided outputs picked afterwards. One
-jitted function then serves every configuration with the same window shape and element type; it
+``windows=shared`` -- dilated axes split by residue, axes of a one-element window folded into
+the rows, and strided outputs picked afterwards. One jitted function (a single reduce_window)
+then serves every configuration with the same window shape and element type; it
 is cached in memory and, through JAX's persistent compilation cache, in the per-user data folder.
 """
 
@@ -149,12 +151,15 @@ class Layout:
 
     key: CompileKey
     block: np.ndarray
-    count: np.ndarray | None  # the average's divisor layout (same shape), or None
     rows: int  # rows of the padded input before the dilation split
     split: tuple[int, ...]  # residues per axis (the dilations, or 1s)
     picks: tuple[int, ...]  # stride to pick outputs with afterwards (1s when XLA strides)
     out: tuple[int, ...]  # the configuration's output size per axis
     shape: tuple[int, ...]  # (n, c)
+    #: Axes of a one-element window folded into the rows (see :func:`_fold`): their positions and
+    #: lengths, the permutation that put them first, and the window axes kept; () when none.
+    folded: tuple[int, ...] = ()
+    perm: tuple[int, ...] = ()
 
 
 def _identity(node: JaxNode) -> Any:
@@ -188,8 +193,8 @@ def _fit(a: np.ndarray, shape: tuple[int, ...], fill: Any) -> np.ndarray:
 def layout(node: JaxNode, x: np.ndarray, windows: str = "shared") -> Layout:
     """Lay ``x`` out for ``node``: cropped as the node says, padded with the reduction's identity
     by ``node.padding`` (exactly what reduce_window's own padding does), (n, c) flattened into rows,
-    dilated axes split by residue (``shared``), and extended with the identity to the bucket sizes.
-    An average also gets its divisor's layout: 1 for every input element and every counted pad."""
+    dilated axes split by residue and axes of a one-element window folded into the rows
+    (``shared``), and extended with the identity to the bucket sizes."""
     n_sp = len(node.window)
     starts = node.start or (0,) * n_sp
     crop = (slice(None), slice(None)) + tuple(slice(b, b + k) for b, k in zip(starts, node.keep))
@@ -200,28 +205,78 @@ def layout(node: JaxNode, x: np.ndarray, windows: str = "shared") -> Layout:
     padded = np.full((core.shape[0],) + lengths, fill, dtype=dt)
     inner = tuple(slice(lo, lo + k) for k, (lo, _hi) in zip(node.keep, node.padding))
     padded[(slice(None),) + inner] = core
-    count = None
-    if node.op == "avg":
-        counted = node.counted or tuple((0, 0) for _ in node.keep)
-        count = np.zeros_like(padded)
-        count[(slice(None),) + tuple(slice(lo - c_lo, lo + k + c_hi) for k, (lo, _hi), (c_lo, c_hi)
-                                     in zip(node.keep, node.padding, counted))] = 1
     out = tuple((length - ((w - 1) * d + 1)) // s + 1
                 for length, w, s, d in zip(lengths, node.window, node.strides, node.dilations))
+    window: tuple[int, ...]
+    folded: tuple[int, ...]
+    perm: tuple[int, ...]
     if windows == "xla":
         split, picks, strides, dilations = (1,) * n_sp, (1,) * n_sp, node.strides, node.dilations
+        window, folded, perm = node.window, (), ()
     else:
         split, picks, strides, dilations = node.dilations, node.strides, (1,) * n_sp, (1,) * n_sp
         padded = _split_residues(padded, split, fill)
-        if count is not None:
-            count = _split_residues(count, split, 0)
-    shape = (_bucket(padded.shape[0], ROWS_FLOOR),) + tuple(_bucket(v, BUCKET_FLOOR.get(n_sp, 1))
+        padded, window, folded, perm = _fold(padded, node.window)
+        strides, dilations = strides[:len(window)], dilations[:len(window)]
+    shape = (_bucket(padded.shape[0], ROWS_FLOOR),) + tuple(_bucket(v, BUCKET_FLOOR.get(len(window), 1))
                                                             for v in padded.shape[1:])
     block = _fit(padded, shape, fill)
-    if count is not None:
-        count = _fit(count, shape, 0)
-    key = CompileKey(node.op, dt.name, node.window, strides, dilations, shape)
-    return Layout(key, block, count, core.shape[0], split, picks, out, tuple(x.shape[:2]))
+    key = CompileKey(node.op, dt.name, window, strides, dilations, shape)
+    return Layout(key, block, core.shape[0], split, picks, out, tuple(x.shape[:2]), folded, perm)
+
+
+def _fold(a: np.ndarray, window: tuple[int, ...]) -> tuple[np.ndarray, tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    """Fold the axes of a one-element window into the rows: (rows, L1, ..., Ln) with window
+    (w1, ..., wn) becomes (rows * L_i * ..., L_j, ...) with the window of the axes j where
+    w_j > 1 (at least the last axis is kept). A window of one element along an axis takes each
+    position alone, so the reduction is the same one over the same taps in the same row-major
+    order, and configurations that differ only there share a compile (a fuzzing campaign draws
+    such windows often: (1, 2, 1) and (2,) are one compile). Returns the folded array, the
+    window kept, the lengths of the folded axes and the axis permutation applied (both () when
+    no axis folds)."""
+    n = len(window)
+    kept = [i for i in range(n) if window[i] != 1] or [n - 1]
+    folded = [i for i in range(n) if i not in kept]
+    if not folded:
+        return a, window, (), ()
+    perm = (0, *(1 + i for i in folded), *(1 + i for i in kept))
+    lengths = tuple(a.shape[1 + i] for i in folded)
+    a = a.transpose(perm).reshape((-1,) + tuple(a.shape[1 + i] for i in kept))
+    return a, tuple(window[i] for i in kept), lengths, perm
+
+
+def divisor_per_axis(node: JaxNode) -> list[list[int]]:
+    """Per spatial axis and output position, the window's taps that fall on the input or on
+    padding the spec counts (``node.counted``), never on the ceil overhang."""
+    counted = node.counted or tuple((0, 0) for _ in node.keep)
+    per_axis = []
+    for k, (lo, hi), (c_lo, c_hi), w, s, d in zip(node.keep, node.padding, counted, node.window, node.strides,
+                                                  node.dilations):
+        out = (lo + k + hi - ((w - 1) * d + 1)) // s + 1
+        taps = np.arange(out)[:, None] * s + np.arange(w)[None, :] * d
+        per_axis.append([int(v) for v in ((taps >= lo - c_lo) & (taps < lo + k + c_hi)).sum(axis=1)])
+    return per_axis
+
+
+def divisor(node: JaxNode) -> np.ndarray:
+    """The average's divisor for every output position (the output's spatial shape, float64):
+    the counted region is a box, so the count is the product of :func:`divisor_per_axis` over
+    the axes. Exact integers, counted in NumPy: XLA has no average, and a sum of ones in the
+    input's type stops counting where the type does (256 + 1 is 256 in bfloat16)."""
+    count = np.ones((), dtype=np.float64)
+    for taps in divisor_per_axis(node):
+        count = np.multiply.outer(count, taps)
+    return count
+
+
+def average(total: np.ndarray, node: JaxNode) -> np.ndarray:
+    """XLA's window sums ``total`` (N, C, *out) over :func:`divisor`, rounded once to the input's
+    type. Where the count is exact in that type (every window of a campaign but the largest
+    bfloat16 ones), this is the type's own correctly rounded division, as XLA's ``total / count``
+    gives: a float64 quotient of two values of at most 24 bits, rounded again to them, is the
+    quotient rounded once (``tests/peers/test_peers_new.py`` compares the bits with XLA's)."""
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        return dtypes.cast(total.astype(np.float64) / divisor(node), total.dtype)
 
 
 def read_back(lay: Layout, result: np.ndarray) -> np.ndarray:
@@ -229,7 +284,12 @@ def read_back(lay: Layout, result: np.ndarray) -> np.ndarray:
     strided outputs picked, cropped to the output size, rows back to (n, c)."""
     n = len(lay.split)
     d_total = math.prod(lay.split)
-    res = result[: lay.rows * d_total]
+    if lay.folded:  # the folded axes back in place (a one-element window: out == length)
+        res = result[: lay.rows * d_total * math.prod(lay.folded)]
+        res = res.reshape((lay.rows * d_total, *lay.folded, *res.shape[1:]))
+        res = res.transpose(np.argsort(lay.perm))
+    else:
+        res = result[: lay.rows * d_total]
     q = tuple(v for v in res.shape[1:])
     res = res.reshape((lay.rows, *lay.split, *q))
     res = res.transpose((0, *(i for k in range(n) for i in (1 + n + k, 1 + k))))
@@ -344,23 +404,19 @@ class JaxPeer(RuntimePeer):
             # plain call does not).
             return [PeerOutput(self._plain_average(node, np.asarray(arr)), None, [])]
         lay = layout(node, np.asarray(arr), self.option("windows"))
-        fn = self._compiled(lay.key)
-        result = np.asarray(fn(lay.block) if lay.count is None else fn(lay.block, lay.count))
-        values = read_back(lay, result)
-        return [PeerOutput(values.copy(), None, ["values only: XLA reduce_window has no indices"]
-                           if node.op == "max" else [])]
+        values = read_back(lay, np.asarray(self._compiled(lay.key)(lay.block)))
+        if node.op == "avg":
+            return [PeerOutput(average(values, node), None, [])]
+        return [PeerOutput(values.copy(), None, ["values only: XLA reduce_window has no indices"])]
 
     def _plain_average(self, node: JaxNode, x: np.ndarray) -> np.ndarray:
         """``reduce_window(add)`` on the input in its own (N, C, *spatial) layout, cropped as the
-        node says, with XLA's own padding; divided by the same sum over ones with the counted
-        padding laid around them (the call poolcheck's reproducer scripts make)."""
+        node says, with XLA's own padding; over :func:`divisor` (the call poolcheck's reproducer
+        scripts make)."""
         n_sp = len(node.window)
         starts = node.start or (0,) * n_sp
         core = x[(slice(None), slice(None)) + tuple(slice(b, b + k) for b, k in zip(starts, node.keep))]
-        counted = node.counted or tuple((0, 0) for _ in node.keep)
-        ones = np.pad(np.ones_like(core), ((0, 0), (0, 0)) + counted, constant_values=1)
-        rest = tuple((lo - c_lo, hi - c_hi) for (lo, hi), (c_lo, c_hi) in zip(node.padding, counted))
-        key = ("avg-plain", core.shape, core.dtype.str, node.window, node.strides, node.dilations, node.padding, rest)
+        key = ("avg-plain", core.shape, core.dtype.str, node.window, node.strides, node.dilations, node.padding)
         fn = self._fns.get(key)
         if fn is None:
             jax = self._setup()
@@ -368,17 +424,16 @@ class JaxPeer(RuntimePeer):
 
             dims, strides, dil = (1, 1) + node.window, (1, 1) + node.strides, (1, 1) + node.dilations
             zero = np.array(0, dtype=core.dtype)
-            pads, pads_ones = ((0, 0), (0, 0)) + node.padding, ((0, 0), (0, 0)) + rest
+            pads = ((0, 0), (0, 0)) + node.padding
 
-            def f(a: Any, b: Any) -> Any:
-                total = lax.reduce_window(a, zero, lax.add, dims, strides, pads, window_dilation=dil)
-                return total / lax.reduce_window(b, zero, lax.add, dims, strides, pads_ones, window_dilation=dil)
+            def f(a: Any) -> Any:
+                return lax.reduce_window(a, zero, lax.add, dims, strides, pads, window_dilation=dil)
 
             fn = jax.jit(f)
             self._fns[key] = fn
             while len(self._fns) > self.cache_size:
                 self._fns.popitem(last=False)
-        return np.asarray(fn(core, ones)).copy()
+        return average(np.asarray(fn(np.ascontiguousarray(core))), node)
 
     def _compiled(self, key: CompileKey) -> Any:
         fn = self._fns.get(key)
@@ -393,18 +448,12 @@ class JaxPeer(RuntimePeer):
         strides = (1,) + key.strides
         dil = (1,) + key.dilations
         if key.op == "max":
-            init = np.array(-np.inf if dtypes.is_float(dt) else np.iinfo(dt).min, dtype=dt)
-
-            def f(block: Any) -> Any:
-                return lax.reduce_window(block, init, lax.max, dims, strides, "VALID", window_dilation=dil)
+            init, reduce = np.array(-np.inf if dtypes.is_float(dt) else np.iinfo(dt).min, dtype=dt), lax.max
         else:
-            zero = np.array(0, dtype=dt)
+            init, reduce = np.array(0, dtype=dt), lax.add  # the average's sums (divided by :func:`average`)
 
-            def f(block: Any, count: Any) -> Any:  # type: ignore[misc]
-                # the divisor: the same window sum over the layout of what the spec counts
-                total = lax.reduce_window(block, zero, lax.add, dims, strides, "VALID", window_dilation=dil)
-                return total / lax.reduce_window(count, zero, lax.add, dims, strides, "VALID",
-                                                 window_dilation=dil)
+        def f(block: Any) -> Any:
+            return lax.reduce_window(block, init, reduce, dims, strides, "VALID", window_dilation=dil)
 
         fn = jax.jit(f)
         self._fns[key] = fn

@@ -27,7 +27,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from poolcheck.peers.base import PeerDeclined
-from poolcheck.peers.jax_peer import to_jax
+from poolcheck.peers.jax_peer import divisor_per_axis, to_jax
 from poolcheck.peers.onnx_model import OPSET as ONNX_OPSET
 from poolcheck.peers.onnx_model import build_model, to_onnx
 from poolcheck.peers.openvino_peer import COMPILE_CONFIG, to_openvino
@@ -266,13 +266,15 @@ def _jax(ref: str, spec: PoolSpec, shape: tuple[int, ...], dtype: np.dtype) -> R
                 f"    return {result.format('out')}, None\n")
     else:
         counted = node.counted or tuple((0, 0) for _ in node.keep)
-        rest = ((0, 0), (0, 0)) + tuple((lo - c_lo, hi - c_hi) for (lo, hi), (c_lo, c_hi) in zip(node.padding, counted))
-        body = (f"    # the divisor: the same window sum over ones, the counted padding {counted} included\n"
-                "    zero = np.array(0, dtype=x.dtype)\n"
+        per_axis = divisor_per_axis(node)
+        rounded = ("np.asarray(jnp.asarray((total / count).astype(np.float32), dtype=jnp.bfloat16).astype(jnp.float32))"
+                   if bf16 else "(total / count).astype(x.dtype)")
+        body = ("    zero = np.array(0, dtype=x.dtype)\n"
                 "    total = lax.reduce_window(x, zero, lax.add, DIMS, STRIDES, PADDING, window_dilation=DILATIONS)\n"
-                f"    ones = np.pad(np.ones_like(x), ((0, 0), (0, 0)) + {counted}, constant_values=1)\n"
-                f"    count = lax.reduce_window(ones, zero, lax.add, DIMS, STRIDES, {rest}, window_dilation=DILATIONS)\n"
-                f"    return {result.format('total / count')}, None\n")
+                f"    # the divisor: per axis, the window's taps on the input or on the counted padding {counted}\n"
+                f"    count = np.ones(())\n    for taps in {per_axis}:\n        count = np.multiply.outer(count, taps)\n"
+                "    total = np.asarray(total).astype(np.float64)\n"
+                f"    return {rounded}, None\n")
     return RuntimeCall(ref, ("jax",), head + body, call, None)
 
 

@@ -146,6 +146,74 @@ def test_jax_one_compile_serves_every_shape_pad_stride_and_dilation_of_a_window(
                                run_spec(avg, x)[0].astype(np.float64), rtol=2e-3, atol=2e-3)
 
 
+def test_jax_folds_one_element_window_axes_into_the_compile_of_the_rest() -> None:
+    """A window of one element along an axis takes each position alone: the axis joins the rows,
+    so (1, 3, 1), (3, 1) and (3,) windows share one compile (a campaign draws many such windows);
+    every value is still the spec's, as windows=xla (no layout of poolcheck's) gives it."""
+    from poolcheck.peers.jax_peer import JaxPeer
+
+    available_peer("jax")
+    shared = JaxPeer(persistent_cache=False)
+    xla = JaxPeer(persistent_cache=False)
+    xla.configure({"windows": "xla"})
+    rng = np.random.default_rng(11)
+    items = []
+    for kernel, shape in (([1, 3, 1], (2, 3, 4, 9, 5)), ([3, 1], (1, 2, 7, 6)), ([3], (2, 2, 10)),
+                          ([1, 1, 3], (1, 3, 3, 2, 8)), ([1, 3], (2, 1, 5, 6))):
+        n = len(kernel)
+        for stride, dil, pad in ((1, 1, 0), (2, 1, 1), (1, 2, 1), (3, 2, 0)):
+            pads = [pad if k > 1 else 0 for k in kernel]  # a window of one tap wholly in padding is declined
+            spec = A.openvino_max_pool(kernel, [stride] * n, pads, [0] * n, [dil] * n, "ceil_torch")
+            x = rng.integers(-128, 128, shape).astype(np.int8)
+            if _out(spec, shape) is not None and shared.supports(spec, shape, x.dtype)[0]:
+                items.append((spec, x))
+    assert len(items) == 20
+    for (spec, x), a, b in zip(items, shared.run_many(items), xla.run_many(items), strict=True):
+        assert not isinstance(a, Exception) and not isinstance(b, Exception), (spec, a, b)
+        np.testing.assert_array_equal(a.values, run_spec(spec, x)[0], err_msg=str(spec))
+        np.testing.assert_array_equal(a.values, b.values, err_msg=str(spec))
+    assert {key.window for key in shared._fns} == {(3,)}  # type: ignore[union-attr]
+    assert len({key.dtype for key in shared._fns}) == 1  # type: ignore[union-attr]
+
+
+def test_jax_average_divides_by_the_count_of_every_tap_not_a_bfloat16_sum_of_ones() -> None:
+    """The divisor is counted, not summed in the input's type: a 17x17 bfloat16 window counting
+    its padding holds 289 taps, which a bfloat16 sum of ones stops at 256 (the peer gave
+    81 / 256 at the corner, not 81 / 289, a divergence of the adapter's own)."""
+    available_peer("jax")
+    from poolcheck.peers.jax_peer import JaxPeer
+
+    spec = A.onnx_average_pool([17, 17], [1, 1], [8, 8, 8, 8], count_include_pad=1)  # AveragePool-22: bfloat16
+    x = dtypes.cast(np.ones((1, 1, 10, 10)), dtypes.BFLOAT16)
+    got = JaxPeer(persistent_cache=False).run(spec, x).values
+    assert float(got[0, 0, 0, 0]) == float(dtypes.cast(np.array(81 / 289), dtypes.BFLOAT16))
+    np.testing.assert_array_equal(got.astype(np.float32), run_spec(spec, x)[0].astype(np.float32))
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64"])
+def test_jax_average_rounds_as_xla_divides(dtype: str) -> None:
+    """``jax_peer.average`` (a float64 quotient rounded once) gives XLA's own ``total / count`` in
+    the input's type bit for bit, for every count a window of a campaign holds: a quotient of two
+    values of p bits, rounded to 53 bits, then to p, is the quotient rounded to p (p <= 24).
+    (XLA's eager division by a broadcast scalar is not always correctly rounded: about a quarter
+    of float32 quotients by a (1,) array differ by an ulp on this machine; the peer never did
+    that, and a shape-for-shape division is.)"""
+    jax = pytest.importorskip("jax")
+
+    from poolcheck.peers.jax_peer import JaxNode, average
+
+    jax.config.update("jax_enable_x64", True)
+    divide = jax.jit(lambda a, b: a / b)  # the peer's division before: jitted, the counts an array
+    dt = dtypes.BFLOAT16 if dtype == "bfloat16" else np.dtype(dtype)
+    rng = np.random.default_rng(7)
+    top = 256 if dtype == "bfloat16" else 2048
+    for count in [*range(1, 65), *rng.integers(65, top + 1, 40)]:
+        node = JaxNode("avg", (1, 1, int(count)), dt.name, (int(count),), (1,), (1,), (int(count),), ((0, 0),), None)
+        total = dtypes.cast(rng.standard_normal((2, 3, 1)) * 10.0 ** rng.integers(-30, 4, (2, 3, 1)), dt)
+        want = np.asarray(divide(total, np.full(total.shape, count, dtype=dt)))
+        assert average(total, node).tobytes() == want.tobytes(), count
+
+
 def test_jax_average_with_nan_and_infinities_keeps_the_shared_layout() -> None:
     """NaN and infinities leave an average's order free (``jax_peer._order_free``): such inputs run
     on the shared block and give what the input's own layout (a plain reduce_window call) gives; a
