@@ -28,6 +28,7 @@ is cached in memory and, through JAX's persistent compilation cache, in the per-
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -305,16 +306,39 @@ def _order_free(node: JaxNode, x: np.ndarray) -> bool:
 
     NaN and infinities leave the order free: a window holding a NaN, or both infinities, sums to
     NaN in every order (NaN once both infinities are in, and NaN stays), one holding infinities of
-    one sign sums to that infinity in every order, since its finite part, bounded by the taps times
-    the largest finite magnitude, never reaches the type's range. Only a finite part that can
-    overflow lets the order decide (``65504 + 40`` is inf in float16, ``-inf + 65504 + 40`` is
-    -inf, ``65504 + 40 + -inf`` is NaN)."""
+    one sign sums to that infinity in every order, since its finite part, bounded by the sum of
+    its finite magnitudes, never reaches the type's range. Only a finite part that can overflow
+    lets the order decide (``65504 + 40`` is inf in float16, ``-inf + 65504 + 40`` is -inf,
+    ``65504 + 40 + -inf`` is NaN). The bound is first the taps times the input's largest finite
+    magnitude, then, where that reaches the range, each window's own sum of magnitudes; both
+    grown by the rounding a sum of that many taps can add (``taps * eps``)."""
     if not dtypes.is_float(x.dtype) or x.size == 0:
         return True
+    taps = math.prod(node.window)
+    info = dtypes.finfo(x.dtype)
+    limit = float(info.max) / (1.0 + taps * float(info.eps))
     with np.errstate(all="ignore"):
         magnitude = np.abs(x.astype(np.float64))
-        top = float(np.max(magnitude, where=np.isfinite(magnitude), initial=0.0))
-    return top * math.prod(node.window) < float(dtypes.finfo(x.dtype).max)
+        magnitude[~np.isfinite(magnitude)] = 0.0
+    if float(magnitude.max()) * taps < limit:
+        return True
+    return _largest_window_sum(node, magnitude) < limit
+
+
+def _largest_window_sum(node: JaxNode, values: np.ndarray) -> float:
+    """The largest sum of ``values`` (N, C, *spatial, float64, no NaN) over one of the node's
+    windows: the input cropped and zero-padded as XLA sees it, one strided slice per tap."""
+    n_sp = len(node.window)
+    starts = node.start or (0,) * n_sp
+    core = values[(slice(None), slice(None)) + tuple(slice(b, b + k) for b, k in zip(starts, node.keep))]
+    padded = np.pad(core, ((0, 0), (0, 0)) + node.padding)
+    out = [(length - ((w - 1) * d + 1)) // s + 1
+           for length, w, s, d in zip(padded.shape[2:], node.window, node.strides, node.dilations)]
+    total = np.zeros(padded.shape[:2] + tuple(out))
+    for tap in itertools.product(*(range(w) for w in node.window)):
+        total += padded[(slice(None), slice(None)) + tuple(slice(t * d, t * d + (o - 1) * s + 1, s) for t, d, s, o
+                                                           in zip(tap, node.dilations, node.strides, out))]
+    return float(total.max(initial=0.0))
 
 
 #: The family ops jax.numpy computes (a whole plane's mean, max, vector p-norm).

@@ -248,6 +248,28 @@ def test_jax_average_with_nan_and_infinities_keeps_the_shared_layout() -> None:
     assert _order_free(to_jax(onnx_avg, bf.shape, bf.dtype), dtypes.cast(np.ones((1, 1, 3, 3)), dtypes.BFLOAT16))
 
 
+def test_jax_average_keeps_the_shared_layout_where_no_window_can_overflow() -> None:
+    """One float16 60000 in each 2x2 window: the input's largest magnitude times four taps passes
+    65504, but no window's own sum of magnitudes does, so no order of its additions overflows and
+    the average runs on the shared block (no compile of its own), giving the plain call's values;
+    two 60000 in one window send it to the input's own layout."""
+    from poolcheck.peers.jax_peer import JaxPeer, _order_free, to_jax
+
+    available_peer("jax")
+    spec = A.openvino_avg_pool([2, 2], [2, 2], [0, 0], [0, 0], False, "floor", "explicit")
+    x = np.full((1, 2, 4, 6), 0.5, dtype=np.float16)
+    x[:, :, ::2, ::2] = 60000.0
+    x[0, 1, 1, 1] = -np.inf
+    assert _order_free(to_jax(spec, x.shape, x.dtype), x)
+    peer = JaxPeer(persistent_cache=False)
+    got = peer.run(spec, x).values
+    assert not [key for key in peer._fns if isinstance(key, tuple)]  # the shared block only
+    np.testing.assert_array_equal(got, peer._plain_average(to_jax(spec, x.shape, x.dtype), x))
+    assert got[0, 0, 0, 0] == np.float16((60000 + 1.5) / 4)
+    x[0, 0, 1, 1] = 60000.0
+    assert not _order_free(to_jax(spec, x.shape, x.dtype), x)
+
+
 def test_torch_onnx_declines_what_a_torch_module_cannot_write() -> None:
     peer = available_peer("torch-onnx")
     asym = A.openvino_max_pool([3], [1], [1], [0])
