@@ -66,8 +66,9 @@ def _lp_sums_by_tap(powers: np.ndarray, geom: Geometry) -> np.ndarray:
     padded = w.padded_input(powers, geom, 0.0)
     acc = np.zeros(geom.output_shape, dtype=np.float64)
     lead = (slice(None), slice(None))
-    for offsets in itertools.product(*(range(a.kernel) for a in geom.axes)):
-        acc += padded[lead + tuple(w.tap_slice(a, j) for a, j in zip(geom.axes, offsets))]
+    with np.errstate(over="ignore", invalid="ignore"):  # inf past the range, NaN from inf + -inf
+        for offsets in itertools.product(*(range(a.kernel) for a in geom.axes)):
+            acc += padded[lead + tuple(w.tap_slice(a, j) for a, j in zip(geom.axes, offsets))]
     return acc
 
 

@@ -14,7 +14,7 @@ import functools
 import math
 import re
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
@@ -303,9 +303,11 @@ def rejection_reason(message: str) -> str:
 
 
 def judge_family_peer(case: FamilyCase, peer: str, result: PeerResult, exp: tuple[np.ndarray, np.ndarray | None],
-                      version: str | None) -> O.Finding | None:
+                      version: str | None, prefer: Mapping[str, int] | None = None) -> O.Finding | None:
     """A peer's result on a family configuration: None when it agrees (or declines), else a
-    finding named after the variant that reproduces it (``unexplained ...`` when none does)."""
+    finding named after the variant that reproduces it (``unexplained ...`` when none does;
+    several: see :func:`~poolcheck.fuzz.diagnosis.family.diagnose_family`, ``prefer`` the peer's
+    history)."""
     status = PeerStatus(result.status)
     common: dict[str, Any] = {"kind": FindingKind.PEER, "op": case.op, "subject": peer, "case": _stand_in(case), "version": version,
               "status": status, "expected": _outputs(*exp)}
@@ -331,7 +333,7 @@ def judge_family_peer(case: FamilyCase, peer: str, result: PeerResult, exp: tupl
     if agrees(case.spec, case.x, exp, actual):
         return None
     j = judgement(case, exp, values, indices)
-    keys = diagnose_family(case.spec, case.x, case.indices, exp, actual)
+    keys = diagnose_family(case.spec, case.x, case.indices, exp, actual, prefer)
     if keys:
         klass, text, explained = keys[0], family_variant_text(keys[0]), True
         if len(keys) > 1:
@@ -383,6 +385,7 @@ def check_batch(session: Session, batch: Sequence[FamilyCase]) -> list[O.Finding
     items = [(case.spec, case.x, case.indices) for case in batch]
     for peer in session.peers:
         status = session.progress.peer_status.setdefault(peer.name, Counter())
+        prefer = session.preference.setdefault(peer.name, Counter())  # the history the core ops share
         results = call_peer_many(peer, items, isolated=session.options.isolated,
                                  timeout=session.options.peer_timeout)
         for case, exp, hit, result in zip(batch, exps, reached, results):
@@ -394,9 +397,11 @@ def check_batch(session: Session, batch: Sequence[FamilyCase]) -> list[O.Finding
                 session.progress.coverage.record_declined(peer.name, hit)
             if exp is None:
                 continue
-            f = judge_family_peer(case, peer.name, result, exp, session.versions.get(peer.name))
+            f = judge_family_peer(case, peer.name, result, exp, session.versions.get(peer.name), prefer)
             if f is not None:
                 findings.append(f)
+                if f.explained and not f.extra.get("ambiguous", True):
+                    prefer.update(f.extra.get("variants", ()))
     return findings
 
 

@@ -379,6 +379,19 @@ def test_a_many_tap_float16_sum_overflows_only_near_the_types_largest_value() ->
     assert diagnose_family(spec, x, None, _expected(spec, x), (jax_like, None)) == ["lp:input-type-overflow"]
 
 
+def test_an_lp_sum_past_float64s_range_warns_of_nothing() -> None:
+    """|x|^1 summed tap by tap: 1e308 + 1e308 is inf, as the sum of a window past the range is,
+    without a RuntimeWarning between a campaign's tables (seed 24, an every-peer family campaign)."""
+    import warnings
+
+    spec = operators.parse("LpPool-22", {"p": 1, "kernel_shape": [2]})
+    x = np.array([[[1.0e308, 1.0e308, 1.0, 2.0, 3.0]]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        values = _expected(spec, x)[0]
+    assert values.ravel().tolist() == [np.inf, 1.0e308, 3.0, 5.0]
+
+
 HOSTILE = (np.nan, np.inf, -np.inf, 65504.0, -65504.0, 3.0e38, -3.0e38, 1.0e308, -1.0e308, 0.0, -0.0, 2.0)
 
 

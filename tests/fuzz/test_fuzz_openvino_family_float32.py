@@ -111,3 +111,26 @@ def test_float32_and_two_misreadings_are_one_name() -> None:
     f = judged("LpPool-22", attrs, x, got)
     assert f is not None and f.explained and f.atoms[0] == "lp:float64-as-float32", f
     assert "lp:ceil-window-rescaled" in f.atoms and len(f.atoms) == 3 and f.weight.value == "violation"
+
+
+def test_float64_lp_pool_with_negative_same_pads_is_named_after_the_pad_rule_on_record() -> None:
+    """Several SAME rules for a negative pad total reproduce this float64 LpPool (seed 24, an
+    every-peer family campaign): kept negative, clamped at 0, cropped, halved rounding down. The
+    mildest, rules openvino-onnx's LpPool never showed, named it NEW; with the peer's history
+    (seeded from the registry: same:clamped is its LpPool's float32 class) it is the one on
+    record."""
+    x = np.array([[[[9.0, 45.0, np.inf, 3.0], [24.0, 30.0, -58.0, -52.0]],
+                   [[-1.0, -32.0, 39.0, -2.0], [-8.0, -np.inf, np.inf, 1.7976931348623157e308]],
+                   [[53.0, -58.0, -19.0, 23.0], [43.0, -23.0, 10.0, 14.0]]]])
+    attrs = {"p": 3, "kernel_shape": [1, 2], "strides": [4, 2], "auto_pad": "SAME_LOWER"}
+    got = openvino_onnx("LpPool", x, **attrs)
+    spec = parse("LpPool-22", attrs)
+    case = F.FamilyCase("LpPool-22", attrs, spec, x, {})
+    result = PeerResult("ok", PeerOutput(got))
+    alone = F.judge_family_peer(case, "openvino-onnx", result, F.expected(case), None)
+    assert alone is not None and alone.klass.startswith("lp:float64-as-float32+same:negative-pads"), alone
+    assert ["lp:float64-as-float32", "same:clamped"] in alone.extra["alternatives"]
+    history = {"same:clamped+lp:input-type-average": 1, "lp:float64-as-float32": 1}
+    named = F.judge_family_peer(case, "openvino-onnx", result, F.expected(case), None, history)
+    assert named is not None and named.klass == "lp:float64-as-float32+same:clamped", named
+    assert named.weight == alone.weight

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -749,12 +749,15 @@ def variant_outputs(key: str, spec: FamilySpec, x: np.ndarray, indices: np.ndarr
 
 
 def diagnose_family(spec: FamilySpec, x: np.ndarray, indices: np.ndarray | None, expected: FamilyOutputs,
-                    actual: FamilyOutputs) -> list[str]:
-    """Every variant that reproduces ``actual`` where the reference does not, the mildest first
-    (then in table order; empty: unexplained). A variant whose output equals the reference's here
-    says nothing. Where several reproduce it, an open behaviour accounts for the output as well as
-    a contradicted sentence does, so the output is no evidence of the contradiction: an inf that
-    lp:input-type-overflow gives was named lp:no-root, a violation, by table order."""
+                    actual: FamilyOutputs, prefer: Mapping[str, int] | None = None) -> list[str]:
+    """Every variant that reproduces ``actual`` where the reference does not (empty: unexplained).
+    A variant whose output equals the reference's here says nothing. Where several reproduce it,
+    the name is the one made of the fewest behaviours this subject has not shown (``prefer``: its
+    history, classes or variants, seeded from the registry), as :func:`diagnose_output` names a
+    core op's; then the mildest (an open behaviour accounts for the output as well as a
+    contradicted sentence does, so the output is no evidence of the contradiction: an inf that
+    lp:input-type-overflow gives was named lp:no-root, a violation, by table order); then table
+    order."""
     found = []
     for v in FAMILY_VARIANTS:
         out = variant_outputs(v.key, spec, x, indices)
@@ -792,7 +795,9 @@ def diagnose_family(spec: FamilySpec, x: np.ndarray, indices: np.ndarray | None,
                     break
                 if replay_family(spec, x, indices, (narrowed, *keys), actual):
                     found.append("+".join((narrowed, *keys)))
-    return sorted(found, key=lambda k: -RANK.index(severity_of(k.split("+"), spec)))
+    shown = {a for k, n in (prefer or {}).items() if n for a in k.split("+")}
+    return sorted(found, key=lambda k: (sum(a not in shown for a in k.split("+")),
+                                        -RANK.index(severity_of(k.split("+"), spec))))
 
 
 def _open(v: FamilyVariant, spec: FamilySpec, x: np.ndarray) -> np.ndarray | None:
