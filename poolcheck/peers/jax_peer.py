@@ -335,9 +335,10 @@ def _largest_window_sum(node: JaxNode, values: np.ndarray) -> float:
     out = [(length - ((w - 1) * d + 1)) // s + 1
            for length, w, s, d in zip(padded.shape[2:], node.window, node.strides, node.dilations)]
     total = np.zeros(padded.shape[:2] + tuple(out))
-    for tap in itertools.product(*(range(w) for w in node.window)):
-        total += padded[(slice(None), slice(None)) + tuple(slice(t * d, t * d + (o - 1) * s + 1, s) for t, d, s, o
-                                                           in zip(tap, node.dilations, node.strides, out))]
+    with np.errstate(over="ignore"):  # float64 magnitudes past its range: inf, which no type holds
+        for tap in itertools.product(*(range(w) for w in node.window)):
+            total += padded[(slice(None), slice(None)) + tuple(slice(t * d, t * d + (o - 1) * s + 1, s)
+                                                               for t, d, s, o in zip(tap, node.dilations, node.strides, out))]
     return float(total.max(initial=0.0))
 
 

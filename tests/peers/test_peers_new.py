@@ -268,6 +268,14 @@ def test_jax_average_keeps_the_shared_layout_where_no_window_can_overflow() -> N
     assert got[0, 0, 0, 0] == np.float16((60000 + 1.5) / 4)
     x[0, 0, 1, 1] = 60000.0
     assert not _order_free(to_jax(spec, x.shape, x.dtype), x)
+    # float64 magnitudes whose window sums pass its range: not free, and no RuntimeWarning
+    # between a campaign's tables (seed 25, an every-peer campaign)
+    import warnings
+
+    huge = np.full((1, 1, 2, 2), 1.0e308)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        assert not _order_free(to_jax(spec, huge.shape, huge.dtype), huge)
 
 
 def test_torch_onnx_declines_what_a_torch_module_cannot_write() -> None:
