@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -756,7 +757,8 @@ def diagnose_family(spec: FamilySpec, x: np.ndarray, indices: np.ndarray | None,
     history, classes or variants, seeded from the registry), as :func:`diagnose_output` names a
     core op's; then the mildest (an open behaviour accounts for the output as well as a
     contradicted sentence does, so the output is no evidence of the contradiction: an inf that
-    lp:input-type-overflow gives was named lp:no-root, a violation, by table order); then table
+    lp:input-type-overflow gives was named lp:no-root, a violation, by table order); then the one
+    whose behaviours it showed most often (of two geometry twins, the one on record); then table
     order."""
     found = []
     for v in FAMILY_VARIANTS:
@@ -795,9 +797,13 @@ def diagnose_family(spec: FamilySpec, x: np.ndarray, indices: np.ndarray | None,
                     break
                 if replay_family(spec, x, indices, (narrowed, *keys), actual):
                     found.append("+".join((narrowed, *keys)))
-    shown = {a for k, n in (prefer or {}).items() if n for a in k.split("+")}
+    shown: Counter[str] = Counter()
+    for k, n in (prefer or {}).items():
+        for a in k.split("+"):
+            shown[a] += n
     return sorted(found, key=lambda k: (sum(a not in shown for a in k.split("+")),
-                                        -RANK.index(severity_of(k.split("+"), spec))))
+                                        -RANK.index(severity_of(k.split("+"), spec)),
+                                        -sum(shown[a] for a in k.split("+"))))
 
 
 def _open(v: FamilyVariant, spec: FamilySpec, x: np.ndarray) -> np.ndarray | None:
