@@ -585,3 +585,39 @@ def test_unit_step_indices_in_an_openvino_axis_scope() -> None:
     assert out.indices is not None and out.indices[1].ravel().tolist() == [2, 2, 2]  # 11 % 3
     d = diagnose_output(ENGINE, spec, x, out.values, out.indices)
     assert d.explained and PATH_KEY in d.atoms, d
+
+
+def test_a_split_that_shifts_every_window_off_a_one_element_axis_is_named() -> None:
+    """A one-element axis, pads (3, 0), kernel 2 dilated by 2, stride 3, ceil_mode 1: the extra
+    padding split half before the input shifts the last window off the element, so the variant's
+    crop leaves the axis none. The C engine refuses such a geometry (every axis holds an element
+    there) and the average rule's engine call raised its ValueError out of the diagnosis, ending a
+    90 s every-peer campaign (seed 27, bfloat16); the NumPy engine computes it, and the cause is
+    named."""
+    attrs = {"kernel_shape": [2, 2], "strides": [3, 1], "dilations": [2, 1], "pads": [3, 0, 0, 1], "ceil_mode": 1,
+             "count_include_pad": 1}
+    x = np.arange(1.0, 7.0, dtype=np.float32).reshape(1, 2, 1, 3)
+    got = onnx_reference_run("AveragePool", x, **attrs)[0]
+    spec = parse("AveragePool-22", attrs)
+    c_engine = get_engine("c")  # the campaign's reference engine
+    assert replay(c_engine, spec, x, [], got, None) is not None  # the spec differs: there is something to name
+    r = replay(c_engine, spec, x, [SPLIT_KEY], got, None)
+    assert r is not None and r.exact and r.x.shape[2] == 0, r
+    d = diagnose_output(c_engine, spec, x, got, None)
+    assert d.explained and d.klass == SPLIT_KEY, d
+
+
+def test_a_max_over_an_axis_without_element_is_the_empty_window_everywhere() -> None:
+    """The same crop under a max: every window is padding only, its value and index the empty
+    window's under the policy re-run (the spec's -inf and -1; a variant's lowest value)."""
+    from poolcheck.fuzz.diagnosis.rerun import _run
+    from poolcheck.spec.policy import SPEC
+    from poolcheck.spec.shape import AxisGeometry, Geometry
+
+    spec = A.onnx_max_pool([2, 2], [3, 1], [3, 0, 0, 1], [2, 1], 1)
+    geom = Geometry(1, 2, (AxisGeometry(0, 2, 3, 2, 4, 0, 2), AxisGeometry(3, 2, 1, 1, 0, 1, 3)))
+    x = np.zeros((1, 2, 0, 3), dtype=np.float16)
+    out = _run(get_engine("c"), spec, x, geom, SPEC)
+    assert out.values.dtype == np.float16 and (out.values == -np.inf).all() and (out.indices == -1).all()
+    lowest = _run(get_engine("c"), spec, x, geom, SPEC.replace(empty_max="lowest"))
+    assert (lowest.values == np.float16(-65504)).all()

@@ -125,9 +125,12 @@ def _replay(engine_module: ModuleType, spec: PoolSpec, x: np.ndarray, keys: tupl
     geom = placement.geom
     try:
         ref = _run(engine_module, spec, xc, geom, policy, x.dtype, placement.computed)
+        # (the average rule runs the engine too: on a crop that leaves an axis no element, the C
+        # engine refuses the geometry the run above took; the variant gives no output then)
+        tolerance = _tolerance(engine_module, spec, xc, geom, policy, ref.values)
     except (PoolcheckError, ValueError):
         return None
-    value_ok = close_values(ref.values, values, _tolerance(engine_module, spec, xc, geom, policy, ref.values))
+    value_ok = close_values(ref.values, values, tolerance)
     left_open = order_open(spec, xc, geom, policy, values)
     if left_open is not None:
         value_ok = value_ok | left_open

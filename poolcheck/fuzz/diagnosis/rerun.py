@@ -23,6 +23,21 @@ from poolcheck.spec.policy import NanMode, Policy
 from poolcheck.spec.shape import Geometry
 
 
+def _padding_only(spec: PoolSpec, x: np.ndarray, geom: Geometry, policy: Policy, dtype: np.dtype) -> Outputs:
+    """The outputs where an axis holds no element: a placement's crop can leave it none
+    (onnx.reference's ceil padding split shifts a one-element axis's windows past it), a
+    geometry both engines refuse, while every window is plain: padding only. An average is 0 over
+    the padding it counts, the empty-window value where it counts none; a max is the empty window's
+    value and index."""
+    if spec.op == "avg":
+        counted = np.broadcast_to(_NUMPY.divisor(geom, spec.exclude_pad, policy), geom.output_shape)
+        empty_avg = 0.0 if policy.empty_avg == "zero" else np.nan
+        return Outputs(np.where(counted > 0, 0.0, empty_avg).astype(dtype))
+    empty_max = np.asarray(empty_max_value(x.dtype, policy), dtype=x.dtype)
+    return Outputs(np.full(geom.output_shape, empty_max, dtype=dtype),
+                   np.full(geom.output_shape, int(policy.empty_index), dtype=np.int64))
+
+
 def _tolerance(engine_module: ModuleType, spec: PoolSpec, x: np.ndarray, geom: Geometry, policy: Policy,
                expected: np.ndarray) -> np.ndarray | None:
     """The average rule for a re-run under ``policy``, or None (exact) for max pooling. Under
@@ -34,7 +49,9 @@ def _tolerance(engine_module: ModuleType, spec: PoolSpec, x: np.ndarray, geom: G
     if spec.op != "avg" or 0 in geom.output_shape:
         return None
     mean_abs = None
-    if policy.avg_nan == "skip" and is_float(x.dtype):
+    if 0 in x.shape[2:]:  # no element (see _padding_only): nothing to average, no rounding
+        mean_abs = np.zeros(geom.output_shape)
+    elif policy.avg_nan == "skip" and is_float(x.dtype):
         with np.errstate(all="ignore"):
             mean_abs = _run(engine_module, spec, np.abs(x.astype(np.float64)), geom, policy).values
     return avg_tolerance(x, geom, spec.exclude_pad, policy, expected, engine_module, mean_abs=mean_abs)
@@ -84,6 +101,8 @@ def _run_windows(engine_module: ModuleType, spec: PoolSpec, x: np.ndarray, geom:
         rule = policy.divisor if policy.divisor != "attribute" else ("valid" if spec.exclude_pad else "padded")
         return Outputs(np.where(_signed_divisor_empty(geom, out.values.shape, rule), np.nan, out.values).astype(
             out.values.dtype))
+    if 0 in x.shape[2:]:  # a placement's crop left an axis no element (see _padding_only)
+        return _padding_only(spec, x, geom, policy, dtype)
     if policy.avg_nan == "skip" and spec.op == "avg":  # diagnosis-only: NaN neither summed nor counted
         nan = np.isnan(x) if is_float(x.dtype) else np.zeros(x.shape, dtype=bool)
         full = Policy(divisor="full")
