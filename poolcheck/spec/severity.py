@@ -292,6 +292,8 @@ SEVERITY_RULES: tuple[SeverityRule, ...] = (
           "LpPool"),
     _rule("lp:nan-skipped-rescaled", _U, (), "NaN in a norm: the text does not mention it", "LpPool"),
     _rule("lp:p-ignored", _V, ("ONNX-LP-P",), "p is the norm's order", "LpPool, GlobalLpPool"),
+    _rule("lp:mean", _V, ("ONNX-LP-NORM",), "the Lp norm sums |x|^p: divided by the element count it is a "
+          "power mean, smaller by count^(1/p)", "GlobalLpPool"),
     _rule("lp:input-type-overflow", _U, ("ONNX-LP-NORM",), "the text gives no accumulation type for the sum of "
           "|x|^p: a sum in the input type overflows where a wider one does not", "LpPool, GlobalLpPool"),
     _rule("lp:root-exponent-float32", _U, ("ONNX-LP-NORM",), "the text gives no computation type for the norm's "

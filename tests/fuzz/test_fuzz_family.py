@@ -414,3 +414,27 @@ def test_the_family_diagnosis_is_silent_on_hostile_numbers(case: F.FamilyCase) -
         with np.errstate(over="ignore"):
             actual = (dtypes.cast(np.asarray(expected[0], np.float64) * 2 + 1, x.dtype), expected[1])
         diagnose_family(case.spec, x, case.indices, expected, actual)
+
+
+def test_a_power_mean_is_named_lp_mean_and_the_norm_is_not() -> None:
+    """tract's GlobalLpPool divides the sum of x^p by the plane's size before the root: called
+    plainly it gives sqrt(25 / 2) for the plane {3, 4} (the registry's entry, 'unexplained values'
+    until this variant), and the signed mean for an odd p; the spec's own norm, or a norm scaled
+    otherwise, is not given the name."""
+    spec = operators.parse("GlobalLpPool-22", {"p": 2})
+    x = np.array([[[[3.0, 4.0]]]], dtype=np.float32)
+    mean = np.array([[[[np.sqrt(12.5)]]]], dtype=np.float32)
+    assert diagnose_family(spec, x, None, _expected(spec, x), (mean, None)) == ["lp:mean"]
+    assert diagnose_family(spec, x, None, _expected(spec, x), (mean * 2, None)) == []
+    assert agrees(spec, x, _expected(spec, x), (np.array([[[[5.0]]]], dtype=np.float32), None))
+    odd = operators.parse("GlobalLpPool-22", {"p": 3})
+    y = np.arange(-5.0, 7.0).reshape(1, 2, 6)
+    signed = np.cbrt(np.array([(y[0, 0] ** 3).mean(), (y[0, 1] ** 3).mean()]))
+    signed[0] = np.nan  # C's pow of a negative base (the sum of -125..0 is negative)
+    assert diagnose_family(odd, y, None, _expected(odd, y), (signed.reshape(1, 2, 1), None)) == ["lp:mean+lp:no-abs"]
+    tract = pytest.importorskip("tract")
+    del tract
+    from poolcheck.peers.registry import resolve_peer
+
+    got = resolve_peer("tract").run(spec, x).values
+    assert diagnose_family(spec, x, None, _expected(spec, x), (got, None)) == ["lp:mean"]

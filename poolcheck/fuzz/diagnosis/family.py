@@ -98,12 +98,16 @@ def _root_exponent_in_type(spec: FamilySpec, x: np.ndarray) -> FamilyOutputs:
 
 
 def _lp(spec: FamilySpec, x: np.ndarray, *, p: int | None = None, rooted: bool = True, signed: bool = False,
-        overflow: bool = False, exponent32: bool = False) -> FamilyOutputs:
+        overflow: bool = False, exponent32: bool = False, mean: bool = False) -> FamilyOutputs:
+    """The reference's Lp norm of each window, or of each plane (GlobalLpPool), under the named
+    misreadings (see :data:`FAMILY_VARIANTS`); ``mean``: the sum divided by the window's taps
+    before the root (lp:mean)."""
     window = spec.window if spec.op == "lp" else global_window(spec, x.shape)
     assert window is not None
     geom = resolve(window, x.shape)
     p = spec.p if p is None else p
     kernels = get_family_engine("numpy")
+    taps = float(math.prod(window.kernel)) if mean else 1.0
     if signed:  # the sum of x ** p (an odd p keeps the sign), then its 1/p-th power: NaN for a
         # negative sum unless p = 1 (torch's lp_pool: avg_pool(x.pow(p)) * kernel, .pow(1 / p))
         pos, neg = kernels.lp_sums(np.maximum(x, 0), geom, p), kernels.lp_sums(np.maximum(-x, 0), geom, p)
@@ -111,12 +115,12 @@ def _lp(spec: FamilySpec, x: np.ndarray, *, p: int | None = None, rooted: bool =
             big = _overflow_bound(x.dtype, geom)
             pos, neg = np.where(pos > big, np.inf, pos), np.where(neg > big, np.inf, neg)
         with np.errstate(all="ignore"):
-            sums = pos - neg
+            sums = (pos - neg) / taps
             # C's pow: a finite negative base gives NaN, -inf gives +inf
             powered = sums if p == 1 else np.where(np.isfinite(sums) & (sums < 0), np.nan,
                                                    root(np.abs(sums), p, exponent32=exponent32))
             return powered.astype(x.dtype), None
-    sums = kernels.lp_sums(x, geom, p)
+    sums = kernels.lp_sums(x, geom, p) / taps
     if not rooted:
         with np.errstate(all="ignore"):
             return sums.astype(x.dtype), None
@@ -633,6 +637,10 @@ FAMILY_VARIANTS: tuple[FamilyVariant, ...] = (
     FamilyVariant("lp:root-exponent-input-type", ("lp", "global_lp"), "the 1/p-th root taken with the exponent "
                   "held in the input type, float16 or bfloat16 (0.33325195 for p = 3 in float16: 60000 comes out "
                   "59840)", lambda s, x, i: _root_exponent_in_type(s, x), lambda s: s.p > 2, rounding=True),
+    FamilyVariant("lp:mean", ("global_lp",), "the 1/p-th root of the mean of |x|^p: the sum divided by the "
+                  "plane's element count (tract's GlobalLpPool)", lambda s, x, i: _lp(s, x, mean=True)),
+    FamilyVariant("lp:mean+lp:no-abs", ("global_lp",), "the 1/p-th root of the mean of x^p, without |x| (tract's "
+                  "GlobalLpPool)", lambda s, x, i: _lp(s, x, signed=True, mean=True), _odd_p),
     FamilyVariant("lp:p-ignored", ("lp", "global_lp"), "p read as 2 whatever its value",
                   lambda s, x, i: _lp(s, x, p=2), lambda s: s.p != 2),
     FamilyVariant("global:last-axis-only", ("global_avg", "global_max", "global_lp"),
