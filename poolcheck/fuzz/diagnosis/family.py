@@ -120,13 +120,14 @@ def _lp(spec: FamilySpec, x: np.ndarray, *, p: int | None = None, rooted: bool =
             powered = sums if p == 1 else np.where(np.isfinite(sums) & (sums < 0), np.nan,
                                                    root(np.abs(sums), p, exponent32=exponent32))
             return powered.astype(x.dtype), None
-    sums = kernels.lp_sums(x, geom, p) / taps
+    total = kernels.lp_sums(x, geom, p)
+    sums = total / taps
     if not rooted:
         with np.errstate(all="ignore"):
             return sums.astype(x.dtype), None
     out = dtypes.cast(root(sums, p, exponent32=True), x.dtype) if exponent32 else lp_root(sums, p, x.dtype)
     if overflow:  # |x|^p summed in the input type: past its largest value the norm is inf
-        out = np.where(sums > _overflow_bound(x.dtype, geom), np.array(np.inf, x.dtype), out)
+        out = np.where(total > _overflow_bound(x.dtype, geom), np.array(np.inf, x.dtype), out)
     return out, None
 
 
@@ -641,6 +642,12 @@ FAMILY_VARIANTS: tuple[FamilyVariant, ...] = (
                   "plane's element count (tract's GlobalLpPool)", lambda s, x, i: _lp(s, x, mean=True)),
     FamilyVariant("lp:mean+lp:no-abs", ("global_lp",), "the 1/p-th root of the mean of x^p, without |x| (tract's "
                   "GlobalLpPool)", lambda s, x, i: _lp(s, x, signed=True, mean=True), _odd_p),
+    FamilyVariant("lp:input-type-overflow+lp:mean", ("global_lp",), "the 1/p-th root of the mean of |x|^p, the "
+                  "sum in the input type: inf past its largest value (tract's GlobalLpPool)",
+                  lambda s, x, i: _lp(s, x, overflow=True, mean=True)),
+    FamilyVariant("lp:input-type-overflow+lp:mean+lp:no-abs", ("global_lp",), "the 1/p-th root of the mean of "
+                  "x^p, without |x|, the sum in the input type: inf past its largest value (tract's GlobalLpPool)",
+                  lambda s, x, i: _lp(s, x, signed=True, overflow=True, mean=True), _odd_p),
     FamilyVariant("lp:p-ignored", ("lp", "global_lp"), "p read as 2 whatever its value",
                   lambda s, x, i: _lp(s, x, p=2), lambda s: s.p != 2),
     FamilyVariant("global:last-axis-only", ("global_avg", "global_max", "global_lp"),
@@ -779,8 +786,9 @@ def diagnose_family(spec: FamilySpec, x: np.ndarray, indices: np.ndarray | None,
             continue
         if _matches(spec, x, (v.key,), out, actual, left_open):
             found.append(v.key)
-    # a joined variant whose part alone reproduces the output adds nothing here (the simpler name)
-    found = [k for k in found if "+" not in k or not any(a in found for a in k.split("+"))]
+    # a joined variant whose part (an atom or a shorter joined variant) reproduces the output as
+    # well adds nothing here (the simpler name)
+    found = [k for k in found if not any(set(o.split("+")) < set(k.split("+")) for o in found)]
     if not found and spec.op in ("lp", "global_lp"):
         for keys in _lp_combinations(spec, x):
             if found and len(keys) > len(found[0].split("+")):
