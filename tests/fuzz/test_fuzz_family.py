@@ -444,3 +444,9 @@ def test_a_power_mean_is_named_lp_mean_and_the_norm_is_not() -> None:
     got = resolve_peer("tract").run(spec, big).values
     assert np.isinf(got[0, 1, 0]) and np.isfinite(_expected(spec, big)[0][0, 1, 0])
     assert diagnose_family(spec, big, None, _expected(spec, big), (got, None)) == ["lp:input-type-overflow+lp:mean"]
+    # in float16 the mean is rounded to the type, not the sum: {250, 250} (squares summing past
+    # 65504) gives 250, {300, 300} (a mean of squares past it) inf (NEW, seed 28)
+    half = np.array([[[250.0, 250.0]], [[300.0, 300.0]]], dtype=np.float16)
+    got = resolve_peer("tract").run(spec, half).values
+    assert got.ravel().tolist() == [250.0, np.inf]
+    assert diagnose_family(spec, half, None, _expected(spec, half), (got, None)) == ["lp:input-type-overflow+lp:mean"]

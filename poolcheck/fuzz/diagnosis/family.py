@@ -120,14 +120,13 @@ def _lp(spec: FamilySpec, x: np.ndarray, *, p: int | None = None, rooted: bool =
             powered = sums if p == 1 else np.where(np.isfinite(sums) & (sums < 0), np.nan,
                                                    root(np.abs(sums), p, exponent32=exponent32))
             return powered.astype(x.dtype), None
-    total = kernels.lp_sums(x, geom, p)
-    sums = total / taps
+    sums = kernels.lp_sums(x, geom, p) / taps
     if not rooted:
         with np.errstate(all="ignore"):
             return sums.astype(x.dtype), None
     out = dtypes.cast(root(sums, p, exponent32=True), x.dtype) if exponent32 else lp_root(sums, p, x.dtype)
-    if overflow:  # |x|^p summed in the input type: past its largest value the norm is inf
-        out = np.where(total > _overflow_bound(x.dtype, geom), np.array(np.inf, x.dtype), out)
+    if overflow:  # |x|^p summed (or their mean taken) in the input type: past its largest value the norm is inf
+        out = np.where(sums > _overflow_bound(x.dtype, geom), np.array(np.inf, x.dtype), out)
     return out, None
 
 
@@ -643,10 +642,11 @@ FAMILY_VARIANTS: tuple[FamilyVariant, ...] = (
     FamilyVariant("lp:mean+lp:no-abs", ("global_lp",), "the 1/p-th root of the mean of x^p, without |x| (tract's "
                   "GlobalLpPool)", lambda s, x, i: _lp(s, x, signed=True, mean=True), _odd_p),
     FamilyVariant("lp:input-type-overflow+lp:mean", ("global_lp",), "the 1/p-th root of the mean of |x|^p, the "
-                  "sum in the input type: inf past its largest value (tract's GlobalLpPool)",
+                  "mean rounded to the input type: inf past its largest value (tract's GlobalLpPool)",
                   lambda s, x, i: _lp(s, x, overflow=True, mean=True)),
     FamilyVariant("lp:input-type-overflow+lp:mean+lp:no-abs", ("global_lp",), "the 1/p-th root of the mean of "
-                  "x^p, without |x|, the sum in the input type: inf past its largest value (tract's GlobalLpPool)",
+                  "x^p, without |x|, the mean rounded to the input type: inf past its largest value (tract's "
+                  "GlobalLpPool)",
                   lambda s, x, i: _lp(s, x, signed=True, overflow=True, mean=True), _odd_p),
     FamilyVariant("lp:p-ignored", ("lp", "global_lp"), "p read as 2 whatever its value",
                   lambda s, x, i: _lp(s, x, p=2), lambda s: s.p != 2),
