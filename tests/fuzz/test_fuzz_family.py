@@ -438,15 +438,21 @@ def test_a_power_mean_is_named_lp_mean_and_the_norm_is_not() -> None:
 
     got = resolve_peer("tract").run(spec, x).values
     assert diagnose_family(spec, x, None, _expected(spec, x), (got, None)) == ["lp:mean"]
-    # its sum in float32: a plane holding -FLT_MAX is inf, where the float64 mean's root is finite
-    # (NEW as 'unexplained values' in the next campaign, seed 28)
+    # a plane holding -FLT_MAX is inf in float32, where the float64 mean's root is finite (NEW as
+    # 'unexplained values' in the next campaign, seed 28)
     big = np.array([[[1.0, 2.0], [-3.4028234663852886e38, 4.0]]], dtype=np.float32)
     got = resolve_peer("tract").run(spec, big).values
     assert np.isinf(got[0, 1, 0]) and np.isfinite(_expected(spec, big)[0][0, 1, 0])
-    assert diagnose_family(spec, big, None, _expected(spec, big), (got, None)) == ["lp:input-type-overflow+lp:mean"]
-    # in float16 the mean is rounded to the type, not the sum: {250, 250} (squares summing past
-    # 65504) gives 250, {300, 300} (a mean of squares past it) inf (NEW, seed 28)
+    assert "lp:input-type-overflow+lp:mean" in diagnose_family(spec, big, None, _expected(spec, big), (got, None))
+    # float16: for p = 2 the mean of the squares is rounded to the type ({250, 250}, squares
+    # summing past 65504, gives 250; {300, 300} inf), for p = 4 the sum is ({13, 14}: 28561 +
+    # 38416 is inf) -- two code paths, two names (each 'unexplained values' at seed 28)
     half = np.array([[[250.0, 250.0]], [[300.0, 300.0]]], dtype=np.float16)
     got = resolve_peer("tract").run(spec, half).values
     assert got.ravel().tolist() == [250.0, np.inf]
-    assert diagnose_family(spec, half, None, _expected(spec, half), (got, None)) == ["lp:input-type-overflow+lp:mean"]
+    assert diagnose_family(spec, half, None, _expected(spec, half), (got, None)) == ["lp:input-type-average+lp:mean"]
+    fourth = operators.parse("GlobalLpPool-22", {"p": 4})
+    sums = np.array([[[13.0, 14.0]], [[1.0, 2.0]]], dtype=np.float16)
+    got = resolve_peer("tract").run(fourth, sums).values
+    assert np.isinf(got[0, 0, 0]) and np.isfinite(got[1, 0, 0])
+    assert diagnose_family(fourth, sums, None, _expected(fourth, sums), (got, None)) == ["lp:input-type-overflow+lp:mean"]

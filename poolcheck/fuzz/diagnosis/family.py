@@ -120,13 +120,14 @@ def _lp(spec: FamilySpec, x: np.ndarray, *, p: int | None = None, rooted: bool =
             powered = sums if p == 1 else np.where(np.isfinite(sums) & (sums < 0), np.nan,
                                                    root(np.abs(sums), p, exponent32=exponent32))
             return powered.astype(x.dtype), None
-    sums = kernels.lp_sums(x, geom, p) / taps
+    total = kernels.lp_sums(x, geom, p)
+    sums = total / taps
     if not rooted:
         with np.errstate(all="ignore"):
             return sums.astype(x.dtype), None
     out = dtypes.cast(root(sums, p, exponent32=True), x.dtype) if exponent32 else lp_root(sums, p, x.dtype)
-    if overflow:  # |x|^p summed (or their mean taken) in the input type: past its largest value the norm is inf
-        out = np.where(sums > _overflow_bound(x.dtype, geom), np.array(np.inf, x.dtype), out)
+    if overflow:  # |x|^p summed in the input type: past its largest value the norm is inf
+        out = np.where(total > _overflow_bound(x.dtype, geom), np.array(np.inf, x.dtype), out)
     return out, None
 
 
@@ -147,7 +148,7 @@ def _placed(spec: FamilySpec, x: np.ndarray,
 
 def _lp_on(spec: FamilySpec, x: np.ndarray, gv: GeometryVariant | None, *, rescale: bool = False,
            signed: bool = False, overflow: bool = False, exponent32: bool = False,
-           nan_skip: bool = False, average_in_type: bool = False) -> FamilyOutputs:
+           nan_skip: bool = False, average_in_type: bool = False, mean: bool = False) -> FamilyOutputs:
     """LpPool (GlobalLpPool) on the windows geometry variant ``gv`` places (None: the spec's);
     ``rescale``: each window's sum scaled by kernel taps / taps inside the padded input (an
     average of |x|^p over the window clipped to the padded input, padding counted, times the
@@ -164,7 +165,9 @@ def _lp_on(spec: FamilySpec, x: np.ndarray, gv: GeometryVariant | None, *, resca
     ``np.average``'s float32 sum for float16, ``np.int64`` kernel size times the average); with
     ``overflow`` as well that product is rounded to the input type, inf exactly past its range
     (torch's ``lp_pool``: ``avg_pool`` of x^p times the kernel size, in float16: 30 squares of
-    61..90 average 5,700 and make inf, those of 31..60 make 64,355, finite)."""
+    61..90 average 5,700 and make inf, those of 31..60 make 64,355, finite); ``mean``: the root of
+    the average, not of the sum (lp:mean; with ``average_in_type``, the average rounded to the
+    input type and not multiplied back: tract's float16 GlobalLpPool for p = 2)."""
     if (nan_skip or average_in_type) and signed:
         raise ValueError("lp:nan-skipped-rescaled and lp:input-type-average are modelled on |x|^p only")
     x, geom, kernel, kept = _placed(spec, x, gv)
@@ -187,8 +190,8 @@ def _lp_on(spec: FamilySpec, x: np.ndarray, gv: GeometryVariant | None, *, resca
             if average_in_type:  # the sum in float32 or wider, the average rounded to the input type
                 acc = np.dtype(np.float32) if np.dtype(x.dtype).itemsize < 4 else np.dtype(x.dtype)
                 sums = np.where(np.abs(sums) > _overflow_bound(acc, geom), np.inf, sums)
-                mean = dtypes.cast(sums / left, x.dtype).astype(np.float64)
-                product = mean * (kernel if rescale else taps)
+                average = dtypes.cast(sums / left, x.dtype).astype(np.float64)
+                product = average if mean else average * (kernel if rescale else taps)
                 if overflow:  # the product in the input type too, one rounding: inf exactly past its range
                     product = dtypes.cast(product, x.dtype).astype(np.float64)
                 sums = np.where(left > 0, product, np.nan)
@@ -196,6 +199,8 @@ def _lp_on(spec: FamilySpec, x: np.ndarray, gv: GeometryVariant | None, *, resca
                 sums = np.where(left > 0, sums * ((kernel if rescale else taps) / left), np.nan)
         if overflow and not average_in_type:
             sums = np.where(np.abs(sums) > big, np.sign(sums) * np.inf, sums)
+        if mean and not average_in_type:
+            sums = sums / kernel
         if kept is not None:  # a zero tail: the root of an uncomputed output's 0
             sums = np.where(kept, sums, 0.0)
         if not signed:
@@ -206,9 +211,10 @@ def _lp_on(spec: FamilySpec, x: np.ndarray, gv: GeometryVariant | None, *, resca
 
 
 def _signed_sums(spec: FamilySpec, x: np.ndarray, gv: GeometryVariant | None, *, rescale: bool = False,
-                 exponent32: bool = False) -> SignedSums:
+                 exponent32: bool = False, mean: bool = False) -> SignedSums:
     """What the signed variant's own bound needs (:class:`~poolcheck.fuzz.diagnosis.family_lp.SignedSums`)
-    on the windows ``gv`` places (None: the spec's, summed by the reference engine)."""
+    on the windows ``gv`` places (None: the spec's, summed by the reference engine); ``mean``: of
+    the average over the kernel's taps (lp:mean)."""
     kernels = get_family_engine("numpy")
     big = float(dtypes.finfo(x.dtype).max)
     x, geom, kernel, kept = _placed(spec, x, gv)
@@ -233,6 +239,8 @@ def _signed_sums(spec: FamilySpec, x: np.ndarray, gv: GeometryVariant | None, *,
         if kept is not None:  # a zero tail: nothing summed where the placement computes no output
             sums, magnitude, finite_magnitude = (np.where(kept, a, 0.0) for a in (sums, magnitude, finite_magnitude))
             counts = {k: np.where(kept, v, 0.0) for k, v in counts.items()}
+        if mean:
+            sums, magnitude, finite_magnitude = (a / kernel for a in (sums, magnitude, finite_magnitude))
     return SignedSums(sums=sums, magnitude=magnitude, finite_magnitude=finite_magnitude, taps=kernel, p=spec.p,
                       dtype=np.dtype(x.dtype), exponent32=exponent32, **counts)
 
@@ -240,7 +248,8 @@ def _signed_sums(spec: FamilySpec, x: np.ndarray, gv: GeometryVariant | None, *,
 #: What may combine on one LpPool example (each a behaviour of its own): one window placement,
 #: then these, in this order in a joined key.
 _LP_MODIFIERS: tuple[str, ...] = ("lp:ceil-window-rescaled", "lp:nan-skipped-rescaled", "lp:no-abs",
-                                  "lp:input-type-overflow", "lp:input-type-average", "lp:root-exponent-float32")
+                                  "lp:input-type-overflow", "lp:input-type-average", "lp:mean",
+                                  "lp:root-exponent-float32")
 
 
 def _lp_plan(spec: FamilySpec, keys: Sequence[str]) -> tuple[GeometryVariant | None, set[str]] | None:
@@ -277,7 +286,8 @@ def _lp_combination(spec: FamilySpec, x: np.ndarray, keys: Sequence[str]) -> Fam
     try:
         return _lp_on(spec, x, gv, rescale="lp:ceil-window-rescaled" in mods, signed="lp:no-abs" in mods,
                       overflow="lp:input-type-overflow" in mods, exponent32="lp:root-exponent-float32" in mods,
-                      nan_skip="lp:nan-skipped-rescaled" in mods, average_in_type="lp:input-type-average" in mods)
+                      nan_skip="lp:nan-skipped-rescaled" in mods, average_in_type="lp:input-type-average" in mods,
+                      mean="lp:mean" in mods)
     except (PoolcheckError, ValueError, ZeroDivisionError):
         return None
 
@@ -300,7 +310,7 @@ def _matches(spec: FamilySpec, x: np.ndarray, keys: Sequence[str], out: FamilyOu
         return False
     try:
         signed = _signed_sums(spec, x, gv, rescale="lp:ceil-window-rescaled" in mods,
-                              exponent32="lp:root-exponent-float32" in mods)
+                              exponent32="lp:root-exponent-float32" in mods, mean="lp:mean" in mods)
     except (PoolcheckError, ValueError, ZeroDivisionError):
         return False
     ok = signed.admits(out[0], actual[0], overflow="lp:input-type-overflow" in mods)
@@ -317,7 +327,8 @@ def _lp_combinations(spec: FamilySpec, x: np.ndarray) -> list[tuple[str, ...]]:
                  (spec.window is not None and spec.window.rounding_type != "floor")) and
                  (m != "lp:root-exponent-float32" or exponent_rounded(spec.p)) and
                  (m != "lp:nan-skipped-rescaled" or has_nan) and
-                 (m != "lp:input-type-average" or (dtypes.is_float(x.dtype) and np.dtype(x.dtype).itemsize < 8))]
+                 (m != "lp:input-type-average" or (dtypes.is_float(x.dtype) and np.dtype(x.dtype).itemsize < 8)) and
+                 (m != "lp:mean" or spec.op == "global_lp")]
     subsets = [tuple(c) for n in (1, 2, 3) for c in itertools.combinations(modifiers, n)]
     out = [(*w, *m) for w in [(), *windows] for m in [(), *subsets]]
     return sorted((c for c in out if len(c) >= 2), key=len)
@@ -641,13 +652,6 @@ FAMILY_VARIANTS: tuple[FamilyVariant, ...] = (
                   "plane's element count (tract's GlobalLpPool)", lambda s, x, i: _lp(s, x, mean=True)),
     FamilyVariant("lp:mean+lp:no-abs", ("global_lp",), "the 1/p-th root of the mean of x^p, without |x| (tract's "
                   "GlobalLpPool)", lambda s, x, i: _lp(s, x, signed=True, mean=True), _odd_p),
-    FamilyVariant("lp:input-type-overflow+lp:mean", ("global_lp",), "the 1/p-th root of the mean of |x|^p, the "
-                  "mean rounded to the input type: inf past its largest value (tract's GlobalLpPool)",
-                  lambda s, x, i: _lp(s, x, overflow=True, mean=True)),
-    FamilyVariant("lp:input-type-overflow+lp:mean+lp:no-abs", ("global_lp",), "the 1/p-th root of the mean of "
-                  "x^p, without |x|, the mean rounded to the input type: inf past its largest value (tract's "
-                  "GlobalLpPool)",
-                  lambda s, x, i: _lp(s, x, signed=True, overflow=True, mean=True), _odd_p),
     FamilyVariant("lp:p-ignored", ("lp", "global_lp"), "p read as 2 whatever its value",
                   lambda s, x, i: _lp(s, x, p=2), lambda s: s.p != 2),
     FamilyVariant("global:last-axis-only", ("global_avg", "global_max", "global_lp"),
