@@ -97,11 +97,17 @@ def _root_exponent_in_type(spec: FamilySpec, x: np.ndarray) -> FamilyOutputs:
         return dtypes.cast(np.power(sums, exponent), x.dtype), None
 
 
+def _in_type(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """Float64 ``values`` rounded to ``dtype`` and back (inf past its largest value)."""
+    with np.errstate(all="ignore"):
+        return dtypes.cast(values, dtype).astype(np.float64)
+
+
 def _lp(spec: FamilySpec, x: np.ndarray, *, p: int | None = None, rooted: bool = True, signed: bool = False,
         overflow: bool = False, exponent32: bool = False, mean: bool = False) -> FamilyOutputs:
     """The reference's Lp norm of each window, or of each plane (GlobalLpPool), under the named
     misreadings (see :data:`FAMILY_VARIANTS`); ``mean``: the sum divided by the window's taps
-    before the root (lp:mean)."""
+    and held in the input type before the root (lp:mean)."""
     window = spec.window if spec.op == "lp" else global_window(spec, x.shape)
     assert window is not None
     geom = resolve(window, x.shape)
@@ -115,13 +121,13 @@ def _lp(spec: FamilySpec, x: np.ndarray, *, p: int | None = None, rooted: bool =
             big = _overflow_bound(x.dtype, geom)
             pos, neg = np.where(pos > big, np.inf, pos), np.where(neg > big, np.inf, neg)
         with np.errstate(all="ignore"):
-            sums = (pos - neg) / taps
+            sums = _in_type((pos - neg) / taps, x.dtype) if mean else pos - neg
             # C's pow: a finite negative base gives NaN, -inf gives +inf
             powered = sums if p == 1 else np.where(np.isfinite(sums) & (sums < 0), np.nan,
                                                    root(np.abs(sums), p, exponent32=exponent32))
             return powered.astype(x.dtype), None
     total = kernels.lp_sums(x, geom, p)
-    sums = total / taps
+    sums = _in_type(total / taps, x.dtype) if mean else total
     if not rooted:
         with np.errstate(all="ignore"):
             return sums.astype(x.dtype), None
@@ -166,8 +172,8 @@ def _lp_on(spec: FamilySpec, x: np.ndarray, gv: GeometryVariant | None, *, resca
     ``overflow`` as well that product is rounded to the input type, inf exactly past its range
     (torch's ``lp_pool``: ``avg_pool`` of x^p times the kernel size, in float16: 30 squares of
     61..90 average 5,700 and make inf, those of 31..60 make 64,355, finite); ``mean``: the root of
-    the average, not of the sum (lp:mean; with ``average_in_type``, the average rounded to the
-    input type and not multiplied back: tract's float16 GlobalLpPool for p = 2)."""
+    the average held in the input type, not of the sum (lp:mean; with ``average_in_type``, the
+    average not multiplied back)."""
     if (nan_skip or average_in_type) and signed:
         raise ValueError("lp:nan-skipped-rescaled and lp:input-type-average are modelled on |x|^p only")
     x, geom, kernel, kept = _placed(spec, x, gv)
@@ -200,7 +206,7 @@ def _lp_on(spec: FamilySpec, x: np.ndarray, gv: GeometryVariant | None, *, resca
         if overflow and not average_in_type:
             sums = np.where(np.abs(sums) > big, np.sign(sums) * np.inf, sums)
         if mean and not average_in_type:
-            sums = sums / kernel
+            sums = _in_type(sums / kernel, x.dtype)
         if kept is not None:  # a zero tail: the root of an uncomputed output's 0
             sums = np.where(kept, sums, 0.0)
         if not signed:
@@ -649,7 +655,8 @@ FAMILY_VARIANTS: tuple[FamilyVariant, ...] = (
                   "held in the input type, float16 or bfloat16 (0.33325195 for p = 3 in float16: 60000 comes out "
                   "59840)", lambda s, x, i: _root_exponent_in_type(s, x), lambda s: s.p > 2, rounding=True),
     FamilyVariant("lp:mean", ("global_lp",), "the 1/p-th root of the mean of |x|^p: the sum divided by the "
-                  "plane's element count (tract's GlobalLpPool)", lambda s, x, i: _lp(s, x, mean=True)),
+                  "plane's element count, held in the input type (inf past its largest value; tract's "
+                  "GlobalLpPool)", lambda s, x, i: _lp(s, x, mean=True)),
     FamilyVariant("lp:mean+lp:no-abs", ("global_lp",), "the 1/p-th root of the mean of x^p, without |x| (tract's "
                   "GlobalLpPool)", lambda s, x, i: _lp(s, x, signed=True, mean=True), _odd_p),
     FamilyVariant("lp:p-ignored", ("lp", "global_lp"), "p read as 2 whatever its value",
