@@ -191,6 +191,15 @@ def _fit(a: np.ndarray, shape: tuple[int, ...], fill: Any) -> np.ndarray:
     return block
 
 
+def _window_counts(lengths: Sequence[int], node: JaxNode,
+                   axis: tuple[int, int, int] | None = None) -> tuple[int, ...]:
+    """XLA's window count along each axis of ``lengths`` (padding included) under the node's
+    window, strides and dilations (``axis``: one axis's (window, stride, dilation) instead):
+    ``(length - ((w - 1) * d + 1)) // s + 1``."""
+    arithmetic = [axis] if axis is not None else zip(node.window, node.strides, node.dilations)
+    return tuple((length - ((w - 1) * d + 1)) // s + 1 for length, (w, s, d) in zip(lengths, arithmetic))
+
+
 def layout(node: JaxNode, x: np.ndarray, windows: str = "shared") -> Layout:
     """Lay ``x`` out for ``node``: cropped as the node says, padded with the reduction's identity
     by ``node.padding`` (exactly what reduce_window's own padding does), (n, c) flattened into rows,
@@ -206,8 +215,7 @@ def layout(node: JaxNode, x: np.ndarray, windows: str = "shared") -> Layout:
     padded = np.full((core.shape[0],) + lengths, fill, dtype=dt)
     inner = tuple(slice(lo, lo + k) for k, (lo, _hi) in zip(node.keep, node.padding))
     padded[(slice(None),) + inner] = core
-    out = tuple((length - ((w - 1) * d + 1)) // s + 1
-                for length, w, s, d in zip(lengths, node.window, node.strides, node.dilations))
+    out = _window_counts(lengths, node)
     window: tuple[int, ...]
     folded: tuple[int, ...]
     perm: tuple[int, ...]
@@ -253,7 +261,7 @@ def divisor_per_axis(node: JaxNode) -> list[list[int]]:
     per_axis = []
     for k, (lo, hi), (c_lo, c_hi), w, s, d in zip(node.keep, node.padding, counted, node.window, node.strides,
                                                   node.dilations):
-        out = (lo + k + hi - ((w - 1) * d + 1)) // s + 1
+        (out,) = _window_counts((lo + k + hi,), node, (w, s, d))
         taps = np.arange(out)[:, None] * s + np.arange(w)[None, :] * d
         per_axis.append([int(v) for v in ((taps >= lo - c_lo) & (taps < lo + k + c_hi)).sum(axis=1)])
     return per_axis
@@ -332,8 +340,7 @@ def _largest_window_sum(node: JaxNode, values: np.ndarray) -> float:
     starts = node.start or (0,) * n_sp
     core = values[(slice(None), slice(None)) + tuple(slice(b, b + k) for b, k in zip(starts, node.keep))]
     padded = np.pad(core, ((0, 0), (0, 0)) + node.padding)
-    out = [(length - ((w - 1) * d + 1)) // s + 1
-           for length, w, s, d in zip(padded.shape[2:], node.window, node.strides, node.dilations)]
+    out = _window_counts(padded.shape[2:], node)
     total = np.zeros(padded.shape[:2] + tuple(out))
     with np.errstate(over="ignore"):  # float64 magnitudes past its range: inf, which no type holds
         for tap in itertools.product(*(range(w) for w in node.window)):

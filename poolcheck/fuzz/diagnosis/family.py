@@ -186,7 +186,7 @@ def _lp_on(spec: FamilySpec, x: np.ndarray, gv: GeometryVariant | None, *, resca
             powers = np.where(np.abs(powers) > big, np.sign(powers) * np.inf, powers)
         nan = np.isnan(x) if nan_skip and dtypes.is_float(x.dtype) else None
         if average_in_type:  # each term rounded to the input type
-            powers = dtypes.cast(powers, x.dtype).astype(np.float64)
+            powers = _in_type(powers, x.dtype)
         if nan is not None:
             powers = np.where(nan, 0.0, powers)
         sums = _placed_sums(powers, geom)
@@ -196,10 +196,10 @@ def _lp_on(spec: FamilySpec, x: np.ndarray, gv: GeometryVariant | None, *, resca
             if average_in_type:  # the sum in float32 or wider, the average rounded to the input type
                 acc = np.dtype(np.float32) if np.dtype(x.dtype).itemsize < 4 else np.dtype(x.dtype)
                 sums = np.where(np.abs(sums) > _overflow_bound(acc, geom), np.inf, sums)
-                average = dtypes.cast(sums / left, x.dtype).astype(np.float64)
+                average = _in_type(sums / left, x.dtype)
                 product = average if mean else average * (kernel if rescale else taps)
                 if overflow:  # the product in the input type too, one rounding: inf exactly past its range
-                    product = dtypes.cast(product, x.dtype).astype(np.float64)
+                    product = _in_type(product, x.dtype)
                 sums = np.where(left > 0, product, np.nan)
             else:
                 sums = np.where(left > 0, sums * ((kernel if rescale else taps) / left), np.nan)
