@@ -22,8 +22,14 @@ An XLA compile costs tens of milliseconds, so the input is laid out in NumPy fir
 adds), (n, c) flattened into rows, grown to a bucket size, and -- with the default option
 ``windows=shared`` -- dilated axes split by residue, axes of a one-element window folded into
 the rows, and strided outputs picked afterwards. One jitted function (a single reduce_window)
-then serves every configuration with the same window shape and element type; it
-is cached in memory and, through JAX's persistent compilation cache, in the per-user data folder.
+then serves every configuration with the same window shape and element type (a max, taken one
+window axis at a time, every one with the same window length and type); it is cached in memory
+and, through JAX's persistent compilation cache, in the per-user data folder.
+
+XLA picks its reduce_window kernel from the shapes it sees (a loop emitter, or a YNNPACK fusion for
+strided windows over large inputs), and those kernels differ where the answer is not unique: NaN
+in a max, the order of an overflowing sum. There the layout would choose for XLA, so those
+configurations run plainly on the input's own layout (:meth:`JaxPeer.execute`).
 """
 
 from __future__ import annotations
@@ -121,6 +127,11 @@ def to_jax(spec: PoolSpec, shape: Sequence[int], dtype: np.dtype, peer: str = "j
 BUCKET_FLOOR = {1: 32, 2: 16, 3: 8}
 ROWS_FLOOR = 32
 
+#: The by-axis max (:meth:`JaxPeer._max_by_axis`) runs rows of this many elements (longer rows are
+#: cut into overlapping segments), this many rows per call: one compile per type and window length.
+MAX_SEGMENT = 64
+MAX_TILE_ROWS = 64
+
 #: The ``windows`` option: ``shared`` (default) hands XLA stride-1, undilated windows over a
 #: block poolcheck lays out (dilated axes split by residue, strided outputs picked afterwards), so
 #: one compile serves every configuration with the same window and element type; ``xla`` passes
@@ -163,10 +174,21 @@ class Layout:
     perm: tuple[int, ...] = ()
 
 
+#: The note on every max the peer returns.
+VALUES_ONLY = "values only: XLA reduce_window has no indices"
+
+
+def _holds_nan(x: np.ndarray) -> bool:
+    return dtypes.is_float(x.dtype) and bool(np.isnan(x).any())
+
+
 def _identity(node: JaxNode) -> Any:
     """The reduction's init value, which XLA's reduce_window also pads with."""
-    dt = np.dtype(node.dtype)
-    if node.op == "avg":
+    return _identity_of(np.dtype(node.dtype), node.op)
+
+
+def _identity_of(dt: np.dtype, op: str) -> Any:
+    if op == "avg":
         return dt.type(0)
     return dt.type(-np.inf) if dtypes.is_float(dt) else np.iinfo(dt).min
 
@@ -426,7 +448,8 @@ class JaxPeer(RuntimePeer):
         ((_, node, arr),) = group
         if node.invalid is not None:
             raise ValueError(f"invalid configuration: {node.invalid}")
-        if node.op == "avg" and not _order_free(node, np.asarray(arr)):
+        x = np.asarray(arr)
+        if node.op == "avg" and not _order_free(node, x):
             # An average's float sum depends on the order XLA adds the taps in, and XLA picks
             # that order from the shapes it sees (a 2x2 float16 window holding -inf, 65504 and
             # 40 sums to NaN row by row on a (1, 1, 2, 2) input, to -inf on (1, 1, 4, 4)). Where
@@ -434,38 +457,94 @@ class JaxPeer(RuntimePeer):
             # own layout, as a user's reduce_window call does: a claim about JAX then holds when JAX is
             # called plainly (the shared-block layout changed the shapes and produced sums a
             # plain call does not).
-            return [PeerOutput(self._plain_average(node, np.asarray(arr)), None, [])]
+            return [PeerOutput(average(self._plain(node, x), node), None, [])]
+        if node.op == "max" and _holds_nan(x):
+            # XLA on the CPU picks a reduce_window kernel from the shapes: its own loop emitter,
+            # or (strided windows over large inputs) a YNNPACK fusion, and the two treat NaN
+            # differently (jax 0.10.2: a 2x2 stride-2 max over a (1, 64, 8, 8) float32 input runs
+            # on YNNPACK and drops NaN; over (1, 1, 8, 8), or at stride 1, the emitter keeps it).
+            # The shared block (stride 1, bucketed shapes) would pick the kernel for XLA, so an
+            # input with a NaN runs plainly: what a user's call gives.
+            return [PeerOutput(self._plain(node, x), None, [VALUES_ONLY])]
         lay = layout(node, np.asarray(arr), self.option("windows"))
-        values = read_back(lay, np.asarray(self._compiled(lay.key)(lay.block)))
+        if node.op == "max" and self.option("windows") == "shared":
+            result = self._max_by_axis(lay)
+        else:
+            result = np.asarray(self._compiled(lay.key)(lay.block))
+        values = read_back(lay, result)
         if node.op == "avg":
             return [PeerOutput(average(values, node), None, [])]
-        return [PeerOutput(values.copy(), None, ["values only: XLA reduce_window has no indices"])]
+        return [PeerOutput(values.copy(), None, [VALUES_ONLY])]
 
-    def _plain_average(self, node: JaxNode, x: np.ndarray) -> np.ndarray:
-        """``reduce_window(add)`` on the input in its own (N, C, *spatial) layout, cropped as the
-        node says, with XLA's own padding; over :func:`divisor` (the call poolcheck's reproducer
-        scripts make)."""
+    def _max_by_axis(self, lay: Layout) -> np.ndarray:
+        """The shared block's stride-1 window max, one window axis at a time (last first): each
+        axis is moved last and its rows cut into overlapping segments of :data:`MAX_SEGMENT`
+        elements (each output's whole window inside one segment), which run
+        :data:`MAX_TILE_ROWS` at a time through one compiled 1-D ``reduce_window(max)``: one
+        compile per element type and window length.
+
+        A max over a box is the max of the maxima of its rows: the same value in any order, and
+        a segment's outputs are the row's. Inputs without NaN come here (:meth:`execute`), so the
+        only freedom left is which of tied zeros is kept (-0.0 or 0.0), which the judgement does
+        not tell apart (:mod:`poolcheck.judgement`: "-0.0 equals 0.0"). A campaign draws hundreds
+        of distinct (window, type) pairs, each an XLA compile of about 50 ms; by axis, a few
+        window lengths per type serve them all."""
+        key = lay.key
+        dt = np.dtype(key.dtype)
+        fill = _identity_of(dt, "max")
+        a = lay.block
+        for axis in reversed(range(len(key.window))):
+            w = key.window[axis]
+            if w == 1:
+                continue
+            moved = np.moveaxis(a, axis + 1, -1)
+            lead, length = moved.shape[:-1], moved.shape[-1]
+            rows = math.prod(lead)
+            n = length - w + 1  # outputs per row
+            seg = max(MAX_SEGMENT, w)
+            step = seg - w + 1  # outputs per segment
+            count = -(-n // step)  # segments per row
+            padded = np.full((rows, (count - 1) * step + seg), fill, dtype=dt)
+            padded[:, :length] = moved.reshape(rows, length)
+            segments = np.lib.stride_tricks.sliding_window_view(padded, seg, axis=1)[:, ::step].reshape(-1, seg)
+            total = len(segments)
+            fn = self._compiled(CompileKey("max", key.dtype, (w,), (1,), (1,), (MAX_TILE_ROWS, seg)))
+            reduced = np.empty((-(-total // MAX_TILE_ROWS) * MAX_TILE_ROWS, step), dtype=dt)
+            for lo in range(0, total, MAX_TILE_ROWS):
+                part = segments[lo:lo + MAX_TILE_ROWS]
+                if len(part) < MAX_TILE_ROWS:
+                    part = _fit(part, (MAX_TILE_ROWS, seg), fill)
+                reduced[lo:lo + MAX_TILE_ROWS] = np.asarray(fn(np.ascontiguousarray(part)))
+            row_out = reduced[:total].reshape(rows, count * step)[:, :n]
+            a = np.moveaxis(row_out.reshape(*lead, n), -1, axis + 1)
+        return a
+
+    def _plain(self, node: JaxNode, x: np.ndarray) -> np.ndarray:
+        """``reduce_window`` (max, or add for an average's sums) on the input in its own
+        (N, C, *spatial) layout, cropped as the node says, with XLA's own padding, strides and
+        dilations: the call poolcheck's reproducer scripts make. One compile per shape."""
         n_sp = len(node.window)
         starts = node.start or (0,) * n_sp
         core = x[(slice(None), slice(None)) + tuple(slice(b, b + k) for b, k in zip(starts, node.keep))]
-        key = ("avg-plain", core.shape, core.dtype.str, node.window, node.strides, node.dilations, node.padding)
+        key = ("plain", node.op, core.shape, core.dtype.str, node.window, node.strides, node.dilations, node.padding)
         fn = self._fns.get(key)
         if fn is None:
             jax = self._setup()
             from jax import lax
 
             dims, strides, dil = (1, 1) + node.window, (1, 1) + node.strides, (1, 1) + node.dilations
-            zero = np.array(0, dtype=core.dtype)
+            init = np.array(_identity(node), dtype=core.dtype)
+            reduce = lax.add if node.op == "avg" else lax.max
             pads = ((0, 0), (0, 0)) + node.padding
 
             def f(a: Any) -> Any:
-                return lax.reduce_window(a, zero, lax.add, dims, strides, pads, window_dilation=dil)
+                return lax.reduce_window(a, init, reduce, dims, strides, pads, window_dilation=dil)
 
             fn = jax.jit(f)
             self._fns[key] = fn
             while len(self._fns) > self.cache_size:
                 self._fns.popitem(last=False)
-        return average(np.asarray(fn(np.ascontiguousarray(core))), node)
+        return np.asarray(fn(np.ascontiguousarray(core)))
 
     def _compiled(self, key: CompileKey) -> Any:
         fn = self._fns.get(key)

@@ -25,6 +25,7 @@ from poolcheck.peers.onnx_model import to_onnx
 from poolcheck.spec import attributes as A
 from poolcheck.spec import dtypes
 from poolcheck.spec.attributes import PoolSpec
+from poolcheck.spec.operators import allowed_dtypes
 from poolcheck.spec.shape import resolve
 
 NEW = ["tract", "jax", "openvino-onnx", "torch-onnx"]
@@ -176,6 +177,80 @@ def test_jax_folds_one_element_window_axes_into_the_compile_of_the_rest() -> Non
     assert len({key.dtype for key in shared._fns}) == 1  # type: ignore[union-attr]
 
 
+def test_jax_max_by_axis_gives_the_values_of_one_reduce_window_call_over_the_whole_window() -> None:
+    """windows=shared takes a max one window axis at a time (JaxPeer._max_by_axis): on a spread
+    of 1-3-D windows, strides, dilations, pads and rounding, in float16, bfloat16, float32, int8
+    and uint64 (where the convention takes them), with infinities, signed zeros and the types'
+    extremes in the input (NaN runs plainly: the next test), every
+    value equals windows=xla's (one reduce_window call over the whole window, XLA's own window
+    arithmetic) under the judgement (NaN equals NaN, -0.0 equals 0.0) and the spec's; the
+    compiles are keyed by window length, so 2-D and 3-D windows compile 1-D reductions only."""
+    from poolcheck.judgement import same_values
+    from poolcheck.peers.jax_peer import JaxPeer
+
+    available_peer("jax")
+    shared = JaxPeer(persistent_cache=False)
+    xla = JaxPeer(persistent_cache=False)
+    xla.configure({"windows": "xla"})
+    rng = np.random.default_rng(23)
+    items = []
+    for i, (spec, x32) in enumerate(support.spread(23, 160, index_attrs=False)):
+        if spec.op != "max":
+            continue
+        types = [t for t in ("float16", "float32", "int8", "uint64", "bfloat16")
+                 if t in allowed_dtypes(spec.op, spec.convention)]
+        dt = np.dtype(dtypes.BFLOAT16 if types[i % len(types)] == "bfloat16" else types[i % len(types)])
+        if dt.kind in "iu":
+            info = np.iinfo(dt)
+            x = rng.integers(int(info.min), int(info.max), x32.shape, dtype=dt, endpoint=True)
+        else:
+            x = dtypes.cast(x32.astype(np.float64), dt)
+            special = np.array([np.inf, -np.inf, -0.0, 0.0, float(dtypes.finfo(dt).max)])
+            mask = rng.random(x.shape) < 0.3
+            x[mask] = dtypes.cast(rng.choice(special, int(mask.sum())), dt)
+        if shared.supports(spec, x.shape, x.dtype)[0]:
+            items.append((spec, x))
+    # rows longer than a segment (MAX_SEGMENT): cut into overlapping segments
+    for kernel, strides, shape in (([5], [1], (1, 2, 200)), ([3, 4], [1, 2], (1, 1, 70, 90)),
+                                   ([2, 2, 7], [1, 1, 3], (1, 1, 3, 4, 131))):
+        n = len(kernel)
+        items.append((A.openvino_max_pool(kernel, strides, [1] * n, [0] * n),
+                      rng.standard_normal(shape).astype(np.float32)))
+    assert len(items) > 40
+    assert sum(len(spec.kernel) > 1 for spec, _ in items) > 20
+    for (spec, x), a, b in zip(items, shared.run_many(items), xla.run_many(items), strict=True):
+        assert not isinstance(a, Exception) and not isinstance(b, Exception), (spec, a, b)
+        assert same_values(b.values, a.values).all(), spec
+        assert same_values(run_spec(spec, x)[0], a.values).all(), spec
+    assert {len(key.window) for key in shared._fns} == {1}  # type: ignore[union-attr]
+
+
+def test_jax_max_over_an_input_with_nan_is_the_plain_reduce_window_call() -> None:
+    """XLA picks its reduce_window kernel from the shapes (its loop emitter, or a YNNPACK fusion
+    for strided windows over large inputs), and NaN handling can differ between them; so an input
+    holding a NaN runs plainly, on its own layout with XLA's strides, and the peer's values are a
+    plain reduce_window call's, bit for bit, on small inputs and on a (1, 64, 8, 8) one."""
+    import jax
+    from jax import lax
+
+    from poolcheck.peers.jax_peer import JaxPeer
+
+    available_peer("jax")
+    peer = JaxPeer(persistent_cache=False)
+    rng = np.random.default_rng(3)
+    spec = A.onnx_max_pool([2, 2], [2, 2], [0, 0, 0, 0])
+    for shape in ((1, 1, 8, 8), (1, 64, 8, 8), (2, 3, 9, 7)):
+        x = rng.standard_normal(shape).astype(np.float32)
+        x[rng.random(shape) < 0.2] = np.nan
+        got = peer.run(spec, x).values
+        h, w = (shape[2] - 2) // 2 + 1, (shape[3] - 2) // 2 + 1
+        core = np.ascontiguousarray(x[:, :, :2 * h, :2 * w])
+        plain = np.asarray(jax.jit(lambda a: lax.reduce_window(a, np.float32(-np.inf), lax.max, (1, 1, 2, 2),
+                                                               (1, 1, 2, 2), "VALID"))(core))
+        assert np.array_equal(got, plain, equal_nan=True), shape
+    assert all(key[:2] == ("plain", "max") for key in peer._fns)  # type: ignore[index]
+
+
 def test_jax_average_divides_by_the_count_of_every_tap_not_a_bfloat16_sum_of_ones() -> None:
     """The divisor is counted, not summed in the input's type: a 17x17 bfloat16 window counting
     its padding holds 289 taps, which a bfloat16 sum of ones stops at 256 (the peer gave
@@ -218,6 +293,7 @@ def test_jax_average_with_nan_and_infinities_keeps_the_shared_layout() -> None:
     """NaN and infinities leave an average's order free (``jax_peer._order_free``): such inputs run
     on the shared block and give what the input's own layout (a plain reduce_window call) gives; a
     finite part that can overflow runs on the input's own layout."""
+    from poolcheck.peers import jax_peer
     from poolcheck.peers.jax_peer import JaxPeer, _order_free, to_jax
 
     available_peer("jax")
@@ -234,13 +310,13 @@ def test_jax_average_with_nan_and_infinities_keeps_the_shared_layout() -> None:
     assert not [key for key in peer._fns if isinstance(key, tuple)]  # no plain call: the shared block
     for x, shared in cases:
         assert np.isnan(shared).any() or np.isinf(shared).any()
-        np.testing.assert_array_equal(shared, peer._plain_average(to_jax(spec, x.shape, x.dtype), x))
+        np.testing.assert_array_equal(shared, jax_peer.average(peer._plain(node := to_jax(spec, x.shape, x.dtype), x), node))
     big = np.full((1, 1, 3, 3), 30000.0, dtype=np.float16)  # 4 x 30000 passes float16's 65504
     big[0, 0, 0, 0] = -np.inf
     assert not _order_free(to_jax(spec, big.shape, big.dtype), big)
     fresh = JaxPeer(persistent_cache=False)
     fresh.run(spec, big)
-    assert [key[0] for key in fresh._fns] == ["avg-plain"]
+    assert [key[:2] for key in fresh._fns] == [("plain", "avg")]
     # bfloat16 too (ml_dtypes' type is NumPy kind 'V': it was taken for an integer, whose order is free)
     onnx_avg = A.onnx_average_pool([2, 2], [1, 1], [1, 0, 0, 1])
     bf = dtypes.cast(np.full((1, 1, 3, 3), 1.0e38), dtypes.BFLOAT16)
@@ -253,6 +329,7 @@ def test_jax_average_keeps_the_shared_layout_where_no_window_can_overflow() -> N
     65504, but no window's own sum of magnitudes does, so no order of its additions overflows and
     the average runs on the shared block (no compile of its own), giving the plain call's values;
     two 60000 in one window send it to the input's own layout."""
+    from poolcheck.peers import jax_peer
     from poolcheck.peers.jax_peer import JaxPeer, _order_free, to_jax
 
     available_peer("jax")
@@ -264,7 +341,7 @@ def test_jax_average_keeps_the_shared_layout_where_no_window_can_overflow() -> N
     peer = JaxPeer(persistent_cache=False)
     got = peer.run(spec, x).values
     assert not [key for key in peer._fns if isinstance(key, tuple)]  # the shared block only
-    np.testing.assert_array_equal(got, peer._plain_average(to_jax(spec, x.shape, x.dtype), x))
+    np.testing.assert_array_equal(got, jax_peer.average(peer._plain(node := to_jax(spec, x.shape, x.dtype), x), node))
     assert got[0, 0, 0, 0] == np.float16((60000 + 1.5) / 4)
     x[0, 0, 1, 1] = 60000.0
     assert not _order_free(to_jax(spec, x.shape, x.dtype), x)
