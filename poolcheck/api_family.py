@@ -4,6 +4,7 @@ path from a :class:`~poolcheck.spec.family.FamilySpec` to its outputs."""
 
 from __future__ import annotations
 
+import decimal
 from collections.abc import Sequence
 from typing import Any
 
@@ -24,17 +25,46 @@ from poolcheck.spec.poolspec import INDEX_ELEMENT_TYPES
 
 
 def lp_root(sums: np.ndarray, p: int, dtype: np.dtype) -> np.ndarray:
-    """The Lp norm from the sums of ``|x|^p``: the 1/p-th root in float64 (p = 1: the sum; p = 2:
-    the correctly rounded square root), rounded once to ``dtype`` (bfloat16 too:
-    :func:`poolcheck.spec.dtypes.cast`). Both engines finish here."""
+    """The Lp norm from the sums of ``|x|^p``: the 1/p-th root correctly rounded to float64 (p = 1:
+    the sum; p = 2: the square root; p >= 3: :func:`nearest_root`), rounded once to ``dtype``
+    (bfloat16 too: :func:`poolcheck.spec.dtypes.cast`). Both engines finish here."""
     with np.errstate(over="ignore", invalid="ignore"):
         if p == 1:
             root = sums
         elif p == 2:
             root = np.sqrt(sums)
         else:
-            root = np.power(sums, 1.0 / p)
+            root = nearest_root(sums, p)
         return dtypes.cast(root, dtype)
+
+
+def nearest_root(sums: np.ndarray, p: int) -> np.ndarray:
+    """``s ** (1/p)`` for each float64 sum, with the exponent ``1/p`` rounded to float64 as every
+    ``pow(s, 1.0 / p)`` has it, and the power itself rounded correctly: the float64 nearest the
+    exact value (p >= 2; 0, inf and NaN as ``np.power`` gives them).
+
+    ``np.power`` is not the same function on every machine: NumPy runs a SIMD ``pow`` on CPUs with
+    AVX-512 and the C library's elsewhere, and they round differently (a float64 LpPool with
+    p = 3 differed in the last bit in 3 of 84 outputs between an AVX-512 and an AVX2 machine). So
+    each finite positive power is taken with :mod:`decimal` at 36 significant digits, whose ln
+    and exp are correctly rounded in software, and rounded once to float64: the same bits on every
+    CPU and C library."""
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        out = np.array(np.power(sums, 1.0 / p), dtype=np.float64)
+    flat_sums, flat_out = np.ravel(sums), out.reshape(-1)
+    where = np.flatnonzero(np.isfinite(flat_sums) & (flat_sums > 0))
+    if where.size:
+        values, inverse = np.unique(flat_sums[where], return_inverse=True)  # sums repeat often
+        exponent = decimal.Decimal(1.0 / p)  # exact: the float64 exponent
+        powers = np.array([float(_ROOT.exp(_ROOT.multiply(_ROOT.ln(decimal.Decimal(float(v))), exponent)))
+                           for v in values])
+        flat_out[where] = powers[inverse.reshape(-1)]
+    return out
+
+
+#: The context of :func:`nearest_root`: 36 digits, twice float64's 17, so rounding the decimal
+#: result to float64 is the exact power's rounding.
+_ROOT = decimal.Context(prec=36)
 
 
 def run_family(spec: FamilySpec, x: Any, *, engine: str = "numpy", indices: Any = None,

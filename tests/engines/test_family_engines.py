@@ -347,3 +347,31 @@ def test_large_windows_agree_between_engines() -> None:
         assert_same(P.adaptive_avg_pool(long, [3]), P.adaptive_avg_pool(long, [3], engine="c"))
         (v, i), (vc, ic) = P.adaptive_max_pool(long, [3]), P.adaptive_max_pool(long, [3], engine="c")
         assert_same(v, vc) and np.array_equal(i, ic)
+
+
+# The Lp root's bits on every CPU: ``s ** fl(1/p)`` rounded correctly, never the machine's pow.
+ROOT_CASES = [(127.0, 3), (76.0, 3),  # an AVX-512 NumPy's SIMD pow rounded these down
+              (7.863003716563987e-74, 3), (9.291042207970062e-121, 4), (1.339067909718994e-39, 4),
+              (9.342860382578622e+208, 7)]  # glibc's pow (NumPy on an AVX2 CPU) rounds these wrong
+
+
+@pytest.mark.parametrize("s,p", ROOT_CASES)
+def test_lp_root_is_the_correctly_rounded_power_whatever_the_cpu(s: float, p: int) -> None:
+    """The oracle: Python's decimal at 60 digits, ``s ** Decimal(1.0 / p)`` (the float64 exponent,
+    as every ``pow(s, 1.0 / p)`` takes it), rounded once to float64."""
+    import decimal
+
+    from poolcheck.api_family import nearest_root
+
+    want = float(decimal.Context(prec=60).power(decimal.Decimal(s), decimal.Decimal(1.0 / p)))
+    assert nearest_root(np.array([s, 0.0, np.inf, np.nan]), p).tolist()[:3] == [want, 0.0, np.inf]
+    assert math.isnan(nearest_root(np.array([np.nan]), p)[0])
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_float64_lp_pool_root_has_the_same_bits_on_every_cpu(engine: str) -> None:
+    """LpPool p = 3 over windows whose cubes sum to 127 and 76: 5.026525695313479 and
+    4.235823584254893, the nearest float64s (an AVX-512 machine's np.power gave one unit less)."""
+    x = np.array([[[5.0, 1.0, 1.0, 0.0, 0.0, 0.0, 4.0, 2.0, 1.0, 1.0, 1.0, 1.0]]])  # 125+1+1; 64+8+1+1+1+1
+    got = P.onnx_lp_pool(x, [6], strides=[6], p=3, engine=engine)
+    assert got.ravel().tolist() == [5.026525695313479, 4.235823584254893]
