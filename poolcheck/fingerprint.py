@@ -135,6 +135,14 @@ def _numpy_flags() -> set[str]:
     return {_NUMPY_FLAGS[k] for k, on in feats.items() if on and k in _NUMPY_FLAGS}
 
 
+def cpu_features() -> set[str]:
+    """This CPU's feature flags as ``/proc/cpuinfo`` names them (``avx2``, ``avx512_bf16``, ARM
+    ``asimd``...; NumPy's view of them where that file is missing) and the :data:`ISA_LEVELS`
+    they make up (``avx512_core``: oneDNN's name, which OpenVINO's kernels go by)."""
+    flags = _cpuinfo()[1] or _numpy_flags()
+    return flags | set(isa_levels(flags))
+
+
 def isa_levels(flags: Iterable[str]) -> list[str]:
     """The ISA levels (ISA_LEVELS names, in order) whose flags are all present."""
     have = set(flags)

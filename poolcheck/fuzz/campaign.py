@@ -23,6 +23,7 @@ import numpy as np
 from poolcheck.corpus import KNOWN_DIR
 from poolcheck.engines import get_engine
 from poolcheck.errors import CaseFileError, PoolcheckError
+from poolcheck.fingerprint import cpu_features
 from poolcheck.fuzz import oracles as O
 from poolcheck.fuzz.batching import EXAMPLE_CONFIGS
 from poolcheck.fuzz.family import FAMILY_FLAGS
@@ -133,8 +134,13 @@ def recheck_known(entries: Sequence[KnownEntry], peers: Sequence[Peer], *, isola
     checks: list[KnownCheck | None] = [None] * len(entries)
     per_peer: dict[str, list[int]] = {}
     family_per_peer: dict[str, list[int]] = {}  # the rest of the family: fuzz/known_family.py
+    have = cpu_features() if any(e.cpu for e in entries) else set()
     for i, e in enumerate(entries):
-        if e.kind == "document":
+        lacking = [flag for flag in e.cpu if flag not in have]
+        if lacking:
+            checks[i] = KnownCheck(e, KnownState.SKIPPED, f"recorded on a CPU with {', '.join(lacking)}, which "
+                                   "this one lacks: the runtime runs other kernels here")
+        elif e.kind == "document":
             case = fuzz_case_from(e.case)
             try:
                 found = O.check_shape_rules(case, resolve(case.spec, case.x.shape))

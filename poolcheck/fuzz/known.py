@@ -62,6 +62,7 @@ UPSTREAM: tuple[tuple[str, str, str, str], ...] = (
 )
 
 KNOWN_TAG_PEER = "peer:"
+KNOWN_TAG_CPU = "cpu:"
 KNOWN_TAG_SIGNATURE = SIGNATURE_TAG
 
 
@@ -186,6 +187,13 @@ class KnownEntry:
     @property
     def kind(self) -> FindingKind:
         return self.sig.kind
+
+    @property
+    def cpu(self) -> tuple[str, ...]:
+        """The CPU features the divergence needs (``cpu:FEATURE`` tags: a ``/proc/cpuinfo`` flag or
+        an ISA level, :func:`poolcheck.fingerprint.cpu_features`): recorded on a CPU with them,
+        where the runtime picks kernels of its own; re-checked only on such a CPU."""
+        return tuple(t[len(KNOWN_TAG_CPU):] for t in self.case.tags if t.startswith(KNOWN_TAG_CPU))
 
 
 def known_entries(paths: list[str | Path]) -> tuple[list[KnownEntry], list[CaseFileError]]:

@@ -144,6 +144,7 @@ def test_run_checks_of_registry_entries_weigh_as_their_class() -> None:
     violations, the accumulation and seeded-scan classes violations)."""
     pytest.importorskip("openvino")
     from poolcheck.corpus import KNOWN_DIR
+    from poolcheck.fingerprint import cpu_features
     from poolcheck.fuzz.known import known_entries
     from poolcheck.peers.openvino_onnx_peer import OpenVinoOnnxPeer
     from poolcheck.peers.openvino_peer import OpenVinoPeer
@@ -151,7 +152,7 @@ def test_run_checks_of_registry_entries_weigh_as_their_class() -> None:
 
     entries, errors = known_entries([KNOWN_DIR])
     assert not errors
-    mine = [e for e in entries if e.peer in ("openvino", "openvino-onnx")]
+    mine = [e for e in entries if e.peer in ("openvino", "openvino-onnx") and set(e.cpu) <= cpu_features()]
     assert len(mine) > 30
     checks = peer_checks([e.case for e in mine], [OpenVinoPeer(), OpenVinoOnnxPeer()], timeout=300)
     wrong = []
