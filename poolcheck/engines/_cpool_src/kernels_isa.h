@@ -9,7 +9,7 @@
  * with AVX2 (x86-64-v3 against the baseline, side by side in one process): the float32 direct
  * scan (-14% to +26%, mostly slower) and the float32-to-float64 global averages (+7%, +8%:
  * the baseline code already runs near memory speed). PC_WITH_INTS 0 leaves the integer max
- * kernels to the next slower path.
+ * kernels to the next slower path, PC_WITH_INTS 2 all but the 64-bit ones.
  */
 #include "kernels.h"
 
@@ -110,7 +110,7 @@ static inline int has_nan_f64n(const double *restrict x, int64_t n) {
 #define PC_SBETTER SBETTER_IGN
 #include "tmpl_maxsep.h"
 
-#if PC_WITH_INTS
+#if PC_WITH_INTS == 1
 /* Integers: one instance per width and signedness. */
 #define PC_SUF i8
 #define PC_T int8_t
@@ -148,6 +148,8 @@ static inline int has_nan_f64n(const double *restrict x, int64_t n) {
 #define PC_BETTER BETTER_INT
 #define PC_SBETTER SBETTER_INT
 #include "tmpl_maxsep.h"
+#endif
+#if PC_WITH_INTS
 #define PC_SUF i64
 #define PC_T int64_t
 #define PC_UT uint64_t
@@ -293,10 +295,15 @@ static void finish_indices(const int64_t *pos, void *idx, int idx64, const geo_t
 #else
 #define PC_NARROW_ONLY(f) f
 #endif
-#if PC_WITH_INTS
+#if PC_WITH_INTS == 1
 #define PC_INTS(f) f
 #else
 #define PC_INTS(f) NULL
+#endif
+#if PC_WITH_INTS
+#define PC_INTS64(f) f
+#else
+#define PC_INTS64(f) NULL
 #endif
 
 const kernels_t PC_TABLE = {
@@ -305,7 +312,7 @@ const kernels_t PC_TABLE = {
         [MK_F32P] = maxsep_f32p, [MK_F32I] = maxsep_f32i, [MK_F64P] = maxsep_f64p, [MK_F64I] = maxsep_f64i,
         [MK_I8] = PC_INTS(maxsep_i8), [MK_U8] = PC_INTS(maxsep_u8), [MK_I16] = PC_INTS(maxsep_i16),
         [MK_U16] = PC_INTS(maxsep_u16), [MK_I32] = PC_INTS(maxsep_i32), [MK_U32] = PC_INTS(maxsep_u32),
-        [MK_I64] = PC_INTS(maxsep_i64), [MK_U64] = PC_INTS(maxsep_u64),
+        [MK_I64] = PC_INTS64(maxsep_i64), [MK_U64] = PC_INTS64(maxsep_u64),
     },
     .maxdirect = {PC_NARROW_ONLY(maxdirect_f32f), maxdirect_f64f},
     .avg = {[A_F32] = avg_f32, [A_F64] = avg_f64, [A_F32TO64] = avg_f32to64},
