@@ -46,24 +46,44 @@ def nearest_root(sums: np.ndarray, p: int) -> np.ndarray:
     ``np.power`` is not the same function on every machine: NumPy runs a SIMD ``pow`` on CPUs with
     AVX-512 and the C library's elsewhere, and they round differently (a float64 LpPool with
     p = 3 differed in the last bit in 3 of 84 outputs between an AVX-512 and an AVX2 machine). So
-    each finite positive power is taken with :mod:`decimal` at 36 significant digits, whose ln
-    and exp are correctly rounded in software, and rounded once to float64: the same bits on every
-    CPU and C library."""
+    the power is taken in long double (x86's 64-bit significand: 11 bits more than float64) and
+    rounded to float64, which is the correctly rounded power wherever the long double result lies
+    farther than :data:`ROOT_MARGIN` (relative) from a float64 midpoint: far more than the long
+    double ``pow``'s own error. The few that lie closer (about 1 in 100), and every one where long
+    double is no wider than float64, are taken with :mod:`decimal` at 36 significant digits, whose
+    ln and exp are correctly rounded in software. The same bits on every CPU and C library."""
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         out = np.array(np.power(sums, 1.0 / p), dtype=np.float64)
     flat_sums, flat_out = np.ravel(sums), out.reshape(-1)
     where = np.flatnonzero(np.isfinite(flat_sums) & (flat_sums > 0))
-    if where.size:
-        values, inverse = np.unique(flat_sums[where], return_inverse=True)  # sums repeat often
-        exponent = decimal.Decimal(1.0 / p)  # exact: the float64 exponent
-        powers = np.array([float(_ROOT.exp(_ROOT.multiply(_ROOT.ln(decimal.Decimal(float(v))), exponent)))
-                           for v in values])
-        flat_out[where] = powers[inverse.reshape(-1)]
+    if not where.size:
+        return out
+    values = flat_sums[where].astype(np.float64)
+    if np.finfo(np.longdouble).nmant >= 63:
+        wide = np.power(values.astype(np.longdouble), np.longdouble(1.0 / p))
+        rounded = wide.astype(np.float64)
+        up = np.nextafter(rounded, np.inf).astype(np.longdouble)
+        down = np.nextafter(rounded, 0.0).astype(np.longdouble)
+        here = rounded.astype(np.longdouble)
+        # the midpoints next to the rounded value, exact in long double (54 significant bits)
+        near = np.minimum(np.abs(wide - (here + up) / 2), np.abs(wide - (here + down) / 2))
+        unsure = np.flatnonzero(near <= wide * ROOT_MARGIN)
+    else:
+        rounded, unsure = np.empty_like(values), np.arange(values.size)
+    exponent = decimal.Decimal(1.0 / p)  # exact: the float64 exponent
+    for i in unsure:
+        rounded[i] = float(_ROOT.exp(_ROOT.multiply(_ROOT.ln(decimal.Decimal(float(values[i]))), exponent)))
+    flat_out[where] = rounded
     return out
 
 
-#: The context of :func:`nearest_root`: 36 digits, twice float64's 17, so rounding the decimal
-#: result to float64 is the exact power's rounding.
+#: How close (relative) a long double power may come to a float64 midpoint before
+#: :func:`nearest_root` asks :mod:`decimal`: 2^-60, 16 times x86 long double's unit roundoff
+#: (2^-64), past the few units in the last place its ``powl`` may err by.
+ROOT_MARGIN = np.longdouble(2.0) ** -60
+
+#: The context of :func:`nearest_root`'s decimal powers: 36 digits, twice float64's 17, so
+#: rounding the decimal result to float64 is the exact power's rounding.
 _ROOT = decimal.Context(prec=36)
 
 
