@@ -40,8 +40,13 @@ def lp_root(sums: np.ndarray, p: int, dtype: np.dtype) -> np.ndarray:
 
 def nearest_root(sums: np.ndarray, p: int) -> np.ndarray:
     """``s ** (1/p)`` for each float64 sum, with the exponent ``1/p`` rounded to float64 as every
-    ``pow(s, 1.0 / p)`` has it, and the power itself rounded correctly: the float64 nearest the
-    exact value (p >= 2; 0, inf and NaN as ``np.power`` gives them).
+    ``pow(s, 1.0 / p)`` has it, and the power itself rounded correctly (:func:`nearest_power`)."""
+    return nearest_power(sums, 1.0 / p)
+
+
+def nearest_power(sums: np.ndarray, exponent: float) -> np.ndarray:
+    """``s ** exponent`` for each float64 ``s``, rounded correctly: the float64 nearest the exact
+    value (0, inf and NaN as ``np.power`` gives them).
 
     ``np.power`` is not the same function on every machine: NumPy runs a SIMD ``pow`` on CPUs with
     AVX-512 and the C library's elsewhere, and they round differently (a float64 LpPool with
@@ -53,14 +58,14 @@ def nearest_root(sums: np.ndarray, p: int) -> np.ndarray:
     double is no wider than float64, are taken with :mod:`decimal` at 36 significant digits, whose
     ln and exp are correctly rounded in software. The same bits on every CPU and C library."""
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        out = np.array(np.power(sums, 1.0 / p), dtype=np.float64)
+        out = np.array(np.power(sums, exponent), dtype=np.float64)
     flat_sums, flat_out = np.ravel(sums), out.reshape(-1)
     where = np.flatnonzero(np.isfinite(flat_sums) & (flat_sums > 0))
     if not where.size:
         return out
     values = flat_sums[where].astype(np.float64)
     if np.finfo(np.longdouble).nmant >= 63:
-        wide = np.power(values.astype(np.longdouble), np.longdouble(1.0 / p))
+        wide = np.power(values.astype(np.longdouble), np.longdouble(exponent))
         rounded = wide.astype(np.float64)
         up = np.nextafter(rounded, np.inf).astype(np.longdouble)
         down = np.nextafter(rounded, 0.0).astype(np.longdouble)
@@ -70,19 +75,19 @@ def nearest_root(sums: np.ndarray, p: int) -> np.ndarray:
         unsure = np.flatnonzero(near <= wide * ROOT_MARGIN)
     else:
         rounded, unsure = np.empty_like(values), np.arange(values.size)
-    exponent = decimal.Decimal(1.0 / p)  # exact: the float64 exponent
+    exact = decimal.Decimal(exponent)  # exact: the float64 exponent
     for i in unsure:
-        rounded[i] = float(_ROOT.exp(_ROOT.multiply(_ROOT.ln(decimal.Decimal(float(values[i]))), exponent)))
+        rounded[i] = float(_ROOT.exp(_ROOT.multiply(_ROOT.ln(decimal.Decimal(float(values[i]))), exact)))
     flat_out[where] = rounded
     return out
 
 
 #: How close (relative) a long double power may come to a float64 midpoint before
-#: :func:`nearest_root` asks :mod:`decimal`: 2^-60, 16 times x86 long double's unit roundoff
+#: :func:`nearest_power` asks :mod:`decimal`: 2^-60, 16 times x86 long double's unit roundoff
 #: (2^-64), past the few units in the last place its ``powl`` may err by.
 ROOT_MARGIN = np.longdouble(2.0) ** -60
 
-#: The context of :func:`nearest_root`'s decimal powers: 36 digits, twice float64's 17, so
+#: The context of :func:`nearest_power`'s decimal powers: 36 digits, twice float64's 17, so
 #: rounding the decimal result to float64 is the exact power's rounding.
 _ROOT = decimal.Context(prec=36)
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from poolcheck.api_family import lp_root, run_family
+from poolcheck.api_family import lp_root, nearest_power, run_family
 from poolcheck.engines import get_engine, get_family_engine
 from poolcheck.engines.numpy_engine import divisor as numpy_divisor
 from poolcheck.errors import PoolcheckError
@@ -93,8 +93,7 @@ def _root_exponent_in_type(spec: FamilySpec, x: np.ndarray) -> FamilyOutputs:
     assert window is not None
     sums = get_family_engine("numpy").lp_sums(x, resolve(window, x.shape), spec.p)
     exponent = float(dtypes.cast(np.array(1.0 / spec.p), x.dtype).astype(np.float64))
-    with np.errstate(all="ignore"):
-        return dtypes.cast(np.power(sums, exponent), x.dtype), None
+    return dtypes.cast(nearest_power(sums, exponent), x.dtype), None
 
 
 def _in_type(values: np.ndarray, dtype: np.dtype) -> np.ndarray:

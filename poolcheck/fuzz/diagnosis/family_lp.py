@@ -38,6 +38,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from poolcheck.api_family import nearest_power
 from poolcheck.judgement import same_values
 from poolcheck.spec import dtypes
 
@@ -60,7 +61,7 @@ def root(sums: np.ndarray, p: int, *, exponent32: bool = False) -> np.ndarray:
             return np.asarray(sums, dtype=np.float64)
         if p == 2:
             return np.sqrt(sums)
-        return np.power(sums, float32_exponent(p) if exponent32 else 1.0 / p)
+        return nearest_power(np.asarray(sums, dtype=np.float64), float32_exponent(p) if exponent32 else 1.0 / p)
 
 
 @dataclass(frozen=True)
