@@ -136,10 +136,10 @@ def recheck_known(entries: Sequence[KnownEntry], peers: Sequence[Peer], *, isola
     family_per_peer: dict[str, list[int]] = {}  # the rest of the family: fuzz/known_family.py
     have = cpu_features() if any(e.cpu for e in entries) else set()
     for i, e in enumerate(entries):
-        lacking = [flag for flag in e.cpu if flag not in have]
-        if lacking:
-            checks[i] = KnownCheck(e, KnownState.SKIPPED, f"recorded on a CPU with {', '.join(lacking)}, which "
-                                   "this one lacks: the runtime runs other kernels here")
+        unmet = e.cpu_unmet(have)
+        if unmet:
+            checks[i] = KnownCheck(e, KnownState.SKIPPED, f"recorded on a CPU {' and '.join(unmet)}, which this "
+                                   "one is not: the runtime runs other kernels here")
         elif e.kind == "document":
             case = fuzz_case_from(e.case)
             try:

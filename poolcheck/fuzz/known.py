@@ -190,10 +190,21 @@ class KnownEntry:
 
     @property
     def cpu(self) -> tuple[str, ...]:
-        """The CPU features the divergence needs (``cpu:FEATURE`` tags: a ``/proc/cpuinfo`` flag or
-        an ISA level, :func:`poolcheck.fingerprint.cpu_features`): recorded on a CPU with them,
-        where the runtime picks kernels of its own; re-checked only on such a CPU."""
+        """The CPU the divergence needs, as ``cpu:FEATURE`` tags (a ``/proc/cpuinfo`` flag or an
+        ISA level, :func:`poolcheck.fingerprint.cpu_features`) and ``cpu:!FEATURE`` (recorded on a
+        CPU without it): the runtime picks kernels by CPU; re-checked only on such a CPU."""
         return tuple(t[len(KNOWN_TAG_CPU):] for t in self.case.tags if t.startswith(KNOWN_TAG_CPU))
+
+    def cpu_unmet(self, have: set[str]) -> list[str]:
+        """The :attr:`cpu` conditions a CPU with the features ``have`` does not meet, worded
+        ("with avx512_core", "without avx512_core"); empty where the entry applies."""
+        unmet = []
+        for feature in self.cpu:
+            if feature.startswith("!") and feature[1:] in have:
+                unmet.append(f"without {feature[1:]}")
+            elif not feature.startswith("!") and feature not in have:
+                unmet.append(f"with {feature}")
+        return unmet
 
 
 def known_entries(paths: list[str | Path]) -> tuple[list[KnownEntry], list[CaseFileError]]:

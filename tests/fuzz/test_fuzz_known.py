@@ -50,7 +50,7 @@ def test_each_entry_still_reproduces(peer_name: str) -> None:
     # an entry recorded on a CPU with features this one lacks (cpu: tags) is skipped, and only it
     have = cpu_features()
     states = {k.entry.case.id: (k.state, k.message) for k in checks
-              if not (k.state == "skipped" and not set(k.entry.cpu) <= have)}
+              if not (k.state == "skipped" and k.entry.cpu_unmet(have))}
     assert all(state == "reproduces" for state, _ in states.values()), {
         cid: msg for cid, (state, msg) in states.items() if state != "reproduces"}
 
@@ -69,7 +69,15 @@ def test_an_entry_tagged_with_cpu_features_this_cpu_lacks_is_skipped_not_fixed()
     having = replace(entry, case=replace(entry.case, tags=[*entry.case.tags, f"cpu:{present}"]))
     (check,) = recheck_known([having], [])
     assert check.state == "reproduces"
+    # cpu:!FEATURE: recorded on a CPU without it
+    without = replace(entry, case=replace(entry.case, tags=[*entry.case.tags, f"cpu:!{present}"]))
+    (check,) = recheck_known([without], [])
+    assert check.state == "skipped" and f"without {present}" in check.message
+    absent = replace(entry, case=replace(entry.case, tags=[*entry.case.tags, "cpu:!no-such-feature"]))
+    (check,) = recheck_known([absent], [])
+    assert check.state == "reproduces"
     assert any("cpu:avx512_core" in e.case.tags for e in ENTRIES)
+    assert any("cpu:!avx512_core" in e.case.tags for e in ENTRIES)
 
 
 def test_document_entries_are_errata_of_the_written_rules() -> None:
