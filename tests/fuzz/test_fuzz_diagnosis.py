@@ -19,6 +19,7 @@ from poolcheck.fuzz import diagnosis as D
 from poolcheck.fuzz.diagnosis import diagnose_output, diagnose_rejection, replay, search, severity_of, variants
 from poolcheck.fuzz.known import known_entries
 from poolcheck.results import FindingKind, Severity
+from poolcheck.spec import dtypes
 from poolcheck.spec import attributes as A
 from poolcheck.spec.shape import resolve
 
@@ -532,3 +533,19 @@ def test_int32_lowest_wrapped_fills_only_the_empty_windows_of_narrow_signed_type
         # the lowest value as the fill is the spec's own answer: nothing to explain
         vals[0, 0, 4] = low
         assert "empty_max=int32-lowest-wrapped" not in diagnose_output(ENGINE, spec, x, vals, idx).atoms
+
+
+def test_a_bfloat16_seeded_scan_is_scanned_in_float32_and_rounded_back() -> None:
+    """OpenVINO's CPU plugin without avx512_core computes a bfloat16 MaxPool with indices in
+    float32 from float32's lowest value, which rounds to -inf in bfloat16: a window of NaN alone
+    gives -inf and its plane's first index, an element equal to bfloat16's lowest value wins (it is
+    above float32's). The seeded scan names that output (it was 'unexplained' and 'nan=skip' on an
+    AVX2 EPYC), and the engine's own answer is not it."""
+    bf16 = dtypes.BFLOAT16
+    spec = A.onnx_max_pool([1], [1], [0, 0])
+    low = float(dtypes.lowest(np.dtype(bf16)))
+    x = np.array([[[1.0, np.nan, low], [np.nan, 2.0, 3.0]]]).astype(bf16)
+    values = np.array([[[1.0, -np.inf, low], [-np.inf, 2.0, 3.0]]]).astype(bf16)
+    indices = np.array([[[0, 0, 2], [3, 4, 5]]], np.int64)
+    d = diagnose_output(ENGINE, spec, x, values, indices)
+    assert d.atoms == ("max=seeded-scan",)

@@ -17,8 +17,9 @@ from poolcheck.fuzz.diagnosis.indices import _plane_start
 from poolcheck.fuzz.diagnosis.variants import computed_mask
 from poolcheck.fuzz.reference import Outputs, canonical_layout, compute_expected
 from poolcheck.judgement import avg_tolerance
+from poolcheck.spec import dtypes
 from poolcheck.spec.attributes import PoolSpec
-from poolcheck.spec.dtypes import finfo, is_float, lowest
+from poolcheck.spec.dtypes import BFLOAT16, finfo, is_float, lowest
 from poolcheck.spec.policy import NanMode, Policy
 from poolcheck.spec.shape import Geometry
 
@@ -127,15 +128,19 @@ def _run_windows(engine_module: ModuleType, spec: PoolSpec, x: np.ndarray, geom:
     elif policy.nan == "sum-in-input-type-by-axis" and spec.op == "avg":
         out = Outputs(_avg_in_input_type(x, geom, spec.exclude_pad, policy.replace(nan="propagate"), by_axis=True))
     elif policy.nan in ("seeded", "seed-zero", "seed-lowest+1") and spec.op == "max":
-        seed = {"seeded": _lowest(x.dtype), "seed-zero": 0, "seed-lowest+1": _lowest(x.dtype) + 1}[str(policy.nan)]
-        low = np.asarray(seed, dtype=x.dtype)
-        xs = np.where(np.isnan(x), low, x).astype(x.dtype) if is_float(x.dtype) else x
+        # bfloat16 is scanned in float32, from float32's lowest value, and rounded back: the
+        # kernels that take bfloat16 without a bfloat16 max compute it so (OpenVINO's CPU plugin
+        # without avx512_core), and -3.4028235e38 rounds to -inf in bfloat16
+        wide = x.astype(np.float32) if x.dtype == BFLOAT16 else x
+        seed = {"seeded": _lowest(wide.dtype), "seed-zero": 0, "seed-lowest+1": _lowest(wide.dtype) + 1}[str(policy.nan)]
+        low = np.asarray(seed, dtype=wide.dtype)
+        xs = np.where(np.isnan(wide), low, wide).astype(wide.dtype) if is_float(wide.dtype) else wide
         out = compute_expected(engine_module, xs, geom, "max", layout=layout,
                             policy=policy.replace(nan="propagate", empty_max="lowest"))
         assert out.indices is not None
         lost = out.values <= low  # nothing beat the seed: its value, index 0 of the (n, c) plane
-        out = Outputs(np.where(lost, low, out.values), np.where(lost, _plane_start(out.values.shape, x.shape),
-                                                                   out.indices))
+        out = Outputs(dtypes.cast(np.where(lost, low, out.values), x.dtype),
+                      np.where(lost, _plane_start(out.values.shape, x.shape), out.indices))
     elif policy.nan == "pad-zero" and spec.op == "max":
         out = compute_expected(engine_module, x, geom, "max", layout=layout, policy=policy.replace(nan="propagate"))
         touching = np.broadcast_to(_touches_padding(geom), out.values.shape)
