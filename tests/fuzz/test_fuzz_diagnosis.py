@@ -19,8 +19,8 @@ from poolcheck.fuzz import diagnosis as D
 from poolcheck.fuzz.diagnosis import diagnose_output, diagnose_rejection, replay, search, severity_of, variants
 from poolcheck.fuzz.known import known_entries
 from poolcheck.results import FindingKind, Severity
-from poolcheck.spec import dtypes
 from poolcheck.spec import attributes as A
+from poolcheck.spec import dtypes
 from poolcheck.spec.shape import resolve
 
 ENGINE = get_engine("auto")
