@@ -319,6 +319,9 @@ SEVERITY_RULES: tuple[SeverityRule, ...] = (
     _rule("lp:float64-as-float32", _U, ("ONNX-LP-NORM",), "the text gives no computation type for the norm (T is "
           "any floating-point type); computing f64 as f32, with inf saturated, changes the result beyond f32's "
           "precision and range", "LpPool, GlobalLpPool"),
+    _rule("lp:float64-cast-to-float32", _U, ("ONNX-LP-NORM",), "the text gives no computation type for the norm "
+          "(T is any floating-point type); computing f64 in f32 changes the result beyond f32's precision and "
+          "range", "LpPool, GlobalLpPool"),
     _rule("adaptive_max:nan-any", _U, (), _NAN, "AdaptiveMaxPool-8"),
     _rule("avg:input-type-overflow", _U, (), "the text gives no accumulation type or order for the average's sum: "
           "a sum in the input type overflows where a wider one does not", "GlobalAveragePool, AdaptiveAvgPool-8"),

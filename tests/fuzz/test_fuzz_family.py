@@ -456,3 +456,25 @@ def test_a_power_mean_is_named_lp_mean_and_the_norm_is_not() -> None:
     got = resolve_peer("tract").run(fourth, sums).values
     assert np.isinf(got[0, 0, 0]) and np.isfinite(got[1, 0, 0])
     assert diagnose_family(fourth, sums, None, _expected(fourth, sums), (got, None)) == ["lp:input-type-overflow+lp:mean"]
+
+
+def test_tracts_float64_global_lp_pool_is_cast_to_float32_not_saturated() -> None:
+    """tract runs a float64 GlobalLpPool in float32 by a plain cast: an inf stays inf (OpenVINO's
+    saturating transform, lp:float64-as-float32, gives 3.4028235e38 there). The plane holding inf
+    made the pair 'unexplained values', NEW in every-peer family campaigns (seed 51 on an AVX2
+    EPYC); the cast names it, and tract's own output on the same input gets the same name."""
+    spec = operators.parse("GlobalLpPool-22", {"p": 2})
+    x = np.array([[[np.inf, 1.0, 2.0], [3.0, 4.0, 5.0]]])
+    mean32 = np.sqrt(np.array([np.inf, (9 + 16 + 25) / 3], dtype=np.float32))
+    got = mean32.astype(np.float64).reshape(1, 2, 1)
+    assert diagnose_family(spec, x, None, _expected(spec, x), (got, None)) == \
+        ["lp:float64-cast-to-float32+lp:mean"]
+    saturated = np.where(np.isinf(got), float(np.finfo(np.float32).max), got)
+    assert "lp:float64-cast-to-float32+lp:mean" not in diagnose_family(spec, x, None, _expected(spec, x),
+                                                                        (saturated, None))
+    tract = pytest.importorskip("tract")
+    del tract
+    from poolcheck.peers.registry import resolve_peer
+
+    got = resolve_peer("tract").run(spec, x).values
+    assert diagnose_family(spec, x, None, _expected(spec, x), (got, None)) == ["lp:float64-cast-to-float32+lp:mean"]

@@ -305,8 +305,8 @@ def _matches(spec: FamilySpec, x: np.ndarray, keys: Sequence[str], out: FamilyOu
     as float32 is judged by float32's rule, alone as in a pair (:func:`replay_family`): by
     float64's, the runtime's float32 roundings step out of it, and a second variant that changes
     nothing on the example (dilations ignored on a kernel of 1) was named beside it."""
-    if x.dtype == np.float64 and tuple(keys) == (AS_FLOAT32.get(spec.op),):
-        x = _narrowed(x)
+    if x.dtype == np.float64 and len(keys) == 1 and keys[0] in NARROWINGS.get(spec.op, ()):
+        x = _narrow_widen(keys[0])[0](x)
     plan = _lp_plan(spec, keys) if any("lp:no-abs" in k for k in keys) else None
     if plan is None or "lp:no-abs" not in plan[1]:
         return agrees(spec, x, out, actual, open_values=open_values)
@@ -432,6 +432,24 @@ def _float32_saturated(spec: FamilySpec, x: np.ndarray) -> FamilyOutputs:
         raise ValueError("only a float64 input is computed as float32")
     values, where = run_family(spec, _narrowed(x))
     return _widened(values), where
+
+
+def _float32_cast(spec: FamilySpec, x: np.ndarray) -> FamilyOutputs:
+    """float64 cast to float32, computed in float32 and cast back, without saturation (tract runs
+    a float64 GlobalLpPool so: an inf stays inf)."""
+    if x.dtype != np.float64:
+        raise ValueError("only a float64 input is computed as float32")
+    values, where = run_family(spec, _cast32(x))
+    return _cast64(values), where
+
+
+def _cast32(x: np.ndarray) -> np.ndarray:
+    with np.errstate(over="ignore"):  # past float32's range: inf, as a cast gives it
+        return x.astype(np.float32)
+
+
+def _cast64(values: np.ndarray) -> np.ndarray:
+    return np.asarray(values).astype(np.float64)
 
 
 def _nan_planes(spec: FamilySpec, x: np.ndarray) -> np.ndarray:
@@ -680,6 +698,9 @@ FAMILY_VARIANTS: tuple[FamilyVariant, ...] = (
       for ops, key in ((("adaptive_avg", "adaptive_max"), "adaptive:float64-as-float32"),
                        (("global_avg", "global_max"), "global:float64-as-float32"),
                        (("lp", "global_lp"), "lp:float64-as-float32"))),
+    FamilyVariant("lp:float64-cast-to-float32", ("lp", "global_lp"), "float64 cast to float32, computed and cast "
+                  "back: past float32's range a value is inf, as is an inf (no saturation; tract's GlobalLpPool)",
+                  lambda s, x, i: _float32_cast(s, x), lambda s: True),
     FamilyVariant("avg:input-type-overflow", ("global_avg", "adaptive_avg"), "the sum accumulated in the input "
                   "type, overflowing past its largest value (inf, NaN or a wrong value by the order of the additions)",
                   lambda s, x, i: _expected(s, x), lambda s: True, _input_type_overflow),
@@ -722,6 +743,15 @@ FAMILY_VARIANT_KEYS: tuple[str, ...] = tuple(v.key for v in FAMILY_VARIANTS)
 AS_FLOAT32 = {"adaptive_avg": "adaptive:float64-as-float32", "adaptive_max": "adaptive:float64-as-float32",
               "global_avg": "global:float64-as-float32", "global_max": "global:float64-as-float32",
               "lp": "lp:float64-as-float32", "global_lp": "lp:float64-as-float32"}
+#: The float64-in-float32 transforms per op, each with how it narrows the input and widens the
+#: output: OpenVINO's saturating one (AS_FLOAT32), and for the Lp ops tract's plain cast.
+NARROWINGS: dict[str, tuple[str, ...]] = {op: (key, *(("lp:float64-cast-to-float32",) if op in ("lp", "global_lp")
+                                                      else ())) for op, key in AS_FLOAT32.items()}
+_NARROW_WIDEN = {"lp:float64-cast-to-float32": (_cast32, _cast64)}
+
+
+def _narrow_widen(key: str) -> tuple[Callable[[np.ndarray], np.ndarray], Callable[[np.ndarray], np.ndarray]]:
+    return _NARROW_WIDEN.get(key, (_narrowed, _widened))
 _BY_KEY = {v.key: v for v in FAMILY_VARIANTS}
 
 
@@ -806,23 +836,24 @@ def diagnose_family(spec: FamilySpec, x: np.ndarray, indices: np.ndarray | None,
             out = _lp_combination(spec, x, keys)
             if out is not None and not agrees(spec, x, expected, out) and _matches(spec, x, keys, out, actual):
                 found.append("+".join(keys))
-    if not found and spec.op in AS_FLOAT32 and x.dtype == np.float64:
+    if not found and spec.op in NARROWINGS and x.dtype == np.float64:
         # computed as float32 and misread besides: the pair, each a behaviour of its own
         # (a NaN rule paired on an input without NaN would name a rounding it happens to share)
-        narrowed = AS_FLOAT32[spec.op]
         nan_free = not np.isnan(x).any()
-        seconds = [v.key for v in FAMILY_VARIANTS
-                   if v.key != narrowed and spec.op in v.ops and not (nan_free and "nan" in v.key)
-                   and replay_family(spec, x, indices, (narrowed, v.key), actual)]
-        # as above: a joined variant whose part pairs alone adds nothing
-        found = [f"{narrowed}+{k}" for k in seconds
-                 if "+" not in k or not any(a in seconds for a in k.split("+"))]
+        for narrowed in NARROWINGS[spec.op]:
+            seconds = [v.key for v in FAMILY_VARIANTS
+                       if v.key not in NARROWINGS[spec.op] and spec.op in v.ops and not (nan_free and "nan" in v.key)
+                       and replay_family(spec, x, indices, (narrowed, v.key), actual)]
+            # as above: a joined variant whose part pairs alone adds nothing
+            found += [f"{narrowed}+{k}" for k in seconds
+                      if "+" not in k or not any(a in seconds for a in k.split("+"))]
         if not found and spec.op in ("lp", "global_lp"):  # computed as float32 and misread twice over
-            for keys in _lp_combinations(spec, _narrowed(x)):
-                if found and len(keys) > len(found[0].split("+")) - 1:
-                    break
-                if replay_family(spec, x, indices, (narrowed, *keys), actual):
-                    found.append("+".join((narrowed, *keys)))
+            for narrowed in NARROWINGS[spec.op]:
+                for keys in _lp_combinations(spec, _narrow_widen(narrowed)[0](x)):
+                    if found and len(keys) > len(found[0].split("+")) - 1:
+                        break
+                    if replay_family(spec, x, indices, (narrowed, *keys), actual):
+                        found.append("+".join((narrowed, *keys)))
     shown: Counter[str] = Counter()
     for k, n in (prefer or {}).items():
         for a in k.split("+"):
@@ -839,22 +870,23 @@ def _open(v: FamilyVariant, spec: FamilySpec, x: np.ndarray) -> np.ndarray | Non
 def replay_family(spec: FamilySpec, x: np.ndarray, indices: np.ndarray | None, keys: Sequence[str],
                   actual: FamilyOutputs) -> bool:
     """Whether the one variant ``keys`` names reproduces ``actual`` (grouping's test)."""
-    narrowed = AS_FLOAT32.get(spec.op, "")
-    if len(keys) == 2 and narrowed in keys:
+    narrowed = next((k for k in keys if k in NARROWINGS.get(spec.op, ())), "")
+    if len(keys) >= 2 and narrowed:
         keys = [narrowed, *(k for k in keys if k != narrowed)]
-    if len(keys) == 2 and keys[0] == narrowed and x.dtype == np.float64:  # a variant on the float32 input
-        narrow = _narrowed(x)
+    narrow_of, widen = _narrow_widen(narrowed)
+    if len(keys) == 2 and narrowed and x.dtype == np.float64:  # a variant on the float32 input
+        narrow = narrow_of(x)
         v = _BY_KEY.get(keys[1])
         out = variant_outputs(keys[1], spec, narrow, indices)
         if out is None or v is None:
             return False
-        widened = (_widened(out[0]), out[1])
+        widened = (widen(out[0]), out[1])
         return agrees(spec, narrow, widened, actual, open_values=_open(v, spec, narrow))
-    if len(keys) > 2 and keys[0] == narrowed and x.dtype == np.float64 and spec.op in ("lp", "global_lp"):
-        narrow = _narrowed(x)  # an LpPool combination on the float32 input
+    if len(keys) > 2 and narrowed and x.dtype == np.float64 and spec.op in ("lp", "global_lp"):
+        narrow = narrow_of(x)  # an LpPool combination on the float32 input
         rest = sorted(keys[1:], key=lambda k: _LP_MODIFIERS.index(k) if k in _LP_MODIFIERS else -1)
         combined = _lp_combination(spec, narrow, rest)
-        return combined is not None and _matches(spec, narrow, rest, (_widened(combined[0]), combined[1]), actual)
+        return combined is not None and _matches(spec, narrow, rest, (widen(combined[0]), combined[1]), actual)
     if len(keys) > 1 and spec.op in ("lp", "global_lp"):
         ordered = sorted(keys, key=lambda k: _LP_MODIFIERS.index(k) if k in _LP_MODIFIERS else -1)
         combined = _lp_combination(spec, x, ordered)
