@@ -224,6 +224,11 @@ def known_entries(paths: list[str | Path]) -> tuple[list[KnownEntry], list[CaseF
             errors.append(CaseFileError(str(exc), path=c.path, line=c.line, case_id=c.id, field="tags"))
             continue
         peer = next((t[len(KNOWN_TAG_PEER):] for t in c.tags if t.startswith(KNOWN_TAG_PEER)), None)
+        bad_cpu = next((t for t in c.tags if t.startswith(KNOWN_TAG_CPU) and not t[len(KNOWN_TAG_CPU):].lstrip("!")), None)
+        if bad_cpu is not None:
+            errors.append(CaseFileError(f"tag {bad_cpu!r} names no CPU feature (cpu:FEATURE or cpu:!FEATURE)",
+                                        path=c.path, line=c.line, case_id=c.id, field="tags"))
+            continue
         entries.append(KnownEntry(c, sig, peer))
     return entries, errors
 

@@ -392,7 +392,8 @@ class JaxPeer(RuntimePeer):
     batch_limit = 1
     accepted_options = (
         PeerOption("windows", "shared", "shared: XLA runs stride-1, undilated windows over a block poolcheck "
-                   "lays out (one compile per window and type); xla: strides and dilations passed to "
+                   "lays out (one compile per window and type; a max one axis at a time: per window length and "
+                   "type); xla: strides and dilations passed to "
                    "reduce_window (one compile per configuration's window arithmetic, slower)", WINDOWS),
     )
 
@@ -466,7 +467,7 @@ class JaxPeer(RuntimePeer):
             # The shared block (stride 1, bucketed shapes) would pick the kernel for XLA, so an
             # input with a NaN runs plainly: what a user's call gives.
             return [PeerOutput(self._plain(node, x), None, [VALUES_ONLY])]
-        lay = layout(node, np.asarray(arr), self.option("windows"))
+        lay = layout(node, x, self.option("windows"))
         if node.op == "max" and self.option("windows") == "shared":
             result = self._max_by_axis(lay)
         else:

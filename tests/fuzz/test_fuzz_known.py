@@ -4,6 +4,8 @@ reproduces exactly as recorded (a fixed upstream bug makes this fail: move the e
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from support import ROOT
 
@@ -84,3 +86,11 @@ def test_document_entries_are_errata_of_the_written_rules() -> None:
     assert {e.signature.split("|", 3)[3] for e in docs} >= {"same_*, any rounding", "valid, ceil"}
     checks = recheck_known(docs, [])
     assert {k.state for k in checks} == {"reproduces"}
+
+
+def test_a_cpu_tag_without_a_feature_is_a_load_error_naming_the_case(tmp_path: Path) -> None:
+    source = (KNOWN / "openvino.yaml").read_text(encoding="utf-8")
+    bad = tmp_path / "openvino.yaml"
+    bad.write_text(source.replace("'cpu:avx512_core'", "'cpu:!'", 1), encoding="utf-8")
+    _entries, errors = known_entries([bad])
+    assert len(errors) == 1 and "names no CPU feature" in str(errors[0]) and "rejects-no-max-kernel" in str(errors[0])

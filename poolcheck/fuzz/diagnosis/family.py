@@ -737,21 +737,30 @@ FAMILY_VARIANTS: tuple[FamilyVariant, ...] = (
                   lambda s, x, i: _adaptive(s, x, nan_skip=True)),
 )
 FAMILY_VARIANT_KEYS: tuple[str, ...] = tuple(v.key for v in FAMILY_VARIANTS)
-#: The input transform another variant may be paired with (``<transform>+<key>``), by op:
-#: OpenVINO's CPU plugin runs float64 models in float32 (its ONNX frontend's LpPool and
-#: GlobalLpPool included), and misreads some of them besides.
-AS_FLOAT32 = {"adaptive_avg": "adaptive:float64-as-float32", "adaptive_max": "adaptive:float64-as-float32",
-              "global_avg": "global:float64-as-float32", "global_max": "global:float64-as-float32",
-              "lp": "lp:float64-as-float32", "global_lp": "lp:float64-as-float32"}
-#: The float64-in-float32 transforms per op, each with how it narrows the input and widens the
-#: output: OpenVINO's saturating one (AS_FLOAT32), and for the Lp ops tract's plain cast.
-NARROWINGS: dict[str, tuple[str, ...]] = {op: (key, *(("lp:float64-cast-to-float32",) if op in ("lp", "global_lp")
-                                                      else ())) for op, key in AS_FLOAT32.items()}
-_NARROW_WIDEN = {"lp:float64-cast-to-float32": (_cast32, _cast64)}
+#: The input transforms another variant may be paired with (``<transform>+<key>``), by op, each
+#: a float64 input run in float32: OpenVINO's CPU plugin runs float64 models in float32 with inf
+#: saturated (its ONNX frontend's LpPool and GlobalLpPool included) and misreads some of them
+#: besides; tract casts a float64 GlobalLpPool to float32 and back.
+NARROWINGS: dict[str, tuple[str, ...]] = {
+    "adaptive_avg": ("adaptive:float64-as-float32",), "adaptive_max": ("adaptive:float64-as-float32",),
+    "global_avg": ("global:float64-as-float32",), "global_max": ("global:float64-as-float32",),
+    "lp": ("lp:float64-as-float32", "lp:float64-cast-to-float32"),
+    "global_lp": ("lp:float64-as-float32", "lp:float64-cast-to-float32"),
+}
+Transform = Callable[[np.ndarray], np.ndarray]
+#: How each transform narrows the input and widens the output.
+_NARROW_WIDEN: dict[str, tuple[Transform, Transform]] = {
+    **{key: (_narrowed, _widened) for key in ("adaptive:float64-as-float32", "global:float64-as-float32",
+                                              "lp:float64-as-float32")},
+    "lp:float64-cast-to-float32": (_cast32, _cast64),
+}
 
 
-def _narrow_widen(key: str) -> tuple[Callable[[np.ndarray], np.ndarray], Callable[[np.ndarray], np.ndarray]]:
+def _narrow_widen(key: str) -> tuple[Transform, Transform]:
+    """The narrowing and widening of transform ``key`` (the saturating ones for "": unused)."""
     return _NARROW_WIDEN.get(key, (_narrowed, _widened))
+
+
 _BY_KEY = {v.key: v for v in FAMILY_VARIANTS}
 
 
