@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import sys
+from typing import Any
 
 import numpy as np
 import pytest
@@ -110,15 +111,22 @@ def test_jax_expresses_ceil_rounding_through_padding_exactly() -> None:
     assert not ok and "no input element" in why
 
 
+def _jax_shared_and_xla() -> tuple[Any, Any]:
+    """Two fresh jax peers: the default windows=shared, and windows=xla (XLA's own window arithmetic)."""
+    from poolcheck.peers.jax_peer import JaxPeer
+
+    available_peer("jax")
+    shared, xla = JaxPeer(persistent_cache=False), JaxPeer(persistent_cache=False)
+    xla.configure({"windows": "xla"})
+    return shared, xla
+
+
 def test_jax_one_compile_serves_every_shape_pad_stride_and_dilation_of_a_window() -> None:
     """windows=shared: the compile depends on the reduction, the type, the window shape and the
     block only; values stay the spec's (int8 extremes, padding, strides, dilations, ceil), and
     windows=xla (strides and dilations in reduce_window) agrees on every one."""
-    from poolcheck.peers.jax_peer import JaxPeer
 
-    shared = JaxPeer(persistent_cache=False)
-    xla = JaxPeer(persistent_cache=False)
-    xla.configure({"windows": "xla"})
+    shared, xla = _jax_shared_and_xla()
     rng = np.random.default_rng(5)
     items = []
     for size in (3, 5, 8, 12):
@@ -151,12 +159,9 @@ def test_jax_folds_one_element_window_axes_into_the_compile_of_the_rest() -> Non
     """A window of one element along an axis takes each position alone: the axis joins the rows,
     so (1, 3, 1), (3, 1) and (3,) windows share one compile (a campaign draws many such windows);
     every value is still the spec's, as windows=xla (no layout of poolcheck's) gives it."""
-    from poolcheck.peers.jax_peer import JaxPeer
 
     available_peer("jax")
-    shared = JaxPeer(persistent_cache=False)
-    xla = JaxPeer(persistent_cache=False)
-    xla.configure({"windows": "xla"})
+    shared, xla = _jax_shared_and_xla()
     rng = np.random.default_rng(11)
     items = []
     for kernel, shape in (([1, 3, 1], (2, 3, 4, 9, 5)), ([3, 1], (1, 2, 7, 6)), ([3], (2, 2, 10)),
@@ -186,12 +191,9 @@ def test_jax_max_by_axis_gives_the_values_of_one_reduce_window_call_over_the_who
     arithmetic) under the judgement (NaN equals NaN, -0.0 equals 0.0) and the spec's; the
     compiles are keyed by window length, so 2-D and 3-D windows compile 1-D reductions only."""
     from poolcheck.judgement import same_values
-    from poolcheck.peers.jax_peer import JaxPeer
 
     available_peer("jax")
-    shared = JaxPeer(persistent_cache=False)
-    xla = JaxPeer(persistent_cache=False)
-    xla.configure({"windows": "xla"})
+    shared, xla = _jax_shared_and_xla()
     rng = np.random.default_rng(23)
     items = []
     for i, (spec, x32) in enumerate(support.spread(23, 160, index_attrs=False)):
