@@ -16,12 +16,14 @@ do); ``-fno-math-errno``;
 once per instruction-set path, as NumPy compiles its dispatched sources: ``isa_portable.c``
 for the baseline, and on x86-64 ``isa_avx2.c`` with ``-mavx2 -mfma`` and ``isa_avx512.c``
 with AVX-512 F/BW/VL/DQ (ISA_FLAGS); the extension picks the fastest path the CPU runs at
-import (``POOLCHECK_ISA`` forces one). The three path files are the whole compile time (GCC 12:
-about 13, 12 and 5 s of CPU on an AMD EPYC Zen 4; 21, 13 and 8 s on an older AVX2 EPYC, where
-``time python setup.py build_ext --inplace --force`` took 23.5 s of wall time and 44.5 s of CPU
-on 2 cores, 33 s and 55 s before the avx2 path left its 8- to 32-bit integer kernels to the
-portable one, isa_avx2.c; module.c, geometry.c and family.c under 1.5 s together), so on 2 cores
-the build takes about as long as its largest file plus what the other core cannot take.
+import (``POOLCHECK_ISA`` forces one). The three path files are the whole compile time (GCC 12
+on an AMD EPYC with AVX2, no AVX-512: about 13.5, 10.5 and 7.5 s of CPU; module.c, geometry.c and
+family.c under 1.5 s together), so on 2 cores the build takes about as long as its largest file
+plus what the other core cannot take: ``time python setup.py build_ext --inplace --force`` took
+14.5-21 s of wall time and 26-36 s of CPU there (three runs on a noisy VM), 23-24 s and 44-46 s
+before the templates' border helpers (mw_brow, aw_brow) became real functions rather than a
+copy inlined at both borders of every specialised row loop, and 33 s and 55 s before the avx2
+path left its 8- to 32-bit integer kernels to the portable one (isa_avx2.c).
 """
 
 from __future__ import annotations

@@ -12,9 +12,10 @@
 #define TO PC_TO
 #define PC_N(f) PC_CAT(f, PC_SUF)
 
-/* Border windows [o0, o1) of one row: valid taps in order (+0.0, see zinit). */
-INLINE void PC_N(aw_brow)(const TI *restrict xr, double *restrict yr,
-                          const ax_t *restrict A, int64_t o0, int64_t o1) {
+/* Border windows [o0, o1) of one row: valid taps in order (+0.0, see zinit). A real function,
+ * as mw_brow (tmpl_maxsep.h) is. */
+static __attribute__((noinline)) void PC_N(aw_brow)(const TI *restrict xr, double *restrict yr,
+                                                    const ax_t *restrict A, int64_t o0, int64_t o1) {
     const int64_t s = A->s, d = A->d, pb = A->pb;
     const double zadd = A->zinit ? 0.0 : -0.0;
     for (int64_t o = o0; o < o1; o++) {
