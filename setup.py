@@ -28,9 +28,11 @@ path left its 8- to 32-bit integer kernels to the portable one (isa_avx2.c).
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -93,13 +95,47 @@ class OptionalBuildExt(build_ext):
             for ext in self.extensions:
                 ext.extra_compile_args = UNIX_FLAGS + list(ext.extra_compile_args or [])
         _compile_per_source(self.compiler, unix=self.compiler.compiler_type == "unix")
+        started = time.monotonic()
         super().build_extensions()
+        for ext in self.extensions:
+            _record_build(Path(self.get_ext_fullpath(ext.name)), time.monotonic() - started)
+
+    def copy_extensions_to_source(self) -> None:
+        # --inplace (and editable installs) build in build/ and copy the extension back: its
+        # build record goes with it.
+        super().copy_extensions_to_source()
+        build_py = self.get_finalized_command("build_py")
+        for ext in self.extensions:
+            inplace, regular = (Path(p) for p in self._get_inplace_equivalent(build_py, ext))
+            if _record_path(regular).exists() and inplace.exists():
+                self.copy_file(str(_record_path(regular)), str(_record_path(inplace)), level=self.verbose)
 
     def build_extension(self, ext: Extension) -> None:
         try:
             super().build_extension(ext)
         except BUILD_ERRORS as exc:
             _warn(f"{type(exc).__name__}: {exc}")
+
+
+#: Written beside the built extension: the wall time of its compile and link, which
+#: ``poolcheck bench`` reports (``poolcheck.engines.c_engine.build_record``).
+BUILD_RECORD_SUFFIX = ".build.json"
+
+
+def _record_build(extension: Path, seconds: float) -> None:
+    """Record how long the build of ``extension`` took, on how many CPUs (only when it was built:
+    a failed build warns instead and leaves no record)."""
+    if not extension.exists():
+        return
+    record = {"seconds": round(seconds, 1), "cpus": os.cpu_count(), "machine": platform.machine(),
+              "recorded": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+    _record_path(extension).write_text(json.dumps(record) + "\n", encoding="utf-8")
+
+
+def _record_path(extension: Path) -> Path:
+    """The build record beside ``extension`` (``_cpool.cpython-311-x86_64-linux-gnu.so`` ->
+    ``_cpool.build.json``)."""
+    return extension.with_name(extension.name.split(".")[0] + BUILD_RECORD_SUFFIX)
 
 
 def _compile_per_source(compiler, unix: bool) -> None:  # type: ignore[no-untyped-def]

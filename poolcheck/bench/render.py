@@ -23,6 +23,7 @@ from poolcheck.bench.summary import (
     PATH_VS_ORT,
     PathRatio,
     Ratios,
+    build_time_of,
     path_ratios,
     paths_timed,
     ratios,
@@ -145,7 +146,8 @@ def ratios_table(run: BenchRun) -> Table:
     """The headline ratios, side by side from this one run, the CPU and the set-up time."""
     table = Table(title=f"{RATIOS_TITLE}, on {run.machine.get('cpu') or 'unknown CPU'}", title_justify="left",
                   caption_justify="left",
-                  caption=f"Set-up time of the last fresh install: {setup_time_of(run).text()}")
+                  caption=f"Set-up time of the last fresh install: {setup_time_of(run).text()}\n"
+                          f"C engine build: {build_time_of(run).text()}")
     for i, h in enumerate(RATIO_HEADERS):
         table.add_column(_header(h, "\n"), justify="right" if 0 < i < 4 else "left", no_wrap=0 < i < 4,
                          overflow="fold")
@@ -350,6 +352,7 @@ def to_markdown(run: BenchRun, command: str = "poolcheck bench") -> str:
         f"interleaved in blocks of {run.settings.get('block')}",
         f"- Set-up time of the last fresh install (`make install`, from creating the virtual environment "
         f"to the end of the install): {setup_time_of(run).text()}",
+        f"- C engine build (setup.py's compile and link of the loaded extension): {build_time_of(run).text()}",
         "",
         "## Ratios of medians (this run)",
         "",

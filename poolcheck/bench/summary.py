@@ -1,15 +1,18 @@
-"""The headline ratios of a benchmark run, side by side, and the recorded set-up time.
+"""The headline ratios of a benchmark run, side by side, and the recorded set-up and build times.
 
 Per workload, from the medians of one run: the C engine over ONNX Runtime, the NumPy engine
 over ONNX Runtime, and the C engine over the fastest NCHW contender that is not one of
 poolcheck's engines. The set-up time is the wall time of the last fresh ``make install`` (from
 the virtual environment's creation to the end of the install), which the Makefile records in
-the environment as ``.install-seconds``; it is unknown where no such record exists.
+the environment as ``.install-seconds``; it is unknown where no such record exists. The build
+time is the wall time setup.py took to compile and link the loaded C extension, which it
+records beside it (``poolcheck.engines.c_engine.build_record_path``).
 """
 
 from __future__ import annotations
 
 import datetime as _dt
+import json
 import math
 import sys
 from dataclasses import dataclass
@@ -17,6 +20,7 @@ from pathlib import Path
 
 from poolcheck.bench.contenders import C_PATH_PREFIX, is_poolcheck_key
 from poolcheck.bench.measure import BenchRun, Result, WorkloadResult
+from poolcheck.engines import c_engine
 
 ORT_KEY = "onnxruntime"
 #: Where ``make install`` records the wall time of a fresh install, inside the environment.
@@ -26,6 +30,8 @@ INSTALL_RECORD = ".install-seconds"
 C_VS_ORT = 1.0
 NUMPY_VS_ORT = 3.0
 C_VS_FASTEST_NCHW = 1.10
+#: The C extension's build (compile and link) takes at most this long, in seconds, on 2 cores.
+BUILD_LIMIT_S = 20.0
 #: The C engine against ONNX Runtime per instruction-set path: C_VS_ORT, except the portable
 #: path (SSE2 on x86-64, NEON on AArch64), which stays within 2x of ONNX Runtime.
 PATH_VS_ORT = {"portable": 2.0}
@@ -151,3 +157,60 @@ def setup_time_of(run: BenchRun) -> SetupTime:
         return SetupTime(None, None, "not read in this run")
     seconds = m.get("setup_seconds")
     return SetupTime(None if seconds is None else float(seconds), m.get("setup_recorded"), str(m["setup_note"]))
+
+
+@dataclass(frozen=True)
+class BuildTime:
+    """The wall time setup.py took to build the loaded C extension, when recorded."""
+
+    seconds: float | None
+    cpus: int | None
+    recorded: str | None
+    note: str  # where it came from, or why it is unknown
+
+    def met(self) -> bool | None:
+        """Whether the build kept to :data:`BUILD_LIMIT_S` (None: unknown, or not on 2 cores)."""
+        if self.seconds is None or self.cpus != 2:
+            return None
+        return self.seconds <= BUILD_LIMIT_S
+
+    def text(self) -> str:
+        if self.seconds is None:
+            return f"unknown ({self.note})"
+        met = self.met()
+        target = "" if met is None else f"; target at most {BUILD_LIMIT_S:g} s on 2 cores: {'met' if met else 'missed'}"
+        return f"{self.seconds:.1f} s on {self.cpus} CPUs ({self.note}, recorded {self.recorded}{target})"
+
+    def machine_fields(self) -> dict[str, object]:
+        """The record as fields of a run's ``machine`` section (and so of its JSON)."""
+        return {"build_seconds": self.seconds, "build_cpus": self.cpus, "build_recorded": self.recorded,
+                "build_note": self.note}
+
+
+def read_build_time(record: Path | None = None) -> BuildTime:
+    """The build time setup.py recorded beside the loaded C extension (or in ``record``). A
+    missing or unreadable record is "unknown"."""
+    path = c_engine.build_record_path() if record is None else record
+    if path is None:
+        return BuildTime(None, None, None, f"C engine not loaded: {c_engine.UNAVAILABLE_REASON}")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError:
+        return BuildTime(None, None, None, "no build record beside the extension (built before setup.py kept one)")
+    except ValueError:
+        return BuildTime(None, None, None, "unreadable build record")
+    seconds, cpus, when = (data.get(k) if isinstance(data, dict) else None for k in ("seconds", "cpus", "recorded"))
+    if not (isinstance(seconds, (int, float)) and math.isfinite(seconds) and seconds >= 0
+            and isinstance(cpus, int) and cpus > 0 and isinstance(when, str)):
+        return BuildTime(None, None, None, "unreadable build record")
+    return BuildTime(float(seconds), cpus, when[:40], "setup.py")
+
+
+def build_time_of(run: BenchRun) -> BuildTime:
+    """The build time stored in ``run.machine`` by ``poolcheck bench`` (unknown if absent)."""
+    m = run.machine
+    if "build_note" not in m:
+        return BuildTime(None, None, None, "not read in this run")
+    seconds, cpus = m.get("build_seconds"), m.get("build_cpus")
+    return BuildTime(None if seconds is None else float(seconds), None if cpus is None else int(cpus),
+                     m.get("build_recorded"), str(m["build_note"]))

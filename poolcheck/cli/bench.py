@@ -12,7 +12,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from poolcheck.bench import run_bench, select
 from poolcheck.bench.contenders import all_contenders
 from poolcheck.bench.render import renderable, to_json, to_markdown
-from poolcheck.bench.summary import read_setup_time
+from poolcheck.bench.summary import read_build_time, read_setup_time
 from poolcheck.cli.common import EXIT_OK, console, err_console, fail, parse_duration, safe, user_errors, writable_dir
 from poolcheck.engines import c_engine
 from poolcheck.files import write_text_atomic
@@ -102,6 +102,7 @@ def bench(
 
             run = run_bench(chosen, reps=reps, budget_s=budget, progress=on_progress, contenders=all_contenders(paths))
         run.machine.update(read_setup_time().machine_fields())
+        run.machine.update(read_build_time().machine_fields())
         if as_json:
             sys.stdout.write(to_json(run) + "\n")
         else:

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import functools
 import os
+from pathlib import Path
 from types import ModuleType
 
 import numpy as np
@@ -82,6 +83,18 @@ def active_isa() -> str | None:
 def available_isas() -> tuple[str, ...]:
     """Every instruction-set path this CPU and build can run, slowest first."""
     return () if _cpool is None else tuple(_cpool.ISAS)
+
+
+#: What setup.py writes beside the extension it built (setup.py, _record_build): the wall time
+#: of the compile and link, the CPUs it ran on, and when.
+BUILD_RECORD_NAME = "_cpool.build.json"
+
+
+def build_record_path() -> Path | None:
+    """Where setup.py recorded this extension's build, or None when no extension is loaded."""
+    if _cpool is None or not getattr(_cpool, "__file__", None):
+        return None
+    return Path(str(_cpool.__file__)).with_name(BUILD_RECORD_NAME)
 
 
 def switch_isa(name: str) -> str:

@@ -4,6 +4,7 @@ and Markdown have their structure. No timing is ever asserted."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -23,7 +24,7 @@ from poolcheck.bench.measure import STATUSES, run_bench
 from poolcheck.bench.targets import evaluate
 from poolcheck.bench.workloads import Workload
 from poolcheck.cli import app
-from poolcheck.engines import get_engine
+from poolcheck.engines import c_engine, get_engine
 from poolcheck.files import write_text_atomic
 from poolcheck.spec.policy import SPEC
 
@@ -345,6 +346,46 @@ def test_setup_time_unknown_unless_recorded(tmp_path: Path) -> None:
         assert bad.seconds is None and "unreadable install record" in bad.text()
 
 
+def test_build_time_read_from_the_record_beside_the_extension(tmp_path: Path) -> None:
+    assert "C engine build (setup.py's compile and link of the loaded extension): unknown (not read in this run)" \
+        in render.to_markdown(fixed_run())
+    record = tmp_path / c_engine.BUILD_RECORD_NAME
+    missing = summary.read_build_time(record)
+    assert missing.seconds is None and missing.text().startswith("unknown (no build record beside the extension")
+    record.write_text('{"seconds": 17.94, "cpus": 2, "machine": "x86_64", "recorded": "2026-11-27 04:05 UTC"}\n',
+                      encoding="utf-8")
+    known = summary.read_build_time(record)
+    assert known == summary.BuildTime(17.94, 2, "2026-11-27 04:05 UTC", "setup.py") and known.met() is True
+    assert known.text() == ("17.9 s on 2 CPUs (setup.py, recorded 2026-11-27 04:05 UTC; "
+                            "target at most 20 s on 2 cores: met)")
+    assert summary.build_time_of(fixed_run(known.machine_fields())) == known
+    slow = dataclasses.replace(known, seconds=23.5)
+    assert slow.met() is False and slow.text().endswith("target at most 20 s on 2 cores: missed)")
+    four = dataclasses.replace(known, cpus=4)  # the target is stated for 2 cores: not judged on others
+    assert four.met() is None and four.text() == "17.9 s on 4 CPUs (setup.py, recorded 2026-11-27 04:05 UTC)"
+    run = fixed_run({**known.machine_fields(), **summary.SetupTime(83.4, "x", "fresh `make install`").machine_fields()})
+    console = Console(record=True, width=200)
+    console.print(render.renderable(run))
+    assert "C engine build: 17.9 s on 2 CPUs (setup.py" in " ".join(console.export_text().split())
+    assert "compile and link of the loaded extension): 17.9 s on 2 CPUs" in render.to_markdown(run)
+    assert json.loads(render.to_json(run))["machine"]["build_seconds"] == 17.94
+    for garbage in ("", "soon", "[]", '{"seconds": -1, "cpus": 2, "recorded": "x"}',
+                    '{"seconds": NaN, "cpus": 2, "recorded": "x"}', '{"seconds": 3, "cpus": 0, "recorded": "x"}',
+                    '{"seconds": 3, "cpus": 2}', '{"seconds": "3", "cpus": 2, "recorded": "x"}'):
+        record.write_text(garbage, encoding="utf-8")
+        bad = summary.read_build_time(record)
+        assert bad.seconds is None and bad.text() == "unknown (unreadable build record)", garbage
+
+
+@pytest.mark.skipif(not c_engine.AVAILABLE, reason=f"C engine: {c_engine.UNAVAILABLE_REASON}")
+def test_the_installed_extension_has_its_build_record() -> None:
+    """setup.py wrote the record beside the extension it built (a fresh install, as CI's; an
+    extension built before setup.py kept records needs `make install` or a rebuild)."""
+    build = summary.read_build_time()
+    assert build.seconds is not None and build.seconds > 0, build.text()
+    assert build.cpus == os.cpu_count() and build.note == "setup.py"
+
+
 def test_real_command_reports_the_ratios(tmp_path: Path) -> None:
     """`python -m poolcheck bench` itself, on the smallest real workload with a tiny repeat count:
     the ratio table and the set-up line are there, and the JSON holds the same ratios."""
@@ -353,7 +394,7 @@ def test_real_command_reports_the_ratios(tmp_path: Path) -> None:
     table = subprocess.run(args, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
     assert table.returncode == 0, table.stderr
     assert "Ratios of medians, this run, on " in table.stdout
-    assert "Set-up time of the last fresh install: " in table.stdout
+    assert "Set-up time of the last fresh install: " in table.stdout and "C engine build: " in table.stdout
     ratios_part = table.stdout[table.stdout.index("Ratios of medians"):]
     row = [c.strip() for c in next(ln for ln in ratios_part.splitlines() if ln.startswith("│ W2 ")).split("│")[2:7]]
     assert all(c.endswith("x") or c == "n/a" for c in row[:3]) and row[3]
@@ -369,7 +410,7 @@ def test_real_command_reports_the_ratios(tmp_path: Path) -> None:
             assert data["ratios"][0][key] == pytest.approx(medians[engine] / medians["onnxruntime"])
         else:
             assert data["ratios"][0][key] is None
-    assert "setup_note" in data["machine"]
+    assert "setup_note" in data["machine"] and "build_note" in data["machine"]
     assert list(tmp_path.iterdir()) == []  # writes nothing without --write-docs
 
 
