@@ -20,8 +20,8 @@ import (``POOLCHECK_ISA`` forces one). The three path files are the whole compil
 on an AMD EPYC with AVX2, no AVX-512: about 13.5, 10.5 and 7.5 s of CPU; module.c, geometry.c and
 family.c under 1.5 s together), so on 2 cores the build takes about as long as its largest file
 plus what the other core cannot take: ``time python setup.py build_ext --inplace --force`` took
-14.5-21 s of wall time and 26-36 s of CPU there (three runs on a noisy VM), 23-24 s and 44-46 s
-before the templates' border helpers (mw_brow, aw_brow) became real functions rather than a
+13-21 s of wall time (median 16 s, ten builds on a noisy VM) and 25-36 s of CPU there, 19-28 s
+and 36-50 s before the templates' border helpers (mw_brow, aw_brow) became real functions rather than a
 copy inlined at both borders of every specialised row loop, and 33 s and 55 s before the avx2
 path left its 8- to 32-bit integer kernels to the portable one (isa_avx2.c).
 """
