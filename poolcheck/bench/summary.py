@@ -14,6 +14,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import math
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -200,10 +201,15 @@ def read_build_time(record: Path | None = None) -> BuildTime:
     except ValueError:
         return BuildTime(None, None, None, "unreadable build record")
     seconds, cpus, when = (data.get(k) if isinstance(data, dict) else None for k in ("seconds", "cpus", "recorded"))
-    if not (isinstance(seconds, (int, float)) and math.isfinite(seconds) and seconds >= 0
-            and isinstance(cpus, int) and cpus > 0 and isinstance(when, str)):
+    if not (isinstance(seconds, (int, float)) and not isinstance(seconds, bool) and math.isfinite(seconds)
+            and seconds >= 0 and isinstance(cpus, int) and not isinstance(cpus, bool) and cpus > 0
+            and isinstance(when, str) and _RECORDED.fullmatch(when)):
         return BuildTime(None, None, None, "unreadable build record")
-    return BuildTime(float(seconds), cpus, when[:40], "setup.py")
+    return BuildTime(float(seconds), cpus, when, "setup.py")
+
+
+#: The time format setup.py records (``%Y-%m-%d %H:%M UTC``): nothing else from the file is shown.
+_RECORDED = re.compile(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC")
 
 
 def build_time_of(run: BenchRun) -> BuildTime:

@@ -371,7 +371,10 @@ def test_build_time_read_from_the_record_beside_the_extension(tmp_path: Path) ->
     assert json.loads(render.to_json(run))["machine"]["build_seconds"] == 17.94
     for garbage in ("", "soon", "[]", '{"seconds": -1, "cpus": 2, "recorded": "x"}',
                     '{"seconds": NaN, "cpus": 2, "recorded": "x"}', '{"seconds": 3, "cpus": 0, "recorded": "x"}',
-                    '{"seconds": 3, "cpus": 2}', '{"seconds": "3", "cpus": 2, "recorded": "x"}'):
+                    '{"seconds": 3, "cpus": 2}', '{"seconds": "3", "cpus": 2, "recorded": "x"}',
+                    '{"seconds": 3, "cpus": true, "recorded": "2026-11-27 04:05 UTC"}',
+                    '{"seconds": 3, "cpus": 2, "recorded": "[red]2026-11-27 04:05 UTC[/red]"}',
+                    '{"seconds": 3, "cpus": 2, "recorded": "2026-11-27 04:05 UTC\\u001b[2J"}'):
         record.write_text(garbage, encoding="utf-8")
         bad = summary.read_build_time(record)
         assert bad.seconds is None and bad.text() == "unknown (unreadable build record)", garbage
