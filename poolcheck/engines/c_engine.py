@@ -22,6 +22,9 @@ Agreement with the NumPy engine (tested in tests/engines/test_c_engine*.py):
   pooling (one window covering each whole plane) sums each plane in 16 (float32 input; 8 for
   the others) interleaved float64 partial sums instead: within ``(m - 1) 2^-53 sum|x|`` of the exact sum of the plane's m
   elements, as the NumPy engine's pairwise global sum is (docs/benchmarks.md states the bound).
+- float16 max runs on the float32 kernel through :func:`~poolcheck.spec.dtypes.widen_half` and
+  :func:`~poolcheck.spec.dtypes.narrow_half`, which keep every bit pattern (a signalling NaN
+  too, which NumPy's own casts return quiet on AArch64).
 - bfloat16 (no kernel of its own): max runs on the float32 kernel (bfloat16 widens to float32
   exactly, and narrows back exactly); averages run as float16's do (float32 in, the float64
   mean out), rounded once to bfloat16 by :func:`poolcheck.spec.dtypes.cast`, the
@@ -152,8 +155,10 @@ def max_pool(
     lib = _require()
     dtype = x.dtype
     run = np.ascontiguousarray(x)
-    if dtype in (np.float16, dtypes.BFLOAT16):
-        run = run.astype(np.float32)  # exact; comparisons are unchanged
+    if dtype == np.float16:
+        run = dtypes.widen_half(run)  # exact, NaN payloads too; comparisons are unchanged
+    elif dtype == dtypes.BFLOAT16:
+        run = run.astype(np.float32)  # exact (ml_dtypes shifts the bits); comparisons are unchanged
     code = _max_code(run.dtype)
     if code is None:
         raise AttributeValueError("dtype", f"the C engine has no max pooling for {dtype}")
@@ -166,7 +171,9 @@ def max_pool(
         int(policy.empty_index), 1 if layout is not None and layout.order == "F" else 0,
         int(layout.modulus) if layout is not None else 1,
     )
-    if dtype in (np.float16, dtypes.BFLOAT16):
+    if dtype == np.float16:
+        out = dtypes.narrow_half(out)  # exact: every output is an input element or the fill
+    elif dtype == dtypes.BFLOAT16:
         out = out.astype(dtype)  # exact: every output is an input element or the fill
     return out, idx
 
@@ -183,7 +190,8 @@ def avg_pool(x: np.ndarray, geom: Geometry, exclude_pad: bool, policy: Policy = 
     elif dtype == np.float64:
         kind, out_dtype = _AVG_KINDS["float64"], np.dtype(np.float64)
     elif dtype in (np.float16, dtypes.BFLOAT16):
-        run, kind, out_dtype = run.astype(np.float32), _AVG_KINDS["float32_to_float64"], np.dtype(np.float64)
+        run = dtypes.widen_half(run) if dtype == np.float16 else run.astype(np.float32)
+        kind, out_dtype = _AVG_KINDS["float32_to_float64"], np.dtype(np.float64)
     else:
         raise AttributeValueError("dtype", f"average pooling needs a floating-point input, got {dtype}")
     if tuple(run.shape) != geom.input_shape:

@@ -89,6 +89,54 @@ def compare_dtype(dtype: Any) -> np.dtype:
     return np.dtype(np.float32) if dt == BFLOAT16 else dt
 
 
+def _half_casts_keep_bits() -> bool:
+    """Whether this NumPy's float16 -> float32 -> float16 casts give back every bit pattern.
+
+    They do on x86-64. On AArch64 NumPy converts with the FCVT instruction, which returns a
+    signalling NaN quiet (0x7C01 -> 0x7E01, as IEEE 754 has a conversion do), and raises its
+    invalid-operation flag."""
+    signalling = np.array([0x7C01, 0xFDFF], dtype=np.uint16)
+    with np.errstate(invalid="ignore"):
+        back = signalling.view(np.float16).astype(np.float32).astype(np.float16)
+    return bool(np.array_equal(back.view(np.uint16), signalling))
+
+
+#: Probed once, at import: :func:`widen_half` and :func:`narrow_half` fix the signalling NaNs
+#: only where NumPy's own casts do not keep them.
+HALF_CASTS_KEEP_BITS = _half_casts_keep_bits()
+
+
+def widen_half(values: np.ndarray) -> np.ndarray:
+    """float16 ``values`` as float32, every bit pattern kept, on every machine: a number exactly,
+    a NaN with its sign and its 10 payload bits on top of float32's 23 (a signalling NaN stays
+    signalling), as NumPy's cast gives on x86-64. :func:`narrow_half` gives the float16 back."""
+    with np.errstate(invalid="ignore"):
+        wide = values.astype(np.float32)
+    if HALF_CASTS_KEEP_BITS:
+        return wide
+    half = values.view(np.uint16)
+    signalling = ((half & 0x7E00) == 0x7C00) & ((half & 0x01FF) != 0)  # all-ones exponent, quiet bit clear
+    if signalling.any():
+        h = half[signalling].astype(np.uint32)
+        wide.view(np.uint32)[signalling] = ((h & 0x8000) << 16) | 0x7F800000 | ((h & 0x03FF) << 13)
+    return wide
+
+
+def narrow_half(values: np.ndarray) -> np.ndarray:
+    """float32 ``values`` that :func:`widen_half` made (or float16 values of any other source),
+    as float16, every bit pattern given back: the inverse of :func:`widen_half`."""
+    with np.errstate(invalid="ignore"):
+        narrow = values.astype(np.float16)
+    if HALF_CASTS_KEEP_BITS:
+        return narrow
+    bits = values.view(np.uint32)
+    signalling = ((bits & 0x7FC00000) == 0x7F800000) & ((bits & 0x003FFFFF) != 0)
+    if signalling.any():
+        b = bits[signalling]
+        narrow.view(np.uint16)[signalling] = (((b >> 16) & 0x8000) | 0x7C00 | ((b >> 13) & 0x03FF)).astype(np.uint16)
+    return narrow
+
+
 def cast(values: Any, dtype: Any) -> np.ndarray:
     """``values`` as an array of ``dtype``, each rounded once (to nearest, ties to even).
 

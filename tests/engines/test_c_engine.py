@@ -38,6 +38,7 @@ from support import TESTS
 from poolcheck import spec as S
 from poolcheck.engines import c_engine, numpy_engine
 from poolcheck.errors import AttributeValueError
+from poolcheck.spec import dtypes
 from poolcheck.spec.indices import IndexLayout
 from poolcheck.spec.policy import Policy
 
@@ -335,12 +336,63 @@ def test_set_isa_refuses_what_the_cpu_cannot_run() -> None:
     assert ISAS[0] == "portable" and _cpool.isa() == c_engine.active_isa()
 
 
-def test_float16_widening_is_exact() -> None:
-    """float16 max runs on the float32 kernel: every float16 bit pattern (NaN payloads too)
-    survives float16 -> float32 -> float16 unchanged."""
-    every = np.arange(2**16, dtype=np.uint32).astype(np.uint16).view(np.float16)
-    back = every.astype(np.float32).astype(np.float16)
-    assert np.array_equal(back.view(np.uint16), every.view(np.uint16))
+#: Every float16 bit pattern, and its signalling NaNs (all-ones exponent, quiet bit clear).
+EVERY_HALF = np.arange(2**16, dtype=np.uint32).astype(np.uint16)
+SIGNALLING_HALF = ((EVERY_HALF & 0x7E00) == 0x7C00) & ((EVERY_HALF & 0x01FF) != 0)
+
+
+@pytest.mark.parametrize("keep", [True, False], ids=["this-numpy", "fixed-up"])
+def test_float16_widening_keeps_every_bit_pattern(keep: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """float16 max runs on the float32 kernel: every float16 bit pattern (NaN payloads, signalling
+    NaNs too) widens to float32 and narrows back unchanged, with NumPy's casts where they keep
+    the bits and with the fix-up of the casts that quiet a signalling NaN (AArch64) forced; a
+    number widens to its own value, a NaN to its sign and payload on top."""
+    monkeypatch.setattr(dtypes, "HALF_CASTS_KEEP_BITS", keep and dtypes.HALF_CASTS_KEEP_BITS)
+    wide = dtypes.widen_half(EVERY_HALF.view(np.float16))
+    back = dtypes.narrow_half(wide)
+    assert wide.dtype == np.float32 and back.dtype == np.float16
+    assert np.array_equal(back.view(np.uint16), EVERY_HALF)
+    nan = np.isnan(EVERY_HALF.view(np.float16))
+    assert nan.sum() == 2 * 1023 and SIGNALLING_HALF.sum() == 2 * 511
+    h = EVERY_HALF[nan].astype(np.uint32)
+    assert np.array_equal(wide.view(np.uint32)[nan], ((h & 0x8000) << 16) | 0x7F800000 | ((h & 0x03FF) << 13))
+    numbers = EVERY_HALF[~nan].view(np.float16)
+    assert np.array_equal(wide[~nan].astype(np.float64), numbers.astype(np.float64))
+
+
+def test_the_float16_cast_probe_tells_what_numpy_does() -> None:
+    """``HALF_CASTS_KEEP_BITS`` (probed on two patterns at import) is whether NumPy's own casts
+    give back every float16 bit pattern on this machine."""
+    with np.errstate(invalid="ignore"):
+        back = EVERY_HALF.view(np.float16).astype(np.float32).astype(np.float16).view(np.uint16)
+    assert dtypes.HALF_CASTS_KEEP_BITS == bool(np.array_equal(back, EVERY_HALF))
+    assert dtypes.HALF_CASTS_KEEP_BITS or not np.array_equal(back[SIGNALLING_HALF], EVERY_HALF[SIGNALLING_HALF])
+
+
+@pytest.mark.parametrize("keep", [True, False], ids=["this-numpy", "fixed-up"])
+def test_float16_max_returns_the_signalling_nan_it_read(isa: str, keep: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A float16 max whose window holds a signalling NaN returns that NaN's bits (the element the
+    scan picked), as the NumPy engine does, with indices and without; and without a
+    RuntimeWarning from the casts."""
+    monkeypatch.setattr(dtypes, "HALF_CASTS_KEEP_BITS", keep and dtypes.HALF_CASTS_KEEP_BITS)
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((2, 8, 32, 32)).astype(np.float16)  # long enough for SIMD casts
+    signalling = EVERY_HALF[SIGNALLING_HALF]
+    flat = x.reshape(-1).view(np.uint16)
+    where = rng.choice(flat.size, 400, replace=False)
+    flat[where] = signalling[rng.integers(0, signalling.size, where.size)]
+    spec = S.openvino_max_pool([3, 3], [2, 2], [1, 1], [1, 1])
+    geom, layout = S.resolve(spec, x.shape), S.index_layout(spec, x.shape)
+    for policy in (Policy(), Policy(nan="ignore")):
+        with np.errstate(all="raise"):
+            cv, ci = c_engine.max_pool(x, geom, layout, policy)
+            cv_only, _ = c_engine.max_pool(x, geom, None, policy)
+        nv, ni = numpy_engine.max_pool(x, geom, layout, policy)
+        assert_same_bits(cv, nv, "values")
+        assert_same_bits(cv_only, nv, "values only")
+        assert np.array_equal(ci, ni)
+        if policy.nan == "propagate":
+            assert (cv.view(np.uint16)[np.isnan(cv)] & 0x0200 == 0).any(), "no signalling NaN came out"
 
 
 def test_threads_share_the_engine() -> None:
