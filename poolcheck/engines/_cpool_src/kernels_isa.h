@@ -191,7 +191,10 @@ static inline void quot_div_f64(double *restrict out, const double *restrict sum
     for (int64_t i = 0; i < n; i++) out[i] = sum[i] / dtab[i];
 }
 
-#if defined(__FMA__)
+/* Every path with a fused multiply-add instruction: avx2 and avx512 on x86-64 (-mfma), and the
+ * portable path on AArch64, where every CPU has one (tools/test-aarch64.sh runs the engine tests
+ * there, under qemu). */
+#if defined(__FMA__) || (defined(__aarch64__) && defined(__ARM_FEATURE_FMA))
 #define PC_FMA_QUOT 1
 /* sum / d rounded to nearest without a division, for sums of float32 values: r = RN(1/d)
  * (rtab), q0 = RN(sum r) is within 1.5 ulp of sum/d, the remainder sum - q0 d is exact (one
