@@ -7,7 +7,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
 STAMP  := $(VENV)/.installed
 
-.PHONY: install run reports browser redis test test-fast lint bench clean
+.PHONY: install run reports browser redis test test-fast test-aarch64 lint bench clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -70,6 +70,11 @@ test: $(STAMP) browser redis
 # The inner loop: every test not marked slow (no browser, no redis, no cluster needed).
 test-fast: $(STAMP)
 	$(PYTEST) -m "not slow" --durations=10
+
+# The engine tests on AArch64 under qemu-user, with the C extension cross-built by setup.py
+# (root and apt-get; tools/test-aarch64.sh says what it installs). Not part of make test.
+test-aarch64: $(STAMP)
+	PY=$(PY) bash tools/test-aarch64.sh
 
 bench: $(STAMP)
 	$(VENV)/bin/poolcheck bench --isa all --write-docs docs/benchmarks.md

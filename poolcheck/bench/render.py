@@ -285,7 +285,10 @@ NumPy engine (tests/engines/test_c_engine.py runs the agreement tests on each pa
 
 An ARM machine (AArch64: Graviton, Ampere, Apple silicon under Linux) runs the `portable` path:
 the compiler's NEON code for the same kernels, 128 bits wide (the fused float32 kernels' vector
-layer, `_cpool_src/simd.h`, has x86 intrinsics only, so NEON runs its generic form).
+layer, `_cpool_src/simd.h`, has x86 intrinsics only, so NEON runs its generic form; the other
+float32 averages divide by multiply-adds, as `avx2` does, since every AArch64 CPU has FMA).
+`make test-aarch64` builds the extension for AArch64 with setup.py and runs the engine tests
+(tests/engines/) on an arm64 Python under qemu-user: that checks the bits, not the speed.
 No table on this page was measured on ARM; on x86-64 the portable path (SSE2, also 128-bit)
 is the closest measured proxy: `poolcheck bench --isa all` times every path this CPU runs side
 by side in one run (`POOLCHECK_ISA=portable poolcheck bench` makes it the default path).
