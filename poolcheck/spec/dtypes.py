@@ -123,8 +123,9 @@ def widen_half(values: np.ndarray) -> np.ndarray:
 
 
 def narrow_half(values: np.ndarray) -> np.ndarray:
-    """float32 ``values`` that :func:`widen_half` made (or float16 values of any other source),
-    as float16, every bit pattern given back: the inverse of :func:`widen_half`."""
+    """float32 ``values`` that :func:`widen_half` made, or that hold float16 values and NaNs in
+    its layout (the payload in the top 10 bits), as float16, every bit pattern given back: the
+    inverse of :func:`widen_half`."""
     with np.errstate(invalid="ignore"):
         narrow = values.astype(np.float16)
     if HALF_CASTS_KEEP_BITS:
