@@ -26,11 +26,11 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import gc
 import hashlib
 import itertools
 import multiprocessing
-import os
 import queue as queue_mod
 import signal
 import threading
@@ -42,11 +42,11 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
+from poolcheck.engines import available_engines, get_engine
 from poolcheck.errors import AttributeValueError, PoolcheckError
 from poolcheck.fuzz import coverage as cov
 from poolcheck.fuzz import family
 from poolcheck.fuzz import oracles as O
-from poolcheck.fuzz.ahead import MIN_EXAMPLES, MIN_SECONDS, Ahead, Plan, engine_checks, engine_side, reference_engines
 from poolcheck.fuzz.batching import EXAMPLE_CONFIGS, engine_checked
 from poolcheck.fuzz.choices import Choices
 from poolcheck.fuzz.database import example_database
@@ -54,6 +54,7 @@ from poolcheck.fuzz.generation import seed_only_generation
 from poolcheck.fuzz.grouping import Grouping, distinguish, group_finding, refutes
 from poolcheck.fuzz.lanes import Lanes
 from poolcheck.fuzz.progress import Progress, SessionResult, merge_results, merged_progress
+from poolcheck.fuzz.reference import expected_for
 from poolcheck.fuzz.repeats import ENGINE_SIDE_CACHE, PEER_RESULTS_CACHE, EngineSide, config_key, peer_key
 from poolcheck.fuzz.shrinking import (
     Divergence,
@@ -65,7 +66,7 @@ from poolcheck.fuzz.shrinking import (
     saved_examples,
     shrink,
 )
-from poolcheck.fuzz.strategies import ALL_DTYPES, CONVENTIONS, FuzzCase, configs
+from poolcheck.fuzz.strategies import ALL_DTYPES, CONVENTIONS, FuzzCase, configs, fuzz_config
 from poolcheck.judgement import Outputs
 from poolcheck.peers.base import Peer, PeerResult, operator_conventions
 from poolcheck.peers.isolation import Submitted, call_peer_many, close_workers, submit_peer_many
@@ -115,9 +116,6 @@ class FuzzOptions:
     shrink_seconds: float | None = None  # per round; default: the remaining budget, within [5, 30] s
     known_signatures: frozenset[str] = frozenset()
     min_per_region: int = 0  # > 0: stop once every reachable region has this many hits on every runner
-    #: Make the examples and their engine sides in a helper process (:mod:`poolcheck.fuzz.ahead`;
-    #: nothing judged changes). None: where a session runs alone on a machine with a CPU to spare.
-    ahead: bool | None = None
 
     def coverage_plan(self) -> cov.Plan:
         return cov.plan(self.ops, self.conventions, self.ranks, self.dtypes)
@@ -185,13 +183,8 @@ class Session:
     def __init__(self, options: FuzzOptions, peers: Sequence[Peer], *, job: int = 0,
                  on_progress: Callable[[Progress], None] | None = None, deadline: float | None = None,
                  max_examples: int | None = None, on_find: Callable[[O.Finding], None] | None = None,
-                 halt: Any = None, ahead: bool = False) -> None:
+                 halt: Any = None) -> None:
         self.options = options
-        #: Make the examples and their engine sides in a helper process ahead of the judging
-        #: (:mod:`poolcheck.fuzz.ahead`; it changes nothing judged).
-        self.ahead = ahead
-        #: The helper while the exploration runs.
-        self._ahead: Ahead | None = None
         #: Set by the parent of ``--jobs`` workers when another job's find ends an ``--exit-first``
         #: exploration (anything with ``is_set()``).
         self.halt = halt
@@ -201,8 +194,10 @@ class Session:
         self._call = call_peer_many
         self.job = job
         self.on_progress = on_progress
+        self.engine_module: ModuleType = get_engine(options.engine)
         # the reference engine first: every other engine is compared with it
-        self.engine_module, self.engines = reference_engines(options.engine)
+        self.engines: dict[str, ModuleType] = {self.engine_module.NAME: self.engine_module}
+        self.engines.update({name: get_engine(name) for name in available_engines() if name != self.engine_module.NAME})
         self.versions: dict[str, str] = {}
         self.unavailable: dict[str, str] = {}
         self.peers: list[Peer] = []
@@ -254,11 +249,9 @@ class Session:
         self.family = family.is_family_ops(options.ops)  # the rest of the family: fuzz/family.py
         #: One configuration from a source of choices (fuzz/choices.py): a campaign expands its
         #: examples from seeds, Hypothesis shrinks a divergent one through ``self.one``.
-        self._plan_ahead = Plan(options.ops, options.ranks, options.dtypes, options.conventions, options.invalid,
-                                options.seed, job, options.max_configs, options.engine, options.engine_checks,
-                                options.oracles)
         self.generate: Callable[[Choices], Any] = family.generator(options.ops, options.ranks, options.dtypes) \
-            if self.family else self._plan_ahead.generator()
+            if self.family else functools.partial(fuzz_config, ops=options.ops, ranks=options.ranks, dtypes=options.dtypes,
+                                                  conventions=options.conventions, invalid=options.invalid)
         self.one = configs(self.generate)
         #: ``--database``: earlier finds replay first; new shrunk finds are saved for other runs.
         self.database = example_database(options.database) if options.database else None
@@ -306,6 +299,24 @@ class Session:
     def _ask_peers(self, batch: Sequence[FuzzCase]) -> list[Answer]:
         return [self._ask_peer(peer, batch) for peer in (self.peers if "peers" in self.options.oracles else [])]
 
+    def _expected(self, case: FuzzCase) -> tuple[tuple[Outputs, Geometry] | None, list[O.Finding]]:
+        """The reference engine's outputs and geometry for ``case`` (None where poolcheck
+        rejects it) and the findings against poolcheck itself (it accepts an invalid
+        configuration, or its engine raises)."""
+        ok, _why = O.engine_accepts(case)
+        if case.mutation and ok:
+            return None, [O.Finding(kind=FindingKind.ENGINE, op=case.op, subject="validation",
+                                    klass=f"accepts invalid: {case.mutation}",
+                                    text="poolcheck accepts a configuration it should reject", detail=case.describe(),
+                                    case=case, explained=False)]
+        if not ok:
+            return None, []
+        try:
+            return expected_for(self.engine_module, case), []
+        except PoolcheckError as exc:
+            return None, [O.Finding(kind=FindingKind.ENGINE, op=case.op, subject=self.engine_module.NAME, klass="error",
+                                    text="the engine raised", detail=str(exc), case=case, explained=False)]
+
     def check_batch(self, batch: Sequence[FuzzCase], pending: Sequence[Answer] | None = None) -> list[O.Finding]:
         """Every oracle on every configuration of one example (``pending``: the peers' answers,
         asked already by :meth:`_ask_peers`)."""
@@ -322,7 +333,11 @@ class Session:
             key = config_key(case)
             known = self._engine_side.get(key)
             if known is None:
-                known = self._keep_side(key, engine_side(case, self.engine_module))
+                known = self._engine_side[key] = EngineSide(*self._expected(case))
+                if len(self._engine_side) > ENGINE_SIDE_CACHE:
+                    del self._engine_side[next(iter(self._engine_side))]  # the oldest
+            if known.regions is None:  # the spec regions it reaches: a repeat's are the same
+                known.regions = cov.regions_of(case.spec, case.x) if case.mutation is None else frozenset()
             expected.append(known.expected)
             sides.append(known)
             findings += [dataclasses.replace(f, case=case) for f in known.findings]
@@ -334,7 +349,11 @@ class Session:
         for index, (case, known, exp) in enumerate(zip(batch, sides, expected)):
             if exp is not None and engine_checked(index, self.options.engine_checks):
                 if known.checks is None:
-                    known.checks = engine_checks(case, exp, self.engine_module, self.engines, oracles)
+                    known.checks = []
+                    if len(self.engines) > 1 and "engines" in oracles:
+                        known.checks += O.check_engines(case, self.engines, exp[0], exp[1])
+                    if "metamorphic" in oracles:
+                        known.checks += O.check_metamorphic(case, self.engine_module, self.engine_module.NAME, exp[0], exp[1])
                     findings += known.checks
                 else:
                     findings += [dataclasses.replace(f, case=case) for f in known.checks]
@@ -364,39 +383,6 @@ class Session:
                     if f.explained and not f.extra.get("ambiguous", True):
                         prefer.update(f.extra.get("variants", ()))
         return findings
-
-    def _long_enough_for_a_helper(self) -> bool:
-        """Whether the exploration is long enough to pay for starting the helper process (about a
-        second of a CPU's time to import what it runs): a time budget of at least
-        :data:`~poolcheck.fuzz.ahead.MIN_SECONDS`, or at least :data:`~poolcheck.fuzz.ahead.MIN_EXAMPLES`
-        examples."""
-        if self.deadline is not None:
-            return self.deadline - time.time() >= MIN_SECONDS
-        return self.max_examples is not None and self.max_examples >= MIN_EXAMPLES
-
-    def _keep_side(self, key: tuple[Any, ...], side: EngineSide) -> EngineSide:
-        """Keep ``side`` as the engine side of configuration ``key`` (the oldest kept is dropped
-        past :data:`~poolcheck.fuzz.repeats.ENGINE_SIDE_CACHE`)."""
-        self._engine_side[key] = side
-        if len(self._engine_side) > ENGINE_SIDE_CACHE:
-            del self._engine_side[next(iter(self._engine_side))]  # the oldest
-        return side
-
-    def _made(self, index: int) -> list[FuzzCase]:
-        """Example ``index`` of the exploration: from the helper when it has made it (its engine
-        sides kept for :meth:`check_batch`, where no side with its checks is kept yet), else
-        expanded here."""
-        got = self._ahead.take(index) if self._ahead is not None else None
-        if got is None:
-            return expand_batch(self.generate, example_seed(self.options.seed, self.job, index),
-                                self.options.max_configs)
-        batch, sides = got
-        for case, side in zip(batch, sides):
-            key = config_key(case)
-            held = self._engine_side.get(key)
-            if held is None or (held.checks is None and side.checks is not None):
-                self._keep_side(key, side)
-        return batch
 
     def _judge(self, batch: Sequence[FuzzCase], pending: Sequence[Answer] | None = None) -> list[tuple[str, O.Finding]]:
         """Check one example and count what it found; return its new divergences (group key,
@@ -632,8 +618,6 @@ class Session:
         # as the session: out of the collector's way, a full collection no longer walks it (one
         # cost 55 ms with ONNX Runtime loaded, 120 ms with torch: benchmarks/check_cost.py --gc-freeze).
         gc.freeze()
-        if self.ahead and not self.family and self._long_enough_for_a_helper():
-            self._ahead = Ahead(self._plan_ahead)  # started first: ready by the time the exploration is
         try:
             self._replay_database()
             self.progress.phase = "exploring"
@@ -641,7 +625,8 @@ class Session:
                 for index in itertools.count():
                     if self._out_of_budget() or (bound is not None and index >= bound) or self._ended():
                         return
-                    yield self._made(index)
+                    yield expand_batch(self.generate, example_seed(self.options.seed, self.job, index),
+                                       self.options.max_configs)
 
             if self.family:  # family.check_batch asks its peers itself
                 for batch in batches():
@@ -652,10 +637,6 @@ class Session:
             interrupted = True
         finally:
             gc.unfreeze()
-            if self._ahead is not None:
-                self._ahead.close()
-                if self._ahead.failure is not None:  # nothing judged changes; this process made the rest
-                    self.warnings.append(f"the engine-side helper stopped: {self._ahead.failure}")
         self.progress.phase = "done"
         self._report_progress(force=True)
         self.progress.elapsed = time.monotonic() - self.started
@@ -746,14 +727,6 @@ def share(total: int | None, parts: int, part: int) -> int | None:
     return total // parts + (1 if part < total % parts else 0)
 
 
-def usable_cpus() -> int:
-    """The CPUs this process may run on (its affinity where the system says it)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):  # not on Linux
-        return os.cpu_count() or 1
-
-
 def run_sessions(options: FuzzOptions, on_progress: Callable[[Progress], None] | None = None,
                  on_find: Callable[[O.Finding], None] | None = None) -> list[SessionResult]:
     """Run ``options.jobs`` sessions (in this process when 1) and return their results.
@@ -765,9 +738,8 @@ def run_sessions(options: FuzzOptions, on_progress: Callable[[Progress], None] |
     deadline = time.time() + options.time_budget if options.time_budget else None
     if options.jobs <= 1:
         peers = resolve_peer_list(options.peers)
-        ahead = options.ahead if options.ahead is not None else usable_cpus() >= 2
         session = Session(options, peers, on_progress=on_progress, deadline=deadline,
-                          max_examples=options.max_examples, on_find=on_find, ahead=ahead)
+                          max_examples=options.max_examples, on_find=on_find)
         return [session.run()]
     ctx = multiprocessing.get_context("spawn")
     out = ctx.Queue()
