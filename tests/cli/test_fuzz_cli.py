@@ -59,15 +59,16 @@ def test_engine_only_run_finds_nothing_new(tmp_path: Path) -> None:
 
 
 def test_the_default_batch_follows_the_peers_and_the_replay_line_says_it(tmp_path: Path) -> None:
-    """Without --batch a campaign against OpenVINO draws examples of up to 64 configurations and
+    """Without --batch a campaign against OpenVINO or ONNX Runtime draws examples of up to 64 configurations and
     its replay line says so (pasted where the default differs, it still draws the same examples);
     the engine-only campaign keeps 8 and needs no --batch."""
     pytest.importorskip("openvino")
     common = ["--max-examples", "2", "--seed", "3", "--no-bundled-known", "--save-cases", str(tmp_path / "finds"),
               "--database", str(tmp_path / "db")]
-    code, out = fuzz("--peers", "openvino", "--no-isolation", "--no-shrink", *common)  # what it finds is not asked
-    assert code in (0, 1), out
-    assert "--batch 64" in out.split("replay: poolcheck fuzz")[1]
+    for peer in ("openvino", "onnxruntime"):  # a compile or a session per model: 64
+        code, out = fuzz("--peers", peer, "--no-isolation", "--no-shrink", *common)  # what it finds is not asked
+        assert code in (0, 1), out
+        assert "--batch 64" in out.split("replay: poolcheck fuzz")[1], peer
     code, out = fuzz("--peers", "none", *common)
     assert code == 0, out
     assert "--batch" not in out.split("replay: poolcheck fuzz")[1]
