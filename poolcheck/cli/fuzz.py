@@ -120,7 +120,7 @@ def fuzz(
     max_examples: Annotated[int | None, typer.Option("--max-examples", help="Stop after this many hypothesis examples (each a list of configurations).")] = None,
     time_budget: Annotated[str | None, typer.Option("--time-budget", help="Stop after this long, e.g. 60s, 5m (default 60s when --max-examples is not given, or with --min-per-region).")] = None,
     seed: Annotated[int | None, typer.Option("--seed", help="Seed of the exploration (default: random, printed for replay).")] = None,
-    batch: Annotated[int | None, typer.Option("--batch", help="Most configurations in one example, the length spread over 1..N (one batched call per peer: one model, session, export or compile; shrinking reduces it to one). Default: the smallest the peers ask for (64 for onnxruntime, openvino and openvino-onnx, 8 for the rest).")] = None,
+    batch: Annotated[int | None, typer.Option("--batch", help="Most configurations in one example, the length spread over 1..N (one batched call per peer: one model, session, export or compile; shrinking reduces it to one). Default: the smallest the peers ask for (64 for onnxruntime, openvino, openvino-onnx and torch-onnx, 8 for the rest).")] = None,
     jobs: Annotated[int, typer.Option("--jobs", help="Fuzzing processes (each with its own peer workers).")] = 1,
     database: Annotated[str | None, typer.Option("--database", metavar="DIR|URL", help="Hypothesis example database: a folder, or redis://HOST:6379/0 shared by every worker and machine. Default: a folder in the per-user data folder.")] = None,
     cluster: Annotated[str | None, typer.Option("--cluster", metavar="URL", help="Run on a Dask scheduler, e.g. tcp://HOST:8786: one shard per worker (--jobs N: at most N workers). See docs/distributed.md.")] = None,
