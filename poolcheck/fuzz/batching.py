@@ -32,10 +32,8 @@ from hypothesis import strategies as st
 T = TypeVar("T")
 
 #: The most configurations of one example (``--batch``) for a peer that does not say
-#: (:attr:`~poolcheck.peers.adapter.RuntimePeer.fuzz_batch`) and with no peer: 8. Measured
-#: (docs/fuzzing.md, "Batches"): 64 pays where a compile, an export or a session per model bounds
-#: the peer (OpenVINO, openvino-onnx, ONNX Runtime, torch-onnx); jax (a compile per new window
-#: shape) and tract hold every long example up; see :func:`default_batch`.
+#: (:attr:`~poolcheck.peers.adapter.RuntimePeer.fuzz_batch`) and with no peer: 8. Every built-in
+#: peer asks for 64 (measured in docs/fuzzing.md, "Batches"); see :func:`default_batch`.
 EXAMPLE_CONFIGS = 8
 
 

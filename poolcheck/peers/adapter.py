@@ -78,10 +78,8 @@ class RuntimePeer:
     #: Most configurations packed into one model by :meth:`run_many`.
     batch_limit: int = 1
     #: The most configurations one fuzz example holds when this peer is fuzzed (``poolcheck fuzz``
-    #: without ``--batch`` takes the smallest among its peers): long examples pay where a compile,
-    #: an export or a session per model bounds the peer (OpenVINO, its ONNX frontend, ONNX Runtime,
-    #: torch-onnx: 64); a peer that compiles per new window shape (jax) holds them up
-    #: (docs/fuzzing.md, "Batches").
+    #: without ``--batch`` takes the smallest among its peers): every built-in peer asks for 64
+    #: (measured in docs/fuzzing.md, "Batches"); an adapter that does not say keeps 8.
     fuzz_batch: int = 8
     #: The conventions whose operators this peer runs as written (:func:`~poolcheck.peers.base.operator_conventions`);
     #: none by default: a built-in adapter translates into its runtime's own API unless it says so.
