@@ -19,11 +19,11 @@ argmax window reduction (the peer returns values only, and its max-pooling check
 
 An XLA compile costs tens of milliseconds, so the input is laid out in NumPy first (see
 :func:`layout`): cropped, padded with the reduction's identity (what reduce_window's own padding
-adds), (n, c) flattened into rows, grown to a bucket size, and -- with the default option
-``windows=shared`` -- dilated axes split by residue, axes of a one-element window folded into
-the rows, and strided outputs picked afterwards. One jitted function (a single reduce_window)
-then serves every configuration with the same window shape and element type (a max, taken one
-window axis at a time, every one with the same window length and type); it is cached in memory
+adds), (n, c) flattened into rows, and -- with the default option ``windows=shared`` -- dilated
+axes split by residue, axes of a one-element window folded into the rows, and strided outputs
+picked afterwards. The window is then reduced one axis at a time,
+each axis through one jitted 1-D reduce_window that serves every configuration with the same
+reduction, window length and element type (:meth:`JaxPeer._by_axis`); it is cached in memory
 and, through JAX's persistent compilation cache, in the per-user data folder.
 
 XLA picks its reduce_window kernel from the shapes it sees (a loop emitter, or a YNNPACK fusion for
@@ -121,20 +121,22 @@ def to_jax(spec: PoolSpec, shape: Sequence[int], dtype: np.dtype, peer: str = "j
                    counted=None if spec.op == "max" or spec.exclude_pad else tuple(counted), **base)  # type: ignore[arg-type]
 
 
-#: Smallest block length per spatial axis, by spatial rank, and smallest number of rows: every
-#: input is laid out in a block at least this large (then the next power of two), so
-#: configurations differing only in shape and padding share one compiled function.
+#: ``windows=xla``: smallest block length per spatial axis, by spatial rank, and smallest number
+#: of rows: every input is laid out in a block at least this large (then the next power of two),
+#: so configurations differing only in shape and padding share one compiled function.
 BUCKET_FLOOR = {1: 32, 2: 16, 3: 8}
 ROWS_FLOOR = 32
 
-#: The by-axis max (:meth:`JaxPeer._max_by_axis`) runs rows of this many elements (longer rows are
-#: cut into overlapping segments), this many rows per call: one compile per type and window length.
-MAX_SEGMENT = 64
-MAX_TILE_ROWS = 64
+#: The by-axis reductions (:meth:`JaxPeer._by_axis`) run rows of this many elements (longer rows
+#: are cut into overlapping segments), this many rows per call: one compile per reduction, type and
+#: window length.
+SEGMENT = 64
+TILE_ROWS = 64
 
 #: The ``windows`` option: ``shared`` (default) hands XLA stride-1, undilated windows over a
 #: block poolcheck lays out (dilated axes split by residue, strided outputs picked afterwards), so
-#: one compile serves every configuration with the same window and element type; ``xla`` passes
+#: one compile serves every configuration with the same reduction, window length and element
+#: type (:meth:`JaxPeer._by_axis`); ``xla`` passes
 #: the strides and dilations to reduce_window itself (one compile per window, strides and
 #: dilations: exact to XLA's own window arithmetic, and about ten times slower to fuzz).
 WINDOWS = ("shared", "xla")
@@ -226,7 +228,7 @@ def layout(node: JaxNode, x: np.ndarray, windows: str = "shared") -> Layout:
     """Lay ``x`` out for ``node``: cropped as the node says, padded with the reduction's identity
     by ``node.padding`` (exactly what reduce_window's own padding does), (n, c) flattened into rows,
     dilated axes split by residue and axes of a one-element window folded into the rows
-    (``shared``), and extended with the identity to the bucket sizes."""
+    (``shared``), or extended with the identity to the bucket sizes (``xla``)."""
     n_sp = len(node.window)
     starts = node.start or (0,) * n_sp
     crop = (slice(None), slice(None)) + tuple(slice(b, b + k) for b, k in zip(starts, node.keep))
@@ -249,10 +251,13 @@ def layout(node: JaxNode, x: np.ndarray, windows: str = "shared") -> Layout:
         padded = _split_residues(padded, split, fill)
         padded, window, folded, perm = _fold(padded, node.window)
         strides, dilations = strides[:len(window)], dilations[:len(window)]
-    shape = (_bucket(padded.shape[0], ROWS_FLOOR),) + tuple(_bucket(v, BUCKET_FLOOR.get(len(window), 1))
-                                                            for v in padded.shape[1:])
-    block = _fit(padded, shape, fill)
-    key = CompileKey(node.op, dt.name, window, strides, dilations, shape)
+    if windows == "xla":  # one compile per block shape: the shapes bucketed
+        shape = (_bucket(padded.shape[0], ROWS_FLOOR),) + tuple(_bucket(v, BUCKET_FLOOR.get(len(window), 1))
+                                                                for v in padded.shape[1:])
+        block = _fit(padded, shape, fill)
+    else:  # by axis (JaxPeer._by_axis): the compiles take fixed tiles of any block
+        block = np.ascontiguousarray(padded)
+    key = CompileKey(node.op, dt.name, window, strides, dilations, tuple(block.shape))
     return Layout(key, block, core.shape[0], split, picks, out, tuple(x.shape[:2]), folded, perm)
 
 
@@ -396,9 +401,9 @@ class JaxPeer(RuntimePeer):
     batch_limit = 1
     accepted_options = (
         PeerOption("windows", "shared", "shared: XLA runs stride-1, undilated windows over a block poolcheck "
-                   "lays out (one compile per window and type; a max one axis at a time: per window length and "
-                   "type); xla: strides and dilations passed to "
-                   "reduce_window (one compile per configuration's window arithmetic, slower)", WINDOWS),
+                   "lays out, one window axis at a time (one compile per reduction, window length and type); "
+                   "xla: strides and dilations passed to reduce_window (one compile per configuration's window "
+                   "arithmetic, slower)", WINDOWS),
     )
 
     def __init__(self, *, cache_size: int = 4096, persistent_cache: bool = True) -> None:
@@ -468,12 +473,12 @@ class JaxPeer(RuntimePeer):
             # or (strided windows over large inputs) a YNNPACK fusion, and the two treat NaN
             # differently (jax 0.10.2: a 2x2 stride-2 max over a (1, 64, 8, 8) float32 input runs
             # on YNNPACK and drops NaN; over (1, 1, 8, 8), or at stride 1, the emitter keeps it).
-            # The shared block (stride 1, bucketed shapes) would pick the kernel for XLA, so an
+            # The shared block (stride 1, other shapes) would pick the kernel for XLA, so an
             # input with a NaN runs plainly: what a user's call gives.
             return [PeerOutput(self._plain(node, x), None, [VALUES_ONLY])]
         lay = layout(node, x, self.option("windows"))
-        if node.op == "max" and self.option("windows") == "shared":
-            result = self._max_by_axis(lay)
+        if self.option("windows") == "shared":
+            result = self._by_axis(lay)
         else:
             result = np.asarray(self._compiled(lay.key)(lay.block))
         values = read_back(lay, result)
@@ -481,22 +486,27 @@ class JaxPeer(RuntimePeer):
             return [PeerOutput(average(values, node), None, [])]
         return [PeerOutput(values.copy(), None, [VALUES_ONLY])]
 
-    def _max_by_axis(self, lay: Layout) -> np.ndarray:
-        """The shared block's stride-1 window max, one window axis at a time (last first): each
-        axis is moved last and its rows cut into overlapping segments of :data:`MAX_SEGMENT`
-        elements (each output's whole window inside one segment), which run
-        :data:`MAX_TILE_ROWS` at a time through one compiled 1-D ``reduce_window(max)``: one
-        compile per element type and window length.
+    def _by_axis(self, lay: Layout) -> np.ndarray:
+        """The shared block's stride-1 window max (or an average's window sum), one window axis at
+        a time (last first): each axis is moved last and its rows cut into overlapping segments of
+        :data:`SEGMENT` elements (each output's whole window inside one segment), which run
+        :data:`TILE_ROWS` at a time through one compiled 1-D ``reduce_window``: one compile per
+        reduction, element type and window length.
 
         A max over a box is the max of the maxima of its rows: the same value in any order, and
         a segment's outputs are the row's. Inputs without NaN come here (:meth:`execute`), so the
         only freedom left is which of tied zeros is kept (-0.0 or 0.0), which the judgement does
-        not tell apart (:mod:`poolcheck.judgement`: "-0.0 equals 0.0"). A campaign draws hundreds
-        of distinct (window, type) pairs, each an XLA compile of about 50 ms; by axis, a few
-        window lengths per type serve them all."""
+        not tell apart (:mod:`poolcheck.judgement`: "-0.0 equals 0.0"). A sum over a box is the
+        sum of its rows' sums: the same taps added in another order, in the input type as XLA
+        adds them. Only averages whose order changes nothing but the rounding come here
+        (:func:`_order_free`: no partial sum of a window's finite taps, a row's included, can
+        overflow), and the average rule bounds the rounding of any order of a window's additions
+        (:func:`poolcheck.judgement.avg_tolerance`). A campaign draws hundreds of distinct
+        (window, type) pairs, each an XLA compile of about 50 ms; by axis, a few window lengths
+        per type serve them all."""
         key = lay.key
         dt = np.dtype(key.dtype)
-        fill = _identity_of(dt, "max")
+        fill = _identity_of(dt, key.op)
         a = lay.block
         for axis in reversed(range(len(key.window))):
             w = key.window[axis]
@@ -506,20 +516,20 @@ class JaxPeer(RuntimePeer):
             lead, length = moved.shape[:-1], moved.shape[-1]
             rows = math.prod(lead)
             n = length - w + 1  # outputs per row
-            seg = max(MAX_SEGMENT, w)
+            seg = max(SEGMENT, w)
             step = seg - w + 1  # outputs per segment
             count = -(-n // step)  # segments per row
             padded = np.full((rows, (count - 1) * step + seg), fill, dtype=dt)
             padded[:, :length] = moved.reshape(rows, length)
             segments = np.lib.stride_tricks.sliding_window_view(padded, seg, axis=1)[:, ::step].reshape(-1, seg)
             total = len(segments)
-            fn = self._compiled(CompileKey("max", key.dtype, (w,), (1,), (1,), (MAX_TILE_ROWS, seg)))
-            reduced = np.empty((-(-total // MAX_TILE_ROWS) * MAX_TILE_ROWS, step), dtype=dt)
-            for lo in range(0, total, MAX_TILE_ROWS):
-                part = segments[lo:lo + MAX_TILE_ROWS]
-                if len(part) < MAX_TILE_ROWS:
-                    part = _fit(part, (MAX_TILE_ROWS, seg), fill)
-                reduced[lo:lo + MAX_TILE_ROWS] = np.asarray(fn(np.ascontiguousarray(part)))
+            fn = self._compiled(CompileKey(key.op, key.dtype, (w,), (1,), (1,), (TILE_ROWS, seg)))
+            reduced = np.empty((-(-total // TILE_ROWS) * TILE_ROWS, step), dtype=dt)
+            for lo in range(0, total, TILE_ROWS):
+                part = segments[lo:lo + TILE_ROWS]
+                if len(part) < TILE_ROWS:
+                    part = _fit(part, (TILE_ROWS, seg), fill)
+                reduced[lo:lo + TILE_ROWS] = np.asarray(fn(np.ascontiguousarray(part)))
             row_out = reduced[:total].reshape(rows, count * step)[:, :n]
             a = np.moveaxis(row_out.reshape(*lead, n), -1, axis + 1)
         return a

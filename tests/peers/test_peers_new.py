@@ -183,7 +183,7 @@ def test_jax_folds_one_element_window_axes_into_the_compile_of_the_rest() -> Non
 
 
 def test_jax_max_by_axis_gives_the_values_of_one_reduce_window_call_over_the_whole_window() -> None:
-    """windows=shared takes a max one window axis at a time (JaxPeer._max_by_axis): on a spread
+    """windows=shared takes a max one window axis at a time (JaxPeer._by_axis): on a spread
     of 1-3-D windows, strides, dilations, pads and rounding, in float16, bfloat16, float32, int8
     and uint64 (where the convention takes them), with infinities, signed zeros and the types'
     extremes in the input (NaN runs plainly: the next test), every
@@ -212,7 +212,7 @@ def test_jax_max_by_axis_gives_the_values_of_one_reduce_window_call_over_the_who
             x[mask] = dtypes.cast(rng.choice(special, int(mask.sum())), dt)
         if shared.supports(spec, x.shape, x.dtype)[0]:
             items.append((spec, x))
-    # rows longer than a segment (MAX_SEGMENT): cut into overlapping segments
+    # rows longer than a segment (SEGMENT): cut into overlapping segments
     for kernel, strides, shape in (([5], [1], (1, 2, 200)), ([3, 4], [1, 2], (1, 1, 70, 90)),
                                    ([2, 2, 7], [1, 1, 3], (1, 1, 3, 4, 131))):
         n = len(kernel)
@@ -224,6 +224,52 @@ def test_jax_max_by_axis_gives_the_values_of_one_reduce_window_call_over_the_who
         assert not isinstance(a, Exception) and not isinstance(b, Exception), (spec, a, b)
         assert same_values(b.values, a.values).all(), spec
         assert same_values(run_spec(spec, x)[0], a.values).all(), spec
+    assert {len(key.window) for key in shared._fns} == {1}  # type: ignore[union-attr]
+
+
+def test_jax_average_by_axis_stays_within_the_average_rule_as_one_reduce_window_call_does() -> None:
+    """windows=shared sums an average's window one axis at a time too (JaxPeer._by_axis): on a
+    spread of 1-3-D windows, strides, dilations, pads, rounding and both divisors, in float16,
+    bfloat16, float32 and float64, with infinities and signed zeros in the input, every value is
+    within the average rule (the judgement's tolerance, :func:`poolcheck.judgement.tolerance_for`)
+    of the spec's, as windows=xla's (one reduce_window call over the whole window) is, and NaN,
+    +inf and -inf fall where they fall there; the compiles are 1-D sums keyed by window length."""
+    from poolcheck.engines import get_engine
+    from poolcheck.judgement import close_values, same_values, tolerance_for
+
+    available_peer("jax")
+    shared, xla = _jax_shared_and_xla()
+    engine = get_engine("numpy")
+    rng = np.random.default_rng(29)
+    items = []
+    for i, (spec, x32) in enumerate(support.spread(29, 200, index_attrs=False)):
+        if spec.op != "avg":
+            continue
+        name = ("float16", "float32", "float64", "bfloat16")[i % 4]
+        if name not in allowed_dtypes(spec.op, spec.convention):
+            continue
+        dt = np.dtype(dtypes.BFLOAT16 if name == "bfloat16" else name)
+        x = dtypes.cast(x32.astype(np.float64) * 8, dt)
+        special = np.array([np.inf, -np.inf, -0.0, 0.0])
+        mask = rng.random(x.shape) < 0.1
+        x[mask] = dtypes.cast(rng.choice(special, int(mask.sum())), dt)
+        if shared.supports(spec, x.shape, x.dtype)[0]:
+            items.append((spec, x))
+    for kernel, strides, shape in (([5], [1], (1, 2, 200)), ([3, 4], [1, 2], (1, 1, 70, 90))):
+        n = len(kernel)
+        items.append((A.onnx_average_pool(kernel, strides, [1] * n + [0] * n, None, 1, 0),
+                      rng.standard_normal(shape).astype(np.float32)))
+    assert len(items) > 40
+    assert sum(len(spec.kernel) > 1 for spec, _ in items) > 20
+    for (spec, x), a, b in zip(items, shared.run_many(items), xla.run_many(items), strict=True):
+        assert not isinstance(a, Exception) and not isinstance(b, Exception), (spec, a, b)
+        expected = run_spec(spec, x)[0]
+        tol = tolerance_for(spec, x, resolve(spec, x.shape), expected, engine)
+        assert close_values(expected, a.values, tol).all(), (spec, x.dtype)
+        assert close_values(expected, b.values, tol).all(), (spec, x.dtype)
+        nonfinite = ~np.isfinite(b.values.astype(np.float64))
+        assert same_values(b.values[nonfinite], a.values[nonfinite]).all(), (spec, x.dtype)
+    assert {key.op for key in shared._fns} == {"avg"}  # type: ignore[union-attr]
     assert {len(key.window) for key in shared._fns} == {1}  # type: ignore[union-attr]
 
 
