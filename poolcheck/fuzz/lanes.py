@@ -8,8 +8,11 @@ order, is what a one-example-at-a-time loop judges: the answers are the peers' o
 whole before their example is judged.
 
 A worker holds one call at a time (:func:`~poolcheck.peers.isolation.submit_peer_many`), so a
-peer is busy from a send until its answer is collected; :meth:`Lanes.drain` collects every
-answer in flight (shrinking and telling causes apart ask the peers themselves).
+peer is busy from a send until its answer is collected. The caller judging an example calls
+:meth:`Lanes.pump` as it goes: the answers already in are collected and their peers handed the
+next example at once, so a peer that finishes while an example is judged does not sit idle until
+the judgement ends. :meth:`Lanes.drain` collects every answer in flight (shrinking and telling
+causes apart ask the peers themselves).
 """
 
 from __future__ import annotations
@@ -30,6 +33,10 @@ B = TypeVar("B")
 
 #: Seconds of one wait for an answer (a stop request is seen between two).
 WAIT_STEP = 0.25
+
+#: Seconds between two looks at the workers from :meth:`Lanes.pump` (a look is a poll of their
+#: pipes: tens of microseconds).
+PUMP_INTERVAL = 0.002
 
 #: Hand one example to one peer: (peer index, example) -> its answer to come.
 Ask = Callable[[int, B], Submitted]
@@ -64,6 +71,7 @@ class Lanes(Generic[B]):
         self._held: deque[_Example[B]] = deque()
         #: peer -> the example it computes and its answer to come.
         self._busy: dict[int, tuple[_Example[B], Submitted]] = {}
+        self._next_pump = 0.0
 
     @property
     def in_flight(self) -> int:
@@ -91,6 +99,23 @@ class Lanes(Generic[B]):
                 yield head.batch, [_given(r) for r in head.results if r is not None]
                 continue
             self._collect_next()
+
+    def pump(self) -> None:
+        """Without waiting: collect the answers that are in and hand each peer so freed the oldest
+        example it has not been sent. Called while an example is judged (at most every
+        :data:`PUMP_INTERVAL` seconds); what is judged, and in which order, does not change."""
+        now = time.monotonic()
+        if now < self._next_pump:
+            return
+        self._next_pump = now + PUMP_INTERVAL
+        by_connection = {a.connection: p for p, (_e, a) in self._busy.items() if a.connection is not None}
+        if not by_connection:
+            return
+        ready = wait(list(by_connection), timeout=0)
+        for connection in ready:
+            self._collect(by_connection[connection])  # type: ignore[index]  # wait gives back what it got
+        if ready:
+            self._dispatch()
 
     def drain(self) -> None:
         """Collect every answer in flight (the workers are idle after it)."""

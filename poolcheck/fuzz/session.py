@@ -138,6 +138,10 @@ def _none() -> int:
     return 0
 
 
+def _nothing() -> None:
+    return None
+
+
 def lane_depth(peers: int) -> int:
     """How many examples a session makes ahead of the one it judges
     (:class:`~poolcheck.fuzz.lanes.Lanes`): with one peer, one more, which its worker computes
@@ -238,6 +242,9 @@ class Session:
         #: Examples made and not yet judged (:meth:`_explore_in_lanes`): they count against
         #: ``--max-examples`` already.
         self._in_flight: Callable[[], int] = _none
+        #: Called while an example is judged: the peers' answers that are in are collected and
+        #: their workers given the next example (:meth:`~poolcheck.fuzz.lanes.Lanes.pump`).
+        self._pump: Callable[[], None] = _nothing
         self.warnings: list[str] = []
         self.rounds: list[tuple[int, int]] = []
         #: Diagnoses of peer outputs by their arguments (a repeat with the same history reuses one).
@@ -330,6 +337,7 @@ class Session:
         expected: list[tuple[Outputs, Geometry] | None] = []
         sides: list[EngineSide] = []  # held here: a later configuration of the batch may evict it
         for case in batch:
+            self._pump()
             key = config_key(case)
             known = self._engine_side.get(key)
             if known is None:
@@ -347,6 +355,7 @@ class Session:
         # properties of the reference engine) run on every fourth configuration of each example
         # from the first, or on all of them: they cost several engine calls per configuration.
         for index, (case, known, exp) in enumerate(zip(batch, sides, expected)):
+            self._pump()
             if exp is not None and engine_checked(index, self.options.engine_checks):
                 if known.checks is None:
                     known.checks = []
@@ -372,6 +381,7 @@ class Session:
             for _case, result, f in judge_peer(peer, batch, expected, answer(), self.engine_module,
                                                version=self.versions.get(peer.name), prefer=history,
                                                memo=self._diagnose):
+                self._pump()
                 status[result.status] += 1
                 if result.status in ("ok", "rejects"):
                     self.progress.compared[peer.name] += 1
@@ -475,6 +485,7 @@ class Session:
         lanes: Lanes[list[FuzzCase]] = Lanes(lambda p, batch: self._ask_peer(peers[p], batch), len(peers),
                                              depth=lane_depth(len(peers)), check=raise_if_stopped)
         self._in_flight = lambda: lanes.in_flight
+        self._pump = lanes.pump
         try:
             for batch, answers in lanes.run(batches):
                 self.progress.examples += 1
@@ -490,6 +501,7 @@ class Session:
                     return
         finally:
             self._in_flight = _none
+            self._pump = _nothing
 
     def _shrink_all(self, new: list[tuple[str, O.Finding]]) -> None:
         for key, f in new:

@@ -106,6 +106,29 @@ def test_one_peer_keeps_one_example_in_flight_while_one_is_judged() -> None:
             assert ("ask", 0, batch + 2) not in peers.log
 
 
+def test_pump_hands_a_peer_that_answered_its_next_example_while_one_is_judged() -> None:
+    """While example 0 is judged, the slow peer answers example 1: pump() collects that answer at
+    once and sends it example 2 (the lanes would otherwise only see it when the judgement ends);
+    with nothing in, it neither waits nor asks; and the examples still come back in order, each
+    with every peer's own answer."""
+    peers = FakePeers([0.0, 0.15])
+    lanes: Lanes[int] = Lanes(peers.ask, 2, depth=4, check=_never)
+    got: list[tuple[int, list[str]]] = []
+    for batch, answers in lanes.run(iter(range(5))):
+        got.append((batch, [a()[0].message for a in answers]))
+        if batch == 0:
+            assert ("ask", 1, 1) in peers.log and ("ask", 1, 2) not in peers.log
+            start = time.monotonic()
+            lanes.pump()  # peer 1 still computes example 1: nothing to collect
+            assert time.monotonic() - start < 0.05
+            assert ("collect", 1, 1) not in peers.log
+            time.sleep(0.3)  # peer 1 answers example 1 meanwhile
+            lanes.pump()
+            assert ("collect", 1, 1) in peers.log and ("ask", 1, 2) in peers.log
+            lanes.pump()  # at most every PUMP_INTERVAL, and again nothing waits
+    assert got == [(b, [repr((0, b)), repr((1, b))]) for b in range(5)]
+
+
 def test_an_answer_past_its_time_is_collected_when_due() -> None:
     peers = FakePeers([-1.0, 0.0], due_in=0.4)  # peer 0 never answers
     start = time.monotonic()
