@@ -31,9 +31,9 @@ from hypothesis import strategies as st
 
 T = TypeVar("T")
 
-#: The most configurations of one example (``--batch``) for a peer that does not say
-#: (:attr:`~poolcheck.peers.adapter.RuntimePeer.fuzz_batch`) and with no peer: 8. Every built-in
-#: peer asks for 64 (measured in docs/fuzzing.md, "Batches"); see :func:`default_batch`.
+#: The most configurations of one example (``--batch``) for a peer that does not say (a plugin not
+#: built on :class:`~poolcheck.peers.adapter.RuntimePeer`, whose ``fuzz_batch`` is 64) and with no
+#: peer: 8; see :func:`default_batch`.
 EXAMPLE_CONFIGS = 8
 
 

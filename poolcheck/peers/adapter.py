@@ -78,9 +78,12 @@ class RuntimePeer:
     #: Most configurations packed into one model by :meth:`run_many`.
     batch_limit: int = 1
     #: The most configurations one fuzz example holds when this peer is fuzzed (``poolcheck fuzz``
-    #: without ``--batch`` takes the smallest among its peers): every built-in peer asks for 64
-    #: (measured in docs/fuzzing.md, "Batches"); an adapter that does not say keeps 8.
-    fuzz_batch: int = 8
+    #: without ``--batch`` takes the smallest among its peers). 64 for every adapter: a peer that
+    #: pays for a model, a session, an export or a compile per call packs an example into one call,
+    #: and even one that runs a configuration per call pays an example's fixed cost (the batch
+    #: pickled to its worker and back, the session's work per example) less often; measured for
+    #: each built-in peer in docs/fuzzing.md, "Batches".
+    fuzz_batch: int = 64
     #: The conventions whose operators this peer runs as written (:func:`~poolcheck.peers.base.operator_conventions`);
     #: none by default: a built-in adapter translates into its runtime's own API unless it says so.
     operator_conventions: tuple[str, ...] = ()

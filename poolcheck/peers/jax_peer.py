@@ -21,10 +21,10 @@ An XLA compile costs tens of milliseconds, so the input is laid out in NumPy fir
 :func:`layout`): cropped, padded with the reduction's identity (what reduce_window's own padding
 adds), (n, c) flattened into rows, and -- with the default option ``windows=shared`` -- dilated
 axes split by residue, axes of a one-element window folded into the rows, and strided outputs
-picked afterwards. The window is then reduced one axis at a time,
-each axis through one jitted 1-D reduce_window that serves every configuration with the same
-reduction, window length and element type (:meth:`JaxPeer._by_axis`); it is cached in memory
-and, through JAX's persistent compilation cache, in the per-user data folder.
+picked afterwards. The window is then reduced one axis at a time, each axis through one jitted
+1-D reduce_window that serves every configuration with the same reduction, window length and
+element type (:meth:`JaxPeer._by_axis`); it is cached in memory and, through JAX's persistent
+compilation cache, in the per-user data folder.
 
 XLA picks its reduce_window kernel from the shapes it sees (a loop emitter, or a YNNPACK fusion for
 strided windows over large inputs), and those kernels differ where the answer is not unique: NaN
@@ -136,9 +136,9 @@ TILE_ROWS = 64
 #: The ``windows`` option: ``shared`` (default) hands XLA stride-1, undilated windows over a
 #: block poolcheck lays out (dilated axes split by residue, strided outputs picked afterwards), so
 #: one compile serves every configuration with the same reduction, window length and element
-#: type (:meth:`JaxPeer._by_axis`); ``xla`` passes
-#: the strides and dilations to reduce_window itself (one compile per window, strides and
-#: dilations: exact to XLA's own window arithmetic, and about ten times slower to fuzz).
+#: type (:meth:`JaxPeer._by_axis`); ``xla`` passes the strides and dilations to reduce_window
+#: itself (one compile per window, strides and dilations: exact to XLA's own window arithmetic,
+#: and about ten times slower to fuzz).
 WINDOWS = ("shared", "xla")
 
 
@@ -390,10 +390,6 @@ def check_family_expressible(spec: FamilySpec, peer: str = "jax") -> None:
 class JaxPeer(RuntimePeer):
     """JAX on the CPU, 64-bit types enabled, one jitted reduce_window per compile key."""
 
-    #: Alone the length is neutral (a compile per new window key bounds it: 20 s campaigns, seed
-    #: 2, on a 2-core AVX2 EPYC: 64/58 and 57/60 configurations/s at 8/64); beside the peers that
-    #: pay per model it no longer holds every example at 8 (docs/fuzzing.md, "Batches").
-    fuzz_batch = 64
     name = "jax"
     ref = "jax"
     module = "jax"

@@ -23,10 +23,6 @@ class OnnxReferencePeer(OnnxFamily, RuntimePeer):
 
     operator_conventions = ("onnx",)
 
-    #: One evaluator per configuration, yet an example's fixed cost pays less often
-    #: (docs/fuzzing.md, "Batches": 20 s campaigns, seed 2, on a 2-core AVX2 EPYC: 1.11x and
-    #: 1.15x the configurations/s of 8).
-    fuzz_batch = 64
     name = "onnx_reference"
     ref = "onnx_reference"
     module = "onnx.reference"

@@ -29,9 +29,6 @@ class OnnxRuntimePeer(OnnxFamily, RuntimePeer):
     """
 
     operator_conventions = ("onnx",)
-    #: A session per model: long examples pay (docs/fuzzing.md, "Batches": 30 s campaigns, seed 2,
-    #: on a 2-core AVX2 EPYC: alone about 1.15x the configurations/s of 8, with OpenVINO 2x).
-    fuzz_batch = 64
 
     name = "onnxruntime"
     ref = "onnxruntime"

@@ -73,7 +73,6 @@ class OpenVinoOnnxPeer(OnnxFamily, RuntimePeer):
     operator_conventions = ("onnx",)
 
     name = "openvino-onnx"
-    fuzz_batch = 64  # a compile per model: long examples pay (docs/fuzzing.md, "Batches")
     ref = "openvino-onnx"
     module = "openvino"
     install_hint = "pip install 'poolcheck[openvino]'"

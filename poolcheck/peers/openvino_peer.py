@@ -94,7 +94,6 @@ class OpenVinoPeer(RuntimePeer):
     operator_conventions = ("openvino",)
 
     name = "openvino"
-    fuzz_batch = 64  # a compile per model: long examples pay (docs/fuzzing.md, "Batches")
     ref = "openvino"
     module = "openvino.opset14"
     install_hint = "pip install 'poolcheck[openvino]'"

@@ -121,9 +121,6 @@ class TorchOnnxFamilyNode:
 class TorchOnnxPeer(RuntimePeer):
     """torch module -> ``torch.onnx.export(dynamo=False)`` -> ONNX Runtime CPU (one thread)."""
 
-    #: An export and a session per model: long examples pay (docs/fuzzing.md, "Batches": 30 s
-    #: campaigns, seed 2, on a 2-core AVX2 EPYC: about 1.4x the configurations/s of 8).
-    fuzz_batch = 64
     name = "torch-onnx"
     ref = "torch-onnx"
     module = "torch"

@@ -91,10 +91,6 @@ def _kernel_error(op: str, rank: int, dtype: str) -> str | None:
 class TorchPeer(TorchFamily, RuntimePeer):
     """PyTorch CPU functional pooling, one thread, one configuration per call."""
 
-    #: One call per configuration, yet an example's fixed cost (the batch pickled both ways, the
-    #: session's work per example) pays less often: docs/fuzzing.md, "Batches" (20 s campaigns,
-    #: seed 2, on a 2-core AVX2 EPYC: 1.15x and 1.29x the configurations/s of 8).
-    fuzz_batch = 64
     name = "torch"
     ref = "torch"
     module = "torch"

@@ -59,9 +59,6 @@ class TractPeer(OnnxFamily, RuntimePeer):
 
     operator_conventions = ("onnx",)
 
-    #: A model load per pack: long examples pay (docs/fuzzing.md, "Batches": 20 s campaigns, seed
-    #: 2, on a 2-core AVX2 EPYC: 1.16x and 1.17x the configurations/s of 8).
-    fuzz_batch = 64
     name = "tract"
     ref = "tract"
     module = "tract"

@@ -345,13 +345,23 @@ def test_a_nan_only_variant_replayed_on_an_integer_max_is_no_replay() -> None:
 
 
 def test_the_default_batch_is_the_smallest_the_peers_ask_for() -> None:
-    """Every built-in peer asks for examples of up to 64 configurations (measured in
-    docs/fuzzing.md, "Batches"), alone and together; a peer that does not say (a plugin) keeps
-    the campaign at EXAMPLE_CONFIGS."""
+    """Every built-in peer, and a plugin built on the adapter, asks for examples of up to 64
+    configurations (measured in docs/fuzzing.md, "Batches"), alone and together; a plugin that
+    does not say keeps the campaign at EXAMPLE_CONFIGS, and a peer asking for fewer sets them."""
     builtin = [resolve_peer(n) for n in ("openvino", "openvino-onnx", "onnxruntime", "torch-onnx", "jax", "torch",
-                                         "tract", "onnx_reference")]
+                                         "tract", "onnx_reference", "onnx-backend:onnxruntime.backend")]
     assert default_batch(builtin) == 64
     for one in builtin:
         assert default_batch([one]) == 64, one.name
+
+    class Adapted(RuntimePeer):
+        name = "adapted"
+
+    class Short(RuntimePeer):
+        name = "short"
+        fuzz_batch = 16
+
+    assert default_batch([*builtin, Adapted()]) == 64
+    assert default_batch([*builtin, Short()]) == 16
     assert default_batch([*builtin, object()]) == EXAMPLE_CONFIGS
     assert default_batch([]) == EXAMPLE_CONFIGS
