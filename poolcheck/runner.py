@@ -45,7 +45,7 @@ from poolcheck.judgement import (
     within_accumulation,
 )
 from poolcheck.judgement import output_contract as judge_contract
-from poolcheck.peers.isolation import call_peer_family, call_peer_many
+from poolcheck.peers.isolation import call_peer_family, call_peer_many, start_workers
 from poolcheck.results import (
     SIGNATURE_TAG,
     CaseResult,
@@ -439,6 +439,8 @@ def peer_checks(cases: Sequence[Case], peers: Sequence[Any], *, isolated: bool =
     ``on_output(case, peer name, PeerResult, check)`` sees each peer's raw result beside its
     check (``poolcheck audit`` diagnoses the differing outputs from it)."""
     out: dict[str, list[Check]] = {c.id: [] for c in cases}
+    if isolated and cases:
+        start_workers(peers)  # side by side, not one after another at each first call
     family_peer_checks([c for c in cases if is_family(c.spec)], peers, out, isolated=isolated, timeout=timeout,
                        on_output=on_output)
     cases = [c for c in cases if not is_family(c.spec)]

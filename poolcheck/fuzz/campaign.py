@@ -51,7 +51,7 @@ from poolcheck.fuzz.session import (
 from poolcheck.fuzz.strategies import CONVENTIONS
 from poolcheck.judgement import tensor
 from poolcheck.peers.base import Peer
-from poolcheck.peers.isolation import call_peer_many
+from poolcheck.peers.isolation import call_peer_many, start_workers
 from poolcheck.peers.registry import PeerRef, parse_peer_list
 from poolcheck.results import (
     DEFAULT_FAIL_ON,
@@ -337,6 +337,9 @@ def run_campaign(
                 available.append(p)
         except Exception:
             continue
+    if options.isolated:
+        phase(f"loading {len(available)} peer(s)")
+        start_workers(available)  # side by side, not one after another at each first call
     phase(f"re-checking {len(entries)} known divergence(s)")
     known_checks = recheck_known(entries, available, isolated=options.isolated, timeout=options.peer_timeout,
                                  engine=options.engine)

@@ -69,7 +69,7 @@ from poolcheck.fuzz.shrinking import (
 from poolcheck.fuzz.strategies import ALL_DTYPES, CONVENTIONS, FuzzCase, configs, fuzz_config
 from poolcheck.judgement import Outputs
 from poolcheck.peers.base import Peer, PeerResult, operator_conventions
-from poolcheck.peers.isolation import Submitted, call_peer_many, close_workers, submit_peer_many
+from poolcheck.peers.isolation import Submitted, call_peer_many, close_workers, start_workers, submit_peer_many
 from poolcheck.peers.registry import resolve_peer
 from poolcheck.results import DEFAULT_FAIL_ON, FindingKind, PeerStatus, Signature
 from poolcheck.spec.severity import RANK
@@ -631,6 +631,8 @@ class Session:
         # cost 55 ms with ONNX Runtime loaded, 120 ms with torch: benchmarks/check_cost.py --gc-freeze).
         gc.freeze()
         try:
+            if self.options.isolated and self._call is call_peer_many:
+                start_workers(self.peers)  # a --jobs or cluster session's own workers, side by side
             self._replay_database()
             self.progress.phase = "exploring"
             def batches() -> Iterator[list[FuzzCase]]:

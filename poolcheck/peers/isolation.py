@@ -344,6 +344,12 @@ class PeerWorker:
             raise
 
     def _spawn(self) -> None:
+        self._launch()
+        self._await_ready()
+
+    def _launch(self) -> None:
+        """Start the worker process and return at once (:meth:`_await_ready` waits for it to
+        have loaded its peer)."""
         self.starts += 1
         parent, child = self._ctx.Pipe(duplex=True)
         proc = self._ctx.Process(
@@ -361,6 +367,12 @@ class PeerWorker:
             raise _Outcome("unavailable", f"cannot start a worker for {self.peer.name}: {why}") from exc
         child.close()
         self._proc, self._conn = proc, parent
+
+    def _await_ready(self) -> None:
+        """Wait for the launched worker to boot and load its peer; raises :class:`_Outcome`
+        (the worker stopped) when it does not within the timeouts, or cannot load it."""
+        parent = self._conn
+        assert parent is not None
         kind, detail = "", None
         for stage, limit in (("booted", STARTUP_TIMEOUT), ("ready", self.load_timeout)):
             if not parent.poll(limit):
@@ -399,6 +411,20 @@ class PeerWorker:
 
     def stop(self) -> None:
         """Stop the worker (killing it if it does not exit at once)."""
+        self._ask_to_stop()
+        self._await_stop(0.5)
+
+    def _await_stop(self, grace: float) -> None:
+        """Wait up to ``grace`` seconds for a worker told to stop to exit, then kill it."""
+        proc = self._proc
+        if proc is not None and proc.is_alive():
+            proc.join(grace)
+            if proc.is_alive():
+                proc.kill()
+        self._reap()
+
+    def _ask_to_stop(self) -> None:
+        """Tell the worker to exit, without waiting for it (:meth:`stop` waits)."""
         proc, conn = self._proc, self._conn
         sender, self._sender = self._sender, None
         if sender is not None:  # a batch still being written: the stop message must not cut into it
@@ -409,10 +435,6 @@ class PeerWorker:
                 conn.send(("stop",))
             except (OSError, ValueError):
                 pass
-            proc.join(0.5)
-            if proc.is_alive():
-                proc.kill()
-        self._reap()
 
     def call(self, items: Sequence[Item], timeout: float) -> list[PeerResult]:
         """Run ``items`` in the worker; raises :class:`_Outcome` on crash/timeout/startup failure."""
@@ -500,11 +522,53 @@ def _worker_for(peer: Peer) -> PeerWorker:
     return worker
 
 
+def start_workers(peers: Sequence[Peer]) -> None:
+    """Start the warm workers of ``peers`` side by side: every process is launched before any
+    is waited for, so the runtimes load at once (their imports are seconds each: torch, OpenVINO,
+    JAX) rather than one after the other at each peer's first call. A worker that is running
+    already, or failed to start before, is left as it is; one that fails now keeps its failure,
+    which its first call reports (:meth:`PeerWorker._start`), as it would have without this."""
+    launched: list[PeerWorker] = []
+    try:
+        for peer in peers:
+            if isinstance(peer, UnavailablePeer):
+                continue
+            worker = _worker_for(peer)
+            if worker.alive or worker._startup_failure is not None or worker in launched:
+                continue
+            if worker._proc is not None:
+                worker._reap()
+            try:
+                worker._launch()
+            except _Outcome as outcome:
+                worker._startup_failure = outcome
+                continue
+            launched.append(worker)
+        while launched:
+            worker = launched[0]
+            try:
+                worker._await_ready()
+            except _Outcome as outcome:
+                worker._startup_failure = outcome
+            launched.pop(0)
+    finally:
+        # interrupted (Ctrl-C) while some were loading: those stop, and a later call starts them
+        # afresh (a launched worker's first message is its boot, not an answer)
+        for worker in launched:
+            worker.stop()
+
+
 def close_workers() -> None:
-    """Stop every warm worker (registered to run at interpreter exit)."""
-    while _WORKERS:
-        _, worker = _WORKERS.popitem()
-        worker.stop()
+    """Stop every warm worker (registered to run at interpreter exit): all are told at once and
+    share one grace period (a runtime's teardown takes a while: stopped one at a time, eight
+    workers took 2 s)."""
+    workers = list(_WORKERS.values())
+    _WORKERS.clear()
+    for worker in workers:
+        worker._ask_to_stop()
+    deadline = time.monotonic() + 0.5
+    for worker in workers:
+        worker._await_stop(max(0.0, deadline - time.monotonic()))
 
 
 atexit.register(close_workers)

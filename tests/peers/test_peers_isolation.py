@@ -13,7 +13,7 @@ from support import AvailablePeer
 
 from poolcheck.api import run_spec
 from poolcheck.peers import PeerOutput, call_peer, call_peer_many, resolve_peer
-from poolcheck.peers.isolation import PIPE_BUFFER, _worker_for, submit_peer_many
+from poolcheck.peers.isolation import PIPE_BUFFER, PeerWorker, _worker_for, close_workers, start_workers, submit_peer_many
 from poolcheck.spec import attributes as A
 
 # The kernel size picks the misbehaviour; anything else delegates to poolcheck.
@@ -277,3 +277,170 @@ def test_a_runtimes_import_is_loading_time_not_the_first_calls() -> None:
     x = np.arange(6, dtype=np.float32).reshape(1, 1, 6)
     (result,) = call_peer_many(_SlowToImport(), [(spec, x)], isolated=True, timeout=0.5)
     assert result.status == "ok", result
+
+
+class _Rendezvous(AvailablePeer):
+    """A peer that loads only while its sibling's worker is loading too: each leaves a mark in
+    ``folder`` and waits (at most 20 s) for the other's. Loaded alone (one worker started after
+    the other was ready), it rejects every call."""
+
+    def __init__(self, name: str, sibling: str, folder: str) -> None:
+        self.name, self.sibling, self.folder = name, sibling, folder
+        self.met = False
+
+    def load_runtime(self) -> None:
+        (Path(self.folder) / self.name).touch()
+        deadline = time.monotonic() + 20.0
+        while not (Path(self.folder) / self.sibling).exists():
+            if time.monotonic() > deadline:
+                return
+            time.sleep(0.01)
+        self.met = True
+
+    def run(self, spec: object, x: np.ndarray) -> PeerOutput:
+        if not self.met:
+            raise RuntimeError(f"{self.name} loaded alone: {self.sibling} never started beside it")
+        return PeerOutput(*run_spec(spec, x))
+
+
+def test_start_workers_loads_the_peers_side_by_side_and_once(tmp_path: Path) -> None:
+    """Every worker is launched before any is waited for: two peers that each load only while
+    the other loads both answer (started one at a time, at each first call, the first waits for
+    the second in vain). Workers already running are left alone."""
+    peers = [_Rendezvous("left", "right", str(tmp_path)), _Rendezvous("right", "left", str(tmp_path))]
+    try:
+        start_workers(peers)
+        assert [_worker_for(p).starts for p in peers] == [1, 1]
+        for p in peers:
+            _assert_good(call_peer(p, GOOD, X, timeout=60))
+        start_workers(peers)
+        assert [_worker_for(p).starts for p in peers] == [1, 1]
+    finally:
+        for p in peers:
+            _worker_for(p).stop()
+
+
+def test_a_worker_that_fails_to_start_among_others_fails_at_its_first_call_as_alone(tmp_path: Path) -> None:
+    """start_workers never raises for one peer: the one whose worker cannot load keeps its
+    failure, which its first call reports as it would have started alone; the others run."""
+    path = tmp_path / "moody_peer.py"
+    path.write_text(MISBEHAVING)
+    moody = resolve_peer(str(path))
+    path.unlink()  # the worker re-imports by path, and finds nothing
+    good = _Doubler()
+    try:
+        start_workers([moody, good])
+        first = call_peer(moody, GOOD, X, timeout=60)
+        assert first.status == "unavailable" and "no such file" in first.message
+        assert _worker_for(moody).starts == 1
+        result = call_peer(good, GOOD, X, timeout=60)
+        assert result.status == "ok"
+        np.testing.assert_array_equal(result.output.values, X * 2)
+    finally:
+        _worker_for(moody).stop()
+        _worker_for(good).stop()
+
+
+def test_start_workers_interrupted_stops_the_ones_still_loading(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C while the workers load: those not yet ready are stopped (a launched worker's first
+    message is its boot, which a call would read as its answer), and a later call starts its
+    peer afresh and is answered."""
+    first, second = _Doubler(), _Doubler()
+    second.name = "doubler-2"
+    waited: list[PeerWorker] = []
+    real = PeerWorker._await_ready
+
+    def interrupted(self: PeerWorker) -> None:
+        waited.append(self)
+        if len(waited) == 1:
+            real(self)
+            return
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(PeerWorker, "_await_ready", interrupted)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            start_workers([first, second])
+        assert waited == [_worker_for(first), _worker_for(second)]
+        assert _worker_for(first).alive and not _worker_for(second).alive
+        monkeypatch.setattr(PeerWorker, "_await_ready", real)
+        for peer in (first, second):
+            result = call_peer(peer, GOOD, X, timeout=60)
+            assert result.status == "ok", result.message
+            np.testing.assert_array_equal(result.output.values, X * 2)
+        assert [_worker_for(p).starts for p in (first, second)] == [1, 2]
+    finally:
+        _worker_for(first).stop()
+        _worker_for(second).stop()
+
+
+def test_a_run_and_a_campaign_load_their_peers_side_by_side(tmp_path: Path) -> None:
+    """``poolcheck run``'s peer checks and a fuzz campaign start every peer's worker before they
+    call one: the two rendezvous peers, which load only beside each other, answer in both."""
+    from poolcheck.cases.model import Case
+    from poolcheck.fuzz.campaign import run_campaign
+    from poolcheck.fuzz.session import FuzzOptions, Session
+    from poolcheck.runner import peer_checks
+
+    def pair(where: Path) -> list[_Rendezvous]:
+        where.mkdir()
+        return [_Rendezvous("left", "right", str(where)), _Rendezvous("right", "left", str(where))]
+
+    peers = pair(tmp_path / "run")
+    case = Case(id="c", op="MaxPool-1", convention="openvino", spec=GOOD, attributes={}, dtype=X.dtype, input=X,
+                expected={})
+    try:
+        checks = peer_checks([case], peers, timeout=60)["c"]
+        assert [(c.runner, c.verdict) for c in checks] == [("left", "pass"), ("right", "pass")], checks
+    finally:
+        for p in peers:
+            _worker_for(p).stop()
+
+    def answered_by_both(status: dict) -> None:
+        assert set(status) == {"left", "right"}, status
+        assert all(s.get("ok", 0) > 0 and set(s) <= {"ok", "declined"} for s in status.values()), status
+
+    # a campaign (its workers serve the registry's re-check, then the session), and a session on
+    # its own (a --jobs process's or a cluster shard's, which starts its own workers)
+    for where in ("campaign", "session"):
+        peers = pair(tmp_path / where)
+        options = FuzzOptions(ops=("max",), ranks=(3,), dtypes=("float32",), peers=tuple(peers), max_examples=1,
+                              seed=1, shrink=False, database=str(tmp_path / where / "db"))
+        try:
+            if where == "campaign":
+                campaign = run_campaign(options, known_paths=(), save_dir=tmp_path / "finds")
+                answered_by_both({p: dict(c) for p, c in campaign.result.fuzz.peer_status.items()})
+            else:
+                answered_by_both({p: dict(c) for p, c in Session(options, peers, max_examples=1).run().progress.peer_status.items()})
+        finally:
+            for p in peers:
+                _worker_for(p).stop()
+
+
+def test_close_workers_tells_every_worker_before_waiting_for_any(monkeypatch: pytest.MonkeyPatch) -> None:
+    """At exit every worker is told to stop first, then each is waited for within one shared grace
+    period: a runtime's teardown outlasting the grace no longer costs it once per worker."""
+    first, second = _Doubler(), _Doubler()
+    second.name = "doubler-2"
+    start_workers([first, second])
+    workers = [_worker_for(first), _worker_for(second)]
+    processes = [w._proc for w in workers]
+    steps: list[tuple[str, PeerWorker]] = []
+    ask, wait = PeerWorker._ask_to_stop, PeerWorker._await_stop
+
+    def asked(self: PeerWorker) -> None:
+        steps.append(("ask", self))
+        ask(self)
+
+    def waited(self: PeerWorker, grace: float) -> None:
+        steps.append(("wait", self))
+        wait(self, grace)
+
+    monkeypatch.setattr(PeerWorker, "_ask_to_stop", asked)
+    monkeypatch.setattr(PeerWorker, "_await_stop", waited)
+    close_workers()
+    mine = [(what, w) for what, w in steps if w in workers]
+    assert [what for what, _ in mine] == ["ask", "ask", "wait", "wait"]
+    assert {w for _, w in mine} == set(workers)
+    assert all(p is not None and not p.is_alive() for p in processes)
+    assert all(not w.alive for w in workers)
