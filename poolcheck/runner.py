@@ -45,7 +45,7 @@ from poolcheck.judgement import (
     within_accumulation,
 )
 from poolcheck.judgement import output_contract as judge_contract
-from poolcheck.peers.isolation import call_peer_family, call_peer_many, start_workers
+from poolcheck.peers.isolation import start_workers, submit_peer_family, submit_peer_many
 from poolcheck.results import (
     SIGNATURE_TAG,
     CaseResult,
@@ -435,58 +435,86 @@ def _read_only(x: np.ndarray) -> np.ndarray:
 def peer_checks(cases: Sequence[Case], peers: Sequence[Any], *, isolated: bool = True,
                 timeout: float = 30.0,
                 on_output: Callable[[Case, str, Any, Check], None] | None = None) -> dict[str, list[Check]]:
-    """Run every case on every peer (one batched call per peer); checks keyed by case id.
-    ``on_output(case, peer name, PeerResult, check)`` sees each peer's raw result beside its
-    check (``poolcheck audit`` diagnoses the differing outputs from it)."""
+    """Run every case on every peer (one batched call per peer for the family cases, one for the
+    rest); checks keyed by case id. ``on_output(case, peer name, PeerResult, check)`` sees each
+    peer's raw result beside its check (``poolcheck audit`` diagnoses the differing outputs from it).
+
+    Family cases (LpPool, global pooling, MaxUnpool, adaptive pooling) go to a peer as
+    ``(FamilySpec, x, I)`` items (declined, without a call, where its ``family_ops`` lacks the
+    op) and are judged by :func:`check_family_peer_output`; the others by :func:`check_peer_output`.
+    Isolated, every peer computes at once: each is handed its family batch, then its other batch
+    as soon as the first is collected, while the answers already in are judged, peer by peer, in
+    the order of ``peers`` (the checks and their order are those of one call after another)."""
     out: dict[str, list[Check]] = {c.id: [] for c in cases}
+    family = [c for c in cases if is_family(c.spec)]
+    pooling = [c for c in cases if not is_family(c.spec)]
+    family_items = [(c.spec, _read_only(c.input),
+                     None if c.inputs.get("I") is None else _read_only(np.asarray(c.inputs["I"]))) for c in family]
+    items = [(c.pool_spec, _read_only(c.input)) for c in pooling]
     if isolated and cases:
         start_workers(peers)  # side by side, not one after another at each first call
-    family_peer_checks([c for c in cases if is_family(c.spec)], peers, out, isolated=isolated, timeout=timeout,
-                       on_output=on_output)
-    cases = [c for c in cases if not is_family(c.spec)]
-    items = [(c.pool_spec, _read_only(c.input)) for c in cases]
-    for peer in peers:
-        _check_on_peer(cases, peer, out, lambda p: call_peer_many(p, items, isolated=isolated, timeout=timeout),
-                       check_peer_output, on_output)
+
+    def ask_family(peer: Any) -> Callable[[], list[Any]]:
+        return _asked(lambda: submit_peer_family(peer, family_items, isolated=isolated,  # type: ignore[arg-type]
+                                                 timeout=timeout)) if family else list
+
+    def ask(peer: Any) -> Callable[[], list[Any]]:
+        return _asked(lambda: submit_peer_many(peer, items, isolated=isolated, timeout=timeout)) if pooling else list
+
+    family_answers = [ask_family(peer) for peer in peers]
+    answers = []
+    for peer, family_answer in zip(peers, family_answers):
+        results = _collected(family_answer)
+        answers.append(ask(peer))  # out before these are judged (a worker holds one batch at a time)
+        _check_on_peer(family, peer, out, results, check_family_peer_output, on_output)
+    for peer, answer in zip(peers, answers):
+        _check_on_peer(pooling, peer, out, _collected(answer), check_peer_output, on_output)
     return out
 
 
-def _check_on_peer(cases: Sequence[Case], peer: Any, out: dict[str, list[Check]], call: Callable[[Any], list[Any]],
+def _asked(submit: Callable[[], Callable[[], list[Any]]]) -> Callable[[], list[Any]]:
+    """``submit()``; where handing the batch over fails, the failure is raised when the answer
+    is read, as a call's would have been."""
+    try:
+        return submit()
+    except Exception as exc:
+        failure = exc
+
+        def failed() -> list[Any]:
+            raise failure
+
+        return failed
+
+
+def _collected(answer: Callable[[], list[Any]]) -> list[Any] | Exception:
+    """The results of a batch, or the exception that reading them raised (a peer layer failure:
+    every case's error on this peer, not the run's end)."""
+    try:
+        return answer()
+    except Exception as exc:
+        return exc
+
+
+def _check_on_peer(cases: Sequence[Case], peer: Any, out: dict[str, list[Check]], results: list[Any] | Exception,
                    check: Callable[[Case, str, str | None, Any], Check],
                    on_output: Callable[[Case, str, Any, Check], None] | None) -> None:
-    """``call(peer)`` for every case at once, each result judged by ``check`` into ``out``."""
+    """Each case's result on ``peer`` (or the exception that gave none) judged by ``check`` into ``out``."""
     if not cases:
         return
     try:
         version = peer.version()
     except Exception:
         version = None
-    try:
-        results = call(peer)
-    except Exception as exc:  # a peer layer failure is every case's error on this peer, not the run's end
+    if isinstance(results, Exception):
         for case in cases:
-            out[case.id].append(Check(peer.name, CheckKind.PEER, Verdict.ERROR, f"{_reason(exc)} [peer={peer.name}]",
-                                      version=version))
+            out[case.id].append(Check(peer.name, CheckKind.PEER, Verdict.ERROR,
+                                      f"{_reason(results)} [peer={peer.name}]", version=version))
         return
     for case, result in zip(cases, results):
         checked = check(case, peer.name, version, result)
         if on_output is not None:
             on_output(case, peer.name, result, checked)
         out[case.id].append(checked)
-
-
-def family_peer_checks(cases: Sequence[Case], peers: Sequence[Any], out: dict[str, list[Check]], *,
-                       isolated: bool = True, timeout: float = 30.0,
-                       on_output: Callable[[Case, str, Any, Check], None] | None = None) -> None:
-    """:func:`peer_checks` for family cases (LpPool, global pooling, MaxUnpool, adaptive pooling):
-    each peer gets ``(FamilySpec, x, I)`` items (a peer whose ``family_ops`` lacks the op is
-    declined without being called), judged by :func:`check_family_peer_output`."""
-    items = [(c.spec, _read_only(c.input), None if c.inputs.get("I") is None else _read_only(np.asarray(c.inputs["I"])))
-             for c in cases]
-    for peer in peers:
-        _check_on_peer(cases, peer, out,
-                       lambda p: call_peer_family(p, items, isolated=isolated, timeout=timeout),  # type: ignore[arg-type]
-                       check_family_peer_output, on_output)
 
 
 def check_family_peer_output(case: Case, peer_name: str, version: str | None, result: Any) -> Check:

@@ -725,14 +725,30 @@ def call_peer_family(
 ) -> list[PeerResult]:
     """Run family items ``(FamilySpec, x, indices or None)`` on ``peer`` (declined, without
     calling it, where its ``family_ops`` lacks the op); one :class:`PeerResult` per item."""
-    results: list[PeerResult | None] = []
+    return submit_peer_family(peer, items, isolated=isolated, timeout=timeout)()
+
+
+def submit_peer_family(
+    peer: Peer,
+    items: Sequence[FamilyItem],
+    *,
+    isolated: bool = True,
+    timeout: float = DEFAULT_TIMEOUT,
+) -> Submitted:
+    """:func:`call_peer_family`, started now and finished by calling the returned
+    :class:`Submitted` (as :func:`submit_peer_many`)."""
+    declined: dict[int, PeerResult] = {}
     asked: list[int] = []
     for i, (spec, _, _) in enumerate(items):
         why = None if isinstance(peer, UnavailablePeer) else family_declined(peer, spec)
-        results.append(None if why is None else PeerResult("declined", None, why))
         if why is None:
             asked.append(i)
-    answers = call_peer_many(peer, [items[i] for i in asked], isolated=isolated, timeout=timeout)
-    for i, answer in zip(asked, answers, strict=True):
-        results[i] = answer
-    return [r for r in results if r is not None]
+        else:
+            declined[i] = PeerResult("declined", None, why)
+    answer = submit_peer_many(peer, [items[i] for i in asked], isolated=isolated, timeout=timeout)
+
+    def results() -> list[PeerResult]:
+        answers = dict(zip(asked, answer(), strict=True))
+        return [answers[i] if i in answers else declined[i] for i in range(len(items))]
+
+    return Submitted(results, answer.connection, answer.due)

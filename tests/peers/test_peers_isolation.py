@@ -13,7 +13,14 @@ from support import AvailablePeer
 
 from poolcheck.api import run_spec
 from poolcheck.peers import PeerOutput, call_peer, call_peer_many, resolve_peer
-from poolcheck.peers.isolation import PIPE_BUFFER, PeerWorker, _worker_for, close_workers, start_workers, submit_peer_many
+from poolcheck.peers.isolation import (
+    PIPE_BUFFER,
+    PeerWorker,
+    _worker_for,
+    close_workers,
+    start_workers,
+    submit_peer_many,
+)
 from poolcheck.spec import attributes as A
 
 # The kernel size picks the misbehaviour; anything else delegates to poolcheck.
@@ -444,3 +451,51 @@ def test_close_workers_tells_every_worker_before_waiting_for_any(monkeypatch: py
     assert {w for _, w in mine} == set(workers)
     assert all(p is not None and not p.is_alive() for p in processes)
     assert all(not w.alive for w in workers)
+
+
+class _RunTogether(AvailablePeer):
+    """A peer that answers a batch only while its sibling computes one of the same kind
+    (MaxPool/AveragePool or the rest of the family): each call leaves a mark in ``folder`` and
+    waits (at most 20 s) for the other's. Asked alone, it rejects."""
+
+    family_ops = ("global_max",)
+
+    def __init__(self, name: str, sibling: str, folder: str) -> None:
+        self.name, self.sibling, self.folder = name, sibling, folder
+
+    def run(self, spec: object, x: np.ndarray) -> PeerOutput:
+        from poolcheck.api_family import run_family
+        from poolcheck.spec.family import FamilySpec
+
+        kind = "family" if isinstance(spec, FamilySpec) else "pooling"
+        (Path(self.folder) / f"{self.name}.{kind}").touch()
+        deadline = time.monotonic() + 20.0
+        while not (Path(self.folder) / f"{self.sibling}.{kind}").exists():
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{self.name} computed its {kind} batch alone")
+            time.sleep(0.01)
+        return PeerOutput(*(run_family(spec, x) if kind == "family" else run_spec(spec, x)))
+
+
+def test_a_runs_peers_compute_their_batches_at_once(tmp_path: Path) -> None:
+    """``poolcheck run``'s peer checks hand every peer its batch before judging any answer: two
+    peers that each answer only while the other computes too both pass, on a MaxPool case and on
+    a GlobalMaxPool case (one call after another, the first asked waits for the second in vain)."""
+    from poolcheck.cases.model import Case
+    from poolcheck.runner import peer_checks
+    from poolcheck.spec.operators import parse
+
+    x4 = np.arange(24, dtype=np.float32).reshape(1, 2, 3, 4)
+    cases = [Case(id="max", op="MaxPool-1", convention="openvino", spec=GOOD, attributes={}, dtype=X.dtype,
+                  input=X, expected={}),
+             Case(id="global", op="GlobalMaxPool-1", convention="onnx", spec=parse("GlobalMaxPool-1", {}),
+                  attributes={}, dtype=x4.dtype, input=x4, expected={})]
+    peers = [_RunTogether("left", "right", str(tmp_path)), _RunTogether("right", "left", str(tmp_path))]
+    try:
+        checks = peer_checks(cases, peers, timeout=60)
+        for case in cases:
+            assert [(c.runner, c.verdict) for c in checks[case.id]] == [("left", "pass"), ("right", "pass")], \
+                checks[case.id]
+    finally:
+        for p in peers:
+            _worker_for(p).stop()
