@@ -50,8 +50,8 @@ from poolcheck.fuzz.session import (
 )
 from poolcheck.fuzz.strategies import CONVENTIONS
 from poolcheck.judgement import tensor
-from poolcheck.peers.base import Peer
-from poolcheck.peers.isolation import call_peer_many, start_workers
+from poolcheck.peers.base import Peer, PeerResult
+from poolcheck.peers.isolation import call_peer_many, start_workers, submit_peer_many
 from poolcheck.peers.registry import PeerRef, parse_peer_list
 from poolcheck.results import (
     DEFAULT_FAIL_ON,
@@ -163,9 +163,22 @@ def recheck_known(entries: Sequence[KnownEntry], peers: Sequence[Peer], *, isola
         else:
             why = f"peer {e.peer!r} is not in this session" if e.peer else f"{e.kind} entries are not re-checked"
             checks[i] = KnownCheck(e, KnownState.SKIPPED, why)
+    # every peer computes at once: handed its family entries first and the others as soon as those
+    # are in, while the answers in are judged
+    cases = {name: [fuzz_case_from(entries[i].case) for i in idxs] for name, idxs in per_peer.items()}
+
+    def ask(name: str) -> Callable[[], list[PeerResult]]:
+        return submit_peer_many(by_name[name], [(c.spec, c.x) for c in cases[name]], isolated=isolated,
+                                timeout=timeout)
+
+    family_states = {name: recheck_family([entries[i] for i in idxs], by_name[name], isolated=isolated,
+                                          timeout=timeout) for name, idxs in family_per_peer.items()}
+    answers = {name: ask(name) for name in per_peer if name not in family_states}
     for name, idxs in family_per_peer.items():
-        for i, (state, message) in zip(idxs, recheck_family([entries[i] for i in idxs], by_name[name],
-                                                            isolated=isolated, timeout=timeout)):
+        states = family_states[name]()
+        if name in per_peer:
+            answers[name] = ask(name)  # a worker holds one batch at a time
+        for i, (state, message) in zip(idxs, states):
             checks[i] = KnownCheck(entries[i], state, message)
     for name, idxs in per_peer.items():
         peer = by_name[name]
@@ -173,9 +186,8 @@ def recheck_known(entries: Sequence[KnownEntry], peers: Sequence[Peer], *, isola
             version = str(peer.version() or "unknown")
         except Exception:
             version = "unknown"
-        cases = [fuzz_case_from(entries[i].case) for i in idxs]
         expected: list[tuple[O.Outputs, Geometry] | None] = []
-        for c in cases:  # None: the engine now rejects it (a peer computing an output accepts an invalid one)
+        for c in cases[name]:  # None: the engine now rejects it (a peer computing an output accepts an invalid one)
             try:
                 expected.append(expected_for(eng, c))
             except PoolcheckError:
@@ -183,8 +195,8 @@ def recheck_known(entries: Sequence[KnownEntry], peers: Sequence[Peer], *, isola
         # ties between equally good explanations go to the recorded one: the question is
         # whether the recorded behaviour still explains the peer
         prefer = [{entries[i].sig.detail: 1_000_000} for i in idxs]
-        results = call_peer_many(peer, [(c.spec, c.x) for c in cases], isolated=isolated, timeout=timeout)
-        judged = judge_peer(peer, cases, expected, results, eng, version=version, prefer=prefer.__getitem__)
+        results = answers[name]()
+        judged = judge_peer(peer, cases[name], expected, results, eng, version=version, prefer=prefer.__getitem__)
         for i, (_case, res, finding) in zip(idxs, judged):
             e = entries[i]
             if res.status in ("declined", "unavailable"):

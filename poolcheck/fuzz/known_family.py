@@ -1,6 +1,6 @@
 """Re-checking the registry's family entries (LpPool, global pooling, MaxUnpool, adaptive pooling)
 against today's peer: each entry's case goes to its peer through the family interface
-(:func:`~poolcheck.peers.isolation.call_peer_family`), is judged by the one judgement
+(:func:`~poolcheck.peers.isolation.submit_peer_family`), is judged by the one judgement
 (:func:`~poolcheck.judgement.family_tolerance`) and named by the family diagnosis; the state is
 that of every known check: the recorded class still reproduces, the peer now agrees (fixed), or
 it diverges differently (changed).
@@ -8,7 +8,7 @@ it diverges differently (changed).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -19,7 +19,7 @@ from poolcheck.errors import PoolcheckError
 from poolcheck.fuzz.diagnosis.family import diagnose_family
 from poolcheck.fuzz.known import KnownEntry
 from poolcheck.judgement import close_values, family_tolerance
-from poolcheck.peers.isolation import call_peer_family
+from poolcheck.peers.isolation import submit_peer_family
 from poolcheck.results import KnownState
 from poolcheck.spec.family import FamilySpec
 from poolcheck.spec.operators import OPERATORS
@@ -35,11 +35,12 @@ def is_family_entry(entry: KnownEntry) -> bool:
 
 
 def recheck_family(entries: Sequence[KnownEntry], peer: Any, *, isolated: bool = True,
-                   timeout: float = 30.0) -> list[tuple[KnownState, str]]:
-    """``(state, message)`` per entry (all on ``peer``)."""
+                   timeout: float = 30.0) -> Callable[[], list[tuple[KnownState, str]]]:
+    """The entries (all on ``peer``) handed to it now; calling the result collects its answers:
+    ``(state, message)`` per entry."""
     items = [(e.case.spec, e.case.input, e.case.inputs.get("I")) for e in entries]
-    results = call_peer_family(peer, items, isolated=isolated, timeout=timeout)  # type: ignore[arg-type]
-    return [_state(e, r) for e, r in zip(entries, results, strict=True)]
+    answer = submit_peer_family(peer, items, isolated=isolated, timeout=timeout)  # type: ignore[arg-type]
+    return lambda: [_state(e, r) for e, r in zip(entries, answer(), strict=True)]
 
 
 def _state(entry: KnownEntry, result: Any) -> tuple[KnownState, str]:

@@ -499,3 +499,34 @@ def test_a_runs_peers_compute_their_batches_at_once(tmp_path: Path) -> None:
     finally:
         for p in peers:
             _worker_for(p).stop()
+
+
+def test_the_registry_recheck_hands_every_peer_its_entries_at_once(tmp_path: Path) -> None:
+    """A campaign's re-check of the registry hands each peer its entries before it judges any
+    answer: two peers that answer only while the other computes both agree with the reference on
+    a MaxPool/AveragePool entry and on a family one (so both read as fixed upstream); one call
+    after another, the first asked rejects them."""
+    from dataclasses import replace
+
+    from support import ROOT
+
+    from poolcheck.fuzz.campaign import recheck_known
+    from poolcheck.fuzz.known import known_entries
+    from poolcheck.results import KnownState
+    from poolcheck.spec.family import FamilySpec
+
+    entries, _ = known_entries([ROOT / "cases" / "known"])
+    pooling = next(e for e in entries if e.peer and not isinstance(e.case.spec, FamilySpec))
+    family = next(e for e in entries if e.peer and isinstance(e.case.spec, FamilySpec) and e.case.spec.op != "unpool")
+    peers = [_RunTogether("left", "right", str(tmp_path)), _RunTogether("right", "left", str(tmp_path))]
+    for p in peers:
+        p.family_ops = (family.case.spec.op,)
+    mine = [replace(e, peer=p.name, signature=e.signature.replace(f"|{e.peer}|", f"|{p.name}|"))
+            for p in peers for e in (pooling, family)]
+    try:
+        checks = recheck_known(mine, peers, timeout=60)
+        assert [(k.entry.peer, k.state) for k in checks] == [(p.name, KnownState.FIXED) for p in peers for _ in "pf"], \
+            [(k.entry.peer, k.state, k.message) for k in checks]
+    finally:
+        for p in peers:
+            _worker_for(p).stop()
