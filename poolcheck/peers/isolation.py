@@ -552,10 +552,10 @@ def start_workers(peers: Sequence[Peer]) -> None:
                 worker._startup_failure = outcome
             launched.pop(0)
     finally:
-        # interrupted (Ctrl-C) while some were loading: those stop, and a later call starts them
-        # afresh (a launched worker's first message is its boot, not an answer)
-        for worker in launched:
-            worker.stop()
+        # interrupted (Ctrl-C) while some were loading: those are killed at once (a loading
+        # worker reads no message), and a later call starts them afresh (a launched worker's
+        # first message is its boot, not an answer)
+        _stop_all(launched, grace=0.0)
 
 
 def close_workers() -> None:
@@ -564,9 +564,15 @@ def close_workers() -> None:
     workers took 2 s)."""
     workers = list(_WORKERS.values())
     _WORKERS.clear()
+    _stop_all(workers, grace=0.5)
+
+
+def _stop_all(workers: Sequence[PeerWorker], grace: float) -> None:
+    """Tell every one of ``workers`` to stop, then wait for them within one shared ``grace``
+    period, killing those still running."""
     for worker in workers:
         worker._ask_to_stop()
-    deadline = time.monotonic() + 0.5
+    deadline = time.monotonic() + grace
     for worker in workers:
         worker._await_stop(max(0.0, deadline - time.monotonic()))
 
