@@ -45,7 +45,7 @@ from poolcheck.judgement import (
     within_accumulation,
 )
 from poolcheck.judgement import output_contract as judge_contract
-from poolcheck.peers.isolation import start_workers, submit_peer_family, submit_peer_many
+from poolcheck.peers.isolation import start_workers, submit_peer_family, submit_peer_many, worker_key
 from poolcheck.results import (
     SIGNATURE_TAG,
     CaseResult,
@@ -444,7 +444,8 @@ def peer_checks(cases: Sequence[Case], peers: Sequence[Any], *, isolated: bool =
     op) and are judged by :func:`check_family_peer_output`; the others by :func:`check_peer_output`.
     Isolated, every peer computes at once: each is handed its family batch, then its other batch
     as soon as the first is collected, while the answers already in are judged, peer by peer, in
-    the order of ``peers`` (the checks and their order are those of one call after another)."""
+    the order of ``peers`` (the checks and their order are those of one call after another). A
+    peer named twice (one worker) is asked once at a time."""
     out: dict[str, list[Check]] = {c.id: [] for c in cases}
     family = [c for c in cases if is_family(c.spec)]
     pooling = [c for c in cases if not is_family(c.spec)]
@@ -461,14 +462,16 @@ def peer_checks(cases: Sequence[Case], peers: Sequence[Any], *, isolated: bool =
     def ask(peer: Any) -> Callable[[], list[Any]]:
         return _asked(lambda: submit_peer_many(peer, items, isolated=isolated, timeout=timeout)) if pooling else list
 
-    family_answers = [ask_family(peer) for peer in peers]
-    answers = []
+    # a worker holds one batch at a time: with a peer named twice, each batch is asked when it is read
+    at_once = len({worker_key(peer) for peer in peers}) == len(peers)
+    family_answers = [ask_family(peer) if at_once else None for peer in peers]
+    answers: list[Callable[[], list[Any]] | None] = []
     for peer, family_answer in zip(peers, family_answers):
-        results = _collected(family_answer)
-        answers.append(ask(peer))  # out before these are judged (a worker holds one batch at a time)
+        results = _collected(family_answer or ask_family(peer))
+        answers.append(ask(peer) if at_once else None)  # out before these are judged
         _check_on_peer(family, peer, out, results, check_family_peer_output, on_output)
     for peer, answer in zip(peers, answers):
-        _check_on_peer(pooling, peer, out, _collected(answer), check_peer_output, on_output)
+        _check_on_peer(pooling, peer, out, _collected(answer or ask(peer)), check_peer_output, on_output)
     return out
 
 

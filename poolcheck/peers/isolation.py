@@ -512,9 +512,15 @@ class PeerWorker:
 _WORKERS: dict[Any, PeerWorker] = {}
 
 
-def _worker_for(peer: Peer) -> PeerWorker:
+def worker_key(peer: Peer) -> tuple[str, Any]:
+    """Which warm worker serves ``peer``: one per name it was resolved from (``ref``), else one
+    per object. Peers with the same key share a worker, which holds one call at a time."""
     ref = getattr(peer, "ref", None)
-    key = ("ref", ref) if isinstance(ref, str) else ("id", id(peer))
+    return ("ref", ref) if isinstance(ref, str) else ("id", id(peer))
+
+
+def _worker_for(peer: Peer) -> PeerWorker:
+    key = worker_key(peer)
     worker = _WORKERS.get(key)
     if worker is None or (key[0] == "id" and worker.peer is not peer):
         worker = PeerWorker(peer)

@@ -530,3 +530,26 @@ def test_the_registry_recheck_hands_every_peer_its_entries_at_once(tmp_path: Pat
     finally:
         for p in peers:
             _worker_for(p).stop()
+
+
+class _Faithful(AvailablePeer):
+    name = "faithful"
+
+    def run(self, spec: object, x: np.ndarray) -> PeerOutput:
+        return PeerOutput(*run_spec(spec, x))
+
+
+def test_a_peer_named_twice_in_a_run_is_asked_once_at_a_time() -> None:
+    """One worker serves both entries of a peer listed twice: its batches are asked one after the
+    other (two at once, the second would take the first's answer), and both sets of checks pass."""
+    from poolcheck.cases.model import Case
+    from poolcheck.runner import peer_checks
+
+    peer = _Faithful()
+    case = Case(id="c", op="MaxPool-1", convention="openvino", spec=GOOD, attributes={}, dtype=X.dtype, input=X,
+                expected={})
+    try:
+        checks = peer_checks([case], [peer, peer], timeout=60)["c"]
+        assert [(c.runner, c.verdict) for c in checks] == [("faithful", "pass")] * 2, checks
+    finally:
+        _worker_for(peer).stop()
