@@ -69,12 +69,15 @@ def spacing(values: Any, dtype: Any) -> np.ndarray:
     inf: an average of two FLT_MAX accepted any answer, and one dropped to 0 accepted none.)"""
     dt = np.dtype(dtype)
     e = np.abs(np.asarray(values, dtype=np.float64))
-    finite = np.isfinite(e)
+    with np.errstate(all="ignore"):
+        # inf and NaN stay inf and NaN in the cast, and their spacing is NaN
+        gap = np.asarray(np.spacing(cast(e, dt))).astype(np.float64, copy=False)
+    wide = np.isfinite(gap)
+    if wide.all():  # the common case: every value finite and below the largest
+        return gap
     info = finfo(dt)
     top = math.ldexp(float(info.eps), int(info.maxexp) - 1)  # the gap below the largest value
-    with np.errstate(all="ignore"):
-        gap = np.spacing(cast(np.where(finite, e, 0.0), dt)).astype(np.float64)
-    return np.where(finite, np.where(np.isfinite(gap), gap, top), 0.0)
+    return np.where(wide, gap, np.where(np.isfinite(e), top, 0.0))
 
 
 def lowest(dtype: Any) -> float | int:

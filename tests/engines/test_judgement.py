@@ -212,3 +212,38 @@ def test_the_ulp_at_the_largest_value_is_the_one_below_it() -> None:
     norm = np.array([[[big]]], dtype=np.float32)
     bound = family_tolerance(lp, y, norm, get_engine("numpy"), get_family_engine("numpy"))
     assert close_values(norm, np.array([[[3.40282326e38]]], np.float32), bound).all()
+
+
+def _spacing_by_steps(v: float, dt: np.dtype) -> float:
+    """An ulp by stepping the bits: from ``|v|`` rounded to ``dt`` to the next value up; at the
+    largest finite value and past it (rounded to inf), from the value below it to the largest;
+    0 for inf and NaN."""
+    from poolcheck.spec import dtypes
+
+    if not np.isfinite(v):
+        return 0.0
+    unsigned = np.dtype(f"u{dt.itemsize}")
+    c = dtypes.cast(np.array([abs(v)]), dt)  # rounded once; a positive value's bits count up
+    top = dtypes.cast(np.array([float(dtypes.finfo(dt).max)]), dt)
+    if float(c.astype(np.float64)[0]) >= float(top.astype(np.float64)[0]):
+        below = (top.view(unsigned) - 1).view(dt)
+        return float(top.astype(np.float64)[0] - below.astype(np.float64)[0])
+    return float((c.view(unsigned) + 1).view(dt).astype(np.float64)[0] - c.astype(np.float64)[0])
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.sampled_from(["float16", "float32", "float64", "bfloat16"]),
+       st.lists(st.one_of(st.floats(allow_nan=True, allow_infinity=True),
+                          st.sampled_from([0.0, -0.0, 65504.0, 65520.0, 3.4028234663852886e38, 3.4e38, 3.5e38,
+                                           3.3895313892515355e38, 1.7976931348623157e308, 5e-324, 1e-45])),
+                min_size=0, max_size=12))
+def test_spacing_is_the_step_to_the_next_value(name: str, values: list[float]) -> None:
+    """dtypes.spacing on arrays of every kind of value (its fast path, every value finite and
+    below the largest, and its slow one) against stepping with nextafter value by value."""
+    from poolcheck.spec import dtypes
+
+    dt = dtypes.BFLOAT16 if name == "bfloat16" else np.dtype(name)
+    got = dtypes.spacing(np.array(values, dtype=np.float64), dt)
+    assert isinstance(got, np.ndarray) and got.dtype == np.float64 and got.shape == (len(values),)
+    want = [_spacing_by_steps(v, dt) for v in values]
+    assert got.tolist() == want
