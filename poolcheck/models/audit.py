@@ -30,6 +30,7 @@ from poolcheck.fuzz.diagnosis import diagnose_output
 from poolcheck.fuzz.known import known_entries
 from poolcheck.models.risk import KnownMatch, Risk, family_risks, known_matches, risk_classes
 from poolcheck.peers.base import Peer
+from poolcheck.peers.isolation import start_workers
 from poolcheck.results import CaseResult, Check, FindingKind, RunResult, Verdict
 from poolcheck.runner import POLICY_SEARCH_LIMIT, new_result, peer_checks, record_peer_versions, run_case
 from poolcheck.spec import dtypes
@@ -408,6 +409,11 @@ def audit_model(model: Path, input_shapes: dict[str, tuple[int, ...]], peers: Se
 
     try:
         by_case: dict[str, list[Check]] = {c.id: [] for c in cases}
+        if cases and len(peers) > 1:
+            # the runtimes load side by side (seconds each), not one after another at each
+            # peer's turn below; the checks stay one peer at a time, each with its progress line
+            tick(f"loading {len(peers)} peers", 0, len(peers))
+            start_workers(peers)
         for j, peer in enumerate(peers if cases else []):
             tick(f"running on {peer.name}", j, len(peers))
             for cid, checks in peer_checks(cases, [peer], timeout=timeout, on_output=keep).items():

@@ -553,3 +553,30 @@ def test_a_peer_named_twice_in_a_run_is_asked_once_at_a_time() -> None:
         assert [(c.runner, c.verdict) for c in checks] == [("faithful", "pass")] * 2, checks
     finally:
         _worker_for(peer).stop()
+
+
+def test_an_audit_loads_its_peers_side_by_side(tmp_path: Path) -> None:
+    """``poolcheck audit`` checks its peers one at a time (a progress line each) but starts
+    their workers together first: the two rendezvous peers, which load only beside each other,
+    both pass the model's node (loaded at each peer's turn, each loaded alone and rejected)."""
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+
+    from poolcheck.models.audit import audit_model
+
+    node = helper.make_node("MaxPool", ["x"], ["y"], name="mp", kernel_shape=[2], strides=[1])
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 6])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    model = tmp_path / "one.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 22)]), str(model))
+    peers = [_Rendezvous("left", "right", str(tmp_path)), _Rendezvous("right", "left", str(tmp_path))]
+    phases: list[str] = []
+    try:
+        audit = audit_model(model, {}, peers, ["numpy"], timeout=60, command="t", replay="t",
+                            progress=lambda phase, done, total: phases.append(phase))
+    finally:
+        for p in peers:
+            _worker_for(p).stop()
+    checks = [(c.runner, c.verdict) for r in audit.result.cases for c in r.checks if c.runner in ("left", "right")]
+    assert checks and set(checks) == {("left", "pass"), ("right", "pass")}, checks
+    assert phases.index("loading 2 peers") < phases.index("running on left") < phases.index("running on right")
