@@ -401,27 +401,23 @@ def audit_model(model: Path, input_shapes: dict[str, tuple[int, ...]], peers: Se
     result = new_result(command, kind="run")
     cases = [c for cs in configs.values() for c in cs]
     ran: dict[str, CaseResult] = {}
-    differing: list[tuple[Case, Check, Any]] = []
+    judged: list[str] = []
 
-    def keep(case: Case, _peer: str, peer_result: Any, check: Check) -> None:
-        if check.verdict == Verdict.FAIL:
-            differing.append((case, check, peer_result))
+    def diagnose(case: Case, peer: str, peer_result: Any, check: Check) -> None:
+        if peer not in judged:  # the peers' answers are judged in --peers order
+            judged.append(peer)
+            tick(f"running on {peer}", len(judged) - 1, len(peers))
+        # named as it is judged, while the slower peers still compute
+        diagnose_check(case, check, peer_result, prefer.get(check.runner))
 
     try:
         by_case: dict[str, list[Check]] = {c.id: [] for c in cases}
-        if cases and len(peers) > 1:
-            # the runtimes load side by side (seconds each), not one after another at each
-            # peer's turn below; the checks stay one peer at a time, each with its progress line
-            tick(f"loading {len(peers)} peers", 0, len(peers))
+        if cases and peers:
+            # every runtime loads, then computes, side by side (seconds each with torch, OpenVINO
+            # and JAX), while the answers in are judged and diagnosed in the order of the peers
+            tick(f"loading {len(peers)} peers" if len(peers) > 1 else f"running on {peers[0].name}", 0, len(peers))
             start_workers(peers)
-        for j, peer in enumerate(peers if cases else []):
-            tick(f"running on {peer.name}", j, len(peers))
-            for cid, checks in peer_checks(cases, [peer], timeout=timeout, on_output=keep).items():
-                by_case[cid].extend(checks)
-        for k, (case, check, peer_result) in enumerate(differing):
-            tick("diagnosing divergences", k, len(differing))
-            diagnose_check(case, check, peer_result, prefer.get(check.runner))
-        differing.clear()  # the peers' outputs are not needed any more
+            by_case = peer_checks(cases, peers, timeout=timeout, on_output=diagnose)
         for k, case in enumerate(cases):
             tick("judging", k, len(cases))
             ran[case.id] = run_case(case, list(engines), by_case.get(case.id, []))

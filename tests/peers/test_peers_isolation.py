@@ -555,10 +555,11 @@ def test_a_peer_named_twice_in_a_run_is_asked_once_at_a_time() -> None:
         _worker_for(peer).stop()
 
 
-def test_an_audit_loads_its_peers_side_by_side(tmp_path: Path) -> None:
-    """``poolcheck audit`` checks its peers one at a time (a progress line each) but starts
-    their workers together first: the two rendezvous peers, which load only beside each other,
-    both pass the model's node (loaded at each peer's turn, each loaded alone and rejected)."""
+def test_an_audit_loads_and_runs_its_peers_side_by_side(tmp_path: Path) -> None:
+    """``poolcheck audit`` starts every peer's worker before any is waited for, then hands every
+    peer its batch before it judges any answer (judged in the order of the peers, a progress line
+    each): peers that load only beside each other, and peers that compute only beside each other,
+    pass the model's node (peer by peer, each loaded or asked alone, and fails)."""
     onnx = pytest.importorskip("onnx")
     from onnx import TensorProto, helper
 
@@ -569,14 +570,17 @@ def test_an_audit_loads_its_peers_side_by_side(tmp_path: Path) -> None:
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
     model = tmp_path / "one.onnx"
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 22)]), str(model))
-    peers = [_Rendezvous("left", "right", str(tmp_path)), _Rendezvous("right", "left", str(tmp_path))]
-    phases: list[str] = []
-    try:
-        audit = audit_model(model, {}, peers, ["numpy"], timeout=60, command="t", replay="t",
-                            progress=lambda phase, done, total: phases.append(phase))
-    finally:
-        for p in peers:
-            _worker_for(p).stop()
-    checks = [(c.runner, c.verdict) for r in audit.result.cases for c in r.checks if c.runner in ("left", "right")]
-    assert checks and set(checks) == {("left", "pass"), ("right", "pass")}, checks
-    assert phases.index("loading 2 peers") < phases.index("running on left") < phases.index("running on right")
+    for kind in (_Rendezvous, _RunTogether):
+        where = tmp_path / kind.__name__
+        where.mkdir()
+        peers = [kind("left", "right", str(where)), kind("right", "left", str(where))]
+        phases: list[str] = []
+        try:
+            audit = audit_model(model, {}, peers, ["numpy"], timeout=60, command="t", replay="t",
+                                progress=lambda phase, done, total, seen=phases: seen.append(phase))
+        finally:
+            for p in peers:
+                _worker_for(p).stop()
+        checks = [[(c.runner, c.verdict) for c in r.checks if c.runner in ("left", "right")] for r in audit.result.cases]
+        assert checks and all(c == [("left", "pass"), ("right", "pass")] for c in checks), (kind, checks)
+        assert phases.index("loading 2 peers") < phases.index("running on left") < phases.index("running on right")
