@@ -72,12 +72,12 @@ def spacing(values: Any, dtype: Any) -> np.ndarray:
     with np.errstate(all="ignore"):
         # inf and NaN stay inf and NaN in the cast, and their spacing is NaN
         gap = np.asarray(np.spacing(cast(e, dt))).astype(np.float64, copy=False)
-    wide = np.isfinite(gap)
-    if wide.all():  # the common case: every value finite and below the largest
+    ulp_finite = np.isfinite(gap)
+    if ulp_finite.all():  # the common case: every value finite and below the largest
         return gap
     info = finfo(dt)
     top = math.ldexp(float(info.eps), int(info.maxexp) - 1)  # the gap below the largest value
-    return np.where(wide, gap, np.where(np.isfinite(e), top, 0.0))
+    return np.where(ulp_finite, gap, np.where(np.isfinite(e), top, 0.0))
 
 
 def lowest(dtype: Any) -> float | int:
