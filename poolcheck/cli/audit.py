@@ -102,7 +102,8 @@ def audit(
     if as_json:
         sys.stdout.write(json.dumps(run.to_dict(), indent=2, default=str) + "\n")
     else:
-        _render(model, audits, run.peers, quiet=quiet, configurations=run.configurations)
+        _render(model, audits, run.peers, quiet=quiet, configurations=run.configurations,
+                interrupted=result.interrupted)
     for a in audits:
         if a.problem:
             err_console.print(f"error: {safe(str(model))}: node {safe(repr(a.node.name))}: {safe(a.problem)}",
@@ -144,7 +145,7 @@ def _names(group: list[NodeAudit]) -> str:
 
 
 def _render(model: Path, audits: list[NodeAudit], peer_names: list[str], *, quiet: bool = False,
-            configurations: int = 0) -> None:
+            configurations: int = 0, interrupted: bool = False) -> None:
     if not audits:
         console.print(f"{safe(str(model))}: no pooling node ({', '.join(POOLING_NODE_TYPES)})", markup=False)
         return
@@ -171,10 +172,14 @@ def _render(model: Path, audits: list[NodeAudit], peer_names: list[str], *, quie
         if known_peers:
             risk_text.append(f"\n{len(a.known)} known ({', '.join(safe(p) for p in known_peers)})", style="dim")
         config = Text(n.spec.describe()) if n.spec and not a.problem else Text(safe(a.problem), style="red")
-        table.add_row(Text(f"{_names(group)}\n{safe(a.operator)}"), shape, config, risk_text,
-                      Text("\n".join(f"{safe(p)}:\n {s}" for p, s in differs.items()),
+        if differs:
+            verdict = Text("\n".join(f"{safe(p)}:\n {s}" for p, s in differs.items()),
                            style="bold red" if "violation" in differs.values() else "yellow")
-                      if differs else Text("none", style="green"))
+        elif interrupted and not a.results and not a.problem:  # stopped before this node was judged
+            verdict = Text("not run (interrupted)", style="bold yellow")
+        else:
+            verdict = Text("none", style="green")
+        table.add_row(Text(f"{_names(group)}\n{safe(a.operator)}"), shape, config, risk_text, verdict)
     if groups:
         console.print(table)
     diverging = [g for g in _groups(audits) if g[0].diagnoses()]
@@ -192,10 +197,14 @@ def _render(model: Path, audits: list[NodeAudit], peer_names: list[str], *, quie
                 if len({tuple(v) for v in g[0].output_shapes.values() if None not in v}) > 1]
     if disagree and not quiet:
         console.print(Text(f"output shape differs between conventions for: {', '.join(disagree)}", style="yellow"))
-    judged = sum(1 for a in audits if not a.problem)
-    unjudged = len(audits) - judged
-    summary = (f"peers: {', '.join(safe(p) for p in peer_names) or 'none'}; {judged} node(s) judged"
+    judged = sum(1 for a in audits if not a.problem and (a.results or not interrupted))
+    unjudged = sum(1 for a in audits if a.problem)
+    # an interrupted audit says how far it got: the nodes it had not judged show "not run"
+    count = f"{judged} of {len(audits) - unjudged} node(s) judged (interrupted)" if interrupted else \
+        f"{judged} node(s) judged"
+    summary = (f"peers: {', '.join(safe(p) for p in peer_names) or 'none'}; {count}"
                + (f", {unjudged} not (errors on stderr)" if unjudged else "")
                + (f" in {configurations} distinct configuration(s)" if configurations and configurations < judged else "")
-               + "; each ran with a random and an adversarial input (NaN, ties, -inf/+inf, extremes)")
+               + ("" if interrupted else "; each ran with a random and an adversarial input (NaN, ties, -inf/+inf, "
+                                         "extremes)"))
     console.print(Text(summary))

@@ -341,7 +341,8 @@ class ModelAudit:
     def to_dict(self) -> dict[str, Any]:
         """The ``--json`` document (schema ``poolcheck.audit/1``)."""
         return {"schema": "poolcheck.audit/1", "model": str(self.model), "peers": self.peers,
-                "configurations": self.configurations, "nodes": [a.to_dict() for a in self.audits]}
+                "configurations": self.configurations, "interrupted": self.result.interrupted,
+                "nodes": [a.to_dict() for a in self.audits]}
 
 
 def registry_preference(entries: Sequence[object]) -> dict[str, Counter[str]]:

@@ -481,3 +481,25 @@ def test_peers_none_audits_on_the_engines_alone_and_the_replay_says_so(two_pools
     assert all(set(c["checks"]) <= {"numpy", "c"} for node in doc["nodes"] for c in node["cases"])
     replays = {c["replay"] for c in json.loads((rep / "result.json").read_text())["cases"]}
     assert replays == {f"poolcheck audit {two_pools} --peers none"}, replays
+
+
+def test_an_audit_interrupted_before_its_nodes_are_judged_says_so(two_pools: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C while the peers compute: exit 130, and the table and summary say which nodes were
+    not run (they read 'differs: none' and '2 node(s) judged', a clean bill for nodes never run);
+    --json carries "interrupted": true."""
+    import poolcheck.models.audit as audit
+
+    def interrupted(*_args: object, **_kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(audit, "peer_checks", interrupted)
+    text = invoke("audit", str(two_pools), "--peers", str(PLANTED / "correct.py"))
+    assert text.returncode == 130, text.stdout
+    flat = " ".join(text.stdout.split())
+    assert flat.count("not run") == 2, flat
+    assert "0 of 2 node(s) judged (interrupted)" in flat and "each ran with" not in flat
+    proc = invoke("audit", str(two_pools), "--peers", str(PLANTED / "correct.py"), "--json")
+    assert proc.returncode == 130 and json.loads(proc.stdout)["interrupted"] is True
+    done = invoke("audit", str(two_pools), "--peers", "none", "--json")
+    assert json.loads(done.stdout)["interrupted"] is False
