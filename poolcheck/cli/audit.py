@@ -25,7 +25,6 @@ from poolcheck.cli.common import (
     err_console,
     exit_code,
     fail,
-    interrupts_outside_gc,
     load_peers,
     parse_fail_on,
     parse_peer_timeout,
@@ -94,7 +93,7 @@ def audit(
     replay = " ".join(["poolcheck", "audit", shlex.quote(str(where)),
                        *(f"--input-shape={shlex.quote(s)}" for s in input_shape or []),
                        *(shlex.quote(o) for o in options)])
-    with user_errors(), stdout_to_stderr(as_json), interrupts_outside_gc(), _progress(enabled=not quiet) as progress:
+    with user_errors(), stdout_to_stderr(as_json), _progress(enabled=not quiet) as progress:
         run = audit_model(model, shapes, peer_list, engines, timeout=timeout, replay=replay, progress=progress,
                           command="poolcheck " + " ".join(shlex.quote(a) for a in sys.argv[1:]))
     result, audits = run.result, run.audits

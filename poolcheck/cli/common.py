@@ -3,18 +3,13 @@ one), option parsing shared by several commands, and loading ``--peers``."""
 
 from __future__ import annotations
 
-import _thread
-import gc
 import math
 import os
 import re
-import signal
 import sys
-import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 import typer
@@ -230,51 +225,3 @@ def exit_code(result: RunResult, fail_on: frozenset[str]) -> int:
                                              and Severity.VIOLATION in fail_on):
                 return EXIT_FAILURES
     return EXIT_OK
-
-
-# --------------------------------------------------------------------------- Ctrl-C
-
-
-def in_gc_callback(frame: FrameType | None) -> bool:
-    """Whether ``frame`` runs inside one of the garbage collector's callbacks (hypothesis and
-    JAX install them)."""
-    codes = {getattr(getattr(cb, "__func__", cb), "__code__", None) for cb in gc.callbacks}
-    while frame is not None:
-        if frame.f_code in codes:
-            return True
-        frame = frame.f_back
-    return False
-
-
-#: Seconds after which a Ctrl-C that landed inside a gc callback is raised again.
-INTERRUPT_RETRY = 0.05
-
-
-def _interrupt_outside_gc(signum: int, frame: FrameType | None) -> None:
-    """Ctrl-C: KeyboardInterrupt, as Python's own handler raises it -- except inside a gc
-    callback, where Python drops the exception (it prints "Exception ignored in: ..." with a
-    traceback) and the command runs on: there the interrupt is sent to the main thread again
-    once the callback has returned."""
-    if in_gc_callback(frame):
-        threading.Timer(INTERRUPT_RETRY, _thread.interrupt_main).start()
-        return
-    raise KeyboardInterrupt
-
-
-@contextmanager
-def interrupts_outside_gc() -> Iterator[None]:
-    """Ctrl-C inside the block is a KeyboardInterrupt wherever it lands (see
-    :func:`_interrupt_outside_gc`). A command whose peers import JAX into this process (its
-    ``available()`` and ``version()``) lost one Ctrl-C in five measured runs of
-    ``poolcheck run --peers`` with every built-in, and printed a traceback. Where SIGINT is not
-    Python's default handler (ignored, or another handler), or off the main thread, it is left
-    as it is."""
-    if threading.current_thread() is not threading.main_thread() or \
-            signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
-        yield
-        return
-    previous = signal.signal(signal.SIGINT, _interrupt_outside_gc)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)

@@ -7,6 +7,7 @@ exit code (1: new divergences, 0: none, 2: bad usage).
 
 from __future__ import annotations
 
+import gc
 import os
 import shlex
 import signal
@@ -27,7 +28,6 @@ from poolcheck.cli.common import (
     console,
     err_console,
     fail,
-    in_gc_callback,
     parse_duration,
     parse_fail_on,
     parse_peer_timeout,
@@ -56,13 +56,24 @@ def register(app: typer.Typer) -> None:
     app.command("fuzz")(fuzz)
 
 
+def _in_gc_callback(frame: FrameType | None) -> bool:
+    """Whether ``frame`` runs inside one of the garbage collector's callbacks (hypothesis
+    installs one)."""
+    codes = {getattr(getattr(cb, "__func__", cb), "__code__", None) for cb in gc.callbacks}
+    while frame is not None:
+        if frame.f_code in codes:
+            return True
+        frame = frame.f_back
+    return False
+
+
 def _interrupt(signum: int, frame: FrameType | None) -> None:
     """Ctrl-C and SIGTERM: record the stop, which sessions check at every example and the parent
     at every wait, and raise KeyboardInterrupt to cut a long wait short -- except inside a gc
     callback, where Python would drop the exception and print "Exception ignored in: ..." with a
     traceback; the recorded stop ends the campaign at the next example instead."""
     request_stop()
-    if not in_gc_callback(frame):
+    if not _in_gc_callback(frame):
         raise KeyboardInterrupt
 
 

@@ -16,7 +16,6 @@ from poolcheck.cli.common import (
     engines_for,
     err_console,
     exit_code,
-    interrupts_outside_gc,
     load_peers,
     parse_fail_on,
     parse_peer_timeout,
@@ -63,7 +62,7 @@ def run(
             check_report_dir(report_dir)  # before any work: an unwritable folder is a usage error
         peer_list = load_peers(peers, timeout) if peers is not None else []
         selection = select(list(paths) if paths else [CORPUS_DIR], k)
-    with stdout_to_stderr(as_json), interrupts_outside_gc():
+    with stdout_to_stderr(as_json):
         result = run_selection(selection, engines, peer_list, peer_timeout=timeout,
                                replay_options=replay_options_for(engine, peers, timeout),
                                command="poolcheck " + " ".join(shlex.quote(a) for a in sys.argv[1:]))
