@@ -45,7 +45,7 @@ from poolcheck.judgement import (
     within_accumulation,
 )
 from poolcheck.judgement import output_contract as judge_contract
-from poolcheck.peers.isolation import start_workers, submit_peer_family, submit_peer_many, worker_key
+from poolcheck.peers.isolation import peer_facts, submit_peer_family, submit_peer_many, worker_key
 from poolcheck.results import (
     SIGNATURE_TAG,
     CaseResult,
@@ -233,13 +233,11 @@ def _plain(v: Any) -> Any:
     return v
 
 
-def record_peer_versions(result: RunResult, peers: Sequence[Any]) -> None:
-    """Each peer's version in ``result.versions`` ("unavailable" when it cannot say)."""
-    for peer in peers:
-        try:
-            result.versions[peer.name] = peer.version() or "unavailable"
-        except Exception:
-            result.versions[peer.name] = "unavailable"
+def record_peer_versions(result: RunResult, peers: Sequence[Any], *, isolated: bool = True) -> None:
+    """Each peer's version in ``result.versions``, as it says where it runs ("unavailable" when
+    it cannot say; :func:`~poolcheck.peers.isolation.peer_facts`)."""
+    for peer, facts in zip(peers, peer_facts(peers, isolated=isolated)):
+        result.versions[peer.name] = facts.version or "unavailable"
 
 
 def environment_versions() -> dict[str, str]:
@@ -452,8 +450,9 @@ def peer_checks(cases: Sequence[Case], peers: Sequence[Any], *, isolated: bool =
     family_items = [(c.spec, _read_only(c.input),
                      None if c.inputs.get("I") is None else _read_only(np.asarray(c.inputs["I"]))) for c in family]
     items = [(c.pool_spec, _read_only(c.input)) for c in pooling]
-    if isolated and cases:
-        start_workers(peers)  # side by side, not one after another at each first call
+    # the workers start side by side (not one after another at each first call), and each says
+    # its runtime's version there: the runtimes stay out of this process
+    versions = [f.version for f in peer_facts(peers, isolated=isolated)] if cases else [None] * len(peers)
 
     def ask_family(peer: Any) -> Callable[[], list[Any]]:
         return _asked(lambda: submit_peer_family(peer, family_items, isolated=isolated,  # type: ignore[arg-type]
@@ -466,12 +465,12 @@ def peer_checks(cases: Sequence[Case], peers: Sequence[Any], *, isolated: bool =
     at_once = len({worker_key(peer) for peer in peers}) == len(peers)
     family_answers = [ask_family(peer) if at_once else None for peer in peers]
     answers: list[Callable[[], list[Any]] | None] = []
-    for peer, family_answer in zip(peers, family_answers):
+    for peer, version, family_answer in zip(peers, versions, family_answers):
         results = _collected(family_answer or ask_family(peer))
         answers.append(ask(peer) if at_once else None)  # out before these are judged
-        _check_on_peer(family, peer, out, results, check_family_peer_output, on_output)
-    for peer, answer in zip(peers, answers):
-        _check_on_peer(pooling, peer, out, _collected(answer or ask(peer)), check_peer_output, on_output)
+        _check_on_peer(family, peer, version, out, results, check_family_peer_output, on_output)
+    for peer, version, answer in zip(peers, versions, answers):
+        _check_on_peer(pooling, peer, version, out, _collected(answer or ask(peer)), check_peer_output, on_output)
     return out
 
 
@@ -498,16 +497,13 @@ def _collected(answer: Callable[[], list[Any]]) -> list[Any] | Exception:
         return exc
 
 
-def _check_on_peer(cases: Sequence[Case], peer: Any, out: dict[str, list[Check]], results: list[Any] | Exception,
+def _check_on_peer(cases: Sequence[Case], peer: Any, version: str | None, out: dict[str, list[Check]],
+                   results: list[Any] | Exception,
                    check: Callable[[Case, str, str | None, Any], Check],
                    on_output: Callable[[Case, str, Any, Check], None] | None) -> None:
     """Each case's result on ``peer`` (or the exception that gave none) judged by ``check`` into ``out``."""
     if not cases:
         return
-    try:
-        version = peer.version()
-    except Exception:
-        version = None
     if isinstance(results, Exception):
         for case in cases:
             out[case.id].append(Check(peer.name, CheckKind.PEER, Verdict.ERROR,

@@ -35,6 +35,7 @@ from poolcheck.cli.common import (
 )
 from poolcheck.files import resolve_path, stdout_to_stderr
 from poolcheck.models.audit import POOLING_NODE_TYPES, NodeAudit, ProgressFn, audit_model
+from poolcheck.peers.isolation import peer_facts
 from poolcheck.report.writers import check_report_dir
 from poolcheck.runner import replay_options_for
 
@@ -82,7 +83,8 @@ def audit(
         elif peers is not None:
             peer_list = load_peers(peers, timeout)
         else:
-            peer_list = [p for p in load_peers(",".join(DEFAULT_PEERS), timeout) if p.available()[0]]
+            defaults = load_peers(",".join(DEFAULT_PEERS), timeout)  # those available, as their workers say
+            peer_list = [p for p, f in zip(defaults, peer_facts(defaults)) if f.available]
     try:
         where = resolve_path(model)
     except OSError as exc:  # a loop of symbolic links

@@ -45,6 +45,7 @@ from poolcheck.fuzz.database import check_database
 from poolcheck.fuzz.family import FAMILY_FLAGS, check_family_arguments, is_family_ops
 from poolcheck.fuzz.session import ORACLES, FuzzOptions, Progress, request_stop, unique_peers
 from poolcheck.fuzz.strategies import ALL_DTYPES, CONVENTIONS, OP_NAMES, check_arguments
+from poolcheck.peers.isolation import peer_facts
 from poolcheck.peers.registry import builtin_list, builtin_peer, parse_peer_list
 from poolcheck.report import console as console_report
 from poolcheck.report.writers import write_reports
@@ -86,16 +87,10 @@ def _comma_list(text: str) -> list[str]:
 DEFAULT_FUZZ_PEERS = ("onnxruntime", "openvino", "torch", "onnx_reference")
 
 
-def default_peers() -> list[str]:
-    """Every default peer that is available here."""
-    names = []
-    for name in DEFAULT_FUZZ_PEERS:
-        try:
-            if builtin_peer(name).available()[0]:
-                names.append(name)
-        except Exception:
-            continue
-    return names
+def default_peers(isolated: bool = True) -> list[str]:
+    """Every default peer that is available here (as its worker says, when ``isolated``)."""
+    facts = peer_facts([builtin_peer(name) for name in DEFAULT_FUZZ_PEERS], isolated=isolated)
+    return [name for name, f in zip(DEFAULT_FUZZ_PEERS, facts) if f.available]
 
 
 
@@ -201,7 +196,7 @@ def fuzz(
                 raise fail(f"--known: {str(k)!r} is not a folder")
         known_paths = ([str(KNOWN_DIR)] if bundled_known else []) + [str(p) for p in known or []]
         if peers is None:
-            peer_names = default_peers()
+            peer_names = default_peers(isolation)
         elif peers.strip() == "none":
             peer_names = []
         elif not peers.replace(",", "").strip():  # an unset variable is not 'none'
@@ -211,7 +206,8 @@ def fuzz(
             peer_names = [str(r) for r in parse_peer_list(peers)]
         # unknown names are usage errors, before anything runs; a repeat is dropped (and from the replay)
         peer_names, resolved = unique_peers(peer_names)
-        drawn = campaign_types(op_list, conv_list, resolved, None if dtypes is None else dtype_list)
+        drawn = campaign_types(op_list, conv_list, resolved, None if dtypes is None else dtype_list,
+                               isolated=isolation)
         if drawn.warning:
             err_console.print(Text.assemble(("warning:", "bold yellow"), f" {safe(drawn.warning)}"), soft_wrap=True)
         dtype_list = list(drawn.dtypes)

@@ -51,7 +51,7 @@ from poolcheck.fuzz.session import (
 from poolcheck.fuzz.strategies import CONVENTIONS
 from poolcheck.judgement import tensor
 from poolcheck.peers.base import Peer, PeerResult
-from poolcheck.peers.isolation import call_peer_many, start_workers, submit_peer_many
+from poolcheck.peers.isolation import call_peer_many, peer_facts, submit_peer_many
 from poolcheck.peers.registry import PeerRef, parse_peer_list
 from poolcheck.results import (
     DEFAULT_FAIL_ON,
@@ -166,6 +166,9 @@ def recheck_known(entries: Sequence[KnownEntry], peers: Sequence[Peer], *, isola
     # every peer computes at once: handed its family entries first and the others as soon as those
     # are in, while the answers in are judged
     cases = {name: [fuzz_case_from(entries[i].case) for i in idxs] for name, idxs in per_peer.items()}
+    # each says its version in its worker, before it is handed a batch (a worker holds one at a time)
+    versions = {name: f.version or "unknown" for name, f in
+                zip(per_peer, peer_facts([by_name[name] for name in per_peer], isolated=isolated))}
 
     def ask(name: str) -> Callable[[], list[PeerResult]]:
         return submit_peer_many(by_name[name], [(c.spec, c.x) for c in cases[name]], isolated=isolated,
@@ -182,10 +185,7 @@ def recheck_known(entries: Sequence[KnownEntry], peers: Sequence[Peer], *, isola
             checks[i] = KnownCheck(entries[i], state, message)
     for name, idxs in per_peer.items():
         peer = by_name[name]
-        try:
-            version = str(peer.version() or "unknown")
-        except Exception:
-            version = "unknown"
+        version = versions[name]
         expected: list[tuple[O.Outputs, Geometry] | None] = []
         for c in cases[name]:  # None: the engine now rejects it (a peer computing an output accepts an invalid one)
             try:
@@ -342,16 +342,11 @@ def run_campaign(
         options = replace(options, fail_on=frozenset(fail_on))
     entries, known_errors = known_entries(list(known_paths))
     peers = resolve_peer_list(options.peers)
-    available = []
-    for p in peers:
-        try:
-            if p.available()[0]:
-                available.append(p)
-        except Exception:
-            continue
-    if options.isolated:
-        phase(f"loading {len(available)} peer(s)")
-        start_workers(available)  # side by side, not one after another at each first call
+    if options.isolated and peers:
+        phase(f"loading {len(peers)} peer(s)")
+    # each worker starts side by side with the others (not one after another at each first call)
+    # and says whether its runtime is usable there: no runtime is imported into this process
+    available = [p for p, f in zip(peers, peer_facts(peers, isolated=options.isolated)) if f.available]
     phase(f"re-checking {len(entries)} known divergence(s)")
     known_checks = recheck_known(entries, available, isolated=options.isolated, timeout=options.peer_timeout,
                                  engine=options.engine)

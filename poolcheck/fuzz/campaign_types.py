@@ -18,7 +18,8 @@ from typing import Any
 
 from poolcheck.fuzz.family import convention_of, is_family_ops
 from poolcheck.fuzz.strategies import ALL_DTYPES
-from poolcheck.peers.base import declared_types
+from poolcheck.peers.base import PeerFacts
+from poolcheck.peers.isolation import peer_facts
 from poolcheck.spec import operators
 
 
@@ -38,25 +39,27 @@ def _operators(ops: Sequence[str], conventions: Sequence[str]) -> list[tuple[str
     return [(op, operators.allowed_dtypes(op, c)) for op in ops for c in conventions]
 
 
-def _taken(peers: Sequence[Any], op: str, allowed: tuple[str, ...]) -> set[str]:
+def _taken(declared: Sequence[PeerFacts], op: str, allowed: tuple[str, ...]) -> set[str]:
     """The types of ``allowed`` that some peer takes for ``op`` (a peer declaring none: all)."""
     taken: set[str] = set()
-    for peer in peers:
-        declared = declared_types(peer, op)
-        taken |= set(allowed) if declared is None else set(allowed) & set(declared)
+    for facts in declared:
+        types = facts.declared(op)
+        taken |= set(allowed) if types is None else set(allowed) & set(types)
     return taken
 
 
 def campaign_types(ops: Sequence[str], conventions: Sequence[str], peers: Sequence[Any],
-                   requested: Sequence[str] | None) -> CampaignTypes:
+                   requested: Sequence[str] | None, *, isolated: bool = False) -> CampaignTypes:
     """The element types a campaign over ``ops`` and ``conventions`` draws: ``requested`` (an
     explicit ``--dtypes``) as given; else, with ``peers``, the types some peer takes for some
     fuzzed operator, plus an operator's own types where no peer takes any of them (it is still
-    fuzzed, on the engines); with no peers, every type."""
+    fuzzed, on the engines); with no peers, every type. Each peer declares its types where it
+    runs: in its worker when ``isolated`` (the campaign's, started here), else in this process."""
     if not peers:
         return CampaignTypes(tuple(requested) if requested is not None else ALL_DTYPES)
+    declared = peer_facts(peers, sorted(set(ops)), isolated=isolated)
     rows = _operators(ops, conventions)
-    taken = [(allowed, _taken(peers, op, allowed)) for op, allowed in rows]
+    taken = [(allowed, _taken(declared, op, allowed)) for op, allowed in rows]
     if requested is not None:
         dtypes = tuple(requested)
     else:

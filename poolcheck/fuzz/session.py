@@ -69,7 +69,14 @@ from poolcheck.fuzz.shrinking import (
 from poolcheck.fuzz.strategies import ALL_DTYPES, CONVENTIONS, FuzzCase, configs, fuzz_config
 from poolcheck.judgement import Outputs
 from poolcheck.peers.base import Peer, PeerResult, operator_conventions
-from poolcheck.peers.isolation import Submitted, call_peer_many, close_workers, start_workers, submit_peer_many
+from poolcheck.peers.isolation import (
+    Submitted,
+    call_peer_many,
+    close_workers,
+    peer_facts,
+    start_workers,
+    submit_peer_many,
+)
 from poolcheck.peers.registry import resolve_peer
 from poolcheck.results import DEFAULT_FAIL_ON, FindingKind, PeerStatus, Signature
 from poolcheck.spec.severity import RANK
@@ -205,19 +212,14 @@ class Session:
         self.versions: dict[str, str] = {}
         self.unavailable: dict[str, str] = {}
         self.peers: list[Peer] = []
-        for peer in peers:
-            try:
-                ok, why = peer.available()
-            except Exception as exc:
-                ok, why = False, f"available() raised {type(exc).__name__}: {exc}"
-            if not ok:
-                self.unavailable[peer.name] = why
+        # asked of each peer's worker (a --jobs or cluster session's own, started side by side):
+        # no runtime is imported into this process
+        for peer, facts in zip(peers, peer_facts(peers, isolated=options.isolated)):
+            if not facts.available:
+                self.unavailable[peer.name] = facts.why
                 continue
             self.peers.append(peer)
-            try:
-                self.versions[peer.name] = str(peer.version() or "unknown")
-            except Exception:
-                self.versions[peer.name] = "unknown"
+            self.versions[peer.name] = facts.version or "unknown"
         self.deadline = deadline
         self.max_examples = max_examples
         self._plan = options.coverage_plan()
@@ -632,7 +634,7 @@ class Session:
         gc.freeze()
         try:
             if self.options.isolated and self._call is call_peer_many:
-                start_workers(self.peers)  # a --jobs or cluster session's own workers, side by side
+                start_workers(self.peers)  # restarted if one died since (started by peer_facts)
             self._replay_database()
             self.progress.phase = "exploring"
             def batches() -> Iterator[list[FuzzCase]]:

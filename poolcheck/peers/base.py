@@ -157,6 +157,24 @@ def declared_types(peer: Any, op: str) -> tuple[str, ...] | None:
         return None
 
 
+@dataclass(frozen=True)
+class PeerFacts:
+    """What a peer says of itself where it runs (its worker, or this process when not
+    isolated): whether it can be used here and why not, its version (None when it cannot say),
+    and the element types it declares per operator asked (:func:`declared_types`). Asking the
+    worker keeps the runtime's import out of poolcheck's own process (torch takes seconds; JAX
+    hooks every garbage collection there, where a Ctrl-C can be lost)."""
+
+    available: bool
+    why: str = ""
+    version: str | None = None
+    types: tuple[tuple[str, tuple[str, ...] | None], ...] = ()
+
+    def declared(self, op: str) -> tuple[str, ...] | None:
+        """The types declared for ``op`` (None: every type, or ``op`` was not asked)."""
+        return dict(self.types).get(op)
+
+
 def run_family_item(peer: Any, item: FamilyItem) -> Any:
     """``peer.run`` on one family item: ``run(spec, x)``, plus ``indices=I`` for MaxUnpool."""
     spec, x, indices = item

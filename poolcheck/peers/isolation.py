@@ -12,6 +12,7 @@ worker serves every call to its peer until it dies, is killed after a timeout, o
 from __future__ import annotations
 
 import atexit
+import importlib.util
 import multiprocessing
 import os
 import pickle
@@ -35,9 +36,11 @@ from poolcheck.peers.base import (
     InvalidPeerOutput,
     Peer,
     PeerDeclined,
+    PeerFacts,
     PeerOutput,
     PeerResult,
     UnavailablePeer,
+    declared_types,
     family_declined,
     run_family_item,
     validate_output,
@@ -100,6 +103,22 @@ def _availability(peer: Peer) -> str | None:
     except Exception as exc:
         ok, why = False, f"available() raised {short_message(exc)}"
     return None if ok else why
+
+
+def describe_in_process(peer: Peer, ops: Sequence[str] = ()) -> PeerFacts:
+    """``peer``'s :class:`~poolcheck.peers.base.PeerFacts`, asked in this process: its
+    availability, its version when available (None when it cannot say or raises), and the
+    types it declares for each of ``ops``."""
+    why = _availability(peer)
+    version = None
+    if why is None:
+        try:
+            found = peer.version()
+            version = None if found is None else str(found)
+        except Exception:
+            version = None
+    types = tuple((op, declared_types(peer, op)) for op in ops)
+    return PeerFacts(why is None, why or "", version, types)
 
 
 def _run_family(peer: Peer, item: FamilyItem) -> PeerResult:
@@ -219,6 +238,10 @@ def _worker_main(conn: Connection, reference: tuple[Any, ...]) -> None:
     while True:
         try:
             message = conn.recv()
+            if message[0] == "facts":
+                with stdout_to_stderr():
+                    conn.send(("done", describe_in_process(peer, message[1])))
+                continue
             if message[0] != "run":
                 return
             conn.send(("done", run_in_process(peer, message[1])))
@@ -319,6 +342,8 @@ class PeerWorker:
         self._startup_failure: _Outcome | None = None
         #: The poolcheck error the worker raised while building its peer, if any.
         self.load_error: PoolcheckError | None = None
+        #: What the worker's peer said of itself, per tuple of operators asked (:func:`peer_facts`).
+        self.facts: dict[tuple[str, ...], PeerFacts] = {}
 
     @property
     def restarts(self) -> int:
@@ -445,6 +470,20 @@ class PeerWorker:
         """Hand ``items`` to the worker (starting it if needed) and return at once; the answer
         is due within ``timeout`` seconds from now (:meth:`receive`). Raises :class:`_Outcome`
         when the worker cannot start or the batch cannot be sent."""
+        self._post(("run", list(items)), timeout)
+
+    def ask_facts(self, ops: tuple[str, ...], timeout: float) -> None:
+        """Ask the worker (starting it if needed) for its peer's facts about ``ops``; the answer
+        (:meth:`receive_facts`) is due within ``timeout`` seconds."""
+        self._post(("facts", ops), timeout)
+
+    def receive_facts(self) -> PeerFacts:
+        """The answer to :meth:`ask_facts`; raises :class:`_Outcome` as :meth:`receive` does."""
+        facts = self._collect()
+        assert isinstance(facts, PeerFacts)
+        return facts
+
+    def _post(self, message: tuple[Any, ...], timeout: float) -> None:
         if self._due is not None:  # an answer nobody collected (its caller raised): drop it
             self._drain()
         if not self.alive:
@@ -453,12 +492,15 @@ class PeerWorker:
             self._start()
         conn = self._conn
         assert conn is not None
-        self._sender = _Sending(conn, ("run", list(items)))
+        self._sender = _Sending(conn, message)
         self._due = (time.monotonic() + timeout, timeout)
 
     def receive(self) -> list[PeerResult]:
         """The answer to the batch :meth:`send` handed over; raises :class:`_Outcome` when the
         worker died or gave no answer within the timeout (counted from the send)."""
+        return list(self._collect())
+
+    def _collect(self) -> Any:
         due, conn = self._due, self._conn
         if due is None or conn is None:  # stopped since the send
             raise _Outcome("crash", _describe_exit(None))
@@ -476,7 +518,7 @@ class PeerWorker:
             self._reap()
             raise
 
-    def _answer(self, conn: Any, deadline: float, timeout: float) -> list[PeerResult]:
+    def _answer(self, conn: Any, deadline: float, timeout: float) -> Any:
         sender, self._sender = self._sender, None
         if sender is not None:
             if not sender.wait(max(0.0, deadline - time.monotonic())):  # the worker never read it all
@@ -498,13 +540,13 @@ class PeerWorker:
             code = self._reap()
             raise _Outcome("crash", _describe_exit(code)) from None
         assert kind == "done"
-        return list(payload)
+        return payload
 
     def _drain(self) -> None:
         """Read and drop an answer that was sent for but never received, so the next answer
         read is the next batch's (a worker that does not give it in time is stopped)."""
         try:
-            self.receive()
+            self._collect()
         except _Outcome:
             pass
 
@@ -562,6 +604,65 @@ def start_workers(peers: Sequence[Peer]) -> None:
         # worker reads no message), and a later call starts them afresh (a launched worker's
         # first message is its boot, not an answer)
         _stop_all(launched, grace=0.0)
+
+
+def peer_facts(peers: Sequence[Peer], ops: Sequence[str] = (), *, isolated: bool = True,
+               timeout: float = STARTUP_TIMEOUT) -> list[PeerFacts]:
+    """Each of ``peers``' :class:`~poolcheck.peers.base.PeerFacts` about ``ops``, asked where it
+    runs: in its warm worker (started side by side with the others', as :func:`start_workers`
+    does; the answer is kept for the worker's life) unless ``isolated`` is false, so a campaign
+    or run never imports a runtime into poolcheck's own process. A runtime that is not
+    installed is told in this process (its import fails at once: no worker is started for it);
+    a worker that cannot start or answer makes its peer unavailable, with the reason. Ask before
+    handing the peer a batch: a worker holds one question at a time."""
+    ops = tuple(ops)
+    if not isolated:
+        return [describe_in_process(p, ops) for p in peers]
+    out: list[PeerFacts | None] = [None] * len(peers)
+    remote: list[int] = []
+    for i, peer in enumerate(peers):
+        if isinstance(peer, UnavailablePeer) or _not_installed(peer):
+            out[i] = describe_in_process(peer, ops)
+        else:
+            remote.append(i)
+    start_workers([peers[i] for i in remote])
+    asked: dict[int, PeerWorker] = {}  # worker id -> the worker asked (peers sharing one ask once)
+    for i in remote:
+        worker = _worker_for(peers[i])
+        if ops in worker.facts or id(worker) in asked:
+            continue
+        if worker._due is not None:  # asking would drop the answer a caller still waits for
+            raise RuntimeError(f"peer_facts: {peers[i].name} has a batch out; ask before handing it one")
+        try:
+            worker.ask_facts(ops, timeout)
+            asked[id(worker)] = worker
+        except _Outcome as outcome:
+            worker.facts[ops] = _unavailable(outcome)
+    for worker in asked.values():
+        try:
+            worker.facts[ops] = worker.receive_facts()
+        except _Outcome as outcome:
+            worker.facts[ops] = _unavailable(outcome)
+    for i in remote:
+        out[i] = _worker_for(peers[i]).facts[ops]
+    return [f for f in out if f is not None]
+
+
+def _unavailable(outcome: _Outcome) -> PeerFacts:
+    """A peer whose worker could not start, load or answer (as :class:`UnavailablePeer` says it)."""
+    why = outcome.message if outcome.status == "unavailable" else f"{outcome.status}: {outcome.message}"
+    return PeerFacts(False, why)
+
+
+def _not_installed(peer: Peer) -> bool:
+    """``peer`` wraps a runtime module (its ``module``) that is not installed here."""
+    module = getattr(peer, "module", None)
+    if not isinstance(module, str) or not module:
+        return False
+    try:
+        return importlib.util.find_spec(module.split(".")[0]) is None
+    except (ImportError, ValueError):
+        return False
 
 
 def close_workers() -> None:
