@@ -7,11 +7,13 @@ exit code (1: new divergences, 0: none, 2: bad usage).
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import shlex
 import signal
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from types import FrameType
 from typing import Annotated
@@ -76,6 +78,23 @@ def _interrupt(signum: int, frame: FrameType | None) -> None:
     request_stop()
     if not _in_gc_callback(frame):
         raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def _stops_on_signals() -> Iterator[None]:
+    """SIGTERM, and Ctrl-C where it is not ignored, call :func:`_interrupt` while the command
+    runs; the handlers before are back afterwards (a script or test that runs the command in its
+    own process keeps its own)."""
+    before = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
+    signal.signal(signal.SIGTERM, _interrupt)
+    if before[signal.SIGINT] is signal.default_int_handler:
+        signal.signal(signal.SIGINT, _interrupt)
+    try:
+        yield
+    finally:
+        for sig, handler in before.items():
+            if handler is not None:
+                signal.signal(sig, handler)
 
 
 def _comma_list(text: str) -> list[str]:
@@ -237,28 +256,26 @@ def fuzz(
 
     # SIGTERM (a CI job cancelled, `kill PID`) ends the campaign like Ctrl-C: what was found is
     # already saved, and the summary and reports are still written.
-    signal.signal(signal.SIGTERM, _interrupt)
-    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # not where SIGINT is ignored
-        signal.signal(signal.SIGINT, _interrupt)
-    with user_errors():
-        if progress and console.is_terminal:
-            live = Live(Text("starting ..."), console=console, refresh_per_second=4, transient=False)
-            live.start()
-        try:
-            campaign = run_fuzz(options, cluster=cluster, max_workers=jobs, known_paths=known_paths,
-                                save_dir=save_dir, command=command, on_progress=on_progress, on_phase=on_phase,
-                                fail_on=severities)
-        finally:
-            if live is not None:
-                live.stop()
-        if report is not None:
-            write_reports(campaign.result, report)
+    with _stops_on_signals():
+        with user_errors():
+            if progress and console.is_terminal:
+                live = Live(Text("starting ..."), console=console, refresh_per_second=4, transient=False)
+                live.start()
+            try:
+                campaign = run_fuzz(options, cluster=cluster, max_workers=jobs, known_paths=known_paths,
+                                    save_dir=save_dir, command=command, on_progress=on_progress, on_phase=on_phase,
+                                    fail_on=severities)
+            finally:
+                if live is not None:
+                    live.stop()
+            if report is not None:
+                write_reports(campaign.result, report)
 
-    for err in campaign.known_errors:
-        err_console.print(Text.assemble(("warning:", "bold yellow"), f" known-divergence registry: {safe(str(err))}"),
-                          soft_wrap=True)
-    console_report.render_fuzz(campaign.result, console, saved_to=str(save_dir),
-                               reports_to=str(report) if report is not None else None)
-    if campaign.result.interrupted and not campaign.new:
-        raise typer.Exit(EXIT_INTERRUPTED)
-    raise typer.Exit(EXIT_FAILURES if campaign.exit_code else EXIT_OK)
+        for err in campaign.known_errors:
+            err_console.print(Text.assemble(("warning:", "bold yellow"), f" known-divergence registry: {safe(str(err))}"),
+                              soft_wrap=True)
+        console_report.render_fuzz(campaign.result, console, saved_to=str(save_dir),
+                                   reports_to=str(report) if report is not None else None)
+        if campaign.result.interrupted and not campaign.new:
+            raise typer.Exit(EXIT_INTERRUPTED)
+        raise typer.Exit(EXIT_FAILURES if campaign.exit_code else EXIT_OK)

@@ -232,3 +232,23 @@ def test_the_replay_line_never_asks_for_fewer_examples_than_ran(tmp_path: Path) 
     asked = int(fz["replay"].split("--max-examples ")[1].split()[0])
     assert fz["new"] and fz["shrunk_at_s"]  # something was shrunk
     assert 250 <= fz["examples"] <= asked, (fz["examples"], asked)
+
+
+def test_fuzz_in_a_callers_process_gives_back_its_signal_handlers(tmp_path: Path) -> None:
+    """While it runs, the command takes SIGTERM and Ctrl-C (to end the campaign with its summary);
+    a script or test that runs it in its own process gets its own handlers back afterwards (a
+    handler left behind turned a later Ctrl-C of the caller into a stop request of a campaign
+    long over)."""
+    import signal
+
+    def mine(signum: int, frame: object) -> None:
+        raise AssertionError("not called")
+
+    before_int, before_term = signal.getsignal(signal.SIGINT), signal.signal(signal.SIGTERM, mine)
+    try:
+        result = CliRunner().invoke(app, ["fuzz", "--peers", "none", "--max-examples", "1", "--seed", "1",
+                                          "--database", str(tmp_path / "db"), "--save-cases", str(tmp_path / "finds")])
+        assert result.exit_code == 0, result.output
+        assert signal.getsignal(signal.SIGINT) is before_int and signal.getsignal(signal.SIGTERM) is mine
+    finally:
+        signal.signal(signal.SIGTERM, before_term)
