@@ -26,9 +26,9 @@ def power(v: np.ndarray, p: int) -> np.ndarray:
     fixed sequence of multiplications the C engine performs (a libm or SIMD ``pow`` may round
     differently from one build to the next). Past the float64 range the power is inf, and so is
     the norm (its sum is not rescaled: float32 runtimes overflow far earlier)."""
-    base = np.abs(v.astype(np.float64, copy=False))
     result: np.ndarray | None = None
-    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):  # widening a signalling NaN: invalid
+        base = np.abs(v.astype(np.float64, copy=False))
         while p > 0:
             if p & 1:
                 result = base.copy() if result is None else result * base
@@ -142,7 +142,8 @@ def adaptive_avg(x: np.ndarray, outs: Sequence[int]) -> np.ndarray:
                 sums = _sequential_sums(region) / region.shape[1]
                 out[_at(pos)] = sums.reshape(x.shape[:2]).astype(x.dtype)
         return out
-    xf = x.astype(np.float64, copy=False)
+    with np.errstate(invalid="ignore"):  # widening a signalling NaN quiets it, and says so
+        xf = x.astype(np.float64, copy=False)
     shape = (*x.shape[:2], *outs)
     acc = np.full(shape, -0.0)
     counts = np.ones((1, 1) + (1,) * len(outs), dtype=np.float64)

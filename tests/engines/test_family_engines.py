@@ -396,3 +396,50 @@ def test_lp_root_agrees_with_decimal_on_sums_across_the_range(every_one_in_decim
     for p in (3, 7):
         want = [float(context.power(decimal.Decimal(float(s)), decimal.Decimal(1.0 / p))) for s in sums]
         assert api_family.nearest_root(sums, p).tolist() == want
+
+
+# --------------------------------------------------------------------------- values that are copies
+
+#: NaNs whose bits an arithmetic operation would change: a signalling NaN (quieted by any
+#: widening cast) and a negative quiet NaN with a payload, per float type (bits).
+ODD_NANS = {"float16": (0x7C01, 0xFE05), "float32": (0x7F800001, 0xFFC00005),
+            "float64": (0x7FF0000000000001, 0xFFF8000000000005)}
+
+
+@st.composite
+def with_odd_nans(draw: st.DrawFn) -> np.ndarray:
+    """An input of :func:`inputs` with one to three elements made signalling or payload NaNs."""
+    x = draw(inputs(specials=True))
+    bits = x.reshape(-1).view(f"u{x.dtype.itemsize}")
+    for _ in range(draw(st.integers(1, 3))):
+        bits[draw(st.integers(0, x.size - 1))] = draw(st.sampled_from(ODD_NANS[x.dtype.name]))
+    return x
+
+
+def _bits(a: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(a).view(f"u{a.dtype.itemsize}")
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@SETTINGS
+@given(x=with_odd_nans(), data=st.data())
+def test_adaptive_max_and_max_unpool_values_are_the_input_elements_bits(engine: str, x: np.ndarray,
+                                                                        data: st.DataObject) -> None:
+    """AdaptiveMaxPool's values are elements of X and MaxUnpool's are elements of X or zero: each
+    keeps its bits, a signalling NaN and a NaN's payload too (the C engine's float64 widening
+    used to quiet them: 0x7F800001 -> 0x7FC00001). The oracle reads the bits at the indices (a
+    loop over the elements for MaxUnpool, the last write staying)."""
+    outs = [data.draw(st.integers(1, 5)) for _ in range(x.ndim - 2)]
+    y, ind = P.adaptive_max_pool(x, outs, engine=engine)
+    planes = x.shape[0] * x.shape[1]
+    want = np.take_along_axis(_bits(x).reshape(planes, -1), ind.reshape(planes, -1), 1)
+    assert np.array_equal(_bits(y).reshape(planes, -1), want)
+    total = math.prod(x.shape)
+    indices = np.array(data.draw(st.lists(st.integers(0, total - 1), min_size=total, max_size=total)),
+                       dtype=np.int64).reshape(x.shape)  # an output the shape of X: collisions included
+    out = P.onnx_max_unpool(x, indices, kernel_shape=[1] * (x.ndim - 2), strides=[1] * (x.ndim - 2),
+                            engine=engine)
+    expected = np.zeros(total, dtype=_bits(x).dtype)
+    for at, b in zip(indices.reshape(-1), _bits(x).reshape(-1)):
+        expected[at] = b
+    assert np.array_equal(_bits(out).reshape(-1), expected)
