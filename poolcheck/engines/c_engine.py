@@ -174,7 +174,7 @@ def max_pool(
     if dtype == np.float16:
         out = dtypes.narrow_half(out)  # exact: every output is an input element or the fill
     elif dtype == dtypes.BFLOAT16:
-        out = out.astype(dtype)  # exact: every output is an input element or the fill
+        out = dtypes.narrow_bfloat16(out)  # exact: every output is an input element or the fill
     return out, idx
 
 

@@ -50,7 +50,8 @@ def _narrow_max(values: np.ndarray, dtype: np.dtype, geom: Geometry, policy: Pol
     """Max values computed in :func:`~poolcheck.spec.dtypes.compare_dtype` (float32 for
     bfloat16), back in ``dtype``: exact, every value is an input element or a fill, and empty
     windows get ``dtype``'s own fill (bfloat16's lowest is not float32's)."""
-    out = values.astype(dtype)
+    out = dtypes.narrow_bfloat16(values) if dtype == dtypes.BFLOAT16 and values.dtype == np.float32 \
+        else values.astype(dtype)
     empty = w.empty_windows(geom)
     if empty is not None:
         fill = np.asarray(empty_max_value(dtype, policy), dtype=dtype)

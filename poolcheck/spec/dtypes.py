@@ -141,6 +141,19 @@ def narrow_half(values: np.ndarray) -> np.ndarray:
     return narrow
 
 
+def narrow_bfloat16(values: np.ndarray) -> np.ndarray:
+    """float32 ``values`` that hold bfloat16 values (widened exactly: ml_dtypes shifts the bits)
+    as bfloat16, every bit pattern given back. ml_dtypes' float32 -> bfloat16 cast makes every NaN
+    its sign's canonical one (a signalling 0x7F81 and a payload 0xFFC5 come back 0x7FC0 and
+    0xFFC0); here a NaN keeps its top 16 bits, as the widening left them."""
+    with np.errstate(invalid="ignore"):
+        narrow = values.astype(BFLOAT16)
+    nan = np.isnan(values)
+    if nan.any():
+        narrow.view(np.uint16)[nan] = (np.ascontiguousarray(values[nan]).view(np.uint32) >> 16).astype(np.uint16)
+    return narrow
+
+
 def cast(values: Any, dtype: Any) -> np.ndarray:
     """``values`` as an array of ``dtype``, each rounded once (to nearest, ties to even).
 

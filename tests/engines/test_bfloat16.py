@@ -29,7 +29,7 @@ from poolcheck.engines import available_engines, numpy_engine
 from poolcheck.fingerprint import cpu_features
 from poolcheck.judgement import close_values, output_contract, same_values, tolerance_for
 from poolcheck.peers import call_peer, resolve_peer
-from poolcheck.spec import dtypes, operators
+from poolcheck.spec import attributes, dtypes, operators
 from poolcheck.spec.shape import resolve
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
@@ -325,3 +325,33 @@ def test_judgement_bfloat16_tolerance_and_output_contract() -> None:
     assert output_contract(spec, x.shape, BF16, want, None) == []
     breaches = output_contract(spec, x.shape, BF16, want.astype(np.float32), None)
     assert [b.what for b in breaches] == ["dtype"] and "values are float32, the input is bfloat16" in breaches[0].message
+
+
+#: NaNs a cast may change, per float type (bits): a signalling NaN and a negative quiet NaN with
+#: a payload.
+ODD_NANS = {"float16": (0x7C01, 0xFE05), "float32": (0x7F800001, 0xFFC00005),
+            "float64": (0x7FF0000000000001, 0xFFF8000000000005), "bfloat16": (0x7F81, 0xFFC5)}
+
+
+@pytest.mark.parametrize("engine", available_engines())
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data(), dtype=st.sampled_from(sorted(ODD_NANS)))
+def test_a_max_keeps_the_bits_of_the_element_it_picks(engine: str, data: st.DataObject, dtype: str) -> None:
+    """A max is an input element: its bits come back as they went in, a signalling NaN and a NaN's
+    payload too. bfloat16 is compared in float32 and went back through ml_dtypes' cast, which
+    makes every NaN canonical (0x7F81 and 0xFFC5 came out 0x7FC0 and 0xFFC0, on both engines).
+    The oracle reads the input's bits at the indices the engine returns (no padding: every
+    window holds elements)."""
+    rank = data.draw(st.integers(1, 3))
+    shape = (1, data.draw(st.integers(1, 2)), *(data.draw(st.integers(2, 5)) for _ in range(rank)))
+    kernel = [data.draw(st.integers(1, n)) for n in shape[2:]]
+    strides = [data.draw(st.integers(1, 2)) for _ in range(rank)]
+    dt = dtypes.as_dtype(dtype)
+    width = f"u{dt.itemsize}"
+    x = (np.arange(math.prod(shape)) % 7 - 3).astype(np.float32).astype(dt).reshape(shape)
+    bits = x.reshape(-1).view(width)
+    for _ in range(data.draw(st.integers(1, 3))):
+        bits[data.draw(st.integers(0, x.size - 1))] = data.draw(st.sampled_from(ODD_NANS[dtype]))
+    spec = attributes.onnx_max_pool(kernel, strides, [0] * (2 * rank), None, 0, "NOTSET", 0)
+    values, index = poolcheck.run_spec(spec, x, engine=engine)
+    assert np.array_equal(np.ascontiguousarray(values).view(width).reshape(-1), bits[index.reshape(-1)])
