@@ -13,6 +13,7 @@ from rich.text import Text
 import poolcheck
 from poolcheck.cli.common import console
 from poolcheck.engines import c_engine_status
+from poolcheck.peers.isolation import describe_in_process
 from poolcheck.peers.registry import all_peers, peer_kind, peer_options
 
 
@@ -37,16 +38,9 @@ def environment_report() -> dict[str, Any]:
     })
     peers: list[dict[str, Any]] = []
     for peer in all_peers():
-        try:
-            ok, reason = peer.available()
-        except Exception as exc:  # a plugin's own check may fail
-            ok, reason = False, f"available() raised {type(exc).__name__}: {exc}"
-        try:
-            version = peer.version() if ok else None
-        except Exception:
-            version = None
-        peers.append({"name": peer.name, "kind": peer_kind(peer), "available": bool(ok),
-                      "version": version, "reason": reason,
+        facts = describe_in_process(peer)  # this environment, as the command checks it
+        peers.append({"name": peer.name, "kind": peer_kind(peer), "available": facts.available,
+                      "version": facts.version, "reason": facts.why,
                       "options": [o.describe() for o in peer_options(peer)]})
     return {
         "poolcheck": poolcheck.__version__,
